@@ -1,1 +1,25 @@
+//! Host adapters for sensepool: the LSI SAS1068 (MPT 1.5, QEMU `mptsas1068`) and virtio-scsi.
+//!
+//! Each driver is split the same way. A *protocol core* holds the state machine (IOC
+//! bring-up, request tracking, reply validation, scatter-gather encoding) and is plain safe
+//! Rust that never touches hardware: it talks to the device through a small trait
+//! ([`mpt::regs::MptRegisters`], virtio-drivers' `Transport`) and to DMA memory through
+//! [`dma::DmaMemory`]. The only `unsafe` lives in the `regs`/`dma` modules that implement
+//! those traits over real MMIO and identity-mapped memory. That split is what lets the host
+//! tests drive every path, including a misbehaving device, against in-memory fakes
+//! ([`mpt::fake`] behind the `fake` feature).
+//!
+//! The device is untrusted in both drivers: every index, length, context and status it
+//! returns is checked, and a bad one becomes a typed error on that command (or on the
+//! adapter), never a panic, an out-of-bounds write or an unbounded wait.
 #![no_std]
+#![cfg_attr(not(test), warn(missing_docs))]
+
+extern crate alloc;
+#[cfg(test)]
+extern crate std;
+
+pub mod delay;
+pub mod dma;
+pub mod mpt;
+pub mod virtio_scsi;

@@ -1,0 +1,105 @@
+//! DMA addresses and driver-owned DMA memory.
+//!
+//! The protocol cores never dereference DMA memory themselves. They copy whole messages in
+//! and out through [`DmaMemory`], whose every access is bounds-checked, and they copy a
+//! device-written reply *out* before parsing it so a device that rewrites memory while the
+//! driver looks at it cannot change what was validated (no time-of-check/time-of-use).
+//!
+//! Two implementations exist: [`CoherentRegion`] (in `coherent`, the only `unsafe` here)
+//! over memory the kernel maps 1:1, and [`fake::FakeDmaSpace`] regions for host tests, which
+//! a fake device reads and writes by bus address with the same bounds checks.
+
+mod coherent;
+#[cfg(any(test, feature = "fake"))]
+pub mod fake;
+
+pub use coherent::CoherentRegion;
+
+/// A bus address as the device sees it (after any IOMMU; on this platform, the physical
+/// address).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct DmaAddr(pub u64);
+
+impl DmaAddr {
+    /// The low 32 bits, as MPI "low address" fields carry them.
+    #[must_use]
+    pub const fn low32(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// The high 32 bits, as MPI "high address" fields carry them.
+    #[must_use]
+    pub const fn high32(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+
+    /// `self + bytes`, or `None` on overflow.
+    #[must_use]
+    pub const fn checked_add(self, bytes: u64) -> Option<DmaAddr> {
+        match self.0.checked_add(bytes) {
+            Some(addr) => Some(DmaAddr(addr)),
+            None => None,
+        }
+    }
+}
+
+/// One contiguous piece of a data transfer, as the device will address it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    /// Where the piece starts.
+    pub addr: DmaAddr,
+    /// How long it is.
+    pub len_bytes: u32,
+}
+
+/// An access outside a DMA region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "DMA access of {len_bytes} bytes at offset {offset} outside a {region_len_bytes}-byte region"
+)]
+pub struct OutOfBounds {
+    /// Requested offset.
+    pub offset: usize,
+    /// Requested length.
+    pub len_bytes: usize,
+    /// Size of the region.
+    pub region_len_bytes: usize,
+}
+
+/// Checks that `[offset, offset + len)` lies inside `region_len` bytes.
+pub(crate) fn check_range(offset: usize, len: usize, region_len: usize) -> Result<(), OutOfBounds> {
+    match offset.checked_add(len) {
+        Some(end) if end <= region_len => Ok(()),
+        _ => Err(OutOfBounds {
+            offset,
+            len_bytes: len,
+            region_len_bytes: region_len,
+        }),
+    }
+}
+
+/// Device-visible memory the driver owns (request frames, reply frames, chain frames).
+///
+/// Implementations copy; they never hand out references into memory the device may write.
+pub trait DmaMemory {
+    /// Bus address of byte 0.
+    fn bus_addr(&self) -> DmaAddr;
+    /// Size in bytes.
+    fn len_bytes(&self) -> usize;
+    /// Copies `bytes` to `offset`. Fails, writing nothing, if the range is outside the region.
+    fn write_at(&mut self, offset: usize, bytes: &[u8]) -> Result<(), OutOfBounds>;
+    /// Copies `out.len()` bytes from `offset`. Fails, reading nothing, if out of range.
+    fn read_at(&self, offset: usize, out: &mut [u8]) -> Result<(), OutOfBounds>;
+    /// Sets `len` bytes at `offset` to zero.
+    fn zero(&mut self, offset: usize, len: usize) -> Result<(), OutOfBounds> {
+        check_range(offset, len, self.len_bytes())?;
+        let zeros = [0u8; 64];
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(zeros.len());
+            self.write_at(offset + done, &zeros[..n])?;
+            done += n;
+        }
+        Ok(())
+    }
+}

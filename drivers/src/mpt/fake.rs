@@ -1,0 +1,1 @@
+//! Fake IOC (in progress).

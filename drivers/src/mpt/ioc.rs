@@ -1,0 +1,1 @@
+//! IOC bring-up (in progress).

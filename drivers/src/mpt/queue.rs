@@ -1,0 +1,1 @@
+//! Request slots and reply handling (in progress).

@@ -1,0 +1,191 @@
+//! Writing a 64-bit SGL into a request frame and chain frames.
+
+use alloc::vec::Vec;
+
+use zerocopy::IntoBytes;
+
+use crate::dma::{DmaMemory, Segment};
+
+use super::super::mpi::scsi_io::SCSI_IO_SGL_OFFSET;
+use super::super::mpi::sge::{MAX_SIMPLE_LEN_BYTES, SGE64_LEN_BYTES, Sge64, flags};
+use super::{ChainPool, SglError, SglLayout};
+
+/// Data direction of the transfer, which every simple element repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Device to host (or no data).
+    ToHost,
+    /// Host to device.
+    ToDevice,
+}
+
+/// Builds the SGL for `segments`.
+///
+/// `main_frame` is the CPU copy of the whole request frame (`layout.frame_size_bytes()`
+/// long); the elements go in from offset 0x30. Chain frames come from `pool` and are
+/// pushed onto `chains`, which the caller keeps until the request completes (dropping them
+/// returns them to the pool). Returns the request's `ChainOffset` in dwords (0 if no
+/// chain). On error nothing is pushed onto `chains`, and frames taken are already returned.
+pub fn build<P: ChainPool>(
+    layout: &SglLayout,
+    segments: &[Segment],
+    direction: Direction,
+    main_frame: &mut [u8],
+    pool: &mut P,
+    chains: &mut Vec<P::Frame>,
+) -> Result<u8, SglError> {
+    let dir = match direction {
+        Direction::ToHost => 0,
+        Direction::ToDevice => flags::HOST_TO_IOC,
+    };
+    if main_frame.len() < layout.frame_size_bytes() {
+        return Err(SglError::Dma(crate::dma::OutOfBounds {
+            offset: 0,
+            len_bytes: layout.frame_size_bytes(),
+            region_len_bytes: main_frame.len(),
+        }));
+    }
+    if segments.is_empty() {
+        // MPI wants an SGL even without data: one zero-length element ending the list.
+        let end = flags::LAST_ELEMENT | flags::END_OF_BUFFER | flags::END_OF_LIST;
+        put(
+            main_frame,
+            SCSI_IO_SGL_OFFSET,
+            Sge64::simple(0, 0, end | dir),
+        );
+        return Ok(0);
+    }
+    for (index, segment) in segments.iter().enumerate() {
+        if segment.len_bytes == 0 {
+            return Err(SglError::EmptySegment { index });
+        }
+        if segment.len_bytes > MAX_SIMPLE_LEN_BYTES {
+            return Err(SglError::SegmentTooLong {
+                index,
+                len_bytes: segment.len_bytes,
+            });
+        }
+    }
+    let needed = layout.chains_needed(segments.len());
+    if needed > layout.max_chain_depth() {
+        return Err(SglError::TooManySegments {
+            segments: segments.len(),
+            chains_needed: needed,
+            max_chain_depth: layout.max_chain_depth(),
+            max_segments: layout.max_segments(),
+        });
+    }
+
+    // Take every frame first, so a dry pool fails before anything is written.
+    let mut frames: Vec<P::Frame> = Vec::with_capacity(needed);
+    for allocated in 0..needed {
+        match pool.alloc_frame() {
+            Some(frame) if frame.len_bytes() >= layout.frame_size_bytes() => frames.push(frame),
+            Some(frame) => {
+                return Err(SglError::ChainFrameSize {
+                    len_bytes: frame.len_bytes(),
+                    want_bytes: layout.frame_size_bytes(),
+                });
+            }
+            None => return Err(SglError::ChainPoolExhausted { allocated, needed }),
+        }
+    }
+
+    // Split the segments: the request frame, then each chain frame in turn.
+    let mut rest = segments;
+    let main_count = if needed == 0 {
+        rest.len()
+    } else {
+        layout.main_slots() - 1
+    };
+    let (main_part, after) = rest.split_at(main_count);
+    rest = after;
+    write_simples(
+        main_frame,
+        SCSI_IO_SGL_OFFSET,
+        main_part,
+        dir,
+        rest.is_empty(),
+    );
+
+    let mut chain_offset_dwords = 0u8;
+    let mut scratch = alloc::vec![0u8; layout.frame_size_bytes()];
+    let mut counts: Vec<usize> = Vec::with_capacity(needed);
+    {
+        let mut left = rest.len();
+        for index in 0..needed {
+            let count = if index + 1 == needed {
+                left
+            } else {
+                layout.chain_slots() - 1
+            };
+            counts.push(count);
+            left -= count;
+        }
+    }
+    if needed > 0 {
+        let at = SCSI_IO_SGL_OFFSET + main_count * SGE64_LEN_BYTES;
+        chain_offset_dwords = (at / 4) as u8;
+        put(
+            main_frame,
+            at,
+            chain_element(&frames[0], counts[0], needed > 1),
+        );
+    }
+    for index in 0..needed {
+        scratch.fill(0);
+        let (part, after) = rest.split_at(counts[index]);
+        rest = after;
+        let last_frame = index + 1 == needed;
+        write_simples(&mut scratch, 0, part, dir, last_frame);
+        if !last_frame {
+            let has_next = index + 2 < needed;
+            put(
+                &mut scratch,
+                counts[index] * SGE64_LEN_BYTES,
+                chain_element(&frames[index + 1], counts[index + 1], has_next),
+            );
+        }
+        frames[index].write_at(0, &scratch)?;
+    }
+    chains.append(&mut frames);
+    Ok(chain_offset_dwords)
+}
+
+/// A chain element pointing at `frame`, which holds `simples` simple elements followed,
+/// if `has_chain`, by its own chain element.
+fn chain_element<F: DmaMemory>(frame: &F, simples: usize, has_chain: bool) -> Sge64 {
+    let elements = simples + usize::from(has_chain);
+    let next_offset = if has_chain {
+        (simples * SGE64_LEN_BYTES / 4) as u8
+    } else {
+        0
+    };
+    Sge64::chain(
+        frame.bus_addr().0,
+        (elements * SGE64_LEN_BYTES) as u16,
+        next_offset,
+    )
+}
+
+fn write_simples(buf: &mut [u8], at: usize, segments: &[Segment], dir: u32, ends_list: bool) {
+    let count = segments.len();
+    for (k, segment) in segments.iter().enumerate() {
+        let mut extra = dir;
+        if k + 1 == count {
+            extra |= flags::LAST_ELEMENT;
+            if ends_list {
+                extra |= flags::END_OF_BUFFER | flags::END_OF_LIST;
+            }
+        }
+        put(
+            buf,
+            at + k * SGE64_LEN_BYTES,
+            Sge64::simple(segment.addr.0, segment.len_bytes, extra),
+        );
+    }
+}
+
+fn put(buf: &mut [u8], at: usize, sge: Sge64) {
+    buf[at..at + SGE64_LEN_BYTES].copy_from_slice(sge.as_bytes());
+}
