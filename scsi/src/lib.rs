@@ -1,1 +1,12 @@
+//! `scsi`: the SCSI layer of sensepool, in safe `no_std` Rust.
+//!
+//! - [`wire`]: CDBs, sense data, status codes and response payloads as `zerocopy` layouts.
 #![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+#[cfg(test)]
+#[macro_use]
+extern crate std;
+
+pub mod wire;

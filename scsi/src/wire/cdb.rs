@@ -1,0 +1,505 @@
+//! Command descriptor blocks: one typed [`Cdb`] enum that parses from and encodes to bytes.
+//!
+//! The midlayer encodes a `Cdb` into a 16-byte [`CdbBytes`] on every command and the scsi_debug
+//! target parses it back, so both directions are allocation-free and do no formatting. Reserved
+//! bits and the CONTROL byte are ignored on parse and written as zero on encode, so
+//! `parse(encode(c)) == c` holds for every `Cdb` while arbitrary bytes still parse leniently, as a
+//! real device would accept them.
+
+use super::cdb_layout::*;
+use super::types::{BlockCount, Lba};
+use super::{WireError, need};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// Operation codes (SPC-5 Annex E, SBC-4 §5).
+pub mod opcode {
+    pub const TEST_UNIT_READY: u8 = 0x00;
+    pub const REQUEST_SENSE: u8 = 0x03;
+    pub const INQUIRY: u8 = 0x12;
+    pub const MODE_SENSE_6: u8 = 0x1a;
+    pub const START_STOP_UNIT: u8 = 0x1b;
+    pub const READ_CAPACITY_10: u8 = 0x25;
+    pub const READ_10: u8 = 0x28;
+    pub const WRITE_10: u8 = 0x2a;
+    pub const SYNCHRONIZE_CACHE_10: u8 = 0x35;
+    pub const MODE_SENSE_10: u8 = 0x5a;
+    pub const READ_16: u8 = 0x88;
+    pub const WRITE_16: u8 = 0x8a;
+    pub const SERVICE_ACTION_IN_16: u8 = 0x9e;
+    pub const REPORT_LUNS: u8 = 0xa0;
+    /// Service action of SERVICE ACTION IN(16) for READ CAPACITY(16).
+    pub const SAI_READ_CAPACITY_16: u8 = 0x10;
+}
+
+/// The longest CDB this crate builds (16 bytes; 32-byte variable-length CDBs are not used).
+pub const MAX_CDB_LEN: usize = 16;
+
+/// An encoded CDB: up to 16 bytes plus its length, `Copy` so it can live in a command slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CdbBytes {
+    bytes: [u8; MAX_CDB_LEN],
+    len: u8,
+}
+
+impl CdbBytes {
+    /// Copies raw CDB bytes (for pass-through); `Err` if longer than 16 bytes or empty.
+    pub fn from_slice(raw: &[u8]) -> Result<CdbBytes, WireError> {
+        if raw.is_empty() || raw.len() > MAX_CDB_LEN {
+            return Err(WireError::InvalidField {
+                what: "CDB length",
+                value: raw.len() as u64,
+            });
+        }
+        let mut bytes = [0u8; MAX_CDB_LEN];
+        bytes[..raw.len()].copy_from_slice(raw);
+        Ok(CdbBytes {
+            bytes,
+            len: raw.len() as u8,
+        })
+    }
+
+    /// The CDB bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    fn from_layout<T: IntoBytes + Immutable>(layout: &T) -> CdbBytes {
+        let raw = layout.as_bytes();
+        let mut bytes = [0u8; MAX_CDB_LEN];
+        bytes[..raw.len()].copy_from_slice(raw);
+        CdbBytes {
+            bytes,
+            len: raw.len() as u8,
+        }
+    }
+}
+
+/// Page control of MODE SENSE (SPC-5 §6.14.1, table 171): which values to return.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum PageControl {
+    Current = 0,
+    Changeable = 1,
+    Default = 2,
+    Saved = 3,
+}
+
+impl PageControl {
+    fn from_bits(bits: u8) -> PageControl {
+        match bits & 3 {
+            0 => PageControl::Current,
+            1 => PageControl::Changeable,
+            2 => PageControl::Default,
+            _ => PageControl::Saved,
+        }
+    }
+}
+
+/// Fields of READ(10)/WRITE(10) (SBC-4 §5.11, §5.35).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rw10 {
+    pub lba: u32,
+    pub blocks: u16,
+    /// Force unit access: the data must reach (or come from) the medium.
+    pub fua: bool,
+    /// Disable page out: do not keep the data in cache.
+    pub dpo: bool,
+}
+
+/// Fields of READ(16)/WRITE(16) (SBC-4 §5.13, §5.37).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rw16 {
+    pub lba: Lba,
+    pub blocks: BlockCount,
+    pub fua: bool,
+    pub dpo: bool,
+}
+
+/// A decoded CDB. Variants hold exactly the fields of their encoding, so every value encodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cdb {
+    /// TEST UNIT READY (SPC-5 §6.47).
+    TestUnitReady,
+    /// INQUIRY (SPC-5 §6.6): the standard page when `evpd` is false (then `page` must be 0).
+    Inquiry {
+        evpd: bool,
+        page: u8,
+        alloc_len: u16,
+    },
+    /// REQUEST SENSE (SPC-5 §6.39); `desc` asks for descriptor-format sense.
+    RequestSense { desc: bool, alloc_len: u8 },
+    /// MODE SENSE(6) (SPC-5 §6.14). `page` is the 6-bit page code.
+    ModeSense6 {
+        dbd: bool,
+        pc: PageControl,
+        page: u8,
+        subpage: u8,
+        alloc_len: u8,
+    },
+    /// MODE SENSE(10) (SPC-5 §6.15).
+    ModeSense10 {
+        llbaa: bool,
+        dbd: bool,
+        pc: PageControl,
+        page: u8,
+        subpage: u8,
+        alloc_len: u16,
+    },
+    /// START STOP UNIT (SBC-4 §5.25). `power_condition` is the 4-bit field.
+    StartStopUnit {
+        immed: bool,
+        power_condition: u8,
+        loej: bool,
+        start: bool,
+    },
+    /// READ CAPACITY(10) (SBC-4 §5.15).
+    ReadCapacity10,
+    /// READ CAPACITY(16) (SBC-4 §5.16).
+    ReadCapacity16 { alloc_len: u32 },
+    /// READ(10).
+    Read10(Rw10),
+    /// READ(16).
+    Read16(Rw16),
+    /// WRITE(10).
+    Write10(Rw10),
+    /// WRITE(16).
+    Write16(Rw16),
+    /// SYNCHRONIZE CACHE(10) (SBC-4 §5.27); `blocks == 0` means to the end of the medium.
+    SynchronizeCache10 { immed: bool, lba: u32, blocks: u16 },
+    /// REPORT LUNS (SPC-5 §6.33).
+    ReportLuns { select_report: u8, alloc_len: u32 },
+}
+
+fn read<T: FromBytes + KnownLayout + Immutable>(
+    what: &'static str,
+    raw: &[u8],
+) -> Result<T, WireError> {
+    need(what, raw, core::mem::size_of::<T>())?;
+    T::read_from_prefix(raw)
+        .map(|(value, _)| value)
+        .map_err(|_| WireError::Truncated {
+            what,
+            need: core::mem::size_of::<T>(),
+            got: raw.len(),
+        })
+}
+
+impl Cdb {
+    /// READ(10) when the range fits its fields, else READ(16), the way `sd` chooses.
+    pub fn read(lba: Lba, blocks: BlockCount) -> Cdb {
+        match (u32::try_from(lba.0), u16::try_from(blocks.0)) {
+            (Ok(lba), Ok(blocks)) => Cdb::Read10(Rw10 {
+                lba,
+                blocks,
+                fua: false,
+                dpo: false,
+            }),
+            _ => Cdb::Read16(Rw16 {
+                lba,
+                blocks,
+                fua: false,
+                dpo: false,
+            }),
+        }
+    }
+
+    /// WRITE(10) when the range fits its fields, else WRITE(16).
+    pub fn write(lba: Lba, blocks: BlockCount) -> Cdb {
+        match (u32::try_from(lba.0), u16::try_from(blocks.0)) {
+            (Ok(lba), Ok(blocks)) => Cdb::Write10(Rw10 {
+                lba,
+                blocks,
+                fua: false,
+                dpo: false,
+            }),
+            _ => Cdb::Write16(Rw16 {
+                lba,
+                blocks,
+                fua: false,
+                dpo: false,
+            }),
+        }
+    }
+
+    /// The standard INQUIRY page with the usual 36-byte allocation.
+    pub fn inquiry() -> Cdb {
+        Cdb::Inquiry {
+            evpd: false,
+            page: 0,
+            alloc_len: 36,
+        }
+    }
+
+    /// The LBA range a READ or WRITE addresses, `None` for other commands.
+    pub fn lba_range(&self) -> Option<(Lba, BlockCount)> {
+        match *self {
+            Cdb::Read10(rw) | Cdb::Write10(rw) => {
+                Some((Lba(u64::from(rw.lba)), BlockCount(u32::from(rw.blocks))))
+            }
+            Cdb::Read16(rw) | Cdb::Write16(rw) => Some((rw.lba, rw.blocks)),
+            _ => None,
+        }
+    }
+
+    /// The operation code.
+    pub fn opcode(&self) -> u8 {
+        self.encode().as_slice()[0]
+    }
+
+    /// Decodes a CDB. Unknown opcodes give `UnsupportedOpcode`; short buffers `Truncated`.
+    pub fn parse(raw: &[u8]) -> Result<Cdb, WireError> {
+        let Some(&op) = raw.first() else {
+            return Err(WireError::Truncated {
+                what: "CDB",
+                need: 1,
+                got: 0,
+            });
+        };
+        Ok(match op {
+            opcode::TEST_UNIT_READY => {
+                read::<TestUnitReady6>("TEST UNIT READY", raw)?;
+                Cdb::TestUnitReady
+            }
+            opcode::INQUIRY => {
+                let c = read::<Inquiry6>("INQUIRY", raw)?;
+                let evpd = c.flags & 1 != 0;
+                if !evpd && c.page_code != 0 {
+                    // SPC-5 §6.6.1: PAGE CODE must be zero when EVPD is zero.
+                    let value = u64::from(c.page_code);
+                    return Err(WireError::InvalidField {
+                        what: "INQUIRY page code",
+                        value,
+                    });
+                }
+                Cdb::Inquiry {
+                    evpd,
+                    page: c.page_code,
+                    alloc_len: c.alloc_len.get(),
+                }
+            }
+            opcode::REQUEST_SENSE => {
+                let c = read::<RequestSense6>("REQUEST SENSE", raw)?;
+                Cdb::RequestSense {
+                    desc: c.flags & 1 != 0,
+                    alloc_len: c.alloc_len,
+                }
+            }
+            opcode::MODE_SENSE_6 => {
+                let c = read::<ModeSense6>("MODE SENSE(6)", raw)?;
+                Cdb::ModeSense6 {
+                    dbd: c.flags & 0x08 != 0,
+                    pc: PageControl::from_bits(c.page >> 6),
+                    page: c.page & 0x3f,
+                    subpage: c.subpage,
+                    alloc_len: c.alloc_len,
+                }
+            }
+            opcode::MODE_SENSE_10 => {
+                let c = read::<ModeSense10>("MODE SENSE(10)", raw)?;
+                Cdb::ModeSense10 {
+                    llbaa: c.flags & 0x10 != 0,
+                    dbd: c.flags & 0x08 != 0,
+                    pc: PageControl::from_bits(c.page >> 6),
+                    page: c.page & 0x3f,
+                    subpage: c.subpage,
+                    alloc_len: c.alloc_len.get(),
+                }
+            }
+            opcode::START_STOP_UNIT => {
+                let c = read::<StartStopUnit6>("START STOP UNIT", raw)?;
+                Cdb::StartStopUnit {
+                    immed: c.immed & 1 != 0,
+                    power_condition: c.flags >> 4,
+                    loej: c.flags & 0x02 != 0,
+                    start: c.flags & 0x01 != 0,
+                }
+            }
+            opcode::READ_CAPACITY_10 => {
+                read::<ReadCapacity10>("READ CAPACITY(10)", raw)?;
+                Cdb::ReadCapacity10
+            }
+            opcode::READ_10 | opcode::WRITE_10 => {
+                let c = read::<Lba10>("READ/WRITE(10)", raw)?;
+                let rw = Rw10 {
+                    lba: c.lba.get(),
+                    blocks: c.blocks.get(),
+                    fua: c.flags & 0x08 != 0,
+                    dpo: c.flags & 0x10 != 0,
+                };
+                if op == opcode::READ_10 {
+                    Cdb::Read10(rw)
+                } else {
+                    Cdb::Write10(rw)
+                }
+            }
+            opcode::READ_16 | opcode::WRITE_16 => {
+                let c = read::<Lba16>("READ/WRITE(16)", raw)?;
+                let rw = Rw16 {
+                    lba: Lba(c.lba.get()),
+                    blocks: BlockCount(c.blocks.get()),
+                    fua: c.flags & 0x08 != 0,
+                    dpo: c.flags & 0x10 != 0,
+                };
+                if op == opcode::READ_16 {
+                    Cdb::Read16(rw)
+                } else {
+                    Cdb::Write16(rw)
+                }
+            }
+            opcode::SYNCHRONIZE_CACHE_10 => {
+                let c = read::<Lba10>("SYNCHRONIZE CACHE(10)", raw)?;
+                Cdb::SynchronizeCache10 {
+                    immed: c.flags & 0x02 != 0,
+                    lba: c.lba.get(),
+                    blocks: c.blocks.get(),
+                }
+            }
+            opcode::SERVICE_ACTION_IN_16 => {
+                let c = read::<ServiceActionIn16>("SERVICE ACTION IN(16)", raw)?;
+                let service_action = c.service_action & 0x1f;
+                if service_action != opcode::SAI_READ_CAPACITY_16 {
+                    return Err(WireError::UnsupportedServiceAction {
+                        opcode: op,
+                        service_action,
+                    });
+                }
+                Cdb::ReadCapacity16 {
+                    alloc_len: c.alloc_len.get(),
+                }
+            }
+            opcode::REPORT_LUNS => {
+                let c = read::<ReportLuns12>("REPORT LUNS", raw)?;
+                Cdb::ReportLuns {
+                    select_report: c.select_report,
+                    alloc_len: c.alloc_len.get(),
+                }
+            }
+            _ => return Err(WireError::UnsupportedOpcode(op)),
+        })
+    }
+
+    /// Encodes the CDB. Infallible: every variant's fields fit its layout (4-bit and 6-bit
+    /// fields are masked).
+    pub fn encode(&self) -> CdbBytes {
+        match *self {
+            Cdb::TestUnitReady => CdbBytes::from_layout(&TestUnitReady6::default()),
+            Cdb::Inquiry {
+                evpd,
+                page,
+                alloc_len,
+            } => CdbBytes::from_layout(&Inquiry6 {
+                opcode: opcode::INQUIRY,
+                flags: u8::from(evpd),
+                page_code: page,
+                alloc_len: alloc_len.into(),
+                control: 0,
+            }),
+            Cdb::RequestSense { desc, alloc_len } => CdbBytes::from_layout(&RequestSense6 {
+                opcode: opcode::REQUEST_SENSE,
+                flags: u8::from(desc),
+                alloc_len,
+                ..Default::default()
+            }),
+            Cdb::ModeSense6 {
+                dbd,
+                pc,
+                page,
+                subpage,
+                alloc_len,
+            } => CdbBytes::from_layout(&ModeSense6 {
+                opcode: opcode::MODE_SENSE_6,
+                flags: if dbd { 0x08 } else { 0 },
+                page: ((pc as u8) << 6) | (page & 0x3f),
+                subpage,
+                alloc_len,
+                control: 0,
+            }),
+            Cdb::ModeSense10 {
+                llbaa,
+                dbd,
+                pc,
+                page,
+                subpage,
+                alloc_len,
+            } => CdbBytes::from_layout(&ModeSense10 {
+                opcode: opcode::MODE_SENSE_10,
+                flags: (u8::from(llbaa) << 4) | (u8::from(dbd) << 3),
+                page: ((pc as u8) << 6) | (page & 0x3f),
+                subpage,
+                alloc_len: alloc_len.into(),
+                ..Default::default()
+            }),
+            Cdb::StartStopUnit {
+                immed,
+                power_condition,
+                loej,
+                start,
+            } => CdbBytes::from_layout(&StartStopUnit6 {
+                opcode: opcode::START_STOP_UNIT,
+                immed: u8::from(immed),
+                flags: ((power_condition & 0x0f) << 4) | (u8::from(loej) << 1) | u8::from(start),
+                ..Default::default()
+            }),
+            Cdb::ReadCapacity10 => CdbBytes::from_layout(&ReadCapacity10 {
+                opcode: opcode::READ_CAPACITY_10,
+                ..Default::default()
+            }),
+            Cdb::ReadCapacity16 { alloc_len } => CdbBytes::from_layout(&ServiceActionIn16 {
+                opcode: opcode::SERVICE_ACTION_IN_16,
+                service_action: opcode::SAI_READ_CAPACITY_16,
+                alloc_len: alloc_len.into(),
+                ..Default::default()
+            }),
+            Cdb::Read10(rw) => encode10(opcode::READ_10, rw),
+            Cdb::Write10(rw) => encode10(opcode::WRITE_10, rw),
+            Cdb::Read16(rw) => encode16(opcode::READ_16, rw),
+            Cdb::Write16(rw) => encode16(opcode::WRITE_16, rw),
+            Cdb::SynchronizeCache10 { immed, lba, blocks } => CdbBytes::from_layout(&Lba10 {
+                opcode: opcode::SYNCHRONIZE_CACHE_10,
+                flags: u8::from(immed) << 1,
+                lba: lba.into(),
+                blocks: blocks.into(),
+                ..Default::default()
+            }),
+            Cdb::ReportLuns {
+                select_report,
+                alloc_len,
+            } => CdbBytes::from_layout(&ReportLuns12 {
+                opcode: opcode::REPORT_LUNS,
+                select_report,
+                alloc_len: alloc_len.into(),
+                ..Default::default()
+            }),
+        }
+    }
+}
+
+fn rw_flags(fua: bool, dpo: bool) -> u8 {
+    (u8::from(dpo) << 4) | (u8::from(fua) << 3)
+}
+
+fn encode10(op: u8, rw: Rw10) -> CdbBytes {
+    CdbBytes::from_layout(&Lba10 {
+        opcode: op,
+        flags: rw_flags(rw.fua, rw.dpo),
+        lba: rw.lba.into(),
+        group: 0,
+        blocks: rw.blocks.into(),
+        control: 0,
+    })
+}
+
+fn encode16(op: u8, rw: Rw16) -> CdbBytes {
+    CdbBytes::from_layout(&Lba16 {
+        opcode: op,
+        flags: rw_flags(rw.fua, rw.dpo),
+        lba: rw.lba.0.into(),
+        blocks: rw.blocks.0.into(),
+        group: 0,
+        control: 0,
+    })
+}
+
+#[cfg(test)]
+#[path = "cdb_tests.rs"]
+mod tests;
