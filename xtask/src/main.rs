@@ -1,1 +1,186 @@
-fn main() {}
+//! `cargo xtask`: the one host entry point of sensepool.
+//!
+//! - `run`: set up, build the kernel, create the profile's disks, boot QEMU, show the console, and
+//!   exit with the guest's verdict.
+//! - `test`: host tests (`cargo test --workspace`), then the guest tests of `tests/guest.toml`,
+//!   closing with one `N passed, N failed` line.
+//! - `bench`: scenario benchmarks with a table, JSON under `target/bench/` and an SVG plot.
+//!
+//! Exit status: 0 pass; 1 guest or test failure; 2 xtask could not do its job (set-up, build,
+//! bad profile); 3 the guest crashed (reset, QEMU error, signal); 124 the guest timed out.
+
+mod accel;
+mod bench;
+mod boot;
+mod console;
+mod error;
+mod guest;
+mod guest_tests;
+mod host_tests;
+mod process;
+mod profile;
+mod qemu;
+mod setup;
+mod workspace;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::accel::AccelRequest;
+use crate::boot::{Echo, Verdict};
+use crate::error::{Error, Result};
+use crate::guest::{Guest, Overrides};
+use crate::host_tests::Tally;
+
+#[derive(Parser)]
+#[command(
+    name = "cargo xtask",
+    about = "Build, boot, test and benchmark sensepool"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build the kernel and boot it under QEMU, showing the console.
+    Run(RunArgs),
+    /// Run the host tests, then every guest test under QEMU.
+    Test(TestArgs),
+    /// Run a scenario benchmark.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+    /// Only install what is missing (Rust target, QEMU).
+    Setup,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Accelerator: auto picks KVM only when it is hardware-backed.
+    #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
+    accel: AccelRequest,
+    /// Number of vCPUs (default: the profile's).
+    #[arg(long)]
+    smp: Option<u32>,
+    /// Guest memory in MiB (default: the profile's).
+    #[arg(long = "mem", value_name = "MB")]
+    memory_mb: Option<u32>,
+    /// QEMU machine profile: a file qemu/NAME.toml.
+    #[arg(long, default_value = "default")]
+    profile: String,
+    /// Kill QEMU after this many seconds (default: the profile's).
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<u64>,
+    /// Kernel command line words (replace the profile's default_kernel_args).
+    #[arg(last = true, value_name = "KERNEL_ARGS")]
+    kernel_args: Vec<String>,
+}
+
+#[derive(Args)]
+struct TestArgs {
+    /// Accelerator for the guest tests.
+    #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
+    accel: AccelRequest,
+    /// Run only the host tests.
+    #[arg(long, conflicts_with = "guest")]
+    host: bool,
+    /// Run only the guest tests.
+    #[arg(long)]
+    guest: bool,
+    /// Run only guest tests whose name contains this.
+    filter: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// The mpt3sas chain-pool pattern on the legacy and scalable dmapool.
+    Dmapool(bench::dmapool::Options),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run(args),
+        Command::Test(args) => test(args),
+        Command::Bench(BenchCommand::Dmapool(options)) => {
+            bench::dmapool::run(&options).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Setup => setup::ensure_all().map(|()| ExitCode::SUCCESS),
+    };
+    result.unwrap_or_else(|error| {
+        eprintln!("xtask: {error}");
+        match error {
+            Error::Guest { .. } => ExitCode::from(1),
+            _ => ExitCode::from(2),
+        }
+    })
+}
+
+fn run(args: RunArgs) -> Result<ExitCode> {
+    let guest = Guest::prepare(args.accel)?;
+    let profile = profile::load(&args.profile)?;
+    let overrides = Overrides {
+        smp: args.smp,
+        memory_mb: args.memory_mb,
+        timeout: args.timeout.map(Duration::from_secs),
+        kernel_args: (!args.kernel_args.is_empty()).then(|| args.kernel_args.join(" ")),
+    };
+    println!("profile: {} ({})", profile.name, profile.description);
+    let outcome = guest.boot(&profile, &overrides, Echo::Live)?;
+    for image in &outcome.images {
+        eprintln!("xtask: disk image {}", image.display());
+    }
+    eprintln!(
+        "xtask: guest {}; QEMU wall time {:.3} s",
+        outcome.verdict,
+        outcome.wall.as_secs_f64()
+    );
+    Ok(ExitCode::from(match outcome.verdict {
+        Verdict::Pass => 0,
+        Verdict::Fail => 1,
+        Verdict::Crash(_) => 3,
+        Verdict::Timeout(_) => 124,
+    }))
+}
+
+fn test(args: TestArgs) -> Result<ExitCode> {
+    let mut total = Tally::default();
+    if !args.guest {
+        let host = host_tests::run()?;
+        println!("host tests: {} passed, {} failed", host.passed, host.failed);
+        total += host;
+    }
+    if !args.host {
+        let table = guest_tests::table_path();
+        let tests = guest_tests::load(&table)?;
+        let tally = if tests.is_empty() {
+            println!("guest tests: none listed in {}", table.display());
+            Tally::default()
+        } else {
+            match Guest::prepare(args.accel) {
+                Ok(guest) => guest_tests::run(&guest, &tests, args.filter.as_deref()),
+                Err(error) => {
+                    println!("guest tests: cannot prepare the guest: {error}");
+                    Tally {
+                        passed: 0,
+                        failed: tests.len() as u64,
+                    }
+                }
+            }
+        };
+        println!(
+            "guest tests: {} passed, {} failed",
+            tally.passed, tally.failed
+        );
+        total += tally;
+    }
+    println!("{} passed, {} failed", total.passed, total.failed);
+    Ok(if total.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

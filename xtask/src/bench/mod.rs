@@ -1,0 +1,249 @@
+//! Scenario benchmarks (`cargo xtask bench …`) and the machinery they share.
+//!
+//! Every benchmark, on the host or in the guest, emits one `RESULT {json}` line per measured case.
+//! A benchmark module collects those objects into a [`ResultSet`], which prints them as a table,
+//! writes `target/bench/<name>.json` (`{"bench", "command", "where", "accel", "host", "results"}`)
+//! and hands them to [`plot`] for the SVG. Absolute times on a shared machine are noise, so each
+//! benchmark runs its sides in one process and reports their ratio as well.
+
+pub mod dmapool;
+pub mod plot;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{Map, Value, json};
+
+use crate::console;
+use crate::error::{Error, Result};
+use crate::process;
+
+/// One JSON result object.
+pub type Record = Map<String, Value>;
+
+/// The results of one benchmark command.
+#[derive(Clone, Debug)]
+pub struct ResultSet {
+    /// File stem under `target/bench/`, e.g. `dmapool` or `dmapool-guest`.
+    pub name: String,
+    /// The command the user ran, for reproduction.
+    pub command: String,
+    /// `"host"` or `"guest"`.
+    pub place: &'static str,
+    /// The accelerator, for guest runs.
+    pub accel: Option<String>,
+    pub results: Vec<Record>,
+}
+
+impl ResultSet {
+    /// An empty set; `command` is reconstructed from the process arguments.
+    pub fn new(name: &str, place: &'static str, accel: Option<String>) -> Self {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        Self {
+            name: name.to_owned(),
+            command: format!("cargo xtask {}", args.join(" ")),
+            place,
+            accel,
+            results: Vec::new(),
+        }
+    }
+
+    /// Adds results, marking each with `where` (and `accel`) unless it already says.
+    pub fn extend(&mut self, records: impl IntoIterator<Item = Record>) {
+        for mut record in records {
+            record
+                .entry("where")
+                .or_insert_with(|| Value::from(self.place));
+            if let Some(accel) = &self.accel {
+                record
+                    .entry("accel")
+                    .or_insert_with(|| Value::from(accel.as_str()));
+            }
+            self.results.push(record);
+        }
+    }
+
+    /// The JSON document written to disk.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "bench": self.name,
+            "command": self.command,
+            "where": self.place,
+            "accel": self.accel,
+            "host": host_info(),
+            "results": self.results,
+        })
+    }
+
+    /// Writes `<dir>/<name>.json` and returns its path.
+    pub fn write_json(&self, dir: &Path) -> Result<PathBuf> {
+        let path = dir.join(format!("{}.json", self.name));
+        let mut text = serde_json::to_string_pretty(&self.to_json()).unwrap_or_default();
+        text.push('\n');
+        std::fs::write(&path, text).map_err(|source| Error::Write {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(path)
+    }
+
+    /// Results whose `key` equals `value`.
+    pub fn matching<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a str,
+    ) -> impl Iterator<Item = &'a Record> {
+        self.results
+            .iter()
+            .filter(move |record| record.get(key).and_then(Value::as_str) == Some(value))
+    }
+}
+
+/// A table column: a header and the result field it shows.
+#[derive(Clone, Copy, Debug)]
+pub struct Column {
+    pub header: &'static str,
+    pub key: &'static str,
+}
+
+/// Prints `records` as an aligned table; missing fields show as `-`.
+pub fn print_table(records: &[Record], columns: &[Column]) {
+    let rows: Vec<Vec<String>> = records
+        .iter()
+        .map(|record| {
+            columns
+                .iter()
+                .map(|column| record.get(column.key).map_or("-".into(), format_value))
+                .collect()
+        })
+        .collect();
+    let widths: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(index, column)| {
+            rows.iter()
+                .map(|row| row[index].len())
+                .chain([column.header.len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let render = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:>width$}"))
+            .collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    render(columns.iter().map(|column| column.header).collect());
+    for row in &rows {
+        render(row.iter().map(String::as_str).collect());
+    }
+}
+
+/// Numbers with sensible precision; strings bare.
+pub fn format_value(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Number(number) if number.is_f64() => {
+            let float = number.as_f64().unwrap_or(f64::NAN);
+            match float.abs() {
+                magnitude if magnitude >= 100.0 => format!("{float:.0}"),
+                magnitude if magnitude >= 1.0 => format!("{float:.2}"),
+                _ => format!("{float:.3}"),
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A numeric field, if present.
+pub fn number(record: &Record, key: &str) -> Option<f64> {
+    record.get(key).and_then(Value::as_f64)
+}
+
+/// What machine produced the numbers.
+pub fn host_info() -> Value {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find_map(|line| line.strip_prefix("model name")?.split_once(':'))
+        .map(|(_, model)| model.trim().to_owned());
+    json!({
+        "cpu": cpu,
+        "cpus": std::thread::available_parallelism().map(usize::from).ok(),
+        "os": std::env::consts::OS,
+    })
+}
+
+/// Runs a host benchmark program, echoing its output, and returns its `RESULT` objects.
+pub fn run_host_program(command: &mut Command) -> Result<Vec<Record>> {
+    let described = process::describe(command);
+    eprintln!("+ {described}");
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|source| Error::Spawn {
+            command: described.clone(),
+            source,
+        })?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let mut reader = BufReader::new(stdout);
+    let mut buffer = Vec::new();
+    let mut records = Vec::new();
+    while reader
+        .read_until(b'\n', &mut buffer)
+        .is_ok_and(|read| read > 0)
+    {
+        let line = String::from_utf8_lossy(&buffer).trim_end().to_owned();
+        buffer.clear();
+        println!("{line}");
+        let _ = std::io::stdout().flush();
+        if let console::Line::Result(json) = console::classify(&line) {
+            records.push(console::parse_result(json)?);
+        }
+    }
+    let status = child.wait().map_err(|source| Error::Spawn {
+        command: described.clone(),
+        source,
+    })?;
+    if !status.success() {
+        return Err(Error::CommandFailed {
+            command: described,
+            status,
+        });
+    }
+    if records.is_empty() {
+        return Err(Error::NoResults { what: described });
+    }
+    Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_are_tagged_with_where_and_accel() {
+        let mut set = ResultSet::new("x", "guest", Some("tcg".into()));
+        let record = console::parse_result(r#"{"impl":"legacy","n":10}"#).unwrap();
+        set.extend([record]);
+        let json = set.to_json();
+        assert_eq!(json["results"][0]["where"], "guest");
+        assert_eq!(json["results"][0]["accel"], "tcg");
+        assert_eq!(json["where"], "guest");
+        assert_eq!(set.matching("impl", "legacy").count(), 1);
+    }
+
+    #[test]
+    fn values_format_by_magnitude() {
+        assert_eq!(format_value(&json!(1234.567)), "1235");
+        assert_eq!(format_value(&json!(12.345)), "12.35");
+        assert_eq!(format_value(&json!(0.01234)), "0.012");
+        assert_eq!(format_value(&json!(373959)), "373959");
+        assert_eq!(format_value(&json!("legacy")), "legacy");
+    }
+}

@@ -1,0 +1,239 @@
+//! SVG charts for the benchmarks, drawn with plotters (pure Rust, no font libraries: the SVG
+//! carries its text as text).
+//!
+//! Two shapes cover the benchmarks: [`LineChart`] for a cost against a size on log-log axes
+//! (dmapool's ns/op against n, where O(n) and O(1) separate as slopes), and [`BarChart`] for
+//! side-by-side cases (fake-rw IOPS per configuration, sense-reserve modes).
+
+use std::fmt::Display;
+use std::path::Path;
+
+use plotters::coord::ranged1d::SegmentValue;
+use plotters::prelude::*;
+
+use crate::error::{Error, Result};
+
+/// One line of a [`LineChart`].
+#[derive(Clone, Debug)]
+pub struct Series {
+    pub label: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Several series over shared log-log axes.
+#[derive(Clone, Debug)]
+pub struct LineChart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub series: Vec<Series>,
+}
+
+/// One labelled value per bar.
+#[derive(Clone, Debug)]
+pub struct BarChart {
+    pub title: String,
+    pub y_label: String,
+    pub bars: Vec<(String, f64)>,
+}
+
+const SIZE: (u32, u32) = (960, 640);
+
+fn plot_error(path: &Path) -> impl Fn(&dyn Display) -> Error + '_ {
+    move |error| Error::Plot {
+        path: path.to_owned(),
+        reason: error.to_string(),
+    }
+}
+
+/// Widens `[min, max]` of positive values to whole decades, for log axes.
+fn decade_bounds(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    let (min, max) = values
+        .filter(|value| value.is_finite() && *value > 0.0)
+        .fold((f64::INFINITY, 0.0_f64), |(min, max), value| {
+            (min.min(value), max.max(value))
+        });
+    if max <= 0.0 {
+        return None;
+    }
+    let low = 10f64.powf(min.log10().floor());
+    let high = 10f64.powf(max.log10().ceil()).max(low * 10.0);
+    Some((low, high))
+}
+
+/// A compact label for a log axis tick.
+fn tick(value: &f64) -> String {
+    match *value {
+        value if value >= 1e6 => format!("{}M", value / 1e6),
+        value if value >= 1e3 => format!("{}k", value / 1e3),
+        value if value >= 1.0 => format!("{value}"),
+        value => format!("{value:.2}"),
+    }
+}
+
+/// Draws `chart` with logarithmic x and y axes; non-positive points are skipped.
+pub fn draw_log_log(path: &Path, chart: &LineChart) -> Result<()> {
+    let fail = plot_error(path);
+    let points = || chart.series.iter().flat_map(|series| series.points.iter());
+    let no_data = || Error::Plot {
+        path: path.to_owned(),
+        reason: "no positive data points".into(),
+    };
+    let (x_low, x_high) = decade_bounds(points().map(|point| point.0)).ok_or_else(no_data)?;
+    let (y_low, y_high) = decade_bounds(points().map(|point| point.1)).ok_or_else(no_data)?;
+
+    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| fail(&e))?;
+    let mut context = ChartBuilder::on(&root)
+        .caption(&chart.title, ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d((x_low..x_high).log_scale(), (y_low..y_high).log_scale())
+        .map_err(|e| fail(&e))?;
+    context
+        .configure_mesh()
+        .x_desc(&chart.x_label)
+        .y_desc(&chart.y_label)
+        .x_label_formatter(&tick)
+        .y_label_formatter(&tick)
+        .draw()
+        .map_err(|e| fail(&e))?;
+    for (index, series) in chart.series.iter().enumerate() {
+        let color = Palette99::pick(index).to_rgba();
+        let positive: Vec<(f64, f64)> = series
+            .points
+            .iter()
+            .copied()
+            .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+            .collect();
+        context
+            .draw_series(LineSeries::new(positive.clone(), color.stroke_width(2)))
+            .map_err(|e| fail(&e))?
+            .label(&series.label)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        context
+            .draw_series(
+                positive
+                    .into_iter()
+                    .map(|point| Circle::new(point, 3, color.filled())),
+            )
+            .map_err(|e| fail(&e))?;
+    }
+    context
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| fail(&e))?;
+    root.present().map_err(|e| fail(&e))
+}
+
+/// Draws one vertical bar per entry, on a linear axis starting at zero.
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "for the fake-rw and sense-reserve benchmarks (issue 4)"
+    )
+)]
+pub fn draw_bars(path: &Path, chart: &BarChart) -> Result<()> {
+    let fail = plot_error(path);
+    let top = chart
+        .bars
+        .iter()
+        .map(|bar| bar.1)
+        .filter(|value| value.is_finite())
+        .fold(0.0_f64, f64::max);
+    if chart.bars.is_empty() || top <= 0.0 {
+        return Err(Error::Plot {
+            path: path.to_owned(),
+            reason: "no positive bars".into(),
+        });
+    }
+    let labels: Vec<&str> = chart.bars.iter().map(|bar| bar.0.as_str()).collect();
+    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| fail(&e))?;
+    let mut context = ChartBuilder::on(&root)
+        .caption(&chart.title, ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(80)
+        .build_cartesian_2d((0..labels.len() - 1).into_segmented(), 0.0..top * 1.1)
+        .map_err(|e| fail(&e))?;
+    let label_of = |segment: &SegmentValue<usize>| match segment {
+        SegmentValue::CenterOf(index) => labels.get(*index).copied().unwrap_or("").to_owned(),
+        _ => String::new(),
+    };
+    context
+        .configure_mesh()
+        .disable_x_mesh()
+        .y_desc(&chart.y_label)
+        .x_label_formatter(&label_of)
+        .y_label_formatter(&|value| tick(value))
+        .draw()
+        .map_err(|e| fail(&e))?;
+    context
+        .draw_series(
+            Histogram::vertical(&context)
+                .style(Palette99::pick(0).to_rgba().filled())
+                .margin(12)
+                .data(
+                    chart
+                        .bars
+                        .iter()
+                        .enumerate()
+                        .map(|(index, bar)| (index, bar.1)),
+                ),
+        )
+        .map_err(|e| fail(&e))?;
+    root.present().map_err(|e| fail(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decades_enclose_the_data() {
+        assert_eq!(
+            decade_bounds([15.0, 373959.0].into_iter()),
+            Some((10.0, 1e6))
+        );
+        assert_eq!(decade_bounds([100.0].into_iter()), Some((100.0, 1000.0)));
+        assert_eq!(decade_bounds([0.0, -1.0].into_iter()), None);
+    }
+
+    #[test]
+    fn charts_render_to_svg() {
+        let dir = std::env::temp_dir().join(format!("xtask-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let line = LineChart {
+            title: "t".into(),
+            x_label: "n".into(),
+            y_label: "ns/op".into(),
+            series: vec![Series {
+                label: "legacy free".into(),
+                points: vec![(1000.0, 50.0), (373959.0, 20000.0)],
+            }],
+        };
+        draw_log_log(&dir.join("line.svg"), &line).unwrap();
+        let svg = std::fs::read_to_string(dir.join("line.svg")).unwrap();
+        assert!(svg.contains("legacy free"));
+        let bars = BarChart {
+            title: "t".into(),
+            y_label: "IOPS".into(),
+            bars: vec![("slab".into(), 10.0), ("mempool:2".into(), 9.5)],
+        };
+        draw_bars(&dir.join("bars.svg"), &bars).unwrap();
+        assert!(
+            std::fs::read_to_string(dir.join("bars.svg"))
+                .unwrap()
+                .contains("mempool:2")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

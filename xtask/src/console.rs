@@ -1,0 +1,195 @@
+//! Reading the guest console.
+//!
+//! The kernel prints two kinds of lines on COM1. Log lines start with a timestamp,
+//! `[ seconds.micros] level message`. Everything else is a machine line, which this module
+//! recognises:
+//!
+//! - `RESULT {json}`: one benchmark result object;
+//! - `test NAME ... ok` / `test NAME ... FAILED: reason`: the guest test runner, closed by a plain
+//!   `N passed, N failed` line;
+//! - `FAULT …` (CPU exception report), `PANIC …` (Rust panic), `CMDLINE ERROR: key '…': …`.
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+
+/// One classified console line.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Line<'a> {
+    /// The JSON text after `RESULT `.
+    Result(&'a str),
+    TestOk {
+        name: &'a str,
+    },
+    TestFailed {
+        name: &'a str,
+        reason: &'a str,
+    },
+    /// The runner's closing `N passed, N failed` line.
+    Summary {
+        passed: u64,
+        failed: u64,
+    },
+    Fault(&'a str),
+    Panic(&'a str),
+    CmdlineError(&'a str),
+    /// A log line or anything unrecognised.
+    Other,
+}
+
+/// Classifies one line (trailing `\r` and whitespace ignored).
+pub fn classify(line: &str) -> Line<'_> {
+    let line = line.trim_end();
+    if let Some(json) = line.strip_prefix("RESULT ") {
+        return Line::Result(json.trim());
+    }
+    if let Some(rest) = line.strip_prefix("test ") {
+        if let Some((name, outcome)) = rest.split_once(" ... ") {
+            if outcome == "ok" {
+                return Line::TestOk { name };
+            }
+            if let Some(reason) = outcome.strip_prefix("FAILED") {
+                let reason = reason.trim_start_matches(':').trim();
+                return Line::TestFailed { name, reason };
+            }
+        }
+    }
+    if let Some((passed, failed)) = parse_summary(line) {
+        return Line::Summary { passed, failed };
+    }
+    if line.starts_with("FAULT ") {
+        return Line::Fault(line);
+    }
+    if line.starts_with("PANIC ") {
+        return Line::Panic(line);
+    }
+    if line.starts_with("CMDLINE ERROR: ") {
+        return Line::CmdlineError(line);
+    }
+    Line::Other
+}
+
+/// Parses a plain `N passed, N failed` line (`, N skipped` may follow).
+pub fn parse_summary(line: &str) -> Option<(u64, u64)> {
+    let mut parts = line.trim().split(", ");
+    let passed = parts.next()?.strip_suffix(" passed")?.parse().ok()?;
+    let failed = parts.next()?.strip_suffix(" failed")?.parse().ok()?;
+    match parts.next() {
+        None => Some((passed, failed)),
+        Some(skipped) if skipped.strip_suffix(" skipped")?.parse::<u64>().is_ok() => {
+            parts.next().is_none().then_some((passed, failed))
+        }
+        Some(_) => None,
+    }
+}
+
+/// What a whole boot printed, in machine terms.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub results: Vec<Map<String, Value>>,
+    pub tests_ok: Vec<String>,
+    pub tests_failed: Vec<(String, String)>,
+    /// The last `N passed, N failed` line.
+    pub summary: Option<(u64, u64)>,
+    pub faults: Vec<String>,
+    pub panics: Vec<String>,
+    pub cmdline_errors: Vec<String>,
+    /// `RESULT` lines that were not JSON objects.
+    pub bad_results: Vec<Error>,
+}
+
+impl Report {
+    /// Adds one console line.
+    pub fn add(&mut self, line: &str) {
+        match classify(line) {
+            Line::Result(json) => match parse_result(json) {
+                Ok(object) => self.results.push(object),
+                Err(error) => self.bad_results.push(error),
+            },
+            Line::TestOk { name } => self.tests_ok.push(name.to_owned()),
+            Line::TestFailed { name, reason } => {
+                self.tests_failed.push((name.to_owned(), reason.to_owned()));
+            }
+            Line::Summary { passed, failed } => self.summary = Some((passed, failed)),
+            Line::Fault(text) => self.faults.push(text.to_owned()),
+            Line::Panic(text) => self.panics.push(text.to_owned()),
+            Line::CmdlineError(text) => self.cmdline_errors.push(text.to_owned()),
+            Line::Other => {}
+        }
+    }
+}
+
+/// Parses a `RESULT` payload, which must be a JSON object.
+pub fn parse_result(json: &str) -> Result<Map<String, Value>> {
+    match serde_json::from_str::<Value>(json) {
+        Ok(Value::Object(object)) => Ok(object),
+        Ok(other) => Err(Error::ResultLine {
+            line: json.to_owned(),
+            reason: format!("expected a JSON object, got {other}"),
+        }),
+        Err(error) => Err(Error::ResultLine {
+            line: json.to_owned(),
+            reason: error.to_string(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn machine_lines_are_recognised() {
+        assert_eq!(classify("RESULT {\"n\":1}\r"), Line::Result("{\"n\":1}"));
+        assert_eq!(classify("test heap ... ok"), Line::TestOk { name: "heap" });
+        assert_eq!(
+            classify("test heap ... FAILED: lost 3 blocks"),
+            Line::TestFailed {
+                name: "heap",
+                reason: "lost 3 blocks"
+            }
+        );
+        assert_eq!(
+            classify("3 passed, 1 failed"),
+            Line::Summary {
+                passed: 3,
+                failed: 1
+            }
+        );
+        assert_eq!(
+            classify("3 passed, 0 failed, 2 skipped"),
+            Line::Summary {
+                passed: 3,
+                failed: 0
+            }
+        );
+        assert!(matches!(classify("FAULT #PF vector 14"), Line::Fault(_)));
+        assert!(matches!(classify("PANIC at x.rs:1"), Line::Panic(_)));
+        assert!(matches!(
+            classify("CMDLINE ERROR: key 'n': bad"),
+            Line::CmdlineError(_)
+        ));
+        assert_eq!(
+            classify("[    0.001234] INFO 3 passed, 1 failed"),
+            Line::Other
+        );
+        assert_eq!(classify("3 passed, 1 failed, extra"), Line::Other);
+        assert_eq!(classify("test x ... maybe"), Line::Other);
+    }
+
+    #[test]
+    fn report_collects_results_and_rejects_non_objects() {
+        let mut report = Report::default();
+        for line in [
+            "RESULT {\"impl\":\"legacy\"}",
+            "RESULT [1]",
+            "RESULT {oops",
+            "1 passed, 0 failed",
+        ] {
+            report.add(line);
+        }
+        assert_eq!(report.results.len(), 1);
+        assert_eq!(report.bad_results.len(), 2);
+        assert_eq!(report.summary, Some((1, 0)));
+    }
+}

@@ -1,0 +1,87 @@
+//! The one error type of xtask.
+//!
+//! Every failure of the host tooling (a missing tool, a command that failed, a malformed profile or
+//! test table, a guest whose verdict was not the expected one) is one variant here, carrying the
+//! facts a user needs to act on it: the command line, the file, the field, the value.
+
+use std::io;
+use std::path::PathBuf;
+use std::process::ExitStatus;
+
+/// Everything that can go wrong in xtask.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A program could not be started at all (not installed, not executable).
+    #[error("cannot start `{command}`: {source}")]
+    Spawn { command: String, source: io::Error },
+
+    /// A program ran and reported failure.
+    #[error("`{command}` failed ({status})")]
+    CommandFailed { command: String, status: ExitStatus },
+
+    /// QEMU is missing and xtask may not install it.
+    #[error(
+        "{tool} is not installed and xtask is not running as root, so it cannot install it; run:\n    \
+         sudo apt-get update && sudo apt-get install -y qemu-system-x86 qemu-utils"
+    )]
+    QemuMissing { tool: &'static str },
+
+    /// Installing QEMU seemed to work but the tool is still not on PATH.
+    #[error("{tool} is still missing after `apt-get install -y qemu-system-x86 qemu-utils`")]
+    QemuStillMissing { tool: &'static str },
+
+    /// A file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: io::Error },
+
+    /// A file or directory could not be written.
+    #[error("cannot write {path}: {source}")]
+    Write { path: PathBuf, source: io::Error },
+
+    /// A TOML file (profile or test table) does not parse.
+    #[error("{path}: {source}")]
+    Toml {
+        path: PathBuf,
+        source: Box<toml::de::Error>,
+    },
+
+    /// A value in a profile or test table is out of range or malformed.
+    #[error("{path}: {field} = {value:?}: {reason}")]
+    Invalid {
+        path: PathBuf,
+        field: String,
+        value: String,
+        reason: &'static str,
+    },
+
+    /// `--profile NAME` names no file in qemu/.
+    #[error("no QEMU profile '{name}' (expected {path}); available: {available}")]
+    NoProfile {
+        name: String,
+        path: PathBuf,
+        available: String,
+    },
+
+    /// `--accel kvm` on a host without a usable /dev/kvm.
+    #[error("--accel kvm: {reason}")]
+    KvmUnavailable { reason: String },
+
+    /// A `RESULT` line whose payload is not a JSON object.
+    #[error("malformed RESULT line {line:?}: {reason}")]
+    ResultLine { line: String, reason: String },
+
+    /// A benchmark run produced no `RESULT` lines.
+    #[error("{what} printed no RESULT lines")]
+    NoResults { what: String },
+
+    /// plotters could not draw a chart.
+    #[error("cannot draw {path}: {reason}")]
+    Plot { path: PathBuf, reason: String },
+
+    /// A guest boot did not end the way it had to (used by `run` and `bench`).
+    #[error("guest {verdict}")]
+    Guest { verdict: String },
+}
+
+/// xtask's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

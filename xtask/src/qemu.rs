@@ -1,0 +1,237 @@
+//! The one place that builds QEMU command lines (`qemu-system-x86_64` and `qemu-img`).
+//!
+//! A boot is a profile (devices, disks, extra options) plus what the user chose (accelerator,
+//! vCPUs, memory, kernel arguments). The fixed part is the contract with the kernel:
+//!
+//! - `-kernel <elf>`: QEMU loads the ELF through its Xen PVH note; the command line from `-append`
+//!   reaches the guest through `hvm_start_info`.
+//! - `-serial stdio`: COM1 is the console xtask reads; stdin is `/dev/null`, so no terminal is needed.
+//! - `-device isa-debug-exit,iobase=0xf4,iosize=0x04`: the guest writes 0x10 (success) or 0x11
+//!   (failure), which QEMU turns into exit status `(v << 1) | 1` = 33 or 35. Any other status
+//!   (0 after a triple fault with `-no-reboot`, 1 for a QEMU error, a signal) is a crash.
+//! - `-nic none` unless the profile adds a NIC: QEMU's default e1000 would only add noise to PCI.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::accel::Accel;
+use crate::error::Result;
+use crate::process;
+use crate::profile::{Disk, DiskFormat, Profile};
+
+/// QEMU's exit status when the guest wrote 0x10 to the debug-exit port.
+pub const EXIT_SUCCESS: i32 = (0x10 << 1) | 1;
+/// QEMU's exit status when the guest wrote 0x11 to the debug-exit port.
+pub const EXIT_FAILURE: i32 = (0x11 << 1) | 1;
+
+/// Everything that decides one QEMU invocation.
+#[derive(Clone, Debug)]
+pub struct Machine<'a> {
+    pub profile: &'a Profile,
+    pub kernel: &'a Path,
+    /// The full kernel command line.
+    pub cmdline: String,
+    pub accel: Accel,
+    pub smp: u32,
+    pub memory_mb: u32,
+    /// Where disk images are created.
+    pub images_dir: PathBuf,
+}
+
+impl Machine<'_> {
+    /// The image file for `disk`, or `None` for file-less backends.
+    pub fn image_path(&self, disk: &Disk) -> Option<PathBuf> {
+        let format = disk.format.image_format()?;
+        Some(
+            self.images_dir
+                .join(format!("{}-{}.{format}", self.profile.name, disk.name)),
+        )
+    }
+
+    /// Creates every disk image afresh (zeroed) with `qemu-img create`; returns their paths.
+    pub fn create_images(&self) -> Result<Vec<PathBuf>> {
+        let mut paths = Vec::new();
+        for disk in &self.profile.disks {
+            let (Some(path), Some(format)) = (self.image_path(disk), disk.format.image_format())
+            else {
+                continue;
+            };
+            let mut command = Command::new("qemu-img");
+            command.args(["create", "-q", "-f", format]);
+            command.arg(&path).arg(disk.size_bytes.to_string());
+            process::run(&mut command)?;
+            paths.push(path);
+        }
+        Ok(paths)
+    }
+
+    /// The `qemu-system-x86_64` invocation (stdio is set by the caller).
+    pub fn command(&self) -> Command {
+        let mut command = Command::new("qemu-system-x86_64");
+        command.arg("-kernel").arg(self.kernel);
+        command.args(["-append", &self.cmdline]);
+        command.args(["-serial", "stdio", "-display", "none", "-no-reboot"]);
+        command.args(["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"]);
+        command.args(["-m", &self.memory_mb.to_string()]);
+        command.args(["-smp", &self.smp.to_string()]);
+        command.args(["-accel", &self.accel_option()]);
+        if let Some(cpu) = self.cpu_model() {
+            command.args(["-cpu", cpu]);
+        }
+        command.args(["-nic", self.profile.nic.as_deref().unwrap_or("none")]);
+        for device in &self.profile.devices {
+            command.args(["-device", device]);
+        }
+        for disk in &self.profile.disks {
+            self.add_disk(&mut command, disk);
+        }
+        command.args(&self.profile.args);
+        command
+    }
+
+    fn accel_option(&self) -> String {
+        match self.accel {
+            Accel::Kvm => "kvm".into(),
+            // Multi-threaded TCG runs each vCPU on its own host thread.
+            Accel::Tcg if self.smp > 1 => "tcg,thread=multi".into(),
+            Accel::Tcg => "tcg".into(),
+        }
+    }
+
+    fn cpu_model(&self) -> Option<&str> {
+        match (&self.profile.cpu, self.accel) {
+            (Some(cpu), _) => Some(cpu),
+            (None, Accel::Kvm) => Some("host"),
+            (None, Accel::Tcg) => None,
+        }
+    }
+
+    fn add_disk(&self, command: &mut Command, disk: &Disk) {
+        match (disk.format, self.image_path(disk)) {
+            (DiskFormat::NullCo, _) | (_, None) => {
+                command.args([
+                    "-blockdev",
+                    &format!(
+                        "driver=null-co,node-name={},size={},read-zeroes=on",
+                        disk.name, disk.size_bytes
+                    ),
+                ]);
+            }
+            (format, Some(path)) => {
+                // Raw images see every write at once (QEMU writes straight to the file). qcow2
+                // metadata sits in QEMU's cache until the guest flushes (SYNCHRONIZE CACHE),
+                // because isa-debug-exit ends QEMU without closing its block devices.
+                let file = path.to_string_lossy().replace(',', ",,");
+                let format = format.image_format().unwrap_or("raw");
+                command.args([
+                    "-drive",
+                    &format!("if=none,id={},format={format},file={file}", disk.name),
+                ]);
+            }
+        }
+        command.args(["-device", &format!("{},drive={}", disk.device, disk.name)]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(text: &str) -> Profile {
+        crate::profile::parse("p", text, Path::new("p.toml")).unwrap()
+    }
+
+    fn args(machine: &Machine) -> Vec<String> {
+        let command = machine.command();
+        command
+            .get_args()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    fn machine<'a>(profile: &'a Profile, accel: Accel, smp: u32) -> Machine<'a> {
+        Machine {
+            profile,
+            kernel: Path::new("/k/kernel"),
+            cmdline: "workload=dmapool n=10".into(),
+            accel,
+            smp,
+            memory_mb: 128,
+            images_dir: PathBuf::from("/img"),
+        }
+    }
+
+    fn has_pair(args: &[String], flag: &str, value: &str) -> bool {
+        args.windows(2)
+            .any(|pair| pair[0] == flag && pair[1] == value)
+    }
+
+    #[test]
+    fn contract_options_are_present() {
+        let profile = profile("");
+        let args = args(&machine(&profile, Accel::Tcg, 1));
+        assert!(has_pair(&args, "-kernel", "/k/kernel"));
+        assert!(has_pair(&args, "-append", "workload=dmapool n=10"));
+        assert!(has_pair(&args, "-serial", "stdio"));
+        assert!(has_pair(
+            &args,
+            "-device",
+            "isa-debug-exit,iobase=0xf4,iosize=0x04"
+        ));
+        assert!(has_pair(&args, "-accel", "tcg"));
+        assert!(has_pair(&args, "-nic", "none"));
+        assert!(has_pair(&args, "-m", "128"));
+        assert!(args.iter().any(|arg| arg == "-no-reboot"));
+        assert!(!args.iter().any(|arg| arg == "-cpu"));
+    }
+
+    #[test]
+    fn smp_tcg_is_multithreaded_and_kvm_uses_host_cpu() {
+        let profile = profile("");
+        assert!(has_pair(
+            &args(&machine(&profile, Accel::Tcg, 2)),
+            "-accel",
+            "tcg,thread=multi"
+        ));
+        let kvm = args(&machine(&profile, Accel::Kvm, 2));
+        assert!(has_pair(&kvm, "-accel", "kvm"));
+        assert!(has_pair(&kvm, "-cpu", "host"));
+    }
+
+    #[test]
+    fn disks_become_drives_with_their_devices() {
+        let profile = profile(
+            r#"
+            devices = ["virtio-scsi-pci,id=scsi0"]
+            [[disk]]
+            name = "disk0"
+            size = "1M"
+            device = "scsi-hd,bus=scsi0.0,scsi-id=0"
+            [[disk]]
+            name = "null0"
+            size = "1G"
+            format = "null-co"
+            device = "scsi-hd,bus=scsi0.0,scsi-id=1"
+            "#,
+        );
+        let machine = machine(&profile, Accel::Tcg, 1);
+        let args = args(&machine);
+        assert!(has_pair(&args, "-device", "virtio-scsi-pci,id=scsi0"));
+        assert!(has_pair(
+            &args,
+            "-drive",
+            "if=none,id=disk0,format=raw,file=/img/p-disk0.raw"
+        ));
+        assert!(has_pair(
+            &args,
+            "-device",
+            "scsi-hd,bus=scsi0.0,scsi-id=0,drive=disk0"
+        ));
+        assert!(has_pair(
+            &args,
+            "-blockdev",
+            "driver=null-co,node-name=null0,size=1073741824,read-zeroes=on"
+        ));
+        assert_eq!(machine.image_path(&profile.disks[1]), None);
+    }
+}

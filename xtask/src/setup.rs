@@ -1,0 +1,125 @@
+//! Set-up shared by every subcommand that builds or boots the kernel: what a new user on a clean
+//! Debian machine is missing, xtask installs.
+//!
+//! - The Rust target `x86_64-unknown-none` (a fresh rustup has only the host target).
+//! - QEMU: `qemu-system-x86_64` and `qemu-img`. Both packages go into ONE `apt-get install`: a new
+//!   machine ships a backports `qemu-img` 10.0, and installing `qemu-system-x86` (7.2) on its own
+//!   removes it; naming `qemu-utils` in the same transaction brings `qemu-img` back at 7.2.
+//!   That only works when apt can see the older `qemu-utils`: a machine whose 10.0 came from a
+//!   local `.deb` (no backports in its sources) answers "held broken packages", because apt never
+//!   downgrades on its own. So xtask pins `qemu-utils` to the version of `qemu-system-x86` that apt
+//!   would install (both come from one source package) and passes `--allow-downgrades`.
+//!   Installing needs root; anyone else gets the exact command to run.
+//!
+//! Each step checks first, so a machine that already has everything runs no installer.
+
+use std::process::Command;
+
+use crate::error::{Error, Result};
+use crate::process;
+
+/// The bare-metal target the kernel builds for.
+pub const KERNEL_TARGET: &str = "x86_64-unknown-none";
+
+/// The QEMU programs xtask uses.
+const QEMU_TOOLS: [&str; 2] = ["qemu-system-x86_64", "qemu-img"];
+
+/// Everything needed to build and boot the kernel.
+pub fn ensure_all() -> Result<()> {
+    ensure_kernel_target()?;
+    ensure_qemu()
+}
+
+/// Adds the kernel's Rust target if rustup lacks it.
+pub fn ensure_kernel_target() -> Result<()> {
+    let installed =
+        process::output(Command::new("rustup").args(["target", "list", "--installed"]))?;
+    if installed.lines().any(|line| line.trim() == KERNEL_TARGET) {
+        return Ok(());
+    }
+    process::run(Command::new("rustup").args(["target", "add", KERNEL_TARGET]))
+}
+
+/// Installs QEMU through apt when a tool is missing and we are root; otherwise explains how.
+pub fn ensure_qemu() -> Result<()> {
+    let Some(missing) = first_missing_qemu_tool() else {
+        return Ok(());
+    };
+    if !is_root()? {
+        return Err(Error::QemuMissing { tool: missing });
+    }
+    eprintln!("xtask: {missing} is missing; installing qemu-system-x86 and qemu-utils");
+    process::run(apt_get().arg("update"))?;
+    let utils = match matching_utils_version()? {
+        Some(version) => format!("qemu-utils={version}"),
+        None => "qemu-utils".to_owned(),
+    };
+    process::run(apt_get().args([
+        "install",
+        "-y",
+        "--allow-downgrades",
+        "qemu-system-x86",
+        &utils,
+    ]))?;
+    match first_missing_qemu_tool() {
+        Some(tool) => Err(Error::QemuStillMissing { tool }),
+        None => Ok(()),
+    }
+}
+
+fn first_missing_qemu_tool() -> Option<&'static str> {
+    QEMU_TOOLS
+        .into_iter()
+        .find(|tool| process::find_on_path(tool).is_none())
+}
+
+/// The `qemu-utils` version that matches apt's candidate `qemu-system-x86`, if apt offers it.
+fn matching_utils_version() -> Result<Option<String>> {
+    let policy = process::output(Command::new("apt-cache").args(["policy", "qemu-system-x86"]))?;
+    let Some(candidate) = candidate_version(&policy) else {
+        return Ok(None);
+    };
+    let madison = process::output(Command::new("apt-cache").args(["madison", "qemu-utils"]))?;
+    let offered = madison
+        .lines()
+        .any(|line| line.split('|').nth(1).map(str::trim) == Some(candidate.as_str()));
+    Ok(offered.then_some(candidate))
+}
+
+/// The `Candidate:` of `apt-cache policy` output (`None` when apt has none).
+fn candidate_version(policy: &str) -> Option<String> {
+    let version = policy
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("Candidate:"))?
+        .trim();
+    (!version.is_empty() && version != "(none)").then(|| version.to_owned())
+}
+
+fn apt_get() -> Command {
+    let mut command = Command::new("apt-get");
+    command.env("DEBIAN_FRONTEND", "noninteractive");
+    command
+}
+
+fn is_root() -> Result<bool> {
+    Ok(process::output(Command::new("id").arg("-u"))?.trim() == "0")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidate_comes_from_apt_cache_policy() {
+        let policy = "qemu-system-x86:\n  Installed: (none)\n  Candidate: 1:7.2+dfsg-7+deb12u18+b3\n  Version table:\n";
+        assert_eq!(
+            candidate_version(policy).as_deref(),
+            Some("1:7.2+dfsg-7+deb12u18+b3")
+        );
+        assert_eq!(
+            candidate_version("x:\n  Installed: (none)\n  Candidate: (none)\n"),
+            None
+        );
+        assert_eq!(candidate_version(""), None);
+    }
+}
