@@ -1,1 +1,44 @@
+//! Memory pools for a storage stack: a scalable DMA pool (with Linux's pre-6.4 algorithm
+//! beside it as a baseline), a slab cache, a mempool reserve and per-NUMA-node pool sets.
+//!
+//! Everything here is `no_std` + `alloc` and is pure logic over two small traits the kernel
+//! implements: [`backing::Backing`] supplies coherent DMA chunks (CPU pointer + bus address),
+//! and `lock_api::RawMutex` supplies the lock. The host implementations in [`host`] (feature
+//! `std`) let every pool be tested and benchmarked as a normal program, with fake bus
+//! addresses that differ from CPU addresses so that mixing them up is caught.
+//!
+//! The key design point, in [`dmapool`]: Linux 6.4 made dmapool O(1) by threading its free
+//! list through the free blocks, where a DMA-capable device can overwrite it. Here the free
+//! list and all ownership state live in side tables, block keys name their page directly,
+//! and O(1) holds for alloc, free, and validation of every free.
+//!
+//! Modules: [`backing`] (the memory trait, [`DmaAddr`], [`NodeId`]), [`dmapool`] (pools and
+//! node sets), [`slab`] (kmem_cache-like object cache), [`mempool`] (reserve with Linux
+//! semantics), [`poolinfo`] (the sysfs `pools` file format), [`bench`] (the benchmark
+//! workload shared by host and guest).
 #![no_std]
+
+extern crate alloc;
+#[cfg(any(test, feature = "std"))]
+extern crate std;
+
+pub mod backing;
+pub mod bench;
+pub mod dmapool;
+mod error;
+#[cfg(any(test, feature = "std"))]
+pub mod host;
+pub mod mempool;
+pub mod poolinfo;
+mod radix;
+mod raw;
+pub mod slab;
+
+pub use backing::{Backing, Chunk, DmaAddr, NodeId};
+pub use dmapool::{
+    DmaBlock, DmaPool, InBlockPool, LegacyPool, NodePoolSet, PoolAlgorithm, PoolConfig, PoolInfo,
+    RawBlock, ScalablePool,
+};
+pub use error::{BackingError, PoolError};
+pub use mempool::{AllocMode, ElementAllocator, Mempool, Waiter};
+pub use slab::{SlabCache, SlabConfig};

@@ -1,0 +1,199 @@
+//! The dmapool benchmark workload, shared by the host example and the guest kernel.
+//!
+//! It reproduces the mpt3sas chain-pool pattern: create a pool, allocate n blocks of 128 B
+//! (align 16), then free them all *in allocation order* and destroy the pool. With the
+//! legacy algorithm every free walks the page list from the newest page to the oldest, so
+//! the free loop is O(n²); the scalable pool is O(1) per operation. A second workload measures
+//! alloc+free pairs on a warm pool against a plain `Vec` pop/push, the physical limit of any
+//! free-list design.
+//!
+//! The code is generic over a [`Clock`] and the backing, so the kernel runs exactly this with
+//! its TSC clock and frame allocator. Callers alternate implementations between repetitions
+//! so that comparisons come from one run on one machine.
+
+use alloc::vec::Vec;
+
+use lock_api::RawMutex;
+
+use crate::dmapool::{DmaPool, PoolAlgorithm, PoolConfig, RawBlock};
+use crate::error::PoolError;
+
+/// A monotonic clock.
+pub trait Clock {
+    /// Nanoseconds since an arbitrary origin.
+    fn now_ns(&self) -> u64;
+}
+
+/// Block size of the mpt3sas chain pool.
+pub const CHAIN_SIZE: usize = 128;
+/// Alignment of the mpt3sas chain pool.
+pub const CHAIN_ALIGN: usize = 16;
+/// Chain frames mpt3sas allocates at load.
+pub const CHAIN_COUNT: usize = 373_959;
+
+/// Result of one fill-and-drain run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FillDrain {
+    /// Implementation name ("scalable", "inblock", "legacy").
+    pub impl_name: &'static str,
+    /// Blocks allocated.
+    pub n: usize,
+    /// Block size.
+    pub size: usize,
+    /// Block alignment.
+    pub align: usize,
+    /// Create + n allocs, per alloc.
+    pub alloc_ns_per_op: f64,
+    /// n frees + destroy, per free.
+    pub free_ns_per_op: f64,
+    /// Create + n allocs, total.
+    pub alloc_total_ms: f64,
+    /// n frees + destroy, total.
+    pub free_total_ms: f64,
+    /// Pages the pool held at its peak.
+    pub pages: usize,
+}
+
+/// Creates a pool, allocates `n` blocks, frees them in allocation order, destroys the pool.
+/// `slots` is reused between runs to keep its allocation out of the timing.
+pub fn fill_drain<A: PoolAlgorithm, R: RawMutex>(
+    clock: &impl Clock,
+    backing: A::Backing,
+    n: usize,
+    size: usize,
+    align: usize,
+    slots: &mut Vec<RawBlock>,
+) -> Result<FillDrain, PoolError> {
+    slots.clear();
+    slots.reserve(n);
+    let start = clock.now_ns();
+    let pool = DmaPool::<A, R>::with_config(PoolConfig::new("bench", size).align(align), backing)?;
+    for _ in 0..n {
+        slots.push(pool.alloc_raw()?);
+    }
+    let filled = clock.now_ns();
+    let pages = pool.info().pages;
+    for &block in slots.iter() {
+        pool.free_raw(block)?;
+    }
+    pool.destroy()?;
+    let drained = clock.now_ns();
+    let (alloc_ns, free_ns) = (filled - start, drained - filled);
+    Ok(FillDrain {
+        impl_name: A::NAME,
+        n,
+        size,
+        align,
+        alloc_ns_per_op: alloc_ns as f64 / n.max(1) as f64,
+        free_ns_per_op: free_ns as f64 / n.max(1) as f64,
+        alloc_total_ms: alloc_ns as f64 / 1e6,
+        free_total_ms: free_ns as f64 / 1e6,
+        pages,
+    })
+}
+
+/// Result of an alloc+free pair microbenchmark.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairResult {
+    /// Implementation name, or "vec" for the reference.
+    pub impl_name: &'static str,
+    /// Blocks live during the measurement (pool size).
+    pub live: usize,
+    /// Pairs timed.
+    pub pairs: usize,
+    /// Nanoseconds per alloc+free pair.
+    pub ns_per_pair: f64,
+}
+
+/// Fills a pool with `live` blocks, frees every other one, then times `pairs` alloc+free
+/// pairs (each pair takes the top free block and puts it back).
+pub fn alloc_free_pairs<A: PoolAlgorithm, R: RawMutex>(
+    clock: &impl Clock,
+    backing: A::Backing,
+    live: usize,
+    pairs: usize,
+) -> Result<PairResult, PoolError> {
+    let pool = DmaPool::<A, R>::with_config(
+        PoolConfig::new("pairs", CHAIN_SIZE).align(CHAIN_ALIGN),
+        backing,
+    )?;
+    let mut held: Vec<RawBlock> = (0..live)
+        .map(|_| pool.alloc_raw())
+        .collect::<Result<_, _>>()?;
+    let mut kept = Vec::with_capacity(held.len() / 2);
+    for (i, block) in held.drain(..).enumerate() {
+        if i % 2 == 0 {
+            pool.free_raw(block)?
+        } else {
+            kept.push(block)
+        }
+    }
+    let start = clock.now_ns();
+    for _ in 0..pairs {
+        let block = pool.alloc_raw()?;
+        pool.free_raw(core::hint::black_box(block))?;
+    }
+    let elapsed = clock.now_ns() - start;
+    for block in kept {
+        pool.free_raw(block)?;
+    }
+    pool.destroy()?;
+    Ok(PairResult {
+        impl_name: A::NAME,
+        live,
+        pairs,
+        ns_per_pair: elapsed as f64 / pairs.max(1) as f64,
+    })
+}
+
+/// The reference: pop and push a `u32` on a `Vec` of `live` free indices.
+pub fn vec_pairs(clock: &impl Clock, live: usize, pairs: usize) -> PairResult {
+    let mut free: Vec<u32> = (0..live as u32).collect();
+    let start = clock.now_ns();
+    for _ in 0..pairs {
+        if let Some(index) = free.pop() {
+            free.push(core::hint::black_box(index));
+        }
+    }
+    let elapsed = clock.now_ns() - start;
+    core::hint::black_box(&free);
+    PairResult {
+        impl_name: "vec",
+        live,
+        pairs,
+        ns_per_pair: elapsed as f64 / pairs.max(1) as f64,
+    }
+}
+
+impl FillDrain {
+    /// The result as one JSON object (the `RESULT` line format xtask reads).
+    pub fn to_json(&self, place: &str) -> alloc::string::String {
+        alloc::format!(
+            "{{\"bench\":\"dmapool\",\"impl\":\"{}\",\"n\":{},\"size\":{},\"align\":{},\"alloc_ns_per_op\":{:.3},\"free_ns_per_op\":{:.3},\"alloc_total_ms\":{:.6},\"free_total_ms\":{:.6},\"pages\":{},\"where\":\"{}\"}}",
+            self.impl_name,
+            self.n,
+            self.size,
+            self.align,
+            self.alloc_ns_per_op,
+            self.free_ns_per_op,
+            self.alloc_total_ms,
+            self.free_total_ms,
+            self.pages,
+            place
+        )
+    }
+}
+
+impl PairResult {
+    /// The result as one JSON object.
+    pub fn to_json(&self, place: &str) -> alloc::string::String {
+        alloc::format!(
+            "{{\"bench\":\"dmapool_pairs\",\"impl\":\"{}\",\"live\":{},\"pairs\":{},\"ns_per_pair\":{:.3},\"where\":\"{}\"}}",
+            self.impl_name,
+            self.live,
+            self.pairs,
+            self.ns_per_pair,
+            place
+        )
+    }
+}

@@ -1,0 +1,336 @@
+//! The pre-6.4 Linux dmapool, kept as the baseline the scalable pool is measured against.
+//!
+//! A faithful port of the old `mm/dmapool.c`: the pool is a list of pages, newest first
+//! (`list_add`), each page with `in_use` and `offset`, the offset of its first free block.
+//! Every free block holds, in its first bytes, the offset of the next free block of its page,
+//! so the free list lives in device-reachable memory. `alloc` walks the list for the first
+//! page with room; `free` walks it for the page containing the bus address. With pages never
+//! freed, a pool of n blocks costs O(n) per free and O(n²) for freeing them all in allocation
+//! order — the mpt3sas unload problem.
+//!
+//! Unlike the C code, links read from block memory are range-checked, so a device that
+//! overwrote one yields [`PoolError::FreeListCorrupted`] rather than a wild pointer. Double
+//! free is detected the way `DMAPOOL_DEBUG` did, by walking the page's free chain.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::geometry::Geometry;
+use super::{POISON_ALLOCATED, POISON_FREED, PoolAlgorithm, PoolConfig, PoolInfo, RawBlock};
+use crate::backing::{Backing, Chunk, DmaAddr};
+use crate::error::PoolError;
+use crate::raw;
+
+const NIL: usize = usize::MAX;
+/// Legacy handles carry no key; the pool finds the page by walking.
+const NO_KEY: u32 = u32::MAX;
+
+struct LegacyPage {
+    chunk: Chunk,
+    /// Next page in the list (towards older pages), `NIL` at the tail.
+    next: usize,
+    in_use: usize,
+    /// Offset of the first free block; `allocation` when the page is full.
+    offset: usize,
+}
+
+/// The pre-6.4 algorithm. See the [module docs](self).
+pub struct Legacy<B: Backing> {
+    config: PoolConfig,
+    geo: Geometry,
+    backing: B,
+    pages: Vec<LegacyPage>,
+    head: usize,
+    active: usize,
+    destroyed: bool,
+}
+
+impl<B: Backing> Legacy<B> {
+    /// Iterates the page list from the head, as `list_for_each_entry` does.
+    fn walk(&self) -> impl Iterator<Item = usize> + '_ {
+        let mut at = self.head;
+        core::iter::from_fn(move || {
+            let page = at;
+            at = self.pages.get(page)?.next;
+            Some(page)
+        })
+    }
+
+    /// The link stored in free block `offset` of `page`: offset of the next free block.
+    fn link(&self, page: usize, offset: usize) -> u64 {
+        // SAFETY: `offset` is a block start of the layout (checked by every caller) inside the
+        // page's chunk, and the block is free, so the pool owns it.
+        unsafe { raw::read_u64(raw::at(self.pages[page].chunk.cpu, offset)) }
+    }
+
+    fn set_link(&mut self, page: usize, offset: usize, next: usize) {
+        // SAFETY: as in `link`; the block is free (being initialised or just given back).
+        unsafe { raw::write_u64(raw::at(self.pages[page].chunk.cpu, offset), next as u64) }
+    }
+
+    /// `pool_alloc_page` + `pool_initialise_page`, then `list_add` at the head.
+    fn grow(&mut self) -> Result<usize, PoolError> {
+        let chunk = self.backing.alloc_chunk(
+            self.geo.allocation,
+            self.geo.chunk_align,
+            self.config.node,
+        )?;
+        if self.config.debug {
+            // SAFETY: the backing guarantees `allocation` writable bytes that nobody else uses.
+            unsafe { raw::fill(chunk.cpu, self.geo.allocation, POISON_FREED) };
+        }
+        let page = self.pages.len();
+        self.pages.push(LegacyPage {
+            chunk,
+            next: self.head,
+            in_use: 0,
+            offset: self
+                .geo
+                .offsets
+                .first()
+                .map_or(self.geo.allocation, |&o| o as usize),
+        });
+        for index in 0..self.geo.per_page {
+            let next = self
+                .geo
+                .offsets
+                .get(index + 1)
+                .map_or(self.geo.allocation, |&o| o as usize);
+            self.set_link(page, self.geo.offsets[index] as usize, next);
+        }
+        self.head = page;
+        Ok(page)
+    }
+
+    /// `pool_find_page`: the linear walk that makes the old pool O(n²).
+    fn find_page(&self, dma: DmaAddr) -> Option<usize> {
+        self.walk().find(|&page| {
+            let base = self.pages[page].chunk.dma.0;
+            dma.0 >= base && dma.0 - base < self.geo.allocation as u64
+        })
+    }
+
+    fn find_page_cpu(&self, cpu: u64) -> Option<usize> {
+        self.walk().find(|&page| {
+            let base = self.pages[page].chunk.cpu.as_ptr() as u64;
+            cpu >= base && cpu - base < self.geo.allocation as u64
+        })
+    }
+
+    /// Whether `offset` is on the page's free chain (DMAPOOL_DEBUG's double-free check).
+    /// The walk is bounded, so a corrupted (cyclic) chain cannot hang it.
+    fn on_free_chain(&self, page: usize, offset: usize) -> bool {
+        let mut chain = self.pages[page].offset;
+        for _ in 0..self.geo.per_page {
+            if chain == offset {
+                return true;
+            }
+            if self.geo.index_of(chain).is_none() {
+                return false;
+            }
+            chain = usize::try_from(self.link(page, chain)).unwrap_or(NIL);
+        }
+        false
+    }
+
+    /// Frees the block at `offset` of `page` (the tail of `dma_pool_free`).
+    fn release(&mut self, page: usize, offset: usize, addr: u64) -> Result<(), PoolError> {
+        if self.geo.index_of(offset).is_none() {
+            return Err(PoolError::Misaligned {
+                addr,
+                offset_in_page: offset,
+                block_size: self.geo.size,
+            });
+        }
+        let dma = self.pages[page].chunk.dma.offset(offset as u64);
+        if self.pages[page].in_use == 0 || self.on_free_chain(page, offset) {
+            return Err(PoolError::DoubleFree { dma });
+        }
+        if self.config.debug {
+            // SAFETY: the block at `offset` is a live block of this page being given back.
+            unsafe {
+                raw::fill(
+                    raw::at(self.pages[page].chunk.cpu, offset),
+                    self.geo.size,
+                    POISON_FREED,
+                )
+            };
+        }
+        let next = self.pages[page].offset;
+        self.set_link(page, offset, next);
+        let p = &mut self.pages[page];
+        p.offset = offset;
+        p.in_use -= 1;
+        self.active -= 1;
+        Ok(())
+    }
+}
+
+impl<B: Backing> PoolAlgorithm for Legacy<B> {
+    type Backing = B;
+    const NAME: &'static str = "legacy";
+
+    fn create(config: PoolConfig, backing: B) -> Result<Self, PoolError> {
+        let geo = Geometry::new(&config)?;
+        Ok(Self {
+            config,
+            geo,
+            backing,
+            pages: Vec::new(),
+            head: NIL,
+            active: 0,
+            destroyed: false,
+        })
+    }
+
+    fn alloc(&mut self) -> Result<RawBlock, PoolError> {
+        let allocation = self.geo.allocation;
+        let with_room = self.walk().find(|&p| self.pages[p].offset < allocation);
+        let page = match with_room {
+            Some(page) => page,
+            None => self.grow()?,
+        };
+        let offset = self.pages[page].offset;
+        let chunk = &self.pages[page].chunk;
+        let dma = chunk.dma.offset(offset as u64);
+        let link = self.link(page, offset);
+        // The link came from device-reachable memory: it must be the end or a block start.
+        let next = usize::try_from(link)
+            .ok()
+            .filter(|&n| n == allocation || self.geo.index_of(n).is_some());
+        let Some(next) = next else {
+            return Err(PoolError::FreeListCorrupted { dma, link });
+        };
+        // SAFETY: `offset` is a block start inside the chunk (checked when it was linked).
+        let cpu = unsafe { raw::at(chunk.cpu, offset) };
+        if self.config.debug {
+            // SAFETY: the block is free and pool-owned, `size` bytes; checked from byte 8 on,
+            // past the link, then marked as allocated.
+            unsafe {
+                if raw::first_not(raw::at(cpu, 8), self.geo.size - 8, POISON_FREED).is_some() {
+                    log::error!("dma_pool_alloc {}, {dma} (corrupted)", self.config.name);
+                }
+                raw::fill(cpu, self.geo.size, POISON_ALLOCATED);
+            }
+        }
+        let node = self.config.node;
+        let p = &mut self.pages[page];
+        p.offset = next;
+        p.in_use += 1;
+        self.active += 1;
+        Ok(RawBlock::new(cpu, dma, NO_KEY, node))
+    }
+
+    fn free(&mut self, block: RawBlock) -> Result<(), PoolError> {
+        let dma = block.dma_addr();
+        let page = self.find_page(dma).ok_or(PoolError::ForeignDma { dma })?;
+        let offset = (dma.0 - self.pages[page].chunk.dma.0) as usize;
+        let cpu = block.cpu_ptr().as_ptr() as u64;
+        if cpu.wrapping_sub(self.pages[page].chunk.cpu.as_ptr() as u64) != offset as u64 {
+            return Err(PoolError::ForeignHandle {
+                cpu: cpu as usize,
+                dma,
+            });
+        }
+        self.release(page, offset, dma.0)
+    }
+
+    fn free_cpu(&mut self, cpu: *const u8) -> Result<(), PoolError> {
+        let addr = cpu as u64;
+        let page = self
+            .find_page_cpu(addr)
+            .ok_or(PoolError::ForeignCpu { cpu: cpu as usize })?;
+        let offset = (addr - self.pages[page].chunk.cpu.as_ptr() as u64) as usize;
+        self.release(page, offset, addr)
+    }
+
+    fn free_dma(&mut self, dma: DmaAddr) -> Result<(), PoolError> {
+        let page = self.find_page(dma).ok_or(PoolError::ForeignDma { dma })?;
+        let offset = (dma.0 - self.pages[page].chunk.dma.0) as usize;
+        self.release(page, offset, dma.0)
+    }
+
+    fn info(&self) -> PoolInfo {
+        PoolInfo {
+            name: self.config.name.clone(),
+            algorithm: "legacy",
+            active: self.active,
+            total: self.pages.len() * self.geo.per_page,
+            size: self.geo.size,
+            pages: self.pages.len(),
+            allocation: self.geo.allocation,
+            node: self.config.node,
+            written_after_free: 0,
+        }
+    }
+
+    fn destroy(&mut self) -> Result<(), PoolError> {
+        if self.destroyed {
+            return Ok(());
+        }
+        self.destroyed = true;
+        let mut leaked_pages = 0;
+        for page in self.pages.drain(..) {
+            if page.in_use > 0 {
+                // Old Linux: "dma_pool_destroy %s, %p busy", and the page is leaked.
+                leaked_pages += 1;
+                continue;
+            }
+            // SAFETY: the chunk came from this backing in `grow`, is drained so it is given
+            // back once, and has no live block.
+            unsafe { self.backing.free_chunk(page.chunk) };
+        }
+        self.head = NIL;
+        if leaked_pages > 0 {
+            log::error!(
+                "dma_pool_destroy {}, busy: {} blocks live",
+                self.config.name,
+                self.active
+            );
+            return Err(PoolError::Busy {
+                name: self.config.name.clone(),
+                live: self.active,
+                leaked_pages,
+            });
+        }
+        Ok(())
+    }
+
+    fn check_invariants(&self) -> Result<(), String> {
+        let listed = self.walk().take(self.pages.len() + 1).count();
+        if listed != self.pages.len() {
+            return Err(format!(
+                "page list has {listed} entries, {} pages",
+                self.pages.len()
+            ));
+        }
+        let mut active = 0;
+        for page in 0..self.pages.len() {
+            let p = &self.pages[page];
+            let mut free = 0;
+            let mut chain = p.offset;
+            while chain != self.geo.allocation {
+                if self.geo.index_of(chain).is_none() || free >= self.geo.per_page {
+                    return Err(format!("page {page}: bad free chain at offset {chain:#x}"));
+                }
+                free += 1;
+                chain = usize::try_from(self.link(page, chain)).unwrap_or(NIL);
+            }
+            if free + p.in_use != self.geo.per_page {
+                return Err(format!(
+                    "page {page}: {free} free + {} in use != {}",
+                    p.in_use, self.geo.per_page
+                ));
+            }
+            active += p.in_use;
+        }
+        if active != self.active {
+            return Err(format!(
+                "pages hold {active} live blocks, pool says {}",
+                self.active
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,205 @@
+//! The locked, shareable pool that clients use, and the owning block guard.
+//!
+//! [`DmaPool`] puts a [`PoolAlgorithm`] behind a `lock_api` mutex whose raw lock the kernel
+//! supplies (a spinlock with contention counters there; [`DefaultRawMutex`] is a plain spin
+//! lock). Blocks come in two forms:
+//! - [`DmaBlock`] owns a block and gives it back on drop. It borrows the pool, so a pool
+//!   cannot be destroyed under it. This is what ordinary clients use.
+//! - [`RawBlock`] is what a driver keeps while a device holds the bus address; it is returned
+//!   with [`DmaPool::free_raw`], or by address with [`DmaPool::free_dma`] /
+//!   [`DmaPool::free_cpu`]. These are the calls that report double frees and foreign or
+//!   misaligned addresses, because that is where such values can come from.
+
+use core::ptr::NonNull;
+
+use lock_api::{Mutex, RawMutex};
+
+use super::{PoolAlgorithm, PoolConfig, PoolInfo, RawBlock};
+use crate::backing::{DmaAddr, NodeId};
+use crate::error::PoolError;
+use crate::raw;
+
+/// The lock used when none is named: a `spin` spin lock.
+pub type DefaultRawMutex = spin::mutex::SpinMutex<()>;
+
+/// A DMA pool shared between threads. See the [module docs](self).
+pub struct DmaPool<A: PoolAlgorithm, R: RawMutex = DefaultRawMutex> {
+    inner: Mutex<R, A>,
+    size: usize,
+    node: Option<NodeId>,
+}
+
+impl<A: PoolAlgorithm, R: RawMutex> DmaPool<A, R> {
+    /// Creates a pool from a full config (`dma_pool_create_node` with extras).
+    pub fn with_config(config: PoolConfig, backing: A::Backing) -> Result<Self, PoolError> {
+        let node = config.node;
+        let algorithm = A::create(config, backing)?;
+        let size = algorithm.info().size;
+        Ok(Self {
+            inner: Mutex::new(algorithm),
+            size,
+            node,
+        })
+    }
+
+    /// `dma_pool_create(name, dev, size, align, boundary)`.
+    pub fn create(
+        name: &str,
+        size: usize,
+        align: usize,
+        boundary: usize,
+        backing: A::Backing,
+    ) -> Result<Self, PoolError> {
+        Self::with_config(
+            PoolConfig::new(name, size).align(align).boundary(boundary),
+            backing,
+        )
+    }
+
+    /// `dma_pool_create_node(name, dev, size, align, boundary, node)`.
+    pub fn create_node(
+        name: &str,
+        size: usize,
+        align: usize,
+        boundary: usize,
+        node: NodeId,
+        backing: A::Backing,
+    ) -> Result<Self, PoolError> {
+        let config = PoolConfig::new(name, size)
+            .align(align)
+            .boundary(boundary)
+            .node(node);
+        Self::with_config(config, backing)
+    }
+
+    /// Allocates a block that frees itself when dropped.
+    pub fn alloc(&self) -> Result<DmaBlock<'_, A, R>, PoolError> {
+        Ok(DmaBlock {
+            pool: self,
+            raw: self.alloc_raw()?,
+        })
+    }
+
+    /// Allocates a block whose release is the caller's job (`dma_pool_alloc`).
+    pub fn alloc_raw(&self) -> Result<RawBlock, PoolError> {
+        self.inner.lock().alloc()
+    }
+
+    /// Gives back a block by its handle (`dma_pool_free(pool, vaddr, dma)`).
+    pub fn free_raw(&self, block: RawBlock) -> Result<(), PoolError> {
+        self.inner.lock().free(block)
+    }
+
+    /// Gives back the block at CPU address `cpu`.
+    pub fn free_cpu(&self, cpu: *const u8) -> Result<(), PoolError> {
+        self.inner.lock().free_cpu(cpu)
+    }
+
+    /// Gives back the block at bus address `dma`, e.g. one a device returned.
+    pub fn free_dma(&self, dma: DmaAddr) -> Result<(), PoolError> {
+        self.inner.lock().free_dma(dma)
+    }
+
+    /// Rounded block size in bytes.
+    pub fn block_size(&self) -> usize {
+        self.size
+    }
+
+    /// Node the pool allocates from.
+    pub fn node(&self) -> Option<NodeId> {
+        self.node
+    }
+
+    /// A statistics snapshot.
+    pub fn info(&self) -> PoolInfo {
+        self.inner.lock().info()
+    }
+
+    /// Checks the pool's internal invariants (tests).
+    pub fn check_invariants(&self) -> Result<(), alloc::string::String> {
+        self.inner.lock().check_invariants()
+    }
+
+    /// `dma_pool_destroy`: returns all pages, or reports [`PoolError::Busy`] with the number
+    /// of blocks still live and keeps their pages from the backing.
+    pub fn destroy(mut self) -> Result<(), PoolError> {
+        self.inner.get_mut().destroy()
+    }
+
+    /// Direct access to the unlocked algorithm for exclusive owners (benchmarks).
+    pub fn get_mut(&mut self) -> &mut A {
+        self.inner.get_mut()
+    }
+}
+
+impl<A: PoolAlgorithm, R: RawMutex> Drop for DmaPool<A, R> {
+    fn drop(&mut self) {
+        // Errors were logged by `destroy`; a busy pool's pages are deliberately leaked.
+        let _ = self.inner.get_mut().destroy();
+    }
+}
+
+/// An allocated block that returns itself to its pool on drop.
+pub struct DmaBlock<'pool, A: PoolAlgorithm, R: RawMutex = DefaultRawMutex> {
+    pool: &'pool DmaPool<A, R>,
+    raw: RawBlock,
+}
+
+impl<A: PoolAlgorithm, R: RawMutex> DmaBlock<'_, A, R> {
+    /// CPU address of the block.
+    pub fn cpu_ptr(&self) -> NonNull<u8> {
+        self.raw.cpu_ptr()
+    }
+
+    /// Bus address of the block, for the device.
+    pub fn dma_addr(&self) -> DmaAddr {
+        self.raw.dma_addr()
+    }
+
+    /// Block length in bytes (the pool's rounded size).
+    pub fn len_bytes(&self) -> usize {
+        self.pool.size
+    }
+
+    /// Copies `data` into the block at `offset`; `false` (and no write) if it does not fit.
+    pub fn write_at(&mut self, offset: usize, data: &[u8]) -> bool {
+        if offset
+            .checked_add(data.len())
+            .is_none_or(|end| end > self.pool.size)
+        {
+            return false;
+        }
+        // SAFETY: the range is inside this block, which this guard owns exclusively.
+        unsafe { raw::copy_in(raw::at(self.raw.cpu_ptr(), offset), data) };
+        true
+    }
+
+    /// Copies from the block at `offset` into `out`; `false` (and no read) if out of range.
+    pub fn read_at(&self, offset: usize, out: &mut [u8]) -> bool {
+        if offset
+            .checked_add(out.len())
+            .is_none_or(|end| end > self.pool.size)
+        {
+            return false;
+        }
+        // SAFETY: the range is inside this block, which this guard owns.
+        unsafe { raw::copy_out(raw::at(self.raw.cpu_ptr(), offset), out) };
+        true
+    }
+
+    /// Gives up ownership: the block stays allocated and must be freed with the raw API.
+    pub fn into_raw(self) -> RawBlock {
+        let raw = self.raw;
+        core::mem::forget(self);
+        raw
+    }
+}
+
+impl<A: PoolAlgorithm, R: RawMutex> Drop for DmaBlock<'_, A, R> {
+    fn drop(&mut self) {
+        if let Err(error) = self.pool.free_raw(self.raw) {
+            // Only reachable if the same block was also freed through the raw API.
+            log::error!("dropping DMA block {}: {error}", self.raw.dma_addr());
+        }
+    }
+}

@@ -1,0 +1,474 @@
+//! The scalable dmapool: O(1) alloc and free, bookkeeping out of the device's reach.
+//!
+//! A block is named by a `u32` key, `page << key_shift | index`. Free blocks are a LIFO of
+//! keys — on a side stack ([`SideStack`], the default) or, for comparison with Linux 6.4,
+//! threaded through the free blocks themselves ([`InBlock`]). A bitmap over keys says which
+//! blocks are live, so a free checks its handle against the page table and the bitmap in
+//! O(1): a double free, a forged handle or a foreign address is an error and changes nothing.
+//!
+//! LIFO order keeps recently freed, cache-hot blocks in use, as Linux's stack does.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::ptr::NonNull;
+
+use super::geometry::Geometry;
+use super::pages::Pages;
+use super::{POISON_ALLOCATED, POISON_FREED, PoolAlgorithm, PoolConfig, PoolInfo, RawBlock};
+use crate::backing::{Backing, DmaAddr};
+use crate::error::PoolError;
+use crate::raw;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Where a [`Scalable`] pool keeps its stack of free block keys. Sealed.
+pub trait FreeList: sealed::Sealed + Default + Send {
+    /// Name for benchmark output.
+    const NAME: &'static str;
+    /// Bytes at the start of a free block that the list owns (not poisoned in debug mode).
+    const IN_BLOCK_BYTES: usize;
+
+    /// Pushes a free block.
+    ///
+    /// # Safety
+    /// `block` points to the free block named by `key`, at least 16 writable bytes that the
+    /// pool owns until the key is popped again.
+    unsafe fn push(&mut self, key: u32, block: NonNull<u8>);
+
+    /// Pops a free key. `resolve(key)` gives the block's address when `key` names a free
+    /// block of the pool, else `None`. `Err(link)` reports a corrupted link (in-block only).
+    fn pop(&mut self, resolve: impl Fn(u32) -> Option<NonNull<u8>>) -> Result<Option<u32>, u64>;
+
+    /// Number of free keys held.
+    fn len(&self) -> usize;
+
+    /// Whether no free key is held.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The key that `pop` would return next.
+    fn peek(&self) -> Option<u32>;
+
+    /// The free keys, for the invariant walker (may stop early on a corrupted link).
+    fn keys(&self, resolve: impl Fn(u32) -> Option<NonNull<u8>>) -> Vec<u32>;
+}
+
+/// Free keys on a stack in ordinary memory: nothing in block memory is ever read back.
+#[derive(Default)]
+pub struct SideStack(Vec<u32>);
+
+impl sealed::Sealed for SideStack {}
+
+impl FreeList for SideStack {
+    const NAME: &'static str = "scalable";
+    const IN_BLOCK_BYTES: usize = 0;
+
+    unsafe fn push(&mut self, key: u32, _block: NonNull<u8>) {
+        self.0.push(key);
+    }
+
+    fn pop(&mut self, _resolve: impl Fn(u32) -> Option<NonNull<u8>>) -> Result<Option<u32>, u64> {
+        Ok(self.0.pop())
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn peek(&self) -> Option<u32> {
+        self.0.last().copied()
+    }
+
+    fn keys(&self, _resolve: impl Fn(u32) -> Option<NonNull<u8>>) -> Vec<u32> {
+        self.0.clone()
+    }
+}
+
+/// Linux 6.4's layout: each free block's first 8 bytes hold the key of the next free block.
+pub struct InBlock {
+    head: u32,
+    len: usize,
+}
+
+const NIL: u32 = u32::MAX;
+
+impl Default for InBlock {
+    fn default() -> Self {
+        Self { head: NIL, len: 0 }
+    }
+}
+
+impl sealed::Sealed for InBlock {}
+
+impl FreeList for InBlock {
+    const NAME: &'static str = "inblock";
+    const IN_BLOCK_BYTES: usize = 8;
+
+    unsafe fn push(&mut self, key: u32, block: NonNull<u8>) {
+        // SAFETY: the caller guarantees `block` is a free block of ≥ 16 bytes the pool owns.
+        unsafe { raw::write_u64(block, u64::from(self.head)) };
+        self.head = key;
+        self.len += 1;
+    }
+
+    fn pop(&mut self, resolve: impl Fn(u32) -> Option<NonNull<u8>>) -> Result<Option<u32>, u64> {
+        if self.head == NIL {
+            return Ok(None);
+        }
+        let key = self.head;
+        let block = resolve(key).ok_or(u64::from(key))?;
+        // SAFETY: `resolve` returned the address of a free block of this pool, ≥ 16 bytes.
+        let link = unsafe { raw::read_u64(block) };
+        // The link lives where a device can write: accept only NIL or a free block's key.
+        let next = u32::try_from(link).map_err(|_| link)?;
+        if next != NIL && resolve(next).is_none() {
+            return Err(link);
+        }
+        self.head = next;
+        self.len -= 1;
+        Ok(Some(key))
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn peek(&self) -> Option<u32> {
+        (self.head != NIL).then_some(self.head)
+    }
+
+    fn keys(&self, resolve: impl Fn(u32) -> Option<NonNull<u8>>) -> Vec<u32> {
+        let mut keys = Vec::new();
+        let mut key = self.head;
+        while key != NIL && keys.len() <= self.len {
+            keys.push(key);
+            let Some(block) = resolve(key) else { break };
+            // SAFETY: `resolve` returned the address of a free block of this pool.
+            key = u32::try_from(unsafe { raw::read_u64(block) }).unwrap_or(NIL);
+        }
+        keys
+    }
+}
+
+/// The scalable pool algorithm. See the [module docs](self).
+pub struct Scalable<B: Backing, F: FreeList = SideStack> {
+    config: PoolConfig,
+    geo: Geometry,
+    backing: B,
+    pages: Pages,
+    live: Vec<u64>,
+    free: F,
+    active: usize,
+    written_after_free: usize,
+    destroyed: bool,
+}
+
+fn is_live_in(live: &[u64], key: u32) -> bool {
+    let key = key as usize;
+    live.get(key / 64)
+        .is_some_and(|w| w & (1 << (key % 64)) != 0)
+}
+
+/// CPU and bus address of block `key`, if the key names a block of the pool.
+fn locate_in(geo: &Geometry, pages: &Pages, key: u32) -> Option<(NonNull<u8>, DmaAddr)> {
+    let (page, index) = geo.split(key);
+    let chunk = pages.get(page)?;
+    let offset = *geo.offsets.get(index)? as usize;
+    // SAFETY: `offset` is a block offset of the layout, `< allocation <= chunk.len_bytes`.
+    let cpu = unsafe { raw::at(chunk.cpu, offset) };
+    Some((cpu, chunk.dma.offset(offset as u64)))
+}
+
+impl<B: Backing, F: FreeList> Scalable<B, F> {
+    fn is_live(&self, key: u32) -> bool {
+        is_live_in(&self.live, key)
+    }
+
+    fn set_live(&mut self, key: u32, live: bool) {
+        let (word, bit) = (key as usize / 64, 1u64 << (key % 64));
+        if live {
+            self.live[word] |= bit;
+        } else {
+            self.live[word] &= !bit;
+        }
+    }
+
+    fn locate(&self, key: u32) -> Option<(NonNull<u8>, DmaAddr)> {
+        locate_in(&self.geo, &self.pages, key)
+    }
+
+    /// Adds one page and pushes its blocks, lowest address on top.
+    fn grow(&mut self) -> Result<(), PoolError> {
+        if self.pages.len() >= self.geo.max_pages() {
+            return Err(PoolError::TooManyPages {
+                max_pages: self.geo.max_pages(),
+            });
+        }
+        let chunk = self.backing.alloc_chunk(
+            self.geo.allocation,
+            self.geo.chunk_align,
+            self.config.node,
+        )?;
+        if self.config.debug {
+            // SAFETY: the backing guarantees `allocation` writable bytes that nobody else uses.
+            unsafe { raw::fill(chunk.cpu, self.geo.allocation, POISON_FREED) };
+        }
+        let page = self.pages.push(chunk);
+        let words = ((page + 1) << self.geo.key_shift).div_ceil(64);
+        self.live.resize(words, 0);
+        for index in (0..self.geo.per_page).rev() {
+            let key = self.geo.key(page, index);
+            let Some((cpu, _)) = self.locate(key) else {
+                continue;
+            };
+            // SAFETY: `cpu` is block `index` of the new page: free, ≥ 16 bytes, pool-owned.
+            unsafe { self.free.push(key, cpu) };
+        }
+        Ok(())
+    }
+
+    /// Pops a free key; a corrupted in-block link is reported with the block that held it.
+    fn pop_free(&mut self) -> Result<Option<u32>, PoolError> {
+        let head = self.free.peek();
+        let (geo, pages, live) = (&self.geo, &self.pages, &self.live);
+        let resolve = |key: u32| {
+            if is_live_in(live, key) {
+                None
+            } else {
+                locate_in(geo, pages, key).map(|(cpu, _)| cpu)
+            }
+        };
+        self.free.pop(resolve).map_err(|link| {
+            let dma = head
+                .and_then(|k| locate_in(geo, pages, k))
+                .map_or(DmaAddr(0), |(_, dma)| dma);
+            PoolError::FreeListCorrupted { dma, link }
+        })
+    }
+
+    /// Debug mode: checks the poison of a block about to be handed out, then marks it new.
+    fn check_poison(&mut self, cpu: NonNull<u8>, dma: DmaAddr) {
+        let skip = F::IN_BLOCK_BYTES;
+        // SAFETY: the block is free and pool-owned, `size` bytes, `skip < size`.
+        let bad = unsafe { raw::first_not(raw::at(cpu, skip), self.geo.size - skip, POISON_FREED) };
+        if let Some(offset) = bad {
+            self.written_after_free += 1;
+            log::error!(
+                "dma_pool_alloc {}, {dma} (corrupted at +{})",
+                self.config.name,
+                offset + skip
+            );
+        }
+        // SAFETY: as above; the block is about to be handed out and is still pool-owned.
+        unsafe { raw::fill(cpu, self.geo.size, POISON_ALLOCATED) };
+    }
+
+    /// Frees block `key` after the caller has matched it to the address it was given.
+    fn release(&mut self, key: u32) -> Result<(), PoolError> {
+        let Some((cpu, dma)) = self.locate(key) else {
+            return Err(PoolError::ForeignHandle {
+                cpu: 0,
+                dma: DmaAddr(0),
+            });
+        };
+        if !self.is_live(key) {
+            return Err(PoolError::DoubleFree { dma });
+        }
+        self.set_live(key, false);
+        if self.config.debug {
+            // SAFETY: the block was live and is now the pool's again; `size` bytes, and the
+            // in-block link (if any) is written after the poison.
+            unsafe { raw::fill(cpu, self.geo.size, POISON_FREED) };
+        }
+        // SAFETY: `cpu` is the block named by `key`, now free and pool-owned.
+        unsafe { self.free.push(key, cpu) };
+        self.active -= 1;
+        Ok(())
+    }
+
+    fn misaligned(&self, addr: u64, offset_in_page: usize) -> PoolError {
+        PoolError::Misaligned {
+            addr,
+            offset_in_page,
+            block_size: self.geo.size,
+        }
+    }
+}
+
+impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
+    type Backing = B;
+    const NAME: &'static str = F::NAME;
+
+    fn create(config: PoolConfig, backing: B) -> Result<Self, PoolError> {
+        let geo = Geometry::new(&config)?;
+        Ok(Self {
+            pages: Pages::new(geo.allocation),
+            config,
+            geo,
+            backing,
+            live: Vec::new(),
+            free: F::default(),
+            active: 0,
+            written_after_free: 0,
+            destroyed: false,
+        })
+    }
+
+    fn alloc(&mut self) -> Result<RawBlock, PoolError> {
+        let key = match self.pop_free()? {
+            Some(key) => key,
+            None => {
+                self.grow()?;
+                self.pop_free()?.ok_or(PoolError::TooManyPages {
+                    max_pages: self.geo.max_pages(),
+                })?
+            }
+        };
+        let Some((cpu, dma)) = self.locate(key) else {
+            // Unreachable for the side stack; for in-block, `pop_free` validated the key.
+            return Err(PoolError::FreeListCorrupted {
+                dma: DmaAddr(0),
+                link: u64::from(key),
+            });
+        };
+        self.set_live(key, true);
+        self.active += 1;
+        if self.config.debug {
+            self.check_poison(cpu, dma);
+        }
+        Ok(RawBlock::new(cpu, dma, key, self.config.node))
+    }
+
+    fn free(&mut self, block: RawBlock) -> Result<(), PoolError> {
+        let key = block.key();
+        match self.locate(key) {
+            Some((cpu, dma)) if cpu == block.cpu_ptr() && dma == block.dma_addr() => {
+                self.release(key)
+            }
+            _ => Err(PoolError::ForeignHandle {
+                cpu: block.cpu_ptr().as_ptr() as usize,
+                dma: block.dma_addr(),
+            }),
+        }
+    }
+
+    fn free_cpu(&mut self, cpu: *const u8) -> Result<(), PoolError> {
+        let addr = cpu as u64;
+        let (page, offset) = self
+            .pages
+            .find_cpu(addr)
+            .ok_or(PoolError::ForeignCpu { cpu: cpu as usize })?;
+        let index = self
+            .geo
+            .index_of(offset)
+            .ok_or_else(|| self.misaligned(addr, offset))?;
+        self.release(self.geo.key(page, index))
+    }
+
+    fn free_dma(&mut self, dma: DmaAddr) -> Result<(), PoolError> {
+        let (page, offset) = self
+            .pages
+            .find_dma(dma)
+            .ok_or(PoolError::ForeignDma { dma })?;
+        let index = self
+            .geo
+            .index_of(offset)
+            .ok_or_else(|| self.misaligned(dma.0, offset))?;
+        self.release(self.geo.key(page, index))
+    }
+
+    fn info(&self) -> PoolInfo {
+        PoolInfo {
+            name: self.config.name.clone(),
+            algorithm: F::NAME,
+            active: self.active,
+            total: self.pages.len() * self.geo.per_page,
+            size: self.geo.size,
+            pages: self.pages.len(),
+            allocation: self.geo.allocation,
+            node: self.config.node,
+            written_after_free: self.written_after_free,
+        }
+    }
+
+    fn destroy(&mut self) -> Result<(), PoolError> {
+        if self.destroyed {
+            return Ok(());
+        }
+        self.destroyed = true;
+        let busy = self.active > 0;
+        let leaked_pages = if busy { self.pages.len() } else { 0 };
+        self.pages.release_all(&self.backing, busy);
+        self.free = F::default();
+        self.live.clear();
+        if busy {
+            log::error!(
+                "dma_pool_destroy {}, busy: {} blocks live",
+                self.config.name,
+                self.active
+            );
+            return Err(PoolError::Busy {
+                name: self.config.name.clone(),
+                live: self.active,
+                leaked_pages,
+            });
+        }
+        Ok(())
+    }
+
+    fn check_invariants(&self) -> Result<(), String> {
+        use alloc::format;
+        let total = self.pages.len() * self.geo.per_page;
+        let (geo, pages, live) = (&self.geo, &self.pages, &self.live);
+        let resolve = |key: u32| {
+            if is_live_in(live, key) {
+                None
+            } else {
+                locate_in(geo, pages, key).map(|(cpu, _)| cpu)
+            }
+        };
+        let keys = self.free.keys(resolve);
+        if keys.len() != self.free.len() || keys.len() + self.active != total {
+            return Err(format!(
+                "free list walk {} / len {} + active {} != total {total}",
+                keys.len(),
+                self.free.len(),
+                self.active
+            ));
+        }
+        let mut seen = alloc::vec![false; (self.pages.len() << self.geo.key_shift).max(1)];
+        for key in keys {
+            let (page, index) = self.geo.split(key);
+            if page >= self.pages.len() || index >= self.geo.per_page {
+                return Err(format!("free key {key:#x} outside the pool"));
+            }
+            if self.is_live(key) || core::mem::replace(&mut seen[key as usize], true) {
+                return Err(format!("free key {key:#x} is live or listed twice"));
+            }
+        }
+        let live_count: usize = self.live.iter().map(|w| w.count_ones() as usize).sum();
+        if live_count != self.active {
+            return Err(format!(
+                "live bitmap {live_count} != active {}",
+                self.active
+            ));
+        }
+        for chunk in self.pages.iter() {
+            let (cpu, dma) = (chunk.cpu.as_ptr() as u64, chunk.dma);
+            if chunk.len_bytes < self.geo.allocation || cpu % self.geo.chunk_align as u64 != 0 {
+                return Err(format!("page {cpu:#x} too short or misaligned"));
+            }
+            if self.pages.find_cpu(cpu).map(|(_, o)| o) != Some(0)
+                || self.pages.find_dma(dma).map(|(_, o)| o) != Some(0)
+            {
+                return Err(format!(
+                    "page {cpu:#x} / {dma} missing from the address maps"
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,310 @@
+//! A reserve of `min_nr` elements in front of an element allocator, with Linux's semantics
+//! (`mm/mempool.c`).
+//!
+//! A mempool is a deadlock avoider, not a cache: [`Mempool::create`] fills the reserve;
+//! [`Mempool::alloc`] first asks the allocator (without waiting), then takes from the reserve,
+//! and only then — if the caller may wait — waits for a [`Mempool::free`] and tries again.
+//! `free` refills the reserve when it is below `min_nr` and otherwise gives the element back
+//! to the allocator. As long as every element allocated is eventually freed, a caller that
+//! may wait always makes progress, even if the allocator never succeeds again.
+//!
+//! Waiting goes through [`Waiter`], an event count: read the generation, re-check, then wait
+//! until the generation moves. `free` bumps it after refilling, so a wakeup cannot be lost
+//! between the failed check and the wait. The kernel spins or parks ([`SpinWaiter`] is the
+//! simplest); the host uses a condvar (`host::CondvarWaiter`).
+
+use alloc::vec::Vec;
+use core::ops::{Deref, DerefMut};
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use lock_api::{Mutex, RawMutex};
+
+use crate::dmapool::DefaultRawMutex;
+use crate::error::PoolError;
+
+/// Something that hands out and takes back elements (a slab cache, a dmapool, `Box::new`).
+pub trait ElementAllocator {
+    /// What is allocated.
+    type Element;
+    /// Tries to allocate without waiting.
+    fn try_alloc(&self) -> Option<Self::Element>;
+    /// Gives an element back.
+    fn free(&self, element: Self::Element);
+}
+
+impl<T: ElementAllocator + ?Sized> ElementAllocator for &T {
+    type Element = T::Element;
+    fn try_alloc(&self) -> Option<Self::Element> {
+        (**self).try_alloc()
+    }
+    fn free(&self, element: Self::Element) {
+        (**self).free(element);
+    }
+}
+
+impl<T: ElementAllocator + ?Sized> ElementAllocator for alloc::sync::Arc<T> {
+    type Element = T::Element;
+    fn try_alloc(&self) -> Option<Self::Element> {
+        (**self).try_alloc()
+    }
+    fn free(&self, element: Self::Element) {
+        (**self).free(element);
+    }
+}
+
+/// An event count for "wait until something was freed".
+pub trait Waiter {
+    /// The current generation; read it *before* checking for an element.
+    fn generation(&self) -> u64;
+    /// Blocks while the generation is still `seen`. May return early (spurious or timeout).
+    fn wait(&self, seen: u64);
+    /// Advances the generation and wakes all waiters.
+    fn wake(&self);
+}
+
+/// A [`Waiter`] that spins on an atomic counter: for kernels without a scheduler.
+#[derive(Default)]
+pub struct SpinWaiter {
+    generation: AtomicU64,
+}
+
+impl Waiter for SpinWaiter {
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+    fn wait(&self, seen: u64) {
+        while self.generation.load(Ordering::Acquire) == seen {
+            core::hint::spin_loop();
+        }
+    }
+    fn wake(&self) {
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// Whether `alloc` may wait for a free (Linux: `__GFP_DIRECT_RECLAIM` in the gfp mask).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllocMode {
+    /// Return [`PoolError::WouldBlock`] when neither allocator nor reserve has an element.
+    NoWait,
+    /// Wait for a free and retry until an element is obtained.
+    MayWait,
+}
+
+/// Counters of a mempool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MempoolStats {
+    /// Reserve size asked for.
+    pub min_nr: usize,
+    /// Elements in the reserve now (Linux `curr_nr`).
+    pub reserve_len: usize,
+    /// Allocations served by the allocator.
+    pub allocator_hits: u64,
+    /// Allocations served from the reserve.
+    pub reserve_hits: u64,
+    /// Times an allocation had to wait.
+    pub waits: u64,
+    /// Allocations that failed (no-wait mode only).
+    pub failures: u64,
+    /// Frees that refilled the reserve.
+    pub refills: u64,
+    /// Frees that went back to the allocator.
+    pub allocator_frees: u64,
+}
+
+struct Reserve<E> {
+    elements: Vec<E>,
+    min_nr: usize,
+}
+
+/// A reserve of elements in front of an allocator. See the [module docs](self).
+pub struct Mempool<A: ElementAllocator, W: Waiter = SpinWaiter, R: RawMutex = DefaultRawMutex> {
+    allocator: A,
+    waiter: W,
+    reserve: Mutex<R, Reserve<A::Element>>,
+    allocator_hits: AtomicU64,
+    reserve_hits: AtomicU64,
+    waits: AtomicU64,
+    failures: AtomicU64,
+    refills: AtomicU64,
+    allocator_frees: AtomicU64,
+}
+
+impl<A: ElementAllocator, W: Waiter, R: RawMutex> Mempool<A, W, R> {
+    /// `mempool_create(min_nr, ...)`: fills the reserve with `min_nr` elements. If the
+    /// allocator cannot supply them, the elements obtained are given back and the error
+    /// says how many there were.
+    pub fn create(min_nr: usize, allocator: A, waiter: W) -> Result<Self, PoolError> {
+        let pool = Self {
+            allocator,
+            waiter,
+            reserve: Mutex::new(Reserve {
+                elements: Vec::with_capacity(min_nr),
+                min_nr: 0,
+            }),
+            allocator_hits: AtomicU64::new(0),
+            reserve_hits: AtomicU64::new(0),
+            waits: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+            refills: AtomicU64::new(0),
+            allocator_frees: AtomicU64::new(0),
+        };
+        pool.resize(min_nr)?;
+        Ok(pool)
+    }
+
+    /// `mempool_alloc`: allocator first, then reserve, then (with [`AllocMode::MayWait`])
+    /// wait for a free and retry.
+    pub fn alloc(&self, mode: AllocMode) -> Result<A::Element, PoolError> {
+        loop {
+            let seen = self.waiter.generation();
+            if let Some(element) = self.allocator.try_alloc() {
+                self.allocator_hits.fetch_add(1, Ordering::Relaxed);
+                return Ok(element);
+            }
+            if let Some(element) = self.reserve.lock().elements.pop() {
+                self.reserve_hits.fetch_add(1, Ordering::Relaxed);
+                return Ok(element);
+            }
+            if mode == AllocMode::NoWait {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                return Err(PoolError::WouldBlock);
+            }
+            self.waits.fetch_add(1, Ordering::Relaxed);
+            self.waiter.wait(seen);
+        }
+    }
+
+    /// Like [`alloc`](Self::alloc), but the element returns itself on drop.
+    pub fn alloc_owned(&self, mode: AllocMode) -> Result<Pooled<'_, A, W, R>, PoolError> {
+        Ok(Pooled {
+            pool: self,
+            element: Some(self.alloc(mode)?),
+        })
+    }
+
+    /// `mempool_free`: refills the reserve if it is below `min_nr`, else frees to the
+    /// allocator; wakes waiters either way (a waiter may now succeed in the allocator).
+    pub fn free(&self, element: A::Element) {
+        let spare = {
+            let mut reserve = self.reserve.lock();
+            if reserve.elements.len() < reserve.min_nr {
+                reserve.elements.push(element);
+                None
+            } else {
+                Some(element)
+            }
+        };
+        match spare {
+            None => {
+                self.refills.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(element) => {
+                self.allocator_frees.fetch_add(1, Ordering::Relaxed);
+                self.allocator.free(element);
+            }
+        }
+        self.waiter.wake();
+    }
+
+    /// `mempool_resize`: shrinking frees surplus reserve elements to the allocator; growing
+    /// allocates new ones, and reports [`PoolError::ResizeFailed`] (keeping what it got and
+    /// the old `min_nr`) if the allocator runs dry.
+    pub fn resize(&self, new_min_nr: usize) -> Result<(), PoolError> {
+        let surplus: Vec<A::Element> = {
+            let mut reserve = self.reserve.lock();
+            let keep = reserve.elements.len().min(new_min_nr);
+            let surplus = reserve.elements.split_off(keep);
+            if reserve.elements.len() >= new_min_nr {
+                reserve.min_nr = new_min_nr;
+            }
+            surplus
+        };
+        for element in surplus {
+            self.allocator.free(element);
+        }
+        loop {
+            let mut reserve = self.reserve.lock();
+            if reserve.elements.len() >= new_min_nr {
+                reserve.min_nr = new_min_nr;
+                return Ok(());
+            }
+            drop(reserve);
+            // The allocator is called without the lock held, as Linux does.
+            let Some(element) = self.allocator.try_alloc() else {
+                let have = self.reserve.lock().elements.len();
+                return Err(PoolError::ResizeFailed {
+                    wanted: new_min_nr,
+                    have,
+                });
+            };
+            self.reserve.lock().elements.push(element);
+            self.waiter.wake();
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> MempoolStats {
+        let reserve = self.reserve.lock();
+        MempoolStats {
+            min_nr: reserve.min_nr,
+            reserve_len: reserve.elements.len(),
+            allocator_hits: self.allocator_hits.load(Ordering::Relaxed),
+            reserve_hits: self.reserve_hits.load(Ordering::Relaxed),
+            waits: self.waits.load(Ordering::Relaxed),
+            failures: self.failures.load(Ordering::Relaxed),
+            refills: self.refills.load(Ordering::Relaxed),
+            allocator_frees: self.allocator_frees.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The allocator behind the reserve.
+    pub fn allocator(&self) -> &A {
+        &self.allocator
+    }
+}
+
+impl<A: ElementAllocator, W: Waiter, R: RawMutex> Drop for Mempool<A, W, R> {
+    /// `mempool_destroy`: the reserve goes back to the allocator.
+    fn drop(&mut self) {
+        for element in self.reserve.get_mut().elements.drain(..) {
+            self.allocator.free(element);
+        }
+    }
+}
+
+/// An element from a [`Mempool`] that is freed back to it on drop.
+pub struct Pooled<'pool, A: ElementAllocator, W: Waiter = SpinWaiter, R: RawMutex = DefaultRawMutex>
+{
+    pool: &'pool Mempool<A, W, R>,
+    element: Option<A::Element>,
+}
+
+impl<A: ElementAllocator, W: Waiter, R: RawMutex> Pooled<'_, A, W, R> {
+    /// Takes the element out; the caller must `free` it to the mempool.
+    pub fn into_inner(mut self) -> A::Element {
+        // `element` is only `None` after this call, which consumes the guard.
+        self.element.take().unwrap_or_else(|| unreachable!())
+    }
+}
+
+impl<A: ElementAllocator, W: Waiter, R: RawMutex> Deref for Pooled<'_, A, W, R> {
+    type Target = A::Element;
+    fn deref(&self) -> &A::Element {
+        self.element.as_ref().unwrap_or_else(|| unreachable!())
+    }
+}
+
+impl<A: ElementAllocator, W: Waiter, R: RawMutex> DerefMut for Pooled<'_, A, W, R> {
+    fn deref_mut(&mut self) -> &mut A::Element {
+        self.element.as_mut().unwrap_or_else(|| unreachable!())
+    }
+}
+
+impl<A: ElementAllocator, W: Waiter, R: RawMutex> Drop for Pooled<'_, A, W, R> {
+    fn drop(&mut self) {
+        if let Some(element) = self.element.take() {
+            self.pool.free(element);
+        }
+    }
+}
