@@ -33,12 +33,16 @@ pub struct Overrides {
 }
 
 impl Guest {
-    /// Prints the accelerator choice, installs what is missing, builds the kernel.
-    pub fn prepare(request: AccelRequest) -> Result<Self> {
+    /// Prints the accelerator choice, installs what is missing, and builds the kernel (or takes
+    /// `prebuilt`, an ELF the user supplied).
+    pub fn prepare(request: AccelRequest, prebuilt: Option<PathBuf>) -> Result<Self> {
         let accel = accel::choose(request)?;
         println!("{accel}");
         setup::ensure_all()?;
-        let kernel = build_kernel()?;
+        let kernel = match prebuilt {
+            Some(path) => path,
+            None => build_kernel()?,
+        };
         Ok(Self { accel, kernel })
     }
 

@@ -239,7 +239,7 @@ pub fn judge(test: &GuestTest, outcome: &Outcome) -> Result<String, String> {
             if outcome.verdict != Verdict::Pass {
                 return Err(format!("guest {}", outcome.verdict));
             }
-            Ok(format!("{} RESULT lines", report.results.len()))
+            Ok(format!("RESULT lines: {}", report.results.len()))
         }
         Expect::Fault => expect_failure(outcome, required_line("FAULT ")),
         Expect::Panic => expect_failure(outcome, required_line("PANIC ")),

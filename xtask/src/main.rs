@@ -23,6 +23,7 @@ mod qemu;
 mod setup;
 mod workspace;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -74,6 +75,9 @@ struct RunArgs {
     /// Kill QEMU after this many seconds (default: the profile's).
     #[arg(long, value_name = "SECS")]
     timeout: Option<u64>,
+    /// Boot this kernel ELF instead of building one.
+    #[arg(long, value_name = "ELF")]
+    kernel: Option<PathBuf>,
     /// Kernel command line words (replace the profile's default_kernel_args).
     #[arg(last = true, value_name = "KERNEL_ARGS")]
     kernel_args: Vec<String>,
@@ -90,6 +94,9 @@ struct TestArgs {
     /// Run only the guest tests.
     #[arg(long)]
     guest: bool,
+    /// Boot this kernel ELF instead of building one.
+    #[arg(long, value_name = "ELF")]
+    kernel: Option<PathBuf>,
     /// Run only guest tests whose name contains this.
     filter: Option<String>,
 }
@@ -120,7 +127,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: RunArgs) -> Result<ExitCode> {
-    let guest = Guest::prepare(args.accel)?;
+    let guest = Guest::prepare(args.accel, args.kernel)?;
     let profile = profile::load(&args.profile)?;
     let overrides = Overrides {
         smp: args.smp,
@@ -160,7 +167,7 @@ fn test(args: TestArgs) -> Result<ExitCode> {
             println!("guest tests: none listed in {}", table.display());
             Tally::default()
         } else {
-            match Guest::prepare(args.accel) {
+            match Guest::prepare(args.accel, args.kernel) {
                 Ok(guest) => guest_tests::run(&guest, &tests, args.filter.as_deref()),
                 Err(error) => {
                     println!("guest tests: cannot prepare the guest: {error}");

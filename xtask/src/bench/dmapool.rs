@@ -39,6 +39,9 @@ pub struct Options {
     /// Accelerator for --guest.
     #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
     pub accel: AccelRequest,
+    /// Boot this kernel ELF instead of building one (--guest).
+    #[arg(long, value_name = "ELF")]
+    pub kernel: Option<std::path::PathBuf>,
     /// Per-boot timeout in seconds for --guest (legacy at n=373959 is O(n²)).
     #[arg(long, default_value_t = 1800)]
     pub timeout: u64,
@@ -85,7 +88,7 @@ fn on_host(quick: bool) -> Result<ResultSet> {
 }
 
 fn in_guest(options: &Options) -> Result<ResultSet> {
-    let guest = Guest::prepare(options.accel)?;
+    let guest = Guest::prepare(options.accel, options.kernel.clone())?;
     let profile = profile::load("default")?;
     let mut set = ResultSet::new(
         "dmapool-guest",
@@ -112,6 +115,18 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
         if outcome.report.results.is_empty() {
             return Err(Error::NoResults {
                 what: format!("the guest at n={n}"),
+            });
+        }
+        let answered = |record: &Record| number(record, "n") == Some(n as f64);
+        if let Some(wrong) = outcome
+            .report
+            .results
+            .iter()
+            .find(|record| !answered(record))
+        {
+            return Err(Error::ResultLine {
+                line: serde_json::Value::Object(wrong.clone()).to_string(),
+                reason: format!("the guest was asked for n={n}"),
             });
         }
         set.extend(outcome.report.results);
