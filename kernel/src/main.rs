@@ -1,1 +1,98 @@
-fn main() {}
+//! sensepool kernel: a single-address-space unikernel booted by QEMU through PVH.
+//!
+//! Boot order (see [`kernel_main`]): serial, GDT/TSS and IDT first so that any later fault is
+//! reported, then the bootstrap heap, TSC calibration, the PVH start info (memory map and
+//! command line), the command line itself, RAM split between the talc heap and the DMA frame
+//! allocator, the stack guard page, and PCI enumeration. Then either the guest test runner
+//! (`test=`) or a workload runs, and the kernel leaves through isa-debug-exit with a verdict.
+//!
+//! On the host this crate builds as a stub binary so the workspace's `cargo test` and
+//! `cargo clippy` work; its pure modules (command line, memory map, frame bitmap, JSON, PCI
+//! decoding) are unit-tested there.
+#![cfg_attr(target_os = "none", no_std, no_main)]
+
+extern crate alloc;
+
+// Pure logic: built on the host too, where only the unit tests use it.
+#[cfg_attr(
+    not(target_os = "none"),
+    allow(dead_code, reason = "used by the guest build and by tests")
+)]
+mod cmdline;
+#[cfg_attr(
+    not(target_os = "none"),
+    allow(dead_code, reason = "used by the guest build and by tests")
+)]
+mod frames;
+#[cfg_attr(
+    not(target_os = "none"),
+    allow(dead_code, reason = "used by the guest build and by tests")
+)]
+mod json;
+#[cfg_attr(
+    not(target_os = "none"),
+    allow(dead_code, reason = "used by the guest build and by tests")
+)]
+mod memmap;
+#[cfg_attr(
+    not(target_os = "none"),
+    allow(dead_code, reason = "used by the guest build and by tests")
+)]
+mod pci;
+
+#[cfg(target_os = "none")]
+mod arch;
+#[cfg(target_os = "none")]
+mod boot;
+#[cfg(target_os = "none")]
+mod console;
+#[cfg(target_os = "none")]
+mod dma;
+#[cfg(target_os = "none")]
+mod heap;
+#[cfg(target_os = "none")]
+mod memory;
+#[cfg(target_os = "none")]
+mod tests;
+#[cfg(target_os = "none")]
+mod workload;
+
+#[cfg(not(target_os = "none"))]
+fn main() {
+    eprintln!(
+        "sensepool's kernel is a bare-metal image for QEMU; build and boot it with `cargo xtask run`."
+    );
+    std::process::exit(2);
+}
+
+/// Entered from the boot stub in 64-bit mode with the PVH start-info address.
+#[cfg(target_os = "none")]
+#[unsafe(no_mangle)]
+extern "C" fn kernel_main(start_info: u32) -> ! {
+    let verdict = boot::boot(u64::from(start_info));
+    arch::exit::exit_qemu(verdict)
+}
+
+#[cfg(target_os = "none")]
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    use core::fmt::Write;
+    let mut out = arch::serial::force_writer();
+    let _ = write!(out, "\nPANIC ");
+    match info.location() {
+        Some(location) => {
+            let _ = write!(
+                out,
+                "at {}:{}:{}: ",
+                location.file(),
+                location.line(),
+                location.column()
+            );
+        }
+        None => {
+            let _ = write!(out, "at unknown location: ");
+        }
+    }
+    let _ = writeln!(out, "{}", info.message());
+    arch::exit::exit_qemu(arch::exit::ExitCode::Failure)
+}

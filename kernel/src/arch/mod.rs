@@ -1,0 +1,14 @@
+//! Everything that touches the x86-64 machine directly: boot stub, descriptor tables, paging,
+//! exception entry and reporting, the PVH start info, the UART, the TSC/PIT clock and the
+//! debug-exit port. Only built for the bare-metal target; the rest of the kernel sees small safe
+//! functions.
+
+pub mod boot;
+pub mod exit;
+pub mod fault;
+pub mod gdt;
+pub mod idt;
+pub mod paging;
+pub mod pvh;
+pub mod serial;
+pub mod time;

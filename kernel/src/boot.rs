@@ -1,0 +1,143 @@
+//! The boot sequence after the assembly stub, and the boot summary it prints.
+
+use alloc::vec::Vec;
+
+use crate::arch::exit::ExitCode;
+use crate::arch::pvh::StartInfo;
+use crate::arch::{gdt, idt, paging, serial, time};
+use crate::cmdline::Cmdline;
+use crate::console::{self, println};
+use crate::json::JsonObject;
+use crate::{heap, memory, pci, tests, workload};
+
+const MIB: u64 = 1 << 20;
+
+/// Brings the machine up, runs what the command line asks for, and returns the verdict.
+pub fn boot(start_info: u64) -> ExitCode {
+    serial::init();
+    gdt::init();
+    idt::init();
+    heap::init_bootstrap();
+    let tsc_hz = time::calibrate();
+
+    // SAFETY: `start_info` is the loader's %ebx, passed through unchanged by the boot stub, and
+    // nothing has reused low memory yet.
+    let info = match unsafe { StartInfo::read(start_info) } {
+        Ok(info) => info,
+        Err(err) => panic!("cannot boot: {err}"),
+    };
+    let names = tests::names();
+    let parsed = Cmdline::parse(info.cmdline, &names);
+    console::init_logger(
+        parsed
+            .as_ref()
+            .map_or(log::LevelFilter::Info, |cmdline| cmdline.loglevel),
+    );
+    log::info!(
+        "sensepool kernel {} (x86_64, PVH); TSC {}.{:03} MHz (PIT-calibrated); Rust entered {} us after the boot stub",
+        env!("CARGO_PKG_VERSION"),
+        tsc_hz / 1_000_000,
+        tsc_hz / 1000 % 1000,
+        time::now_ns() / 1000
+    );
+    log::info!("command line: '{}'", info.cmdline);
+    let cmdline = match parsed {
+        Ok(cmdline) => cmdline,
+        Err(err) => {
+            println!("CMDLINE ERROR: {err}");
+            return ExitCode::Failure;
+        }
+    };
+
+    log::info!("BIOS-provided physical RAM map:");
+    for entry in &info.memmap {
+        log::info!("  {entry}");
+    }
+    let Some(layout) = memory::init(&info) else {
+        panic!("e820 reports no usable RAM below 4 GiB");
+    };
+    log_layout(&layout);
+    if let Err(err) = paging::init() {
+        log::warn!("stack guard page not installed: {err}");
+    }
+
+    let devices = pci::config::enumerate();
+    log_pci(devices);
+
+    let boot_ms = time::now_ns() as f64 / 1e6;
+    let ram_mib: u64 = info
+        .memmap
+        .iter()
+        .filter(|e| e.kind == crate::memmap::E820Kind::Ram)
+        .map(|e| e.len_bytes)
+        .sum::<u64>()
+        / MIB;
+    let line = JsonObject::new()
+        .str("kernel", env!("CARGO_PKG_VERSION"))
+        .f64("tsc_ms_to_first_workload", boot_ms, 3)
+        .u64("tsc_hz", tsc_hz)
+        .u64("ram_mib", ram_mib)
+        .u64(
+            "heap_mib",
+            layout.heap.iter().map(|r| r.len_bytes()).sum::<u64>() / MIB,
+        )
+        .u64("dma_mib", layout.dma.len_bytes() / MIB)
+        .u64("pci_functions", devices.len() as u64)
+        .finish();
+    println!("BOOT {line}");
+
+    match &cmdline.tests {
+        Some(selection) => tests::run(selection),
+        None => workload::run(&cmdline),
+    }
+}
+
+fn log_layout(layout: &memory::Layout) {
+    let kernel = layout.kernel;
+    log::info!(
+        "kernel image {:#x}-{:#x} ({} KiB)",
+        kernel.start,
+        kernel.end,
+        kernel.len_bytes() / 1024
+    );
+    for range in &layout.heap {
+        log::info!(
+            "heap (talc)  {:#x}-{:#x} ({} MiB)",
+            range.start,
+            range.end,
+            range.len_bytes() / MIB
+        );
+    }
+    let dma = layout.dma;
+    log::info!(
+        "dma frames   {:#x}-{:#x} ({} MiB, identity mapped, bus == cpu)",
+        dma.start,
+        dma.end,
+        dma.len_bytes() / MIB
+    );
+}
+
+fn log_pci(devices: &[pci::PciFunction]) {
+    log::info!("PCI: {} functions", devices.len());
+    for function in devices {
+        log::info!(
+            "pci {} [{:04x}:{:04x}] class {:02x}{:02x}{:02x} {}",
+            function.bdf,
+            function.vendor_id,
+            function.device_id,
+            function.class[0],
+            function.class[1],
+            function.class[2],
+            function.class_name()
+        );
+        let bars: Vec<_> = function
+            .bars
+            .iter()
+            .enumerate()
+            .filter_map(|(i, bar)| bar.map(|bar| (i, bar)))
+            .collect();
+        for (index, bar) in bars {
+            log::info!("pci {}   BAR{index}: {bar}", function.bdf);
+        }
+    }
+}

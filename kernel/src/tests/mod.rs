@@ -1,0 +1,176 @@
+//! The in-guest test runner, selected with `test=all|NAME[,NAME...]`.
+//!
+//! Each test is a plain function returning `Result<(), String>`; the runner prints
+//! `test NAME ... ok` or `test NAME ... FAILED: reason`, then the closing `N passed, N failed`
+//! line that xtask (and CI's log reader) looks for, and exits with the success code only when
+//! nothing failed. Tests of the failure paths (`fault-*`, `panic`) cannot return: they end the
+//! boot through the fault or panic handler, so they are never part of `all`, and the runner
+//! announces them with `test NAME ... expecting FAULT` (or `PANIC`) before triggering them.
+//! xtask passes such a boot when QEMU's status is the failure code and the expected line appears.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::arch::exit::ExitCode;
+use crate::cmdline::TestSelection;
+use crate::console::println;
+
+mod faults;
+mod memory;
+mod pools;
+mod system;
+
+/// What a test is expected to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// Return `Ok`.
+    Pass,
+    /// End the boot with a report starting with this prefix (e.g. `FAULT #PF`).
+    Report(&'static str),
+}
+
+/// One guest test.
+pub struct GuestTest {
+    /// The name used in `test=` and in the output.
+    pub name: &'static str,
+    /// What it should do.
+    pub expect: Expect,
+    /// The body.
+    pub run: fn() -> Result<(), String>,
+}
+
+/// Every guest test, in `test=all` order (the `Report` ones are excluded from `all`).
+pub const TESTS: &[GuestTest] = &[
+    GuestTest {
+        name: "boot",
+        expect: Expect::Pass,
+        run: system::boot,
+    },
+    GuestTest {
+        name: "cmdline-errors",
+        expect: Expect::Pass,
+        run: system::cmdline_errors,
+    },
+    GuestTest {
+        name: "mmio-map",
+        expect: Expect::Pass,
+        run: system::mmio_map,
+    },
+    GuestTest {
+        name: "heap-stress",
+        expect: Expect::Pass,
+        run: memory::heap_stress,
+    },
+    GuestTest {
+        name: "dma-frames",
+        expect: Expect::Pass,
+        run: memory::dma_frames,
+    },
+    GuestTest {
+        name: "dmapool-legacy",
+        expect: Expect::Pass,
+        run: pools::dmapool_legacy,
+    },
+    GuestTest {
+        name: "dmapool-scalable",
+        expect: Expect::Pass,
+        run: pools::dmapool_scalable,
+    },
+    GuestTest {
+        name: "dmapool-misuse",
+        expect: Expect::Pass,
+        run: pools::dmapool_misuse,
+    },
+    GuestTest {
+        name: "slab",
+        expect: Expect::Pass,
+        run: pools::slab,
+    },
+    GuestTest {
+        name: "slab-misuse",
+        expect: Expect::Pass,
+        run: pools::slab_misuse,
+    },
+    GuestTest {
+        name: "fault-pf",
+        expect: Expect::Report("FAULT #PF"),
+        run: faults::page_fault,
+    },
+    GuestTest {
+        name: "fault-ud",
+        expect: Expect::Report("FAULT #UD"),
+        run: faults::invalid_opcode,
+    },
+    GuestTest {
+        name: "fault-stack-overflow",
+        expect: Expect::Report("FAULT #DF"),
+        run: faults::stack_overflow,
+    },
+    GuestTest {
+        name: "panic",
+        expect: Expect::Report("PANIC "),
+        run: faults::panic,
+    },
+];
+
+/// The names `test=` accepts (besides `all`).
+pub fn names() -> Vec<&'static str> {
+    TESTS.iter().map(|test| test.name).collect()
+}
+
+/// Runs the selected tests and returns the verdict for the exit port.
+pub fn run(selection: &TestSelection) -> ExitCode {
+    let selected: Vec<&GuestTest> = match selection {
+        TestSelection::All => TESTS
+            .iter()
+            .filter(|test| test.expect == Expect::Pass)
+            .collect(),
+        TestSelection::Named(names) => names
+            .iter()
+            .filter_map(|name| TESTS.iter().find(|test| test.name == name))
+            .collect(),
+    };
+    let (mut passed, mut failed) = (0, 0);
+    for test in selected {
+        if let Expect::Report(prefix) = test.expect {
+            println!(
+                "test {} ... expecting {}",
+                test.name,
+                prefix.split(' ').next().unwrap_or(prefix)
+            );
+        }
+        match ((test.run)(), test.expect) {
+            (Ok(()), Expect::Pass) => {
+                println!("test {} ... ok", test.name);
+                passed += 1;
+            }
+            (Ok(()), Expect::Report(prefix)) => {
+                println!(
+                    "test {} ... FAILED: returned without a `{prefix}` report",
+                    test.name
+                );
+                failed += 1;
+            }
+            (Err(reason), _) => {
+                println!("test {} ... FAILED: {reason}", test.name);
+                failed += 1;
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed == 0 {
+        ExitCode::Success
+    } else {
+        ExitCode::Failure
+    }
+}
+
+/// `Err(format!(...))` unless `cond` holds.
+macro_rules! ensure {
+    ($cond:expr, $($arg:tt)*) => {
+        if !$cond {
+            return Err(alloc::format!($($arg)*));
+        }
+    };
+}
+pub(crate) use ensure;
