@@ -230,7 +230,7 @@ fn chart(set: &ResultSet) -> LineChart {
         }
     }
     let mut series = Vec::new();
-    for name in impls {
+    for (color, name) in impls.into_iter().enumerate() {
         for (op, key) in [("alloc", "alloc_ns_per_op"), ("free", "free_ns_per_op")] {
             let mut points: Vec<(f64, f64)> = sweep_records(set)
                 .filter(|record| record.get("impl").and_then(|value| value.as_str()) == Some(name))
@@ -240,6 +240,8 @@ fn chart(set: &ResultSet) -> LineChart {
             series.push(Series {
                 label: format!("{name} {op}"),
                 points,
+                color,
+                dashed: op == "free",
             });
         }
     }

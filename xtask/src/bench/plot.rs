@@ -18,7 +18,21 @@ use crate::error::{Error, Result};
 pub struct Series {
     pub label: String,
     pub points: Vec<(f64, f64)>,
+    /// Series that belong together (one implementation) share a color index.
+    pub color: usize,
+    /// Dashed lines tell a second measure of the same thing apart (free next to alloc).
+    pub dashed: bool,
 }
+
+/// Well-separated colors that stay readable on white.
+const COLORS: [RGBColor; 6] = [
+    RGBColor(214, 39, 40),
+    RGBColor(31, 119, 180),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(23, 190, 207),
+];
 
 /// Several series over shared log-log axes.
 #[derive(Clone, Debug)]
@@ -99,28 +113,48 @@ pub fn draw_log_log(path: &Path, chart: &LineChart) -> Result<()> {
         .y_label_formatter(&tick)
         .draw()
         .map_err(|e| fail(&e))?;
-    for (index, series) in chart.series.iter().enumerate() {
-        let color = Palette99::pick(index).to_rgba();
+    for series in &chart.series {
+        let color = COLORS[series.color % COLORS.len()];
+        let style = color.stroke_width(2);
         let positive: Vec<(f64, f64)> = series
             .points
             .iter()
             .copied()
             .filter(|(x, y)| *x > 0.0 && *y > 0.0)
             .collect();
-        context
-            .draw_series(LineSeries::new(positive.clone(), color.stroke_width(2)))
-            .map_err(|e| fail(&e))?
-            .label(&series.label)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        context
-            .draw_series(
-                positive
-                    .into_iter()
-                    .map(|point| Circle::new(point, 3, color.filled())),
-            )
-            .map_err(|e| fail(&e))?;
+        let legend = move |(x, y): (i32, i32)| PathElement::new(vec![(x, y), (x + 20, y)], style);
+        let dashed_legend = move |(x, y): (i32, i32)| {
+            EmptyElement::at((x, y))
+                + PathElement::new(vec![(0, 0), (8, 0)], style)
+                + PathElement::new(vec![(12, 0), (20, 0)], style)
+        };
+        if series.dashed {
+            context
+                .draw_series(DashedLineSeries::new(positive.clone(), 8, 5, style))
+                .map_err(|e| fail(&e))?
+                .label(&series.label)
+                .legend(dashed_legend);
+            context
+                .draw_series(
+                    positive
+                        .into_iter()
+                        .map(|point| TriangleMarker::new(point, 4, color.filled())),
+                )
+                .map_err(|e| fail(&e))?;
+        } else {
+            context
+                .draw_series(LineSeries::new(positive.clone(), style))
+                .map_err(|e| fail(&e))?
+                .label(&series.label)
+                .legend(legend);
+            context
+                .draw_series(
+                    positive
+                        .into_iter()
+                        .map(|point| Circle::new(point, 3, color.filled())),
+                )
+                .map_err(|e| fail(&e))?;
+        }
     }
     context
         .configure_series_labels()
@@ -179,7 +213,7 @@ pub fn draw_bars(path: &Path, chart: &BarChart) -> Result<()> {
     context
         .draw_series(
             Histogram::vertical(&context)
-                .style(Palette99::pick(0).to_rgba().filled())
+                .style(COLORS[1].filled())
                 .margin(12)
                 .data(
                     chart
@@ -218,6 +252,8 @@ mod tests {
             series: vec![Series {
                 label: "legacy free".into(),
                 points: vec![(1000.0, 50.0), (373959.0, 20000.0)],
+                color: 0,
+                dashed: true,
             }],
         };
         draw_log_log(&dir.join("line.svg"), &line).unwrap();
