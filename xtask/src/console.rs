@@ -5,6 +5,7 @@
 //! recognises:
 //!
 //! - `RESULT {json}`: one benchmark result object;
+//! - `BOOT {json}`: boot facts (kernel version, TSC rate, `tsc_ms_to_first_workload`, RAM, PCI);
 //! - `test NAME ... ok` / `test NAME ... FAILED: reason`: the guest test runner, closed by a plain
 //!   `N passed, N failed` line;
 //! - `FAULT …` (CPU exception report), `PANIC …` (Rust panic), `CMDLINE ERROR: key '…': …`.
@@ -18,6 +19,8 @@ use crate::error::{Error, Result};
 pub enum Line<'a> {
     /// The JSON text after `RESULT `.
     Result(&'a str),
+    /// The JSON text after `BOOT `.
+    Boot(&'a str),
     TestOk {
         name: &'a str,
     },
@@ -42,6 +45,9 @@ pub fn classify(line: &str) -> Line<'_> {
     let line = line.trim_end();
     if let Some(json) = line.strip_prefix("RESULT ") {
         return Line::Result(json.trim());
+    }
+    if let Some(json) = line.strip_prefix("BOOT ") {
+        return Line::Boot(json.trim());
     }
     if let Some(rest) = line.strip_prefix("test ") {
         if let Some((name, outcome)) = rest.split_once(" ... ") {
@@ -87,6 +93,8 @@ pub fn parse_summary(line: &str) -> Option<(u64, u64)> {
 #[derive(Debug, Default)]
 pub struct Report {
     pub results: Vec<Map<String, Value>>,
+    /// The `BOOT` object, if the kernel printed one.
+    pub boot: Option<Map<String, Value>>,
     pub tests_ok: Vec<String>,
     pub tests_failed: Vec<(String, String)>,
     /// The last `N passed, N failed` line.
@@ -106,6 +114,10 @@ impl Report {
                 Ok(object) => self.results.push(object),
                 Err(error) => self.bad_results.push(error),
             },
+            Line::Boot(json) => match parse_result(json) {
+                Ok(object) => self.boot = Some(object),
+                Err(error) => self.bad_results.push(error),
+            },
             Line::TestOk { name } => self.tests_ok.push(name.to_owned()),
             Line::TestFailed { name, reason } => {
                 self.tests_failed.push((name.to_owned(), reason.to_owned()));
@@ -119,7 +131,7 @@ impl Report {
     }
 }
 
-/// Parses a `RESULT` payload, which must be a JSON object.
+/// Parses a `RESULT` (or `BOOT`) payload, which must be a JSON object.
 pub fn parse_result(json: &str) -> Result<Map<String, Value>> {
     match serde_json::from_str::<Value>(json) {
         Ok(Value::Object(object)) => Ok(object),
@@ -141,6 +153,7 @@ mod tests {
     #[test]
     fn machine_lines_are_recognised() {
         assert_eq!(classify("RESULT {\"n\":1}\r"), Line::Result("{\"n\":1}"));
+        assert_eq!(classify("BOOT {}"), Line::Boot("{}"));
         assert_eq!(classify("test heap ... ok"), Line::TestOk { name: "heap" });
         assert_eq!(
             classify("test heap ... FAILED: lost 3 blocks"),

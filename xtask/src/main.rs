@@ -140,6 +140,14 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     for image in &outcome.images {
         eprintln!("xtask: disk image {}", image.display());
     }
+    let first_workload_ms = outcome
+        .report
+        .boot
+        .as_ref()
+        .and_then(|boot| boot.get("tsc_ms_to_first_workload")?.as_f64());
+    if let Some(ms) = first_workload_ms {
+        eprintln!("xtask: guest reached its first workload after {ms:.3} ms (guest TSC)");
+    }
     eprintln!(
         "xtask: guest {}; QEMU wall time {:.3} s",
         outcome.verdict,
