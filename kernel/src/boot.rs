@@ -3,6 +3,7 @@
 use alloc::vec::Vec;
 
 use crate::arch::exit::ExitCode;
+use crate::arch::boot::boot_tsc_value;
 use crate::arch::pvh::StartInfo;
 use crate::arch::{gdt, idt, paging, serial, time};
 use crate::cmdline::Cmdline;
@@ -14,6 +15,7 @@ const MIB: u64 = 1 << 20;
 
 /// Brings the machine up, runs what the command line asks for, and returns the verdict.
 pub fn boot(start_info: u64) -> ExitCode {
+    let rust_entry_tsc = time::rdtsc();
     serial::init();
     gdt::init();
     idt::init();
@@ -38,7 +40,7 @@ pub fn boot(start_info: u64) -> ExitCode {
         env!("CARGO_PKG_VERSION"),
         tsc_hz / 1_000_000,
         tsc_hz / 1000 % 1000,
-        time::now_ns() / 1000
+        time::cycles_to_ns(rust_entry_tsc.saturating_sub(boot_tsc_value())) / 1000
     );
     log::info!("command line: '{}'", info.cmdline);
     let cmdline = match parsed {
