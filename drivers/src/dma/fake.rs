@@ -97,6 +97,13 @@ impl FakeDmaSpace {
     }
 }
 
+impl super::DmaAlloc for FakeDmaSpace {
+    type Region = FakeRegion;
+    fn alloc(&mut self, len_bytes: usize, align: usize) -> Option<FakeRegion> {
+        Some(FakeDmaSpace::alloc(self, len_bytes, align as u64))
+    }
+}
+
 /// A region of a [`FakeDmaSpace`]; unmapped on drop.
 #[derive(Debug)]
 pub struct FakeRegion {

@@ -78,6 +78,15 @@ pub(crate) fn check_range(offset: usize, len: usize, region_len: usize) -> Resul
     }
 }
 
+/// A source of driver-owned DMA memory (request and reply frame arrays). The kernel
+/// implements it over its page source; host tests over [`fake::FakeDmaSpace`].
+pub trait DmaAlloc {
+    /// The memory handed out; freed when dropped.
+    type Region: DmaMemory;
+    /// `len_bytes` of zeroed memory aligned to `align` (a power of two), or `None`.
+    fn alloc(&mut self, len_bytes: usize, align: usize) -> Option<Self::Region>;
+}
+
 /// Device-visible memory the driver owns (request frames, reply frames, chain frames).
 ///
 /// Implementations copy; they never hand out references into memory the device may write.

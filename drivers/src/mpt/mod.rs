@@ -15,6 +15,7 @@
 //! Layout: `mpi` (wire structs), `regs` (register trait, MMIO), `handshake`, `sgl` (chain
 //! building and decoding), `ioc` (bring-up), `queue` (request slots and replies).
 
+pub mod adapter;
 pub mod error;
 pub mod handshake;
 pub mod ioc;
@@ -26,4 +27,6 @@ pub mod sgl;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
 
+pub use adapter::{Mpt, MptStats};
 pub use error::MptError;
+pub use queue::{Completion, DataDirection, Outcome, ScsiIo, TaskMgmt};

@@ -1,1 +1,488 @@
-//! Request slots and reply handling (in progress).
+//! Request slots, submission through the request post FIFO, and reply handling.
+//!
+//! Each outstanding request owns a slot: its request frame, its chain frames, and what the
+//! reply will be checked against. The MsgContext is `generation << 16 | slot` with the
+//! top three bits clear (MPI puts the reply type there in turbo replies), so a reply for a
+//! slot that has since been reused or reset carries a stale generation and is refused.
+//! Requests never exceed the slot count, which never exceeds the IOC's credits or the
+//! 128-deep FIFOs, so the IOC cannot be made to overflow a FIFO by this driver.
+
+use alloc::vec::Vec;
+use core::sync::atomic::{Ordering, fence};
+
+use zerocopy::{FromBytes, IntoBytes};
+
+use crate::delay::Delay;
+use crate::dma::{DmaAddr, DmaMemory, Segment};
+
+use super::adapter::Mpt;
+use super::error::MptError;
+use super::mpi::scsi_io::{ScsiIoReply, ScsiIoRequest, TaskMgmtReply, TaskMgmtRequest, control};
+use super::mpi::{DefaultReply, function, ioc_status};
+use super::regs::{MptRegisters, REPLY_FIFO_EMPTY, Register};
+use super::sgl::ChainPool;
+use super::sgl::build::{Direction, build};
+
+const GENERATION_MASK: u32 = 0x1FFF;
+/// Reply post FIFO bit 31: the rest is a reply frame address shifted right by one.
+const ADDRESS_REPLY: u32 = 0x8000_0000;
+
+/// Data direction of a SCSI command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataDirection {
+    /// No data phase.
+    None,
+    /// Device to host.
+    Read,
+    /// Host to device.
+    Write,
+}
+
+/// A SCSI command for the adapter.
+#[derive(Debug, Clone, Copy)]
+pub struct ScsiIo<'a> {
+    /// Target id on bus 0.
+    pub target: u8,
+    /// Logical unit (single-level; QEMU serves LUN 0 only).
+    pub lun: u16,
+    /// CDB, at most 16 bytes.
+    pub cdb: &'a [u8],
+    /// Direction of the data.
+    pub direction: DataDirection,
+    /// Data buffer pieces, in order.
+    pub segments: &'a [Segment],
+    /// Autosense buffer: where and how long (at most 255 bytes), in the sense window.
+    pub sense: Option<Segment>,
+    /// The caller's tag, returned in the completion.
+    pub tag: u64,
+}
+
+/// Task management functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskMgmt {
+    /// Abort the request with this context.
+    AbortTask {
+        /// Context [`Mpt::submit`] returned.
+        context: u32,
+    },
+    /// Reset the logical unit.
+    LogicalUnitReset,
+    /// Reset the whole target.
+    TargetReset,
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Context-only reply: GOOD status, every byte moved.
+    Success {
+        /// Bytes moved (the request's data length).
+        transfer_bytes: u32,
+    },
+    /// A full SCSI_IO reply (status other than GOOD, residual, or an IOC error).
+    Scsi {
+        /// SAM status byte (meaningless if `scsi_state` has NO_SCSI_STATUS).
+        scsi_status: u8,
+        /// `scsi_state::*` bits.
+        scsi_state: u8,
+        /// IOCStatus (masked).
+        ioc_status: u16,
+        /// IOCLogInfo.
+        log_info: u32,
+        /// Bytes moved (checked against the request).
+        transfer_bytes: u32,
+        /// Sense bytes in the sense buffer (clamped to its length).
+        sense_bytes: u32,
+    },
+    /// A task management reply.
+    TaskMgmt {
+        /// `tm_response::*`.
+        response_code: u8,
+        /// IOCStatus (masked).
+        ioc_status: u16,
+        /// Commands terminated.
+        termination_count: u32,
+    },
+    /// The IOC answered, but the reply contradicts the request; the command failed.
+    BadReply {
+        /// What was wrong.
+        reason: &'static str,
+    },
+    /// The adapter was reset while the request was outstanding.
+    HostReset,
+}
+
+/// A finished request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    /// The caller's tag.
+    pub tag: u64,
+    /// The context the request carried.
+    pub context: u32,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Io,
+    TaskMgmt,
+}
+
+/// One request slot.
+#[derive(Debug)]
+pub(super) struct Slot<F> {
+    generation: u32,
+    busy: Option<Busy>,
+    chains: Vec<F>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Busy {
+    kind: Kind,
+    tag: u64,
+    data_len: u32,
+    sense_len: u32,
+}
+
+impl<F> Default for Slot<F> {
+    fn default() -> Self {
+        Self {
+            generation: 0,
+            busy: None,
+            chains: Vec::new(),
+        }
+    }
+}
+
+fn context_of(slot: usize, generation: u32) -> u32 {
+    ((generation & GENERATION_MASK) << 16) | slot as u32
+}
+
+fn lun_bytes(lun: u16) -> [u8; 8] {
+    let mut bytes = [0u8; 8];
+    if lun < 256 {
+        bytes[1] = lun as u8;
+    } else {
+        // SAM flat-space addressing for LUNs above 255.
+        bytes[0] = 0x40 | ((lun >> 8) as u8 & 0x3F);
+        bytes[1] = lun as u8;
+    }
+    bytes
+}
+
+impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
+    fn take_slot(&mut self, kind: Kind) -> Result<usize, MptError> {
+        if !self.operational {
+            return Err(MptError::NotOperational);
+        }
+        let full = MptError::QueueFull {
+            outstanding: self.outstanding_io,
+            can_queue: self.geometry.can_queue,
+        };
+        if kind == Kind::Io && self.outstanding_io >= self.geometry.can_queue {
+            return Err(full);
+        }
+        self.free_slots.pop().map(usize::from).ok_or(full)
+    }
+
+    fn post(&mut self, slot: usize) -> Result<u32, MptError> {
+        let frame_size = self.geometry.frame_size_bytes;
+        self.requests.write_at(slot * frame_size, &self.frame_buf)?;
+        let addr = self.requests.bus_addr().0 + (slot * frame_size) as u64;
+        // The frame (and chain frames) must be in memory before the IOC hears of it.
+        fence(Ordering::SeqCst);
+        self.regs.write32(Register::RequestPostFifo, addr as u32);
+        self.stats.submitted += 1;
+        Ok(context_of(slot, self.slots[slot].generation))
+    }
+
+    /// Posts a SCSI command. Returns its context (for [`TaskMgmt::AbortTask`]). Queue full
+    /// and chain-pool exhaustion are errors the caller may retry after completions.
+    pub fn submit(&mut self, io: &ScsiIo<'_>) -> Result<u32, MptError> {
+        let invalid = |reason| Err(MptError::InvalidCommand { reason });
+        if io.cdb.is_empty() || io.cdb.len() > 16 {
+            return invalid("CDB must be 1..=16 bytes");
+        }
+        let data_len = io
+            .segments
+            .iter()
+            .try_fold(0u32, |sum, s| sum.checked_add(s.len_bytes));
+        let Some(data_len) = data_len else {
+            return invalid("data length exceeds 4 GiB");
+        };
+        if (io.direction == DataDirection::None) != (data_len == 0) {
+            return invalid("direction and data length disagree");
+        }
+        let sense = io.sense.unwrap_or(Segment {
+            addr: DmaAddr(0),
+            len_bytes: 0,
+        });
+        if sense.len_bytes > 255 {
+            return invalid("sense buffer longer than 255 bytes");
+        }
+        if sense.len_bytes > 0 && sense.addr.high32() != self.config.sense_high32 {
+            return Err(MptError::HighAddressMismatch {
+                what: "sense buffer",
+                addr: sense.addr,
+                window_high32: self.config.sense_high32,
+            });
+        }
+        let slot = self.take_slot(Kind::Io)?;
+        let (dir, ctl) = match io.direction {
+            DataDirection::None => (Direction::ToHost, control::NO_DATA_TRANSFER),
+            DataDirection::Read => (Direction::ToHost, control::READ),
+            DataDirection::Write => (Direction::ToDevice, control::WRITE),
+        };
+        let mut header = ScsiIoRequest {
+            target_id: io.target,
+            function: function::SCSI_IO_REQUEST,
+            cdb_length: io.cdb.len() as u8,
+            sense_buffer_length: sense.len_bytes as u8,
+            msg_context: context_of(slot, self.slots[slot].generation).into(),
+            lun: lun_bytes(io.lun),
+            control: (ctl | control::SIMPLE_QUEUE).into(),
+            data_length: data_len.into(),
+            sense_buffer_low_addr: sense.addr.low32().into(),
+            ..Default::default()
+        };
+        header.cdb[..io.cdb.len()].copy_from_slice(io.cdb);
+        self.frame_buf.fill(0);
+        let mut chains = core::mem::take(&mut self.slots[slot].chains);
+        let built = build(
+            &self.layout,
+            io.segments,
+            dir,
+            &mut self.frame_buf,
+            &mut self.pool,
+            &mut chains,
+        );
+        let chain_offset = match built {
+            Ok(offset) => offset,
+            Err(err) => {
+                self.slots[slot].chains = chains;
+                self.free_slots.push(slot as u16);
+                return Err(err.into());
+            }
+        };
+        self.stats.max_chains_per_io = self.stats.max_chains_per_io.max(chains.len());
+        header.chain_offset = chain_offset;
+        self.frame_buf[..core::mem::size_of::<ScsiIoRequest>()].copy_from_slice(header.as_bytes());
+        self.slots[slot].chains = chains;
+        self.slots[slot].busy = Some(Busy {
+            kind: Kind::Io,
+            tag: io.tag,
+            data_len,
+            sense_len: sense.len_bytes,
+        });
+        self.outstanding_io += 1;
+        match self.post(slot) {
+            Ok(context) => Ok(context),
+            Err(err) => {
+                self.release(slot, |_| Outcome::HostReset);
+                Err(err)
+            }
+        }
+    }
+
+    /// Posts a task management request for `target`/`lun`; its completion carries
+    /// [`Outcome::TaskMgmt`].
+    pub fn submit_task_mgmt(
+        &mut self,
+        target: u8,
+        lun: u16,
+        task: TaskMgmt,
+        tag: u64,
+    ) -> Result<u32, MptError> {
+        let slot = self.take_slot(Kind::TaskMgmt)?;
+        let (task_type, task_context) = match task {
+            TaskMgmt::AbortTask { context } => {
+                (super::mpi::scsi_io::task_type::ABORT_TASK, context)
+            }
+            TaskMgmt::LogicalUnitReset => (super::mpi::scsi_io::task_type::LOGICAL_UNIT_RESET, 0),
+            TaskMgmt::TargetReset => (super::mpi::scsi_io::task_type::TARGET_RESET, 0),
+        };
+        let request = TaskMgmtRequest {
+            target_id: target,
+            function: function::SCSI_TASK_MGMT,
+            task_type,
+            msg_context: context_of(slot, self.slots[slot].generation).into(),
+            lun: lun_bytes(lun),
+            task_msg_context: task_context.into(),
+            ..Default::default()
+        };
+        self.frame_buf.fill(0);
+        self.frame_buf[..core::mem::size_of::<TaskMgmtRequest>()]
+            .copy_from_slice(request.as_bytes());
+        self.slots[slot].busy = Some(Busy {
+            kind: Kind::TaskMgmt,
+            tag,
+            data_len: 0,
+            sense_len: 0,
+        });
+        self.post(slot)
+    }
+
+    /// Frees slot `index` if busy, returning its completion with `outcome(busy)`.
+    pub(super) fn release(
+        &mut self,
+        index: usize,
+        outcome: impl FnOnce(&BusyView) -> Outcome,
+    ) -> Option<Completion> {
+        let slot = self.slots.get_mut(index)?;
+        let busy = slot.busy.take()?;
+        let context = context_of(index, slot.generation);
+        slot.generation = (slot.generation + 1) & GENERATION_MASK;
+        slot.chains.clear();
+        if busy.kind == Kind::Io {
+            self.outstanding_io -= 1;
+        }
+        self.free_slots.push(index as u16);
+        let view = BusyView {
+            is_io: busy.kind == Kind::Io,
+            data_len: busy.data_len,
+            sense_len: busy.sense_len,
+        };
+        Some(Completion {
+            tag: busy.tag,
+            context,
+            outcome: outcome(&view),
+        })
+    }
+
+    /// Drains the reply post FIFO, handing each completion to `on_complete`. Processes at
+    /// most twice the slot count per call so a babbling IOC cannot hold the caller. Stops at
+    /// the first reply that cannot be matched to a request and returns it as an error
+    /// (completions before it were delivered); the caller decides whether to
+    /// [`Mpt::recover`]. Returns the number of completions delivered.
+    pub fn poll(&mut self, mut on_complete: impl FnMut(Completion)) -> Result<usize, MptError> {
+        let mut delivered = 0;
+        for _ in 0..self.slots.len() * 2 {
+            let value = self.regs.read32(Register::ReplyFifo);
+            if value == REPLY_FIFO_EMPTY {
+                break;
+            }
+            // The reply frame and data are read after the FIFO said they are ready.
+            fence(Ordering::SeqCst);
+            match self.handle_reply(value) {
+                Ok(done) => {
+                    delivered += 1;
+                    on_complete(done);
+                }
+                Err(err) => {
+                    self.stats.bad_replies += 1;
+                    return Err(err);
+                }
+            }
+        }
+        Ok(delivered)
+    }
+
+    fn lookup(&self, context: u32) -> Result<usize, MptError> {
+        let index = (context & 0xFFFF) as usize;
+        let unknown = MptError::UnknownContext { context };
+        let slot = self.slots.get(index).ok_or(unknown.clone())?;
+        if context >> 29 != 0
+            || slot.busy.is_none()
+            || context_of(index, slot.generation) != context
+        {
+            return Err(unknown);
+        }
+        Ok(index)
+    }
+
+    fn handle_reply(&mut self, value: u32) -> Result<Completion, MptError> {
+        if value & ADDRESS_REPLY == 0 {
+            self.stats.turbo_replies += 1;
+            let index = self.lookup(value)?;
+            return self
+                .release(index, |busy| match busy.is_io {
+                    true => Outcome::Success {
+                        transfer_bytes: busy.data_len,
+                    },
+                    false => Outcome::BadReply {
+                        reason: "context-only reply to task management",
+                    },
+                })
+                .ok_or(MptError::UnknownContext { context: value });
+        }
+        self.stats.address_replies += 1;
+        let mut frame = [0u8; 128];
+        let low = value << 1;
+        let addr = DmaAddr(u64::from(self.window_high32) << 32 | u64::from(low));
+        let size = usize::from(self.config.reply_frame_size_bytes);
+        let offset = addr.0.wrapping_sub(self.replies.bus_addr().0) as usize;
+        let index = offset / size;
+        if addr < self.replies.bus_addr()
+            || offset % size != 0
+            || index >= self.reply_with_ioc.len()
+            || !self.reply_with_ioc[index]
+        {
+            return Err(MptError::BadReplyAddress { addr });
+        }
+        let copy = size.min(frame.len());
+        self.reply_with_ioc[index] = false;
+        self.replies.read_at(offset, &mut frame[..copy])?;
+        // The frame is copied out; hand it straight back to the IOC.
+        self.regs.write32(Register::ReplyFifo, low);
+        self.reply_with_ioc[index] = true;
+
+        let (header, _) = DefaultReply::read_from_prefix(&frame)
+            .map_err(|_| MptError::BadReplyAddress { addr })?;
+        let context = header.msg_context.get();
+        let slot = self.lookup(context)?;
+        let length = usize::from(header.msg_length) * 4;
+        let function = header.function;
+        self.release(slot, |busy| {
+            decode_reply(busy, function, length.min(copy), &frame)
+        })
+        .ok_or(MptError::UnknownContext { context })
+    }
+}
+
+/// What a reply is checked against.
+pub(super) struct BusyView {
+    is_io: bool,
+    data_len: u32,
+    sense_len: u32,
+}
+
+fn decode_reply(busy: &BusyView, function: u8, length: usize, frame: &[u8]) -> Outcome {
+    let bad = |reason| Outcome::BadReply { reason };
+    match (busy.is_io, function) {
+        (true, function::SCSI_IO_REQUEST) => {
+            if length < core::mem::size_of::<ScsiIoReply>() {
+                return bad("SCSI_IO reply shorter than its message");
+            }
+            let Ok((reply, _)) = ScsiIoReply::read_from_prefix(frame) else {
+                return bad("SCSI_IO reply shorter than its message");
+            };
+            let transfer_bytes = reply.transfer_count.get();
+            if transfer_bytes > busy.data_len {
+                return bad("transfer count exceeds the data length");
+            }
+            Outcome::Scsi {
+                scsi_status: reply.scsi_status,
+                scsi_state: reply.scsi_state,
+                ioc_status: reply.ioc_status.get() & ioc_status::MASK,
+                log_info: reply.ioc_log_info.get(),
+                transfer_bytes,
+                sense_bytes: reply.sense_count.get().min(busy.sense_len),
+            }
+        }
+        (false, function::SCSI_TASK_MGMT) => {
+            let Ok((reply, _)) = TaskMgmtReply::read_from_prefix(frame) else {
+                return bad("task management reply too short");
+            };
+            if length < core::mem::size_of::<TaskMgmtReply>() {
+                return bad("task management reply too short");
+            }
+            Outcome::TaskMgmt {
+                response_code: reply.response_code,
+                ioc_status: reply.ioc_status.get() & ioc_status::MASK,
+                termination_count: reply.termination_count.get(),
+            }
+        }
+        _ => bad("reply function does not match the request"),
+    }
+}

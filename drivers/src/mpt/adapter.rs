@@ -1,0 +1,266 @@
+//! [`Mpt`]: one SAS1068 adapter, from bring-up to shutdown, with recovery.
+//!
+//! The adapter owns its registers, a delay source, the request frame array (one frame per
+//! slot), the reply frame array and the chain pool. Bring-up is the `ioc` sequence plus
+//! memory: frames are allocated after IOC_FACTS sized them and before IOC_INIT names their
+//! 4 GiB window. Recovery is a message-unit reset and the same sequence again, after every
+//! outstanding command has been failed back to its owner with [`Outcome::HostReset`].
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::delay::Delay;
+use crate::dma::{DmaAddr, DmaAlloc, DmaMemory};
+
+use super::error::MptError;
+use super::ioc::{self, Geometry, IocFacts, MptConfig, PortFacts};
+use super::queue::{Completion, Outcome, Slot};
+use super::regs::{MptRegisters, Register, him};
+use super::sgl::{ChainPool, SglLayout};
+
+/// Counters for the adapter's life.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MptStats {
+    /// Requests posted.
+    pub submitted: u64,
+    /// Context-only (success) replies.
+    pub turbo_replies: u64,
+    /// Full reply frames.
+    pub address_replies: u64,
+    /// Replies rejected (unknown context, bad frame address, inconsistent contents).
+    pub bad_replies: u64,
+    /// Recoveries (message-unit reset and re-init).
+    pub resets: u64,
+    /// Most chain frames one request used.
+    pub max_chains_per_io: usize,
+}
+
+/// One MPT adapter.
+pub struct Mpt<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> {
+    pub(super) regs: R,
+    pub(super) delay: D,
+    pub(super) config: MptConfig,
+    pub(super) facts: IocFacts,
+    pub(super) port: PortFacts,
+    pub(super) geometry: Geometry,
+    pub(super) layout: SglLayout,
+    pub(super) requests: M,
+    pub(super) replies: M,
+    pub(super) window_high32: u32,
+    pub(super) pool: P,
+    pub(super) slots: Vec<Slot<P::Frame>>,
+    pub(super) free_slots: Vec<u16>,
+    pub(super) outstanding_io: usize,
+    /// `true` while the IOC holds reply frame `i` (posted to the free FIFO).
+    pub(super) reply_with_ioc: Vec<bool>,
+    pub(super) frame_buf: Vec<u8>,
+    pub(super) operational: bool,
+    pub(super) stats: MptStats,
+}
+
+impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> core::fmt::Debug for Mpt<R, D, M, P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Mpt")
+            .field("facts", &self.facts)
+            .field("geometry", &self.geometry)
+            .field("outstanding_io", &self.outstanding_io)
+            .field("operational", &self.operational)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Checks that `region` lies in one 4 GiB window and returns its high half.
+fn window_of(what: &'static str, region: &impl DmaMemory) -> Result<u32, MptError> {
+    let start = region.bus_addr();
+    let last = start
+        .checked_add(region.len_bytes().saturating_sub(1) as u64)
+        .unwrap_or(DmaAddr(u64::MAX));
+    if start.high32() != last.high32() {
+        return Err(MptError::HighAddressMismatch {
+            what,
+            addr: last,
+            window_high32: start.high32(),
+        });
+    }
+    Ok(start.high32())
+}
+
+impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
+    /// Brings the IOC up: reset, facts, memory, IOC_INIT, reply priming, PORT_ENABLE.
+    pub fn init(
+        mut regs: R,
+        mut delay: D,
+        config: MptConfig,
+        memory: &mut impl DmaAlloc<Region = M>,
+        pool: P,
+    ) -> Result<Self, MptError> {
+        ioc::message_unit_reset(&mut regs, &mut delay, &config)?;
+        let facts = ioc::ioc_facts(&mut regs, &mut delay, &config)?;
+        let port = ioc::port_facts(&mut regs, &mut delay, &config, 0)?;
+        let geometry = Geometry::new(&facts, &config)?;
+        let layout = SglLayout::new(geometry.frame_size_bytes, geometry.max_chain_depth)?;
+
+        let request_bytes = geometry.slots * geometry.frame_size_bytes;
+        let requests = memory
+            .alloc(request_bytes, 64)
+            .ok_or(MptError::OutOfDmaMemory {
+                what: "request frames",
+                len_bytes: request_bytes,
+            })?;
+        let reply_bytes = geometry.slots * usize::from(config.reply_frame_size_bytes);
+        let replies = memory
+            .alloc(reply_bytes, 64)
+            .ok_or(MptError::OutOfDmaMemory {
+                what: "reply frames",
+                len_bytes: reply_bytes,
+            })?;
+        let window_high32 = window_of("request frames", &requests)?;
+        if window_of("reply frames", &replies)? != window_high32 {
+            return Err(MptError::HighAddressMismatch {
+                what: "reply frames",
+                addr: replies.bus_addr(),
+                window_high32,
+            });
+        }
+
+        let mut adapter = Self {
+            regs,
+            delay,
+            config,
+            facts,
+            port,
+            geometry,
+            layout,
+            requests,
+            replies,
+            window_high32,
+            pool,
+            slots: (0..geometry.slots).map(|_| Slot::default()).collect(),
+            free_slots: (0..geometry.slots as u16).rev().collect(),
+            outstanding_io: 0,
+            reply_with_ioc: vec![false; geometry.slots],
+            frame_buf: vec![0; geometry.frame_size_bytes],
+            operational: false,
+            stats: MptStats::default(),
+        };
+        adapter.start()?;
+        Ok(adapter)
+    }
+
+    /// IOC_INIT, reply priming and PORT_ENABLE on an IOC that is READY.
+    fn start(&mut self) -> Result<(), MptError> {
+        // Polled operation: the kernel may unmask interrupts later.
+        self.regs.write32(
+            Register::HostInterruptMask,
+            him::REPLY_MASK | him::DOORBELL_MASK,
+        );
+        ioc::ioc_init(
+            &mut self.regs,
+            &mut self.delay,
+            &self.config,
+            self.window_high32,
+        )?;
+        let reply_size = usize::from(self.config.reply_frame_size_bytes);
+        for index in 0..self.geometry.slots {
+            let addr = self.replies.bus_addr().0 + (index * reply_size) as u64;
+            self.regs.write32(Register::ReplyFifo, addr as u32);
+            self.reply_with_ioc[index] = true;
+        }
+        ioc::port_enable(&mut self.regs, &mut self.delay, &self.config, 0)?;
+        self.operational = true;
+        Ok(())
+    }
+
+    /// Fails every outstanding command with [`Outcome::HostReset`], resets the IOC and
+    /// brings it up again. On failure the adapter stays non-operational.
+    pub fn recover(&mut self, mut on_complete: impl FnMut(Completion)) -> Result<(), MptError> {
+        self.operational = false;
+        self.stats.resets += 1;
+        self.fail_all(&mut on_complete);
+        self.reply_with_ioc
+            .iter_mut()
+            .for_each(|owned| *owned = false);
+        ioc::message_unit_reset(&mut self.regs, &mut self.delay, &self.config)?;
+        self.start()
+    }
+
+    fn fail_all(&mut self, on_complete: &mut impl FnMut(Completion)) {
+        for index in 0..self.slots.len() {
+            if let Some(done) = self.release(index, |_| Outcome::HostReset) {
+                on_complete(done);
+            }
+        }
+    }
+
+    /// Stops the IOC (message-unit reset, so it no longer touches host memory) and fails
+    /// whatever was outstanding. The frames and chain frames are freed when `self` drops.
+    pub fn shutdown(mut self, mut on_complete: impl FnMut(Completion)) -> Result<P, MptError> {
+        self.operational = false;
+        let reset = ioc::message_unit_reset(&mut self.regs, &mut self.delay, &self.config);
+        self.fail_all(&mut on_complete);
+        reset.map(|()| self.pool)
+    }
+
+    /// Reads the IOC state; FAULT marks the adapter non-operational (call [`Mpt::recover`]).
+    pub fn check_health(&mut self) -> Result<(), MptError> {
+        let value = self.regs.read32(Register::Doorbell);
+        match super::mpi::IocState::from_doorbell(value) {
+            super::mpi::IocState::Operational => Ok(()),
+            super::mpi::IocState::Fault => {
+                self.operational = false;
+                Err(MptError::Fault {
+                    code: (value & super::regs::doorbell::DATA_MASK) as u16,
+                })
+            }
+            state => {
+                self.operational = false;
+                Err(MptError::StateTimeout {
+                    state,
+                    wanted: super::mpi::IocState::Operational,
+                    waited_us: 0,
+                })
+            }
+        }
+    }
+
+    /// IOC_FACTS as reported.
+    pub fn facts(&self) -> &IocFacts {
+        &self.facts
+    }
+
+    /// PORT_FACTS of port 0.
+    pub fn port_facts(&self) -> &PortFacts {
+        &self.port
+    }
+
+    /// Slots, can_queue and frame sizes in use.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// SGL geometry: the host's sg_tablesize is `layout().max_segments()`.
+    pub fn layout(&self) -> &SglLayout {
+        &self.layout
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &MptStats {
+        &self.stats
+    }
+
+    /// SCSI I/O requests outstanding.
+    pub fn outstanding(&self) -> usize {
+        self.outstanding_io
+    }
+
+    /// Whether the adapter takes commands.
+    pub fn is_operational(&self) -> bool {
+        self.operational
+    }
+
+    /// The chain pool (for its statistics).
+    pub fn chain_pool(&self) -> &P {
+        &self.pool
+    }
+}

@@ -1,1 +1,0 @@
-//! Fake IOC (in progress).

@@ -1,0 +1,262 @@
+//! The fake IOC's message handling: handshake messages (facts, init, port enable, events)
+//! and requests from the request post FIFO (SCSI I/O, task management).
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use zerocopy::{FromBytes, IntoBytes};
+
+use super::super::mpi::ioc::{
+    EventNotificationReply, IocFactsReply, IocInitReply, IocInitRequest, PORT_PROTOCOL_INITIATOR,
+    PORT_TYPE_SAS, PortEnableReply, PortFactsReply,
+};
+use super::super::mpi::scsi_io::{
+    ScsiIoReply, ScsiIoRequest, TaskMgmtReply, TaskMgmtRequest, scsi_state, task_type,
+};
+use super::super::mpi::{IocState, MPI_VERSION_1_5, function, ioc_status};
+use super::super::sgl::decode;
+use super::IocModel;
+use super::target::Execution;
+
+/// Length of a reply struct in dwords, as MsgLength carries it.
+fn dwords<T>() -> u8 {
+    (core::mem::size_of::<T>() / 4) as u8
+}
+
+impl IocModel {
+    /// Answers a handshake message; `None` for a function the IOC does not know.
+    pub(super) fn handshake_message(&mut self, message: &[u8]) -> Option<Vec<u8>> {
+        let function = *message.get(3)?;
+        let context = u32::from_le_bytes(message.get(8..12)?.try_into().ok()?);
+        let reply = match function {
+            function::IOC_FACTS => IocFactsReply {
+                msg_version: MPI_VERSION_1_5.into(),
+                msg_length: dwords::<IocFactsReply>(),
+                function,
+                msg_context: context.into(),
+                max_chain_depth: self.config.max_chain_depth,
+                block_size: 13,
+                reply_queue_depth: self.config.reply_queue_depth.into(),
+                request_frame_size: self.config.request_frame_size_dwords.into(),
+                global_credits: self.config.global_credits.into(),
+                number_of_ports: 8,
+                current_host_mfa_high_addr: self.mfa_high.into(),
+                cur_reply_frame_size: self.reply_frame_size.into(),
+                fw_version: [0, 0x92, 0x32, 1],
+                ..Default::default()
+            }
+            .as_bytes()
+            .to_vec(),
+            function::PORT_FACTS => PortFactsReply {
+                msg_length: dwords::<PortFactsReply>(),
+                function,
+                port_number: message.get(6).copied().unwrap_or(0),
+                msg_context: context.into(),
+                port_type: PORT_TYPE_SAS,
+                max_devices: 8.into(),
+                port_scsi_id: 8.into(),
+                protocol_flags: PORT_PROTOCOL_INITIATOR.into(),
+                ..Default::default()
+            }
+            .as_bytes()
+            .to_vec(),
+            function::IOC_INIT => {
+                let (init, _) = IocInitRequest::read_from_prefix(message).ok()?;
+                self.reply_frame_size = init.reply_frame_size.get();
+                self.mfa_high = init.host_mfa_high_addr.get();
+                self.sense_high = init.sense_buffer_high_addr.get();
+                if self.state == IocState::Ready {
+                    self.state = IocState::Operational;
+                }
+                IocInitReply {
+                    who_init: init.who_init,
+                    msg_length: dwords::<IocInitReply>(),
+                    function,
+                    msg_context: context.into(),
+                    ..Default::default()
+                }
+                .as_bytes()
+                .to_vec()
+            }
+            function::PORT_ENABLE => PortEnableReply {
+                msg_length: dwords::<PortEnableReply>(),
+                function,
+                msg_context: context.into(),
+                ..Default::default()
+            }
+            .as_bytes()
+            .to_vec(),
+            function::EVENT_NOTIFICATION => {
+                let mut reply = EventNotificationReply {
+                    msg_length: dwords::<EventNotificationReply>() + 1,
+                    function,
+                    event_data_length: 1.into(),
+                    msg_context: context.into(),
+                    event: 0x0A.into(),
+                    ..Default::default()
+                }
+                .as_bytes()
+                .to_vec();
+                reply.extend_from_slice(&u32::from(message[0] != 0).to_le_bytes());
+                reply
+            }
+            _ => return None,
+        };
+        Some(reply)
+    }
+
+    /// Reads bytes the way a bus master does: unmapped parts read as zero.
+    fn read_lenient(&mut self, addr: u64, len: usize) -> Vec<u8> {
+        let mut out = vec![0u8; len];
+        for (index, chunk) in out.chunks_mut(4).enumerate() {
+            let _ = self.space.read(addr + (index * 4) as u64, chunk);
+        }
+        out
+    }
+
+    /// Whether the request at `mfa` is a SCSI_IO_REQUEST.
+    pub(super) fn is_scsi_io(&mut self, mfa: u32) -> bool {
+        let addr = u64::from(self.mfa_high) << 32 | u64::from(mfa);
+        self.read_lenient(addr, 4)[3] == function::SCSI_IO_REQUEST
+    }
+
+    /// Fetches and executes the request at low address `mfa`.
+    pub(super) fn process_request(&mut self, mfa: u32) {
+        let addr = u64::from(self.mfa_high) << 32 | u64::from(mfa);
+        let frame = self.read_lenient(addr, usize::from(self.config.request_frame_size_dwords) * 4);
+        match frame[3] {
+            function::SCSI_IO_REQUEST => self.scsi_io(&frame),
+            function::SCSI_TASK_MGMT => self.task_mgmt(&frame),
+            _ => self.fault(ioc_status::INVALID_FUNCTION),
+        }
+    }
+
+    fn scsi_io(&mut self, frame: &[u8]) {
+        let Ok((request, _)) = ScsiIoRequest::read_from_prefix(frame) else {
+            return self.fault(ioc_status::INVALID_FUNCTION);
+        };
+        let mut reply = ScsiIoReply {
+            target_id: request.target_id,
+            bus: request.bus,
+            msg_length: dwords::<ScsiIoReply>(),
+            function: function::SCSI_IO_REQUEST,
+            cdb_length: request.cdb_length,
+            sense_buffer_length: request.sense_buffer_length,
+            msg_context: request.msg_context,
+            ..Default::default()
+        };
+        let fail = |model: &mut Self, mut reply: ScsiIoReply, status: u16| {
+            reply.scsi_state = scsi_state::NO_SCSI_STATUS;
+            reply.ioc_status = status.into();
+            model.post_full(reply.as_bytes());
+        };
+        if request.bus != 0 {
+            return fail(self, reply, ioc_status::SCSI_INVALID_BUS);
+        }
+        if request.target_id >= 8 {
+            return fail(self, reply, ioc_status::SCSI_INVALID_TARGETID);
+        }
+        if !self.targets.contains_key(&request.target_id) || request.lun[1] != 0 {
+            return fail(self, reply, ioc_status::SCSI_DEVICE_NOT_THERE);
+        }
+        let space = self.space.clone();
+        let depth = usize::from(self.config.max_chain_depth);
+        let decoded = decode(frame, request.chain_offset, depth, |addr, out| {
+            space.read(addr.0, out).is_ok()
+        });
+        let data_length = request.data_length.get();
+        let segments = match decoded {
+            Ok(d)
+                if d.segments
+                    .iter()
+                    .map(|s| u64::from(s.len_bytes))
+                    .sum::<u64>()
+                    >= u64::from(data_length) =>
+            {
+                self.chain_frames_walked += d.chain_frames;
+                d.segments
+            }
+            _ => return fail(self, reply, ioc_status::INVALID_SGL),
+        };
+        let cdb = &request.cdb[..usize::from(request.cdb_length.min(16))];
+        let disk = self
+            .targets
+            .get_mut(&request.target_id)
+            .expect("checked above");
+        let Execution {
+            status,
+            transferred,
+            sense,
+            dma_errors,
+        } = disk.execute(cdb, &segments, data_length, &space);
+        self.dma_errors += dma_errors;
+        let sense_len = sense.len().min(usize::from(request.sense_buffer_length));
+        if sense_len > 0 {
+            let sense_addr =
+                u64::from(self.sense_high) << 32 | u64::from(request.sense_buffer_low_addr.get());
+            if space.write(sense_addr, &sense[..sense_len]).is_err() {
+                self.dma_errors += 1;
+            }
+        }
+        let complete = status == 0 && transferred == data_length;
+        if complete && !self.always_full_reply {
+            return self.post_turbo(request.msg_context.get());
+        }
+        reply.scsi_status = status;
+        reply.transfer_count = (transferred + self.transfer_count_bonus).into();
+        if status != 0 {
+            reply.scsi_state = if sense.is_empty() {
+                0
+            } else {
+                scsi_state::AUTOSENSE_VALID
+            };
+            reply.sense_count = (sense.len() as u32).into();
+            reply.ioc_status = ioc_status::SCSI_DATA_UNDERRUN.into();
+        } else if transferred < data_length {
+            reply.ioc_status = ioc_status::SCSI_DATA_UNDERRUN.into();
+        }
+        self.post_full(reply.as_bytes());
+    }
+
+    fn task_mgmt(&mut self, frame: &[u8]) {
+        let Ok((request, _)) = TaskMgmtRequest::read_from_prefix(frame) else {
+            return self.fault(ioc_status::INVALID_FUNCTION);
+        };
+        let mut reply = TaskMgmtReply {
+            target_id: request.target_id,
+            bus: request.bus,
+            msg_length: dwords::<TaskMgmtReply>(),
+            function: function::SCSI_TASK_MGMT,
+            task_type: request.task_type,
+            msg_context: request.msg_context,
+            ..Default::default()
+        };
+        if request.task_type == task_type::ABORT_TASK {
+            // Terminate the target request if it is still queued (held) in the FIFO.
+            let target = request.task_msg_context.get();
+            let mut kept = alloc::collections::VecDeque::new();
+            while let Some(mfa) = self.request_fifo.pop_front() {
+                let addr = u64::from(self.mfa_high) << 32 | u64::from(mfa);
+                let head = self.read_lenient(addr, 48);
+                let context = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
+                if head[3] == function::SCSI_IO_REQUEST && context == target {
+                    let terminated = ScsiIoReply {
+                        target_id: head[0],
+                        msg_length: dwords::<ScsiIoReply>(),
+                        function: function::SCSI_IO_REQUEST,
+                        msg_context: context.into(),
+                        scsi_state: scsi_state::NO_SCSI_STATUS,
+                        ioc_status: ioc_status::SCSI_TASK_TERMINATED.into(),
+                        ..Default::default()
+                    };
+                    self.post_full(terminated.as_bytes());
+                    reply.termination_count = 1.into();
+                } else {
+                    kept.push_back(mfa);
+                }
+            }
+            self.request_fifo = kept;
+        }
+        self.post_full(reply.as_bytes());
+    }
+}
