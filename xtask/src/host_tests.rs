@@ -1,4 +1,4 @@
-//! The host half of `cargo xtask test`: `cargo test --workspace`, streamed live, with the
+//! The host half of `cargo xtask test`: `cargo test --workspace --no-fail-fast`, streamed live, with the
 //! `test result: … N passed; M failed; …` lines of every test binary (unit, integration, doc)
 //! added up so the whole command can close with one summary line.
 
@@ -25,7 +25,7 @@ impl std::ops::AddAssign for Tally {
 /// Runs the host tests; a build failure or a crashed test binary counts as one failure.
 pub fn run() -> Result<Tally> {
     let mut command = process::cargo();
-    command.args(["test", "--workspace"]);
+    command.args(["test", "--workspace", "--no-fail-fast"]);
     command.current_dir(workspace::root());
     let described = process::describe(&command);
     eprintln!("+ {described}");
