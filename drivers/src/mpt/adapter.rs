@@ -12,9 +12,10 @@ use alloc::vec::Vec;
 use crate::delay::Delay;
 use crate::dma::{DmaAddr, DmaAlloc, DmaMemory};
 
+use super::command::{Completion, Outcome};
 use super::error::MptError;
 use super::ioc::{self, Geometry, IocFacts, MptConfig, PortFacts};
-use super::queue::{Completion, Outcome, Slot};
+use super::queue::Slot;
 use super::regs::{MptRegisters, Register, him};
 use super::sgl::{ChainPool, SglLayout};
 

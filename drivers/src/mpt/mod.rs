@@ -16,17 +16,19 @@
 //! building and decoding), `ioc` (bring-up), `queue` (request slots and replies).
 
 pub mod adapter;
+pub mod command;
 pub mod error;
 pub mod handshake;
 pub mod ioc;
 pub mod mpi;
 pub mod queue;
 pub mod regs;
+mod reply;
 pub mod sgl;
 
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
 
 pub use adapter::{Mpt, MptStats};
+pub use command::{Completion, DataDirection, Outcome, ScsiIo, TaskMgmt};
 pub use error::MptError;
-pub use queue::{Completion, DataDirection, Outcome, ScsiIo, TaskMgmt};

@@ -16,112 +16,18 @@ use crate::delay::Delay;
 use crate::dma::{DmaAddr, DmaMemory, Segment};
 
 use super::adapter::Mpt;
+use super::command::{Completion, DataDirection, Outcome, ScsiIo, TaskMgmt};
 use super::error::MptError;
-use super::mpi::scsi_io::{ScsiIoReply, ScsiIoRequest, TaskMgmtReply, TaskMgmtRequest, control};
-use super::mpi::{DefaultReply, function, ioc_status};
+use super::mpi::scsi_io::{ScsiIoRequest, TaskMgmtRequest, control};
+use super::mpi::{DefaultReply, function};
 use super::regs::{MptRegisters, REPLY_FIFO_EMPTY, Register};
+use super::reply::{BusyView, decode_reply};
 use super::sgl::ChainPool;
 use super::sgl::build::{Direction, build};
 
 const GENERATION_MASK: u32 = 0x1FFF;
 /// Reply post FIFO bit 31: the rest is a reply frame address shifted right by one.
 const ADDRESS_REPLY: u32 = 0x8000_0000;
-
-/// Data direction of a SCSI command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DataDirection {
-    /// No data phase.
-    None,
-    /// Device to host.
-    Read,
-    /// Host to device.
-    Write,
-}
-
-/// A SCSI command for the adapter.
-#[derive(Debug, Clone, Copy)]
-pub struct ScsiIo<'a> {
-    /// Target id on bus 0.
-    pub target: u8,
-    /// Logical unit (single-level; QEMU serves LUN 0 only).
-    pub lun: u16,
-    /// CDB, at most 16 bytes.
-    pub cdb: &'a [u8],
-    /// Direction of the data.
-    pub direction: DataDirection,
-    /// Data buffer pieces, in order.
-    pub segments: &'a [Segment],
-    /// Autosense buffer: where and how long (at most 255 bytes), in the sense window.
-    pub sense: Option<Segment>,
-    /// The caller's tag, returned in the completion.
-    pub tag: u64,
-}
-
-/// Task management functions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskMgmt {
-    /// Abort the request with this context.
-    AbortTask {
-        /// Context [`Mpt::submit`] returned.
-        context: u32,
-    },
-    /// Reset the logical unit.
-    LogicalUnitReset,
-    /// Reset the whole target.
-    TargetReset,
-}
-
-/// How a request ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Context-only reply: GOOD status, every byte moved.
-    Success {
-        /// Bytes moved (the request's data length).
-        transfer_bytes: u32,
-    },
-    /// A full SCSI_IO reply (status other than GOOD, residual, or an IOC error).
-    Scsi {
-        /// SAM status byte (meaningless if `scsi_state` has NO_SCSI_STATUS).
-        scsi_status: u8,
-        /// `scsi_state::*` bits.
-        scsi_state: u8,
-        /// IOCStatus (masked).
-        ioc_status: u16,
-        /// IOCLogInfo.
-        log_info: u32,
-        /// Bytes moved (checked against the request).
-        transfer_bytes: u32,
-        /// Sense bytes in the sense buffer (clamped to its length).
-        sense_bytes: u32,
-    },
-    /// A task management reply.
-    TaskMgmt {
-        /// `tm_response::*`.
-        response_code: u8,
-        /// IOCStatus (masked).
-        ioc_status: u16,
-        /// Commands terminated.
-        termination_count: u32,
-    },
-    /// The IOC answered, but the reply contradicts the request; the command failed.
-    BadReply {
-        /// What was wrong.
-        reason: &'static str,
-    },
-    /// The adapter was reset while the request was outstanding.
-    HostReset,
-}
-
-/// A finished request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Completion {
-    /// The caller's tag.
-    pub tag: u64,
-    /// The context the request carried.
-    pub context: u32,
-    /// How it ended.
-    pub outcome: Outcome,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -437,52 +343,5 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             decode_reply(busy, function, length.min(copy), &frame)
         })
         .ok_or(MptError::UnknownContext { context })
-    }
-}
-
-/// What a reply is checked against.
-pub(super) struct BusyView {
-    is_io: bool,
-    data_len: u32,
-    sense_len: u32,
-}
-
-fn decode_reply(busy: &BusyView, function: u8, length: usize, frame: &[u8]) -> Outcome {
-    let bad = |reason| Outcome::BadReply { reason };
-    match (busy.is_io, function) {
-        (true, function::SCSI_IO_REQUEST) => {
-            if length < core::mem::size_of::<ScsiIoReply>() {
-                return bad("SCSI_IO reply shorter than its message");
-            }
-            let Ok((reply, _)) = ScsiIoReply::read_from_prefix(frame) else {
-                return bad("SCSI_IO reply shorter than its message");
-            };
-            let transfer_bytes = reply.transfer_count.get();
-            if transfer_bytes > busy.data_len {
-                return bad("transfer count exceeds the data length");
-            }
-            Outcome::Scsi {
-                scsi_status: reply.scsi_status,
-                scsi_state: reply.scsi_state,
-                ioc_status: reply.ioc_status.get() & ioc_status::MASK,
-                log_info: reply.ioc_log_info.get(),
-                transfer_bytes,
-                sense_bytes: reply.sense_count.get().min(busy.sense_len),
-            }
-        }
-        (false, function::SCSI_TASK_MGMT) => {
-            let Ok((reply, _)) = TaskMgmtReply::read_from_prefix(frame) else {
-                return bad("task management reply too short");
-            };
-            if length < core::mem::size_of::<TaskMgmtReply>() {
-                return bad("task management reply too short");
-            }
-            Outcome::TaskMgmt {
-                response_code: reply.response_code,
-                ioc_status: reply.ioc_status.get() & ioc_status::MASK,
-                termination_count: reply.termination_count.get(),
-            }
-        }
-        _ => bad("reply function does not match the request"),
     }
 }
