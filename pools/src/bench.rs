@@ -54,6 +54,16 @@ pub struct FillDrain {
     pub pages: usize,
 }
 
+/// Whether a benchmark takes the pool's lock for every operation (as Linux does) or drives
+/// the algorithm through `DmaPool::get_mut`, isolating the algorithm from the lock's cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Locking {
+    /// Lock per operation.
+    PerOp,
+    /// Exclusive owner, no lock.
+    None,
+}
+
 /// Creates a pool, allocates `n` blocks, frees them in allocation order, destroys the pool.
 /// `slots` is reused between runs to keep its allocation out of the timing.
 pub fn fill_drain<A: PoolAlgorithm, R: RawMutex>(
@@ -64,17 +74,51 @@ pub fn fill_drain<A: PoolAlgorithm, R: RawMutex>(
     align: usize,
     slots: &mut Vec<RawBlock>,
 ) -> Result<FillDrain, PoolError> {
+    fill_drain_with::<A, R>(clock, backing, n, size, align, slots, Locking::PerOp)
+}
+
+/// [`fill_drain`] with a choice of [`Locking`].
+pub fn fill_drain_with<A: PoolAlgorithm, R: RawMutex>(
+    clock: &impl Clock,
+    backing: A::Backing,
+    n: usize,
+    size: usize,
+    align: usize,
+    slots: &mut Vec<RawBlock>,
+    locking: Locking,
+) -> Result<FillDrain, PoolError> {
     slots.clear();
     slots.reserve(n);
     let start = clock.now_ns();
-    let pool = DmaPool::<A, R>::with_config(PoolConfig::new("bench", size).align(align), backing)?;
-    for _ in 0..n {
-        slots.push(pool.alloc_raw()?);
+    let mut pool =
+        DmaPool::<A, R>::with_config(PoolConfig::new("bench", size).align(align), backing)?;
+    match locking {
+        Locking::PerOp => {
+            for _ in 0..n {
+                slots.push(pool.alloc_raw()?);
+            }
+        }
+        Locking::None => {
+            let algorithm = pool.get_mut();
+            for _ in 0..n {
+                slots.push(algorithm.alloc()?);
+            }
+        }
     }
     let filled = clock.now_ns();
     let pages = pool.info().pages;
-    for &block in slots.iter() {
-        pool.free_raw(block)?;
+    match locking {
+        Locking::PerOp => {
+            for &block in slots.iter() {
+                pool.free_raw(block)?;
+            }
+        }
+        Locking::None => {
+            let algorithm = pool.get_mut();
+            for &block in slots.iter() {
+                algorithm.free(block)?;
+            }
+        }
     }
     pool.destroy()?;
     let drained = clock.now_ns();
@@ -146,6 +190,26 @@ pub fn alloc_free_pairs<A: PoolAlgorithm, R: RawMutex>(
     })
 }
 
+/// The reference with the pool's lock: pop and push under a `lock_api` mutex of type `R`,
+/// taken once per operation as the pool does. The lock's own cost is the floor for any pool.
+pub fn vec_locked_pairs<R: RawMutex>(clock: &impl Clock, live: usize, pairs: usize) -> PairResult {
+    let free = lock_api::Mutex::<R, Vec<u32>>::new((0..live as u32).collect());
+    let start = clock.now_ns();
+    for _ in 0..pairs {
+        let index = free.lock().pop();
+        if let Some(index) = index {
+            free.lock().push(core::hint::black_box(index));
+        }
+    }
+    let elapsed = clock.now_ns() - start;
+    PairResult {
+        impl_name: "vec-locked",
+        live,
+        pairs,
+        ns_per_pair: elapsed as f64 / pairs.max(1) as f64,
+    }
+}
+
 /// The reference: pop and push a `u32` on a `Vec` of `live` free indices.
 pub fn vec_pairs(clock: &impl Clock, live: usize, pairs: usize) -> PairResult {
     let mut free: Vec<u32> = (0..live as u32).collect();
@@ -168,8 +232,14 @@ pub fn vec_pairs(clock: &impl Clock, live: usize, pairs: usize) -> PairResult {
 impl FillDrain {
     /// The result as one JSON object (the `RESULT` line format xtask reads).
     pub fn to_json(&self, place: &str) -> alloc::string::String {
+        self.to_json_as("dmapool", place)
+    }
+
+    /// The result as one JSON object with another `bench` name.
+    pub fn to_json_as(&self, bench: &str, place: &str) -> alloc::string::String {
         alloc::format!(
-            "{{\"bench\":\"dmapool\",\"impl\":\"{}\",\"n\":{},\"size\":{},\"align\":{},\"alloc_ns_per_op\":{:.3},\"free_ns_per_op\":{:.3},\"alloc_total_ms\":{:.6},\"free_total_ms\":{:.6},\"pages\":{},\"where\":\"{}\"}}",
+            "{{\"bench\":\"{}\",\"impl\":\"{}\",\"n\":{},\"size\":{},\"align\":{},\"alloc_ns_per_op\":{:.3},\"free_ns_per_op\":{:.3},\"alloc_total_ms\":{:.6},\"free_total_ms\":{:.6},\"pages\":{},\"where\":\"{}\"}}",
+            bench,
             self.impl_name,
             self.n,
             self.size,

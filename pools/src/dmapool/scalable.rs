@@ -66,10 +66,12 @@ impl FreeList for SideStack {
     const NAME: &'static str = "scalable";
     const IN_BLOCK_BYTES: usize = 0;
 
+    #[inline]
     unsafe fn push(&mut self, key: u32, _block: NonNull<u8>) {
         self.0.push(key);
     }
 
+    #[inline]
     fn pop(&mut self, _resolve: impl Fn(u32) -> Option<NonNull<u8>>) -> Result<Option<u32>, u64> {
         Ok(self.0.pop())
     }
@@ -201,6 +203,8 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
     }
 
     /// Adds one page and pushes its blocks, lowest address on top.
+    #[cold]
+    #[inline(never)]
     fn grow(&mut self) -> Result<(), PoolError> {
         if self.pages.len() >= self.geo.max_pages() {
             return Err(PoolError::TooManyPages {
@@ -231,6 +235,7 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
     }
 
     /// Pops a free key; a corrupted in-block link is reported with the block that held it.
+    #[inline]
     fn pop_free(&mut self) -> Result<Option<u32>, PoolError> {
         let head = self.free.peek();
         let (geo, pages, live) = (&self.geo, &self.pages, &self.live);
@@ -266,14 +271,9 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
         unsafe { raw::fill(cpu, self.geo.size, POISON_ALLOCATED) };
     }
 
-    /// Frees block `key` after the caller has matched it to the address it was given.
-    fn release(&mut self, key: u32) -> Result<(), PoolError> {
-        let Some((cpu, dma)) = self.locate(key) else {
-            return Err(PoolError::ForeignHandle {
-                cpu: 0,
-                dma: DmaAddr(0),
-            });
-        };
+    /// Frees block `key` at `cpu`/`dma` (as `locate` gave them).
+    #[inline]
+    fn release(&mut self, key: u32, cpu: NonNull<u8>, dma: DmaAddr) -> Result<(), PoolError> {
         if !self.is_live(key) {
             return Err(PoolError::DoubleFree { dma });
         }
@@ -287,6 +287,14 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
         unsafe { self.free.push(key, cpu) };
         self.active -= 1;
         Ok(())
+    }
+
+    fn release_at(&mut self, page: usize, index: usize) -> Result<(), PoolError> {
+        let key = self.geo.key(page, index);
+        let (cpu, dma) = self
+            .locate(key)
+            .ok_or(PoolError::TooManyPages { max_pages: 0 })?;
+        self.release(key, cpu, dma)
     }
 
     fn misaligned(&self, addr: u64, offset_in_page: usize) -> PoolError {
@@ -317,6 +325,7 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
         })
     }
 
+    #[inline]
     fn alloc(&mut self) -> Result<RawBlock, PoolError> {
         let key = match self.pop_free()? {
             Some(key) => key,
@@ -342,11 +351,12 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
         Ok(RawBlock::new(cpu, dma, key, self.config.node))
     }
 
+    #[inline]
     fn free(&mut self, block: RawBlock) -> Result<(), PoolError> {
         let key = block.key();
         match self.locate(key) {
             Some((cpu, dma)) if cpu == block.cpu_ptr() && dma == block.dma_addr() => {
-                self.release(key)
+                self.release(key, cpu, dma)
             }
             _ => Err(PoolError::ForeignHandle {
                 cpu: block.cpu_ptr().as_ptr() as usize,
@@ -365,7 +375,7 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
             .geo
             .index_of(offset)
             .ok_or_else(|| self.misaligned(addr, offset))?;
-        self.release(self.geo.key(page, index))
+        self.release_at(page, index)
     }
 
     fn free_dma(&mut self, dma: DmaAddr) -> Result<(), PoolError> {
@@ -377,7 +387,7 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
             .geo
             .index_of(offset)
             .ok_or_else(|| self.misaligned(dma.0, offset))?;
-        self.release(self.geo.key(page, index))
+        self.release_at(page, index)
     }
 
     fn info(&self) -> PoolInfo {
