@@ -9,4 +9,8 @@ extern crate alloc;
 #[macro_use]
 extern crate std;
 
+pub mod clock;
+pub mod host;
+pub mod sense_alloc;
+pub mod target;
 pub mod wire;

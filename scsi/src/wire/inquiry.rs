@@ -111,7 +111,7 @@ impl InquiryData {
     }
 }
 
-/// Copies `text` into a space-padded ASCII field, truncating if longer.
+/// Copies `text` into a space-padded ASCII field (INQUIRY VENDOR/PRODUCT/REVISION), truncating if longer.
 pub fn padded<const N: usize>(text: &str) -> [u8; N] {
     let mut out = [b' '; N];
     for (dst, src) in out.iter_mut().zip(text.bytes()) {

@@ -24,7 +24,7 @@ mod vpd;
 pub use asc::{AscAscq, asc_text};
 pub use capacity::{ReadCapacity10Data, ReadCapacity16Data, ReportLunsData};
 pub use cdb::{Cdb, CdbBytes, MAX_CDB_LEN, PageControl, Rw10, Rw16, opcode};
-pub use inquiry::{DeviceType, INQUIRY_STANDARD_LEN, InquiryData};
+pub use inquiry::{DeviceType, INQUIRY_STANDARD_LEN, InquiryData, padded};
 pub use mode::{ModePage, ModeParameters, ModeSenseFormat};
 pub use sense::{SCSI_SENSE_BUFFERSIZE, Sense, SenseFormat, SenseKey};
 pub use status::Status;

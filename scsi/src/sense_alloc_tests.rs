@@ -1,0 +1,118 @@
+use super::*;
+use alloc::string::ToString;
+use pools::host::HostBacking;
+
+#[test]
+fn modes_parse_and_print() {
+    for (text, mode) in [
+        ("slab", SenseMode::Slab),
+        ("mempool", SenseMode::Mempool(2)),
+        ("mempool:7", SenseMode::Mempool(7)),
+        ("prealloc", SenseMode::Prealloc),
+    ] {
+        assert_eq!(SenseMode::parse(text), Ok(mode));
+    }
+    assert_eq!(SenseMode::Mempool(2).to_string(), "mempool:2");
+    assert_eq!(SenseMode::parse("mempool:x"), Err(BadSenseMode));
+    assert_eq!(SenseMode::parse("pool"), Err(BadSenseMode));
+}
+
+#[test]
+fn slab_mode_waits_when_the_slab_fails() {
+    let mut a = SenseAllocator::new(SenseMode::Slab, HeapSense::new(), 4).unwrap();
+    let buf = a.alloc().unwrap();
+    a.slab().set_failing(true);
+    assert!(a.alloc().is_none());
+    a.free(buf);
+    let s = a.stats();
+    assert_eq!(
+        (
+            s.slab_allocs,
+            s.reserve_hits,
+            s.waits,
+            s.in_use,
+            s.reserve_held
+        ),
+        (1, 0, 1, 0, 0)
+    );
+}
+
+#[test]
+fn mempool_reserve_carries_two_commands_and_refills() {
+    let mut a = SenseAllocator::new(SenseMode::Mempool(2), HeapSense::new(), 1519).unwrap();
+    assert_eq!(a.stats().reserve_bytes(), 2 * SCSI_SENSE_BUFFERSIZE);
+    a.slab().set_failing(true);
+    let first = a.alloc().unwrap();
+    let second = a.alloc().unwrap();
+    assert!(
+        a.alloc().is_none(),
+        "reserve exhausted: the third must wait"
+    );
+    assert_eq!(a.stats().reserve_held, 0);
+    a.free(first);
+    assert_eq!(a.stats().reserve_held, 1, "free refills the reserve first");
+    let third = a.alloc().unwrap();
+    a.free(second);
+    a.free(third);
+    let s = a.stats();
+    assert_eq!(
+        (s.reserve_hits, s.waits, s.in_use, s.reserve_held),
+        (3, 1, 0, 2)
+    );
+    // With the slab healthy again, allocations skip the reserve and frees go to the slab.
+    a.slab().set_failing(false);
+    let buf = a.alloc().unwrap();
+    a.free(buf);
+    assert_eq!((a.stats().slab_allocs, a.stats().reserve_held), (1, 2));
+}
+
+#[test]
+fn prealloc_serves_from_its_list() {
+    let mut a = SenseAllocator::new(SenseMode::Prealloc, HeapSense::new(), 1519).unwrap();
+    assert_eq!(a.stats().reserve_bytes(), 1519 * 96);
+    let bufs: Vec<_> = (0..10).filter_map(|_| a.alloc()).collect();
+    assert_eq!(a.stats().reserve_hits, 10);
+    assert_eq!(a.stats().in_use_bytes(), 10 * 96);
+    for b in bufs {
+        a.free(b);
+    }
+    assert_eq!(a.stats().reserve_held, 1519);
+    assert_eq!(a.stats().slab_allocs, 0);
+}
+
+#[test]
+fn reserve_creation_failure_is_a_value() {
+    let slab = HeapSense::new();
+    slab.set_failing(true);
+    assert!(SenseAllocator::new(SenseMode::Prealloc, slab, 8).is_err());
+    let slab = HeapSense::new();
+    slab.set_failing(true);
+    assert!(SenseAllocator::new(SenseMode::Mempool(2), slab, 8).is_err());
+}
+
+#[test]
+fn pools_slab_objects_hold_sense_and_have_bus_addresses() {
+    let cache = pools::SlabCache::<HostBacking>::create(
+        pools::SlabConfig::new("scsi_sense_cache", SCSI_SENSE_BUFFERSIZE),
+        HostBacking::new(),
+    )
+    .unwrap();
+    let slab = Failing::new(SlabSense::new(&cache));
+    let mut a = SenseAllocator::new(SenseMode::Mempool(2), slab, 64).unwrap();
+    let mut buf = a.alloc().unwrap();
+    buf.store(&[0x70, 0, 6, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0x29]);
+    let mut out = [0u8; SCSI_SENSE_BUFFERSIZE];
+    buf.load(&mut out);
+    assert_eq!(out[12], 0x29);
+    assert!(SenseStorage::dma_addr(&buf).is_some());
+    a.slab().set_failing(true);
+    let reserve = a.alloc().unwrap();
+    assert_eq!(a.stats().reserve_hits, 1);
+    a.free(buf);
+    a.free(reserve);
+    assert_eq!(
+        cache.stats().objects_in_use,
+        2,
+        "only the reserve stays allocated"
+    );
+}

@@ -1,0 +1,257 @@
+//! An in-memory scsi_debug: a [`ScsiHost`] whose logical units are disks backed by RAM, modelled
+//! on Linux `drivers/scsi/scsi_debug.c` and configured with its parameter names.
+//!
+//! Each command is answered in full inside `queue_command`: the CDB is parsed, data is moved
+//! between the command's buffer and the store (skipped with `fake_rw`), sense is written into the
+//! command's sense buffer. Only the *report* is deferred: the completion sits in a FIFO until its
+//! due time (`delay`/`ndelay` on the [`Clock`]) and `poll` hands out every due one in a batch.
+//! With a zero delay no clock is read, so the per-command cost is the parse, the checks and two
+//! ring operations.
+//!
+//! Like real devices it reports UNIT ATTENTION 29h/00h on the first command after power on (but
+//! not on INQUIRY, REPORT LUNS or REQUEST SENSE, Linux `F_SKIP_UA`), and it injects errors every
+//! `every_nth` command according to `opts`.
+
+mod params;
+mod respond;
+
+pub use params::{
+    KEYS, MEDIUM_ERR_ADDR, MEDIUM_ERR_NUM, OPT_MEDIUM_ERR, OPT_NOISE, OPT_RECOVERED_ERR,
+    OPT_TIMEOUT, OPT_UNIT_ATTENTION, ParamError, ScsiDebugParams,
+};
+
+use crate::clock::Clock;
+use crate::host::{
+    AbortFailed, HostCompletion, HostTemplate, InFlight, QueueError, ScsiCmd, ScsiHost,
+};
+use crate::wire::Tag;
+use alloc::collections::VecDeque;
+use alloc::vec;
+use alloc::vec::Vec;
+
+/// Pending unit attention conditions of one logical unit, reported in this order.
+pub(crate) mod ua {
+    pub const POWER_ON: u8 = 1;
+    pub const BUS_RESET: u8 = 2;
+    pub const LUNS_CHANGED: u8 = 4;
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct LunState {
+    pub ua: u8,
+    /// Stopped by START STOP UNIT with START=0.
+    pub stopped: bool,
+}
+
+/// Counters of what the target did; tests use them to check exactly-once behaviour.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TargetStats {
+    /// Commands accepted by `queue_command`.
+    pub commands: u64,
+    /// Completions handed out by `poll`.
+    pub completions: u64,
+    /// Commands swallowed by `OPT_TIMEOUT`.
+    pub injected_timeouts: u64,
+    pub injected_recovered: u64,
+    pub injected_unit_attentions: u64,
+    pub medium_errors: u64,
+    /// Commands removed by `abort`.
+    pub aborted: u64,
+    /// Commands dropped by `reset`.
+    pub reset_dropped: u64,
+    pub resets: u64,
+}
+
+/// The scsi_debug host.
+pub struct ScsiDebug<C: Clock> {
+    pub(crate) params: ScsiDebugParams,
+    pub(crate) clock: C,
+    /// The shared RAM store; empty with `fake_rw`.
+    pub(crate) store: Vec<u8>,
+    pub(crate) capacity_blocks: u64,
+    /// Per (target, LUN): index `target * max_luns + lun`.
+    pub(crate) luns: Vec<LunState>,
+    delay_ns: u64,
+    /// Completions not yet reported, in due-time order (the delay is the same for all).
+    pending: VecDeque<(u64, HostCompletion)>,
+    /// Commands `OPT_TIMEOUT` swallowed; they leave only through `abort` or `reset`.
+    swallowed: Vec<Tag>,
+    pub(crate) cmnd_count: u64,
+    pub(crate) power_on_ns: u64,
+    pub(crate) stats: TargetStats,
+}
+
+impl<C: Clock> ScsiDebug<C> {
+    /// Creates the host "at power on": every LUN has a POWER ON UNIT ATTENTION pending.
+    pub fn new(params: ScsiDebugParams, clock: C) -> ScsiDebug<C> {
+        let store = if params.fake_rw {
+            Vec::new()
+        } else {
+            vec![0u8; params.dev_size_mb as usize * 1024 * 1024]
+        };
+        let luns = vec![
+            LunState {
+                ua: ua::POWER_ON,
+                stopped: false
+            };
+            usize::from(params.num_tgts) * usize::from(params.max_luns)
+        ];
+        let power_on_ns = clock.now_ns();
+        ScsiDebug {
+            capacity_blocks: params.capacity_blocks(),
+            delay_ns: params.delay_ns(),
+            pending: VecDeque::with_capacity(usize::from(params.max_queue)),
+            swallowed: Vec::new(),
+            params,
+            clock,
+            store,
+            luns,
+            cmnd_count: 0,
+            power_on_ns,
+            stats: TargetStats::default(),
+        }
+    }
+
+    /// Parses `key=value` parameters and creates the host.
+    pub fn from_params(text: &str, clock: C) -> Result<ScsiDebug<C>, ParamError> {
+        Ok(ScsiDebug::new(ScsiDebugParams::parse(text)?, clock))
+    }
+
+    pub fn params(&self) -> &ScsiDebugParams {
+        &self.params
+    }
+
+    pub fn stats(&self) -> TargetStats {
+        self.stats
+    }
+
+    /// Commands accepted but not yet reported (including swallowed ones).
+    pub fn outstanding(&self) -> usize {
+        self.pending.len() + self.swallowed.len()
+    }
+
+    /// Changes error injection at run time, as writing Linux's sysfs `every_nth`/`opts` does;
+    /// restarts the command count.
+    pub fn set_injection(&mut self, every_nth: i32, opts: u32) {
+        self.params.every_nth = every_nth;
+        self.params.opts = opts;
+        self.cmnd_count = 0;
+    }
+
+    /// Changes the completion delay at run time.
+    pub fn set_delay_ns(&mut self, delay_ns: u64) {
+        self.delay_ns = delay_ns;
+    }
+
+    /// Changes `max_luns` at run time; every LUN of every target then reports REPORTED LUNS DATA
+    /// HAS CHANGED (3Fh/0Eh), as Linux does when `max_luns` is written.
+    pub fn set_max_luns(&mut self, max_luns: u16) {
+        let max_luns = max_luns.max(1);
+        let old = usize::from(self.params.max_luns);
+        let mut luns =
+            Vec::with_capacity(usize::from(self.params.num_tgts) * usize::from(max_luns));
+        for t in 0..usize::from(self.params.num_tgts) {
+            for l in 0..usize::from(max_luns) {
+                let mut state = if l < old {
+                    self.luns[t * old + l]
+                } else {
+                    LunState {
+                        ua: ua::POWER_ON,
+                        stopped: false,
+                    }
+                };
+                state.ua |= ua::LUNS_CHANGED;
+                luns.push(state);
+            }
+        }
+        self.luns = luns;
+        self.params.max_luns = max_luns;
+    }
+
+    fn lun_index(&self, target: u16, lun: crate::wire::Lun) -> Option<usize> {
+        let index = lun.index()?;
+        (target < self.params.num_tgts && index < self.params.max_luns)
+            .then(|| usize::from(target) * usize::from(self.params.max_luns) + usize::from(index))
+    }
+}
+
+impl<C: Clock> ScsiHost for ScsiDebug<C> {
+    fn template(&self) -> HostTemplate {
+        HostTemplate {
+            can_queue: self.params.max_queue,
+            cmd_per_lun: self.params.max_queue,
+            sg_tablesize: self.params.sg_tablesize,
+            max_sectors: self.params.max_sectors,
+            max_target: self.params.num_tgts,
+            max_lun: self.params.max_luns,
+        }
+    }
+
+    fn queue_command(&mut self, mut cmd: ScsiCmd<'_>) -> Result<(), QueueError> {
+        if self.outstanding() >= usize::from(self.params.max_queue) {
+            return Err(QueueError::HostBusy);
+        }
+        self.stats.commands += 1;
+        let tag = cmd.tag;
+        let lun = if cmd.target < self.params.num_tgts {
+            self.lun_index(cmd.target, cmd.lun)
+        } else {
+            None
+        };
+        let Some(completion) = self.respond(&mut cmd, lun) else {
+            self.swallowed.push(tag);
+            return Ok(());
+        };
+        let due = if self.delay_ns == 0 {
+            0
+        } else {
+            self.clock.now_ns() + self.delay_ns
+        };
+        self.pending.push_back((due, completion));
+        Ok(())
+    }
+
+    fn poll(&mut self, _inflight: &mut dyn InFlight, done: &mut Vec<HostCompletion>) -> usize {
+        if self.pending.is_empty() {
+            return 0;
+        }
+        let now = if self.delay_ns == 0 {
+            0
+        } else {
+            self.clock.now_ns()
+        };
+        let mut count = 0;
+        while let Some(&(due, completion)) = self.pending.front() {
+            if due > now {
+                break;
+            }
+            self.pending.pop_front();
+            done.push(completion);
+            count += 1;
+        }
+        self.stats.completions += count as u64;
+        count
+    }
+
+    fn abort(&mut self, tag: Tag) -> Result<(), AbortFailed> {
+        if let Some(at) = self.swallowed.iter().position(|&t| t == tag) {
+            self.swallowed.swap_remove(at);
+            self.stats.aborted += 1;
+        } else if let Some(at) = self.pending.iter().position(|(_, c)| c.tag == tag) {
+            self.pending.remove(at);
+            self.stats.aborted += 1;
+        }
+        // A tag the target does not hold has nothing left to complete: the abort succeeded.
+        Ok(())
+    }
+
+    fn reset(&mut self) {
+        self.stats.resets += 1;
+        self.stats.reset_dropped += (self.pending.len() + self.swallowed.len()) as u64;
+        self.pending.clear();
+        self.swallowed.clear();
+        for lun in &mut self.luns {
+            lun.ua |= ua::BUS_RESET;
+        }
+    }
+}

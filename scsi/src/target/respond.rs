@@ -1,0 +1,527 @@
+//! How the scsi_debug target answers each CDB: the response functions of Linux scsi_debug
+//! (`resp_inquiry`, `resp_readcap16`, `resp_read_dt0`, ...) in one dispatch.
+
+use super::params::*;
+use super::{ScsiDebug, ua};
+use crate::clock::Clock;
+use crate::host::{DataDirection, HostCompletion, HostError, ScsiCmd};
+use crate::wire::{
+    Cdb, Designator, DeviceType, INQUIRY_STANDARD_LEN, InquiryData, Lun, ModePage, ModeParameters,
+    ModeSenseFormat, PageControl, ReadCapacity10Data, ReadCapacity16Data, ReportLunsData, Sense,
+    SenseFormat, SenseKey, Status, VpdPage, WireError, padded,
+};
+use alloc::vec;
+use alloc::vec::Vec;
+
+/// SKSV | C/D (the error is in the CDB) for a sense-key specific field pointer.
+const FIELD_IN_CDB: u8 = 0xc0;
+
+impl<C: Clock> ScsiDebug<C> {
+    /// Answers `cmd`; `None` when an injected timeout swallows it. `lun` is the index of the
+    /// addressed logical unit if it exists.
+    pub(crate) fn respond(
+        &mut self,
+        cmd: &mut ScsiCmd<'_>,
+        lun: Option<usize>,
+    ) -> Option<HostCompletion> {
+        self.cmnd_count += 1;
+        if cmd.target >= self.params.num_tgts {
+            return Some(HostCompletion::host_error(cmd.tag, HostError::NoConnect));
+        }
+        let inject = self.every_nth_hit();
+        if self.params.opts & OPT_NOISE != 0 {
+            log::info!(
+                "scsi_debug: tag {} {}:{} cdb {:02x?}",
+                cmd.tag.0,
+                cmd.target,
+                cmd.lun.0,
+                cmd.cdb.as_slice()
+            );
+        }
+        if inject && self.params.opts & OPT_TIMEOUT != 0 {
+            self.stats.injected_timeouts += 1;
+            return None;
+        }
+        let cdb = match Cdb::parse(cmd.cdb.as_slice()) {
+            Ok(cdb) => cdb,
+            Err(error) => return Some(self.cdb_error(cmd, error)),
+        };
+        // Commands every LUN address answers, present or not, and that never report a UA.
+        match cdb {
+            Cdb::Inquiry {
+                evpd,
+                page,
+                alloc_len,
+            } => return Some(self.inquiry(cmd, lun, evpd, page, alloc_len)),
+            Cdb::ReportLuns { alloc_len, .. } => return Some(self.report_luns(cmd, alloc_len)),
+            _ => {}
+        }
+        let Some(lun) = lun else {
+            return Some(self.check(cmd, SenseKey::IllegalRequest, 0x25, 0x00, None, None));
+        };
+        if let Cdb::RequestSense { desc, alloc_len } = cdb {
+            return Some(self.request_sense(cmd, lun, desc, alloc_len));
+        }
+        if let Some(completion) = self.unit_attention(cmd, lun, inject) {
+            return Some(completion);
+        }
+        let mut completion = self.dispatch(cmd, lun, cdb);
+        if inject
+            && self.params.opts & OPT_RECOVERED_ERR != 0
+            && cdb.lba_range().is_some()
+            && completion.status == Status::Good.code()
+            && completion.host_error.is_none()
+        {
+            // The data moved; the device only says it had to work for it.
+            self.stats.injected_recovered += 1;
+            let residual = completion.residual_bytes;
+            completion = self.check(cmd, SenseKey::RecoveredError, 0x5d, 0x00, None, None);
+            completion.residual_bytes = residual;
+        }
+        Some(completion)
+    }
+
+    fn every_nth_hit(&self) -> bool {
+        match self.params.every_nth {
+            0 => false,
+            n if n > 0 => self.cmnd_count % n as u64 == 0,
+            n => self.cmnd_count >= u64::from(n.unsigned_abs()),
+        }
+    }
+
+    fn unit_attention(
+        &mut self,
+        cmd: &mut ScsiCmd<'_>,
+        lun: usize,
+        inject: bool,
+    ) -> Option<HostCompletion> {
+        if inject && self.params.opts & OPT_UNIT_ATTENTION != 0 {
+            self.stats.injected_unit_attentions += 1;
+            self.luns[lun].ua |= ua::BUS_RESET;
+        }
+        let pending = self.luns[lun].ua;
+        if pending == 0 {
+            return None;
+        }
+        let bit = pending & pending.wrapping_neg();
+        self.luns[lun].ua &= !bit;
+        let (asc, ascq) = match bit {
+            ua::POWER_ON => (0x29, 0x00),
+            ua::BUS_RESET => (0x29, 0x02),
+            _ => (0x3f, 0x0e),
+        };
+        Some(self.check(cmd, SenseKey::UnitAttention, asc, ascq, None, None))
+    }
+
+    fn dispatch(&mut self, cmd: &mut ScsiCmd<'_>, lun: usize, cdb: Cdb) -> HostCompletion {
+        let stopped = self.luns[lun].stopped;
+        match cdb {
+            Cdb::TestUnitReady => {
+                let ready_at =
+                    self.power_on_ns + u64::from(self.params.tur_ms_to_ready) * 1_000_000;
+                if stopped {
+                    self.check(cmd, SenseKey::NotReady, 0x04, 0x02, None, None)
+                } else if self.params.tur_ms_to_ready > 0 && self.clock.now_ns() < ready_at {
+                    self.check(cmd, SenseKey::NotReady, 0x04, 0x01, None, None)
+                } else {
+                    HostCompletion::good(cmd.tag)
+                }
+            }
+            Cdb::StartStopUnit {
+                start,
+                power_condition,
+                ..
+            } => {
+                if power_condition == 0 {
+                    self.luns[lun].stopped = !start;
+                }
+                HostCompletion::good(cmd.tag)
+            }
+            Cdb::ReadCapacity10 => {
+                let last_lba = u32::try_from(self.capacity_blocks - 1).unwrap_or(u32::MAX);
+                let mut buf = [0u8; ReadCapacity10Data::LEN];
+                let data = ReadCapacity10Data {
+                    last_lba,
+                    block_len: self.params.sector_size,
+                };
+                let len = data.encode(&mut buf).unwrap_or(0);
+                data_in(cmd, &buf[..len], ReadCapacity10Data::LEN)
+            }
+            Cdb::ReadCapacity16 { alloc_len } => {
+                let mut buf = [0u8; ReadCapacity16Data::LEN];
+                let data = ReadCapacity16Data {
+                    last_lba: crate::wire::Lba(self.capacity_blocks - 1),
+                    block_len: self.params.sector_size,
+                    ..Default::default()
+                };
+                let len = data.encode(&mut buf).unwrap_or(0);
+                data_in(cmd, &buf[..len], alloc_len as usize)
+            }
+            Cdb::ModeSense6 {
+                dbd,
+                pc,
+                page,
+                subpage,
+                alloc_len,
+            } => self.mode_sense(
+                cmd,
+                ModeSenseFormat::Six,
+                dbd,
+                pc,
+                page,
+                subpage,
+                usize::from(alloc_len),
+            ),
+            Cdb::ModeSense10 {
+                dbd,
+                pc,
+                page,
+                subpage,
+                alloc_len,
+                ..
+            } => self.mode_sense(
+                cmd,
+                ModeSenseFormat::Ten,
+                dbd,
+                pc,
+                page,
+                subpage,
+                usize::from(alloc_len),
+            ),
+            Cdb::SynchronizeCache10 { lba, blocks, .. } => {
+                if stopped {
+                    return self.check(cmd, SenseKey::NotReady, 0x04, 0x02, None, None);
+                }
+                let end = u64::from(lba) + u64::from(blocks);
+                if end > self.capacity_blocks || u64::from(lba) >= self.capacity_blocks {
+                    return self.check(
+                        cmd,
+                        SenseKey::IllegalRequest,
+                        0x21,
+                        0x00,
+                        Some(u64::from(lba)),
+                        None,
+                    );
+                }
+                HostCompletion::good(cmd.tag)
+            }
+            Cdb::Read10(_) | Cdb::Read16(_) | Cdb::Write10(_) | Cdb::Write16(_) => {
+                self.read_write(cmd, stopped, cdb)
+            }
+            // Handled before dispatch.
+            Cdb::Inquiry { .. } | Cdb::ReportLuns { .. } | Cdb::RequestSense { .. } => {
+                HostCompletion::good(cmd.tag)
+            }
+        }
+    }
+
+    fn read_write(&mut self, cmd: &mut ScsiCmd<'_>, stopped: bool, cdb: Cdb) -> HostCompletion {
+        let Some((lba, blocks)) = cdb.lba_range() else {
+            return HostCompletion::good(cmd.tag);
+        };
+        let is_read = matches!(cdb, Cdb::Read10(_) | Cdb::Read16(_));
+        if stopped {
+            return self.check(cmd, SenseKey::NotReady, 0x04, 0x02, None, None);
+        }
+        let end = lba.0.checked_add(u64::from(blocks.0));
+        if end.is_none_or(|end| end > self.capacity_blocks) {
+            return self.check(cmd, SenseKey::IllegalRequest, 0x21, 0x00, Some(lba.0), None);
+        }
+        let bytes = blocks.0 as usize * self.params.sector_size as usize;
+        let wanted = if is_read {
+            DataDirection::FromDevice
+        } else {
+            DataDirection::ToDevice
+        };
+        if cmd.data.len() < bytes || (bytes > 0 && cmd.direction != wanted) {
+            return HostCompletion::host_error(cmd.tag, HostError::DataOverrun);
+        }
+        if is_read && self.params.opts & OPT_MEDIUM_ERR != 0 {
+            let bad_end = MEDIUM_ERR_ADDR + MEDIUM_ERR_NUM;
+            if lba.0 < bad_end && lba.0 + u64::from(blocks.0) > MEDIUM_ERR_ADDR {
+                self.stats.medium_errors += 1;
+                let first_bad = lba.0.max(MEDIUM_ERR_ADDR);
+                let mut completion = self.check(
+                    cmd,
+                    SenseKey::MediumError,
+                    0x11,
+                    0x00,
+                    Some(first_bad),
+                    None,
+                );
+                completion.residual_bytes = cmd.data.len() as u32;
+                return completion;
+            }
+        }
+        if !self.params.fake_rw {
+            let start = lba.0 as usize * self.params.sector_size as usize;
+            let media = &mut self.store[start..start + bytes];
+            if is_read {
+                cmd.data[..bytes].copy_from_slice(media);
+            } else {
+                media.copy_from_slice(&cmd.data[..bytes]);
+            }
+        }
+        HostCompletion {
+            residual_bytes: (cmd.data.len() - bytes) as u32,
+            ..HostCompletion::good(cmd.tag)
+        }
+    }
+
+    fn inquiry(
+        &mut self,
+        cmd: &mut ScsiCmd<'_>,
+        lun: Option<usize>,
+        evpd: bool,
+        page: u8,
+        alloc_len: u16,
+    ) -> HostCompletion {
+        let alloc_len = usize::from(alloc_len);
+        let present = lun.is_some();
+        let peripheral = if present {
+            DeviceType::DISK.0
+        } else {
+            (3 << 5) | DeviceType::NONE.0
+        };
+        if !evpd {
+            let data = InquiryData {
+                qualifier: peripheral >> 5,
+                device_type: DeviceType(peripheral & 0x1f),
+                removable: false,
+                version: 7,
+                response_format: 2,
+                hisup: true,
+                cmdque: true,
+                vendor: padded("Linux"),
+                product: padded("scsi_debug"),
+                revision: padded("0191"),
+            };
+            let mut buf = [0u8; INQUIRY_STANDARD_LEN];
+            let len = data.encode(&mut buf).unwrap_or(0);
+            return data_in(cmd, &buf[..len], alloc_len);
+        }
+        let Some(lun) = lun else {
+            return self.check(cmd, SenseKey::IllegalRequest, 0x25, 0x00, None, None);
+        };
+        let id = lun as u64 + 1;
+        let page = match page {
+            0x00 => VpdPage::Supported(vec![0x00, 0x80, 0x83]),
+            0x80 => VpdPage::UnitSerial(alloc::format!("{:08}", 2000 + id).into_bytes()),
+            0x83 => VpdPage::DeviceIdentification(vec![
+                Designator {
+                    protocol_id: 0,
+                    code_set: 2,
+                    piv: false,
+                    association: 0,
+                    designator_type: 1,
+                    value: alloc::format!("Linux   scsi_debug      {id}").into_bytes(),
+                },
+                Designator {
+                    protocol_id: 0,
+                    code_set: 1,
+                    piv: false,
+                    association: 0,
+                    designator_type: 3,
+                    value: (0x5333_3330_0000_0000u64 | id).to_be_bytes().to_vec(),
+                },
+            ]),
+            _ => {
+                return self.check(
+                    cmd,
+                    SenseKey::IllegalRequest,
+                    0x24,
+                    0x00,
+                    None,
+                    Some([FIELD_IN_CDB, 0, 2]),
+                );
+            }
+        };
+        let bytes = page.encode(peripheral).unwrap_or_default();
+        data_in(cmd, &bytes, alloc_len)
+    }
+
+    fn report_luns(&mut self, cmd: &mut ScsiCmd<'_>, alloc_len: u32) -> HostCompletion {
+        if alloc_len < 16 {
+            // SPC-5 §6.33: an allocation length under 16 is an error.
+            return self.check(
+                cmd,
+                SenseKey::IllegalRequest,
+                0x24,
+                0x00,
+                None,
+                Some([FIELD_IN_CDB, 0, 6]),
+            );
+        }
+        let luns: Vec<Lun> = (0..self.params.max_luns)
+            .filter_map(|n| Lun::from_index(n).ok())
+            .collect();
+        data_in(cmd, &ReportLunsData::encode(&luns), alloc_len as usize)
+    }
+
+    fn request_sense(
+        &mut self,
+        cmd: &mut ScsiCmd<'_>,
+        lun: usize,
+        desc: bool,
+        alloc_len: u8,
+    ) -> HostCompletion {
+        // A pending UA is reported as data and cleared (SPC-5 §5.12); otherwise NO SENSE.
+        let pending = self.luns[lun].ua;
+        let bit = pending & pending.wrapping_neg();
+        self.luns[lun].ua &= !bit;
+        let (key, asc, ascq) = match bit {
+            0 => (SenseKey::NoSense, 0, 0),
+            ua::POWER_ON => (SenseKey::UnitAttention, 0x29, 0x00),
+            ua::BUS_RESET => (SenseKey::UnitAttention, 0x29, 0x02),
+            _ => (SenseKey::UnitAttention, 0x3f, 0x0e),
+        };
+        let format = if desc {
+            SenseFormat::Descriptor
+        } else {
+            SenseFormat::Fixed
+        };
+        let mut buf = [0u8; 32];
+        let len = Sense::new(format, key, asc, ascq)
+            .encode(&mut buf)
+            .unwrap_or(0);
+        data_in(cmd, &buf[..len], usize::from(alloc_len))
+    }
+
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "mirrors the MODE SENSE CDB fields"
+    )]
+    fn mode_sense(
+        &mut self,
+        cmd: &mut ScsiCmd<'_>,
+        format: ModeSenseFormat,
+        dbd: bool,
+        pc: PageControl,
+        page: u8,
+        subpage: u8,
+        alloc_len: usize,
+    ) -> HostCompletion {
+        if pc == PageControl::Saved {
+            return self.check(cmd, SenseKey::IllegalRequest, 0x39, 0x00, None, None);
+        }
+        let (caching, control) = match pc {
+            PageControl::Changeable => (
+                ModePage::Caching {
+                    wce: true,
+                    rcd: false,
+                },
+                ModePage::Control { d_sense: true },
+            ),
+            PageControl::Default => (
+                ModePage::Caching {
+                    wce: true,
+                    rcd: false,
+                },
+                ModePage::Control { d_sense: false },
+            ),
+            _ => (
+                ModePage::Caching {
+                    wce: true,
+                    rcd: false,
+                },
+                ModePage::Control {
+                    d_sense: self.params.dsense,
+                },
+            ),
+        };
+        let pages = match (page, subpage) {
+            (0x08, 0) => vec![caching],
+            (0x0a, 0) => vec![control],
+            (0x3f, 0 | 0xff) => vec![caching, control],
+            _ => {
+                return self.check(
+                    cmd,
+                    SenseKey::IllegalRequest,
+                    0x24,
+                    0x00,
+                    None,
+                    Some([FIELD_IN_CDB, 0, 2]),
+                );
+            }
+        };
+        let blocks = u32::try_from(self.capacity_blocks).unwrap_or(u32::MAX);
+        let params = ModeParameters {
+            format,
+            medium_type: 0,
+            write_protect: false,
+            dpofua: true,
+            block_descriptor: (!dbd).then_some((blocks, self.params.sector_size)),
+            pages,
+        };
+        let bytes = params.encode().unwrap_or_default();
+        data_in(cmd, &bytes, alloc_len)
+    }
+
+    fn cdb_error(&mut self, cmd: &mut ScsiCmd<'_>, error: WireError) -> HostCompletion {
+        match error {
+            WireError::UnsupportedOpcode(_) => self.check(
+                cmd,
+                SenseKey::IllegalRequest,
+                0x20,
+                0x00,
+                None,
+                Some([FIELD_IN_CDB, 0, 0]),
+            ),
+            WireError::UnsupportedServiceAction { .. } => self.check(
+                cmd,
+                SenseKey::IllegalRequest,
+                0x24,
+                0x00,
+                None,
+                Some([FIELD_IN_CDB, 0, 1]),
+            ),
+            _ => self.check(cmd, SenseKey::IllegalRequest, 0x24, 0x00, None, None),
+        }
+    }
+
+    /// CHECK CONDITION with sense in the configured format (`dsense`).
+    pub(crate) fn check(
+        &self,
+        cmd: &mut ScsiCmd<'_>,
+        key: SenseKey,
+        asc: u8,
+        ascq: u8,
+        information: Option<u64>,
+        sense_key_specific: Option<[u8; 3]>,
+    ) -> HostCompletion {
+        let format = if self.params.dsense {
+            SenseFormat::Descriptor
+        } else {
+            SenseFormat::Fixed
+        };
+        let mut sense = Sense {
+            information,
+            sense_key_specific,
+            ..Sense::new(format, key, asc, ascq)
+        };
+        if format == SenseFormat::Fixed && information.is_some_and(|i| i > u64::from(u32::MAX)) {
+            sense.information = None;
+        }
+        let len = sense.encode(&mut cmd.sense[..]).unwrap_or(0);
+        HostCompletion {
+            tag: cmd.tag,
+            status: Status::CheckCondition.code(),
+            residual_bytes: cmd.data.len() as u32,
+            sense_len: len as u8,
+            host_error: None,
+        }
+    }
+}
+
+/// Copies a data-in payload, truncated to the allocation length and the buffer.
+fn data_in(cmd: &mut ScsiCmd<'_>, payload: &[u8], alloc_len: usize) -> HostCompletion {
+    if cmd.direction == DataDirection::ToDevice && !cmd.data.is_empty() {
+        return HostCompletion::host_error(cmd.tag, HostError::DataOverrun);
+    }
+    let len = payload.len().min(alloc_len).min(cmd.data.len());
+    cmd.data[..len].copy_from_slice(&payload[..len]);
+    HostCompletion {
+        residual_bytes: (cmd.data.len() - len) as u32,
+        ..HostCompletion::good(cmd.tag)
+    }
+}
