@@ -210,7 +210,12 @@ fn ratio_lines(set: &ResultSet) -> Vec<String> {
             continue;
         };
         let ratio = |key| Some(number(legacy, key)? / number(scalable, key)?);
-        let show = |ratio: Option<f64>| ratio.map_or("-".into(), |ratio| format!("{ratio:.0}×"));
+        let show = |ratio: Option<f64>| match ratio {
+            Some(ratio) if ratio >= 100.0 => format!("{ratio:.0}×"),
+            Some(ratio) if ratio >= 10.0 => format!("{ratio:.1}×"),
+            Some(ratio) => format!("{ratio:.2}×"),
+            None => "-".into(),
+        };
         lines.push(format!(
             "n={n}: legacy/scalable alloc {}, free {}",
             show(ratio("alloc_total_ms")),
