@@ -282,7 +282,7 @@ mod tests {
     fn ratios_pair_the_same_n() {
         assert_eq!(
             ratio_lines(&set()),
-            ["n=1000: legacy/scalable alloc 5×, free 10×"]
+            ["n=1000: legacy/scalable alloc 5.00×, free 10.0×"]
         );
     }
 
