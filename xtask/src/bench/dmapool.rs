@@ -15,7 +15,6 @@ use std::time::Duration;
 use super::plot::{self, LineChart, Series};
 use super::{Column, Record, ResultSet, number};
 use crate::accel::AccelRequest;
-use crate::boot::{Echo, Verdict};
 use crate::error::{Error, Result};
 use crate::guest::{Guest, Overrides};
 use crate::{process, profile, workspace};
@@ -103,33 +102,15 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
             )),
             ..Overrides::default()
         };
-        let outcome = guest.boot(&profile, &overrides, Echo::Live)?;
-        if outcome.verdict != Verdict::Pass {
-            return Err(Error::Guest {
-                verdict: format!("{} at n={n}", outcome.verdict),
-            });
-        }
-        if let Some(bad) = outcome.report.bad_results.into_iter().next() {
-            return Err(bad);
-        }
-        if outcome.report.results.is_empty() {
-            return Err(Error::NoResults {
-                what: format!("the guest at n={n}"),
-            });
-        }
+        let records = super::run_guest_case(&guest, &profile, &overrides)?;
         let answered = |record: &Record| number(record, "n") == Some(n as f64);
-        if let Some(wrong) = outcome
-            .report
-            .results
-            .iter()
-            .find(|record| !answered(record))
-        {
+        if let Some(wrong) = records.iter().find(|record| !answered(record)) {
             return Err(Error::ResultLine {
                 line: serde_json::Value::Object(wrong.clone()).to_string(),
                 reason: format!("the guest was asked for n={n}"),
             });
         }
-        set.extend(outcome.report.results);
+        set.extend(records);
     }
     Ok(set)
 }

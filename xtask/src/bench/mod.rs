@@ -15,9 +15,12 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Map, Value, json};
 
+use crate::boot::{Echo, Verdict};
 use crate::console;
 use crate::error::{Error, Result};
+use crate::guest::{Guest, Overrides};
 use crate::process;
+use crate::profile::Profile;
 
 /// One JSON result object.
 pub type Record = Map<String, Value>;
@@ -220,6 +223,34 @@ pub fn run_host_program(command: &mut Command) -> Result<Vec<Record>> {
         return Err(Error::NoResults { what: described });
     }
     Ok(records)
+}
+
+/// Boots one guest benchmark case with the console shown live and returns its `RESULT` objects.
+/// The boot must pass and print at least one well-formed `RESULT` line.
+pub fn run_guest_case(
+    guest: &Guest,
+    profile: &Profile,
+    overrides: &Overrides,
+) -> Result<Vec<Record>> {
+    let outcome = guest.boot(profile, overrides, Echo::Live)?;
+    let args = overrides
+        .kernel_args
+        .as_deref()
+        .unwrap_or(&profile.default_kernel_args);
+    if outcome.verdict != Verdict::Pass {
+        return Err(Error::Guest {
+            verdict: format!("{} with `{args}`", outcome.verdict),
+        });
+    }
+    if let Some(bad) = outcome.report.bad_results.into_iter().next() {
+        return Err(bad);
+    }
+    if outcome.report.results.is_empty() {
+        return Err(Error::NoResults {
+            what: format!("the guest with `{args}`"),
+        });
+    }
+    Ok(outcome.report.results)
 }
 
 #[cfg(test)]
