@@ -2,8 +2,8 @@
 
 use alloc::vec::Vec;
 
-use crate::arch::exit::ExitCode;
 use crate::arch::boot::boot_tsc_value;
+use crate::arch::exit::ExitCode;
 use crate::arch::pvh::StartInfo;
 use crate::arch::{gdt, idt, paging, serial, time};
 use crate::cmdline::Cmdline;
@@ -59,6 +59,18 @@ pub fn boot(start_info: u64) -> ExitCode {
         panic!("e820 reports no usable RAM below 4 GiB");
     };
     log_layout(&layout);
+    let above_4g: u64 = info
+        .memmap
+        .iter()
+        .filter(|entry| entry.kind == crate::memmap::E820Kind::Ram)
+        .map(|entry| entry.end().saturating_sub(entry.start.max(1 << 32)))
+        .sum();
+    if above_4g > 0 {
+        log::warn!(
+            "ignoring {} MiB of RAM above 4 GiB (outside the boot identity map)",
+            above_4g / MIB
+        );
+    }
     if let Err(err) = paging::init() {
         log::warn!("stack guard page not installed: {err}");
     }

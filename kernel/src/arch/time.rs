@@ -64,7 +64,10 @@ pub fn calibrate() -> u64 {
     rates.sort_unstable();
     let hz = rates[CALIBRATION_WINDOWS / 2].max(1);
     TSC_HZ.store(hz, Ordering::Relaxed);
-    NS_PER_CYCLE_FP32.store(((1_000_000_000u128 << 32) / u128::from(hz)) as u64, Ordering::Relaxed);
+    NS_PER_CYCLE_FP32.store(
+        ((1_000_000_000u128 << 32) / u128::from(hz)) as u64,
+        Ordering::Relaxed,
+    );
     hz
 }
 

@@ -72,7 +72,13 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
                 results.push(result);
             }
             Err(err) => {
-                log::error!("dmapool {which:?} run failed: {err}");
+                let (_, total) = frames.usage();
+                log::error!(
+                    "dmapool {} run failed: {err} (n={n} blocks of {size} B need about {} MiB of the {} MiB of DMA frames; boot with more memory or a smaller n)",
+                    impl_name(which),
+                    (n * size.max(16)) >> 20,
+                    (total * 4096) >> 20
+                );
                 return ExitCode::Failure;
             }
         }
@@ -98,6 +104,14 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         return ExitCode::Failure;
     }
     ExitCode::Success
+}
+
+fn impl_name(which: PoolImpl) -> &'static str {
+    match which {
+        PoolImpl::Legacy => "legacy",
+        PoolImpl::Scalable => "scalable",
+        PoolImpl::Both => "both",
+    }
 }
 
 /// A small live pool of each kind, partly freed, shown in sysfs `pools` format.
