@@ -554,15 +554,47 @@ fn chain_pool_exhaustion_is_a_retryable_value() {
 }
 
 #[test]
-fn shutdown_stops_the_ioc_and_returns_the_pool() {
-    let rig = rig();
-    let live_before = rig.space.live_regions();
-    let Rig { space, ioc, mpt } = rig;
-    let pool = mpt.shutdown(|_| {}).expect("shutdown");
-    assert_eq!(ioc.model().state_for_tests(), IocState::Ready);
-    assert!(
-        space.live_regions() < live_before,
-        "request and reply frames freed"
+fn shutdown_stops_the_ioc_and_returns_the_chain_frames() {
+    let mut rig = rig();
+    rig.ioc.model().hold_requests = true;
+    let (_bufs, segs) = buffers(&rig.space, 30, 512);
+    let cdb = rw10(0x28, 0, 30);
+    let io = ScsiIo {
+        target: 0,
+        lun: 0,
+        cdb: &cdb,
+        direction: DataDirection::Read,
+        segments: &segs,
+        sense: None,
+        tag: 9,
+    };
+    rig.mpt.submit(&io).unwrap();
+    assert_eq!(
+        rig.mpt.chain_pool().live.get(),
+        3,
+        "30 segments: 5 + 9 + 9 + 7"
     );
-    assert_eq!(pool.live.get(), 0, "no chain frame outlives the adapter");
+    let live_before = rig.space.live_regions();
+    let Rig {
+        space,
+        ioc,
+        mut mpt,
+    } = rig;
+    let mut failed = Vec::new();
+    mpt.shutdown(|c| failed.push(c)).expect("shutdown");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].outcome, Outcome::HostReset);
+    assert_eq!(ioc.model().state_for_tests(), IocState::Ready);
+    assert_eq!(
+        mpt.chain_pool().live.get(),
+        0,
+        "no chain frame outlives its command"
+    );
+    drop(mpt);
+    assert_eq!(
+        ioc.model().resets,
+        2,
+        "shutdown reset once; drop did not reset again"
+    );
+    assert!(space.live_regions() < live_before, "frame arrays freed");
 }

@@ -12,34 +12,36 @@
 mod coherent;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
+mod pooled;
 
 pub use coherent::CoherentRegion;
+pub use pooled::{BackingAlloc, ChunkRegion};
 
-/// A bus address as the device sees it (after any IOMMU; on this platform, the physical
-/// address).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct DmaAddr(pub u64);
+pub use pools::DmaAddr;
 
-impl DmaAddr {
-    /// The low 32 bits, as MPI "low address" fields carry them.
-    #[must_use]
-    pub const fn low32(self) -> u32 {
+/// The halves of a bus address as MPI's "low address" and "high address" fields carry
+/// them, and overflow-checked offsets. An extension of `pools::DmaAddr`, which is the one
+/// bus-address type of the stack.
+pub trait BusAddr: Sized {
+    /// The low 32 bits.
+    fn low32(self) -> u32;
+    /// The high 32 bits.
+    fn high32(self) -> u32;
+    /// `self + bytes`, or `None` on overflow.
+    fn checked_add(self, bytes: u64) -> Option<Self>;
+}
+
+impl BusAddr for DmaAddr {
+    fn low32(self) -> u32 {
         self.0 as u32
     }
 
-    /// The high 32 bits, as MPI "high address" fields carry them.
-    #[must_use]
-    pub const fn high32(self) -> u32 {
+    fn high32(self) -> u32 {
         (self.0 >> 32) as u32
     }
 
-    /// `self + bytes`, or `None` on overflow.
-    #[must_use]
-    pub const fn checked_add(self, bytes: u64) -> Option<DmaAddr> {
-        match self.0.checked_add(bytes) {
-            Some(addr) => Some(DmaAddr(addr)),
-            None => None,
-        }
+    fn checked_add(self, bytes: u64) -> Option<Self> {
+        self.0.checked_add(bytes).map(DmaAddr)
     }
 }
 

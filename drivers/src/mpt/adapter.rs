@@ -10,7 +10,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::delay::Delay;
-use crate::dma::{DmaAddr, DmaAlloc, DmaMemory};
+use crate::dma::{BusAddr, DmaAddr, DmaAlloc, DmaMemory};
 
 use super::command::{Completion, Outcome};
 use super::error::MptError;
@@ -56,6 +56,8 @@ pub struct Mpt<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> {
     pub(super) reply_with_ioc: Vec<bool>,
     pub(super) frame_buf: Vec<u8>,
     pub(super) operational: bool,
+    /// Set once the IOC has been reset for good, so Drop need not reset it again.
+    pub(super) stopped: bool,
     pub(super) stats: MptStats,
 }
 
@@ -68,6 +70,16 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> core::fmt::Debug for
             .field("operational", &self.operational)
             .field("stats", &self.stats)
             .finish_non_exhaustive()
+    }
+}
+
+impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Drop for Mpt<R, D, M, P> {
+    /// An adapter dropped without [`Mpt::shutdown`] still resets the IOC (bounded wait)
+    /// before its frame arrays are freed, so the IOC cannot write into freed memory.
+    fn drop(&mut self) {
+        if !self.stopped {
+            let _ = ioc::message_unit_reset(&mut self.regs, &mut self.delay, &self.config);
+        }
     }
 }
 
@@ -143,6 +155,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             reply_with_ioc: vec![false; geometry.slots],
             frame_buf: vec![0; geometry.frame_size_bytes],
             operational: false,
+            stopped: false,
             stats: MptStats::default(),
         };
         adapter.start()?;
@@ -195,12 +208,14 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
     }
 
     /// Stops the IOC (message-unit reset, so it no longer touches host memory) and fails
-    /// whatever was outstanding. The frames and chain frames are freed when `self` drops.
-    pub fn shutdown(mut self, mut on_complete: impl FnMut(Completion)) -> Result<P, MptError> {
+    /// whatever was outstanding, returning their chain frames to the pool. The frame arrays
+    /// are freed when the adapter drops; after this, dropping it touches no register.
+    pub fn shutdown(&mut self, mut on_complete: impl FnMut(Completion)) -> Result<(), MptError> {
         self.operational = false;
+        self.stopped = true;
         let reset = ioc::message_unit_reset(&mut self.regs, &mut self.delay, &self.config);
         self.fail_all(&mut on_complete);
-        reset.map(|()| self.pool)
+        reset
     }
 
     /// Reads the IOC state; FAULT marks the adapter non-operational (call [`Mpt::recover`]).

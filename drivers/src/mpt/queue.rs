@@ -13,7 +13,7 @@ use core::sync::atomic::{Ordering, fence};
 use zerocopy::{FromBytes, IntoBytes};
 
 use crate::delay::Delay;
-use crate::dma::{DmaAddr, DmaMemory, Segment};
+use crate::dma::{BusAddr, DmaAddr, DmaMemory, Segment};
 
 use super::adapter::Mpt;
 use super::command::{Completion, DataDirection, Outcome, ScsiIo, TaskMgmt};

@@ -208,3 +208,38 @@ impl ChainPoolSizing {
 
 #[cfg(test)]
 mod tests;
+
+/// The kernel's chain pool: a `pools` dmapool borrowed for the adapter's life. Blocks are
+/// `DmaBlock`s, which go back to the pool when the request that used them completes.
+impl<'pool, A: pools::PoolAlgorithm, R: lock_api::RawMutex> ChainPool
+    for &'pool pools::DmaPool<A, R>
+{
+    type Frame = pools::DmaBlock<'pool, A, R>;
+
+    fn alloc_frame(&mut self) -> Option<Self::Frame> {
+        self.alloc().ok()
+    }
+}
+
+/// Creates nothing and frees nothing: touches `sizing.frames` blocks of `pool` once so its
+/// pages exist before the first I/O (dmapool pages are never freed before destroy), the
+/// mpt3sas "preallocated at init" behaviour. Returns how many blocks it obtained.
+pub fn preallocate<A: pools::PoolAlgorithm, R: lock_api::RawMutex>(
+    pool: &pools::DmaPool<A, R>,
+    sizing: &ChainPoolSizing,
+) -> usize {
+    let mut blocks = alloc::vec::Vec::with_capacity(sizing.frames);
+    while blocks.len() < sizing.frames {
+        match pool.alloc_raw() {
+            Ok(block) => blocks.push(block),
+            Err(_) => break,
+        }
+    }
+    let got = blocks.len();
+    for block in blocks {
+        if let Err(error) = pool.free_raw(block) {
+            log::error!("chain pool preallocation: {error}");
+        }
+    }
+    got
+}
