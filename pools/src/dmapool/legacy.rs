@@ -15,6 +15,7 @@
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::cell::Cell;
 
 use super::geometry::Geometry;
 use super::{POISON_ALLOCATED, POISON_FREED, PoolAlgorithm, PoolConfig, PoolInfo, RawBlock};
@@ -44,6 +45,8 @@ pub struct Legacy<B: Backing> {
     head: usize,
     active: usize,
     destroyed: bool,
+    /// Page-list entries visited by alloc and free: the O(n²) made countable.
+    pages_walked: Cell<u64>,
 }
 
 impl<B: Backing> Legacy<B> {
@@ -53,8 +56,15 @@ impl<B: Backing> Legacy<B> {
         core::iter::from_fn(move || {
             let page = at;
             at = self.pages.get(page)?.next;
+            self.pages_walked.set(self.pages_walked.get() + 1);
             Some(page)
         })
+    }
+
+    /// Page-list entries visited by alloc and free so far. Deterministic, so tests can
+    /// show the quadratic cost without timing anything.
+    pub fn pages_walked(&self) -> u64 {
+        self.pages_walked.get()
     }
 
     /// The link stored in free block `offset` of `page`: offset of the next free block.
@@ -181,6 +191,7 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
             head: NIL,
             active: 0,
             destroyed: false,
+            pages_walked: Cell::new(0),
         })
     }
 
