@@ -16,6 +16,7 @@ const MIB: u64 = 1 << 20;
 /// Brings the machine up, runs what the command line asks for, and returns the verdict.
 pub fn boot(start_info: u64) -> ExitCode {
     let rust_entry_tsc = time::rdtsc();
+    let stub_cycles = rust_entry_tsc.saturating_sub(boot_tsc_value());
     serial::init();
     gdt::init();
     idt::init();
@@ -40,7 +41,7 @@ pub fn boot(start_info: u64) -> ExitCode {
         env!("CARGO_PKG_VERSION"),
         tsc_hz / 1_000_000,
         tsc_hz / 1000 % 1000,
-        time::cycles_to_ns(rust_entry_tsc.saturating_sub(boot_tsc_value())) / 1000
+        time::cycles_to_ns(stub_cycles) / 1000
     );
     log::info!("command line: '{}'", info.cmdline);
     let cmdline = match parsed {
@@ -89,6 +90,11 @@ pub fn boot(start_info: u64) -> ExitCode {
     let line = JsonObject::new()
         .str("kernel", env!("CARGO_PKG_VERSION"))
         .f64("tsc_ms_to_first_workload", boot_ms, 3)
+        .f64(
+            "stub_to_rust_ms",
+            time::cycles_to_ns(stub_cycles) as f64 / 1e6,
+            3,
+        )
         .u64("tsc_hz", tsc_hz)
         .u64("ram_mib", ram_mib)
         .u64(
