@@ -3,7 +3,7 @@
 //!
 //! A command handed to [`ScsiHost::queue_command`] is a borrowed view of a midlayer command slot:
 //! its tag, I_T_L nexus, CDB, direction, data buffer and the 96-byte sense buffer the midlayer
-//! allocated for it. The buffers stay owned by the midlayer and stay put until the command
+//! allocated for it (from the [`crate::sense_alloc`] allocator). The buffers stay owned by the midlayer and stay put until the command
 //! completes or is aborted, which is what lets a DMA driver post their addresses. The data buffer
 //! is described to the device as 4 KiB segments ([`SEGMENT_BYTES`]), at most `sg_tablesize` of
 //! them; the kernel maps memory identity, so each segment is physically contiguous.
@@ -13,7 +13,8 @@
 //! device returns sense in its own response structure (virtio-scsi) copy it into the command's
 //! sense buffer during `poll` through [`InFlight`].
 
-use crate::wire::{CdbBytes, Lun, SCSI_SENSE_BUFFERSIZE, Status, Tag};
+use crate::sense_alloc::SenseStorage;
+use crate::wire::{CdbBytes, Lun, Status, Tag};
 use alloc::vec::Vec;
 
 /// The size of one scatter-gather segment: a page.
@@ -47,7 +48,6 @@ pub enum DataDirection {
 }
 
 /// One command as the host sees it at queue time.
-#[derive(Debug)]
 pub struct ScsiCmd<'a> {
     pub tag: Tag,
     pub target: u16,
@@ -56,8 +56,22 @@ pub struct ScsiCmd<'a> {
     pub direction: DataDirection,
     /// The data buffer; empty for no-data commands. See [`ScsiCmd::segments`].
     pub data: &'a mut [u8],
-    /// Where the device's sense data goes; report its length in the completion.
-    pub sense: &'a mut [u8; SCSI_SENSE_BUFFERSIZE],
+    /// The command's 96-byte sense buffer: store the device's sense data here (or give the
+    /// device its bus address) and report the length in the completion.
+    pub sense: &'a mut dyn SenseStorage,
+}
+
+impl core::fmt::Debug for ScsiCmd<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ScsiCmd")
+            .field("tag", &self.tag)
+            .field("target", &self.target)
+            .field("lun", &self.lun)
+            .field("cdb", &self.cdb.as_slice())
+            .field("direction", &self.direction)
+            .field("data_len", &self.data.len())
+            .finish()
+    }
 }
 
 impl ScsiCmd<'_> {
@@ -143,7 +157,7 @@ pub struct AbortFailed(pub Tag);
 /// Access to the buffers of in-flight commands during [`ScsiHost::poll`].
 pub trait InFlight {
     /// The sense buffer of in-flight command `tag`, `None` if `tag` is not in flight.
-    fn sense_mut(&mut self, tag: Tag) -> Option<&mut [u8; SCSI_SENSE_BUFFERSIZE]>;
+    fn sense_mut(&mut self, tag: Tag) -> Option<&mut dyn SenseStorage>;
     /// The data buffer of in-flight command `tag`.
     fn data_mut(&mut self, tag: Tag) -> Option<&mut [u8]>;
 }

@@ -11,6 +11,7 @@ extern crate std;
 
 pub mod clock;
 pub mod host;
+pub mod midlayer;
 pub mod sense_alloc;
 pub mod target;
 pub mod wire;

@@ -7,8 +7,8 @@ use crate::clock::Clock;
 use crate::host::{DataDirection, HostCompletion, HostError, ScsiCmd};
 use crate::wire::{
     Cdb, Designator, DeviceType, INQUIRY_STANDARD_LEN, InquiryData, Lun, ModePage, ModeParameters,
-    ModeSenseFormat, PageControl, ReadCapacity10Data, ReadCapacity16Data, ReportLunsData, Sense,
-    SenseFormat, SenseKey, Status, VpdPage, WireError, padded,
+    ModeSenseFormat, PageControl, ReadCapacity10Data, ReadCapacity16Data, ReportLunsData,
+    SCSI_SENSE_BUFFERSIZE, Sense, SenseFormat, SenseKey, Status, VpdPage, WireError, padded,
 };
 use alloc::vec;
 use alloc::vec::Vec;
@@ -502,7 +502,9 @@ impl<C: Clock> ScsiDebug<C> {
         if format == SenseFormat::Fixed && information.is_some_and(|i| i > u64::from(u32::MAX)) {
             sense.information = None;
         }
-        let len = sense.encode(&mut cmd.sense[..]).unwrap_or(0);
+        let mut buf = [0u8; SCSI_SENSE_BUFFERSIZE];
+        let len = sense.encode(&mut buf).unwrap_or(0);
+        cmd.sense.store(&buf[..len]);
         HostCompletion {
             tag: cmd.tag,
             status: Status::CheckCondition.code(),

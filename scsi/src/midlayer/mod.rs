@@ -1,0 +1,622 @@
+//! The midlayer: command slots indexed by tag, submission, batched completion, retries and
+//! timeouts, on top of any [`ScsiHost`].
+//!
+//! A command lives in the slot of its tag from [`Midlayer::submit`] until the [`Done`] that
+//! [`Midlayer::poll`] returns for it; that is the only way out, so every submitted command
+//! completes exactly once (the counters in [`MidlayerStats`] let tests check it). In between it
+//! may be *parked* (waiting for a sense buffer, for the host to take it, or for a retry delay),
+//! be *in flight* at the host, and go round again on a retry with the same tag, data and sense
+//! buffer, as Linux reuses a `scsi_cmnd` for `scsi_queue_insert`.
+//!
+//! The per-command path does no allocation besides the sense buffer and no formatting: the tag
+//! comes off a stack, the CDB is copied into the slot, and a GOOD completion is recognised from
+//! the status byte alone; sense data is read only for CHECK CONDITION. Completions arrive in
+//! batches from `ScsiHost::poll` into a vector sized `can_queue` at attach time. Timeouts are
+//! found by a sweep over the slots that runs at most every eighth of the shortest timeout seen.
+
+mod block;
+mod error;
+mod scan;
+mod tags;
+
+pub use block::Disk;
+pub use error::ScsiError;
+pub use scan::{ScanReport, ScannedLun};
+pub use tags::TagPool;
+
+use crate::clock::Clock;
+use crate::host::{
+    DataDirection, HostCompletion, HostTemplate, InFlight, SEGMENT_BYTES, ScsiCmd, ScsiHost,
+};
+use crate::sense_alloc::{ReserveFailed, SenseAllocator, SenseMode, SenseStats, SenseStorage};
+use crate::wire::{Cdb, CdbBytes, Lun, SCSI_SENSE_BUFFERSIZE, Tag};
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+use error::{Disposition, classify};
+use pools::ElementAllocator;
+
+/// A logical unit known to the midlayer (an index into its device table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DeviceId(pub u16);
+
+/// Default command timeout (Linux `SD_TIMEOUT`, 30 s).
+pub const DEFAULT_TIMEOUT_NS: u64 = 30_000_000_000;
+/// Default retries (Linux `SD_MAX_RETRIES`).
+pub const DEFAULT_RETRIES: u8 = 5;
+/// Delay before re-offering a command the host or device was too busy to take.
+const BUSY_DELAY_NS: u64 = 10_000;
+
+/// A command to submit.
+#[derive(Debug)]
+pub struct Request {
+    pub device: DeviceId,
+    pub cdb: CdbBytes,
+    pub direction: DataDirection,
+    /// The data buffer (empty for none); returned in [`Done::data`].
+    pub data: Vec<u8>,
+    pub timeout_ns: u64,
+    /// Retries allowed for retryable errors.
+    pub retries: u8,
+    /// Opaque to the midlayer; returned in [`Done::user_data`].
+    pub user_data: u64,
+}
+
+impl Request {
+    /// A request with the direction a CDB implies, default timeout and retries.
+    pub fn new(device: DeviceId, cdb: Cdb, data: Vec<u8>) -> Request {
+        let direction = match cdb {
+            Cdb::Write10(_) | Cdb::Write16(_) => DataDirection::ToDevice,
+            _ if data.is_empty() => DataDirection::None,
+            _ => DataDirection::FromDevice,
+        };
+        Request {
+            device,
+            cdb: cdb.encode(),
+            direction,
+            data,
+            timeout_ns: DEFAULT_TIMEOUT_NS,
+            retries: DEFAULT_RETRIES,
+            user_data: 0,
+        }
+    }
+}
+
+/// A successful command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    pub residual_bytes: u32,
+    /// The device reported RECOVERED ERROR: the data is good.
+    pub recovered: bool,
+    /// Times the command was sent to the host (1 without retries).
+    pub attempts: u8,
+}
+
+/// The one completion of a submitted command.
+#[derive(Debug)]
+pub struct Done {
+    pub tag: Tag,
+    pub user_data: u64,
+    pub result: Result<Completion, ScsiError>,
+    pub data: Vec<u8>,
+}
+
+/// A request the midlayer did not accept, handed back with the reason.
+#[derive(Debug)]
+pub struct Rejected {
+    pub error: ScsiError,
+    pub request: Request,
+}
+
+/// Midlayer counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MidlayerStats {
+    pub submitted: u64,
+    pub completed: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    /// Re-sends counted against a command's retries.
+    pub retries: u64,
+    /// Re-sends after BUSY / TASK SET FULL / host busy (not counted as retries).
+    pub requeues: u64,
+    /// Successful commands whose device reported RECOVERED ERROR.
+    pub recovered: u64,
+    pub timeouts: u64,
+    pub aborts: u64,
+    pub abort_failures: u64,
+    pub host_resets: u64,
+    /// Times a command parked because no sense buffer was available.
+    pub sense_waits: u64,
+    /// Completions for tags that were not in flight (device bugs), dropped.
+    pub bogus_completions: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SlotState {
+    Free,
+    /// Waiting in the deferred queue (sense buffer, host busy, retry delay).
+    Parked,
+    InFlight,
+}
+
+struct Slot<E> {
+    state: SlotState,
+    device: u16,
+    target: u16,
+    lun: Lun,
+    cdb: CdbBytes,
+    direction: DataDirection,
+    data: Vec<u8>,
+    sense: Option<E>,
+    user_data: u64,
+    timeout_ns: u64,
+    /// In flight: when to abort. Parked: when to give up.
+    deadline_ns: u64,
+    /// Parked: not before this time.
+    not_before_ns: u64,
+    /// Parked without a sense buffer: the free generation it last tried at.
+    sense_gen: u64,
+    retries_left: u8,
+    attempts: u8,
+    recovered: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct DeviceState {
+    target: u16,
+    lun: Lun,
+    in_flight: u16,
+    present: bool,
+}
+
+/// The midlayer for one host. `A` supplies sense buffers (see [`crate::sense_alloc`]).
+pub struct Midlayer<H: ScsiHost, A: ElementAllocator, C: Clock>
+where
+    A::Element: SenseStorage,
+{
+    host: H,
+    template: HostTemplate,
+    clock: C,
+    tags: TagPool,
+    slots: Vec<Slot<A::Element>>,
+    sense: SenseAllocator<A>,
+    /// Bumped on every sense-buffer free: parked commands retry allocation only after one.
+    sense_frees: u64,
+    devices: Vec<DeviceState>,
+    host_done: Vec<HostCompletion>,
+    deferred: VecDeque<Tag>,
+    /// Completions found by synchronous helpers for other commands, returned by the next poll.
+    stash: Vec<Done>,
+    now_ns: u64,
+    sweep_interval_ns: u64,
+    next_sweep_ns: u64,
+    stats: MidlayerStats,
+}
+
+/// [`InFlight`] over the slot table, for drivers that deliver sense during `poll`.
+struct SlotView<'a, E> {
+    slots: &'a mut [Slot<E>],
+}
+
+impl<E: SenseStorage> InFlight for SlotView<'_, E> {
+    fn sense_mut(&mut self, tag: Tag) -> Option<&mut dyn SenseStorage> {
+        let slot = self
+            .slots
+            .get_mut(usize::from(tag.0))
+            .filter(|s| s.state == SlotState::InFlight)?;
+        slot.sense.as_mut().map(|s| s as &mut dyn SenseStorage)
+    }
+    fn data_mut(&mut self, tag: Tag) -> Option<&mut [u8]> {
+        let slot = self
+            .slots
+            .get_mut(usize::from(tag.0))
+            .filter(|s| s.state == SlotState::InFlight)?;
+        Some(&mut slot.data[..])
+    }
+}
+
+impl<H: ScsiHost, A: ElementAllocator, C: Clock> Midlayer<H, A, C>
+where
+    A::Element: SenseStorage,
+{
+    /// Attaches to `host`, with sense buffers from `slab` in `mode`.
+    pub fn new(host: H, slab: A, mode: SenseMode, clock: C) -> Result<Self, ReserveFailed> {
+        let template = host.template();
+        let can_queue = template.can_queue.max(1);
+        let sense = SenseAllocator::new(mode, slab, usize::from(can_queue))?;
+        let slots = (0..can_queue)
+            .map(|_| Slot {
+                state: SlotState::Free,
+                device: 0,
+                target: 0,
+                lun: Lun(0),
+                cdb: CdbBytes::default(),
+                direction: DataDirection::None,
+                data: Vec::new(),
+                sense: None,
+                user_data: 0,
+                timeout_ns: 0,
+                deadline_ns: 0,
+                not_before_ns: 0,
+                sense_gen: 0,
+                retries_left: 0,
+                attempts: 0,
+                recovered: false,
+            })
+            .collect();
+        let now_ns = clock.now_ns();
+        Ok(Midlayer {
+            host,
+            template: HostTemplate {
+                can_queue,
+                ..template
+            },
+            clock,
+            tags: TagPool::new(can_queue),
+            slots,
+            sense,
+            sense_frees: 0,
+            devices: Vec::new(),
+            host_done: Vec::with_capacity(usize::from(can_queue)),
+            deferred: VecDeque::with_capacity(usize::from(can_queue)),
+            stash: Vec::new(),
+            now_ns,
+            sweep_interval_ns: DEFAULT_TIMEOUT_NS / 8,
+            next_sweep_ns: now_ns + DEFAULT_TIMEOUT_NS / 8,
+            stats: MidlayerStats::default(),
+        })
+    }
+
+    pub fn template(&self) -> HostTemplate {
+        self.template
+    }
+    pub fn host(&self) -> &H {
+        &self.host
+    }
+    pub fn host_mut(&mut self) -> &mut H {
+        &mut self.host
+    }
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+    pub fn stats(&self) -> MidlayerStats {
+        self.stats
+    }
+    pub fn sense_stats(&self) -> SenseStats {
+        self.sense.stats()
+    }
+    pub fn sense_allocator(&self) -> &SenseAllocator<A> {
+        &self.sense
+    }
+    /// Commands submitted and not yet returned by `poll`.
+    pub fn outstanding(&self) -> usize {
+        self.tags.in_use() + self.stash.len()
+    }
+
+    /// Registers the logical unit at `target`/`lun` (idempotent) and returns its id.
+    pub fn add_device(&mut self, target: u16, lun: Lun) -> DeviceId {
+        if let Some(i) = self
+            .devices
+            .iter()
+            .position(|d| d.target == target && d.lun == lun)
+        {
+            self.devices[i].present = true;
+            return DeviceId(i as u16);
+        }
+        self.devices.push(DeviceState {
+            target,
+            lun,
+            in_flight: 0,
+            present: true,
+        });
+        DeviceId((self.devices.len() - 1) as u16)
+    }
+
+    /// Forgets a device (after a scan found nothing there); ids stay stable.
+    pub fn remove_device(&mut self, device: DeviceId) {
+        if let Some(d) = self.devices.get_mut(usize::from(device.0)) {
+            d.present = false;
+        }
+    }
+
+    /// Largest data buffer one command may carry: `max_sectors` and `sg_tablesize` pages.
+    pub fn max_transfer_bytes(&self) -> usize {
+        let by_sectors = self.template.max_sectors as usize * 512;
+        let by_segments = usize::from(self.template.sg_tablesize) * SEGMENT_BYTES;
+        by_sectors.min(by_segments)
+    }
+
+    /// Submits a command. On `Ok` exactly one [`Done`] with this tag will come from `poll`.
+    pub fn submit(&mut self, request: Request) -> Result<Tag, Rejected> {
+        let reject = |error, request| Err(Rejected { error, request });
+        let Some(device) = self
+            .devices
+            .get(usize::from(request.device.0))
+            .filter(|d| d.present)
+            .copied()
+        else {
+            return reject(ScsiError::NoSuchDevice(request.device), request);
+        };
+        if request.data.len() > self.max_transfer_bytes() {
+            let error = ScsiError::TransferTooLarge {
+                bytes: request.data.len(),
+                max_bytes: self.max_transfer_bytes(),
+            };
+            return reject(error, request);
+        }
+        if device.in_flight >= self.template.cmd_per_lun {
+            return reject(ScsiError::QueueFull, request);
+        }
+        let Some(tag) = self.tags.alloc() else {
+            return reject(ScsiError::QueueFull, request);
+        };
+        self.devices[usize::from(request.device.0)].in_flight += 1;
+        self.stats.submitted += 1;
+        let timeout_ns = request.timeout_ns.max(1);
+        if timeout_ns / 8 < self.sweep_interval_ns {
+            self.sweep_interval_ns = (timeout_ns / 8).max(1);
+            self.next_sweep_ns = self.next_sweep_ns.min(self.now_ns + self.sweep_interval_ns);
+        }
+        let slot = &mut self.slots[usize::from(tag.0)];
+        slot.device = request.device.0;
+        slot.target = device.target;
+        slot.lun = device.lun;
+        slot.cdb = request.cdb;
+        slot.direction = request.direction;
+        slot.data = request.data;
+        slot.user_data = request.user_data;
+        slot.timeout_ns = timeout_ns;
+        slot.retries_left = request.retries;
+        slot.attempts = 0;
+        slot.recovered = false;
+        slot.sense = self.sense.alloc();
+        if slot.sense.is_none() {
+            self.stats.sense_waits += 1;
+            slot.sense_gen = self.sense_frees;
+            self.park(tag, 0, timeout_ns);
+        } else {
+            self.issue(tag);
+        }
+        Ok(tag)
+    }
+
+    /// Parks a command until `not_before_ns`; it fails if still parked after `budget_ns`.
+    fn park(&mut self, tag: Tag, delay_ns: u64, budget_ns: u64) {
+        let slot = &mut self.slots[usize::from(tag.0)];
+        slot.state = SlotState::Parked;
+        slot.not_before_ns = self.now_ns + delay_ns;
+        slot.deadline_ns = self.now_ns.saturating_add(budget_ns);
+        self.deferred.push_back(tag);
+    }
+
+    /// Hands a slot that has its sense buffer to the host (or parks it if the host is busy).
+    fn issue(&mut self, tag: Tag) {
+        let slot = &mut self.slots[usize::from(tag.0)];
+        let Some(sense) = slot.sense.as_mut() else {
+            return;
+        };
+        slot.state = SlotState::InFlight;
+        slot.attempts = slot.attempts.saturating_add(1);
+        slot.deadline_ns = self.now_ns.saturating_add(slot.timeout_ns);
+        let cmd = ScsiCmd {
+            tag,
+            target: slot.target,
+            lun: slot.lun,
+            cdb: &slot.cdb,
+            direction: slot.direction,
+            data: &mut slot.data[..],
+            sense,
+        };
+        if self.host.queue_command(cmd).is_err() {
+            self.stats.requeues += 1;
+            let budget = self.slots[usize::from(tag.0)].timeout_ns;
+            self.park(tag, BUSY_DELAY_NS, budget);
+        }
+    }
+
+    /// Collects finished commands into `out` and returns how many were added. Also re-offers
+    /// parked commands and aborts timed-out ones.
+    pub fn poll(&mut self, out: &mut Vec<Done>) -> usize {
+        let before = out.len();
+        out.append(&mut self.stash);
+        self.now_ns = self.clock.now_ns();
+        let mut view = SlotView {
+            slots: &mut self.slots,
+        };
+        self.host.poll(&mut view, &mut self.host_done);
+        let mut done = core::mem::take(&mut self.host_done);
+        for completion in done.drain(..) {
+            self.finish(completion, out);
+        }
+        self.host_done = done;
+        if !self.deferred.is_empty() {
+            self.run_deferred(out);
+        }
+        if self.now_ns >= self.next_sweep_ns {
+            self.next_sweep_ns = self.now_ns + self.sweep_interval_ns;
+            self.sweep_timeouts(out);
+        }
+        out.len() - before
+    }
+
+    fn finish(&mut self, completion: HostCompletion, out: &mut Vec<Done>) {
+        let tag = completion.tag;
+        let in_flight = self
+            .slots
+            .get(usize::from(tag.0))
+            .is_some_and(|s| s.state == SlotState::InFlight);
+        if !in_flight {
+            self.stats.bogus_completions += 1;
+            return;
+        }
+        let disposition = if completion.status == 0 && completion.host_error.is_none() {
+            Disposition::Success { recovered: false }
+        } else {
+            let mut sense = [0u8; SCSI_SENSE_BUFFERSIZE];
+            if let Some(buf) = &self.slots[usize::from(tag.0)].sense {
+                buf.load(&mut sense);
+            }
+            let len = usize::from(completion.sense_len).min(SCSI_SENSE_BUFFERSIZE);
+            classify(&completion, &sense[..len])
+        };
+        self.dispose(tag, disposition, completion.residual_bytes, out);
+    }
+
+    fn dispose(
+        &mut self,
+        tag: Tag,
+        disposition: Disposition,
+        residual_bytes: u32,
+        out: &mut Vec<Done>,
+    ) {
+        let slot = &mut self.slots[usize::from(tag.0)];
+        match disposition {
+            Disposition::Success { recovered } => {
+                slot.recovered |= recovered;
+                let completion = Completion {
+                    residual_bytes,
+                    recovered: slot.recovered,
+                    attempts: slot.attempts,
+                };
+                self.complete(tag, Ok(completion), out);
+            }
+            Disposition::Retry { delay_ns, error } => {
+                if slot.retries_left == 0 {
+                    self.complete(tag, Err(error), out);
+                    return;
+                }
+                slot.retries_left -= 1;
+                self.stats.retries += 1;
+                if delay_ns == 0 {
+                    self.issue(tag);
+                } else {
+                    let budget = slot.timeout_ns;
+                    self.park(tag, delay_ns, budget);
+                }
+            }
+            Disposition::Requeue { .. } => {
+                self.stats.requeues += 1;
+                let budget = slot.timeout_ns;
+                self.park(tag, BUSY_DELAY_NS, budget);
+            }
+            Disposition::Fail(error) => self.complete(tag, Err(error), out),
+        }
+    }
+
+    /// The single exit of a command: frees its sense buffer and tag and reports it.
+    fn complete(&mut self, tag: Tag, result: Result<Completion, ScsiError>, out: &mut Vec<Done>) {
+        let slot = &mut self.slots[usize::from(tag.0)];
+        slot.state = SlotState::Free;
+        if let Some(buf) = slot.sense.take() {
+            self.sense.free(buf);
+            self.sense_frees += 1;
+        }
+        let data = core::mem::take(&mut slot.data);
+        let user_data = slot.user_data;
+        let device = &mut self.devices[usize::from(slot.device)];
+        device.in_flight -= 1;
+        self.tags.free(tag);
+        self.stats.completed += 1;
+        match &result {
+            Ok(c) => {
+                self.stats.succeeded += 1;
+                self.stats.recovered += u64::from(c.recovered);
+            }
+            Err(_) => self.stats.failed += 1,
+        }
+        out.push(Done {
+            tag,
+            user_data,
+            result,
+            data,
+        });
+    }
+
+    fn run_deferred(&mut self, out: &mut Vec<Done>) {
+        for _ in 0..self.deferred.len() {
+            let Some(tag) = self.deferred.pop_front() else {
+                break;
+            };
+            let slot = &mut self.slots[usize::from(tag.0)];
+            if slot.state != SlotState::Parked {
+                continue;
+            }
+            if self.now_ns >= slot.deadline_ns {
+                let error = if slot.sense.is_none() {
+                    ScsiError::SenseUnavailable
+                } else {
+                    ScsiError::Timeout { tag }
+                };
+                self.stats.timeouts += 1;
+                self.complete(tag, Err(error), out);
+                continue;
+            }
+            if self.now_ns < slot.not_before_ns {
+                self.deferred.push_back(tag);
+                continue;
+            }
+            if slot.sense.is_none() {
+                if slot.sense_gen == self.sense_frees {
+                    self.deferred.push_back(tag);
+                    continue;
+                }
+                slot.sense_gen = self.sense_frees;
+                slot.sense = self.sense.alloc();
+                if slot.sense.is_none() {
+                    self.deferred.push_back(tag);
+                    continue;
+                }
+            }
+            self.issue(tag);
+        }
+    }
+
+    /// Aborts in-flight commands past their deadline; escalates to a host reset if an abort
+    /// fails. A timed-out command is retried while it has retries left.
+    fn sweep_timeouts(&mut self, out: &mut Vec<Done>) {
+        for index in 0..self.slots.len() {
+            let slot = &self.slots[index];
+            if slot.state != SlotState::InFlight || self.now_ns < slot.deadline_ns {
+                continue;
+            }
+            let tag = Tag(index as u16);
+            self.stats.timeouts += 1;
+            self.stats.aborts += 1;
+            if self.host.abort(tag).is_err() {
+                self.stats.abort_failures += 1;
+                self.reset_host(out);
+            }
+            if self.slots[index].state == SlotState::InFlight {
+                self.dispose(
+                    tag,
+                    Disposition::Retry {
+                        delay_ns: 0,
+                        error: ScsiError::Timeout { tag },
+                    },
+                    0,
+                    out,
+                );
+            }
+        }
+    }
+
+    /// Resets the host; every in-flight command is retried or failed with `Host(Reset)`.
+    pub fn reset_host(&mut self, out: &mut Vec<Done>) {
+        self.stats.host_resets += 1;
+        self.host.reset();
+        for index in 0..self.slots.len() {
+            if self.slots[index].state == SlotState::InFlight {
+                let error = ScsiError::Host(crate::host::HostError::Reset);
+                // Park rather than issue: the slot loop must not see a command twice.
+                let slot = &mut self.slots[index];
+                if slot.retries_left == 0 {
+                    self.complete(Tag(index as u16), Err(error), out);
+                } else {
+                    slot.retries_left -= 1;
+                    self.stats.retries += 1;
+                    let budget = slot.timeout_ns;
+                    self.park(Tag(index as u16), 0, budget);
+                }
+            }
+        }
+    }
+}
