@@ -1,0 +1,1 @@
+//! The virtio-scsi device on virtio-drivers (in progress).
