@@ -2,9 +2,13 @@
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
 use scsi::clock::ManualClock;
+use scsi::host::{
+    AbortFailed, HostCompletion, HostTemplate, InFlight, QueueError, ScsiCmd, ScsiHost,
+};
 use scsi::midlayer::{Disk, Done, Midlayer, Request, ScanReport};
 use scsi::sense_alloc::{HeapSense, SenseMode};
 use scsi::target::ScsiDebug;
+use scsi::wire::{Sense, SenseFormat, SenseKey, Status, Tag};
 
 pub type Stack = Midlayer<ScsiDebug<ManualClock>, HeapSense, ManualClock>;
 
@@ -48,17 +52,128 @@ pub fn run_all(stack: &mut Stack, mut requests: Vec<Request>) -> Vec<Done> {
 
 /// Exactly-once bookkeeping: everything submitted completed, nothing left anywhere.
 pub fn assert_quiescent(stack: &Stack) {
+    assert_midlayer_quiescent(stack);
+    assert_target_quiescent(stack.host());
+}
+
+pub fn assert_midlayer_quiescent<H: ScsiHost>(stack: &Midlayer<H, HeapSense, ManualClock>) {
     let m = stack.stats();
     assert_eq!(m.submitted, m.completed, "{m:?}");
     assert_eq!(m.succeeded + m.failed, m.completed, "{m:?}");
     assert_eq!(stack.outstanding(), 0);
-    assert_eq!(stack.host().outstanding(), 0, "target still holds commands");
-    let t = stack.host().stats();
+    assert_eq!(stack.sense_stats().in_use, 0, "sense buffers leaked");
+}
+
+pub fn assert_target_quiescent(target: &ScsiDebug<ManualClock>) {
+    assert_eq!(target.outstanding(), 0, "target still holds commands");
+    let t = target.stats();
     assert_eq!(
         t.commands,
         t.completions + t.aborted + t.reset_dropped,
         "{t:?}"
     );
-    assert_eq!(stack.sense_stats().in_use, 0, "sense buffers leaked");
-    assert_eq!(m.bogus_completions, 0);
+}
+
+/// A host wrapper that misbehaves on request, for error classes scsi_debug does not produce.
+pub struct Meddler<H> {
+    pub inner: H,
+    /// Answer this opcode with ILLEGAL REQUEST / INVALID COMMAND OPERATION CODE itself.
+    pub reject_opcode: Option<u8>,
+    /// Answer this many commands with BUSY status before passing any through.
+    pub busy: u32,
+    /// Make every abort fail (forcing a host reset).
+    pub abort_fails: bool,
+    /// Report one completion for a tag that is not in flight.
+    pub bogus_once: bool,
+    own: Vec<HostCompletion>,
+}
+
+impl<H> Meddler<H> {
+    pub fn new(inner: H) -> Self {
+        Meddler {
+            inner,
+            reject_opcode: None,
+            busy: 0,
+            abort_fails: false,
+            bogus_once: false,
+            own: Vec::new(),
+        }
+    }
+}
+
+impl<H: ScsiHost> ScsiHost for Meddler<H> {
+    fn template(&self) -> HostTemplate {
+        self.inner.template()
+    }
+    fn queue_command(&mut self, cmd: ScsiCmd<'_>) -> Result<(), QueueError> {
+        if self.busy > 0 {
+            self.busy -= 1;
+            self.own.push(HostCompletion {
+                status: Status::Busy.code(),
+                ..HostCompletion::good(cmd.tag)
+            });
+            return Ok(());
+        }
+        if Some(cmd.cdb.as_slice()[0]) == self.reject_opcode {
+            let mut buf = [0u8; 32];
+            let len = Sense::new(SenseFormat::Fixed, SenseKey::IllegalRequest, 0x20, 0)
+                .encode(&mut buf)
+                .unwrap();
+            cmd.sense.store(&buf[..len]);
+            self.own.push(HostCompletion {
+                status: Status::CheckCondition.code(),
+                sense_len: len as u8,
+                ..HostCompletion::good(cmd.tag)
+            });
+            return Ok(());
+        }
+        self.inner.queue_command(cmd)
+    }
+    fn poll(&mut self, inflight: &mut dyn InFlight, done: &mut Vec<HostCompletion>) -> usize {
+        let own = self.own.len();
+        done.append(&mut self.own);
+        let mut n = own + self.inner.poll(inflight, done);
+        if self.bogus_once && n > 0 {
+            self.bogus_once = false;
+            done.push(HostCompletion::good(Tag(
+                self.inner.template().can_queue - 1
+            )));
+            n += 1;
+        }
+        n
+    }
+    fn abort(&mut self, tag: Tag) -> Result<(), AbortFailed> {
+        if self.abort_fails {
+            Err(AbortFailed(tag))
+        } else {
+            self.inner.abort(tag)
+        }
+    }
+    fn reset(&mut self) {
+        self.own.clear();
+        self.inner.reset();
+    }
+}
+
+pub type Meddled = Midlayer<Meddler<ScsiDebug<ManualClock>>, HeapSense, ManualClock>;
+
+pub fn meddled(params: &str, setup: impl FnOnce(&mut Meddler<ScsiDebug<ManualClock>>)) -> Meddled {
+    let clock = ManualClock::new(10_000);
+    let target = ScsiDebug::from_params(params, clock.clone()).expect("valid parameters");
+    let mut host = Meddler::new(target);
+    setup(&mut host);
+    Midlayer::new(host, HeapSense::new(), SenseMode::Mempool(2), clock).expect("reserve")
+}
+
+/// Deterministic pseudo-random bytes (xorshift), so a failing test reproduces.
+pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
 }

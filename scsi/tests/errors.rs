@@ -1,0 +1,270 @@
+//! Every error class the midlayer handles, driven end to end: what succeeds after retries, what
+//! fails with which typed error, and that every command still completes exactly once.
+
+mod common;
+
+use common::*;
+use scsi::host::HostError;
+use scsi::midlayer::{Request, ScsiError};
+use scsi::target::{
+    MEDIUM_ERR_ADDR, OPT_MEDIUM_ERR, OPT_RECOVERED_ERR, OPT_TIMEOUT, OPT_UNIT_ATTENTION,
+};
+use scsi::wire::{BlockCount, Cdb, CdbBytes, Lba, Lun, SenseKey};
+
+fn read_request(disk: &scsi::midlayer::Disk, lba: u64, blocks: u32) -> Request {
+    let data = vec![0u8; blocks as usize * disk.block_len as usize];
+    Request::new(disk.device, Cdb::read(Lba(lba), BlockCount(blocks)), data)
+}
+
+#[test]
+fn medium_error_fails_with_key_asc_ascq_and_lba_without_retrying() {
+    for params in ["opts=2 delay=0", "opts=2 delay=0 dsense=1"] {
+        let mut stack = stack(params);
+        let (_, disk) = scan_one(&mut stack);
+        let retries = stack.stats().retries;
+        let (result, _) = stack.execute(read_request(&disk, MEDIUM_ERR_ADDR - 4, 8));
+        assert_eq!(
+            result,
+            Err(ScsiError::CheckCondition {
+                key: SenseKey::MediumError,
+                asc: 0x11,
+                ascq: 0x00,
+                information: Some(MEDIUM_ERR_ADDR)
+            }),
+            "{params}"
+        );
+        assert_eq!(
+            stack.stats().retries,
+            retries,
+            "unrecovered read errors are not retried"
+        );
+        // Outside the bad range reads work, and writes are unaffected.
+        assert!(stack.execute(read_request(&disk, 0, 8)).0.is_ok());
+        assert_eq!(stack.host().stats().medium_errors, 1);
+        assert_quiescent(&stack);
+    }
+    assert_eq!(OPT_MEDIUM_ERR, 2);
+}
+
+#[test]
+fn recovered_errors_count_as_success() {
+    let mut stack = stack("delay=0");
+    let (_, disk) = scan_one(&mut stack);
+    stack.host_mut().set_injection(3, OPT_RECOVERED_ERR);
+    let requests = (0..30).map(|i| read_request(&disk, i * 8, 8)).collect();
+    let done = run_all(&mut stack, requests);
+    assert!(done.iter().all(|d| d.result.is_ok()));
+    let recovered = done
+        .iter()
+        .filter(|d| d.result.as_ref().unwrap().recovered)
+        .count();
+    assert_eq!(recovered, 10);
+    assert_eq!(stack.stats().recovered, 10);
+    assert_eq!(stack.host().stats().injected_recovered, 10);
+    assert_eq!(stack.sense_stats().in_use, 0);
+    assert_quiescent(&stack);
+}
+
+#[test]
+fn injected_unit_attentions_are_retried() {
+    let mut stack = stack("delay=0");
+    let (_, disk) = scan_one(&mut stack);
+    let retries = stack.stats().retries;
+    stack.host_mut().set_injection(4, OPT_UNIT_ATTENTION);
+    let requests = (0..40).map(|i| read_request(&disk, i, 1)).collect();
+    let done = run_all(&mut stack, requests);
+    assert!(
+        done.iter().all(|d| d.result.is_ok()),
+        "UNIT ATTENTION is retryable"
+    );
+    let injected = stack.host().stats().injected_unit_attentions;
+    assert!(injected >= 10);
+    assert_eq!(stack.stats().retries - retries, injected);
+    assert_quiescent(&stack);
+}
+
+#[test]
+fn illegal_requests_fail_with_their_codes() {
+    let mut stack = stack("delay=0");
+    let (_, disk) = scan_one(&mut stack);
+    let mut raw = Request::new(disk.device, Cdb::TestUnitReady, Vec::new());
+    raw.cdb = CdbBytes::from_slice(&[0xc5, 0, 0, 0, 0, 0]).unwrap();
+    let illegal = |asc| ScsiError::CheckCondition {
+        key: SenseKey::IllegalRequest,
+        asc,
+        ascq: 0,
+        information: None,
+    };
+    assert_eq!(stack.execute(raw).0, Err(illegal(0x20)));
+    // LBA out of range, reported by the device (the raw path skips the block API's check).
+    let (result, _) = stack.execute(read_request(&disk, disk.blocks, 1));
+    assert_eq!(
+        result,
+        Err(ScsiError::CheckCondition {
+            key: SenseKey::IllegalRequest,
+            asc: 0x21,
+            ascq: 0,
+            information: Some(disk.blocks)
+        })
+    );
+    // A LUN that does not exist.
+    let ghost = stack.add_device(0, Lun(5));
+    assert_eq!(
+        stack
+            .execute(Request::new(ghost, Cdb::TestUnitReady, Vec::new()))
+            .0,
+        Err(illegal(0x25))
+    );
+    // A target that does not exist.
+    let nowhere = stack.add_device(7, Lun(0));
+    assert_eq!(
+        stack
+            .execute(Request::new(nowhere, Cdb::TestUnitReady, Vec::new()))
+            .0,
+        Err(ScsiError::Host(HostError::NoConnect))
+    );
+    assert_quiescent(&stack);
+}
+
+#[test]
+fn stopped_unit_is_not_ready() {
+    let mut stack = stack("delay=0");
+    let (_, disk) = scan_one(&mut stack);
+    let stop = Cdb::StartStopUnit {
+        immed: false,
+        power_condition: 0,
+        loej: false,
+        start: false,
+    };
+    assert!(
+        stack
+            .execute(Request::new(disk.device, stop, Vec::new()))
+            .0
+            .is_ok()
+    );
+    let (result, _) = stack.execute(read_request(&disk, 0, 1));
+    assert_eq!(result.unwrap_err().sense_key(), Some(SenseKey::NotReady));
+    // A rescan's spin-up sends START STOP UNIT and the disk comes back.
+    let report = stack.scan();
+    assert!(report.luns[0].disk.is_some(), "{:?}", report.errors);
+    assert!(stack.execute(read_request(&disk, 0, 1)).0.is_ok());
+    assert_quiescent(&stack);
+}
+
+#[test]
+fn timeouts_are_aborted_and_retried() {
+    let mut stack = stack("delay=0");
+    let (_, disk) = scan_one(&mut stack);
+    stack.host_mut().set_injection(3, OPT_TIMEOUT);
+    let requests = (0..12)
+        .map(|i| {
+            let mut r = read_request(&disk, i, 1);
+            r.timeout_ns = 1_000_000;
+            r
+        })
+        .collect();
+    let done = run_all(&mut stack, requests);
+    assert!(
+        done.iter().all(|d| d.result.is_ok()),
+        "each timed-out command succeeded on retry"
+    );
+    let m = stack.stats();
+    let t = stack.host().stats();
+    assert!(t.injected_timeouts >= 4);
+    assert_eq!(m.timeouts, t.injected_timeouts);
+    assert_eq!(m.aborts, t.aborted);
+    assert_quiescent(&stack);
+}
+
+#[test]
+fn a_command_that_always_times_out_fails_after_its_retries() {
+    let mut stack = stack("delay=0");
+    let (_, disk) = scan_one(&mut stack);
+    stack.host_mut().set_injection(-1, OPT_TIMEOUT);
+    let mut request = read_request(&disk, 0, 1);
+    request.timeout_ns = 1_000_000;
+    request.retries = 2;
+    let (result, _) = stack.execute(request);
+    assert!(
+        matches!(result, Err(ScsiError::Timeout { .. })),
+        "{result:?}"
+    );
+    assert_eq!(stack.host().stats().injected_timeouts, 3);
+    assert_eq!(stack.stats().aborts, 3);
+    assert_quiescent(&stack);
+}
+
+#[test]
+fn failed_abort_escalates_to_host_reset() {
+    let mut stack = meddled("delay=0", |h| h.abort_fails = true);
+    let (_, disk) = {
+        let report = stack.scan();
+        let disk = report.luns[0].disk.unwrap();
+        (report, disk)
+    };
+    stack.host_mut().inner.set_injection(5, OPT_TIMEOUT);
+    let mut done = Vec::new();
+    for i in 0..8 {
+        let mut r = read_request(&disk, i, 1);
+        r.timeout_ns = 1_000_000;
+        stack.submit(r).unwrap();
+    }
+    while done.len() < 8 {
+        if stack.poll(&mut done) == 0 {
+            stack.clock().advance(100_000);
+        }
+    }
+    assert!(done.iter().all(|d| d.result.is_ok()), "{done:?}");
+    let m = stack.stats();
+    assert!(
+        m.host_resets >= 1 && m.abort_failures == m.host_resets,
+        "{m:?}"
+    );
+    assert!(stack.host().inner.stats().resets >= 1);
+    assert_midlayer_quiescent(&stack);
+    assert_target_quiescent(&stack.host().inner);
+}
+
+#[test]
+fn busy_is_requeued_without_spending_retries() {
+    let mut stack = meddled("delay=0", |_| {});
+    let report = stack.scan();
+    let disk = report.luns[0].disk.unwrap();
+    let retries = stack.stats().retries;
+    stack.host_mut().busy = 6;
+    let (result, _) = stack.execute(read_request(&disk, 0, 1));
+    assert!(result.is_ok());
+    assert_eq!(stack.stats().retries, retries);
+    assert!(stack.stats().requeues >= 6);
+    assert_midlayer_quiescent(&stack);
+}
+
+#[test]
+fn completions_for_unknown_tags_are_dropped() {
+    let mut stack = meddled("delay=0", |h| h.bogus_once = true);
+    let report = stack.scan();
+    assert_eq!(report.luns.len(), 1);
+    assert_eq!(stack.stats().bogus_completions, 1);
+    assert_midlayer_quiescent(&stack);
+}
+
+#[test]
+fn report_luns_failure_falls_back_to_sequential_scan() {
+    let mut stack = meddled("max_luns=3 delay=0", |h| h.reject_opcode = Some(0xa0));
+    let report = stack.scan();
+    assert_eq!(report.sequential_fallbacks, 1);
+    assert_eq!(report.luns.len(), 3, "{:?}", report.errors);
+    assert!(report.luns.iter().all(|l| l.disk.is_some()));
+}
+
+#[test]
+fn read_capacity_16_failure_falls_back_to_10() {
+    let mut stack = meddled("dev_size_mb=3 delay=0", |h| h.reject_opcode = Some(0x9e));
+    let report = stack.scan();
+    assert_eq!(
+        report.luns[0].disk.map(|d| d.blocks),
+        Some(3 * 2048),
+        "{:?}",
+        report.errors
+    );
+}
