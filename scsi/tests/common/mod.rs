@@ -177,3 +177,15 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
         })
         .collect()
 }
+
+/// [`assert_midlayer_quiescent`] for any host and sense allocator.
+pub fn assert_midlayer_quiescent_any<H: ScsiHost, A: pools::ElementAllocator>(
+    stack: &Midlayer<H, A, ManualClock>,
+) where
+    A::Element: scsi::sense_alloc::SenseStorage,
+{
+    let m = stack.stats();
+    assert_eq!(m.submitted, m.completed, "{m:?}");
+    assert_eq!(stack.outstanding(), 0);
+    assert_eq!(stack.sense_stats().in_use, 0, "sense buffers leaked");
+}
