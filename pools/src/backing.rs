@@ -3,7 +3,7 @@
 //! A pool never touches a page allocator directly: it asks a [`Backing`] for *chunks*, each a
 //! CPU pointer plus the bus address the device uses for the same bytes, optionally placed on a
 //! NUMA node. The kernel implements the trait over its frame allocator (identity mapped, so
-//! the two addresses coincide there); the host implementation in [`crate::host`] offsets the
+//! the two addresses coincide there); the host implementation in the `host` module offsets the
 //! bus address by a large constant so that code which confuses the two fails loudly in tests.
 //!
 //! [`DmaAddr`] and [`NodeId`] are newtypes so that a bus address can never be passed where a

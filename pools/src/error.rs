@@ -117,6 +117,13 @@ pub enum PoolError {
         /// The bad link value.
         link: u64,
     },
+    /// The pool's own bookkeeping disagrees with itself: a bug in `pools`, reported rather
+    /// than acted on. The pool refuses the operation and changes nothing.
+    #[error("pool bookkeeping inconsistent: {what}")]
+    Inconsistent {
+        /// What was found.
+        what: &'static str,
+    },
     /// A per-node set has no pool for this node.
     #[error("no pool for {node}")]
     NoSuchNode {

@@ -29,7 +29,7 @@ pub type HostRawMutex = spin::mutex::SpinMutex<(), spin::relax::Yield>;
 
 const UNLIMITED: usize = usize::MAX;
 
-/// Heap-backed [`Backing`] with fake bus addresses. See the [module docs](self).
+/// Heap-backed [`Backing`] with fake bus addresses. See the [module docs](crate::host).
 pub struct HostBacking {
     node: Option<NodeId>,
     /// Chunks still allowed before failing; `UNLIMITED` for no limit.

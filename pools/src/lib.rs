@@ -3,7 +3,7 @@
 //!
 //! Everything here is `no_std` + `alloc` and is pure logic over two small traits the kernel
 //! implements: [`backing::Backing`] supplies coherent DMA chunks (CPU pointer + bus address),
-//! and `lock_api::RawMutex` supplies the lock. The host implementations in [`host`] (feature
+//! and `lock_api::RawMutex` supplies the lock. The host implementations in the `host` module (feature
 //! `std`) let every pool be tested and benchmarked as a normal program, with fake bus
 //! addresses that differ from CPU addresses so that mixing them up is caught.
 //!
@@ -14,7 +14,7 @@
 //!
 //! Modules: [`backing`] (the memory trait, [`DmaAddr`], [`NodeId`]), [`dmapool`] (pools and
 //! node sets), [`slab`] (kmem_cache-like object cache), [`mempool`] (reserve with Linux
-//! semantics), [`poolinfo`] (the sysfs `pools` file format), [`bench`] (the benchmark
+//! semantics), [`poolinfo`] (the sysfs `pools` file format), [`bench`](mod@bench) (the benchmark
 //! workload shared by host and guest).
 #![no_std]
 

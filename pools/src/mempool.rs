@@ -117,7 +117,7 @@ struct Reserve<E> {
     min_nr: usize,
 }
 
-/// A reserve of elements in front of an allocator. See the [module docs](self).
+/// A reserve of elements in front of an allocator. See the [module docs](crate::mempool).
 pub struct Mempool<A: ElementAllocator, W: Waiter = SpinWaiter, R: RawMutex = DefaultRawMutex> {
     allocator: A,
     waiter: W,

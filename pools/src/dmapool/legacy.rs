@@ -36,7 +36,8 @@ struct LegacyPage {
     offset: usize,
 }
 
-/// The pre-6.4 algorithm. See the [module docs](self).
+/// The pre-6.4 Linux dmapool algorithm (page list, in-block per-page free lists), the
+/// baseline; see [`crate::dmapool`].
 pub struct Legacy<B: Backing> {
     config: PoolConfig,
     geo: Geometry,

@@ -31,6 +31,7 @@
 //! [`DmaPool::free_cpu`] give it back; those are the paths where double frees and foreign
 //! addresses are detected and reported as [`PoolError`]s.
 
+mod free_list;
 mod geometry;
 mod legacy;
 mod node_set;
@@ -41,10 +42,11 @@ mod scalable;
 use alloc::string::String;
 use core::ptr::NonNull;
 
+pub use free_list::{FreeList, InBlock, SideStack};
 pub use legacy::Legacy;
 pub use node_set::{CurrentNode, NodePoolSet};
 pub use pool::{DefaultRawMutex, DmaBlock, DmaPool};
-pub use scalable::{FreeList, InBlock, Scalable, SideStack};
+pub use scalable::Scalable;
 
 use crate::backing::{Backing, DmaAddr, NodeId};
 use crate::error::PoolError;

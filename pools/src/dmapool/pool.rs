@@ -22,7 +22,8 @@ use crate::raw;
 /// The lock used when none is named: a `spin` spin lock.
 pub type DefaultRawMutex = spin::mutex::SpinMutex<()>;
 
-/// A DMA pool shared between threads. See the [module docs](self).
+/// A DMA pool shared between threads: an algorithm behind a kernel-supplied lock, handing
+/// out owning [`DmaBlock`]s or raw [`RawBlock`]s (see [`crate::dmapool`]).
 pub struct DmaPool<A: PoolAlgorithm, R: RawMutex = DefaultRawMutex> {
     inner: Mutex<R, A>,
     size: usize,

@@ -19,143 +19,10 @@ use crate::backing::{Backing, DmaAddr};
 use crate::error::PoolError;
 use crate::raw;
 
-mod sealed {
-    pub trait Sealed {}
-}
+use super::free_list::{FreeList, SideStack};
 
-/// Where a [`Scalable`] pool keeps its stack of free block keys. Sealed.
-pub trait FreeList: sealed::Sealed + Default + Send {
-    /// Name for benchmark output.
-    const NAME: &'static str;
-    /// Bytes at the start of a free block that the list owns (not poisoned in debug mode).
-    const IN_BLOCK_BYTES: usize;
-
-    /// Pushes a free block.
-    ///
-    /// # Safety
-    /// `block` points to the free block named by `key`, at least 16 writable bytes that the
-    /// pool owns until the key is popped again.
-    unsafe fn push(&mut self, key: u32, block: NonNull<u8>);
-
-    /// Pops a free key. `resolve(key)` gives the block's address when `key` names a free
-    /// block of the pool, else `None`. `Err(link)` reports a corrupted link (in-block only).
-    fn pop(&mut self, resolve: impl Fn(u32) -> Option<NonNull<u8>>) -> Result<Option<u32>, u64>;
-
-    /// Number of free keys held.
-    fn len(&self) -> usize;
-
-    /// Whether no free key is held.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The key that `pop` would return next.
-    fn peek(&self) -> Option<u32>;
-
-    /// The free keys, for the invariant walker (may stop early on a corrupted link).
-    fn keys(&self, resolve: impl Fn(u32) -> Option<NonNull<u8>>) -> Vec<u32>;
-}
-
-/// Free keys on a stack in ordinary memory: nothing in block memory is ever read back.
-#[derive(Default)]
-pub struct SideStack(Vec<u32>);
-
-impl sealed::Sealed for SideStack {}
-
-impl FreeList for SideStack {
-    const NAME: &'static str = "scalable";
-    const IN_BLOCK_BYTES: usize = 0;
-
-    #[inline]
-    unsafe fn push(&mut self, key: u32, _block: NonNull<u8>) {
-        self.0.push(key);
-    }
-
-    #[inline]
-    fn pop(&mut self, _resolve: impl Fn(u32) -> Option<NonNull<u8>>) -> Result<Option<u32>, u64> {
-        Ok(self.0.pop())
-    }
-
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    fn peek(&self) -> Option<u32> {
-        self.0.last().copied()
-    }
-
-    fn keys(&self, _resolve: impl Fn(u32) -> Option<NonNull<u8>>) -> Vec<u32> {
-        self.0.clone()
-    }
-}
-
-/// Linux 6.4's layout: each free block's first 8 bytes hold the key of the next free block.
-pub struct InBlock {
-    head: u32,
-    len: usize,
-}
-
-const NIL: u32 = u32::MAX;
-
-impl Default for InBlock {
-    fn default() -> Self {
-        Self { head: NIL, len: 0 }
-    }
-}
-
-impl sealed::Sealed for InBlock {}
-
-impl FreeList for InBlock {
-    const NAME: &'static str = "inblock";
-    const IN_BLOCK_BYTES: usize = 8;
-
-    unsafe fn push(&mut self, key: u32, block: NonNull<u8>) {
-        // SAFETY: the caller guarantees `block` is a free block of ≥ 16 bytes the pool owns.
-        unsafe { raw::write_u64(block, u64::from(self.head)) };
-        self.head = key;
-        self.len += 1;
-    }
-
-    fn pop(&mut self, resolve: impl Fn(u32) -> Option<NonNull<u8>>) -> Result<Option<u32>, u64> {
-        if self.head == NIL {
-            return Ok(None);
-        }
-        let key = self.head;
-        let block = resolve(key).ok_or(u64::from(key))?;
-        // SAFETY: `resolve` returned the address of a free block of this pool, ≥ 16 bytes.
-        let link = unsafe { raw::read_u64(block) };
-        // The link lives where a device can write: accept only NIL or a free block's key.
-        let next = u32::try_from(link).map_err(|_| link)?;
-        if next != NIL && resolve(next).is_none() {
-            return Err(link);
-        }
-        self.head = next;
-        self.len -= 1;
-        Ok(Some(key))
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    fn peek(&self) -> Option<u32> {
-        (self.head != NIL).then_some(self.head)
-    }
-
-    fn keys(&self, resolve: impl Fn(u32) -> Option<NonNull<u8>>) -> Vec<u32> {
-        let mut keys = Vec::new();
-        let mut key = self.head;
-        while key != NIL && keys.len() <= self.len {
-            keys.push(key);
-            let Some(block) = resolve(key) else { break };
-            // SAFETY: `resolve` returned the address of a free block of this pool.
-            key = u32::try_from(unsafe { raw::read_u64(block) }).unwrap_or(NIL);
-        }
-        keys
-    }
-}
-
-/// The scalable pool algorithm. See the [module docs](self).
+/// The scalable pool algorithm: O(1) alloc and free with side-table bookkeeping; see
+/// [`crate::dmapool`].
 pub struct Scalable<B: Backing, F: FreeList = SideStack> {
     config: PoolConfig,
     geo: Geometry,
@@ -291,9 +158,9 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
 
     fn release_at(&mut self, page: usize, index: usize) -> Result<(), PoolError> {
         let key = self.geo.key(page, index);
-        let (cpu, dma) = self
-            .locate(key)
-            .ok_or(PoolError::TooManyPages { max_pages: 0 })?;
+        let (cpu, dma) = self.locate(key).ok_or(PoolError::Inconsistent {
+            what: "located page has no block",
+        })?;
         self.release(key, cpu, dma)
     }
 
@@ -331,8 +198,8 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
             Some(key) => key,
             None => {
                 self.grow()?;
-                self.pop_free()?.ok_or(PoolError::TooManyPages {
-                    max_pages: self.geo.max_pages(),
+                self.pop_free()?.ok_or(PoolError::Inconsistent {
+                    what: "new page added no free block",
                 })?
             }
         };

@@ -187,10 +187,14 @@ impl<B: Backing> SlabCore<B> {
         };
         let per_slab = self.per_slab;
         let Some(slab) = self.slots[id as usize].as_mut() else {
-            return Err(PoolError::TooManyPages { max_pages: 0 });
+            return Err(PoolError::Inconsistent {
+                what: "listed slab has no slot",
+            });
         };
         let Some(index) = slab.free.pop() else {
-            return Err(PoolError::TooManyPages { max_pages: 0 });
+            return Err(PoolError::Inconsistent {
+                what: "partial or empty slab has no free object",
+            });
         };
         let index = usize::from(index);
         slab.flip_live(index);
