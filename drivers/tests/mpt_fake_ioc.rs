@@ -165,7 +165,7 @@ fn chained_write_then_read_moves_the_bytes() {
     let cdb = rw10(0x2A, 100, 64);
     let io = ScsiIo {
         target: 0,
-        lun: 0,
+        lun: [0; 8],
         cdb: &cdb,
         direction: DataDirection::Write,
         segments: &out_segs,
@@ -215,7 +215,7 @@ fn check_condition_comes_back_with_truncated_autosense() {
     let cdb = [0xFFu8, 0, 0, 0, 0, 0];
     let io = ScsiIo {
         target: 0,
-        lun: 0,
+        lun: [0; 8],
         cdb: &cdb,
         direction: DataDirection::None,
         segments: &[],
@@ -252,7 +252,7 @@ fn missing_target_is_an_ioc_status_not_a_hang() {
     let cdb = [0u8; 6];
     let io = ScsiIo {
         target: 5,
-        lun: 0,
+        lun: [0; 8],
         cdb: &cdb,
         direction: DataDirection::None,
         segments: &[],
@@ -279,7 +279,7 @@ fn outstanding_requests_never_exceed_credits_or_the_fifo() {
     let err = loop {
         let io = ScsiIo {
             target: 0,
-            lun: 0,
+            lun: [0; 8],
             cdb: &cdb,
             direction: DataDirection::None,
             segments: &[],
@@ -307,7 +307,7 @@ fn outstanding_requests_never_exceed_credits_or_the_fifo() {
     assert_eq!(rig.ioc.model().max_request_fifo, 127);
     // The slot kept back for task management still works at full load.
     rig.mpt
-        .submit_task_mgmt(0, 0, TaskMgmt::LogicalUnitReset, 999)
+        .submit_task_mgmt(0, [0; 8], TaskMgmt::LogicalUnitReset, 999)
         .expect("TM slot");
     rig.ioc.model().hold_requests = false;
     let mut done = Vec::new();
@@ -336,7 +336,7 @@ fn abort_task_terminates_the_stuck_command() {
     let cdb = [0u8; 6];
     let io = ScsiIo {
         target: 0,
-        lun: 0,
+        lun: [0; 8],
         cdb: &cdb,
         direction: DataDirection::None,
         segments: &[],
@@ -347,7 +347,7 @@ fn abort_task_terminates_the_stuck_command() {
     let bystander = rig.mpt.submit(&ScsiIo { tag: 12, ..io }).unwrap();
     assert_ne!(victim, bystander);
     rig.mpt
-        .submit_task_mgmt(0, 0, TaskMgmt::AbortTask { context: victim }, 11)
+        .submit_task_mgmt(0, [0; 8], TaskMgmt::AbortTask { context: victim }, 11)
         .unwrap();
     let mut done = Vec::new();
     rig.mpt.poll(|c| done.push(c)).unwrap();
@@ -392,7 +392,7 @@ fn unknown_and_stale_contexts_are_errors_then_recovery_fails_outstanding_command
     let cdb = [0u8; 6];
     let io = ScsiIo {
         target: 0,
-        lun: 0,
+        lun: [0; 8],
         cdb: &cdb,
         direction: DataDirection::None,
         segments: &[],
@@ -448,7 +448,7 @@ fn inflated_transfer_count_fails_that_command_only() {
     let cdb = rw10(0x28, 0, 1);
     let io = ScsiIo {
         target: 0,
-        lun: 0,
+        lun: [0; 8],
         cdb: &cdb,
         direction: DataDirection::Read,
         segments: &segs,
@@ -477,7 +477,7 @@ fn fault_is_reported_and_recovered() {
     let cdb = [0u8; 6];
     let io = ScsiIo {
         target: 0,
-        lun: 0,
+        lun: [0; 8],
         cdb: &cdb,
         direction: DataDirection::None,
         segments: &[],
@@ -527,7 +527,7 @@ fn chain_pool_exhaustion_is_a_retryable_value() {
     let cdb = rw10(0x28, 0, 30);
     let io = ScsiIo {
         target: 0,
-        lun: 0,
+        lun: [0; 8],
         cdb: &cdb,
         direction: DataDirection::Read,
         segments: &segs,
@@ -561,7 +561,7 @@ fn shutdown_stops_the_ioc_and_returns_the_chain_frames() {
     let cdb = rw10(0x28, 0, 30);
     let io = ScsiIo {
         target: 0,
-        lun: 0,
+        lun: [0; 8],
         cdb: &cdb,
         direction: DataDirection::Read,
         segments: &segs,

@@ -12,6 +12,7 @@
 mod coherent;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
+pub mod mapping;
 mod pooled;
 
 pub use coherent::CoherentRegion;

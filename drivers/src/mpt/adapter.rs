@@ -275,6 +275,12 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         self.operational
     }
 
+    /// Busy-waits `us` microseconds on the adapter's delay source (for bounded waits
+    /// built on [`Mpt::poll`]).
+    pub fn pause_us(&mut self, us: u32) {
+        self.delay.delay_us(us);
+    }
+
     /// The chain pool (for its statistics).
     pub fn chain_pool(&self) -> &P {
         &self.pool

@@ -19,8 +19,8 @@ pub enum DataDirection {
 pub struct ScsiIo<'a> {
     /// Target id on bus 0.
     pub target: u8,
-    /// Logical unit (single-level; QEMU serves LUN 0 only).
-    pub lun: u16,
+    /// The 8-byte SAM LUN (QEMU reads byte 1 and serves LUN 0 only).
+    pub lun: [u8; 8],
     /// CDB, at most 16 bytes.
     pub cdb: &'a [u8],
     /// Direction of the data.

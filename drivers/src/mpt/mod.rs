@@ -19,6 +19,7 @@ pub mod adapter;
 pub mod command;
 pub mod error;
 pub mod handshake;
+pub mod host;
 pub mod ioc;
 pub mod mpi;
 pub mod queue;

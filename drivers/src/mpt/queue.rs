@@ -65,18 +65,6 @@ fn context_of(slot: usize, generation: u32) -> u32 {
     ((generation & GENERATION_MASK) << 16) | slot as u32
 }
 
-fn lun_bytes(lun: u16) -> [u8; 8] {
-    let mut bytes = [0u8; 8];
-    if lun < 256 {
-        bytes[1] = lun as u8;
-    } else {
-        // SAM flat-space addressing for LUNs above 255.
-        bytes[0] = 0x40 | ((lun >> 8) as u8 & 0x3F);
-        bytes[1] = lun as u8;
-    }
-    bytes
-}
-
 impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
     fn take_slot(&mut self, kind: Kind) -> Result<usize, MptError> {
         if !self.operational {
@@ -146,7 +134,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             cdb_length: io.cdb.len() as u8,
             sense_buffer_length: sense.len_bytes as u8,
             msg_context: context_of(slot, self.slots[slot].generation).into(),
-            lun: lun_bytes(io.lun),
+            lun: io.lun,
             control: (ctl | control::SIMPLE_QUEUE).into(),
             data_length: data_len.into(),
             sense_buffer_low_addr: sense.addr.low32().into(),
@@ -196,7 +184,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
     pub fn submit_task_mgmt(
         &mut self,
         target: u8,
-        lun: u16,
+        lun: [u8; 8],
         task: TaskMgmt,
         tag: u64,
     ) -> Result<u32, MptError> {
@@ -213,7 +201,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             function: function::SCSI_TASK_MGMT,
             task_type,
             msg_context: context_of(slot, self.slots[slot].generation).into(),
-            lun: lun_bytes(lun),
+            lun,
             task_msg_context: task_context.into(),
             ..Default::default()
         };

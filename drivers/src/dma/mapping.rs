@@ -1,0 +1,131 @@
+//! Describing a command's data buffer to a device: [`DataMapper`].
+//!
+//! The midlayer owns data buffers and keeps them in place until the command completes. In
+//! the kernel memory is identity-mapped, so a buffer's bus address is its CPU address and
+//! [`IdentityMapper`] only has to cut it into segments. On the host the fake devices live
+//! in a [`fake::FakeDmaSpace`](super::fake::FakeDmaSpace), so [`BounceMapper`] copies
+//! through DMA regions there, the way a bounce-buffering IOMMU-less platform would.
+
+use alloc::vec::Vec;
+
+use super::{DmaAddr, Segment};
+
+/// Data direction, as the mapper needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapDirection {
+    /// No data.
+    None,
+    /// Device writes the buffer.
+    FromDevice,
+    /// Device reads the buffer.
+    ToDevice,
+}
+
+/// Turns a data buffer into device segments and back.
+pub trait DataMapper {
+    /// What must be kept until the command completes.
+    type Mapping;
+    /// Appends segments of at most `segment_bytes` covering `data` to `segments`.
+    /// `None` if the buffer cannot be mapped now (no bounce memory: the caller retries).
+    fn map(
+        &mut self,
+        data: &[u8],
+        direction: MapDirection,
+        segment_bytes: usize,
+        segments: &mut Vec<Segment>,
+    ) -> Option<Self::Mapping>;
+    /// Ends the mapping. `data` is the command's buffer when the command completed (the
+    /// mapper may copy device-written bytes into it), `None` when it was dropped.
+    fn unmap(&mut self, mapping: Self::Mapping, data: Option<&mut [u8]>, direction: MapDirection);
+}
+
+/// Bus address = CPU address (the kernel's identity map).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IdentityMapper;
+
+impl DataMapper for IdentityMapper {
+    type Mapping = ();
+
+    fn map(
+        &mut self,
+        data: &[u8],
+        _direction: MapDirection,
+        segment_bytes: usize,
+        segments: &mut Vec<Segment>,
+    ) -> Option<()> {
+        let base = data.as_ptr().addr() as u64;
+        let mut offset = 0usize;
+        for chunk in data.chunks(segment_bytes.max(1)) {
+            segments.push(Segment {
+                addr: DmaAddr(base + offset as u64),
+                len_bytes: chunk.len() as u32,
+            });
+            offset += chunk.len();
+        }
+        Some(())
+    }
+
+    fn unmap(&mut self, _mapping: (), _data: Option<&mut [u8]>, _direction: MapDirection) {}
+}
+
+#[cfg(any(test, feature = "fake"))]
+pub use bounce::BounceMapper;
+
+#[cfg(any(test, feature = "fake"))]
+mod bounce {
+    use alloc::vec::Vec;
+
+    use super::super::fake::{FakeDmaSpace, FakeRegion};
+    use super::super::{DmaMemory, Segment};
+    use super::{DataMapper, MapDirection};
+
+    /// Copies through a fresh [`FakeRegion`] per command.
+    #[derive(Debug, Clone)]
+    pub struct BounceMapper {
+        /// Where bounce regions come from (the fake device's memory).
+        pub space: FakeDmaSpace,
+    }
+
+    impl DataMapper for BounceMapper {
+        type Mapping = Option<FakeRegion>;
+
+        fn map(
+            &mut self,
+            data: &[u8],
+            direction: MapDirection,
+            segment_bytes: usize,
+            segments: &mut Vec<Segment>,
+        ) -> Option<Self::Mapping> {
+            if data.is_empty() {
+                return Some(None);
+            }
+            let mut region = self.space.alloc(data.len(), 4096);
+            if direction == MapDirection::ToDevice {
+                region.write_at(0, data).ok()?;
+            }
+            let base = region.bus_addr();
+            let mut offset = 0u64;
+            for chunk in data.chunks(segment_bytes.max(1)) {
+                segments.push(Segment {
+                    addr: base.offset(offset),
+                    len_bytes: chunk.len() as u32,
+                });
+                offset += chunk.len() as u64;
+            }
+            Some(Some(region))
+        }
+
+        fn unmap(
+            &mut self,
+            mapping: Self::Mapping,
+            data: Option<&mut [u8]>,
+            direction: MapDirection,
+        ) {
+            if let (Some(region), Some(data), MapDirection::FromDevice) = (mapping, data, direction)
+            {
+                let len = data.len().min(region.len_bytes());
+                let _ = region.read_at(0, &mut data[..len]);
+            }
+        }
+    }
+}
