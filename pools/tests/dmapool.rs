@@ -235,7 +235,22 @@ fn owned_blocks_free_themselves<A: PoolAlgorithm<Backing = &'static HostBacking>
     p.check_invariants().unwrap();
 }
 
+fn address_frees_work_across_growth<A: PoolAlgorithm<Backing = &'static HostBacking>>() {
+    let p: Pool<A> = pool(leak_backing(), PoolConfig::new("t", 128));
+    let early: Vec<_> = (0..100).map(|_| p.alloc_raw().unwrap()).collect();
+    // The first free by address (scalable: builds the address maps from existing pages).
+    p.free_dma(early[3].dma_addr()).unwrap();
+    let late: Vec<_> = (0..200).map(|_| p.alloc_raw().unwrap()).collect();
+    // Pages added after the maps were built must be found too, by either address.
+    p.free_dma(late[199].dma_addr()).unwrap();
+    p.free_cpu(late[150].cpu_ptr().as_ptr()).unwrap();
+    p.free_cpu(early[0].cpu_ptr().as_ptr()).unwrap();
+    p.check_invariants().unwrap();
+    assert_eq!(p.info().active, 300 - 4);
+}
+
 for_each_algorithm! {
+    address_growth => address_frees_work_across_growth;
     distinct => blocks_are_distinct_aligned_and_bus_addresses_differ;
     double_free => double_free_is_an_error_and_changes_nothing;
     foreign => foreign_and_misaligned_addresses_are_errors;

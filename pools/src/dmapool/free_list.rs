@@ -28,6 +28,24 @@ pub trait FreeList: sealed::Sealed + Default + Send {
     /// pool owns until the key is popped again.
     unsafe fn push(&mut self, key: u32, block: NonNull<u8>);
 
+    /// Pushes all blocks of a new page, so that the first key of `keys` is popped first.
+    ///
+    /// # Safety
+    /// Every key names a free block of the pool, and `block(key)`, when `Some`, is its
+    /// address as required by [`push`](Self::push).
+    unsafe fn push_page(
+        &mut self,
+        keys: impl DoubleEndedIterator<Item = u32>,
+        block: impl Fn(u32) -> Option<NonNull<u8>>,
+    ) {
+        for key in keys.rev() {
+            if let Some(address) = block(key) {
+                // SAFETY: the caller's promise for `push_page` covers each `push`.
+                unsafe { self.push(key, address) };
+            }
+        }
+    }
+
     /// Pops a free key. `resolve(key)` gives the block's address when `key` names a free
     /// block of the pool, else `None`. `Err(link)` reports a corrupted link (in-block only).
     fn pop(&mut self, resolve: impl Fn(u32) -> Option<NonNull<u8>>) -> Result<Option<u32>, u64>;
@@ -56,6 +74,14 @@ impl sealed::Sealed for SideStack {}
 impl FreeList for SideStack {
     const NAME: &'static str = "scalable";
     const IN_BLOCK_BYTES: usize = 0;
+
+    unsafe fn push_page(
+        &mut self,
+        keys: impl DoubleEndedIterator<Item = u32>,
+        _block: impl Fn(u32) -> Option<NonNull<u8>>,
+    ) {
+        self.0.extend(keys.rev());
+    }
 
     #[inline]
     unsafe fn push(&mut self, key: u32, _block: NonNull<u8>) {

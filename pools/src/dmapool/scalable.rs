@@ -90,14 +90,14 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
         let page = self.pages.push(chunk);
         let words = ((page + 1) << self.geo.key_shift).div_ceil(64);
         self.live.resize(words, 0);
-        for index in (0..self.geo.per_page).rev() {
-            let key = self.geo.key(page, index);
-            let Some((cpu, _)) = self.locate(key) else {
-                continue;
-            };
-            // SAFETY: `cpu` is block `index` of the new page: free, ≥ 16 bytes, pool-owned.
-            unsafe { self.free.push(key, cpu) };
-        }
+        let (geo, pages) = (&self.geo, &self.pages);
+        let keys = (0..geo.per_page).map(|index| geo.key(page, index));
+        // SAFETY: the keys are the blocks of the page just added, all free and pool-owned,
+        // and `locate_in` gives each one's address.
+        unsafe {
+            self.free
+                .push_page(keys, |key| locate_in(geo, pages, key).map(|(cpu, _)| cpu))
+        };
         Ok(())
     }
 
@@ -334,17 +334,13 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
             ));
         }
         for chunk in self.pages.iter() {
-            let (cpu, dma) = (chunk.cpu.as_ptr() as u64, chunk.dma);
+            let cpu = chunk.cpu.as_ptr() as u64;
             if chunk.len_bytes < self.geo.allocation || cpu % self.geo.chunk_align as u64 != 0 {
                 return Err(format!("page {cpu:#x} too short or misaligned"));
             }
-            if self.pages.find_cpu(cpu).map(|(_, o)| o) != Some(0)
-                || self.pages.find_dma(dma).map(|(_, o)| o) != Some(0)
-            {
-                return Err(format!(
-                    "page {cpu:#x} / {dma} missing from the address maps"
-                ));
-            }
+        }
+        if let Err(page) = self.pages.check_maps() {
+            return Err(format!("page {page} missing from the address maps"));
         }
         Ok(())
     }
