@@ -1,33 +1,33 @@
-//! Debug mode: poisoning of freed and new blocks, and reports of writes after free.
+//! Debug mode: poisoning of freed and new blocks, and reports of writes after free, for all
+//! three algorithms (the in-block ones keep their link in the first 8 bytes of a free block).
 
-use pools::dmapool::{POISON_ALLOCATED, POISON_FREED, Scalable};
+use pools::dmapool::{InBlock, Legacy, POISON_ALLOCATED, POISON_FREED, Scalable, SideStack};
 use pools::host::{HostBacking, HostRawMutex};
-use pools::{DmaPool, PoolConfig};
+use pools::{DmaPool, PoolAlgorithm, PoolConfig};
 
-type Pool<'b> = DmaPool<Scalable<&'b HostBacking>, HostRawMutex>;
+type Pool<A> = DmaPool<A, HostRawMutex>;
 
-fn bytes(block: &pools::RawBlock, len: usize) -> Vec<u8> {
+fn bytes(block: &pools::RawBlock, from: usize, len: usize) -> Vec<u8> {
     // SAFETY: test-owned host memory of a block of at least `len` bytes in a live pool.
-    unsafe { std::slice::from_raw_parts(block.cpu_ptr().as_ptr(), len).to_vec() }
+    unsafe { std::slice::from_raw_parts(block.cpu_ptr().as_ptr().add(from), len - from).to_vec() }
 }
 
-#[test]
-fn new_blocks_are_poisoned_allocated_and_freed_ones_freed() {
-    let backing = HostBacking::new();
-    let pool: Pool =
-        DmaPool::with_config(PoolConfig::new("dbg", 64).debug(true), &backing).unwrap();
+fn debug_pool<A: PoolAlgorithm<Backing = &'static HostBacking>>(debug: bool) -> Pool<A> {
+    let backing: &'static HostBacking = Box::leak(Box::new(HostBacking::new()));
+    DmaPool::with_config(PoolConfig::new("dbg", 64).debug(debug), backing).unwrap()
+}
+
+fn poisons<A: PoolAlgorithm<Backing = &'static HostBacking>>() {
+    let pool = debug_pool::<A>(true);
     let block = pool.alloc_raw().unwrap();
-    assert!(bytes(&block, 64).iter().all(|&b| b == POISON_ALLOCATED));
+    assert!(bytes(&block, 0, 64).iter().all(|&b| b == POISON_ALLOCATED));
     pool.free_raw(block).unwrap();
-    assert!(bytes(&block, 64).iter().all(|&b| b == POISON_FREED));
+    assert!(bytes(&block, 8, 64).iter().all(|&b| b == POISON_FREED));
     assert_eq!(pool.info().written_after_free, 0);
 }
 
-#[test]
-fn a_write_after_free_is_reported_on_the_next_alloc() {
-    let backing = HostBacking::new();
-    let pool: Pool =
-        DmaPool::with_config(PoolConfig::new("dbg", 64).debug(true), &backing).unwrap();
+fn reports_write_after_free<A: PoolAlgorithm<Backing = &'static HostBacking>>() {
+    let pool = debug_pool::<A>(true);
     let block = pool.alloc_raw().unwrap();
     pool.free_raw(block).unwrap();
     // SAFETY: host memory of the freed block (the "device" writes late).
@@ -46,18 +46,49 @@ fn a_write_after_free_is_reported_on_the_next_alloc() {
     pool.check_invariants().unwrap();
 }
 
-#[test]
-fn without_debug_nothing_is_poisoned() {
-    let backing = HostBacking::new();
-    let pool: Pool = DmaPool::with_config(PoolConfig::new("nodbg", 64), &backing).unwrap();
+fn no_poison_without_debug<A: PoolAlgorithm<Backing = &'static HostBacking>>() {
+    let pool = debug_pool::<A>(false);
     let block = pool.alloc_raw().unwrap();
     assert!(
-        bytes(&block, 64).iter().all(|&b| b == 0),
+        bytes(&block, 0, 64).iter().all(|&b| b == 0),
         "coherent memory starts zeroed"
     );
     pool.free_raw(block).unwrap();
     assert!(
-        bytes(&block, 64).iter().all(|&b| b == 0),
-        "non-debug free must not touch the block"
+        bytes(&block, 8, 64).iter().all(|&b| b == 0),
+        "non-debug free must not poison"
+    );
+}
+
+macro_rules! all_algorithms {
+    ($($name:ident => $body:ident;)*) => {
+        $(
+            mod $name {
+                use super::*;
+                #[test]
+                fn scalable() { $body::<Scalable<&'static HostBacking, SideStack>>(); }
+                #[test]
+                fn inblock() { $body::<Scalable<&'static HostBacking, InBlock>>(); }
+                #[test]
+                fn legacy() { $body::<Legacy<&'static HostBacking>>(); }
+            }
+        )*
+    };
+}
+
+all_algorithms! {
+    poison => poisons;
+    write_after_free => reports_write_after_free;
+    no_debug => no_poison_without_debug;
+}
+
+#[test]
+fn scalable_free_never_touches_block_memory() {
+    let pool = debug_pool::<Scalable<&'static HostBacking, SideStack>>(false);
+    let block = pool.alloc_raw().unwrap();
+    pool.free_raw(block).unwrap();
+    assert!(
+        bytes(&block, 0, 64).iter().all(|&b| b == 0),
+        "side-stack free wrote into the block"
     );
 }

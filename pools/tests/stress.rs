@@ -194,3 +194,18 @@ fn shared_slab_cache() {
     assert_eq!(cache.shrink(), stats.slabs);
     assert_eq!(backing.outstanding(), 0);
 }
+
+/// The pools must be shareable between CPUs with the default (kernel-style) lock.
+#[test]
+fn pools_are_send_and_sync() {
+    fn shareable<T: Send + Sync>() {}
+    use pools::dmapool::{DefaultRawMutex, InBlockPool, LegacyPool, ScalablePool};
+    use pools::mempool::{Mempool, SpinWaiter};
+    shareable::<ScalablePool<HostBacking>>();
+    shareable::<InBlockPool<HostBacking>>();
+    shareable::<LegacyPool<HostBacking>>();
+    shareable::<NodePoolSet<Scalable<HostBacking>, DefaultRawMutex>>();
+    shareable::<SlabCache<HostBacking>>();
+    shareable::<Mempool<SlabCache<HostBacking>, SpinWaiter>>();
+    shareable::<pools::RawBlock>();
+}

@@ -48,6 +48,7 @@ pub struct Legacy<B: Backing> {
     destroyed: bool,
     /// Page-list entries visited by alloc and free: the O(n²) made countable.
     pages_walked: Cell<u64>,
+    written_after_free: usize,
 }
 
 impl<B: Backing> Legacy<B> {
@@ -193,6 +194,7 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
             active: 0,
             destroyed: false,
             pages_walked: Cell::new(0),
+            written_after_free: 0,
         })
     }
 
@@ -218,13 +220,14 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
         let cpu = unsafe { raw::at(chunk.cpu, offset) };
         if self.config.debug {
             // SAFETY: the block is free and pool-owned, `size` bytes; checked from byte 8 on,
-            // past the link, then marked as allocated.
-            unsafe {
-                if raw::first_not(raw::at(cpu, 8), self.geo.size - 8, POISON_FREED).is_some() {
-                    log::error!("dma_pool_alloc {}, {dma} (corrupted)", self.config.name);
-                }
-                raw::fill(cpu, self.geo.size, POISON_ALLOCATED);
+            // past the link.
+            let bad = unsafe { raw::first_not(raw::at(cpu, 8), self.geo.size - 8, POISON_FREED) };
+            if bad.is_some() {
+                self.written_after_free += 1;
+                log::error!("dma_pool_alloc {}, {dma} (corrupted)", self.config.name);
             }
+            // SAFETY: as above; the block is about to be handed out.
+            unsafe { raw::fill(cpu, self.geo.size, POISON_ALLOCATED) };
         }
         let node = self.config.node;
         let p = &mut self.pages[page];
@@ -273,7 +276,7 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
             pages: self.pages.len(),
             allocation: self.geo.allocation,
             node: self.config.node,
-            written_after_free: 0,
+            written_after_free: self.written_after_free,
         }
     }
 
