@@ -273,7 +273,10 @@ fn run_slab(config: SlabConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
                     result
                 );
             }
-            Op::Misaligned(i, delta) if !keys.is_empty() => {
+            // With a stride below 16, some deltas land on the next object: only true misses.
+            Op::Misaligned(i, delta)
+                if !keys.is_empty() && delta % cache.stats().stride as u64 != 0 =>
+            {
                 let (object, _) = live[&keys[i % keys.len()]];
                 let result = cache.free_dma(object.dma_addr().offset(delta));
                 prop_assert!(
