@@ -115,7 +115,7 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
     Ok(set)
 }
 
-const COLUMNS: [Column; 9] = [
+const COLUMNS: [Column<'static>; 9] = [
     Column {
         header: "bench",
         key: "bench",
@@ -156,8 +156,10 @@ const COLUMNS: [Column; 9] = [
 
 /// Prints the table and the legacy/scalable ratios, writes the JSON, draws the plot.
 fn report(set: &ResultSet) -> Result<()> {
-    println!();
-    super::print_table(&set.results, &COLUMNS);
+    super::print_tables(
+        &set.results,
+        &[("dmapool", &COLUMNS), ("dmapool_nolock", &COLUMNS)],
+    );
     println!();
     for line in ratio_lines(set) {
         println!("{line}");
@@ -215,6 +217,12 @@ fn chart(set: &ResultSet) -> LineChart {
             }
         }
     }
+    // The headline pair first, so legacy and scalable keep the same colors in every plot.
+    impls.sort_by_key(|name| match *name {
+        "legacy" => 0,
+        "scalable" => 1,
+        _ => 2,
+    });
     let mut series = Vec::new();
     for (color, name) in impls.into_iter().enumerate() {
         for (op, key) in [("alloc", "alloc_ns_per_op"), ("free", "free_ns_per_op")] {

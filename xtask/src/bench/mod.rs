@@ -105,13 +105,51 @@ impl ResultSet {
 
 /// A table column: a header and the result field it shows.
 #[derive(Clone, Copy, Debug)]
-pub struct Column {
-    pub header: &'static str,
-    pub key: &'static str,
+pub struct Column<'a> {
+    pub header: &'a str,
+    pub key: &'a str,
+}
+
+/// Prints one table per `bench` value (in order of first appearance). A bench listed in `known`
+/// uses its columns; any other gets a column per field, so a new kind of result is never hidden.
+pub fn print_tables(records: &[Record], known: &[(&str, &[Column<'_>])]) {
+    let mut benches: Vec<&str> = Vec::new();
+    for record in records {
+        let bench = record.get("bench").and_then(Value::as_str).unwrap_or("");
+        if !benches.contains(&bench) {
+            benches.push(bench);
+        }
+    }
+    for bench in benches {
+        let group: Vec<Record> = records
+            .iter()
+            .filter(|record| record.get("bench").and_then(Value::as_str).unwrap_or("") == bench)
+            .cloned()
+            .collect();
+        let derived = derived_columns(&group);
+        let columns = known
+            .iter()
+            .find(|(name, _)| *name == bench)
+            .map_or(&derived[..], |(_, columns)| columns);
+        println!();
+        print_table(&group, columns);
+    }
+}
+
+/// A column for every field of `records` except the run-wide markers, in first-seen order.
+fn derived_columns(records: &[Record]) -> Vec<Column<'_>> {
+    let mut columns: Vec<Column<'_>> = Vec::new();
+    for key in records.iter().flat_map(|record| record.keys()) {
+        if ["where", "accel"].contains(&key.as_str()) || columns.iter().any(|c| c.key == key) {
+            continue;
+        }
+        columns.push(Column { header: key, key });
+    }
+    columns
 }
 
 /// Prints `records` as an aligned table; missing fields show as `-`.
-pub fn print_table(records: &[Record], columns: &[Column]) {
+pub fn print_table(records: &[Record], columns: &[Column<'_>]) {
     let rows: Vec<Vec<String>> = records
         .iter()
         .map(|record| {
@@ -267,6 +305,16 @@ mod tests {
         assert_eq!(json["results"][0]["accel"], "tcg");
         assert_eq!(json["where"], "guest");
         assert_eq!(set.matching("impl", "legacy").count(), 1);
+    }
+
+    #[test]
+    fn unknown_benches_get_a_column_per_field() {
+        let records: Vec<Record> = [r#"{"bench":"pairs","impl":"vec","live":10,"where":"host"}"#]
+            .iter()
+            .map(|line| console::parse_result(line).unwrap())
+            .collect();
+        let keys: Vec<&str> = derived_columns(&records).iter().map(|c| c.key).collect();
+        assert_eq!(keys, ["bench", "impl", "live"]);
     }
 
     #[test]

@@ -25,13 +25,15 @@ pub struct Series {
 }
 
 /// Well-separated colors that stay readable on white.
-const COLORS: [RGBColor; 6] = [
+const COLORS: [RGBColor; 8] = [
     RGBColor(214, 39, 40),
     RGBColor(31, 119, 180),
     RGBColor(44, 160, 44),
     RGBColor(148, 103, 189),
     RGBColor(255, 127, 14),
     RGBColor(23, 190, 207),
+    RGBColor(140, 86, 75),
+    RGBColor(127, 127, 127),
 ];
 
 /// Several series over shared log-log axes.
