@@ -41,8 +41,15 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn geometry() -> impl Strategy<Value = PoolConfig> {
-    (1usize..700, 0u32..9, any::<bool>(), any::<bool>()).prop_map(
-        |(size, align_log, bounded, debug)| {
+    let allocation = prop_oneof![4 => Just(0usize), 1 => Just(8192), 1 => Just(6000)];
+    (
+        1usize..700,
+        0u32..9,
+        any::<bool>(),
+        any::<bool>(),
+        allocation,
+    )
+        .prop_map(|(size, align_log, bounded, debug, allocation)| {
             let align = 1usize << align_log;
             let rounded = size.max(16).next_multiple_of(align);
             let boundary = if bounded {
@@ -53,9 +60,9 @@ fn geometry() -> impl Strategy<Value = PoolConfig> {
             PoolConfig::new("model", size)
                 .align(align)
                 .boundary(boundary)
+                .allocation(allocation)
                 .debug(debug)
-        },
-    )
+        })
 }
 
 fn tag(block: &RawBlock, value: u64) {
