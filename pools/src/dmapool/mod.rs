@@ -13,8 +13,9 @@
 //!   forged handle is caught in O(1). A block key is `page << shift | index`, so the handle a
 //!   client gives back names its page without a search. Addresses that come back from a
 //!   device without a handle are resolved through a radix map keyed by `address >> 12`
-//!   (also O(1): a fixed six levels). A device that scribbles over freed blocks can change
-//!   nothing the pool relies on.
+//!   (also O(1): a fixed six levels), built on the first such free so that handle-only
+//!   clients never pay for it. A device that scribbles over freed blocks can change nothing
+//!   the pool relies on.
 //! - [`Scalable`] with [`InBlock`] ([`InBlockPool`]): Linux 6.4's design, the free-stack
 //!   link written inside each free block. Kept only to measure that the side stack loses no
 //!   speed; links read back are range-checked so corruption is an error, not undefined
