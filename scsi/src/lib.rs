@@ -15,3 +15,4 @@ pub mod midlayer;
 pub mod sense_alloc;
 pub mod target;
 pub mod wire;
+pub mod workload;

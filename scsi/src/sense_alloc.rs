@@ -254,6 +254,8 @@ enum Backend<A: ElementAllocator> {
 /// The per-host sense-buffer allocator. See the [module docs](self).
 pub struct SenseAllocator<A: ElementAllocator> {
     mode: SenseMode,
+    /// Reserve size (0 for `slab`).
+    min_nr: usize,
     backend: Backend<A>,
     stats: SenseStats,
 }
@@ -300,8 +302,14 @@ where
                 }
             }
         };
+        let min_nr = match mode {
+            SenseMode::Slab => 0,
+            SenseMode::Mempool(n) => n,
+            SenseMode::Prealloc => can_queue,
+        };
         let mut allocator = SenseAllocator {
             mode,
+            min_nr,
             backend,
             stats: SenseStats::default(),
         };
@@ -360,6 +368,13 @@ where
         match &mut self.backend {
             Backend::Slab(slab) => slab.free(buf),
             Backend::Mempool(pool) => {
+                if self.stats.reserve_held >= self.min_nr {
+                    // Linux `mempool_free`'s lockless fast path: with the reserve full the
+                    // element goes straight back to the allocator. This allocator is the
+                    // mempool's only user, so its own count is exact.
+                    pool.allocator().free(buf);
+                    return;
+                }
                 let before = pool.allocator().frees.get();
                 pool.free(buf);
                 if pool.allocator().frees.get() == before {

@@ -1,0 +1,143 @@
+//! A latency histogram with log-linear buckets (16 per power of two, so a reported percentile is
+//! within 1/16 of the true value), fixed size and allocation-free to record into.
+
+const SUB_BITS: u32 = 4;
+const SUB: usize = 1 << SUB_BITS;
+const BUCKETS: usize = 64 * SUB;
+
+/// Latencies in nanoseconds.
+#[derive(Clone)]
+pub struct Histogram {
+    counts: [u64; BUCKETS],
+    total: u64,
+    sum_ns: u128,
+    max_ns: u64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            counts: [0; BUCKETS],
+            total: 0,
+            sum_ns: 0,
+            max_ns: 0,
+        }
+    }
+}
+
+fn bucket(ns: u64) -> usize {
+    if ns < SUB as u64 {
+        return ns as usize;
+    }
+    let msb = 63 - ns.leading_zeros();
+    let sub = (ns >> (msb - SUB_BITS)) as usize & (SUB - 1);
+    (msb - SUB_BITS + 1) as usize * SUB + sub
+}
+
+/// The smallest value that lands in `index` (values are reported at the bucket's lower bound).
+fn bucket_floor(index: usize) -> u64 {
+    if index < SUB {
+        return index as u64;
+    }
+    let msb = (index / SUB) as u32 + SUB_BITS - 1;
+    (1u64 << msb) | ((index % SUB) as u64) << (msb - SUB_BITS)
+}
+
+impl core::fmt::Debug for Histogram {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Histogram")
+            .field("count", &self.total)
+            .field("mean_ns", &self.mean_ns())
+            .field("p99_ns", &self.quantile_ns(990))
+            .field("max_ns", &self.max_ns)
+            .finish()
+    }
+}
+
+impl Histogram {
+    /// Adds `n` samples of `ns` each (a batch completed at one instant).
+    pub fn record_n(&mut self, ns: u64, n: u64) {
+        self.counts[bucket(ns)] += n;
+        self.total += n;
+        self.sum_ns += u128::from(ns) * u128::from(n);
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    pub fn record(&mut self, ns: u64) {
+        self.record_n(ns, 1);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.total
+    }
+
+    pub fn mean_ns(&self) -> u64 {
+        if self.total == 0 {
+            0
+        } else {
+            (self.sum_ns / u128::from(self.total)) as u64
+        }
+    }
+
+    pub fn max_ns(&self) -> u64 {
+        self.max_ns
+    }
+
+    /// The `per_mille`/1000 quantile (990 for p99).
+    pub fn quantile_ns(&self, per_mille: u64) -> u64 {
+        if self.total == 0 {
+            return 0;
+        }
+        let rank = (self.total * per_mille).div_ceil(1000).max(1);
+        let mut seen = 0;
+        for (index, &count) in self.counts.iter().enumerate() {
+            seen += count;
+            if seen >= rank {
+                return bucket_floor(index);
+            }
+        }
+        self.max_ns
+    }
+
+    pub fn merge(&mut self, other: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *a += b;
+        }
+        self.total += other.total;
+        self.sum_ns += other.sum_ns;
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn buckets_are_monotonic_and_tight(ns in any::<u64>()) {
+            let b = bucket(ns);
+            prop_assert!(b < BUCKETS);
+            let floor = bucket_floor(b);
+            prop_assert!(floor <= ns);
+            // Within 1/16 of the value.
+            prop_assert!(ns - floor <= ns / SUB as u64);
+            if ns > 0 {
+                prop_assert!(bucket(ns - 1) <= b);
+            }
+        }
+    }
+
+    #[test]
+    fn p99_of_a_known_distribution() {
+        let mut h = Histogram::default();
+        for ns in 1..=1000u64 {
+            h.record(ns * 1000);
+        }
+        let p99 = h.quantile_ns(990);
+        assert!((990_000 - 990_000 / 16..=990_000).contains(&p99), "{p99}");
+        assert_eq!(h.mean_ns(), 500_500);
+        assert_eq!(h.count(), 1000);
+    }
+}

@@ -1,0 +1,238 @@
+//! Workload parameters with fio's names (`numjobs`/`jobs`, `iodepth`/`qd`, `bs`, `runtime`,
+//! `rw`) plus `ios`, `seed`, `sense=` and every scsi_debug parameter, parsed from `key=value`
+//! words such as a kernel command line.
+
+use super::WorkloadError;
+use crate::sense_alloc::SenseMode;
+use crate::target::ScsiDebugParams;
+use alloc::string::ToString;
+
+/// The I/O pattern (fio `rw=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RwMode {
+    RandRead,
+    RandWrite,
+    /// 50/50 random reads and writes.
+    RandRw,
+}
+
+impl RwMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            RwMode::RandRead => "randread",
+            RwMode::RandWrite => "randwrite",
+            RwMode::RandRw => "randrw",
+        }
+    }
+}
+
+/// When a job stops issuing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// After this much clock time.
+    RuntimeNs(u64),
+    /// After this many I/Os in total (exact and repeatable; what tests use).
+    Ios(u64),
+}
+
+/// The job description.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobParams {
+    pub numjobs: u16,
+    pub iodepth: u16,
+    /// Block size in bytes (fio `bs`).
+    pub bs: u32,
+    pub rw: RwMode,
+    pub limit: Limit,
+    pub seed: u64,
+}
+
+impl Default for JobParams {
+    fn default() -> Self {
+        JobParams {
+            numjobs: 1,
+            iodepth: 32,
+            bs: 4096,
+            rw: RwMode::RandRead,
+            limit: Limit::RuntimeNs(1_000_000_000),
+            seed: 1,
+        }
+    }
+}
+
+/// Everything a fake_rw run needs: the job, the sense allocator mode, the target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkloadParams {
+    pub job: JobParams,
+    pub sense: SenseMode,
+    /// Defaults differ from scsi_debug's in two places, as in the usual fio recipe
+    /// `modprobe scsi_debug delay=0 fake_rw=1`: `delay=0` and `fake_rw=1`.
+    pub target: ScsiDebugParams,
+}
+
+impl Default for WorkloadParams {
+    fn default() -> Self {
+        let target = ScsiDebugParams {
+            delay: 0,
+            fake_rw: true,
+            ..ScsiDebugParams::default()
+        };
+        WorkloadParams {
+            job: JobParams::default(),
+            sense: SenseMode::Mempool(2),
+            target,
+        }
+    }
+}
+
+fn bad(key: &'static str, value: &str, reason: &'static str) -> WorkloadError {
+    WorkloadError::BadValue {
+        key,
+        value: value.to_string(),
+        reason,
+    }
+}
+
+fn number(key: &'static str, value: &str, min: u64, max: u64) -> Result<u64, WorkloadError> {
+    let n: u64 = value
+        .parse()
+        .map_err(|_| bad(key, value, "not an unsigned integer"))?;
+    if n < min || n > max {
+        return Err(bad(key, value, "out of range"));
+    }
+    Ok(n)
+}
+
+/// `4096`, `4k`, `4K`, `1m`.
+fn size(key: &'static str, value: &str) -> Result<u32, WorkloadError> {
+    let (digits, scale) = match value.as_bytes().last() {
+        Some(b'k' | b'K') => (&value[..value.len() - 1], 1024),
+        Some(b'm' | b'M') => (&value[..value.len() - 1], 1024 * 1024),
+        _ => (value, 1),
+    };
+    let n = number(key, digits, 1, u64::from(u32::MAX))? * scale;
+    u32::try_from(n).map_err(|_| bad(key, value, "out of range"))
+}
+
+/// `10` or `10s` seconds, `500ms`, `200us`.
+fn duration_ns(key: &'static str, value: &str) -> Result<u64, WorkloadError> {
+    let (digits, scale) = if let Some(d) = value.strip_suffix("ms") {
+        (d, 1_000_000)
+    } else if let Some(d) = value.strip_suffix("us") {
+        (d, 1_000)
+    } else if let Some(d) = value.strip_suffix('s') {
+        (d, 1_000_000_000)
+    } else {
+        (value, 1_000_000_000)
+    };
+    Ok(number(key, digits, 1, 86_400_000_000)? * scale)
+}
+
+impl WorkloadParams {
+    /// Sets one parameter; scsi_debug names go to the target.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), WorkloadError> {
+        match key {
+            "numjobs" | "jobs" => self.job.numjobs = number("numjobs", value, 1, 256)? as u16,
+            "iodepth" | "qd" => self.job.iodepth = number("iodepth", value, 1, 4096)? as u16,
+            "bs" => self.job.bs = size("bs", value)?,
+            "runtime" => self.job.limit = Limit::RuntimeNs(duration_ns("runtime", value)?),
+            "ios" => self.job.limit = Limit::Ios(number("ios", value, 1, u64::MAX)?),
+            "seed" => self.job.seed = number("seed", value, 0, u64::MAX)?,
+            "rw" => {
+                self.job.rw = match value {
+                    "randread" => RwMode::RandRead,
+                    "randwrite" => RwMode::RandWrite,
+                    "randrw" => RwMode::RandRw,
+                    _ => return Err(bad("rw", value, "expected randread, randwrite or randrw")),
+                }
+            }
+            "sense" => {
+                self.sense = SenseMode::parse(value)
+                    .map_err(|_| bad("sense", value, "expected slab, mempool[:N] or prealloc"))?
+            }
+            _ if ScsiDebugParams::is_key(key) => self.target.set(key, value)?,
+            _ => {
+                return Err(WorkloadError::UnknownKey {
+                    key: key.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `key` is a workload or scsi_debug parameter.
+    pub fn is_key(key: &str) -> bool {
+        matches!(
+            key,
+            "numjobs"
+                | "jobs"
+                | "iodepth"
+                | "qd"
+                | "bs"
+                | "runtime"
+                | "ios"
+                | "seed"
+                | "rw"
+                | "sense"
+        ) || ScsiDebugParams::is_key(key)
+    }
+
+    /// Parses whitespace-separated `key=value` words over the defaults.
+    pub fn parse(text: &str) -> Result<WorkloadParams, WorkloadError> {
+        let mut params = WorkloadParams::default();
+        for word in text.split_whitespace() {
+            let (key, value) = word
+                .split_once('=')
+                .ok_or_else(|| WorkloadError::UnknownKey {
+                    key: word.to_string(),
+                })?;
+            params.set(key, value)?;
+        }
+        Ok(params)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fio_and_scsi_debug_names() {
+        let p = WorkloadParams::parse("numjobs=2 qd=16 bs=4k runtime=500ms rw=randrw sense=prealloc max_queue=1519 every_nth=100 opts=8")
+            .unwrap();
+        assert_eq!((p.job.numjobs, p.job.iodepth, p.job.bs), (2, 16, 4096));
+        assert_eq!(p.job.limit, Limit::RuntimeNs(500_000_000));
+        assert_eq!(p.job.rw, RwMode::RandRw);
+        assert_eq!(p.sense, SenseMode::Prealloc);
+        assert_eq!(
+            (p.target.max_queue, p.target.every_nth, p.target.opts),
+            (1519, 100, 8)
+        );
+        assert!(p.target.fake_rw && p.target.delay == 0);
+        assert_eq!(
+            WorkloadParams::parse("ios=1000").unwrap().job.limit,
+            Limit::Ios(1000)
+        );
+    }
+
+    #[test]
+    fn bad_values_name_themselves() {
+        let e = WorkloadParams::parse("rw=seqread").unwrap_err();
+        assert_eq!(
+            alloc::string::ToString::to_string(&e),
+            "workload parameter `rw=seqread`: expected randread, randwrite or randrw"
+        );
+        assert!(matches!(
+            WorkloadParams::parse("iodepth=0"),
+            Err(WorkloadError::BadValue { key: "iodepth", .. })
+        ));
+        assert!(matches!(
+            WorkloadParams::parse("sector_size=7"),
+            Err(WorkloadError::Target(_))
+        ));
+        assert!(matches!(
+            WorkloadParams::parse("frobnicate=1"),
+            Err(WorkloadError::UnknownKey { .. })
+        ));
+    }
+}
