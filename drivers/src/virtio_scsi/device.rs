@@ -1,1 +1,545 @@
-//! The virtio-scsi device on virtio-drivers (in progress).
+//! The virtio-scsi device: feature negotiation, configuration, the three kinds of queue,
+//! command submission and completion, task management and events.
+//!
+//! Commands go to the first request queue; each carries a driver-owned request and
+//! response header (from a preallocated set, so the hot path does not allocate) plus the
+//! caller's data buffer as one descriptor (memory is identity-mapped, so a buffer is
+//! physically contiguous). Completion is by polling the used ring: peek the next id, look
+//! the command up in the [`RequestTable`], pop it with the same buffers, check the
+//! response. An id that matches nothing wedges the queue (virtio-drivers can only pop the
+//! head of the used ring); that is an error the host answers with a device reset.
+//!
+//! Every wait (task management) is bounded by a [`Delay`] budget, unlike
+//! virtio-drivers' own `add_notify_wait_pop`, which spins forever.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+use virtio_drivers::Hal;
+use virtio_drivers::queue::VirtQueue;
+use virtio_drivers::transport::{DeviceStatus, DeviceType, Transport};
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
+
+use super::tracker::{RequestTable, TrackError};
+use super::wire::{
+    self, CmdReq, CmdResp, Event, TmfReq, TmfResp, config_offset, event, feature, queue,
+};
+use crate::delay::{Delay, poll_until};
+
+/// Control and event queue size.
+pub const SMALL_QUEUE: usize = 8;
+
+bitflags::bitflags! {
+    /// Features the driver can use.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Features: u64 {
+        /// Hot-plug events.
+        const HOTPLUG = feature::HOTPLUG;
+        /// Indirect descriptors.
+        const RING_INDIRECT_DESC = feature::RING_INDIRECT_DESC;
+        /// Event index suppression.
+        const RING_EVENT_IDX = feature::RING_EVENT_IDX;
+        /// Virtio 1.0.
+        const VERSION_1 = feature::VERSION_1;
+    }
+}
+
+/// Errors of the virtio-scsi device.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VirtioScsiError {
+    /// The transport is not a SCSI host.
+    #[error("device type {0:?} is not a SCSI host")]
+    WrongDevice(DeviceType),
+    /// virtio-drivers reported an error.
+    #[error("virtqueue: {0}")]
+    Queue(#[from] virtio_drivers::Error),
+    /// Request tracking failed (unknown id: reset the device).
+    #[error(transparent)]
+    Track(#[from] TrackError),
+    /// The configuration space holds an unusable value.
+    #[error("config {what} = {value} is unusable")]
+    BadConfig {
+        /// Field.
+        what: &'static str,
+        /// Value.
+        value: u32,
+    },
+    /// A task management request timed out.
+    #[error("task management timed out after {waited_us} us")]
+    TmfTimeout {
+        /// Budget spent.
+        waited_us: u64,
+    },
+    /// The command's data buffer was not available to complete it.
+    #[error("data buffer of used id {id} is missing or resized")]
+    LostBuffer {
+        /// The id.
+        id: u16,
+    },
+}
+
+/// The configuration the device reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScsiConfig {
+    /// Request queues.
+    pub num_queues: u32,
+    /// Segments per command.
+    pub seg_max: u32,
+    /// Sectors per command.
+    pub max_sectors: u32,
+    /// Commands per LUN.
+    pub cmd_per_lun: u32,
+    /// Highest target.
+    pub max_target: u16,
+    /// Highest LUN.
+    pub max_lun: u32,
+}
+
+/// A decoded event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScsiEvent {
+    /// A LUN appeared (`rescan == true`) or went away.
+    TransportReset {
+        /// Target.
+        target: u8,
+        /// LUN (flat index).
+        lun: u16,
+        /// Appeared (true) or removed (false).
+        rescan: bool,
+    },
+    /// Events were lost: rescan everything.
+    EventsMissed,
+    /// Some other event, passed on raw.
+    Other {
+        /// Event code.
+        event: u32,
+        /// Reason.
+        reason: u32,
+    },
+}
+
+/// Driver-owned headers of one command.
+pub(super) struct Headers {
+    pub(super) req: CmdReq,
+    pub(super) resp: CmdResp,
+}
+
+/// One outstanding command.
+pub(super) struct Slot<T> {
+    pub(super) tag: T,
+    pub(super) headers: Box<Headers>,
+    pub(super) data_out: u32,
+    pub(super) data_in: u32,
+    /// Set by a successful abort: pop into this scratch buffer, report nothing.
+    pub(super) scratch: Option<Vec<u8>>,
+}
+
+/// A completed command as the device left it.
+pub(super) struct Finished<T> {
+    pub(super) tag: T,
+    pub(super) headers: Box<Headers>,
+    pub(super) used_len: u32,
+    pub(super) data_out: u32,
+    pub(super) data_in: u32,
+    pub(super) aborted: bool,
+}
+
+/// A virtio-scsi device with `QSIZE`-entry request queue, tracking commands by `T` (the
+/// caller's tag type).
+pub struct VirtioScsi<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> {
+    transport: Tr,
+    delay: D,
+    config: ScsiConfig,
+    features: Features,
+    control: VirtQueue<H, SMALL_QUEUE>,
+    events: VirtQueue<H, SMALL_QUEUE>,
+    event_bufs: Vec<Option<Box<Event>>>,
+    requests: VirtQueue<H, QSIZE>,
+    pub(super) table: RequestTable<Slot<T>>,
+    #[expect(
+        clippy::vec_box,
+        reason = "the device holds the headers' addresses; a Box keeps them in place while it moves between this set and a slot"
+    )]
+    spare_headers: Vec<Box<Headers>>,
+    /// Commands added since the last notify (batched: one notify per poll or flush).
+    unnotified: usize,
+}
+
+fn new_headers() -> Box<Headers> {
+    Box::new(Headers {
+        req: CmdReq::new_zeroed(),
+        resp: CmdResp::new_zeroed(),
+    })
+}
+
+impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D, T, QSIZE> {
+    /// Negotiates features, reads the configuration, sets up the queues, posts event
+    /// buffers and sets DRIVER_OK. `can_queue` caps commands in flight (at most `QSIZE`).
+    pub fn new(mut transport: Tr, delay: D, can_queue: usize) -> Result<Self, VirtioScsiError> {
+        if transport.device_type() != DeviceType::ScsiHost {
+            return Err(VirtioScsiError::WrongDevice(transport.device_type()));
+        }
+        let supported = Features::VERSION_1
+            | Features::RING_INDIRECT_DESC
+            | Features::RING_EVENT_IDX
+            | Features::HOTPLUG;
+        let features = transport.begin_init(supported);
+        let read = |t: &Tr, offset: usize| t.read_config_space::<u32>(offset);
+        let config = ScsiConfig {
+            num_queues: read(&transport, 0)?,
+            seg_max: read(&transport, 4)?,
+            max_sectors: read(&transport, 8)?,
+            cmd_per_lun: read(&transport, 12)?,
+            max_target: transport.read_config_space::<u16>(30)?,
+            max_lun: read(&transport, 32)?,
+        };
+        if config.num_queues == 0 {
+            return Err(VirtioScsiError::BadConfig {
+                what: "num_queues",
+                value: 0,
+            });
+        }
+        transport.write_config_space::<u32>(config_offset::SENSE_SIZE, wire::SENSE_SIZE as u32)?;
+        transport.write_config_space::<u32>(config_offset::CDB_SIZE, wire::CDB_SIZE as u32)?;
+        let indirect = features.contains(Features::RING_INDIRECT_DESC);
+        let event_idx = features.contains(Features::RING_EVENT_IDX);
+        let control = VirtQueue::new(&mut transport, queue::CONTROL, false, event_idx)?;
+        let events = VirtQueue::new(&mut transport, queue::EVENT, false, event_idx)?;
+        let requests = VirtQueue::new(&mut transport, queue::REQUEST, indirect, event_idx)?;
+        transport.finish_init();
+        let limit = can_queue.min(QSIZE);
+        let mut device = Self {
+            transport,
+            delay,
+            config,
+            features,
+            control,
+            events,
+            event_bufs: (0..SMALL_QUEUE).map(|_| None).collect(),
+            requests,
+            table: RequestTable::new(QSIZE, limit),
+            spare_headers: (0..limit).map(|_| new_headers()).collect(),
+            unnotified: 0,
+        };
+        for _ in 0..SMALL_QUEUE {
+            device.post_event_buffer(Box::new(Event::new_zeroed()))?;
+        }
+        Ok(device)
+    }
+
+    /// The configuration read at init.
+    pub fn config(&self) -> &ScsiConfig {
+        &self.config
+    }
+
+    /// Negotiated features.
+    pub fn features(&self) -> Features {
+        self.features
+    }
+
+    /// Commands in flight.
+    pub fn in_flight(&self) -> usize {
+        self.table.in_flight()
+    }
+
+    /// Whether another command fits now.
+    pub fn has_room(&self) -> bool {
+        self.table.has_room() && !self.spare_headers.is_empty()
+    }
+
+    fn post_event_buffer(&mut self, mut buffer: Box<Event>) -> Result<(), VirtioScsiError> {
+        // SAFETY: the buffer is a heap allocation owned by `event_bufs` (below) from now until
+        // it is popped with the same buffer in `poll_events`; nothing else touches it.
+        let token = unsafe { self.events.add(&[], &mut [buffer.as_mut_bytes()]) }?;
+        let slot = self
+            .event_bufs
+            .get_mut(usize::from(token))
+            .ok_or(TrackError::UnknownId { id: token })?;
+        *slot = Some(buffer);
+        if self.events.should_notify() {
+            self.transport.notify(queue::EVENT);
+        }
+        Ok(())
+    }
+
+    /// Pops delivered events, decodes them and re-posts their buffers.
+    pub fn poll_events(&mut self, out: &mut Vec<ScsiEvent>) -> Result<(), VirtioScsiError> {
+        while let Some(token) = self.events.peek_used() {
+            let mut buffer = self
+                .event_bufs
+                .get_mut(usize::from(token))
+                .and_then(Option::take)
+                .ok_or(TrackError::UnknownId { id: token })?;
+            // SAFETY: `buffer` is the one added under `token` in post_event_buffer.
+            let used = unsafe {
+                self.events
+                    .pop_used(token, &[], &mut [buffer.as_mut_bytes()])
+            }?;
+            if used as usize >= core::mem::size_of::<Event>() {
+                out.push(decode_event(&buffer));
+            }
+            *buffer = Event::new_zeroed();
+            self.post_event_buffer(buffer)?;
+        }
+        Ok(())
+    }
+
+    /// Adds a command: `data_out` for writes, `data_in` for reads (at most one non-empty).
+    /// Returns the used-ring id. The caller promises `data` stays valid, unmoved and
+    /// untouched until the command is completed by [`Self::next_finished`].
+    pub(super) fn add_command(
+        &mut self,
+        tag: T,
+        lun: [u8; 8],
+        tag_u64: u64,
+        cdb: &[u8],
+        data: &mut [u8],
+        device_writes_data: bool,
+    ) -> Result<u16, VirtioScsiError> {
+        self.table.reserve()?;
+        let mut headers = self.spare_headers.pop().ok_or(TrackError::Full {
+            in_flight: self.table.in_flight(),
+            limit: self.table.in_flight(),
+        })?;
+        headers.req = CmdReq::new_zeroed();
+        headers.req.lun = lun;
+        headers.req.tag = tag_u64.into();
+        let n = cdb.len().min(wire::CDB_SIZE);
+        headers.req.cdb[..n].copy_from_slice(&cdb[..n]);
+        headers.resp = CmdResp::new_zeroed();
+        let data_len = data.len() as u32;
+        let Headers { req, resp } = &mut *headers;
+        // SAFETY: `req`/`resp` live in a Box kept in the table until the command is popped in
+        // next_finished (or the device is reset); `data` is covered by this function's
+        // contract, which the host layer takes from the midlayer's ScsiHost contract.
+        let added = unsafe {
+            match (data.is_empty(), device_writes_data) {
+                (true, _) => self
+                    .requests
+                    .add(&[req.as_bytes()], &mut [resp.as_mut_bytes()]),
+                (false, true) => self
+                    .requests
+                    .add(&[req.as_bytes()], &mut [resp.as_mut_bytes(), data]),
+                (false, false) => self
+                    .requests
+                    .add(&[req.as_bytes(), data], &mut [resp.as_mut_bytes()]),
+            }
+        };
+        let token = match added {
+            Ok(token) => token,
+            Err(error) => {
+                self.spare_headers.push(headers);
+                return Err(error.into());
+            }
+        };
+        let (data_out, data_in) = if device_writes_data {
+            (0, data_len)
+        } else {
+            (data_len, 0)
+        };
+        self.table.insert(
+            token,
+            Slot {
+                tag,
+                headers,
+                data_out,
+                data_in,
+                scratch: None,
+            },
+        )?;
+        self.unnotified += 1;
+        Ok(token)
+    }
+
+    /// Notifies the device of commands added since the last notify, if it wants to hear.
+    pub fn flush(&mut self) {
+        if self.unnotified > 0 {
+            self.unnotified = 0;
+            if self.requests.should_notify() {
+                self.transport.notify(queue::REQUEST);
+            }
+        }
+    }
+
+    /// The tag of the next used command, or `None` if nothing is used yet.
+    pub(super) fn peek_finished(&mut self) -> Result<Option<&T>, VirtioScsiError> {
+        let Some(id) = self.requests.peek_used() else {
+            return Ok(None);
+        };
+        Ok(Some(&self.table.get_mut(id)?.tag))
+    }
+
+    /// Pops the next used command. `data` must be the buffer given to `add_command` for it
+    /// (ignored for aborted commands, which pop into their scratch buffer).
+    pub(super) fn next_finished(
+        &mut self,
+        data: Option<&mut [u8]>,
+    ) -> Result<Option<Finished<T>>, VirtioScsiError> {
+        let Some(id) = self.requests.peek_used() else {
+            return Ok(None);
+        };
+        let slot = self.table.get_mut(id)?;
+        let data_len = slot.data_out.max(slot.data_in) as usize;
+        let device_writes = slot.data_in > 0;
+        let aborted = slot.scratch.is_some();
+        let buffer: &mut [u8] = match (slot.scratch.as_mut(), data) {
+            (Some(scratch), _) => scratch,
+            (None, Some(data)) if data.len() == data_len => data,
+            (None, _) if data_len == 0 => &mut [],
+            _ => return Err(VirtioScsiError::LostBuffer { id }),
+        };
+        let Headers { req, resp } = &mut *slot.headers;
+        // SAFETY: the buffers are the ones added under `id` (headers from the slot; data the
+        // caller's same buffer, checked by length, or the slot's scratch of equal length that
+        // abort substituted, which an identity or bouncing Hal may write into harmlessly).
+        let used = unsafe {
+            match (buffer.is_empty(), device_writes) {
+                (true, _) => {
+                    self.requests
+                        .pop_used(id, &[req.as_bytes()], &mut [resp.as_mut_bytes()])
+                }
+                (false, true) => self.requests.pop_used(
+                    id,
+                    &[req.as_bytes()],
+                    &mut [resp.as_mut_bytes(), buffer],
+                ),
+                (false, false) => self.requests.pop_used(
+                    id,
+                    &[req.as_bytes(), buffer],
+                    &mut [resp.as_mut_bytes()],
+                ),
+            }
+        }?;
+        let slot = self.table.take(id)?;
+        Ok(Some(Finished {
+            tag: slot.tag,
+            headers: slot.headers,
+            used_len: used,
+            data_out: slot.data_out,
+            data_in: slot.data_in,
+            aborted,
+        }))
+    }
+
+    /// Returns a finished command's headers to the spare set.
+    pub(super) fn recycle(&mut self, headers: Box<Headers>) {
+        self.spare_headers.push(headers);
+    }
+
+    /// Marks the command under used id `id` aborted: its completion will be popped into a
+    /// scratch buffer and not reported.
+    pub(super) fn mark_aborted(&mut self, id: u16) -> Result<(), VirtioScsiError> {
+        let slot = self.table.get_mut(id)?;
+        let len = slot.data_out.max(slot.data_in) as usize;
+        slot.scratch = Some(alloc::vec![0u8; len]);
+        Ok(())
+    }
+
+    /// Sends a task management function and waits (bounded) for its response code.
+    pub fn task_management(
+        &mut self,
+        subtype: u32,
+        lun: [u8; 8],
+        tag: u64,
+        timeout_us: u64,
+    ) -> Result<u8, VirtioScsiError> {
+        let request = TmfReq {
+            kind: wire::control_type::TMF.into(),
+            subtype: subtype.into(),
+            lun,
+            tag: tag.into(),
+        };
+        let mut response = TmfResp { response: 0xFF };
+        // SAFETY: both buffers live on this stack frame until the pop below, or until the
+        // device is reset on time-out (reset stops the device using them before we return).
+        let token = unsafe {
+            self.control
+                .add(&[request.as_bytes()], &mut [response.as_mut_bytes()])
+        }?;
+        if self.control.should_notify() {
+            self.transport.notify(queue::CONTROL);
+        }
+        let control = &self.control;
+        let waited = poll_until(&mut self.delay, timeout_us, 10, || {
+            control.can_pop().then_some(())
+        });
+        if let Err(timeout) = waited {
+            self.reset_device();
+            return Err(VirtioScsiError::TmfTimeout {
+                waited_us: timeout.waited_us,
+            });
+        }
+        // SAFETY: same buffers as added under `token`.
+        unsafe {
+            self.control
+                .pop_used(token, &[request.as_bytes()], &mut [response.as_mut_bytes()])
+        }?;
+        Ok(response.response)
+    }
+
+    /// Resets the device (status 0): it stops using every buffer. Outstanding commands are
+    /// dropped from the table; the queues must be set up again by a new [`VirtioScsi`].
+    pub fn reset_device(&mut self) {
+        self.transport.set_status(DeviceStatus::empty());
+        // The spec has the driver read the status back until it reads 0 (reset done).
+        let transport = &self.transport;
+        let done = poll_until(&mut self.delay, 1_000_000, 10, || {
+            transport.get_status().is_empty().then_some(())
+        });
+        if done.is_err() {
+            log::error!("virtio-scsi: device did not finish its reset");
+        }
+    }
+
+    /// Takes back every outstanding command's tag after a reset, leaving out commands an
+    /// abort already answered for.
+    pub(super) fn drain_after_reset(&mut self) -> Vec<T> {
+        let slots: Vec<Slot<T>> = self.table.drain().collect();
+        let mut tags = Vec::with_capacity(slots.len());
+        for slot in slots {
+            if slot.scratch.is_none() {
+                tags.push(slot.tag);
+            }
+            self.spare_headers.push(slot.headers);
+        }
+        tags
+    }
+
+    /// Gives back the transport and delay (after [`Self::reset_device`]), to build a new
+    /// device.
+    pub fn into_parts(self) -> (Tr, D) {
+        (self.transport, self.delay)
+    }
+
+    /// Busy-waits on the device's delay source.
+    pub fn pause_us(&mut self, us: u32) {
+        self.delay.delay_us(us);
+    }
+}
+
+fn decode_event(buffer: &Event) -> ScsiEvent {
+    let code = buffer.event.get();
+    let reason = buffer.reason.get();
+    if code & event::EVENTS_MISSED != 0 {
+        return ScsiEvent::EventsMissed;
+    }
+    match code {
+        event::TRANSPORT_RESET => ScsiEvent::TransportReset {
+            target: buffer.lun[1],
+            lun: u16::from_be_bytes([buffer.lun[2], buffer.lun[3]]) & 0x3FFF,
+            rescan: reason == event::REASON_RESCAN,
+        },
+        _ => ScsiEvent::Other {
+            event: code,
+            reason,
+        },
+    }
+}
+
+/// Decodes a raw event (for tests and for callers with their own buffers).
+#[must_use]
+pub fn parse_event(bytes: &[u8]) -> Option<ScsiEvent> {
+    Event::read_from_prefix(bytes)
+        .ok()
+        .map(|(e, _)| decode_event(&e))
+}

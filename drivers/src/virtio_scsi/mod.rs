@@ -8,5 +8,6 @@
 //! queue), never a panic and never an access outside a buffer.
 
 pub mod device;
+pub mod host;
 pub mod tracker;
 pub mod wire;
