@@ -32,6 +32,7 @@ use crate::error::{Error, Result};
 use crate::guest::{Guest, Overrides};
 use crate::host_tests::Tally;
 use crate::profile::{self, Profile};
+use crate::symbols;
 use crate::workspace;
 
 /// One boot of the guest test table.
@@ -135,6 +136,11 @@ pub fn run(guest: &Guest, tests: &[GuestTest], filter: Option<&str>) -> Tally {
                 println!("guest {} ... FAILED: {reason}", test.name);
                 if let Ok(outcome) = &outcome {
                     show_tail(outcome);
+                    for line in
+                        symbols::symbolize(&guest.kernel, &outcome.console).unwrap_or_default()
+                    {
+                        println!("    {line}");
+                    }
                 }
                 // A runner that reported its own failures counts them; anything else is one.
                 tally += counted

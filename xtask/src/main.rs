@@ -21,6 +21,7 @@ mod process;
 mod profile;
 mod qemu;
 mod setup;
+mod symbols;
 mod workspace;
 
 use std::path::PathBuf;
@@ -137,6 +138,12 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     };
     println!("profile: {} ({})", profile.name, profile.description);
     let outcome = guest.boot(&profile, &overrides, Echo::Live)?;
+    if let Some(trace) = symbols::symbolize(&guest.kernel, &outcome.console) {
+        eprintln!("xtask: call trace, resolved with addr2line:");
+        for line in trace {
+            eprintln!("{line}");
+        }
+    }
     for image in &outcome.images {
         eprintln!("xtask: disk image {}", image.display());
     }
