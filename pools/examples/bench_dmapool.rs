@@ -5,7 +5,8 @@
 //!
 //! Runs `pools::bench` — the same code the guest kernel runs — over a pre-faulted arena so
 //! that page-allocation cost does not blur the comparison. Implementations alternate within
-//! each repetition, so every comparison comes from one run. After all repetitions it prints
+//! each repetition, so every comparison comes from one run (the O(1) implementations get
+//! three times the repetitions; legacy at large n fewer). After all repetitions it prints
 //! one `RESULT {json}` line per (implementation, n) on stdout with the *minimum* over the
 //! repetitions (the estimate least disturbed by other load on a shared machine) and the
 //! median beside it; progress goes to stderr.
@@ -83,6 +84,9 @@ fn parse_args() -> Result<Args, String> {
     })
 }
 
+/// Repetitions of the O(1) implementations per repetition of legacy.
+const CHEAP_REPS_FACTOR: usize = 3;
+
 type ScalableAlgo<'a> = Scalable<&'a HostArena, SideStack>;
 type InBlockAlgo<'a> = Scalable<&'a HostArena, InBlock>;
 type LegacyAlgo<'a> = Legacy<&'a HostArena>;
@@ -139,7 +143,9 @@ fn main() {
     let arena = HostArena::new((max_n / 32 + 64) * 4096);
     let mut slots = Vec::new();
     let mut results: Vec<(String, usize, Vec<FillDrain>)> = Vec::new();
-    for rep in 0..args.reps {
+    // The O(1) pools take milliseconds per run: give them more repetitions (a better minimum
+    // on a busy machine) while legacy keeps `reps` (or fewer at large n).
+    for rep in 0..args.reps * CHEAP_REPS_FACTOR {
         for &n in &args.sweep {
             // Alternate the order so that no implementation always runs on a warmer cache.
             let order = if rep % 2 == 0 {
@@ -149,7 +155,7 @@ fn main() {
             };
             for which in order {
                 if !args.impls.iter().any(|i| i == which)
-                    || (which == "legacy" && !legacy_runs(n, rep, args.quick))
+                    || (which == "legacy" && (rep >= args.reps || !legacy_runs(n, rep, args.quick)))
                 {
                     continue;
                 }
