@@ -81,7 +81,7 @@ fn on_host(quick: bool) -> Result<ResultSet> {
     }
     command.current_dir(workspace::root());
     let records = super::run_host_program(&mut command)?;
-    let mut set = ResultSet::new("dmapool", "host", None);
+    let mut set = ResultSet::new("dmapool", "dmapool", "host", None);
     set.extend(records);
     Ok(set)
 }
@@ -90,6 +90,7 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
     let guest = Guest::prepare(options.accel, options.kernel.clone())?;
     let profile = profile::load("default")?;
     let mut set = ResultSet::new(
+        "dmapool",
         "dmapool-guest",
         "guest",
         Some(guest.accel.accel.to_string()),
@@ -166,7 +167,7 @@ fn report(set: &ResultSet) -> Result<()> {
     }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
-    let svg = dir.join(format!("{}.svg", set.name));
+    let svg = dir.join(format!("{}.svg", set.file_stem));
     plot::draw_log_log(&svg, &chart(set))?;
     println!("wrote {} and {}", json.display(), svg.display());
     Ok(())
@@ -257,7 +258,7 @@ mod tests {
     use crate::console::parse_result;
 
     fn set() -> ResultSet {
-        let mut set = ResultSet::new("dmapool", "host", None);
+        let mut set = ResultSet::new("dmapool", "dmapool", "host", None);
         let lines = [
             r#"{"impl":"legacy","n":1000,"alloc_ns_per_op":50.0,"free_ns_per_op":60.0,"alloc_total_ms":0.05,"free_total_ms":0.06}"#,
             r#"{"impl":"scalable","n":1000,"alloc_ns_per_op":10.0,"free_ns_per_op":6.0,"alloc_total_ms":0.01,"free_total_ms":0.006}"#,

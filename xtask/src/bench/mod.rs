@@ -28,8 +28,10 @@ pub type Record = Map<String, Value>;
 /// The results of one benchmark command.
 #[derive(Clone, Debug)]
 pub struct ResultSet {
+    /// The benchmark, e.g. `dmapool`.
+    pub bench: String,
     /// File stem under `target/bench/`, e.g. `dmapool` or `dmapool-guest`.
-    pub name: String,
+    pub file_stem: String,
     /// The command the user ran, for reproduction.
     pub command: String,
     /// `"host"` or `"guest"`.
@@ -41,10 +43,11 @@ pub struct ResultSet {
 
 impl ResultSet {
     /// An empty set; `command` is reconstructed from the process arguments.
-    pub fn new(name: &str, place: &'static str, accel: Option<String>) -> Self {
+    pub fn new(bench: &str, file_stem: &str, place: &'static str, accel: Option<String>) -> Self {
         let args: Vec<String> = std::env::args().skip(1).collect();
         Self {
-            name: name.to_owned(),
+            bench: bench.to_owned(),
+            file_stem: file_stem.to_owned(),
             command: format!("cargo xtask {}", args.join(" ")),
             place,
             accel,
@@ -70,7 +73,7 @@ impl ResultSet {
     /// The JSON document written to disk.
     pub fn to_json(&self) -> Value {
         json!({
-            "bench": self.name,
+            "bench": self.bench,
             "command": self.command,
             "where": self.place,
             "accel": self.accel,
@@ -81,7 +84,7 @@ impl ResultSet {
 
     /// Writes `<dir>/<name>.json` and returns its path.
     pub fn write_json(&self, dir: &Path) -> Result<PathBuf> {
-        let path = dir.join(format!("{}.json", self.name));
+        let path = dir.join(format!("{}.json", self.file_stem));
         let mut text = serde_json::to_string_pretty(&self.to_json()).unwrap_or_default();
         text.push('\n');
         std::fs::write(&path, text).map_err(|source| Error::Write {
@@ -297,7 +300,7 @@ mod tests {
 
     #[test]
     fn results_are_tagged_with_where_and_accel() {
-        let mut set = ResultSet::new("x", "guest", Some("tcg".into()));
+        let mut set = ResultSet::new("x", "x-guest", "guest", Some("tcg".into()));
         let record = console::parse_result(r#"{"impl":"legacy","n":10}"#).unwrap();
         set.extend([record]);
         let json = set.to_json();
