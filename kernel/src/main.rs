@@ -40,6 +40,16 @@ mod memmap;
     allow(dead_code, reason = "used by the guest build and by tests")
 )]
 mod pci;
+#[cfg_attr(
+    not(target_os = "none"),
+    allow(dead_code, reason = "used by the guest build and by tests")
+)]
+mod sync;
+#[cfg_attr(
+    not(target_os = "none"),
+    allow(dead_code, reason = "used by the guest build and by tests")
+)]
+mod topology;
 
 #[cfg(target_os = "none")]
 mod arch;

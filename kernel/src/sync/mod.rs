@@ -1,0 +1,4 @@
+//! Locks for a multi-CPU kernel. Interrupts stay off in this kernel, so a spinlock never needs
+//! to mask them; what matters is measuring contention, which is what [`spinlock`] adds.
+
+pub mod spinlock;
