@@ -1,0 +1,455 @@
+//! A fake virtio-scsi device for host tests: a virtio-drivers `Transport` whose `notify`
+//! processes the split virtqueues in (host) memory the way QEMU does, and a `Hal` over
+//! the host heap with bus address = CPU address. The device side necessarily reads and
+//! writes the rings and buffers through raw pointers; each access is to memory the driver
+//! shared with it (queue memory from `dma_alloc`, buffers from `share`) and still holds.
+#![allow(dead_code, reason = "each test binary uses a different subset")]
+
+use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::ptr::NonNull;
+use std::rc::Rc;
+use std::vec::Vec;
+
+use drivers::virtio_scsi::wire::{CmdReq, CmdResp, Config, Event, TmfReq, feature, response};
+use virtio_drivers::transport::{DeviceStatus, DeviceType, InterruptStatus, Transport};
+use virtio_drivers::{BufferDirection, Hal, PhysAddr};
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
+
+pub struct HeapHal;
+
+const PAGE: usize = 4096;
+
+// SAFETY: dma_alloc returns zeroed, page-aligned heap memory whose "physical" address is its
+// (exposed) CPU address, valid until dma_dealloc; share/unshare are the identity, so the
+// device and the driver see the same bytes.
+unsafe impl Hal for HeapHal {
+    fn dma_alloc(pages: usize, _direction: BufferDirection) -> (PhysAddr, NonNull<u8>) {
+        let layout = Layout::from_size_align(pages * PAGE, PAGE).unwrap();
+        // SAFETY: the layout has a non-zero size (virtio-drivers never asks for 0 pages).
+        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) }).expect("host memory");
+        (ptr.as_ptr().expose_provenance() as u64, ptr)
+    }
+
+    unsafe fn dma_dealloc(_paddr: PhysAddr, vaddr: NonNull<u8>, pages: usize) -> i32 {
+        let layout = Layout::from_size_align(pages * PAGE, PAGE).unwrap();
+        // SAFETY: the caller passes back a pointer from dma_alloc with the same page count.
+        unsafe { dealloc(vaddr.as_ptr(), layout) };
+        0
+    }
+
+    unsafe fn mmio_phys_to_virt(_paddr: PhysAddr, _size: usize) -> NonNull<u8> {
+        unreachable!("the fake transport has no MMIO")
+    }
+
+    unsafe fn share(buffer: NonNull<[u8]>, _direction: BufferDirection) -> PhysAddr {
+        buffer.as_ptr().cast::<u8>().expose_provenance() as u64
+    }
+
+    unsafe fn unshare(_paddr: PhysAddr, _buffer: NonNull<[u8]>, _direction: BufferDirection) {}
+}
+
+fn read_bytes(addr: u64, len: usize) -> Vec<u8> {
+    let mut out = vec![0u8; len];
+    // SAFETY: see the module docs: `addr..addr+len` is queue memory or a shared buffer the
+    // driver still holds; `out` is a fresh Vec, so the ranges do not overlap.
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            std::ptr::with_exposed_provenance::<u8>(addr as usize),
+            out.as_mut_ptr(),
+            len,
+        )
+    };
+    out
+}
+
+fn write_bytes(addr: u64, data: &[u8]) {
+    // SAFETY: as in read_bytes, for a device-writable range.
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            data.as_ptr(),
+            std::ptr::with_exposed_provenance_mut::<u8>(addr as usize),
+            data.len(),
+        )
+    };
+}
+
+fn read_u16(addr: u64) -> u16 {
+    u16::from_le_bytes(read_bytes(addr, 2).try_into().unwrap())
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Queue {
+    size: u16,
+    desc: u64,
+    avail: u64,
+    used: u64,
+    last_avail: u16,
+    used_idx: u16,
+}
+
+#[derive(Debug, Clone)]
+struct Piece {
+    addr: u64,
+    len: u32,
+    writable: bool,
+}
+
+/// A request the device holds back.
+#[derive(Debug, Clone)]
+struct Held {
+    head: u16,
+    pieces: Vec<Piece>,
+    tag: u64,
+}
+
+#[derive(Debug)]
+pub struct FakeState {
+    pub status: DeviceStatus,
+    pub config: Config,
+    queues: BTreeMap<u16, Queue>,
+    /// Disks by target id: 512-byte blocks.
+    pub disks: BTreeMap<u8, Vec<u8>>,
+    /// Hold every request instead of completing it.
+    pub hold: bool,
+    held: Vec<Held>,
+    /// Used entries pushed before the next real one.
+    pub inject_used: Vec<(u32, u32)>,
+    /// Added to the next real used length, then cleared.
+    pub used_len_bonus: u32,
+    /// Requests completed.
+    pub completed: usize,
+    /// Notifies of the request queue.
+    pub request_notifies: usize,
+    /// Device resets.
+    pub resets: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct FakeScsi(pub Rc<RefCell<FakeState>>);
+
+impl FakeScsi {
+    pub fn new() -> Self {
+        let config = Config {
+            num_queues: 1.into(),
+            seg_max: 254.into(),
+            max_sectors: 0xFFFF.into(),
+            cmd_per_lun: 128.into(),
+            event_info_size: 16.into(),
+            sense_size: 96.into(),
+            cdb_size: 32.into(),
+            max_channel: 0.into(),
+            max_target: 3.into(),
+            max_lun: 0.into(),
+        };
+        let mut disks = BTreeMap::new();
+        disks.insert(0, vec![0u8; 2048 * 512]);
+        disks.insert(2, vec![0u8; 64 * 512]);
+        Self(Rc::new(RefCell::new(FakeState {
+            status: DeviceStatus::empty(),
+            config,
+            queues: BTreeMap::new(),
+            disks,
+            hold: false,
+            held: Vec::new(),
+            inject_used: Vec::new(),
+            used_len_bonus: 0,
+            completed: 0,
+            request_notifies: 0,
+            resets: 0,
+        })))
+    }
+
+    pub fn state(&self) -> std::cell::RefMut<'_, FakeState> {
+        self.0.borrow_mut()
+    }
+}
+
+impl FakeState {
+    fn pop_avail(&mut self, index: u16) -> Option<(u16, Vec<Piece>)> {
+        let queue = self.queues.get_mut(&index)?;
+        let avail_idx = read_u16(queue.avail + 2);
+        if queue.last_avail == avail_idx {
+            return None;
+        }
+        let slot = u64::from(queue.last_avail % queue.size);
+        let head = read_u16(queue.avail + 4 + 2 * slot);
+        queue.last_avail = queue.last_avail.wrapping_add(1);
+        let mut pieces = Vec::new();
+        let mut next = Some(head);
+        while let Some(i) = next {
+            let d = read_bytes(queue.desc + 16 * u64::from(i), 16);
+            let addr = u64::from_le_bytes(d[0..8].try_into().unwrap());
+            let len = u32::from_le_bytes(d[8..12].try_into().unwrap());
+            let flags = u16::from_le_bytes(d[12..14].try_into().unwrap());
+            let nxt = u16::from_le_bytes(d[14..16].try_into().unwrap());
+            assert_eq!(flags & 4, 0, "the fake offers no indirect descriptors");
+            pieces.push(Piece {
+                addr,
+                len,
+                writable: flags & 2 != 0,
+            });
+            next = (flags & 1 != 0).then_some(nxt);
+        }
+        Some((head, pieces))
+    }
+
+    fn push_used(&mut self, index: u16, id: u32, len: u32) {
+        let queue = self.queues.get_mut(&index).expect("queue set");
+        let slot = u64::from(queue.used_idx % queue.size);
+        let mut entry = id.to_le_bytes().to_vec();
+        entry.extend_from_slice(&len.to_le_bytes());
+        write_bytes(queue.used + 4 + 8 * slot, &entry);
+        queue.used_idx = queue.used_idx.wrapping_add(1);
+        write_bytes(queue.used + 2, &queue.used_idx.to_le_bytes());
+    }
+
+    fn process_requests(&mut self) {
+        for (id, len) in std::mem::take(&mut self.inject_used) {
+            self.push_used(2, id, len);
+        }
+        while let Some((head, pieces)) = self.pop_avail(2) {
+            let req = CmdReq::read_from_prefix(&read_bytes(pieces[0].addr, pieces[0].len as usize))
+                .unwrap()
+                .0;
+            if self.hold {
+                self.held.push(Held {
+                    head,
+                    pieces,
+                    tag: req.tag.get(),
+                });
+                continue;
+            }
+            self.complete(head, &pieces, response::OK);
+        }
+    }
+
+    /// Executes (or, for `ABORTED`, just answers) one request and pushes it to the used ring.
+    fn complete(&mut self, head: u16, pieces: &[Piece], code: u8) {
+        let req = CmdReq::read_from_prefix(&read_bytes(pieces[0].addr, pieces[0].len as usize))
+            .unwrap()
+            .0;
+        let out: Vec<&Piece> = pieces.iter().skip(1).filter(|p| !p.writable).collect();
+        let ins: Vec<&Piece> = pieces.iter().filter(|p| p.writable).collect();
+        let mut resp = CmdResp::new_zeroed();
+        resp.response = code;
+        let data_in: &[&Piece] = ins.get(1..).unwrap_or(&[]);
+        let in_len: u32 = data_in.iter().map(|p| p.len).sum();
+        let out_len: u32 = out.iter().map(|p| p.len).sum();
+        if code == response::OK {
+            let target = req.lun[1];
+            match self.disks.get_mut(&target) {
+                None => resp.response = response::BAD_TARGET,
+                Some(disk) => {
+                    let data_out: Vec<u8> = out
+                        .iter()
+                        .flat_map(|p| read_bytes(p.addr, p.len as usize))
+                        .collect();
+                    let (status, bytes) =
+                        execute(disk, &req.cdb, &data_out, in_len as usize, &mut resp);
+                    resp.status = status;
+                    let mut offset = 0;
+                    for piece in data_in {
+                        let n = (piece.len as usize).min(bytes.len().saturating_sub(offset));
+                        write_bytes(piece.addr, &bytes[offset..offset + n]);
+                        offset += n;
+                    }
+                    resp.resid = (in_len.max(out_len)
+                        - if in_len > 0 { offset as u32 } else { out_len })
+                    .into();
+                }
+            }
+        }
+        write_bytes(ins[0].addr, resp.as_bytes());
+        let used_len = 108 + in_len + out_len + std::mem::take(&mut self.used_len_bonus);
+        self.push_used(2, u32::from(head), used_len);
+        self.completed += 1;
+    }
+
+    fn process_control(&mut self) {
+        while let Some((head, pieces)) = self.pop_avail(0) {
+            let tmf = TmfReq::read_from_prefix(&read_bytes(pieces[0].addr, pieces[0].len as usize))
+                .unwrap()
+                .0;
+            if tmf.subtype.get() == drivers::virtio_scsi::wire::tmf::ABORT_TASK {
+                // Like QEMU: the aborted request completes (ABORTED) before the TMF does.
+                if let Some(i) = self.held.iter().position(|h| h.tag == tmf.tag.get()) {
+                    let held = self.held.remove(i);
+                    self.complete(held.head, &held.pieces, response::ABORTED);
+                }
+            }
+            write_bytes(pieces[1].addr, &[response::OK]);
+            self.push_used(0, u32::from(head), 1);
+        }
+    }
+
+    /// Releases held requests and completes them normally.
+    pub fn release_held(&mut self) {
+        for held in std::mem::take(&mut self.held) {
+            self.complete(held.head, &held.pieces, response::OK);
+        }
+    }
+
+    /// Delivers `event` into the next posted event buffer; `false` if none is posted.
+    pub fn fire_event(&mut self, event: Event) -> bool {
+        let Some((head, pieces)) = self.pop_avail(1) else {
+            return false;
+        };
+        write_bytes(pieces[0].addr, event.as_bytes());
+        self.push_used(1, u32::from(head), 16);
+        true
+    }
+}
+
+/// READ(10)/WRITE(10)/TEST UNIT READY/INQUIRY/READ CAPACITY(10); anything else is CHECK
+/// CONDITION, ILLEGAL REQUEST, INVALID COMMAND OPERATION CODE.
+fn execute(
+    disk: &mut [u8],
+    cdb: &[u8],
+    data_out: &[u8],
+    in_len: usize,
+    resp: &mut CmdResp,
+) -> (u8, Vec<u8>) {
+    match cdb[0] {
+        0x00 => (0, Vec::new()),
+        0x12 => {
+            let mut inquiry = vec![0u8; 36];
+            inquiry[2] = 5;
+            inquiry[4] = 31;
+            inquiry[8..16].copy_from_slice(b"QEMU    ");
+            inquiry[16..32].copy_from_slice(b"QEMU HARDDISK   ");
+            inquiry.truncate(in_len);
+            (0, inquiry)
+        }
+        0x25 => {
+            let mut cap = ((disk.len() / 512 - 1) as u32).to_be_bytes().to_vec();
+            cap.extend_from_slice(&512u32.to_be_bytes());
+            (0, cap)
+        }
+        op @ (0x28 | 0x2A) => {
+            let lba = u32::from_be_bytes(cdb[2..6].try_into().unwrap()) as usize;
+            let blocks = usize::from(u16::from_be_bytes([cdb[7], cdb[8]]));
+            let range = lba * 512..(lba + blocks) * 512;
+            if range.end > disk.len() {
+                return check(resp, 0x21);
+            }
+            if op == 0x28 {
+                (0, disk[range].to_vec())
+            } else {
+                disk[range].copy_from_slice(&data_out[..blocks * 512]);
+                (0, Vec::new())
+            }
+        }
+        _ => check(resp, 0x20),
+    }
+}
+
+fn check(resp: &mut CmdResp, asc: u8) -> (u8, Vec<u8>) {
+    resp.sense[0] = 0x70;
+    resp.sense[2] = 0x05;
+    resp.sense[7] = 10;
+    resp.sense[12] = asc;
+    resp.sense_len = 18.into();
+    (2, Vec::new())
+}
+
+impl Transport for FakeScsi {
+    fn device_type(&self) -> DeviceType {
+        DeviceType::ScsiHost
+    }
+    fn read_device_features(&mut self) -> u64 {
+        feature::VERSION_1 | feature::HOTPLUG
+    }
+    fn write_driver_features(&mut self, _driver_features: u64) {}
+    fn max_queue_size(&mut self, _queue: u16) -> u32 {
+        256
+    }
+    fn notify(&mut self, queue: u16) {
+        let mut state = self.0.borrow_mut();
+        match queue {
+            0 => state.process_control(),
+            2 => {
+                state.request_notifies += 1;
+                state.process_requests();
+            }
+            _ => {}
+        }
+    }
+    fn get_status(&self) -> DeviceStatus {
+        self.0.borrow().status
+    }
+    fn set_status(&mut self, status: DeviceStatus) {
+        let mut state = self.0.borrow_mut();
+        if status.is_empty() {
+            state.resets += 1;
+            state.queues.clear();
+            state.held.clear();
+        }
+        state.status = status;
+    }
+    fn set_guest_page_size(&mut self, _guest_page_size: u32) {}
+    fn requires_legacy_layout(&self) -> bool {
+        false
+    }
+    fn queue_set(
+        &mut self,
+        queue: u16,
+        size: u32,
+        descriptors: PhysAddr,
+        driver_area: PhysAddr,
+        device_area: PhysAddr,
+    ) {
+        self.0.borrow_mut().queues.insert(
+            queue,
+            Queue {
+                size: size as u16,
+                desc: descriptors,
+                avail: driver_area,
+                used: device_area,
+                last_avail: 0,
+                used_idx: 0,
+            },
+        );
+    }
+    fn queue_unset(&mut self, queue: u16) {
+        self.0.borrow_mut().queues.remove(&queue);
+    }
+    fn queue_used(&mut self, queue: u16) -> bool {
+        self.0.borrow().queues.contains_key(&queue)
+    }
+    fn ack_interrupt(&mut self) -> InterruptStatus {
+        InterruptStatus::empty()
+    }
+    fn read_config_generation(&self) -> u32 {
+        0
+    }
+    fn read_config_space<T: FromBytes + IntoBytes>(
+        &self,
+        offset: usize,
+    ) -> virtio_drivers::Result<T> {
+        let state = self.0.borrow();
+        let bytes = state.config.as_bytes();
+        T::read_from_prefix(
+            bytes
+                .get(offset..)
+                .ok_or(virtio_drivers::Error::ConfigSpaceTooSmall)?,
+        )
+        .map(|(value, _)| value)
+        .map_err(|_| virtio_drivers::Error::ConfigSpaceTooSmall)
+    }
+    fn write_config_space<T: IntoBytes + zerocopy::Immutable>(
+        &mut self,
+        offset: usize,
+        value: T,
+    ) -> virtio_drivers::Result<()> {
+        let mut state = self.0.borrow_mut();
+        let bytes = state.config.as_mut_bytes();
+        let end = offset + core::mem::size_of::<T>();
+        bytes
+            .get_mut(offset..end)
+            .ok_or(virtio_drivers::Error::ConfigSpaceTooSmall)?
+            .copy_from_slice(value.as_bytes());
+        Ok(())
+    }
+}
