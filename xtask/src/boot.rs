@@ -8,7 +8,6 @@
 
 use std::fmt;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::PathBuf;
 use std::process::{Child, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -16,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::console::Report;
 use crate::error::{Error, Result};
 use crate::process;
-use crate::qemu::{self, Machine};
+use crate::qemu::{self, DiskImage, Machine};
 
 /// Whether the console is shown while the guest runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,7 +86,7 @@ pub struct Outcome {
     /// Wall time of the QEMU process, from spawn to exit.
     pub wall: Duration,
     /// The disk images the boot used (for checks after shutdown).
-    pub images: Vec<PathBuf>,
+    pub images: Vec<DiskImage>,
 }
 
 enum Event {

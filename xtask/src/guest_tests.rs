@@ -9,6 +9,12 @@
 //! expect_line = "FAULT #PF"  # optional: some console line must start with this
 //! timeout_secs = 60          # optional: else the profile's
 //! smp = 2                    # optional: else the profile's
+//!
+//! [[test.image_check]]       # optional: after QEMU exits, check a disk image's bytes
+//! disk = "disk0"             # (see image_check.rs for the patterns)
+//! len_bytes = 1048576
+//! pattern = "offset-u64"
+//! seed = 0x5e45e9001
 //! ```
 //!
 //! A `pass` boot runs the in-guest test runner (`test=all` runs every normal test in one boot): it
@@ -31,6 +37,7 @@ use crate::console::{self, Line};
 use crate::error::{Error, Result};
 use crate::guest::{Guest, Overrides};
 use crate::host_tests::Tally;
+use crate::image_check::ImageCheck;
 use crate::profile::{self, Profile};
 use crate::symbols;
 use crate::workspace;
@@ -52,6 +59,8 @@ pub struct GuestTest {
     pub timeout_secs: Option<u64>,
     #[serde(default)]
     pub smp: Option<u32>,
+    #[serde(default)]
+    pub image_check: Vec<ImageCheck>,
 }
 
 /// How a guest test must end.
@@ -193,8 +202,29 @@ fn show_test_lines(outcome: &Outcome) {
     }
 }
 
-/// Decides a test from its boot: `Ok(detail)` or `Err(reason)`.
+/// Decides a test from its boot and then its disk images: `Ok(detail)` or `Err(reason)`.
 pub fn judge(test: &GuestTest, outcome: &Outcome) -> Result<String, String> {
+    let detail = judge_console(test, outcome)?;
+    for check in &test.image_check {
+        let image = outcome
+            .images
+            .iter()
+            .find(|image| image.disk == check.disk && image.format == "raw")
+            .ok_or_else(|| format!("image_check: the profile has no raw disk '{}'", check.disk))?;
+        check.verify(&image.path)?;
+    }
+    if test.image_check.is_empty() {
+        Ok(detail)
+    } else {
+        Ok(format!(
+            "{detail}; {} image range(s) verified",
+            test.image_check.len()
+        ))
+    }
+}
+
+/// Decides a test from its exit status and console.
+fn judge_console(test: &GuestTest, outcome: &Outcome) -> Result<String, String> {
     let report = &outcome.report;
     let required_line = |prefix: &str| {
         outcome
@@ -303,6 +333,7 @@ mod tests {
             expect_line: None,
             timeout_secs: None,
             smp: None,
+            image_check: Vec::new(),
         }
     }
 

@@ -17,6 +17,7 @@ mod error;
 mod guest;
 mod guest_tests;
 mod host_tests;
+mod image_check;
 mod process;
 mod profile;
 mod qemu;
@@ -145,7 +146,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         }
     }
     for image in &outcome.images {
-        eprintln!("xtask: disk image {}", image.display());
+        eprintln!("xtask: disk {} is {}", image.disk, image.path.display());
     }
     let first_workload_ms = outcome
         .report

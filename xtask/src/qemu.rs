@@ -24,6 +24,16 @@ pub const EXIT_SUCCESS: i32 = (0x10 << 1) | 1;
 /// QEMU's exit status when the guest wrote 0x11 to the debug-exit port.
 pub const EXIT_FAILURE: i32 = (0x11 << 1) | 1;
 
+/// A disk image file created for a boot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiskImage {
+    /// The profile's `[[disk]] name`.
+    pub disk: String,
+    /// `raw` or `qcow2`.
+    pub format: &'static str,
+    pub path: PathBuf,
+}
+
 /// Everything that decides one QEMU invocation.
 #[derive(Clone, Debug)]
 pub struct Machine<'a> {
@@ -48,8 +58,9 @@ impl Machine<'_> {
         )
     }
 
-    /// Creates every disk image afresh (zeroed) with `qemu-img create`; returns their paths.
-    pub fn create_images(&self) -> Result<Vec<PathBuf>> {
+    /// Creates every disk image afresh (zeroed) with `qemu-img create`; returns each disk's name
+    /// and image path.
+    pub fn create_images(&self) -> Result<Vec<DiskImage>> {
         let mut paths = Vec::new();
         for disk in &self.profile.disks {
             let (Some(path), Some(format)) = (self.image_path(disk), disk.format.image_format())
@@ -60,7 +71,11 @@ impl Machine<'_> {
             command.args(["create", "-q", "-f", format]);
             command.arg(&path).arg(disk.size_bytes.to_string());
             process::run(&mut command)?;
-            paths.push(path);
+            paths.push(DiskImage {
+                disk: disk.name.clone(),
+                format,
+                path,
+            });
         }
         Ok(paths)
     }
