@@ -2,6 +2,8 @@
 
 use alloc::vec::Vec;
 
+use super::MAX_FRAME_BYTES;
+
 use zerocopy::IntoBytes;
 
 use crate::dma::{DmaMemory, Segment};
@@ -76,30 +78,44 @@ pub fn build<P: ChainPool>(
         });
     }
 
-    // Take every frame first, so a dry pool fails before anything is written.
-    let mut frames: Vec<P::Frame> = Vec::with_capacity(needed);
+    // Take every frame first, so a dry pool fails before anything is written. They go
+    // straight onto `chains`; on failure the ones taken are dropped (returned) again.
+    let first = chains.len();
     for allocated in 0..needed {
         match pool.alloc_frame() {
-            Some(frame) if frame.len_bytes() >= layout.frame_size_bytes() => frames.push(frame),
-            Some(frame) => {
-                return Err(SglError::ChainFrameSize {
-                    len_bytes: frame.len_bytes(),
-                    want_bytes: layout.frame_size_bytes(),
+            Some(frame) if frame.len_bytes() >= layout.frame_size_bytes() => chains.push(frame),
+            other => {
+                let len_bytes = other.as_ref().map(DmaMemory::len_bytes);
+                chains.truncate(first);
+                return Err(match len_bytes {
+                    Some(len_bytes) => SglError::ChainFrameSize {
+                        len_bytes,
+                        want_bytes: layout.frame_size_bytes(),
+                    },
+                    None => SglError::ChainPoolExhausted { allocated, needed },
                 });
             }
-            None => return Err(SglError::ChainPoolExhausted { allocated, needed }),
         }
     }
+    let frames = &mut chains[first..];
 
-    // Split the segments: the request frame, then each chain frame in turn.
-    let mut rest = segments;
+    // Simple elements in chain frame `index`: all but the last give a slot to the next
+    // chain element; the last takes what is left.
     let main_count = if needed == 0 {
-        rest.len()
+        segments.len()
     } else {
         layout.main_slots() - 1
     };
-    let (main_part, after) = rest.split_at(main_count);
-    rest = after;
+    let per_chain = layout.chain_slots() - 1;
+    let count_in = |index: usize| {
+        if index + 1 == needed {
+            segments.len() - main_count - per_chain * index
+        } else {
+            per_chain
+        }
+    };
+
+    let (main_part, mut rest) = segments.split_at(main_count);
     write_simples(
         main_frame,
         SCSI_IO_SGL_OFFSET,
@@ -107,48 +123,33 @@ pub fn build<P: ChainPool>(
         dir,
         rest.is_empty(),
     );
-
     let mut chain_offset_dwords = 0u8;
-    let mut scratch = alloc::vec![0u8; layout.frame_size_bytes()];
-    let mut counts: Vec<usize> = Vec::with_capacity(needed);
-    {
-        let mut left = rest.len();
-        for index in 0..needed {
-            let count = if index + 1 == needed {
-                left
-            } else {
-                layout.chain_slots() - 1
-            };
-            counts.push(count);
-            left -= count;
-        }
-    }
     if needed > 0 {
         let at = SCSI_IO_SGL_OFFSET + main_count * SGE64_LEN_BYTES;
         chain_offset_dwords = (at / 4) as u8;
         put(
             main_frame,
             at,
-            chain_element(&frames[0], counts[0], needed > 1),
+            chain_element(&frames[0], count_in(0), needed > 1),
         );
     }
+    let mut scratch = [0u8; MAX_FRAME_BYTES];
+    let scratch = &mut scratch[..layout.frame_size_bytes()];
     for index in 0..needed {
         scratch.fill(0);
-        let (part, after) = rest.split_at(counts[index]);
+        let (part, after) = rest.split_at(count_in(index));
         rest = after;
         let last_frame = index + 1 == needed;
-        write_simples(&mut scratch, 0, part, dir, last_frame);
+        write_simples(scratch, 0, part, dir, last_frame);
         if !last_frame {
-            let has_next = index + 2 < needed;
-            put(
-                &mut scratch,
-                counts[index] * SGE64_LEN_BYTES,
-                chain_element(&frames[index + 1], counts[index + 1], has_next),
-            );
+            let next = chain_element(&frames[index + 1], count_in(index + 1), index + 2 < needed);
+            put(scratch, part.len() * SGE64_LEN_BYTES, next);
         }
-        frames[index].write_at(0, &scratch)?;
+        if let Err(error) = frames[index].write_at(0, scratch) {
+            chains.truncate(first);
+            return Err(error.into());
+        }
     }
-    chains.append(&mut frames);
     Ok(chain_offset_dwords)
 }
 

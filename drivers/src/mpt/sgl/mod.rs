@@ -89,6 +89,9 @@ pub trait ChainPool {
     fn alloc_frame(&mut self) -> Option<Self::Frame>;
 }
 
+/// Largest frame [`SglLayout`] accepts: offsets are bytes of dwords, so 255 * 4 bytes.
+pub const MAX_FRAME_BYTES: usize = 1020;
+
 /// Frame geometry for 64-bit SGLs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SglLayout {
@@ -107,7 +110,7 @@ impl SglLayout {
             what: "frame_size_bytes",
             value: value as u64,
         };
-        if frame_size_bytes % 4 != 0 || frame_size_bytes > 1020 {
+        if frame_size_bytes % 4 != 0 || frame_size_bytes > MAX_FRAME_BYTES {
             return Err(bad(frame_size_bytes));
         }
         let main_slots = frame_size_bytes.saturating_sub(SCSI_IO_SGL_OFFSET) / SGE64_LEN_BYTES;
