@@ -66,10 +66,10 @@ struct RunArgs {
     #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
     accel: AccelRequest,
     /// Number of vCPUs (default: the profile's).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=255))]
     smp: Option<u32>,
     /// Guest memory in MiB (default: the profile's).
-    #[arg(long = "mem", value_name = "MB")]
+    #[arg(long = "mem", value_name = "MB", value_parser = clap::value_parser!(u32).range(16..))]
     memory_mb: Option<u32>,
     /// QEMU machine profile: a file qemu/NAME.toml.
     #[arg(long, default_value = "default")]
@@ -129,8 +129,9 @@ fn main() -> ExitCode {
 }
 
 fn run(args: RunArgs) -> Result<ExitCode> {
-    let guest = Guest::prepare(args.accel, args.kernel)?;
+    // A misspelt profile fails before anything is built.
     let profile = profile::load(&args.profile)?;
+    let guest = Guest::prepare(args.accel, args.kernel)?;
     let overrides = Overrides {
         smp: args.smp,
         memory_mb: args.memory_mb,
