@@ -30,6 +30,10 @@ pub type HostRawMutex = spin::mutex::SpinMutex<(), spin::relax::Yield>;
 const UNLIMITED: usize = usize::MAX;
 
 /// Heap-backed [`Backing`] with fake bus addresses. See the [module docs](crate::host).
+///
+/// # Panics
+/// `free_chunk` panics on a chunk it did not hand out, or whose bus address was altered: in a
+/// test fixture, a pool bug should stop the test at the point it happens.
 pub struct HostBacking {
     node: Option<NodeId>,
     /// Chunks still allowed before failing; `UNLIMITED` for no limit.
