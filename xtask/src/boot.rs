@@ -200,3 +200,29 @@ fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    /// A wait status for a normal exit with `code`.
+    fn exited(code: i32) -> ExitStatus {
+        ExitStatus::from_raw(code << 8)
+    }
+
+    #[test]
+    fn exit_statuses_map_to_verdicts() {
+        assert_eq!(Verdict::from_status(exited(33)), Verdict::Pass);
+        assert_eq!(Verdict::from_status(exited(35)), Verdict::Fail);
+        assert!(
+            matches!(Verdict::from_status(exited(0)), Verdict::Crash(what) if what.contains("triple fault"))
+        );
+        assert!(
+            matches!(Verdict::from_status(exited(1)), Verdict::Crash(what) if what.contains("status 1"))
+        );
+        assert!(
+            matches!(Verdict::from_status(ExitStatus::from_raw(9)), Verdict::Crash(what) if what.contains("signal 9"))
+        );
+    }
+}
