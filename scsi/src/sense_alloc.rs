@@ -334,6 +334,14 @@ where
         let got = match &mut self.backend {
             Backend::Slab(slab) => slab.try_alloc().inspect(|_| self.stats.slab_allocs += 1),
             Backend::Mempool(pool) => {
+                // `mempool_alloc`'s fast path is the allocator alone; only when it fails does
+                // the mempool machinery (retry, then the reserve) run. Calling the slab first
+                // here keeps pools' per-call atomic statistics off the per-command path.
+                if let Some(buf) = pool.allocator().inner.try_alloc() {
+                    self.stats.slab_allocs += 1;
+                    self.stats.in_use += 1;
+                    return Some(buf);
+                }
                 let before = pool.allocator().allocs.get();
                 let got = pool.alloc(AllocMode::NoWait).ok();
                 if got.is_some() {
@@ -372,7 +380,7 @@ where
                     // Linux `mempool_free`'s lockless fast path: with the reserve full the
                     // element goes straight back to the allocator. This allocator is the
                     // mempool's only user, so its own count is exact.
-                    pool.allocator().free(buf);
+                    pool.allocator().inner.free(buf);
                     return;
                 }
                 let before = pool.allocator().frees.get();

@@ -175,6 +175,8 @@ where
 {
     host: H,
     template: HostTemplate,
+    /// `max_sectors` and `sg_tablesize` as one byte limit, computed at attach.
+    max_transfer_bytes: usize,
     clock: C,
     tags: TagPool,
     slots: Vec<Slot<A::Element>>,
@@ -244,7 +246,10 @@ where
             })
             .collect();
         let now_ns = clock.now_ns();
+        let max_transfer_bytes = (template.max_sectors as usize * 512)
+            .min(usize::from(template.sg_tablesize) * SEGMENT_BYTES);
         Ok(Midlayer {
+            max_transfer_bytes,
             host,
             template: HostTemplate {
                 can_queue,
@@ -320,9 +325,7 @@ where
 
     /// Largest data buffer one command may carry: `max_sectors` and `sg_tablesize` pages.
     pub fn max_transfer_bytes(&self) -> usize {
-        let by_sectors = self.template.max_sectors as usize * 512;
-        let by_segments = usize::from(self.template.sg_tablesize) * SEGMENT_BYTES;
-        by_sectors.min(by_segments)
+        self.max_transfer_bytes
     }
 
     /// Submits a command. On `Ok` exactly one [`Done`] with this tag will come from `poll`.

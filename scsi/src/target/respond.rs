@@ -6,9 +6,10 @@ use super::{ScsiDebug, ua};
 use crate::clock::Clock;
 use crate::host::{DataDirection, HostCompletion, HostError, ScsiCmd};
 use crate::wire::{
-    Cdb, Designator, DeviceType, INQUIRY_STANDARD_LEN, InquiryData, Lun, ModePage, ModeParameters,
-    ModeSenseFormat, PageControl, ReadCapacity10Data, ReadCapacity16Data, ReportLunsData,
-    SCSI_SENSE_BUFFERSIZE, Sense, SenseFormat, SenseKey, Status, VpdPage, WireError, padded,
+    BlockCount, Cdb, Designator, DeviceType, INQUIRY_STANDARD_LEN, InquiryData, Lba, Lun, ModePage,
+    ModeParameters, ModeSenseFormat, PageControl, ReadCapacity10Data, ReadCapacity16Data,
+    ReportLunsData, SCSI_SENSE_BUFFERSIZE, Sense, SenseFormat, SenseKey, Status, VpdPage,
+    WireError, padded,
 };
 use alloc::vec;
 use alloc::vec::Vec;
@@ -29,6 +30,15 @@ impl<C: Clock> ScsiDebug<C> {
             return Some(HostCompletion::host_error(cmd.tag, HostError::NoConnect));
         }
         let inject = self.every_nth_hit();
+        // Fast path: media access to a present, ready LUN with nothing to inject or report.
+        if let Some(index) = lun
+            && !inject
+            && self.luns[index].ua == 0
+            && self.params.opts & OPT_NOISE == 0
+            && let Some((write, lba, blocks)) = Cdb::parse_rw(cmd.cdb.as_slice())
+        {
+            return Some(self.read_write(cmd, index, write, lba, blocks));
+        }
         if self.params.opts & OPT_NOISE != 0 {
             log::info!(
                 "scsi_debug: tag {} {}:{} cdb {:02x?}",
@@ -206,7 +216,9 @@ impl<C: Clock> ScsiDebug<C> {
                 HostCompletion::good(cmd.tag)
             }
             Cdb::Read10(_) | Cdb::Read16(_) | Cdb::Write10(_) | Cdb::Write16(_) => {
-                self.read_write(cmd, stopped, cdb)
+                let write = matches!(cdb, Cdb::Write10(_) | Cdb::Write16(_));
+                let (lba, blocks) = cdb.lba_range().unwrap_or_default();
+                self.read_write(cmd, lun, write, lba, blocks)
             }
             // Handled before dispatch.
             Cdb::Inquiry { .. } | Cdb::ReportLuns { .. } | Cdb::RequestSense { .. } => {
@@ -215,12 +227,16 @@ impl<C: Clock> ScsiDebug<C> {
         }
     }
 
-    fn read_write(&mut self, cmd: &mut ScsiCmd<'_>, stopped: bool, cdb: Cdb) -> HostCompletion {
-        let Some((lba, blocks)) = cdb.lba_range() else {
-            return HostCompletion::good(cmd.tag);
-        };
-        let is_read = matches!(cdb, Cdb::Read10(_) | Cdb::Read16(_));
-        if stopped {
+    fn read_write(
+        &mut self,
+        cmd: &mut ScsiCmd<'_>,
+        lun: usize,
+        write: bool,
+        lba: Lba,
+        blocks: BlockCount,
+    ) -> HostCompletion {
+        let is_read = !write;
+        if self.luns[lun].stopped {
             return self.check(cmd, SenseKey::NotReady, 0x04, 0x02, None, None);
         }
         let end = lba.0.checked_add(u64::from(blocks.0));

@@ -246,6 +246,57 @@ impl Cdb {
         self.encode().as_slice()[0]
     }
 
+    /// The per-command fast decode of READ/WRITE(10)/(16): `Some((is_write, lba, blocks))`
+    /// for those four opcodes at full length, `None` for anything else (then use
+    /// [`parse`](Self::parse)). Agrees with `parse(raw)?.lba_range()`; a target answering
+    /// millions of commands a second calls this first.
+    #[inline]
+    pub fn parse_rw(raw: &[u8]) -> Option<(bool, Lba, BlockCount)> {
+        match *raw {
+            [
+                opcode::READ_10 | opcode::WRITE_10,
+                _,
+                a,
+                b,
+                c,
+                d,
+                _,
+                e,
+                f,
+                _,
+                ..,
+            ] => Some((
+                raw[0] == opcode::WRITE_10,
+                Lba(u64::from(u32::from_be_bytes([a, b, c, d]))),
+                BlockCount(u32::from(u16::from_be_bytes([e, f]))),
+            )),
+            [
+                opcode::READ_16 | opcode::WRITE_16,
+                _,
+                a,
+                b,
+                c,
+                d,
+                e,
+                f,
+                g,
+                h,
+                i,
+                j,
+                k,
+                l,
+                _,
+                _,
+                ..,
+            ] => Some((
+                raw[0] == opcode::WRITE_16,
+                Lba(u64::from_be_bytes([a, b, c, d, e, f, g, h])),
+                BlockCount(u32::from_be_bytes([i, j, k, l])),
+            )),
+            _ => None,
+        }
+    }
+
     /// Decodes a CDB. Unknown opcodes give `UnsupportedOpcode`; short buffers `Truncated`.
     pub fn parse(raw: &[u8]) -> Result<Cdb, WireError> {
         let Some(&op) = raw.first() else {

@@ -117,6 +117,19 @@ proptest! {
     }
 
     #[test]
+    fn fast_rw_decode_agrees_with_parse(raw in proptest::collection::vec(any::<u8>(), 0..20), op in 0usize..5) {
+        let mut raw = raw;
+        if let Some(first) = raw.first_mut() {
+            *first = [0x28, 0x2a, 0x88, 0x8a, 0x12][op];
+        }
+        let slow = Cdb::parse(&raw).ok().and_then(|cdb| {
+            let write = matches!(cdb, Cdb::Write10(_) | Cdb::Write16(_));
+            cdb.lba_range().map(|(lba, blocks)| (write, lba, blocks))
+        });
+        prop_assert_eq!(Cdb::parse_rw(&raw), slow);
+    }
+
+    #[test]
     fn truncated_cdbs_are_errors(cdb in arb_cdb(), cut in 1usize..16) {
         let bytes = cdb.encode();
         let raw = bytes.as_slice();
