@@ -6,7 +6,7 @@
 mod virtio_fake;
 
 use drivers::delay::CountingDelay;
-use drivers::virtio_scsi::device::ScsiEvent;
+use drivers::virtio_scsi::events::ScsiEvent;
 use drivers::virtio_scsi::host::VirtioScsiHost;
 use drivers::virtio_scsi::wire::{Event, event};
 use scsi::clock::ManualClock;

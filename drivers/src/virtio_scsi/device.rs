@@ -1,5 +1,5 @@
 //! The virtio-scsi device: feature negotiation, configuration, the three kinds of queue,
-//! command submission and completion, task management and events.
+//! command submission and completion, and task management (events: `events`).
 //!
 //! Commands go to the first request queue; each carries a driver-owned request and
 //! response header (from a preallocated set, so the hot path does not allocate) plus the
@@ -18,12 +18,10 @@ use alloc::vec::Vec;
 use virtio_drivers::Hal;
 use virtio_drivers::queue::VirtQueue;
 use virtio_drivers::transport::{DeviceStatus, DeviceType, Transport};
-use zerocopy::{FromBytes, FromZeros, IntoBytes};
+use zerocopy::{FromZeros, IntoBytes};
 
 use super::tracker::{RequestTable, TrackError};
-use super::wire::{
-    self, CmdReq, CmdResp, Event, TmfReq, TmfResp, config_offset, event, feature, queue,
-};
+use super::wire::{self, CmdReq, CmdResp, Event, TmfReq, TmfResp, config_offset, feature, queue};
 use crate::delay::{Delay, poll_until};
 
 /// Control and event queue size.
@@ -95,29 +93,6 @@ pub struct ScsiConfig {
     pub max_lun: u32,
 }
 
-/// A decoded event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScsiEvent {
-    /// A LUN appeared (`rescan == true`) or went away.
-    TransportReset {
-        /// Target.
-        target: u8,
-        /// LUN (flat index).
-        lun: u16,
-        /// Appeared (true) or removed (false).
-        rescan: bool,
-    },
-    /// Events were lost: rescan everything.
-    EventsMissed,
-    /// Some other event, passed on raw.
-    Other {
-        /// Event code.
-        event: u32,
-        /// Reason.
-        reason: u32,
-    },
-}
-
 /// Driver-owned headers of one command.
 pub(super) struct Headers {
     pub(super) req: CmdReq,
@@ -147,13 +122,13 @@ pub(super) struct Finished<T> {
 /// A virtio-scsi device with `QSIZE`-entry request queue, tracking commands by `T` (the
 /// caller's tag type).
 pub struct VirtioScsi<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> {
-    transport: Tr,
+    pub(super) transport: Tr,
     delay: D,
     config: ScsiConfig,
     features: Features,
     control: VirtQueue<H, SMALL_QUEUE>,
-    events: VirtQueue<H, SMALL_QUEUE>,
-    event_bufs: Vec<Option<Box<Event>>>,
+    pub(super) events: VirtQueue<H, SMALL_QUEUE>,
+    pub(super) event_bufs: Vec<Option<Box<Event>>>,
     requests: VirtQueue<H, QSIZE>,
     pub(super) table: RequestTable<Slot<T>>,
     #[expect(
@@ -245,43 +220,6 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
     /// Whether another command fits now.
     pub fn has_room(&self) -> bool {
         self.table.has_room() && !self.spare_headers.is_empty()
-    }
-
-    fn post_event_buffer(&mut self, mut buffer: Box<Event>) -> Result<(), VirtioScsiError> {
-        // SAFETY: the buffer is a heap allocation owned by `event_bufs` (below) from now until
-        // it is popped with the same buffer in `poll_events`; nothing else touches it.
-        let token = unsafe { self.events.add(&[], &mut [buffer.as_mut_bytes()]) }?;
-        let slot = self
-            .event_bufs
-            .get_mut(usize::from(token))
-            .ok_or(TrackError::UnknownId { id: token })?;
-        *slot = Some(buffer);
-        if self.events.should_notify() {
-            self.transport.notify(queue::EVENT);
-        }
-        Ok(())
-    }
-
-    /// Pops delivered events, decodes them and re-posts their buffers.
-    pub fn poll_events(&mut self, out: &mut Vec<ScsiEvent>) -> Result<(), VirtioScsiError> {
-        while let Some(token) = self.events.peek_used() {
-            let mut buffer = self
-                .event_bufs
-                .get_mut(usize::from(token))
-                .and_then(Option::take)
-                .ok_or(TrackError::UnknownId { id: token })?;
-            // SAFETY: `buffer` is the one added under `token` in post_event_buffer.
-            let used = unsafe {
-                self.events
-                    .pop_used(token, &[], &mut [buffer.as_mut_bytes()])
-            }?;
-            if used as usize >= core::mem::size_of::<Event>() {
-                out.push(decode_event(&buffer));
-            }
-            *buffer = Event::new_zeroed();
-            self.post_event_buffer(buffer)?;
-        }
-        Ok(())
     }
 
     /// Adds a command: `data_out` for writes, `data_in` for reads (at most one non-empty).
@@ -515,31 +453,4 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
     pub fn pause_us(&mut self, us: u32) {
         self.delay.delay_us(us);
     }
-}
-
-fn decode_event(buffer: &Event) -> ScsiEvent {
-    let code = buffer.event.get();
-    let reason = buffer.reason.get();
-    if code & event::EVENTS_MISSED != 0 {
-        return ScsiEvent::EventsMissed;
-    }
-    match code {
-        event::TRANSPORT_RESET => ScsiEvent::TransportReset {
-            target: buffer.lun[1],
-            lun: u16::from_be_bytes([buffer.lun[2], buffer.lun[3]]) & 0x3FFF,
-            rescan: reason == event::REASON_RESCAN,
-        },
-        _ => ScsiEvent::Other {
-            event: code,
-            reason,
-        },
-    }
-}
-
-/// Decodes a raw event (for tests and for callers with their own buffers).
-#[must_use]
-pub fn parse_event(bytes: &[u8]) -> Option<ScsiEvent> {
-    Event::read_from_prefix(bytes)
-        .ok()
-        .map(|(e, _)| decode_event(&e))
 }

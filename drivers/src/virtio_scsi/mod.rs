@@ -8,6 +8,7 @@
 //! queue), never a panic and never an access outside a buffer.
 
 pub mod device;
+pub mod events;
 pub mod host;
 pub mod tracker;
 pub mod wire;

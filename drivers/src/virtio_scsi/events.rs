@@ -1,0 +1,109 @@
+//! The event queue: hot-plug and rescan notices (virtio 1.2 §5.6.6.3).
+//!
+//! The driver keeps `SMALL_QUEUE` event buffers posted; each delivered event is decoded
+//! and its buffer posted again, so the device is never left without somewhere to report.
+//! `EVENTS_MISSED` means the device dropped events for want of buffers: rescan everything.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+use virtio_drivers::Hal;
+use virtio_drivers::transport::Transport;
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
+
+use super::device::{VirtioScsi, VirtioScsiError};
+use super::tracker::TrackError;
+use super::wire::{Event, event, queue};
+use crate::delay::Delay;
+
+/// A decoded event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScsiEvent {
+    /// A LUN appeared (`rescan == true`) or went away.
+    TransportReset {
+        /// Target.
+        target: u8,
+        /// LUN (flat index).
+        lun: u16,
+        /// Appeared (true) or removed (false).
+        rescan: bool,
+    },
+    /// Events were lost: rescan everything.
+    EventsMissed,
+    /// Some other event, passed on raw.
+    Other {
+        /// Event code.
+        event: u32,
+        /// Reason.
+        reason: u32,
+    },
+}
+
+impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D, T, QSIZE> {
+    pub(super) fn post_event_buffer(
+        &mut self,
+        mut buffer: Box<Event>,
+    ) -> Result<(), VirtioScsiError> {
+        // SAFETY: the buffer is a heap allocation owned by `event_bufs` (below) from now until
+        // it is popped with the same buffer in `poll_events`; nothing else touches it.
+        let token = unsafe { self.events.add(&[], &mut [buffer.as_mut_bytes()]) }?;
+        let slot = self
+            .event_bufs
+            .get_mut(usize::from(token))
+            .ok_or(TrackError::UnknownId { id: token })?;
+        *slot = Some(buffer);
+        if self.events.should_notify() {
+            self.transport.notify(queue::EVENT);
+        }
+        Ok(())
+    }
+
+    /// Pops delivered events, decodes them and re-posts their buffers.
+    pub fn poll_events(&mut self, out: &mut Vec<ScsiEvent>) -> Result<(), VirtioScsiError> {
+        while let Some(token) = self.events.peek_used() {
+            let mut buffer = self
+                .event_bufs
+                .get_mut(usize::from(token))
+                .and_then(Option::take)
+                .ok_or(TrackError::UnknownId { id: token })?;
+            // SAFETY: `buffer` is the one added under `token` in post_event_buffer.
+            let used = unsafe {
+                self.events
+                    .pop_used(token, &[], &mut [buffer.as_mut_bytes()])
+            }?;
+            if used as usize >= core::mem::size_of::<Event>() {
+                out.push(decode_event(&buffer));
+            }
+            *buffer = Event::new_zeroed();
+            self.post_event_buffer(buffer)?;
+        }
+        Ok(())
+    }
+}
+
+fn decode_event(buffer: &Event) -> ScsiEvent {
+    let code = buffer.event.get();
+    let reason = buffer.reason.get();
+    if code & event::EVENTS_MISSED != 0 {
+        return ScsiEvent::EventsMissed;
+    }
+    match code {
+        event::TRANSPORT_RESET => ScsiEvent::TransportReset {
+            target: buffer.lun[1],
+            lun: u16::from_be_bytes([buffer.lun[2], buffer.lun[3]]) & 0x3FFF,
+            rescan: reason == event::REASON_RESCAN,
+        },
+        _ => ScsiEvent::Other {
+            event: code,
+            reason,
+        },
+    }
+}
+
+/// Decodes a raw event (for tests and for callers with their own buffers).
+#[must_use]
+pub fn parse_event(bytes: &[u8]) -> Option<ScsiEvent> {
+    Event::read_from_prefix(bytes)
+        .ok()
+        .map(|(e, _)| decode_event(&e))
+}
