@@ -342,3 +342,57 @@ fn shutdown_stops_the_ioc_and_returns_the_chain_frames() {
     );
     assert!(space.live_regions() < live_before, "frame arrays freed");
 }
+
+#[test]
+fn sizing_follows_the_facts_not_the_defaults() {
+    let facts = FakeIocConfig {
+        global_credits: 16,
+        max_chain_depth: 2,
+        ..FakeIocConfig::default()
+    };
+    let rig = rig_with(
+        facts,
+        MptConfig {
+            sense_high32: 1,
+            ..MptConfig::default()
+        },
+        64,
+    );
+    assert_eq!(rig.mpt.geometry().slots, 16, "credits bound the slots");
+    assert_eq!(
+        rig.mpt.geometry().can_queue,
+        15,
+        "one slot kept for task management"
+    );
+    assert_eq!(
+        rig.mpt.layout().max_segments(),
+        5 + 9 + 10,
+        "two chain frames deep"
+    );
+    assert_eq!(rig.ioc.model().free_reply_frames(), 16);
+}
+
+#[test]
+fn unusable_facts_are_refused_by_name() {
+    let space = drivers::dma::fake::FakeDmaSpace::new(0x1_0000_0000);
+    let facts = FakeIocConfig {
+        global_credits: 1,
+        ..FakeIocConfig::default()
+    };
+    let ioc = drivers::mpt::fake::FakeIoc::new(space.clone(), facts);
+    let mut memory = space.clone();
+    let result = drivers::mpt::Mpt::init(
+        ioc,
+        drivers::delay::CountingDelay::default(),
+        MptConfig::default(),
+        &mut memory,
+        Pool::new(&space, 128, 0),
+    );
+    assert_eq!(
+        result.map(|_| ()),
+        Err(MptError::UnsupportedFacts {
+            what: "GlobalCredits",
+            value: 1
+        })
+    );
+}

@@ -106,3 +106,58 @@ fn out_of_range_read_fails_with_sense_not_a_hang() {
         .expect("last 8 blocks");
     assert!(stack.read_blocks(&small, Lba(96), &mut buf).is_err());
 }
+
+#[test]
+fn host_abort_and_reset_keep_the_exactly_once_contract() {
+    use scsi::midlayer::Request;
+    use scsi::wire::{BlockCount, Cdb};
+    let (ioc, mut stack) = stack();
+    let disk = stack.scan().luns[0].disk.expect("disk");
+    ioc.model().hold_scsi_io = true;
+    let stuck = stack
+        .submit(Request::new(
+            disk.device,
+            Cdb::read(Lba(0), BlockCount(8)),
+            vec![0; 4096],
+        ))
+        .expect("submitted");
+    let other = stack
+        .submit(Request::new(
+            disk.device,
+            Cdb::read(Lba(8), BlockCount(8)),
+            vec![0; 4096],
+        ))
+        .expect("submitted");
+    // ABORT TASK through the host: the IOC terminates the stuck command, the host swallows
+    // its completion and reports Ok.
+    assert_eq!(stack.host_mut().abort(stuck), Ok(()));
+    assert_eq!(
+        stack.host().adapter().outstanding(),
+        1,
+        "only the other command is left"
+    );
+    // A host reset drops the other one without a completion.
+    stack.host_mut().reset();
+    assert_eq!(stack.host().adapter().outstanding(), 0);
+    assert_eq!(ioc.model().resets, 2);
+    ioc.model().hold_scsi_io = false;
+    let mut inflight = NoBuffers;
+    let mut done = Vec::new();
+    stack.host_mut().poll(&mut inflight, &mut done);
+    assert!(done.is_empty(), "nothing after abort or reset: {done:?}");
+    let _ = other;
+}
+
+struct NoBuffers;
+
+impl scsi::host::InFlight for NoBuffers {
+    fn sense_mut(
+        &mut self,
+        _tag: scsi::wire::Tag,
+    ) -> Option<&mut dyn scsi::sense_alloc::SenseStorage> {
+        None
+    }
+    fn data_mut(&mut self, _tag: scsi::wire::Tag) -> Option<&mut [u8]> {
+        None
+    }
+}

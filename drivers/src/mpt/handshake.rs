@@ -166,3 +166,171 @@ fn read_reply(
     regs.write32(Register::HostInterruptStatus, 0);
     Ok(total_words * 2)
 }
+
+#[cfg(test)]
+mod tests {
+    use alloc::vec::Vec;
+
+    use super::*;
+    use crate::delay::CountingDelay;
+
+    /// A scripted doorbell: takes `expect_dwords` dwords, then serves `reply` words.
+    struct Script {
+        reply: Vec<u16>,
+        next: usize,
+        taken: Vec<u32>,
+        expect_dwords: usize,
+        started: bool,
+        silent: bool,
+        fault_after_dwords: Option<usize>,
+        state: u32,
+    }
+
+    impl Script {
+        fn new(reply: Vec<u16>) -> Self {
+            Self {
+                reply,
+                next: 0,
+                taken: Vec::new(),
+                expect_dwords: 0,
+                started: false,
+                silent: false,
+                fault_after_dwords: None,
+                state: 0x1000_0000,
+            }
+        }
+    }
+
+    impl MptRegisters for Script {
+        fn read32(&mut self, register: Register) -> u32 {
+            match register {
+                Register::Doorbell if self.state >> 28 == 4 => self.state,
+                Register::Doorbell if self.started && self.taken.len() == self.expect_dwords => {
+                    let word = self.reply.get(self.next).copied().unwrap_or(0);
+                    self.next += 1;
+                    self.state | doorbell::ACTIVE | u32::from(word)
+                }
+                Register::Doorbell if self.started => self.state | doorbell::ACTIVE,
+                Register::Doorbell => self.state,
+                Register::HostInterruptStatus if self.started && !self.silent => {
+                    his::DOORBELL_INTERRUPT
+                }
+                _ => 0,
+            }
+        }
+
+        fn write32(&mut self, register: Register, value: u32) {
+            if register != Register::Doorbell {
+                return;
+            }
+            if self.started {
+                self.taken.push(value);
+                if Some(self.taken.len()) == self.fault_after_dwords {
+                    self.state = 0x4000_0000 | 0x0006;
+                    self.silent = true;
+                }
+            } else if value >> 24 == u32::from(function::HANDSHAKE) {
+                self.started = true;
+                self.expect_dwords = ((value >> 16) & 0xFF) as usize;
+            }
+        }
+    }
+
+    /// A reply whose second word claims `msg_length` dwords.
+    fn reply_claiming(msg_length: u8) -> Vec<u16> {
+        let mut words = alloc::vec![
+            0x0105,
+            u16::from(function::IOC_FACTS) << 8 | u16::from(msg_length)
+        ];
+        words.extend((2..usize::from(msg_length) * 2).map(|i| i as u16));
+        words
+    }
+
+    #[test]
+    fn request_dwords_go_out_in_order_and_the_reply_comes_back() {
+        let mut regs = Script::new(reply_claiming(5));
+        let mut reply = [0u8; 20];
+        let request = [1u8, 2, 3, 4, 5, 6, 7, 8];
+        let len = handshake(
+            &mut regs,
+            &mut CountingDelay::default(),
+            HandshakeTimeouts::default(),
+            &request,
+            &mut reply,
+        )
+        .unwrap();
+        assert_eq!(len, 20);
+        assert_eq!(regs.taken, [0x0403_0201, 0x0807_0605]);
+        assert_eq!(&reply[..4], &[0x05, 0x01, 5, function::IOC_FACTS]);
+        assert_eq!(&reply[4..6], &[2, 0], "word 2 little-endian");
+    }
+
+    #[test]
+    fn an_oversized_reply_is_drained_but_not_stored_past_the_buffer() {
+        let mut regs = Script::new(reply_claiming(255));
+        let mut reply = [0u8; 8];
+        let len = handshake(
+            &mut regs,
+            &mut CountingDelay::default(),
+            HandshakeTimeouts::default(),
+            &[0; 12],
+            &mut reply,
+        )
+        .unwrap();
+        assert_eq!(len, 255 * 4, "announced length reported");
+        assert_eq!(
+            regs.next, 510,
+            "every word read, so the IOC's doorbell is left idle"
+        );
+    }
+
+    #[test]
+    fn a_silent_doorbell_times_out_and_a_fault_is_named() {
+        let mut regs = Script::new(reply_claiming(5));
+        regs.silent = true;
+        let mut delay = CountingDelay::default();
+        let err = handshake(
+            &mut regs,
+            &mut delay,
+            HandshakeTimeouts::default(),
+            &[0; 4],
+            &mut [0; 8],
+        );
+        assert!(matches!(
+            err,
+            Err(MptError::DoorbellTimeout {
+                step: HandshakeStep::Start,
+                ..
+            })
+        ));
+        assert!(delay.total_us >= HandshakeTimeouts::default().step_us);
+
+        let mut regs = Script::new(reply_claiming(5));
+        regs.fault_after_dwords = Some(1);
+        let err = handshake(
+            &mut regs,
+            &mut CountingDelay::default(),
+            HandshakeTimeouts::default(),
+            &[0; 8],
+            &mut [0; 8],
+        );
+        assert_eq!(err, Err(MptError::Fault { code: 6 }));
+    }
+
+    #[test]
+    fn bad_requests_are_refused_before_touching_the_doorbell() {
+        let mut regs = Script::new(Vec::new());
+        for len in [0usize, 3, 1024] {
+            let request = alloc::vec![0u8; len];
+            let err = handshake(
+                &mut regs,
+                &mut CountingDelay::default(),
+                HandshakeTimeouts::default(),
+                &request,
+                &mut [0; 8],
+            );
+            assert_eq!(err, Err(MptError::BadHandshakeRequest { len_bytes: len }));
+        }
+        assert!(!regs.started);
+    }
+}
