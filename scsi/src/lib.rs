@@ -1,6 +1,20 @@
-//! `scsi`: the SCSI layer of sensepool, in safe `no_std` Rust.
+//! `scsi`: the SCSI layer of sensepool, in safe `no_std` Rust (`alloc` only).
 //!
-//! - [`wire`]: CDBs, sense data, status codes and response payloads as `zerocopy` layouts.
+//! The layers, bottom up:
+//! - [`wire`]: CDBs, sense data (fixed and descriptor), status codes and response payloads
+//!   (INQUIRY and VPD pages, READ CAPACITY, REPORT LUNS, mode pages) as `zerocopy` layouts,
+//!   parsed and built without panicking on any input.
+//! - [`host`]: the contract a host adapter driver implements ([`host::ScsiHost`]): queue a
+//!   command, poll for a batch of completions, abort, reset.
+//! - [`sense_alloc`]: the per-command 96-byte sense buffers, from the `pools` slab cache with an
+//!   optional `pools` mempool reserve (`slab`, `mempool:N`, `prealloc`).
+//! - [`midlayer`]: tags, command slots, retries and timeouts, scan and the block device API.
+//! - [`target`]: scsi_debug, an in-memory host whose disks live in RAM, configured with the
+//!   Linux module's parameter names.
+//! - [`workload`]: the fake_rw benchmark loop shared by the host examples and the guest kernel.
+//!
+//! Nothing here touches hardware or raw memory; drivers and the kernel supply that through the
+//! `ScsiHost`, [`clock::Clock`] and `pools` allocator traits.
 #![no_std]
 #![forbid(unsafe_code)]
 

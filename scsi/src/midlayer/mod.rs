@@ -15,11 +15,17 @@
 //! found by a sweep over the slots that runs at most every eighth of the shortest timeout seen.
 
 mod block;
+mod command;
 mod error;
+mod recovery;
 mod scan;
 mod tags;
 
 pub use block::Disk;
+use command::BUSY_DELAY_NS;
+pub use command::{
+    Completion, DEFAULT_RETRIES, DEFAULT_TIMEOUT_NS, Done, MidlayerStats, Rejected, Request,
+};
 pub use error::ScsiError;
 pub use scan::{ScanReport, ScannedLun};
 pub use tags::TagPool;
@@ -29,7 +35,7 @@ use crate::host::{
     DataDirection, HostCompletion, HostTemplate, InFlight, SEGMENT_BYTES, ScsiCmd, ScsiHost,
 };
 use crate::sense_alloc::{ReserveFailed, SenseAllocator, SenseMode, SenseStats, SenseStorage};
-use crate::wire::{Cdb, CdbBytes, Lun, SCSI_SENSE_BUFFERSIZE, Tag};
+use crate::wire::{CdbBytes, Lun, SCSI_SENSE_BUFFERSIZE, Tag};
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use error::{Disposition, classify};
@@ -38,97 +44,6 @@ use pools::ElementAllocator;
 /// A logical unit known to the midlayer (an index into its device table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DeviceId(pub u16);
-
-/// Default command timeout (Linux `SD_TIMEOUT`, 30 s).
-pub const DEFAULT_TIMEOUT_NS: u64 = 30_000_000_000;
-/// Default retries (Linux `SD_MAX_RETRIES`).
-pub const DEFAULT_RETRIES: u8 = 5;
-/// Delay before re-offering a command the host or device was too busy to take.
-const BUSY_DELAY_NS: u64 = 10_000;
-
-/// A command to submit.
-#[derive(Debug)]
-pub struct Request {
-    pub device: DeviceId,
-    pub cdb: CdbBytes,
-    pub direction: DataDirection,
-    /// The data buffer (empty for none); returned in [`Done::data`].
-    pub data: Vec<u8>,
-    pub timeout_ns: u64,
-    /// Retries allowed for retryable errors.
-    pub retries: u8,
-    /// Opaque to the midlayer; returned in [`Done::user_data`].
-    pub user_data: u64,
-}
-
-impl Request {
-    /// A request with the direction a CDB implies, default timeout and retries.
-    pub fn new(device: DeviceId, cdb: Cdb, data: Vec<u8>) -> Request {
-        let direction = match cdb {
-            Cdb::Write10(_) | Cdb::Write16(_) => DataDirection::ToDevice,
-            _ if data.is_empty() => DataDirection::None,
-            _ => DataDirection::FromDevice,
-        };
-        Request {
-            device,
-            cdb: cdb.encode(),
-            direction,
-            data,
-            timeout_ns: DEFAULT_TIMEOUT_NS,
-            retries: DEFAULT_RETRIES,
-            user_data: 0,
-        }
-    }
-}
-
-/// A successful command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Completion {
-    pub residual_bytes: u32,
-    /// The device reported RECOVERED ERROR: the data is good.
-    pub recovered: bool,
-    /// Times the command was sent to the host (1 without retries).
-    pub attempts: u8,
-}
-
-/// The one completion of a submitted command.
-#[derive(Debug)]
-pub struct Done {
-    pub tag: Tag,
-    pub user_data: u64,
-    pub result: Result<Completion, ScsiError>,
-    pub data: Vec<u8>,
-}
-
-/// A request the midlayer did not accept, handed back with the reason.
-#[derive(Debug)]
-pub struct Rejected {
-    pub error: ScsiError,
-    pub request: Request,
-}
-
-/// Midlayer counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct MidlayerStats {
-    pub submitted: u64,
-    pub completed: u64,
-    pub succeeded: u64,
-    pub failed: u64,
-    /// Re-sends counted against a command's retries.
-    pub retries: u64,
-    /// Re-sends after BUSY / TASK SET FULL / host busy (not counted as retries).
-    pub requeues: u64,
-    /// Successful commands whose device reported RECOVERED ERROR.
-    pub recovered: u64,
-    pub timeouts: u64,
-    pub aborts: u64,
-    pub abort_failures: u64,
-    pub host_resets: u64,
-    /// Times a command parked because no sense buffer was available.
-    pub sense_waits: u64,
-    /// Completions for tags that were not in flight (device bugs), dropped.
-    pub bogus_completions: u64,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SlotState {
@@ -532,94 +447,5 @@ where
             result,
             data,
         });
-    }
-
-    fn run_deferred(&mut self, out: &mut Vec<Done>) {
-        for _ in 0..self.deferred.len() {
-            let Some(tag) = self.deferred.pop_front() else {
-                break;
-            };
-            let slot = &mut self.slots[usize::from(tag.0)];
-            if slot.state != SlotState::Parked {
-                continue;
-            }
-            if self.now_ns >= slot.deadline_ns {
-                let error = if slot.sense.is_none() {
-                    ScsiError::SenseUnavailable
-                } else {
-                    ScsiError::Timeout { tag }
-                };
-                self.stats.timeouts += 1;
-                self.complete(tag, Err(error), out);
-                continue;
-            }
-            if self.now_ns < slot.not_before_ns {
-                self.deferred.push_back(tag);
-                continue;
-            }
-            if slot.sense.is_none() {
-                if slot.sense_gen == self.sense_frees {
-                    self.deferred.push_back(tag);
-                    continue;
-                }
-                slot.sense_gen = self.sense_frees;
-                slot.sense = self.sense.alloc();
-                if slot.sense.is_none() {
-                    self.deferred.push_back(tag);
-                    continue;
-                }
-            }
-            self.issue(tag);
-        }
-    }
-
-    /// Aborts in-flight commands past their deadline; escalates to a host reset if an abort
-    /// fails. A timed-out command is retried while it has retries left.
-    fn sweep_timeouts(&mut self, out: &mut Vec<Done>) {
-        for index in 0..self.slots.len() {
-            let slot = &self.slots[index];
-            if slot.state != SlotState::InFlight || self.now_ns < slot.deadline_ns {
-                continue;
-            }
-            let tag = Tag(index as u16);
-            self.stats.timeouts += 1;
-            self.stats.aborts += 1;
-            if self.host.abort(tag).is_err() {
-                self.stats.abort_failures += 1;
-                self.reset_host(out);
-            }
-            if self.slots[index].state == SlotState::InFlight {
-                self.dispose(
-                    tag,
-                    Disposition::Retry {
-                        delay_ns: 0,
-                        error: ScsiError::Timeout { tag },
-                    },
-                    0,
-                    out,
-                );
-            }
-        }
-    }
-
-    /// Resets the host; every in-flight command is retried or failed with `Host(Reset)`.
-    pub fn reset_host(&mut self, out: &mut Vec<Done>) {
-        self.stats.host_resets += 1;
-        self.host.reset();
-        for index in 0..self.slots.len() {
-            if self.slots[index].state == SlotState::InFlight {
-                let error = ScsiError::Host(crate::host::HostError::Reset);
-                // Park rather than issue: the slot loop must not see a command twice.
-                let slot = &mut self.slots[index];
-                if slot.retries_left == 0 {
-                    self.complete(Tag(index as u16), Err(error), out);
-                } else {
-                    slot.retries_left -= 1;
-                    self.stats.retries += 1;
-                    let budget = slot.timeout_ns;
-                    self.park(Tag(index as u16), 0, budget);
-                }
-            }
-        }
     }
 }

@@ -13,6 +13,7 @@
 mod asc;
 mod capacity;
 mod cdb;
+mod cdb_encode;
 mod cdb_layout;
 mod inquiry;
 mod mode;

@@ -204,6 +204,13 @@ impl ModeParameters {
             buf,
             data_len.max(header_len + bd_len),
         )?;
+        if data_len < header_len + bd_len {
+            // The MODE DATA LENGTH does not even cover the header and block descriptors.
+            return Err(WireError::InvalidField {
+                what: "mode data length",
+                value: data_len as u64,
+            });
+        }
         let block_descriptor = match (bd_len, long_lba) {
             (0, _) => None,
             (8, false) => {
@@ -283,6 +290,17 @@ mod tests {
         fn arbitrary_bytes_never_panic(raw in proptest::collection::vec(any::<u8>(), 0..80)) {
             let _ = ModeParameters::parse(&raw, ModeSenseFormat::Six);
             let _ = ModeParameters::parse(&raw, ModeSenseFormat::Ten);
+        }
+
+        /// Headers whose length fields disagree with each other (found by the test above).
+        #[test]
+        fn inconsistent_lengths_are_errors(len: u8, bd_len in prop_oneof![Just(0u8), Just(8), Just(16)], rest in proptest::collection::vec(any::<u8>(), 0..40)) {
+            let mut raw = alloc::vec![len, 0, 0, bd_len];
+            raw.extend_from_slice(&rest);
+            if let Ok(params) = ModeParameters::parse(&raw, ModeSenseFormat::Six) {
+                prop_assert!(usize::from(len) + 1 >= 4 + usize::from(bd_len));
+                prop_assert_eq!(params.block_descriptor.is_some(), bd_len == 8);
+            }
         }
     }
 }

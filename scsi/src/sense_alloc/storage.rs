@@ -1,0 +1,133 @@
+//! Where sense buffers live: the [`SenseStorage`] trait and its implementations (pools slab
+//! objects, heap boxes), plus allocator adapters for tests (fail-everything switches).
+
+use crate::wire::SCSI_SENSE_BUFFERSIZE;
+use alloc::boxed::Box;
+use core::cell::Cell;
+use pools::ElementAllocator;
+
+/// A sense buffer. Copies in and out, so DMA memory behind it needs no `&mut` alias.
+pub trait SenseStorage {
+    /// Copies `data` (at most [`SCSI_SENSE_BUFFERSIZE`] bytes; longer input is truncated) to the
+    /// start of the buffer.
+    fn store(&mut self, data: &[u8]);
+    /// Copies the buffer out.
+    fn load(&self, out: &mut [u8; SCSI_SENSE_BUFFERSIZE]);
+    /// The bus address, for HBAs that DMA sense data themselves (MPT `SenseBufferLowAddr`).
+    fn dma_addr(&self) -> Option<u64> {
+        None
+    }
+}
+
+impl SenseStorage for Box<[u8; SCSI_SENSE_BUFFERSIZE]> {
+    fn store(&mut self, data: &[u8]) {
+        let len = data.len().min(SCSI_SENSE_BUFFERSIZE);
+        self[..len].copy_from_slice(&data[..len]);
+    }
+    fn load(&self, out: &mut [u8; SCSI_SENSE_BUFFERSIZE]) {
+        *out = **self;
+    }
+}
+
+impl<B: pools::Backing, R: lock_api::RawMutex> SenseStorage for pools::slab::SlabObject<'_, B, R> {
+    fn store(&mut self, data: &[u8]) {
+        let len = data.len().min(SCSI_SENSE_BUFFERSIZE).min(self.len_bytes());
+        self.write_at(0, &data[..len]);
+    }
+    fn load(&self, out: &mut [u8; SCSI_SENSE_BUFFERSIZE]) {
+        let len = SCSI_SENSE_BUFFERSIZE.min(self.len_bytes());
+        self.read_at(0, &mut out[..len]);
+    }
+    fn dma_addr(&self) -> Option<u64> {
+        Some(self.dma_addr().0)
+    }
+}
+
+/// A `pools::SlabCache` handing out owning [`pools::slab::SlabObject`]s (which free themselves
+/// on drop) instead of raw addresses, so the buffers are usable from safe code.
+pub struct SlabSense<
+    'cache,
+    B: pools::Backing,
+    R: lock_api::RawMutex = pools::dmapool::DefaultRawMutex,
+> {
+    cache: &'cache pools::SlabCache<B, R>,
+}
+
+impl<'cache, B: pools::Backing, R: lock_api::RawMutex> SlabSense<'cache, B, R> {
+    /// Wraps a cache whose objects are at least [`SCSI_SENSE_BUFFERSIZE`] bytes.
+    pub fn new(cache: &'cache pools::SlabCache<B, R>) -> Self {
+        SlabSense { cache }
+    }
+}
+
+impl<'cache, B: pools::Backing, R: lock_api::RawMutex> ElementAllocator
+    for SlabSense<'cache, B, R>
+{
+    type Element = pools::slab::SlabObject<'cache, B, R>;
+    fn try_alloc(&self) -> Option<Self::Element> {
+        self.cache.alloc().ok()
+    }
+    fn free(&self, element: Self::Element) {
+        drop(element);
+    }
+}
+
+/// A heap "slab" of boxed buffers, with a switch to make every allocation fail (to test that the
+/// mempool reserve alone keeps I/O moving).
+#[derive(Debug, Default)]
+pub struct HeapSense {
+    failing: Cell<bool>,
+}
+
+impl HeapSense {
+    pub fn new() -> Self {
+        HeapSense::default()
+    }
+    /// From now on every allocation fails (or succeeds again).
+    pub fn set_failing(&self, failing: bool) {
+        self.failing.set(failing);
+    }
+}
+
+impl ElementAllocator for HeapSense {
+    type Element = Box<[u8; SCSI_SENSE_BUFFERSIZE]>;
+    fn try_alloc(&self) -> Option<Self::Element> {
+        (!self.failing.get()).then(|| Box::new([0u8; SCSI_SENSE_BUFFERSIZE]))
+    }
+    fn free(&self, element: Self::Element) {
+        drop(element);
+    }
+}
+
+/// Wraps any allocator with a fail-everything switch (for the forward-progress test against the
+/// real slab cache).
+pub struct Failing<A> {
+    inner: A,
+    failing: Cell<bool>,
+}
+
+impl<A> Failing<A> {
+    pub fn new(inner: A) -> Self {
+        Failing {
+            inner,
+            failing: Cell::new(false),
+        }
+    }
+    pub fn set_failing(&self, failing: bool) {
+        self.failing.set(failing);
+    }
+}
+
+impl<A: ElementAllocator> ElementAllocator for Failing<A> {
+    type Element = A::Element;
+    fn try_alloc(&self) -> Option<A::Element> {
+        if self.failing.get() {
+            None
+        } else {
+            self.inner.try_alloc()
+        }
+    }
+    fn free(&self, element: A::Element) {
+        self.inner.free(element);
+    }
+}
