@@ -1,0 +1,87 @@
+//! Alloc+free pairs on a warm pool (divan): `cargo bench -p pools --bench alloc_free`.
+//!
+//! The pool holds `live` blocks with every other one freed, then each iteration allocates a
+//! block and frees it again, taking the pool lock twice, as a driver does per command. The
+//! references are a `Vec<u32>` pop/push — the physical limit of any free list — and the same
+//! under the pool's lock, the limit of any *locked* pool. The scenario sweep (create, n allocs,
+//! n frees in allocation order) is `cargo xtask bench dmapool`.
+
+use std::sync::OnceLock;
+
+use divan::{Bencher, black_box};
+use pools::dmapool::{DefaultRawMutex, InBlock, Legacy, Scalable, SideStack};
+use pools::host::HostArena;
+use pools::{DmaPool, PoolAlgorithm, PoolConfig};
+
+fn main() {
+    divan::main();
+}
+
+const LIVE: &[usize] = &[1000, 373_959];
+
+fn arena() -> &'static HostArena {
+    static ARENA: OnceLock<HostArena> = OnceLock::new();
+    ARENA.get_or_init(|| HostArena::new((373_959 / 32 + 64) * 4096))
+}
+
+fn pairs<A: PoolAlgorithm<Backing = &'static HostArena>>(bencher: Bencher, live: usize) {
+    assert!(
+        arena().reset(),
+        "a previous benchmark left chunks outstanding"
+    );
+    let pool = DmaPool::<A, DefaultRawMutex>::with_config(
+        PoolConfig::new("divan", 128).align(16),
+        arena(),
+    )
+    .unwrap();
+    let held: Vec<_> = (0..live).map(|_| pool.alloc_raw().unwrap()).collect();
+    let (freed, kept): (Vec<_>, Vec<_>) =
+        held.into_iter().enumerate().partition(|(i, _)| i % 2 == 0);
+    for (_, block) in freed {
+        pool.free_raw(block).unwrap();
+    }
+    bencher.bench_local(|| {
+        let block = pool.alloc_raw().unwrap();
+        pool.free_raw(black_box(block)).unwrap();
+    });
+    for (_, block) in kept {
+        pool.free_raw(block).unwrap();
+    }
+    pool.destroy().unwrap();
+}
+
+#[divan::bench(args = LIVE)]
+fn scalable(bencher: Bencher, live: usize) {
+    pairs::<Scalable<&'static HostArena, SideStack>>(bencher, live);
+}
+
+#[divan::bench(args = LIVE)]
+fn inblock(bencher: Bencher, live: usize) {
+    pairs::<Scalable<&'static HostArena, InBlock>>(bencher, live);
+}
+
+#[divan::bench(args = LIVE)]
+fn legacy(bencher: Bencher, live: usize) {
+    pairs::<Legacy<&'static HostArena>>(bencher, live);
+}
+
+#[divan::bench(args = LIVE)]
+fn vec(bencher: Bencher, live: usize) {
+    let mut free: Vec<u32> = (0..live as u32).collect();
+    bencher.bench_local(|| {
+        if let Some(index) = free.pop() {
+            free.push(black_box(index));
+        }
+    });
+}
+
+#[divan::bench(args = LIVE)]
+fn vec_locked(bencher: Bencher, live: usize) {
+    let free = lock_api::Mutex::<DefaultRawMutex, Vec<u32>>::new((0..live as u32).collect());
+    bencher.bench_local(|| {
+        let index = free.lock().pop();
+        if let Some(index) = index {
+            free.lock().push(black_box(index));
+        }
+    });
+}
