@@ -310,6 +310,10 @@ where
     fn issue(&mut self, tag: Tag) {
         let slot = &mut self.slots[usize::from(tag.0)];
         let Some(sense) = slot.sense.as_mut() else {
+            // Every caller hands over a slot that holds its sense buffer; should one not, the
+            // command waits for a buffer rather than being lost.
+            let budget = slot.timeout_ns;
+            self.park(tag, 0, budget);
             return;
         };
         slot.state = SlotState::InFlight;
