@@ -126,6 +126,7 @@ impl FreeList for InBlock {
     const NAME: &'static str = "inblock";
     const IN_BLOCK_BYTES: usize = 8;
 
+    #[inline]
     unsafe fn push(&mut self, key: u32, block: NonNull<u8>) {
         // SAFETY: the caller guarantees `block` is a free block of ≥ 16 bytes the pool owns.
         unsafe { raw::write_u64(block, u64::from(self.head)) };
@@ -133,6 +134,7 @@ impl FreeList for InBlock {
         self.len += 1;
     }
 
+    #[inline]
     fn pop(&mut self, resolve: impl Fn(u32) -> Option<NonNull<u8>>) -> Result<Option<u32>, u64> {
         if self.head == NIL {
             return Ok(None);
