@@ -13,6 +13,21 @@ pub trait Delay {
     fn delay_us(&mut self, us: u32);
 }
 
+/// A [`Delay`] over the midlayer's clock, so the kernel's one clock (the TSC) serves the
+/// drivers too. Waits until the clock has moved on by the requested time, calling
+/// `relax` in between (which advances a simulated clock in tests).
+#[derive(Debug, Clone)]
+pub struct ClockDelay<C>(pub C);
+
+impl<C: scsi::clock::Clock> Delay for ClockDelay<C> {
+    fn delay_us(&mut self, us: u32) {
+        let end = self.0.now_ns().saturating_add(u64::from(us) * 1_000);
+        while self.0.now_ns() < end {
+            self.0.relax();
+        }
+    }
+}
+
 /// The outcome of [`poll_until`] when the budget runs out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimedOut {
@@ -66,6 +81,14 @@ mod tests {
         let result: Result<(), _> = poll_until(&mut delay, 1000, 100, || None);
         assert_eq!(result, Err(TimedOut { waited_us: 1000 }));
         assert_eq!(delay.total_us, 1000);
+    }
+
+    #[test]
+    fn clock_delay_waits_on_the_midlayer_clock() {
+        let clock = scsi::clock::ManualClock::new(1_000);
+        let mut delay = ClockDelay(clock.clone());
+        delay.delay_us(50);
+        assert!(scsi::clock::Clock::now_ns(&clock) >= 50_000);
     }
 
     #[test]
