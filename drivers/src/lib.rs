@@ -4,10 +4,18 @@
 //! bring-up, request tracking, reply validation, scatter-gather encoding) and is plain safe
 //! Rust that never touches hardware: it talks to the device through a small trait
 //! ([`mpt::regs::MptRegisters`], virtio-drivers' `Transport`) and to DMA memory through
-//! [`dma::DmaMemory`]. The only `unsafe` lives in the `regs`/`dma` modules that implement
-//! those traits over real MMIO and identity-mapped memory. That split is what lets the host
+//! [`dma::DmaMemory`]. `unsafe` lives only where memory or hardware is touched: the
+//! `regs`/`dma` modules that implement those traits over MMIO and identity-mapped memory,
+//! and the virtio-scsi calls to virtio-drivers' `VirtQueue::add`/`pop_used`, whose buffer
+//! contracts come from the midlayer's `ScsiHost` contract. That split is what lets the host
 //! tests drive every path, including a misbehaving device, against in-memory fakes
-//! ([`mpt::fake`] behind the `fake` feature).
+//! ([`mpt::fake`] and [`dma::fake`] behind the `fake` feature; a fake virtio-scsi device in
+//! `tests/virtio_fake`).
+//!
+//! Modules: [`delay`] (bounded waits), [`dma`] (bus addresses, DMA memory, data mapping,
+//! `pools` glue), [`mpt`] (LSI SAS1068: MPI layouts, registers, handshake, chain SGLs,
+//! bring-up, request queue, `MptHost`), [`virtio_scsi`] (layouts, request tracking, the
+//! device on virtio-drivers, events, `VirtioScsiHost`).
 //!
 //! The device is untrusted in both drivers: every index, length, context and status it
 //! returns is checked, and a bad one becomes a typed error on that command (or on the

@@ -222,10 +222,14 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
         self.table.has_room() && !self.spare_headers.is_empty()
     }
 
-    /// Adds a command: `data_out` for writes, `data_in` for reads (at most one non-empty).
-    /// Returns the used-ring id. The caller promises `data` stays valid, unmoved and
-    /// untouched until the command is completed by [`Self::next_finished`].
-    pub(super) fn add_command(
+    /// Adds a command whose data the device reads (`device_writes_data == false`) or
+    /// writes. Returns the used-ring id.
+    ///
+    /// # Safety
+    /// `data` must stay valid, in place and untouched by anyone but the device until the
+    /// command is popped by [`Self::next_finished`] (with the same buffer), marked aborted
+    /// after a successful ABORT TASK, or dropped by a device reset.
+    pub(super) unsafe fn add_command(
         &mut self,
         tag: T,
         lun: [u8; 8],
@@ -249,7 +253,7 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
         let Headers { req, resp } = &mut *headers;
         // SAFETY: `req`/`resp` live in a Box kept in the table until the command is popped in
         // next_finished (or the device is reset); `data` is covered by this function's
-        // contract, which the host layer takes from the midlayer's ScsiHost contract.
+        // safety contract.
         let added = unsafe {
             match (data.is_empty(), device_writes_data) {
                 (true, _) => self

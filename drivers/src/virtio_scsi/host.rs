@@ -187,14 +187,21 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> ScsiHost
         }
         let lun = lun_bytes(target, lun);
         let device_writes = cmd.direction == DataDirection::FromDevice;
-        match device.add_command(
-            tag,
-            lun,
-            u64::from(tag.0),
-            cmd.cdb.as_slice(),
-            cmd.data,
-            device_writes,
-        ) {
+        // SAFETY: the ScsiHost contract: the midlayer keeps `cmd.data` valid, in place and
+        // untouched until this command's completion is polled, `abort` returns Ok (after
+        // which the device is done with it and the ring entry pops into a scratch buffer),
+        // or `reset` runs (which resets the device before returning).
+        let added = unsafe {
+            device.add_command(
+                tag,
+                lun,
+                u64::from(tag.0),
+                cmd.cdb.as_slice(),
+                cmd.data,
+                device_writes,
+            )
+        };
+        match added {
             Ok(id) => {
                 self.ids[index] = Some(id);
                 self.luns[index] = lun;
