@@ -5,11 +5,12 @@ use alloc::vec::Vec;
 use crate::arch::boot::boot_tsc_value;
 use crate::arch::exit::ExitCode;
 use crate::arch::pvh::StartInfo;
-use crate::arch::{gdt, idt, paging, serial, time};
+use crate::arch::{apic, gdt, idt, paging, serial, time};
 use crate::cmdline::Cmdline;
 use crate::console::{self, println};
 use crate::json::JsonObject;
-use crate::{heap, memory, pci, tests, workload};
+use crate::topology::Topology;
+use crate::{acpi, heap, memory, pci, smp, tests, topology_report, workload};
 
 const MIB: u64 = 1 << 20;
 
@@ -56,7 +57,22 @@ pub fn boot(start_info: u64) -> ExitCode {
     for entry in &info.memmap {
         log::info!("  {entry}");
     }
-    let Some(layout) = memory::init(&info) else {
+    let bsp_apic_id = apic::initial_apic_id();
+    let (topology, lapic_phys) = match acpi::discover(info.rsdp_paddr, bsp_apic_id) {
+        Ok(platform) => {
+            log::info!(
+                "ACPI: RSDP from the {}; local APIC at {:#x}",
+                platform.rsdp_source,
+                platform.lapic_phys
+            );
+            (platform.topology, Some(platform.lapic_phys))
+        }
+        Err(err) => {
+            log::warn!("ACPI: {err}; running on the boot CPU alone, one node");
+            (Topology::single(bsp_apic_id), None)
+        }
+    };
+    let Some(layout) = memory::init(&info, &topology) else {
         panic!("e820 reports no usable RAM below 4 GiB");
     };
     log_layout(&layout);
@@ -75,18 +91,20 @@ pub fn boot(start_info: u64) -> ExitCode {
     if let Err(err) = paging::init() {
         log::warn!("stack guard page not installed: {err}");
     }
+    let smp_report = start_cpus(&topology, lapic_phys, &info);
+    let ram_bytes: u64 = info
+        .memmap
+        .iter()
+        .filter(|e| e.kind == crate::memmap::E820Kind::Ram)
+        .map(|e| e.len_bytes)
+        .sum();
+    topology_report::log(&topology, &layout, &smp_report, ram_bytes);
 
     let devices = pci::config::enumerate();
     log_pci(devices);
 
     let boot_ms = time::now_ns() as f64 / 1e6;
-    let ram_mib: u64 = info
-        .memmap
-        .iter()
-        .filter(|e| e.kind == crate::memmap::E820Kind::Ram)
-        .map(|e| e.len_bytes)
-        .sum::<u64>()
-        / MIB;
+    let ram_mib = ram_bytes / MIB;
     let line = JsonObject::new()
         .str("kernel", env!("CARGO_PKG_VERSION"))
         .f64("tsc_ms_to_first_workload", boot_ms, 3)
@@ -101,7 +119,13 @@ pub fn boot(start_info: u64) -> ExitCode {
             "heap_mib",
             layout.heap.iter().map(|r| r.len_bytes()).sum::<u64>() / MIB,
         )
-        .u64("dma_mib", layout.dma.len_bytes() / MIB)
+        .u64(
+            "dma_mib",
+            layout.dma.iter().map(|(_, r)| r.len_bytes()).sum::<u64>() / MIB,
+        )
+        .u64("cpus_online", smp_report.online() as u64)
+        .u64("nodes", u64::from(topology.nodes))
+        .f64("ap_bringup_ms", smp_report.total_ns as f64 / 1e6, 3)
         .u64("pci_functions", devices.len() as u64)
         .finish();
     println!("BOOT {line}");
@@ -128,13 +152,33 @@ fn log_layout(layout: &memory::Layout) {
             range.len_bytes() / MIB
         );
     }
-    let dma = layout.dma;
-    log::info!(
-        "dma frames   {:#x}-{:#x} ({} MiB, identity mapped, bus == cpu)",
-        dma.start,
-        dma.end,
-        dma.len_bytes() / MIB
-    );
+    for (node, dma) in &layout.dma {
+        log::info!(
+            "dma frames   {:#x}-{:#x} ({} MiB on {node}, identity mapped, bus == cpu)",
+            dma.start,
+            dma.end,
+            dma.len_bytes() / MIB
+        );
+    }
+}
+
+/// Enables the local APIC and starts the other CPUs (none without ACPI or APIC).
+fn start_cpus(topology: &Topology, lapic_phys: Option<u64>, info: &StartInfo) -> smp::StartReport {
+    let apic_ready = match lapic_phys {
+        Some(phys) => match apic::init(phys) {
+            Ok(()) => true,
+            Err(err) => {
+                log::error!("smp: {err}; the other CPUs stay off");
+                false
+            }
+        },
+        None => false,
+    };
+    if apic_ready {
+        smp::start(topology, &info.memmap, &info.occupied)
+    } else {
+        smp::start(&Topology::single(topology.cpus[0].apic_id), &[], &[])
+    }
 }
 
 fn log_pci(devices: &[pci::PciFunction]) {

@@ -1,7 +1,10 @@
 //! Coherent DMA memory for the guest: the frame allocator behind every pool.
 //!
-//! [`DmaFrames`] wraps a [`FrameBitmap`] in a spin lock and implements the `pools` crate's
-//! [`Backing`] trait, so dmapools and slab caches in the guest sit on real page frames. Memory is
+//! [`DmaFrames`] wraps the per-node frame allocator ([`NodeFrames`]) and implements the `pools`
+//! crate's [`Backing`] trait, so dmapools and slab caches in the guest sit on real page frames.
+//! A chunk asked for on node N comes from N's frames (falling back to the nearest node, counted,
+//! when N is full); a chunk asked for with no node comes from the calling CPU's node, as
+//! `dma_alloc_coherent` does with `dev_to_node` unset. Memory is
 //! identity mapped and write-back cacheable, which is coherent on x86, so a chunk's bus address
 //! equals its CPU address. Every chunk is zeroed before it is handed out (like
 //! `dma_alloc_coherent`), so no stale data from an earlier pool reaches a device.
@@ -11,26 +14,27 @@ use core::ptr::NonNull;
 use pools::BackingError;
 use pools::backing::{Backing, Chunk, DmaAddr, NodeId};
 use spin::Once;
-use spin::mutex::SpinMutex;
 
-use crate::frames::FrameBitmap;
 use crate::memmap::{PAGE_BYTES, PhysRange};
+use crate::node_frames::NodeFrames;
+use crate::topology::Topology;
 
 /// The guest's DMA frame allocator.
 #[derive(Debug)]
 pub struct DmaFrames {
-    bitmap: SpinMutex<FrameBitmap>,
+    frames: NodeFrames,
 }
 
 static FRAMES: Once<DmaFrames> = Once::new();
 
-/// Hands `range` to the DMA frame allocator. Call once; later calls are ignored.
+/// Hands the per-node `arenas` to the DMA frame allocator. Call once; later calls are ignored.
 ///
 /// # Safety
-/// `range` must be identity-mapped RAM that nothing else (heap, kernel image, loader data) uses.
-pub unsafe fn init(range: PhysRange) -> &'static DmaFrames {
+/// Every range must be identity-mapped RAM that nothing else (heap, kernel image, loader data)
+/// uses, and the ranges must be disjoint.
+pub unsafe fn init(arenas: &[(NodeId, PhysRange)], topology: &Topology) -> &'static DmaFrames {
     FRAMES.call_once(|| DmaFrames {
-        bitmap: SpinMutex::new(FrameBitmap::new(range)),
+        frames: NodeFrames::new(arenas, topology.nodes, |node| topology.fallback_order(node)),
     })
 }
 
@@ -41,22 +45,28 @@ pub fn frames() -> Option<&'static DmaFrames> {
 
 /// One zeroed page for kernel use (page tables), or `None` when out of frames.
 pub fn alloc_zeroed_page() -> Option<u64> {
-    let phys = frames()?.bitmap.lock().alloc(1, PAGE_BYTES)?;
+    let run = frames()?
+        .frames
+        .alloc(1, PAGE_BYTES, crate::smp::current_node())?;
     // SAFETY: the frame was just allocated, so nothing else uses it; it is identity mapped.
-    unsafe { core::ptr::write_bytes(phys as *mut u8, 0, PAGE_BYTES as usize) };
-    Some(phys)
+    unsafe { core::ptr::write_bytes(run.phys as *mut u8, 0, PAGE_BYTES as usize) };
+    Some(run.phys)
 }
 
 impl DmaFrames {
-    /// `(free, total)` frames.
+    /// `(free, total)` frames on all nodes.
     pub fn usage(&self) -> (usize, usize) {
-        let bitmap = self.bitmap.lock();
-        (bitmap.free_frames(), bitmap.total_frames())
+        self.frames.usage()
     }
 
-    /// The managed physical range.
-    pub fn range(&self) -> PhysRange {
-        self.bitmap.lock().range()
+    /// The per-node allocator (usage per node, fallbacks, lock counters, arenas).
+    pub fn nodes(&self) -> &NodeFrames {
+        &self.frames
+    }
+
+    /// Whether `[phys, phys + len_bytes)` is DMA frame memory.
+    pub fn contains(&self, phys: u64, len_bytes: u64) -> bool {
+        self.frames.contains(phys, len_bytes)
     }
 }
 
@@ -83,11 +93,12 @@ unsafe impl Backing for DmaFrames {
             align_bytes,
             node,
         };
-        let phys = self
-            .bitmap
-            .lock()
-            .alloc(pages, align_bytes as u64)
+        let preferred = node.unwrap_or_else(crate::smp::current_node);
+        let run = self
+            .frames
+            .alloc(pages, align_bytes as u64, preferred)
             .ok_or(exhausted)?;
+        let phys = run.phys;
         let len_rounded = pages * PAGE_BYTES as usize;
         // SAFETY: the run was just allocated to us and is identity mapped.
         unsafe { core::ptr::write_bytes(phys as *mut u8, 0, len_rounded) };
@@ -100,13 +111,13 @@ unsafe impl Backing for DmaFrames {
             cpu,
             dma: DmaAddr(phys),
             len_bytes: len_rounded,
-            node: Some(NodeId(0)),
+            node: Some(run.node),
         })
     }
 
     unsafe fn free_chunk(&self, chunk: Chunk) {
         let pages = chunk.len_bytes.div_ceil(PAGE_BYTES as usize);
-        if let Err(err) = self.bitmap.lock().free(chunk.dma.as_u64(), pages) {
+        if let Err(err) = self.frames.free(chunk.dma.as_u64(), pages) {
             // The caller broke free_chunk's contract; refusing keeps the bitmap consistent.
             log::error!("dma: refused free_chunk: {err}");
         }

@@ -75,6 +75,7 @@ impl FrameBitmap {
     }
 
     /// The managed range.
+    #[cfg(test)]
     pub fn range(&self) -> PhysRange {
         PhysRange {
             start: self.base,

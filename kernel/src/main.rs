@@ -39,6 +39,11 @@ mod memmap;
     not(target_os = "none"),
     allow(dead_code, reason = "used by the guest build and by tests")
 )]
+mod node_frames;
+#[cfg_attr(
+    not(target_os = "none"),
+    allow(dead_code, reason = "used by the guest build and by tests")
+)]
 mod pci;
 #[cfg_attr(
     not(target_os = "none"),
@@ -52,6 +57,8 @@ mod sync;
 mod topology;
 
 #[cfg(target_os = "none")]
+mod acpi;
+#[cfg(target_os = "none")]
 mod arch;
 #[cfg(target_os = "none")]
 mod boot;
@@ -64,7 +71,11 @@ mod heap;
 #[cfg(target_os = "none")]
 mod memory;
 #[cfg(target_os = "none")]
+mod smp;
+#[cfg(target_os = "none")]
 mod tests;
+#[cfg(target_os = "none")]
+mod topology_report;
 #[cfg(target_os = "none")]
 mod workload;
 

@@ -73,8 +73,14 @@ extern "C" fn exception_report(frame: &TrapFrame) -> ! {
     let (mnemonic, name) = vector_name(frame.vector);
     let _ = write!(
         out,
-        "\nFAULT {mnemonic} {name} vector={} error={:#x} rip={:#x} cs={:#x} rflags={:#x} rsp={:#x}",
-        frame.vector, frame.error, frame.rip, frame.cs, frame.rflags, frame.rsp
+        "\nFAULT {mnemonic} {name} vector={} error={:#x} rip={:#x} cs={:#x} rflags={:#x} rsp={:#x} cpu={}",
+        frame.vector,
+        frame.error,
+        frame.rip,
+        frame.cs,
+        frame.rflags,
+        frame.rsp,
+        crate::smp::current_index()
     );
     if frame.vector == 14 {
         let cr2 = x86_64::registers::control::Cr2::read_raw();
@@ -121,7 +127,8 @@ fn on_a_stack(addr: u64) -> bool {
     let (ist_bottom, ist_top) = super::gdt::double_fault_stack_bounds();
     addr % 8 == 0
         && ((bottom..top.saturating_sub(16)).contains(&addr)
-            || (ist_bottom..ist_top.saturating_sub(16)).contains(&addr))
+            || (ist_bottom..ist_top.saturating_sub(16)).contains(&addr)
+            || crate::smp::on_current_stack(addr))
 }
 
 fn stack_trace(out: &mut impl Write, frame: &TrapFrame) {

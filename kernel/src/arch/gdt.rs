@@ -2,7 +2,10 @@
 //!
 //! The boot stub's GDT has only code and data. This one adds a TSS whose IST slot 0 points at a
 //! separate stack used for double faults, so a kernel stack overflow (which faults again when the
-//! CPU tries to push the #PF frame) still lands in a handler that can report it.
+//! CPU tries to push the #PF frame) still lands in a handler that can report it. Every AP gets
+//! its own GDT, TSS and double-fault stack ([`init_ap`]).
+
+use alloc::boxed::Box;
 
 use spin::Once;
 use x86_64::VirtAddr;
@@ -28,7 +31,7 @@ static GDT: Once<(
     SegmentSelector,
 )> = Once::new();
 
-/// Loads the GDT and TSS and reloads every segment register. Call once, early.
+/// Loads the boot CPU's GDT and TSS and reloads every segment register. Call once, early.
 pub fn init() {
     let tss = TSS.call_once(|| {
         let mut tss = TaskStateSegment::new();
@@ -44,15 +47,39 @@ pub fn init() {
         let tss_selector = gdt.append(Descriptor::tss_segment(tss));
         (gdt, code, data, tss_selector)
     });
+    load(gdt, *code, *data, *tss_selector);
+}
+
+/// Builds and loads a GDT and TSS for the calling AP, with `double_fault_stack_top` in its
+/// IST slot. Each CPU needs its own: loading a TSS marks its descriptor busy, and the IST
+/// stacks must differ. Both are leaked; CPUs never go away.
+pub fn init_ap(double_fault_stack_top: u64) {
+    let tss: &'static mut TaskStateSegment = Box::leak(Box::new(TaskStateSegment::new()));
+    tss.interrupt_stack_table[usize::from(DOUBLE_FAULT_IST)] =
+        VirtAddr::new(double_fault_stack_top);
+    let tss: &'static TaskStateSegment = tss;
+    let gdt: &'static mut GlobalDescriptorTable = Box::leak(Box::new(GlobalDescriptorTable::new()));
+    let code = gdt.append(Descriptor::kernel_code_segment());
+    let data = gdt.append(Descriptor::kernel_data_segment());
+    let tss_selector = gdt.append(Descriptor::tss_segment(tss));
+    load(gdt, code, data, tss_selector);
+}
+
+fn load(
+    gdt: &'static GlobalDescriptorTable,
+    code: SegmentSelector,
+    data: SegmentSelector,
+    tss_selector: SegmentSelector,
+) {
     gdt.load();
-    // SAFETY: the selectors name descriptors of the GDT just loaded, which lives in a static for
-    // the rest of the kernel's life; the TSS descriptor is loaded exactly once.
+    // SAFETY: the selectors name descriptors of the GDT just loaded, which lives for the rest of
+    // the kernel's life; each TSS descriptor is loaded exactly once, on one CPU.
     unsafe {
-        CS::set_reg(*code);
-        DS::set_reg(*data);
-        ES::set_reg(*data);
-        SS::set_reg(*data);
-        load_tss(*tss_selector);
+        CS::set_reg(code);
+        DS::set_reg(data);
+        ES::set_reg(data);
+        SS::set_reg(data);
+        load_tss(tss_selector);
     }
 }
 

@@ -6,7 +6,8 @@
 //! and calls [`super::fault::exception_report`] with a pointer to the [`TrapFrame`]. Nothing
 //! returns: in this kernel every exception and every unexpected interrupt is fatal and reported.
 //! The double fault runs on its own IST stack (see [`super::gdt`]) so stack overflows are
-//! reported too.
+//! reported too. Two vectors return instead: the APIC wake-up IPI and the spurious vector, which
+//! only idle APs (the one place interrupts are enabled) ever take.
 
 use core::arch::global_asm;
 
@@ -92,12 +93,28 @@ exception_common:
     cld
     call exception_report
     ud2
+
+    /* The wake-up IPI (see apic.rs): acknowledge and return to the interrupted `hlt`. */
+    .global apic_wake_stub
+apic_wake_stub:
+    pushq %rax
+    movq LAPIC_EOI_ADDR(%rip), %rax
+    movl $0, (%rax)
+    popq %rax
+    iretq
+
+    /* Spurious APIC interrupts need no EOI (Intel SDM Vol. 3A 11.9). */
+    .global apic_spurious_stub
+apic_spurious_stub:
+    iretq
     "#,
     options(att_syntax)
 );
 
 unsafe extern "C" {
     static exception_stubs: u8;
+    static apic_wake_stub: u8;
+    static apic_spurious_stub: u8;
 }
 
 static IDT: Once<InterruptDescriptorTable> = Once::new();
@@ -140,8 +157,20 @@ pub fn init() {
             for vector in 32..=255u8 {
                 idt[vector].set_handler_addr(stub(u64::from(vector)));
             }
+            // These two return: they run only on idle APs between `sti; hlt` and `cli`.
+            idt[super::apic::WAKE_VECTOR]
+                .set_handler_addr(VirtAddr::from_ptr(core::ptr::addr_of!(apic_wake_stub)));
+            idt[super::apic::SPURIOUS_VECTOR]
+                .set_handler_addr(VirtAddr::from_ptr(core::ptr::addr_of!(apic_spurious_stub)));
         }
         idt
     });
     idt.load();
+}
+
+/// Loads the IDT built by [`init`] on the calling CPU (an AP). Does nothing before `init`.
+pub fn load_on_this_cpu() {
+    if let Some(idt) = IDT.get() {
+        idt.load();
+    }
 }

@@ -3,6 +3,7 @@
 //! debug-exit port. Only built for the bare-metal target; the rest of the kernel sees small safe
 //! functions.
 
+pub mod apic;
 pub mod boot;
 pub mod exit;
 pub mod fault;
@@ -12,3 +13,4 @@ pub mod paging;
 pub mod pvh;
 pub mod serial;
 pub mod time;
+pub mod trampoline;

@@ -161,6 +161,18 @@ pub fn init() -> Result<(), PagingError> {
     Ok(())
 }
 
+/// Unmaps the 4 KiB page at `addr` (a stack guard page) so any access faults.
+///
+/// # Safety
+/// Nothing may use the page, now or later: it must be reserved padding the caller owns.
+pub unsafe fn unmap_page(addr: u64) -> Result<(), PagingError> {
+    let _lock = LOCK.lock();
+    // SAFETY: we hold the lock; the caller guarantees the page is unused padding.
+    unsafe { set_4k(addr & !(PAGE_4K - 1), 0)? };
+    flush_all();
+    Ok(())
+}
+
 /// Page-table pages allocated since boot.
 pub fn table_pages() -> u64 {
     TABLE_PAGES.load(Ordering::Relaxed)

@@ -62,6 +62,8 @@ pub struct StartInfo {
     pub cmdline: &'static str,
     /// Physical ranges the loader's data occupies.
     pub occupied: [PhysRange; 3],
+    /// The ACPI RSDP's physical address, or 0 if the loader did not give one.
+    pub rsdp_paddr: u64,
 }
 
 impl StartInfo {
@@ -130,6 +132,7 @@ impl StartInfo {
             memmap,
             cmdline,
             occupied,
+            rsdp_paddr: raw.rsdp_paddr,
         })
     }
 }

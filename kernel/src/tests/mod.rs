@@ -18,6 +18,7 @@ use crate::console::println;
 mod faults;
 mod memory;
 mod pools;
+mod smp;
 mod system;
 
 /// What a test is expected to do.
@@ -90,6 +91,31 @@ pub const TESTS: &[GuestTest] = &[
         name: "slab-misuse",
         expect: Expect::Pass,
         run: pools::slab_misuse,
+    },
+    GuestTest {
+        name: "smp-online",
+        expect: Expect::Pass,
+        run: smp::online,
+    },
+    GuestTest {
+        name: "smp-run-on-each-cpu",
+        expect: Expect::Pass,
+        run: smp::run_on_each_cpu,
+    },
+    GuestTest {
+        name: "smp-spinlock",
+        expect: Expect::Pass,
+        run: smp::spinlock,
+    },
+    GuestTest {
+        name: "numa-node-alloc",
+        expect: Expect::Pass,
+        run: smp::numa_node_alloc,
+    },
+    GuestTest {
+        name: "smp-dmapool-stress",
+        expect: Expect::Pass,
+        run: smp::dmapool_stress,
     },
     GuestTest {
         name: "fault-pf",

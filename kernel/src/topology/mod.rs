@@ -225,11 +225,6 @@ impl Topology {
         order
     }
 
-    /// CPUs on `node`.
-    pub fn cpus_on(&self, node: NodeId) -> usize {
-        self.cpus.iter().filter(|cpu| cpu.node == node).count()
-    }
-
     /// Cuts `ranges` at node boundaries and labels each piece with its node.
     pub fn split_by_node(&self, ranges: &[PhysRange]) -> Vec<NodeRange> {
         let mut pieces = Vec::new();
@@ -339,7 +334,6 @@ mod tests {
         assert_eq!(topology.distance(NodeId(1), NodeId(1)), 10);
         assert_eq!(topology.distance(NodeId(2), NodeId(1)), 255);
         assert_eq!(topology.fallback_order(NodeId(1)), [NodeId(1), NodeId(0)]);
-        assert_eq!(topology.cpus_on(NodeId(1)), 1);
         // Usable RAM as the kernel sees it, split where node 1 begins.
         let usable = [
             PhysRange {
