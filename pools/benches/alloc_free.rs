@@ -4,13 +4,16 @@
 //! block and frees it again, taking the pool lock twice, as a driver does per command. The
 //! references are a `Vec<u32>` pop/push — the physical limit of any free list — and the same
 //! under the pool's lock, the limit of any *locked* pool. The scenario sweep (create, n allocs,
-//! n frees in allocation order) is `cargo xtask bench dmapool`.
+//! n frees in allocation order) is `cargo xtask bench dmapool`. The last two measure a
+//! sense buffer from the slab, bare and behind a two-element mempool.
 
 use std::sync::OnceLock;
 
 use divan::{Bencher, black_box};
 use pools::dmapool::{DefaultRawMutex, InBlock, Legacy, Scalable, SideStack};
 use pools::host::HostArena;
+use pools::mempool::{AllocMode, Mempool, SpinWaiter};
+use pools::slab::{SlabCache, SlabConfig};
 use pools::{DmaPool, PoolAlgorithm, PoolConfig};
 
 fn main() {
@@ -84,4 +87,42 @@ fn vec_locked(bencher: Bencher, live: usize) {
             free.lock().push(black_box(index));
         }
     });
+}
+
+/// A 96-byte sense buffer from the slab cache, as the SCSI midlayer takes one per command.
+#[divan::bench(args = LIVE)]
+fn slab_sense_buffer(bencher: Bencher, live: usize) {
+    let backing = pools::host::HostBacking::new();
+    let cache =
+        SlabCache::<_, DefaultRawMutex>::create(SlabConfig::new("sense_buffer", 96), &backing)
+            .unwrap();
+    let held: Vec<_> = (0..live).map(|_| cache.alloc_raw().unwrap()).collect();
+    bencher.bench_local(|| {
+        let object = cache.alloc_raw().unwrap();
+        cache.free_raw(black_box(object)).unwrap();
+    });
+    for object in held {
+        cache.free_raw(object).unwrap();
+    }
+}
+
+/// The same behind a two-element mempool (the allocator path; the reserve stays full).
+#[divan::bench(args = LIVE)]
+fn mempool_sense_buffer(bencher: Bencher, live: usize) {
+    let backing = pools::host::HostBacking::new();
+    let cache =
+        SlabCache::<_, DefaultRawMutex>::create(SlabConfig::new("sense_buffer", 96), &backing)
+            .unwrap();
+    let pool = Mempool::<_, SpinWaiter, DefaultRawMutex>::create(2, &cache, SpinWaiter::default())
+        .unwrap();
+    let held: Vec<_> = (0..live)
+        .map(|_| pool.alloc(AllocMode::NoWait).unwrap())
+        .collect();
+    bencher.bench_local(|| {
+        let object = pool.alloc(AllocMode::NoWait).unwrap();
+        pool.free(black_box(object));
+    });
+    for object in held {
+        pool.free(object);
+    }
 }

@@ -12,10 +12,15 @@
 //! until the generation moves. `free` bumps it after refilling, so a wakeup cannot be lost
 //! between the failed check and the wait. The kernel spins or parks ([`SpinWaiter`] is the
 //! simplest); the host uses a condvar (`host::CondvarWaiter`).
+//!
+//! As in Linux, `free` first looks at how many elements the reserve lacks without the lock
+//! (an atomic mirror written under it), so the common case — reserve full — costs no lock.
+//! An element taken from the reserve reaches its freer through some synchronization, so
+//! the freer sees the reserve short by at least that element unless a refill came since.
 
 use alloc::vec::Vec;
 use core::ops::{Deref, DerefMut};
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use lock_api::{Mutex, RawMutex};
 
@@ -62,6 +67,9 @@ pub trait Waiter {
     fn wake(&self);
 }
 
+/// Spin rounds after which [`SpinWaiter::wait`] returns so that the caller retries.
+pub const SPIN_WAIT_LIMIT: u32 = 1 << 16;
+
 /// A [`Waiter`] that spins on an atomic counter: for kernels without a scheduler.
 #[derive(Default)]
 pub struct SpinWaiter {
@@ -72,8 +80,13 @@ impl Waiter for SpinWaiter {
     fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
+    /// Spins until the generation moves or [`SPIN_WAIT_LIMIT`] rounds pass; the mempool then
+    /// retries its allocator, as Linux retries after its 5 s `io_schedule_timeout`.
     fn wait(&self, seen: u64) {
-        while self.generation.load(Ordering::Acquire) == seen {
+        for _ in 0..SPIN_WAIT_LIMIT {
+            if self.generation.load(Ordering::Acquire) != seen {
+                return;
+            }
             core::hint::spin_loop();
         }
     }
@@ -122,6 +135,8 @@ pub struct Mempool<A: ElementAllocator, W: Waiter = SpinWaiter, R: RawMutex = De
     allocator: A,
     waiter: W,
     reserve: Mutex<R, Reserve<A::Element>>,
+    /// `min_nr - reserve length` (0 when full), updated under the lock.
+    missing: AtomicUsize,
     allocator_hits: AtomicU64,
     reserve_hits: AtomicU64,
     waits: AtomicU64,
@@ -142,6 +157,7 @@ impl<A: ElementAllocator, W: Waiter, R: RawMutex> Mempool<A, W, R> {
                 elements: Vec::with_capacity(min_nr),
                 min_nr: 0,
             }),
+            missing: AtomicUsize::new(0),
             allocator_hits: AtomicU64::new(0),
             reserve_hits: AtomicU64::new(0),
             waits: AtomicU64::new(0),
@@ -157,22 +173,41 @@ impl<A: ElementAllocator, W: Waiter, R: RawMutex> Mempool<A, W, R> {
     /// wait for a free and retry.
     pub fn alloc(&self, mode: AllocMode) -> Result<A::Element, PoolError> {
         loop {
-            let seen = self.waiter.generation();
             if let Some(element) = self.allocator.try_alloc() {
                 self.allocator_hits.fetch_add(1, Ordering::Relaxed);
                 return Ok(element);
             }
-            if let Some(element) = self.reserve.lock().elements.pop() {
-                self.reserve_hits.fetch_add(1, Ordering::Relaxed);
+            if let Some(element) = self.take_reserved() {
                 return Ok(element);
             }
             if mode == AllocMode::NoWait {
                 self.failures.fetch_add(1, Ordering::Relaxed);
                 return Err(PoolError::WouldBlock);
             }
+            // Read the generation, then look once more: a refill after this look moves the
+            // generation, so the wait below cannot miss it.
+            let seen = self.waiter.generation();
+            if let Some(element) = self.take_reserved() {
+                return Ok(element);
+            }
             self.waits.fetch_add(1, Ordering::Relaxed);
             self.waiter.wait(seen);
         }
+    }
+
+    fn take_reserved(&self) -> Option<A::Element> {
+        let mut reserve = self.reserve.lock();
+        let element = reserve.elements.pop()?;
+        self.publish(&reserve);
+        drop(reserve);
+        self.reserve_hits.fetch_add(1, Ordering::Relaxed);
+        Some(element)
+    }
+
+    /// Mirrors how many elements the reserve lacks, for `free`'s lock-free first look.
+    fn publish(&self, reserve: &Reserve<A::Element>) {
+        let missing = reserve.min_nr.saturating_sub(reserve.elements.len());
+        self.missing.store(missing, Ordering::Relaxed);
     }
 
     /// Like [`alloc`](Self::alloc), but the element returns itself on drop.
@@ -183,28 +218,24 @@ impl<A: ElementAllocator, W: Waiter, R: RawMutex> Mempool<A, W, R> {
         })
     }
 
-    /// `mempool_free`: refills the reserve if it is below `min_nr`, else frees to the
-    /// allocator; wakes waiters either way (a waiter may now succeed in the allocator).
+    /// `mempool_free`: refills the reserve if it is below `min_nr` and wakes waiters, else
+    /// frees to the allocator (waiters retry the allocator when their wait times out).
     pub fn free(&self, element: A::Element) {
-        let spare = {
+        // Like Linux's READ_ONCE(curr_nr) < min_nr: the common case (reserve full) takes no
+        // lock. A stale "full" only sends this element to the allocator; a later free refills.
+        if self.missing.load(Ordering::Relaxed) > 0 {
             let mut reserve = self.reserve.lock();
             if reserve.elements.len() < reserve.min_nr {
                 reserve.elements.push(element);
-                None
-            } else {
-                Some(element)
-            }
-        };
-        match spare {
-            None => {
+                self.publish(&reserve);
+                drop(reserve);
                 self.refills.fetch_add(1, Ordering::Relaxed);
-            }
-            Some(element) => {
-                self.allocator_frees.fetch_add(1, Ordering::Relaxed);
-                self.allocator.free(element);
+                self.waiter.wake();
+                return;
             }
         }
-        self.waiter.wake();
+        self.allocator_frees.fetch_add(1, Ordering::Relaxed);
+        self.allocator.free(element);
     }
 
     /// `mempool_resize`: shrinking frees surplus reserve elements to the allocator; growing
@@ -218,6 +249,7 @@ impl<A: ElementAllocator, W: Waiter, R: RawMutex> Mempool<A, W, R> {
             if reserve.elements.len() >= new_min_nr {
                 reserve.min_nr = new_min_nr;
             }
+            self.publish(&reserve);
             surplus
         };
         for element in surplus {
@@ -227,6 +259,7 @@ impl<A: ElementAllocator, W: Waiter, R: RawMutex> Mempool<A, W, R> {
             let mut reserve = self.reserve.lock();
             if reserve.elements.len() >= new_min_nr {
                 reserve.min_nr = new_min_nr;
+                self.publish(&reserve);
                 return Ok(());
             }
             drop(reserve);
@@ -238,7 +271,10 @@ impl<A: ElementAllocator, W: Waiter, R: RawMutex> Mempool<A, W, R> {
                     have,
                 });
             };
-            self.reserve.lock().elements.push(element);
+            let mut reserve = self.reserve.lock();
+            reserve.elements.push(element);
+            self.publish(&reserve);
+            drop(reserve);
             self.waiter.wake();
         }
     }

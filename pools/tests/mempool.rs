@@ -217,3 +217,35 @@ fn sense_buffers_from_a_slab_behind_a_mempool() {
     assert_eq!(slab.stats().objects_in_use, 0);
     slab.check_invariants().unwrap();
 }
+
+#[test]
+fn a_waiting_alloc_is_woken_by_the_free_that_refills_the_reserve() {
+    let (pool, allocator) = pool(2);
+    allocator.fail.store(true, Ordering::SeqCst);
+    let pool = Arc::new(pool);
+    let first = pool.alloc(AllocMode::NoWait).unwrap();
+    let second = pool.alloc(AllocMode::NoWait).unwrap();
+    let waiter = {
+        let pool = pool.clone();
+        std::thread::spawn(move || pool.alloc(AllocMode::MayWait))
+    };
+    let shared = pool.clone();
+    finishes_within(Duration::from_secs(120), move || {
+        // No timing: wait until the other thread has really gone to sleep on the pool.
+        while shared.stats().waits == 0 {
+            std::thread::yield_now();
+        }
+        shared.free(first);
+    });
+    let third = waiter.join().unwrap().unwrap();
+    assert_eq!(third, first, "the refilled element went to the waiter");
+    let stats = pool.stats();
+    assert!(stats.waits >= 1);
+    assert_eq!(
+        (stats.reserve_hits, stats.refills, stats.allocator_hits),
+        (3, 1, 0)
+    );
+    pool.free(second);
+    pool.free(third);
+    assert_eq!(pool.stats().reserve_len, 2);
+}
