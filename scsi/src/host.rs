@@ -122,6 +122,7 @@ pub struct HostCompletion {
 
 impl HostCompletion {
     /// GOOD status, nothing left over.
+    #[inline]
     pub fn good(tag: Tag) -> HostCompletion {
         HostCompletion {
             tag,

@@ -29,6 +29,7 @@ pub struct Request {
 
 impl Request {
     /// A request with the direction a CDB implies, default timeout and retries.
+    #[inline]
     pub fn new(device: DeviceId, cdb: Cdb, data: Vec<u8>) -> Request {
         let direction = match cdb {
             Cdb::Write10(_) | Cdb::Write16(_) => DataDirection::ToDevice,

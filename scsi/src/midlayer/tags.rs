@@ -22,12 +22,14 @@ impl TagPool {
     }
 
     /// A free tag, or `None` when `can_queue` commands are outstanding.
+    #[inline]
     pub fn alloc(&mut self) -> Option<Tag> {
         self.free.pop().map(Tag)
     }
 
     /// Returns a tag. The caller guarantees it is allocated (the midlayer frees a tag only when
     /// its slot leaves the in-use state, exactly once).
+    #[inline]
     pub fn free(&mut self, tag: Tag) {
         debug_assert!(tag.0 < self.can_queue && !self.free.contains(&tag.0));
         self.free.push(tag.0);

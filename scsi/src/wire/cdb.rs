@@ -59,10 +59,12 @@ impl CdbBytes {
     }
 
     /// The CDB bytes.
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
         &self.bytes[..usize::from(self.len)]
     }
 
+    #[inline]
     pub(crate) fn from_layout<T: IntoBytes + Immutable>(layout: &T) -> CdbBytes {
         let raw = layout.as_bytes();
         let mut bytes = [0u8; MAX_CDB_LEN];
@@ -186,6 +188,7 @@ fn read<T: FromBytes + KnownLayout + Immutable>(
 
 impl Cdb {
     /// READ(10) when the range fits its fields, else READ(16), the way `sd` chooses.
+    #[inline]
     pub fn read(lba: Lba, blocks: BlockCount) -> Cdb {
         match (u32::try_from(lba.0), u16::try_from(blocks.0)) {
             (Ok(lba), Ok(blocks)) => Cdb::Read10(Rw10 {
@@ -204,6 +207,7 @@ impl Cdb {
     }
 
     /// WRITE(10) when the range fits its fields, else WRITE(16).
+    #[inline]
     pub fn write(lba: Lba, blocks: BlockCount) -> Cdb {
         match (u32::try_from(lba.0), u16::try_from(blocks.0)) {
             (Ok(lba), Ok(blocks)) => Cdb::Write10(Rw10 {

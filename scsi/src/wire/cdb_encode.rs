@@ -7,6 +7,7 @@ use super::cdb_layout::*;
 impl Cdb {
     /// Encodes the CDB. Infallible: every variant's fields fit its layout (4-bit and 6-bit
     /// fields are masked).
+    #[inline]
     pub fn encode(&self) -> CdbBytes {
         match *self {
             Cdb::TestUnitReady => CdbBytes::from_layout(&TestUnitReady6::default()),
@@ -101,10 +102,12 @@ impl Cdb {
     }
 }
 
+#[inline]
 fn rw_flags(fua: bool, dpo: bool) -> u8 {
     (u8::from(dpo) << 4) | (u8::from(fua) << 3)
 }
 
+#[inline]
 fn encode10(op: u8, rw: Rw10) -> CdbBytes {
     CdbBytes::from_layout(&Lba10 {
         opcode: op,
@@ -116,6 +119,7 @@ fn encode10(op: u8, rw: Rw10) -> CdbBytes {
     })
 }
 
+#[inline]
 fn encode16(op: u8, rw: Rw16) -> CdbBytes {
     CdbBytes::from_layout(&Lba16 {
         opcode: op,

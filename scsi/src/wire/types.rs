@@ -41,6 +41,7 @@ impl Lun {
 
     /// The index of a single-level peripheral or flat-space LUN, `None` for other methods or
     /// multi-level LUNs.
+    #[inline]
     pub fn index(self) -> Option<u16> {
         if self.0 > 0xffff {
             return None;

@@ -25,6 +25,7 @@ impl Default for Histogram {
     }
 }
 
+#[inline]
 fn bucket(ns: u64) -> usize {
     if ns < SUB as u64 {
         return ns as usize;
@@ -56,6 +57,7 @@ impl core::fmt::Debug for Histogram {
 
 impl Histogram {
     /// Adds `n` samples of `ns` each (a batch completed at one instant).
+    #[inline]
     pub fn record_n(&mut self, ns: u64, n: u64) {
         self.counts[bucket(ns)] += n;
         self.total += n;
@@ -63,6 +65,7 @@ impl Histogram {
         self.max_ns = self.max_ns.max(ns);
     }
 
+    #[inline]
     pub fn record(&mut self, ns: u64) {
         self.record_n(ns, 1);
     }
