@@ -9,7 +9,7 @@
 //! and the virtio-scsi calls to virtio-drivers' `VirtQueue::add`/`pop_used`, whose buffer
 //! contracts come from the midlayer's `ScsiHost` contract. That split is what lets the host
 //! tests drive every path, including a misbehaving device, against in-memory fakes
-//! ([`mpt::fake`] and [`dma::fake`] behind the `fake` feature; a fake virtio-scsi device in
+//! (`mpt::fake` and `dma::fake` behind the `fake` feature; a fake virtio-scsi device in
 //! `tests/virtio_fake`).
 //!
 //! Modules: [`delay`] (bounded waits), [`dma`] (bus addresses, DMA memory, data mapping,

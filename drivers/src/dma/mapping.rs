@@ -3,7 +3,7 @@
 //! The midlayer owns data buffers and keeps them in place until the command completes. In
 //! the kernel memory is identity-mapped, so a buffer's bus address is its CPU address and
 //! [`IdentityMapper`] only has to cut it into segments. On the host the fake devices live
-//! in a [`fake::FakeDmaSpace`](super::fake::FakeDmaSpace), so [`BounceMapper`] copies
+//! in a `fake::FakeDmaSpace`, so `BounceMapper` (feature `fake`) copies
 //! through DMA regions there, the way a bounce-buffering IOMMU-less platform would.
 
 use alloc::vec::Vec;

@@ -6,7 +6,7 @@
 //! driver looks at it cannot change what was validated (no time-of-check/time-of-use).
 //!
 //! Two implementations exist: [`CoherentRegion`] (in `coherent`, the only `unsafe` here)
-//! over memory the kernel maps 1:1, and [`fake::FakeDmaSpace`] regions for host tests, which
+//! over memory the kernel maps 1:1, and `fake::FakeDmaSpace` regions for host tests, which
 //! a fake device reads and writes by bus address with the same bounds checks.
 
 mod coherent;
@@ -82,7 +82,7 @@ pub(crate) fn check_range(offset: usize, len: usize, region_len: usize) -> Resul
 }
 
 /// A source of driver-owned DMA memory (request and reply frame arrays). The kernel
-/// implements it over its page source; host tests over [`fake::FakeDmaSpace`].
+/// implements it over its page source (see `BackingAlloc`); host tests over `fake::FakeDmaSpace`.
 pub trait DmaAlloc {
     /// The memory handed out; freed when dropped.
     type Region: DmaMemory;

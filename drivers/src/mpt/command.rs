@@ -38,7 +38,7 @@ pub struct ScsiIo<'a> {
 pub enum TaskMgmt {
     /// Abort the request with this context.
     AbortTask {
-        /// Context [`Mpt::submit`] returned.
+        /// Context [`Mpt::submit`](super::Mpt::submit) returned.
         context: u32,
     },
     /// Reset the logical unit.

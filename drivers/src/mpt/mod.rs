@@ -12,6 +12,20 @@
 //! driver never has more requests outstanding than credits allow; every context and reply
 //! address it returns is checked against what is outstanding; every wait is bounded.
 //!
+//! Wiring in the kernel (what the next session's integration needs):
+//! 1. find PCI `1000:0054` ([`PCI_VENDOR_LSI`], [`PCI_DEVICE_SAS1068`]), enable memory space
+//!    and bus mastering, map BAR1 ([`MMIO_BAR`], 16 KiB) and wrap it in
+//!    [`regs::MmioRegisters`];
+//! 2. create the chain pool, a `pools::ScalablePool` of `MptConfig::frame_size_bytes`
+//!    blocks (16-byte aligned) over the kernel's `Backing`, and keep it alive longer than
+//!    the adapter;
+//! 3. [`Mpt::init`]`(regs, ClockDelay(clock), config, &mut BackingAlloc(backing), &pool)`;
+//! 4. [`sgl::preallocate`]`(&pool, &ChainPoolSizing::new(mpt.layout(), sg_tablesize,
+//!    mpt.geometry().can_queue))`, the mpt3sas sizing, and print `pool.info()` at
+//!    shutdown;
+//! 5. [`host::MptHost::new`]`(mpt, IdentityMapper, &mut BackingAlloc(backing))` and hand
+//!    it to the midlayer.
+//!
 //! Layout: `mpi` (wire structs), `regs` (register trait, MMIO), `handshake`, `sgl` (chain
 //! building and decoding), `ioc` (bring-up), `queue` (request slots and replies).
 
@@ -31,5 +45,14 @@ pub mod sgl;
 pub mod fake;
 
 pub use adapter::{Mpt, MptStats};
+
+/// PCI vendor id of LSI Logic.
+pub const PCI_VENDOR_LSI: u16 = 0x1000;
+/// PCI device id of the SAS1068 (QEMU `mptsas1068`).
+pub const PCI_DEVICE_SAS1068: u16 = 0x0054;
+/// BAR of the 256-byte I/O-port register window.
+pub const IO_BAR: u8 = 0;
+/// BAR of the 16 KiB memory-mapped register window.
+pub const MMIO_BAR: u8 = 1;
 pub use command::{Completion, DataDirection, Outcome, ScsiIo, TaskMgmt};
 pub use error::MptError;

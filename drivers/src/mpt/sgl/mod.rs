@@ -13,7 +13,7 @@
 //! - the final element carries `LAST_ELEMENT | END_OF_BUFFER | END_OF_LIST`.
 //!
 //! [`SglLayout`] does the arithmetic (elements per frame, chains needed, the maximum list),
-//! [`build`] writes a list, [`decode`] walks one back the way the IOC does, and
+//! [`build()`] writes a list, [`decode()`] walks one back the way the IOC does, and
 //! [`ChainPoolSizing`] sizes the pool the mpt3sas way.
 
 pub mod build;
