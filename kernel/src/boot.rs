@@ -6,7 +6,7 @@ use crate::arch::boot::boot_tsc_value;
 use crate::arch::exit::ExitCode;
 use crate::arch::pvh::StartInfo;
 use crate::arch::{apic, gdt, idt, paging, serial, time};
-use crate::cmdline::Cmdline;
+use crate::cmdline::{Cmdline, SmpInject};
 use crate::console::{self, println};
 use crate::json::JsonObject;
 use crate::topology::Topology;
@@ -58,7 +58,7 @@ pub fn boot(start_info: u64) -> ExitCode {
         log::info!("  {entry}");
     }
     let bsp_apic_id = apic::initial_apic_id();
-    let (topology, lapic_phys) = match acpi::discover(info.rsdp_paddr, bsp_apic_id) {
+    let (mut topology, lapic_phys) = match acpi::discover(info.rsdp_paddr, bsp_apic_id) {
         Ok(platform) => {
             log::info!(
                 "ACPI: RSDP from the {}; local APIC at {:#x}",
@@ -91,7 +91,10 @@ pub fn boot(start_info: u64) -> ExitCode {
     if let Err(err) = paging::init() {
         log::warn!("stack guard page not installed: {err}");
     }
-    let smp_report = start_cpus(&topology, lapic_phys, &info);
+    if let Some(max) = cmdline.maxcpus {
+        topology.limit_cpus(max);
+    }
+    let smp_report = start_cpus(&topology, lapic_phys, &info, cmdline.smp_inject);
     let ram_bytes: u64 = info
         .memmap
         .iter()
@@ -163,7 +166,12 @@ fn log_layout(layout: &memory::Layout) {
 }
 
 /// Enables the local APIC and starts the other CPUs (none without ACPI or APIC).
-fn start_cpus(topology: &Topology, lapic_phys: Option<u64>, info: &StartInfo) -> smp::StartReport {
+fn start_cpus(
+    topology: &Topology,
+    lapic_phys: Option<u64>,
+    info: &StartInfo,
+    inject: SmpInject,
+) -> smp::StartReport {
     let apic_ready = match lapic_phys {
         Some(phys) => match apic::init(phys) {
             Ok(()) => true,
@@ -175,9 +183,10 @@ fn start_cpus(topology: &Topology, lapic_phys: Option<u64>, info: &StartInfo) ->
         None => false,
     };
     if apic_ready {
-        smp::start(topology, &info.memmap, &info.occupied)
+        smp::start(topology, &info.memmap, &info.occupied, inject)
     } else {
-        smp::start(&Topology::single(topology.cpus[0].apic_id), &[], &[])
+        let alone = Topology::single(topology.cpus[0].apic_id);
+        smp::start(&alone, &[], &[], inject)
     }
 }
 

@@ -32,6 +32,16 @@ pub enum PoolImpl {
     Both,
 }
 
+/// `smp_inject=`: a deliberate bring-up failure, to show that a CPU that does not come online is
+/// reported and the boot goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SmpInject {
+    /// Start every CPU normally.
+    None,
+    /// Give CPU 1 no stack: it halts in the trampoline and never comes online.
+    ApNoStack,
+}
+
 /// Which guest tests `test=` selected.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TestSelection {
@@ -58,6 +68,10 @@ pub struct Cmdline {
     pub tests: Option<TestSelection>,
     /// `loglevel=off|error|warn|info|debug|trace` (or 0..=5).
     pub loglevel: log::LevelFilter,
+    /// `maxcpus=N` (Linux's name): start at most N CPUs, the boot CPU included.
+    pub maxcpus: Option<usize>,
+    /// `smp_inject=none|ap-no-stack`.
+    pub smp_inject: SmpInject,
 }
 
 /// The mpt3sas chain pool: 373959 blocks of 128 bytes, 16-byte aligned.
@@ -73,6 +87,8 @@ impl Default for Cmdline {
             pool_impl: PoolImpl::Scalable,
             tests: None,
             loglevel: log::LevelFilter::Info,
+            maxcpus: None,
+            smp_inject: SmpInject::None,
         }
     }
 }
@@ -108,7 +124,9 @@ impl CmdlineError {
     }
 }
 
-const KNOWN_KEYS: &str = "workload, n, size, align, impl, test, loglevel";
+const KNOWN_KEYS: &str = "workload, n, size, align, impl, test, loglevel, maxcpus, smp_inject";
+/// Most CPUs `maxcpus=` accepts (the kernel's per-CPU table size).
+pub const MAX_CPUS: u64 = crate::topology::MAX_CPUS as u64;
 
 /// Splits a command line into `(key, value)` words without judging the keys.
 pub fn words(line: &str) -> impl Iterator<Item = Result<(&str, &str), CmdlineError>> {
@@ -220,6 +238,17 @@ impl Cmdline {
             }
             "test" => self.tests = Some(parse_tests(key, value, known_tests)?),
             "loglevel" => self.loglevel = parse_loglevel(key, value)?,
+            "maxcpus" => self.maxcpus = Some(to_usize(parse_count(key, value, 1, MAX_CPUS)?)),
+            "smp_inject" => {
+                self.smp_inject = parse_choice(
+                    key,
+                    value,
+                    &[
+                        ("none", SmpInject::None),
+                        ("ap-no-stack", SmpInject::ApNoStack),
+                    ],
+                )?;
+            }
             _ => {
                 return Err(CmdlineError::UnknownKey {
                     key: key.to_string(),

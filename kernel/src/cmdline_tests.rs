@@ -33,6 +33,14 @@ fn every_known_key_is_applied() {
     assert_eq!(c.loglevel, log::LevelFilter::Debug);
     assert_eq!(parse("test=all").unwrap().tests, Some(TestSelection::All));
     assert_eq!(parse("loglevel=0").unwrap().loglevel, log::LevelFilter::Off);
+    let smp = parse("maxcpus=2 smp_inject=ap-no-stack").unwrap();
+    assert_eq!(
+        (smp.maxcpus, smp.smp_inject),
+        (Some(2), SmpInject::ApNoStack)
+    );
+    assert!(parse("maxcpus=0").is_err());
+    assert!(parse("maxcpus=65").is_err());
+    assert!(parse("smp_inject=yes").is_err());
 }
 
 #[test]
@@ -124,7 +132,7 @@ proptest! {
     #[test]
     fn arbitrary_words_over_known_keys_never_panic(
         words in proptest::collection::vec(
-            ("(workload|n|size|align|impl|test|loglevel|x)", "[a-z0-9,xkKmMgG=-]{0,12}"), 0..6)
+            ("(workload|n|size|align|impl|test|loglevel|maxcpus|smp_inject|x)", "[a-z0-9,xkKmMgG=-]{0,12}"), 0..6)
     ) {
         let line: Vec<String> = words.iter().map(|(k, v)| alloc::format!("{k}={v}")).collect();
         if let Err(err) = parse(&line.join(" ")) {

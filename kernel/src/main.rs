@@ -101,6 +101,10 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
     use core::fmt::Write;
     let mut out = arch::serial::force_writer();
     let _ = write!(out, "\nPANIC ");
+    #[cfg(target_os = "none")]
+    if let Some(cpu) = smp::percpu::current().filter(|cpu| cpu.context().index != 0) {
+        let _ = write!(out, "on CPU {} ", cpu.context().index);
+    }
     match info.location() {
         Some(location) => {
             let _ = write!(

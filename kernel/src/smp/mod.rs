@@ -25,6 +25,7 @@ pub use percpu::{CpuContext, PerCpu, current_index, current_node};
 
 use crate::arch::trampoline::{self, AP_STACK_TOPS, TRAMPOLINE_PHYS};
 use crate::arch::{apic, gdt, idt, paging, time};
+use crate::cmdline::SmpInject;
 use crate::memmap::{E820Entry, E820Kind, PhysRange};
 use crate::topology::Topology;
 
@@ -116,7 +117,12 @@ pub fn topology() -> Option<&'static Topology> {
 
 /// Sets up per-CPU data for the topology's CPUs and starts every AP. Requires the local APIC
 /// to be initialised ([`apic::init`]) when there is more than one CPU. Call once.
-pub fn start(topology: &Topology, memmap: &[E820Entry], occupied: &[PhysRange]) -> StartReport {
+pub fn start(
+    topology: &Topology,
+    memmap: &[E820Entry],
+    occupied: &[PhysRange],
+    inject: SmpInject,
+) -> StartReport {
     let topology = TOPOLOGY.call_once(|| topology.clone());
     let cpus = percpu::init(topology);
     let started = time::now_ns();
@@ -131,22 +137,15 @@ pub fn start(topology: &Topology, memmap: &[E820Entry], occupied: &[PhysRange]) 
         let context = cpu.context();
         let outcome = match vector {
             None => ApOutcome::Failed("trampoline page 0x8000 is not free RAM"),
-            Some(vector) => start_one(cpu, vector),
+            Some(vector) => start_one(cpu, vector, inject),
         };
-        if let ApOutcome::Failed(reason) = outcome {
-            log::error!(
-                "smp: CPU {} (APIC id {}) not started: {reason}",
-                context.index,
-                context.apic_id
-            );
-        }
         report.aps.push((context.index, context.apic_id, outcome));
     }
     report.total_ns = time::now_ns() - started;
     report
 }
 
-fn start_one(cpu: &'static PerCpu, vector: u8) -> ApOutcome {
+fn start_one(cpu: &'static PerCpu, vector: u8, inject: SmpInject) -> ApOutcome {
     let context = cpu.context();
     let Some(apic_slot) = AP_STACK_TOPS.get(context.apic_id as usize) else {
         return ApOutcome::Failed("APIC id above 255");
@@ -159,7 +158,9 @@ fn start_one(cpu: &'static PerCpu, vector: u8) -> ApOutcome {
     };
     // SAFETY: this AP has not been started.
     unsafe { cpu.set_stacks(stack, double_fault) };
-    apic_slot.store(stack.1, Ordering::SeqCst);
+    if !(inject == SmpInject::ApNoStack && context.index == 1) {
+        apic_slot.store(stack.1, Ordering::SeqCst);
+    }
 
     let begin = time::now_ns();
     if apic::send_init(context.apic_id).is_err() {
@@ -182,7 +183,7 @@ fn start_one(cpu: &'static PerCpu, vector: u8) -> ApOutcome {
             return ApOutcome::Failed(if cpu.entered.load(Ordering::Acquire) {
                 "reached its Rust entry but did not finish set-up in time"
             } else {
-                "did not reach 64-bit code within the timeout"
+                "did not reach its Rust entry within AP_ONLINE_TIMEOUT_MS (2000 ms)"
             });
         }
         core::hint::spin_loop();

@@ -133,6 +133,11 @@ pub const TESTS: &[GuestTest] = &[
         run: faults::stack_overflow,
     },
     GuestTest {
+        name: "fault-ap-stack-overflow",
+        expect: Expect::Report("FAULT #DF"),
+        run: faults::ap_stack_overflow,
+    },
+    GuestTest {
         name: "panic",
         expect: Expect::Report("PANIC "),
         run: faults::panic,

@@ -191,6 +191,20 @@ impl Topology {
         }
     }
 
+    /// Keeps the first `max` CPUs (the boot CPU always) and moves the rest to `skipped`, as
+    /// Linux's `maxcpus=` does.
+    pub fn limit_cpus(&mut self, max: usize) {
+        let keep = max.max(1);
+        if self.cpus.len() > keep {
+            for cpu in self.cpus.drain(keep..) {
+                self.skipped.push(SkippedCpu {
+                    apic_id: cpu.apic_id,
+                    reason: "beyond maxcpus=",
+                });
+            }
+        }
+    }
+
     /// The node of a CPU by APIC id.
     pub fn node_of_apic(&self, apic_id: u32) -> Option<NodeId> {
         self.cpus
@@ -318,6 +332,12 @@ mod tests {
         );
         let skipped: Vec<u32> = topology.skipped.iter().map(|s| s.apic_id).collect();
         assert_eq!(skipped, [300, 7]);
+        let mut limited = topology.clone();
+        limited.limit_cpus(2);
+        assert_eq!(limited.cpus.len(), 2);
+        assert_eq!(limited.skipped.last().map(|s| s.apic_id), Some(0));
+        limited.limit_cpus(0);
+        assert_eq!(limited.cpus.len(), 1, "the boot CPU always stays");
     }
 
     #[test]
