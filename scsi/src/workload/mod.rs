@@ -9,9 +9,11 @@
 //! per-command path. The report carries exact I/O counts, IOPS, mean and p99 latency, and the
 //! sense allocator's statistics, and prints itself as one JSON object.
 
+mod compare;
 mod histogram;
 mod params;
 
+pub use compare::{MODES, ModeSummary, compare_sense_modes};
 pub use histogram::Histogram;
 pub use params::{JobParams, Limit, RwMode, WorkloadParams};
 

@@ -177,6 +177,20 @@ impl WorkloadParams {
         ) || ScsiDebugParams::is_key(key)
     }
 
+    /// Picks this workload's words out of a kernel command line: words whose key
+    /// [`is_key`](Self::is_key) are applied (and must be valid), all others are left alone.
+    pub fn from_cmdline(cmdline: &str) -> Result<WorkloadParams, WorkloadError> {
+        let mut params = WorkloadParams::default();
+        for word in cmdline.split_whitespace() {
+            if let Some((key, value)) = word.split_once('=')
+                && WorkloadParams::is_key(key)
+            {
+                params.set(key, value)?;
+            }
+        }
+        Ok(params)
+    }
+
     /// Parses whitespace-separated `key=value` words over the defaults.
     pub fn parse(text: &str) -> Result<WorkloadParams, WorkloadError> {
         let mut params = WorkloadParams::default();
@@ -213,6 +227,16 @@ mod tests {
             WorkloadParams::parse("ios=1000").unwrap().job.limit,
             Limit::Ios(1000)
         );
+    }
+
+    #[test]
+    fn kernel_command_line_keeps_only_its_words() {
+        let p = WorkloadParams::from_cmdline(
+            "console=ttyS0 workload=fake-rw qd=4 sense=slab fake_rw=1 quiet",
+        )
+        .unwrap();
+        assert_eq!((p.job.iodepth, p.sense), (4, SenseMode::Slab));
+        assert!(WorkloadParams::from_cmdline("workload=fake-rw bs=3x").is_err());
     }
 
     #[test]
