@@ -70,11 +70,16 @@ impl StartReport {
     }
 }
 
-fn spin_us(us: u64) {
+/// Spins until `done()` or `us` microseconds passed; returns `done()`.
+fn wait_us(us: u64, done: impl Fn() -> bool) -> bool {
     let end = time::now_ns() + us * 1000;
-    while time::now_ns() < end {
+    while !done() {
+        if time::now_ns() > end {
+            return done();
+        }
         core::hint::spin_loop();
     }
+    true
 }
 
 /// Whether the trampoline page is conventional RAM that neither the firmware nor the loader uses.
@@ -167,26 +172,26 @@ fn start_one(cpu: &'static PerCpu, vector: u8, inject: SmpInject) -> ApOutcome {
         return ApOutcome::Failed("INIT IPI not accepted");
     }
     // The MP spec's 10 ms INIT delay is for external APICs (pre-P6); like Linux on modern CPUs
-    // (init_udelay = 0), go straight to the STARTUP IPIs.
+    // (init_udelay = 0), go straight to the STARTUP IPIs. The second STARTUP is sent only if
+    // the AP has not reached its Rust entry 200 us after the first (a running CPU ignores it
+    // anyway, but the wait would be lost time for every AP).
+    let entered = || cpu.entered.load(Ordering::Acquire);
     for _ in 0..2 {
         if apic::send_startup(context.apic_id, vector).is_err() {
             return ApOutcome::Failed("STARTUP IPI not accepted");
         }
-        spin_us(STARTUP_DELAY_US);
-        if cpu.entered.load(Ordering::Acquire) {
+        if wait_us(STARTUP_DELAY_US, entered) {
             break;
         }
     }
-    let deadline = begin + AP_ONLINE_TIMEOUT_MS * 1_000_000;
-    while !cpu.online.load(Ordering::Acquire) {
-        if time::now_ns() > deadline {
-            return ApOutcome::Failed(if cpu.entered.load(Ordering::Acquire) {
-                "reached its Rust entry but did not finish set-up in time"
-            } else {
-                "did not reach its Rust entry within AP_ONLINE_TIMEOUT_MS (2000 ms)"
-            });
-        }
-        core::hint::spin_loop();
+    let remaining_us =
+        (begin + AP_ONLINE_TIMEOUT_MS * 1_000_000).saturating_sub(time::now_ns()) / 1000;
+    if !wait_us(remaining_us, || cpu.online.load(Ordering::Acquire)) {
+        return ApOutcome::Failed(if entered() {
+            "reached its Rust entry but did not finish set-up in time"
+        } else {
+            "did not reach its Rust entry within AP_ONLINE_TIMEOUT_MS (2000 ms)"
+        });
     }
     ApOutcome::Online {
         ns: time::now_ns() - begin,
