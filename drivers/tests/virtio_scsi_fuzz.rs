@@ -27,6 +27,10 @@ const CAN_QUEUE: u16 = 16;
 #[derive(Default)]
 struct Buffers {
     data: Vec<Vec<u8>>,
+    #[expect(
+        clippy::vec_box,
+        reason = "SenseStorage is implemented for Box<[u8; 96]>, the midlayer's heap sense buffer"
+    )]
     sense: Vec<Box<[u8; 96]>>,
     current: BTreeMap<u16, usize>,
 }
