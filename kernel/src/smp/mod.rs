@@ -138,11 +138,16 @@ pub fn start(
     let page_free = trampoline_page_free(memmap, occupied);
     // SAFETY: checked just above that the page is RAM nobody uses.
     let vector = page_free.then(|| unsafe { trampoline::install() });
-    for cpu in &cpus[1..] {
+    // Every stack (and guard page) first: unmapping a guard page may split a 2 MiB page, and
+    // no AP may be running yet with that page in its TLB.
+    let prepared: Vec<Result<(), &'static str>> =
+        cpus[1..].iter().map(|cpu| prepare(cpu, inject)).collect();
+    for (cpu, prepared) in cpus[1..].iter().zip(prepared) {
         let context = cpu.context();
-        let outcome = match vector {
-            None => ApOutcome::Failed("trampoline page 0x8000 is not free RAM"),
-            Some(vector) => start_one(cpu, vector, inject),
+        let outcome = match (vector, prepared) {
+            (None, _) => ApOutcome::Failed("trampoline page 0x8000 is not free RAM"),
+            (_, Err(reason)) => ApOutcome::Failed(reason),
+            (Some(vector), Ok(())) => start_one(cpu, vector),
         };
         report.aps.push((context.index, context.apic_id, outcome));
     }
@@ -150,23 +155,28 @@ pub fn start(
     report
 }
 
-fn start_one(cpu: &'static PerCpu, vector: u8, inject: SmpInject) -> ApOutcome {
+/// Gives a not-yet-started AP its stacks and publishes its stack top for the trampoline.
+fn prepare(cpu: &'static PerCpu, inject: SmpInject) -> Result<(), &'static str> {
     let context = cpu.context();
-    let Some(apic_slot) = AP_STACK_TOPS.get(context.apic_id as usize) else {
-        return ApOutcome::Failed("APIC id above 255");
-    };
+    let apic_slot = AP_STACK_TOPS
+        .get(context.apic_id as usize)
+        .ok_or("APIC id above 255")?;
     let (Some(stack), Some(double_fault)) = (
         new_stack(AP_STACK_BYTES, true),
         new_stack(DOUBLE_FAULT_STACK_BYTES, false),
     ) else {
-        return ApOutcome::Failed("out of heap for its stacks");
+        return Err("out of heap for its stacks");
     };
     // SAFETY: this AP has not been started.
     unsafe { cpu.set_stacks(stack, double_fault) };
     if !(inject == SmpInject::ApNoStack && context.index == 1) {
         apic_slot.store(stack.1, Ordering::SeqCst);
     }
+    Ok(())
+}
 
+fn start_one(cpu: &'static PerCpu, vector: u8) -> ApOutcome {
+    let context = cpu.context();
     let begin = time::now_ns();
     if apic::send_init(context.apic_id).is_err() {
         return ApOutcome::Failed("INIT IPI not accepted");
@@ -206,11 +216,12 @@ pub extern "C" fn ap_main(apic_id: u32) -> ! {
     else {
         halt_forever()
     };
+    // GS first, so a fault during the rest of set-up is reported with the right CPU.
+    percpu::install_gs(cpu);
     cpu.entered.store(true, Ordering::Release);
     let (_, double_fault_top) = cpu.stacks()[1];
     gdt::init_ap(double_fault_top);
     idt::load_on_this_cpu();
-    percpu::install_gs(cpu);
     apic::enable_this_cpu();
     cpu.online.store(true, Ordering::Release);
     call::idle_loop(cpu)
