@@ -138,6 +138,9 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             control: (ctl | control::SIMPLE_QUEUE).into(),
             data_length: data_len.into(),
             sense_buffer_low_addr: sense.addr.low32().into(),
+            // 64-bit sense addressing: the IOC adds SenseBufferHighAddr from IOC_INIT (what
+            // Linux mptscsih sets for 64-bit DMA; QEMU always does this).
+            msg_flags: super::mpi::scsi_io::MSGFLAGS_SENSE_WIDTH_64,
             ..Default::default()
         };
         header.cdb[..io.cdb.len()].copy_from_slice(io.cdb);

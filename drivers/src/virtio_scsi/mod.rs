@@ -7,6 +7,14 @@
 //! residual beyond the transfer is an error on that command (or, for an unknown id, on the
 //! queue), never a panic and never an access outside a buffer.
 
+//! Wiring in the kernel: find a device whose `virtio_device_type` is `ScsiHost` (QEMU's
+//! `1af4:1048`, or `1af4:1004` transitional), enable bus mastering through the kernel's
+//! port-I/O `ConfigurationAccess`, build `PciTransport::new::<KernelHal, _>(&mut root,
+//! device_function)`, then [`host::VirtioScsiHost`]`::<KernelHal, _, _, 256>::new(transport,
+//! ClockDelay(clock), can_queue)` and hand it to the midlayer. Poll
+//! [`device::VirtioScsi::poll_events`] (through `device_mut`) for hot-plug, and rescan on
+//! `TransportReset`/`EventsMissed`.
+
 pub mod device;
 pub mod events;
 pub mod host;

@@ -40,6 +40,10 @@ wire! {
     size = 0x30;
 }
 
+/// SCSI_IO_REQUEST `MsgFlags`: the sense buffer address is 64-bit (low half in the
+/// request, high half from IOC_INIT).
+pub const MSGFLAGS_SENSE_WIDTH_64: u8 = 0x01;
+
 /// Byte offset of the SGL in a SCSI_IO_REQUEST frame.
 pub const SCSI_IO_SGL_OFFSET: usize = core::mem::size_of::<ScsiIoRequest>();
 
