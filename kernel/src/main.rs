@@ -2,8 +2,10 @@
 //!
 //! Boot order (see [`kernel_main`]): serial, GDT/TSS and IDT first so that any later fault is
 //! reported, then the bootstrap heap, TSC calibration, the PVH start info (memory map and
-//! command line), the command line itself, RAM split between the talc heap and the DMA frame
-//! allocator, the stack guard page, and PCI enumeration. Then either the guest test runner
+//! command line), the command line itself, the ACPI tables (CPUs from the MADT, NUMA nodes from
+//! the SRAT), RAM split per node between the talc heap and the DMA frame allocator, the stack
+//! guard page, the local APIC and the other CPUs (INIT-SIPI-SIPI; they then idle until
+//! `smp::run_on_each_cpu` gives them work), and PCI enumeration. Then either the guest test runner
 //! (`test=`) or a workload runs, and the kernel leaves through isa-debug-exit with a verdict.
 //!
 //! On the host this crate builds as a stub binary so the workspace's `cargo test` and

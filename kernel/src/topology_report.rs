@@ -68,10 +68,10 @@ pub fn log(topology: &Topology, layout: &Layout, report: &StartReport, ram_bytes
             .sum();
         for range in topology.memory.iter().filter(|range| range.node == node) {
             log::info!(
-                "NUMA: {node}: memory {:#x}-{:#x} ({} MiB)",
+                "NUMA: {node}: memory {:#x}-{:#x} ({} KiB)",
                 range.range.start,
                 range.range.end,
-                range.range.len_bytes() / MIB
+                range.range.len_bytes() / 1024
             );
         }
         let mut distances = String::new();
