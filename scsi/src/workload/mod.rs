@@ -1,7 +1,8 @@
 //! The fake_rw workload: fio-style random I/O through the midlayer to the scsi_debug target, the
 //! same `no_std` code on the host (`examples/fake_rw.rs`) and in the guest kernel.
 //!
-//! `numjobs` jobs each keep `iodepth` commands in flight against one disk, with buffers of `bs`
+//! `numjobs` jobs each keep `iodepth` commands in flight against one disk (interleaved on the
+//! calling CPU through one midlayer; each job has its own random stream), with buffers of `bs`
 //! bytes allocated once up front; a completed command's buffer goes straight back into the next
 //! submission, so the loop allocates nothing but the sense buffer the midlayer takes per
 //! command. Time is read once per poll: every completion in a batch gets that instant as its end
