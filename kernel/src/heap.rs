@@ -2,13 +2,14 @@
 //!
 //! Boot needs a heap before it knows where RAM is (the memory map parser collects into a
 //! `Vec`), so talc first claims a small static arena in .bss; once the map is read,
-//! [`add_region`] hands it the RAM ranges chosen by `main`. A `spin` mutex serialises it: the
-//! kernel is single-CPU today, and a spin lock is what a future SMP boot needs anyway.
+//! [`add_region`] hands it the RAM ranges chosen by `main`. The kernel's fair counting spinlock
+//! serialises it across CPUs, so heap contention (e.g. kmalloc-style sense buffers from several
+//! jobs) shows up in [`lock_stats`] like any pool lock's.
 
 use talc::TalcLock;
 use talc::source::Manual;
 
-type RawLock = spin::mutex::SpinMutex<()>;
+type RawLock = crate::sync::spinlock::CountingSpinLock;
 
 #[global_allocator]
 static ALLOCATOR: TalcLock<RawLock, Manual> = TalcLock::new(Manual);
@@ -38,6 +39,14 @@ pub unsafe fn add_region(start: u64, len_bytes: u64) -> bool {
     let len = usize::try_from(len_bytes).unwrap_or(usize::MAX);
     // SAFETY: the caller guarantees the range is unused RAM, mapped at its own address.
     unsafe { ALLOCATOR.lock().claim(start as *mut u8, len).is_some() }
+}
+
+/// The heap lock's counters. Reading them takes the lock once, which is itself counted.
+pub fn lock_stats() -> crate::sync::spinlock::LockStats {
+    let talc = ALLOCATOR.lock();
+    let mutex = lock_api::MutexGuard::mutex(&talc);
+    // SAFETY: only the counters are read; the raw lock is not unlocked through this reference.
+    unsafe { mutex.raw() }.stats()
 }
 
 /// Heap usage: `(bytes allocated now, bytes claimed in total)`.

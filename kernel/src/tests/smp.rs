@@ -276,6 +276,7 @@ pub fn dmapool_stress() -> Result<(), String> {
     const MAX_LIVE: usize = 96;
     let frames = frames()?;
     let (free_before, _) = frames.usage();
+    let heap_before = crate::heap::lock_stats();
     let pool: StressPool =
         DmaPool::with_config(PoolConfig::new("smp-stress", 64).align(16), frames)
             .map_err(|err| err.to_string())?;
@@ -356,10 +357,13 @@ pub fn dmapool_stress() -> Result<(), String> {
     let info = pool.info();
     ensure!(info.active == 0, "{} blocks still active", info.active);
     pool.check_invariants()?;
+    let heap = crate::heap::lock_stats().since(&heap_before);
     log::info!(
-        "smp-dmapool-stress: {cpus} CPUs, {allocs} allocs + {frees} frees, {} pages, {} held at the barrier",
+        "smp-dmapool-stress: {cpus} CPUs, {allocs} allocs + {frees} frees, {} pages, {} held at the barrier; heap lock {} acquisitions, {} contended",
         info.pages,
-        held
+        held,
+        heap.acquisitions,
+        heap.contended
     );
     pool.destroy().map_err(|err| err.to_string())?;
     ensure!(
