@@ -46,15 +46,17 @@ fn main() {
                 std::process::exit(1)
             });
         println!(
-            "case {case}: {:>10} {:>12} {:>14} {:>14}",
-            "mode", "IOPS", "ratio_vs_slab", "reserve_bytes"
+            "case {case}: {:>10} {:>12} {:>14} {:>12} {:>10} {:>14}",
+            "mode", "median IOPS", "ratio_vs_slab", "best IOPS", "best ratio", "reserve_bytes"
         );
         for s in &summary {
             println!(
-                "{:>22} {:>12} {:>14.4} {:>14}",
+                "{:>22} {:>12} {:>14.4} {:>12} {:>10.4} {:>14}",
                 s.mode.to_string(),
                 s.median_iops,
                 s.ratio_vs_slab,
+                s.best_iops,
+                s.best_ratio_vs_slab,
                 s.reserve_bytes
             );
             println!("RESULT {}", s.to_json("host", case));
