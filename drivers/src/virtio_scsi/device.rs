@@ -149,15 +149,20 @@ fn new_headers() -> Box<Headers> {
 
 impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D, T, QSIZE> {
     /// Negotiates features, reads the configuration, sets up the queues, posts event
-    /// buffers and sets DRIVER_OK. `can_queue` caps commands in flight (at most `QSIZE`).
+    /// buffers and sets DRIVER_OK. `can_queue` caps commands in flight.
+    ///
+    /// A command takes up to three descriptors (request, response, data). Indirect
+    /// descriptors are asked for only when `can_queue` commands would not fit directly:
+    /// virtio-drivers allocates an indirect table per command, which costs more than three
+    /// direct descriptors. Without them the limit is `QSIZE / 3`.
     pub fn new(mut transport: Tr, delay: D, can_queue: usize) -> Result<Self, VirtioScsiError> {
         if transport.device_type() != DeviceType::ScsiHost {
             return Err(VirtioScsiError::WrongDevice(transport.device_type()));
         }
-        let supported = Features::VERSION_1
-            | Features::RING_INDIRECT_DESC
-            | Features::RING_EVENT_IDX
-            | Features::HOTPLUG;
+        let mut supported = Features::VERSION_1 | Features::RING_EVENT_IDX | Features::HOTPLUG;
+        if can_queue.saturating_mul(3) > QSIZE {
+            supported |= Features::RING_INDIRECT_DESC;
+        }
         let features = transport.begin_init(supported);
         let read = |t: &Tr, offset: usize| t.read_config_space::<u32>(offset);
         let config = ScsiConfig {
@@ -182,7 +187,7 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
         let events = VirtQueue::new(&mut transport, queue::EVENT, false, event_idx)?;
         let requests = VirtQueue::new(&mut transport, queue::REQUEST, indirect, event_idx)?;
         transport.finish_init();
-        let limit = can_queue.min(QSIZE);
+        let limit = can_queue.min(if indirect { QSIZE } else { QSIZE / 3 });
         let mut device = Self {
             transport,
             delay,
@@ -210,6 +215,11 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
     /// Negotiated features.
     pub fn features(&self) -> Features {
         self.features
+    }
+
+    /// Most commands in flight at once (the host's can_queue).
+    pub fn can_queue(&self) -> usize {
+        self.table.limit()
     }
 
     /// Commands in flight.

@@ -58,8 +58,8 @@ fn host_error_of(code: u8) -> HostError {
 impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> VirtioScsiHost<H, Tr, D, QSIZE> {
     /// Brings the device up with at most `can_queue` commands in flight.
     pub fn new(transport: Tr, delay: D, can_queue: usize) -> Result<Self, VirtioScsiError> {
-        let device = VirtioScsi::new(transport, delay, can_queue)?;
-        let can_queue = can_queue.min(QSIZE).min(usize::from(u16::MAX));
+        let device = VirtioScsi::new(transport, delay, can_queue.min(usize::from(u16::MAX)))?;
+        let can_queue = device.can_queue();
         Ok(Self {
             device: Some(device),
             can_queue,

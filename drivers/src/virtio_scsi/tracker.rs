@@ -165,6 +165,12 @@ impl<T> RequestTable<T> {
         self.in_flight < self.limit
     }
 
+    /// Most commands admitted at once.
+    #[must_use]
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
     /// Commands in flight.
     #[must_use]
     pub fn in_flight(&self) -> usize {
