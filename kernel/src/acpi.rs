@@ -110,16 +110,24 @@ pub enum AcpiError {
 
 /// Reads the ACPI tables. `rsdp_paddr` is the PVH start info's (0 = not given).
 pub fn discover(rsdp_paddr: u64, bsp_apic_id: u32) -> Result<Platform, AcpiError> {
-    let (tables, rsdp_source) = if rsdp_paddr != 0 {
+    let from_loader = (rsdp_paddr != 0).then(|| {
         // SAFETY: the loader's start info names this address as the RSDP; the crate validates
         // its signature and checksum before using it.
-        let tables = unsafe { AcpiTables::from_rsdp(IdentityMap, rsdp_paddr as usize) };
-        (tables, "PVH start info")
-    } else {
-        // SAFETY: this is a BIOS (SeaBIOS) machine: the EBDA and 0xE0000-0xFFFFF are identity
-        // mapped and readable.
-        let tables = unsafe { AcpiTables::search_for_rsdp_bios(IdentityMap) };
-        (tables, "BIOS area scan")
+        unsafe { AcpiTables::from_rsdp(IdentityMap, rsdp_paddr as usize) }
+    });
+    let (tables, rsdp_source) = match from_loader {
+        Some(Ok(tables)) => (Ok(tables), "PVH start info"),
+        loader => {
+            if let Some(Err(err)) = loader {
+                log::warn!(
+                    "acpi: the loader's RSDP at {rsdp_paddr:#x} is invalid ({err:?}); scanning the BIOS area"
+                );
+            }
+            // SAFETY: this is a BIOS (SeaBIOS) machine: the EBDA and 0xE0000-0xFFFFF are
+            // identity mapped and readable.
+            let tables = unsafe { AcpiTables::search_for_rsdp_bios(IdentityMap) };
+            (tables, "BIOS area scan")
+        }
     };
     let tables = tables.map_err(AcpiError::NoRsdp)?;
 
