@@ -128,3 +128,52 @@ impl MptRegisters for MmioRegisters {
 
 // SAFETY: MMIO registers have no thread affinity; `&mut self` serialises access.
 unsafe impl Send for MmioRegisters {}
+
+/// The registers through the I/O-port BAR (BAR0, 256 ports on QEMU), for kernels that
+/// would rather not map BAR1.
+#[cfg(target_arch = "x86_64")]
+#[derive(Debug)]
+pub struct PortRegisters {
+    base: u16,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl PortRegisters {
+    /// Wraps the port window starting at `base`.
+    ///
+    /// # Safety
+    /// `base..base+0x48` must be this IOC's register ports (BAR0), with I/O space decoding
+    /// enabled, and nothing else may access them while the value lives. The code must run
+    /// at an I/O privilege level that allows `in`/`out` (ring 0 in the kernel).
+    pub unsafe fn new(base: u16) -> Self {
+        Self { base }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl MptRegisters for PortRegisters {
+    fn read32(&mut self, register: Register) -> u32 {
+        let port = self.base.wrapping_add(register.offset() as u16);
+        let value: u32;
+        // SAFETY: `new`'s contract: the port belongs to this IOC and we may use `in`. No
+        // `nomem`: the asm stays a compiler barrier, so reply-frame reads that follow a
+        // reply-FIFO read are not hoisted above it.
+        unsafe {
+            core::arch::asm!("in eax, dx", out("eax") value, in("dx") port, options(nostack, preserves_flags));
+        }
+        value
+    }
+
+    fn write32(&mut self, register: Register, value: u32) {
+        let port = self.base.wrapping_add(register.offset() as u16);
+        // SAFETY: as in read32. A request-post write makes the IOC read host memory; without
+        // `nomem` the frame stores before it cannot be sunk below it.
+        unsafe {
+            core::arch::asm!("out dx, eax", in("dx") port, in("eax") value, options(nostack, preserves_flags));
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+// SAFETY: ports have no thread affinity; `&mut self` serialises access.
+unsafe impl Send for PortRegisters {}
