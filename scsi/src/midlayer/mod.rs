@@ -199,7 +199,10 @@ where
         &self.clock
     }
     pub fn stats(&self) -> MidlayerStats {
-        self.stats
+        MidlayerStats {
+            succeeded: self.stats.completed - self.stats.failed,
+            ..self.stats
+        }
     }
     pub fn sense_stats(&self) -> SenseStats {
         self.sense.stats()
@@ -438,11 +441,10 @@ where
         device.in_flight -= 1;
         self.tags.free(tag);
         self.stats.completed += 1;
+        // `succeeded` is derived in `stats()`: one counter less on the per-command path.
         match &result {
-            Ok(c) => {
-                self.stats.succeeded += 1;
-                self.stats.recovered += u64::from(c.recovered);
-            }
+            Ok(c) if c.recovered => self.stats.recovered += 1,
+            Ok(_) => {}
             Err(_) => self.stats.failed += 1,
         }
         out.push(Done {

@@ -251,11 +251,14 @@ where
             let Some((j, buf)) = spare.pop() else { break };
             let rng = &mut jobs[usize::from(j)].rng;
             let roll = rng.next();
-            let lba = Lba((roll >> 8) % slots * u64::from(blocks_per_io));
+            // Lemire's multiply-shift maps the random word onto 0..slots without a division
+            // (a helper call under TCG).
+            let slot = ((u128::from(roll) * u128::from(slots)) >> 64) as u64;
+            let lba = Lba(slot * u64::from(blocks_per_io));
             let write = match job.rw {
                 RwMode::RandRead => false,
                 RwMode::RandWrite => true,
-                RwMode::RandRw => roll & 1 == 1,
+                RwMode::RandRw => roll >> 63 == 1,
             };
             let count = BlockCount(blocks_per_io);
             let cdb = if write {
