@@ -121,7 +121,7 @@ pub fn run_on_each_cpu() -> Result<(), String> {
 /// All CPUs hammer one counting spinlock: the protected count and the acquisition count are
 /// exact, and the contention counters are consistent.
 pub fn spinlock() -> Result<(), String> {
-    const ROUNDS: u64 = 20_000;
+    const ROUNDS: u64 = 10_000;
     let cpus = smp::online_count();
     let counter = CountingMutex::new(0u64);
     // SAFETY: only the counters are read.
