@@ -268,3 +268,22 @@ fn read_capacity_16_failure_falls_back_to_10() {
         report.errors
     );
 }
+
+#[test]
+fn a_long_idle_gap_before_submission_does_not_time_commands_out() {
+    let mut stack = stack("delay=0");
+    let (_, disk) = scan_one(&mut stack);
+    stack.host_mut().set_delay_ns(500_000);
+    // A minute passes without any poll; the midlayer's last idea of "now" is stale.
+    stack.clock().advance(60_000_000_000);
+    let mut request = read_request(&disk, 0, 1);
+    request.timeout_ns = 1_000_000;
+    let (result, _) = stack.execute(request);
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(
+        stack.stats().timeouts,
+        0,
+        "the deadline must count from the submission, not the last poll"
+    );
+    assert_quiescent(&stack);
+}

@@ -45,6 +45,13 @@ use pools::ElementAllocator;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DeviceId(pub u16);
 
+/// A deadline not yet set. Deadlines are stamped by the first timeout check that sees a
+/// command, from the clock read of that poll, rather than at submission: `submit` does not read
+/// the clock (one read per command saved), and the midlayer's idea of "now" may be stale there
+/// if the caller has not polled for a while. Timeouts thus fire between one and one-and-an-eighth
+/// timeouts after submission.
+const UNSTAMPED: u64 = u64::MAX;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SlotState {
     Free,
@@ -64,7 +71,8 @@ struct Slot<E> {
     sense: Option<E>,
     user_data: u64,
     timeout_ns: u64,
-    /// In flight: when to abort. Parked: when to give up.
+    /// In flight: when to abort. Parked: when to give up. [`UNSTAMPED`] until the first
+    /// timeout check sees the command.
     deadline_ns: u64,
     /// Parked: not before this time.
     not_before_ns: u64,
@@ -293,19 +301,19 @@ where
         if slot.sense.is_none() {
             self.stats.sense_waits += 1;
             slot.sense_gen = self.sense_frees;
-            self.park(tag, 0, timeout_ns);
+            self.park(tag, 0);
         } else {
             self.issue(tag);
         }
         Ok(tag)
     }
 
-    /// Parks a command until `not_before_ns`; it fails if still parked after `budget_ns`.
-    fn park(&mut self, tag: Tag, delay_ns: u64, budget_ns: u64) {
+    /// Parks a command for at least `delay_ns`; it fails if still parked a timeout later.
+    fn park(&mut self, tag: Tag, delay_ns: u64) {
         let slot = &mut self.slots[usize::from(tag.0)];
         slot.state = SlotState::Parked;
         slot.not_before_ns = self.now_ns + delay_ns;
-        slot.deadline_ns = self.now_ns.saturating_add(budget_ns);
+        slot.deadline_ns = UNSTAMPED;
         self.deferred.push_back(tag);
     }
 
@@ -315,13 +323,12 @@ where
         let Some(sense) = slot.sense.as_mut() else {
             // Every caller hands over a slot that holds its sense buffer; should one not, the
             // command waits for a buffer rather than being lost.
-            let budget = slot.timeout_ns;
-            self.park(tag, 0, budget);
+            self.park(tag, 0);
             return;
         };
         slot.state = SlotState::InFlight;
         slot.attempts = slot.attempts.saturating_add(1);
-        slot.deadline_ns = self.now_ns.saturating_add(slot.timeout_ns);
+        slot.deadline_ns = UNSTAMPED;
         let cmd = ScsiCmd {
             tag,
             target: slot.target,
@@ -333,8 +340,7 @@ where
         };
         if self.host.queue_command(cmd).is_err() {
             self.stats.requeues += 1;
-            let budget = self.slots[usize::from(tag.0)].timeout_ns;
-            self.park(tag, BUSY_DELAY_NS, budget);
+            self.park(tag, BUSY_DELAY_NS);
         }
     }
 
@@ -414,14 +420,12 @@ where
                 if delay_ns == 0 {
                     self.issue(tag);
                 } else {
-                    let budget = slot.timeout_ns;
-                    self.park(tag, delay_ns, budget);
+                    self.park(tag, delay_ns);
                 }
             }
             Disposition::Requeue { .. } => {
                 self.stats.requeues += 1;
-                let budget = slot.timeout_ns;
-                self.park(tag, BUSY_DELAY_NS, budget);
+                self.park(tag, BUSY_DELAY_NS);
             }
             Disposition::Fail(error) => self.complete(tag, Err(error), out),
         }

@@ -3,7 +3,7 @@
 //! (Linux `scsi_eh`: abort, then escalate).
 
 use super::error::Disposition;
-use super::{Done, Midlayer, ScsiError, SlotState};
+use super::{Done, Midlayer, ScsiError, SlotState, UNSTAMPED};
 use crate::clock::Clock;
 use crate::host::ScsiHost;
 use crate::sense_alloc::SenseStorage;
@@ -23,6 +23,9 @@ where
             let slot = &mut self.slots[usize::from(tag.0)];
             if slot.state != SlotState::Parked {
                 continue;
+            }
+            if slot.deadline_ns == UNSTAMPED {
+                slot.deadline_ns = self.now_ns.saturating_add(slot.timeout_ns);
             }
             if self.now_ns >= slot.deadline_ns {
                 let error = if slot.sense.is_none() {
@@ -58,8 +61,15 @@ where
     /// fails. A timed-out command is retried while it has retries left.
     pub(super) fn sweep_timeouts(&mut self, out: &mut Vec<Done>) {
         for index in 0..self.slots.len() {
-            let slot = &self.slots[index];
-            if slot.state != SlotState::InFlight || self.now_ns < slot.deadline_ns {
+            let slot = &mut self.slots[index];
+            if slot.state != SlotState::InFlight {
+                continue;
+            }
+            if slot.deadline_ns == UNSTAMPED {
+                slot.deadline_ns = self.now_ns.saturating_add(slot.timeout_ns);
+                continue;
+            }
+            if self.now_ns < slot.deadline_ns {
                 continue;
             }
             let tag = Tag(index as u16);
@@ -97,8 +107,7 @@ where
                 } else {
                     slot.retries_left -= 1;
                     self.stats.retries += 1;
-                    let budget = slot.timeout_ns;
-                    self.park(Tag(index as u16), 0, budget);
+                    self.park(Tag(index as u16), 0);
                 }
             }
         }
