@@ -26,7 +26,7 @@ use crate::dma::{BusAddr, DmaAddr, DmaAlloc, DmaMemory, Segment};
 
 use super::command::{Completion, DataDirection, Outcome, ScsiIo, TaskMgmt};
 use super::mpi::ioc_status;
-use super::mpi::scsi_io::{scsi_state, tm_response};
+use super::mpi::scsi_io::scsi_state;
 use super::regs::MptRegisters;
 use super::sgl::ChainPool;
 use super::{Mpt, MptError};
@@ -341,6 +341,21 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
 
     fn abort(&mut self, tag: Tag) -> Result<(), AbortFailed> {
         let failed = AbortFailed(tag);
+        // Already finished but not yet polled: drop the completion; the command is over.
+        if let Some(at) = self.held.iter().position(|c| c.tag == tag) {
+            self.held.remove(at);
+            return Ok(());
+        }
+        let Some(Some(state)) = self.tags.get_mut(usize::from(tag.0)) else {
+            return Err(failed);
+        };
+        let context = state.context;
+        if let Some(at) = self.deferred.iter().position(|c| c.context == context) {
+            state.aborting = true;
+            let done = self.deferred.remove(at);
+            let _ = self.finish(done, None);
+            return Ok(());
+        }
         let Some(Some(state)) = self.tags.get_mut(usize::from(tag.0)) else {
             return Err(failed);
         };
@@ -385,27 +400,25 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
             .tags
             .get(usize::from(tag.0))
             .is_some_and(Option::is_none);
-        match tm_done {
-            Some(Outcome::TaskMgmt { response_code, .. })
-                if victim_gone
-                    && matches!(
-                        response_code,
-                        tm_response::COMPLETE | tm_response::SUCCEEDED
-                    ) =>
-            {
-                Ok(())
-            }
-            _ => {
-                if let Some(Some(state)) = self.tags.get_mut(usize::from(tag.0)) {
-                    state.aborting = false;
-                }
-                Err(failed)
-            }
+        // The victim's completion was swallowed (it ended, or the IOC terminated it, or a
+        // recovery failed it): no completion will follow, whatever the TM reply said. If it
+        // is still outstanding, the abort failed and the midlayer escalates to a reset.
+        if victim_gone {
+            return Ok(());
         }
+        if let Some(Some(state)) = self.tags.get_mut(usize::from(tag.0)) {
+            state.aborting = false;
+        }
+        Err(failed)
     }
 
     fn reset(&mut self) {
         self.held.clear();
+        // Completions collected during an abort are dropped too: after a reset nothing
+        // that was outstanding may complete.
+        for done in core::mem::take(&mut self.deferred) {
+            let _ = self.finish(done, None);
+        }
         self.recover(false);
     }
 }

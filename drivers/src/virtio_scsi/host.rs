@@ -258,6 +258,11 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> ScsiHost
     fn abort(&mut self, tag: Tag) -> Result<(), AbortFailed> {
         let index = usize::from(tag.0);
         let failed = AbortFailed(tag);
+        // Already finished but not yet polled: drop the completion; the command is over.
+        if let Some(at) = self.held.iter().position(|c| c.tag == tag) {
+            self.held.remove(at);
+            return Ok(());
+        }
         let Some(Some(id)) = self.ids.get(index).copied() else {
             return Err(failed);
         };

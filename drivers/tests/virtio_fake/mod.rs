@@ -336,6 +336,9 @@ fn execute(
             }
             if op == 0x28 {
                 (0, disk[range].to_vec())
+            } else if data_out.len() < blocks * 512 {
+                // Less data than the CDB says (a lying test can leave the device confused).
+                check(resp, 0x24)
             } else {
                 disk[range].copy_from_slice(&data_out[..blocks * 512]);
                 (0, Vec::new())
