@@ -287,3 +287,22 @@ fn a_long_idle_gap_before_submission_does_not_time_commands_out() {
     );
     assert_quiescent(&stack);
 }
+
+#[test]
+fn completions_queued_under_a_delay_still_arrive_after_the_delay_is_dropped() {
+    let mut stack = stack("delay=1");
+    let (_, disk) = scan_one(&mut stack);
+    stack.submit(read_request(&disk, 0, 1)).unwrap();
+    stack.host_mut().set_delay_ns(0);
+    stack.clock().advance(2_000_000);
+    let mut done = Vec::new();
+    stack.poll(&mut done);
+    assert_eq!(
+        done.len(),
+        1,
+        "the delayed completion is due and must be reported"
+    );
+    assert!(done[0].result.is_ok());
+    assert_eq!(stack.stats().timeouts, 0);
+    assert_quiescent(&stack);
+}

@@ -12,9 +12,15 @@ use scsi::wire::{BlockCount, Cdb, Lba};
 
 #[derive(Debug, Clone)]
 enum Op {
-    Submit { lba: u64, blocks: u32, write: bool },
+    Submit {
+        lba: u64,
+        blocks: u32,
+        write: bool,
+    },
     Poll,
     Advance(u64),
+    /// Change the completion delay while commands are in flight.
+    Delay(u64),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -22,6 +28,7 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (0u64..16384, 1u32..16, any::<bool>()).prop_map(|(lba, blocks, write)| Op::Submit { lba, blocks, write }),
         3 => Just(Op::Poll),
         1 => (0u64..3_000_000).prop_map(Op::Advance),
+        1 => prop_oneof![Just(0u64), 1u64..200_000].prop_map(Op::Delay),
     ]
 }
 
@@ -61,6 +68,7 @@ proptest! {
                 }
                 Op::Poll => { stack.poll(&mut done); }
                 Op::Advance(ns) => stack.clock().advance(ns),
+                Op::Delay(ns) => stack.host_mut().set_delay_ns(ns),
             }
         }
         // Drain: time moves until everything has come back (timeouts included).

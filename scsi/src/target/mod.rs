@@ -5,8 +5,8 @@
 //! between the command's buffer and the store (skipped with `fake_rw`), sense is written into the
 //! command's sense buffer. Only the *report* is deferred: the completion sits in a FIFO until its
 //! due time (`delay`/`ndelay` on the [`Clock`]) and `poll` hands out every due one in a batch.
-//! With a zero delay no clock is read, so the per-command cost is the parse, the checks and two
-//! ring operations.
+//! With a zero delay no clock is read and completions wait in a plain vector that `poll` copies
+//! out in one go, so the per-command cost is the decode, the checks and one push.
 //!
 //! Like real devices it reports UNIT ATTENTION 29h/00h on the first command after power on (but
 //! not on INQUIRY, REPORT LUNS or REQUEST SENSE, Linux `F_SKIP_UA`), and it injects errors every
@@ -75,6 +75,8 @@ pub struct ScsiDebug<C: Clock> {
     delay_ns: u64,
     /// Completions not yet reported, in due-time order (the delay is the same for all).
     pending: VecDeque<(u64, HostCompletion)>,
+    /// Completions due at once (zero delay): handed out in one copy at the next poll.
+    ready: Vec<HostCompletion>,
     /// Commands `OPT_TIMEOUT` swallowed; they leave only through `abort` or `reset`.
     swallowed: Vec<Tag>,
     pub(crate) cmnd_count: u64,
@@ -101,7 +103,8 @@ impl<C: Clock> ScsiDebug<C> {
         ScsiDebug {
             capacity_blocks: params.capacity_blocks(),
             delay_ns: params.delay_ns(),
-            pending: VecDeque::with_capacity(usize::from(params.max_queue)),
+            pending: VecDeque::new(),
+            ready: Vec::with_capacity(usize::from(params.max_queue)),
             swallowed: Vec::new(),
             params,
             clock,
@@ -128,7 +131,7 @@ impl<C: Clock> ScsiDebug<C> {
 
     /// Commands accepted but not yet reported (including swallowed ones).
     pub fn outstanding(&self) -> usize {
-        self.pending.len() + self.swallowed.len()
+        self.ready.len() + self.pending.len() + self.swallowed.len()
     }
 
     /// Changes error injection at run time, as writing Linux's sysfs `every_nth`/`opts` does;
@@ -203,32 +206,29 @@ impl<C: Clock> ScsiHost for ScsiDebug<C> {
             self.swallowed.push(tag);
             return Ok(());
         };
-        let due = if self.delay_ns == 0 {
-            0
+        if self.delay_ns == 0 {
+            self.ready.push(completion);
         } else {
-            self.clock.now_ns() + self.delay_ns
-        };
-        self.pending.push_back((due, completion));
+            let due = self.clock.now_ns() + self.delay_ns;
+            self.pending.push_back((due, completion));
+        }
         Ok(())
     }
 
     fn poll(&mut self, _inflight: &mut dyn InFlight, done: &mut Vec<HostCompletion>) -> usize {
-        if self.pending.is_empty() {
-            return 0;
-        }
-        let now = if self.delay_ns == 0 {
-            0
-        } else {
-            self.clock.now_ns()
-        };
-        let mut count = 0;
-        while let Some(&(due, completion)) = self.pending.front() {
-            if due > now {
-                break;
+        let mut count = self.ready.len();
+        done.extend_from_slice(&self.ready);
+        self.ready.clear();
+        if !self.pending.is_empty() {
+            let now = self.clock.now_ns();
+            while let Some(&(due, completion)) = self.pending.front() {
+                if due > now {
+                    break;
+                }
+                self.pending.pop_front();
+                done.push(completion);
+                count += 1;
             }
-            self.pending.pop_front();
-            done.push(completion);
-            count += 1;
         }
         self.stats.completions += count as u64;
         count
@@ -237,6 +237,9 @@ impl<C: Clock> ScsiHost for ScsiDebug<C> {
     fn abort(&mut self, tag: Tag) -> Result<(), AbortFailed> {
         if let Some(at) = self.swallowed.iter().position(|&t| t == tag) {
             self.swallowed.swap_remove(at);
+            self.stats.aborted += 1;
+        } else if let Some(at) = self.ready.iter().position(|c| c.tag == tag) {
+            self.ready.remove(at);
             self.stats.aborted += 1;
         } else if let Some(at) = self.pending.iter().position(|(_, c)| c.tag == tag) {
             self.pending.remove(at);
@@ -248,7 +251,8 @@ impl<C: Clock> ScsiHost for ScsiDebug<C> {
 
     fn reset(&mut self) {
         self.stats.resets += 1;
-        self.stats.reset_dropped += (self.pending.len() + self.swallowed.len()) as u64;
+        self.stats.reset_dropped += self.outstanding() as u64;
+        self.ready.clear();
         self.pending.clear();
         self.swallowed.clear();
         for lun in &mut self.luns {
