@@ -45,6 +45,13 @@ use pools::ElementAllocator;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DeviceId(pub u16);
 
+/// Builds a rejection; out of line so the hot path of `submit` stays small.
+#[cold]
+#[inline(never)]
+fn reject(error: ScsiError, request: Request) -> Result<Tag, Rejected> {
+    Err(Rejected { error, request })
+}
+
 /// A deadline not yet set. Deadlines are stamped by the first timeout check that sees a
 /// command, from the clock read of that poll, rather than at submission: `submit` does not read
 /// the clock (one read per command saved), and the midlayer's idea of "now" may be stale there
@@ -256,7 +263,6 @@ where
 
     /// Submits a command. On `Ok` exactly one [`Done`] with this tag will come from `poll`.
     pub fn submit(&mut self, request: Request) -> Result<Tag, Rejected> {
-        let reject = |error, request| Err(Rejected { error, request });
         let Some(device) = self
             .devices
             .get(usize::from(request.device.0))

@@ -302,7 +302,10 @@ impl<C: Clock> ScsiDebug<C> {
         }
     }
 
-    /// CHECK CONDITION with sense in the configured format (`dsense`).
+    /// CHECK CONDITION with sense in the configured format (`dsense`). Errors are rare, so
+    /// this stays out of line and off the hot path's register budget.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn check(
         &self,
         cmd: &mut ScsiCmd<'_>,
