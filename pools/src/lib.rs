@@ -13,9 +13,10 @@
 //! and O(1) holds for alloc, free, and validation of every free.
 //!
 //! Modules: [`backing`] (the memory trait, [`DmaAddr`], [`NodeId`]), [`dmapool`] (pools and
-//! node sets), [`slab`] (kmem_cache-like object cache), [`mempool`] (reserve with Linux
-//! semantics), [`poolinfo`] (the sysfs `pools` file format), [`bench`](mod@bench) (the benchmark
-//! workload shared by host and guest).
+//! node sets), [`slab`] (kmem_cache-like object cache), [`magazine`] (a per-CPU front of free
+//! objects for any allocator), [`mempool`] (reserve with Linux semantics), [`poolinfo`] (the
+//! sysfs `pools` file format), [`bench`](mod@bench) (the benchmark workload shared by host and
+//! guest).
 #![no_std]
 
 extern crate alloc;
@@ -28,6 +29,7 @@ pub mod dmapool;
 mod error;
 #[cfg(any(test, feature = "std"))]
 pub mod host;
+pub mod magazine;
 pub mod mempool;
 pub mod poolinfo;
 mod radix;
@@ -40,5 +42,6 @@ pub use dmapool::{
     RawBlock, ScalablePool,
 };
 pub use error::{BackingError, PoolError};
+pub use magazine::{Magazine, MagazineStats};
 pub use mempool::{AllocMode, ElementAllocator, Mempool, Waiter};
 pub use slab::{SlabCache, SlabConfig};
