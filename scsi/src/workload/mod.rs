@@ -10,6 +10,7 @@
 //! per-command path. The report carries exact I/O counts, IOPS, mean and p99 latency, and the
 //! sense allocator's statistics, and prints itself as one JSON object.
 
+mod aggregate;
 mod compare;
 mod histogram;
 mod params;
@@ -268,6 +269,7 @@ where
             };
             let mut request = Request::new(disk.device, cdb, buf);
             request.user_data = (u64::from(j) << 1) | u64::from(write);
+            request.timeout_ns = job.timeout_ns;
             match stack.submit(request) {
                 Ok(tag) => {
                     start_ns[usize::from(tag.0)] = now;
@@ -314,18 +316,7 @@ where
     sense.reserve_hits -= sense_before.reserve_hits;
     sense.waits -= sense_before.waits;
     report.sense = sense;
-    let m = stack.stats();
-    report.midlayer = MidlayerStats {
-        submitted: m.submitted - midlayer_before.submitted,
-        completed: m.completed - midlayer_before.completed,
-        succeeded: m.succeeded - midlayer_before.succeeded,
-        failed: m.failed - midlayer_before.failed,
-        retries: m.retries - midlayer_before.retries,
-        requeues: m.requeues - midlayer_before.requeues,
-        recovered: m.recovered - midlayer_before.recovered,
-        timeouts: m.timeouts - midlayer_before.timeouts,
-        ..m
-    };
+    report.midlayer = stack.stats().since(&midlayer_before);
     Ok(report)
 }
 
@@ -365,6 +356,29 @@ mod tests {
             report.sense.reserve_hits, 1000,
             "prealloc serves every command from its list"
         );
+    }
+
+    #[test]
+    fn injected_timeouts_are_aborted_and_every_command_completes_once() {
+        let params =
+            WorkloadParams::parse("ios=400 iodepth=4 every_nth=100 opts=4 timeout=2ms").unwrap();
+        let target = ScsiDebug::new(params.target.clone(), ManualClock::new(1000));
+        let mut stack = Midlayer::new(
+            target,
+            HeapSense::new(),
+            params.sense,
+            ManualClock::new(1000),
+        )
+        .unwrap();
+        let disk = stack.scan().luns[0].disk.unwrap();
+        let report = run(&mut stack, &disk, &params.job).unwrap();
+        let swallowed = stack.host().stats().injected_timeouts;
+        assert!(swallowed > 0);
+        assert_eq!(report.midlayer.timeouts, swallowed);
+        assert_eq!(report.ios + report.errors, 400);
+        assert_eq!(report.midlayer.completed, 400);
+        assert_eq!(stack.outstanding(), 0);
+        assert_eq!(report.sense.in_use, 0);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Workload parameters with fio's names (`numjobs`/`jobs`, `iodepth`/`qd`, `bs`, `runtime`,
-//! `rw`) plus `ios`, `seed`, `sense=` and every scsi_debug parameter, parsed from `key=value`
+//! `rw`) plus `ios`, `seed`, `timeout`, `sense=` and every scsi_debug parameter, parsed from `key=value`
 //! words such as a kernel command line.
 
 use super::WorkloadError;
@@ -45,6 +45,9 @@ pub struct JobParams {
     pub rw: RwMode,
     pub limit: Limit,
     pub seed: u64,
+    /// Per-command timeout (Linux's `/sys/block/sdX/device/timeout`, default 30 s); injected
+    /// timeouts (`opts=4`) take this long to be aborted.
+    pub timeout_ns: u64,
 }
 
 impl Default for JobParams {
@@ -56,6 +59,7 @@ impl Default for JobParams {
             rw: RwMode::RandRead,
             limit: Limit::RuntimeNs(1_000_000_000),
             seed: 1,
+            timeout_ns: crate::midlayer::DEFAULT_TIMEOUT_NS,
         }
     }
 }
@@ -138,6 +142,7 @@ impl WorkloadParams {
             "runtime" => self.job.limit = Limit::RuntimeNs(duration_ns("runtime", value)?),
             "ios" => self.job.limit = Limit::Ios(number("ios", value, 1, u64::MAX)?),
             "seed" => self.job.seed = number("seed", value, 0, u64::MAX)?,
+            "timeout" => self.job.timeout_ns = duration_ns("timeout", value)?,
             "rw" => {
                 self.job.rw = match value {
                     "randread" => RwMode::RandRead,
@@ -172,6 +177,7 @@ impl WorkloadParams {
                 | "runtime"
                 | "ios"
                 | "seed"
+                | "timeout"
                 | "rw"
                 | "sense"
         ) || ScsiDebugParams::is_key(key)
