@@ -193,6 +193,15 @@ impl<B: Backing, R: RawMutex> SlabCache<B, R> {
         self.inner.lock().stats()
     }
 
+    /// The cache's lock, for its counters (a counting `RawMutex` reports acquisitions and
+    /// contention). Only `unsafe` `RawMutex::unlock` could misuse it.
+    pub fn raw_lock(&self) -> &R {
+        // SAFETY: `raw` is unsafe only because the raw lock could be unlocked while a guard
+        // exists; handing out `&R` is sound since unlocking it is itself an unsafe call whose
+        // contract the caller must then uphold.
+        unsafe { self.inner.raw() }
+    }
+
     /// Object size asked for.
     pub fn object_size(&self) -> usize {
         self.object_size
