@@ -17,6 +17,14 @@ use alloc::vec::Vec;
 pub enum Workload {
     /// The mpt3sas chain-pool pattern on the dmapool(s) selected by `impl=`.
     Dmapool,
+    /// Every SCSI host found on PCI: scan, then write patterns, read back and compare
+    /// (`workload::verify`; the pattern is `seed=`-keyed so the host can check the images).
+    Verify,
+    /// Every SCSI host found on PCI: scan and print what was found (vendor, product, capacity).
+    Scan,
+    /// Every SCSI host found on PCI: scan, then fio-style random I/O on its first disk with the
+    /// `iodepth=`/`bs=`/`rw=`/`runtime=` words (`workload::device`).
+    Device,
     /// Boot, print the machine summary and exit.
     None,
 }
@@ -54,7 +62,7 @@ pub enum TestSelection {
 /// The parsed command line. [`Default`] is what an empty command line means.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cmdline {
-    /// `workload=dmapool|none`.
+    /// `workload=dmapool|verify|scan|device|none`.
     pub workload: Workload,
     /// `n=`: blocks allocated (and then freed) by the dmapool workload.
     pub n: usize,
@@ -72,6 +80,10 @@ pub struct Cmdline {
     pub maxcpus: Option<usize>,
     /// `smp_inject=none|ap-no-stack`.
     pub smp_inject: SmpInject,
+    /// fio and scsi_debug words (`iodepth`, `bs`, `rw`, `runtime`, `ios`, `seed`, `sense`,
+    /// `max_queue`, ...), parsed by the `scsi` crate's own parameter table so the guest and
+    /// the host examples spell them the same way.
+    pub io: scsi::workload::WorkloadParams,
 }
 
 /// The mpt3sas chain pool: 373959 blocks of 128 bytes, 16-byte aligned.
@@ -89,6 +101,7 @@ impl Default for Cmdline {
             loglevel: log::LevelFilter::Info,
             maxcpus: None,
             smp_inject: SmpInject::None,
+            io: scsi::workload::WorkloadParams::default(),
         }
     }
 }
@@ -124,7 +137,8 @@ impl CmdlineError {
     }
 }
 
-const KNOWN_KEYS: &str = "workload, n, size, align, impl, test, loglevel, maxcpus, smp_inject";
+const KNOWN_KEYS: &str = "workload, n, size, align, impl, test, loglevel, maxcpus, smp_inject, \
+     and the fio/scsi_debug words (iodepth, bs, rw, runtime, ios, seed, sense, max_queue, ...)";
 /// Most CPUs `maxcpus=` accepts (the kernel's per-CPU table size).
 pub const MAX_CPUS: u64 = crate::topology::MAX_CPUS as u64;
 
@@ -213,7 +227,13 @@ impl Cmdline {
                 self.workload = parse_choice(
                     key,
                     value,
-                    &[("dmapool", Workload::Dmapool), ("none", Workload::None)],
+                    &[
+                        ("dmapool", Workload::Dmapool),
+                        ("verify", Workload::Verify),
+                        ("scan", Workload::Scan),
+                        ("device", Workload::Device),
+                        ("none", Workload::None),
+                    ],
                 )?;
             }
             "n" => self.n = to_usize(parse_count(key, value, 1, 1 << 24)?),
@@ -249,6 +269,10 @@ impl Cmdline {
                     ],
                 )?;
             }
+            _ if scsi::workload::WorkloadParams::is_key(key) => self
+                .io
+                .set(key, value)
+                .map_err(|err| CmdlineError::bad(key, value, err))?,
             _ => {
                 return Err(CmdlineError::UnknownKey {
                     key: key.to_string(),

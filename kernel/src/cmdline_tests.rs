@@ -146,3 +146,19 @@ proptest! {
         prop_assert_eq!(parse(&alloc::format!("n={value:#x}")).unwrap().n as u64, value);
     }
 }
+
+#[test]
+fn storage_workloads_and_fio_words_are_accepted() {
+    let c = parse("workload=verify seed=25306484737 sense=slab").unwrap();
+    assert_eq!(c.workload, Workload::Verify);
+    assert_eq!(c.io.job.seed, 25_306_484_737);
+    assert_eq!(c.io.sense, scsi::sense_alloc::SenseMode::Slab);
+    let d = parse("workload=device iodepth=32 bs=4k rw=randread ios=1000").unwrap();
+    assert_eq!(
+        (d.workload, d.io.job.iodepth, d.io.job.bs),
+        (Workload::Device, 32, 4096)
+    );
+    assert_eq!(parse("workload=scan").unwrap().workload, Workload::Scan);
+    let err = parse("iodepth=0").unwrap_err();
+    assert!(err.to_string().starts_with("key 'iodepth':"), "{err}");
+}

@@ -75,6 +75,8 @@ mod memory;
 #[cfg(target_os = "none")]
 mod smp;
 #[cfg(target_os = "none")]
+mod storage;
+#[cfg(target_os = "none")]
 mod tests;
 #[cfg(target_os = "none")]
 mod topology_report;

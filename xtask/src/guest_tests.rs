@@ -7,6 +7,7 @@
 //! profile = "default"        # optional: a profile in qemu/
 //! expect = "pass"            # pass | exit-success | fault | panic | cmdline-error
 //! expect_line = "FAULT #PF"  # optional: some console line must start with this
+//! expect_lines = ["a", "b"]  # optional: more such prefixes, each required
 //! timeout_secs = 60          # optional: else the profile's
 //! smp = 2                    # optional: else the profile's
 //!
@@ -55,6 +56,10 @@ pub struct GuestTest {
     pub expect: Expect,
     #[serde(default)]
     pub expect_line: Option<String>,
+    /// More required line prefixes (each must start some console line), for boots whose
+    /// report spans several lines (a scan: one line per LUN).
+    #[serde(default)]
+    pub expect_lines: Vec<String>,
     #[serde(default)]
     pub timeout_secs: Option<u64>,
     #[serde(default)]
@@ -234,7 +239,7 @@ fn judge_console(test: &GuestTest, outcome: &Outcome) -> Result<String, String> 
             .cloned()
             .ok_or_else(|| format!("no console line starts with {prefix:?}"))
     };
-    if let Some(prefix) = &test.expect_line {
+    for prefix in test.expect_line.iter().chain(&test.expect_lines) {
         required_line(prefix)?;
     }
     if let Some(bad) = report.bad_results.first() {
@@ -331,6 +336,7 @@ mod tests {
             profile: default_profile(),
             expect,
             expect_line: None,
+            expect_lines: Vec::new(),
             timeout_secs: None,
             smp: None,
             image_check: Vec::new(),

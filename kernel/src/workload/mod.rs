@@ -3,7 +3,9 @@
 use crate::arch::exit::ExitCode;
 use crate::cmdline::{Cmdline, Workload};
 
+mod device;
 mod dmapool;
+mod verify;
 
 /// Runs the workload the command line selected.
 pub fn run(cmdline: &Cmdline) -> ExitCode {
@@ -13,5 +15,8 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
             ExitCode::Success
         }
         Workload::Dmapool => dmapool::run(cmdline),
+        Workload::Verify => verify::run(cmdline, true),
+        Workload::Scan => verify::run(cmdline, false),
+        Workload::Device => device::run(cmdline),
     }
 }

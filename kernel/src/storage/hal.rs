@@ -1,0 +1,129 @@
+//! What virtio-drivers needs from the kernel: [`KernelHal`] (DMA pages, MMIO mapping, buffer
+//! sharing) and [`PortCam`], PCI configuration access through ports 0xCF8/0xCFC, which the crate
+//! does not ship (it only has the memory-mapped CAM/ECAM of non-x86 machines).
+//!
+//! Memory is identity mapped and write-back cacheable, which is coherent with device DMA on x86,
+//! so a physical address is its virtual address, sharing a buffer is taking its address, and
+//! unsharing does nothing. DMA pages (the virtqueues) come from the DMA frame allocator, zeroed.
+
+use core::ptr::NonNull;
+
+use virtio_drivers::transport::pci::bus::{ConfigurationAccess, DeviceFunction};
+use virtio_drivers::{BufferDirection, Hal, PhysAddr};
+
+use crate::arch::paging;
+use crate::memmap::PAGE_BYTES;
+use crate::pci::Bdf;
+use crate::pci::config;
+
+/// The virtio-drivers HAL over the kernel's identity map and DMA frames.
+#[derive(Debug)]
+pub struct KernelHal;
+
+// SAFETY: dma_alloc returns frames the frame allocator marked used (so nothing else gets them
+// until dma_dealloc), zeroed, identity mapped (vaddr == paddr) and coherent; mmio_phys_to_virt
+// maps the range uncached at its own address; share returns the identity address of a buffer
+// that is already device-visible (all RAM is identity mapped and coherent), so no bouncing is
+// needed and unshare has nothing to copy back.
+unsafe impl Hal for KernelHal {
+    fn dma_alloc(pages: usize, _direction: BufferDirection) -> (PhysAddr, NonNull<u8>) {
+        let run = crate::dma::frames().and_then(|frames| {
+            frames
+                .nodes()
+                .alloc(pages, PAGE_BYTES, crate::smp::current_node())
+        });
+        let Some(run) = run else {
+            // virtio-drivers turns a zero address into `Error::DmaError`.
+            return (0, NonNull::dangling());
+        };
+        // SAFETY: the run was just allocated to us and is identity-mapped RAM of `pages` frames.
+        unsafe { core::ptr::write_bytes(run.phys as *mut u8, 0, pages * PAGE_BYTES as usize) };
+        match NonNull::new(run.phys as *mut u8) {
+            Some(vaddr) => (run.phys, vaddr),
+            None => (0, NonNull::dangling()),
+        }
+    }
+
+    unsafe fn dma_dealloc(paddr: PhysAddr, _vaddr: NonNull<u8>, pages: usize) -> i32 {
+        let Some(frames) = crate::dma::frames() else {
+            return -1;
+        };
+        match frames.nodes().free(paddr, pages) {
+            Ok(_) => 0,
+            Err(err) => {
+                log::error!("virtio hal: dma_dealloc({paddr:#x}, {pages}): {err}");
+                -1
+            }
+        }
+    }
+
+    unsafe fn mmio_phys_to_virt(paddr: PhysAddr, size: usize) -> NonNull<u8> {
+        // virtio-drivers asks only for ranges inside a BAR it sized; the probe mapped every
+        // memory BAR of the function before building the transport, so this remap of an
+        // already-mapped range cannot fail for lack of page tables.
+        let virt = match paging::map_mmio(paddr, size as u64) {
+            Ok(virt) => virt,
+            Err(err) => {
+                log::error!("virtio hal: map {paddr:#x}+{size:#x}: {err}");
+                paddr as *mut u8
+            }
+        };
+        NonNull::new(virt).unwrap_or(NonNull::dangling())
+    }
+
+    unsafe fn share(buffer: NonNull<[u8]>, _direction: BufferDirection) -> PhysAddr {
+        buffer.as_ptr().cast::<u8>().addr() as PhysAddr
+    }
+
+    unsafe fn unshare(_paddr: PhysAddr, _buffer: NonNull<[u8]>, _direction: BufferDirection) {}
+}
+
+/// PCI configuration mechanism #1 (ports 0xCF8/0xCFC) for virtio-drivers' `PciRoot`, through
+/// the kernel's locked accessors.
+#[derive(Debug, Default)]
+pub struct PortCam;
+
+fn bdf(function: DeviceFunction) -> Bdf {
+    Bdf {
+        bus: function.bus,
+        device: function.device,
+        function: function.function,
+    }
+}
+
+impl ConfigurationAccess for PortCam {
+    fn read_word(&self, device_function: DeviceFunction, register_offset: u8) -> u32 {
+        config::read(bdf(device_function), register_offset)
+    }
+
+    fn write_word(&mut self, device_function: DeviceFunction, register_offset: u8, data: u32) {
+        config::write(bdf(device_function), register_offset, data);
+    }
+
+    unsafe fn unsafe_clone(&self) -> Self {
+        PortCam
+    }
+}
+
+/// Lets `bdf` decode memory and I/O and master the bus (PCI command register bits 0..2).
+pub fn enable_device(bdf: Bdf) {
+    const COMMAND: u8 = 0x04;
+    const IO_MEMORY_BUS_MASTER: u32 = 0b111;
+    let value = config::read(bdf, COMMAND);
+    // Only the command half: writing the status half back would clear its write-1-to-clear bits.
+    config::write(bdf, COMMAND, (value & 0xffff) | IO_MEMORY_BUS_MASTER);
+}
+
+/// Maps every memory BAR of `function` uncached (BARs may lie above the 4 GiB boot map).
+pub fn map_memory_bars(function: &crate::pci::PciFunction) -> Result<(), paging::PagingError> {
+    for bar in function.bars.iter().flatten() {
+        if let crate::pci::Bar::Memory {
+            addr, len_bytes, ..
+        } = *bar
+            && addr != 0
+        {
+            paging::map_mmio(addr, len_bytes)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,250 @@
+//! Storage: binds the SCSI host adapter drivers to the PCI functions they drive and attaches
+//! each adapter to its own SCSI midlayer.
+//!
+//! Probing walks the functions PCI enumeration found, in bus order. A virtio-scsi function
+//! (`1af4:1004` transitional or `1af4:1048`) gets `drivers::virtio_scsi` over virtio-drivers'
+//! PCI transport ([`hal`]); an LSI SAS1068 (`1000:0054`) gets `drivers::mpt` over its BAR1 MMIO
+//! window, with its chain pool a scalable dmapool sized the mpt3sas way ([`mpt`]). Every
+//! adapter gets a midlayer whose 96-byte sense buffers come from a slab cache on DMA frames
+//! (so the MPT IOC can DMA autosense straight into them), behind the sense allocator mode
+//! `sense=` selects.
+//!
+//! A workload sees each attached host through [`HostVisitor`], generic over the host type so the
+//! I/O path has no dynamic dispatch. After the visit the adapter is stopped (it no longer
+//! touches memory), its dmapools are printed in Linux's poolinfo format, everything is freed,
+//! and the DMA frame allocator must have every frame back.
+
+pub mod hal;
+mod mpt;
+pub mod report;
+mod virtio;
+
+use alloc::vec::Vec;
+use core::fmt;
+
+use pools::slab::SlabConfig;
+use pools::{PoolError, PoolInfo, SlabCache};
+use scsi::host::ScsiHost;
+use scsi::midlayer::Midlayer;
+use scsi::sense_alloc::{ReserveFailed, SenseMode, SlabSense};
+use scsi::wire::SCSI_SENSE_BUFFERSIZE;
+
+use crate::arch::time;
+use crate::console::println;
+use crate::dma::DmaFrames;
+use crate::pci::{Bdf, PciFunction};
+
+/// The DMA frame allocator as a `pools` backing.
+pub type Frames = &'static DmaFrames;
+/// The midlayer every host is attached to.
+pub type Stack<'s, H> = Midlayer<H, SlabSense<'s, Frames>, KernelClock>;
+
+/// The TSC as the midlayer's and the drivers' clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KernelClock;
+
+impl scsi::clock::Clock for KernelClock {
+    #[inline]
+    fn now_ns(&self) -> u64 {
+        time::now_ns()
+    }
+}
+
+/// Which adapter a host is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostInfo {
+    /// `host<N>`, in probe order (Linux's `scsi_host` numbering).
+    pub index: usize,
+    /// The driver bound to it.
+    pub driver: &'static str,
+    /// Where it sits on PCI.
+    pub bdf: Bdf,
+}
+
+impl fmt::Display for HostInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "host{} ({} at {})", self.index, self.driver, self.bdf)
+    }
+}
+
+/// What a workload does with each host.
+pub trait HostVisitor {
+    /// Uses one attached host; returns whether everything it checked passed.
+    fn visit<H: ScsiHost>(&mut self, host: &HostInfo, stack: &mut Stack<'_, H>) -> bool;
+}
+
+/// Why a host could not be attached or detached cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// virtio-drivers could not build the PCI transport.
+    #[error("virtio PCI transport: {0}")]
+    VirtioPci(#[from] virtio_drivers::transport::pci::VirtioPciError),
+    /// The virtio-scsi device refused to come up.
+    #[error("virtio-scsi: {0}")]
+    VirtioScsi(#[from] drivers::virtio_scsi::device::VirtioScsiError),
+    /// The MPT IOC refused to come up.
+    #[error("mptsas: {0}")]
+    Mpt(#[from] drivers::mpt::MptError),
+    /// A BAR the driver needs is missing or unassigned.
+    #[error("BAR{index}: {what}")]
+    Bar {
+        /// Which BAR.
+        index: u8,
+        /// What is wrong with it.
+        what: &'static str,
+    },
+    /// Mapping a BAR failed.
+    #[error("mapping a BAR: {0}")]
+    Paging(#[from] crate::arch::paging::PagingError),
+    /// A dmapool or the sense slab failed.
+    #[error("pool: {0}")]
+    Pool(#[from] PoolError),
+    /// The sense reserve could not be filled.
+    #[error("sense allocator: {0}")]
+    Reserve(#[from] ReserveFailed),
+    /// The adapter's frame size does not match the chain pool's block size.
+    #[error("chain frames of {layout_bytes} B, chain pool blocks of {pool_bytes} B")]
+    ChainFrameSize {
+        /// What the SGL layout wants.
+        layout_bytes: usize,
+        /// What the pool hands out.
+        pool_bytes: usize,
+    },
+    /// Commands were still outstanding when the host was detached.
+    #[error("{0} commands still outstanding at detach")]
+    Outstanding(usize),
+}
+
+/// What [`for_each_host`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Hosts attached and visited.
+    pub hosts: usize,
+    /// Hosts whose attach, visit or detach failed.
+    pub failed: usize,
+}
+
+/// Attaches every supported adapter in turn, lets `visitor` use it, and detaches it.
+pub fn for_each_host(visitor: &mut impl HostVisitor, sense: SenseMode) -> Summary {
+    let mut summary = Summary::default();
+    let Some(frames) = crate::dma::frames() else {
+        log::error!("storage: no DMA frame allocator");
+        summary.failed += 1;
+        return summary;
+    };
+    for function in crate::pci::config::devices() {
+        let Some(driver) = driver_for(function) else {
+            continue;
+        };
+        let info = HostInfo {
+            index: summary.hosts,
+            driver,
+            bdf: function.bdf,
+        };
+        summary.hosts += 1;
+        let (free_before, _) = frames.usage();
+        let tables_before = crate::arch::paging::table_pages();
+        let result = match driver {
+            mpt::DRIVER => mpt::attach(&info, function, frames, sense, visitor),
+            _ => virtio::attach(&info, function, frames, sense, visitor),
+        };
+        match result {
+            Ok(true) => {}
+            Ok(false) => summary.failed += 1,
+            Err(err) => {
+                log::error!("{info}: {err}");
+                summary.failed += 1;
+            }
+        }
+        // Page tables made to map the BARs come from the same frames and stay.
+        let tables = (crate::arch::paging::table_pages() - tables_before) as usize;
+        let (free_after, _) = frames.usage();
+        if free_after + tables != free_before {
+            log::error!(
+                "{info}: {} DMA frames not returned after detach",
+                free_before.abs_diff(free_after + tables)
+            );
+            summary.failed += 1;
+        }
+    }
+    if summary.hosts == 0 {
+        log::warn!("storage: no virtio-scsi or LSI SAS1068 function on PCI");
+    }
+    summary
+}
+
+fn driver_for(function: &PciFunction) -> Option<&'static str> {
+    match (function.vendor_id, function.device_id) {
+        (drivers::mpt::PCI_VENDOR_LSI, drivers::mpt::PCI_DEVICE_SAS1068) => Some(mpt::DRIVER),
+        (virtio::PCI_VENDOR, virtio::PCI_DEVICE_TRANSITIONAL | virtio::PCI_DEVICE_MODERN) => {
+            Some(virtio::DRIVER)
+        }
+        _ => None,
+    }
+}
+
+/// Attaches `host` to a midlayer with sense buffers from a fresh slab cache, runs the visitor,
+/// then lets `detach` stop the adapter and name the dmapools to show before everything is freed.
+fn run_stack<H: ScsiHost>(
+    info: &HostInfo,
+    host: H,
+    frames: Frames,
+    sense: SenseMode,
+    visitor: &mut impl HostVisitor,
+    detach: impl FnOnce(&mut H) -> Vec<PoolInfo>,
+) -> Result<bool, StorageError> {
+    let cache = SlabCache::create(SlabConfig::new("scsi_sense", SCSI_SENSE_BUFFERSIZE), frames)?;
+    let (passed, outstanding) = {
+        let mut stack: Stack<'_, H> =
+            Midlayer::new(host, SlabSense::new(&cache), sense, KernelClock)?;
+        let template = stack.template();
+        log::info!(
+            "{info}: can_queue={} cmd_per_lun={} sg_tablesize={} max_sectors={} max_target={} max_lun={} sense={sense}",
+            template.can_queue,
+            template.cmd_per_lun,
+            template.sg_tablesize,
+            template.max_sectors,
+            template.max_target,
+            template.max_lun
+        );
+        let passed = visitor.visit(info, &mut stack);
+        let outstanding = stack.outstanding();
+        let stats = stack.stats();
+        let sense_stats = stack.sense_stats();
+        let pools = detach(stack.host_mut());
+        log::info!(
+            "{info}: detached: {} commands ({} failed, absent targets included; {} retries, {} timeouts, {} bogus completions); sense: {} slab allocs, {} reserve hits, {} waits",
+            stats.completed,
+            stats.failed,
+            stats.retries,
+            stats.timeouts,
+            stats.bogus_completions,
+            sense_stats.slab_allocs,
+            sense_stats.reserve_hits,
+            sense_stats.waits
+        );
+        print_poolinfo(&pools);
+        (passed, outstanding)
+    };
+    let slab = cache.stats();
+    log::info!(
+        "slab {}: {} objects of {} B in {} slabs, {} in use",
+        slab.name,
+        slab.objects_total,
+        slab.stride,
+        slab.slabs,
+        slab.objects_in_use
+    );
+    cache.destroy()?;
+    if outstanding != 0 {
+        return Err(StorageError::Outstanding(outstanding));
+    }
+    Ok(passed)
+}
+
+/// The sysfs `pools` file, at column 0 like the other report lines.
+fn print_poolinfo(pools: &[PoolInfo]) {
+    for line in pools::poolinfo::to_string(pools).lines() {
+        println!("{line}");
+    }
+}

@@ -1,0 +1,171 @@
+//! Binding `drivers::mpt` to an LSI SAS1068 (QEMU `mptsas1068`).
+//!
+//! The registers are reached through BAR1, 16 KiB of MMIO mapped uncached (BAR0, the same
+//! registers as I/O ports, stays unused). The chain pool is a `pools` scalable dmapool of
+//! 128-byte frames (Linux mptbase's request frame size; QEMU's IOC allows 512) created before
+//! bring-up and sized after it the mpt3sas way: the chain frames one maximal request needs
+//! (`sg_tablesize` segments, so the largest transfer the host advertises) times `can_queue`,
+//! all preallocated, so I/O never waits for a page. Its poolinfo line is printed at detach,
+//! after the IOC has been reset and every frame is back.
+
+use alloc::vec;
+use core::ptr::NonNull;
+
+use drivers::delay::ClockDelay;
+use drivers::dma::BackingAlloc;
+use drivers::dma::mapping::IdentityMapper;
+use drivers::mpt::host::MptHost;
+use drivers::mpt::ioc::MptConfig;
+use drivers::mpt::regs::MmioRegisters;
+use drivers::mpt::sgl::{ChainPoolSizing, preallocate};
+use drivers::mpt::{MMIO_BAR, Mpt};
+use pools::dmapool::ScalablePool;
+use pools::{PoolConfig, PoolInfo};
+use scsi::host::ScsiHost;
+use scsi::sense_alloc::SenseMode;
+
+use super::hal;
+use super::{Frames, HostInfo, HostVisitor, KernelClock, StorageError, run_stack};
+use crate::arch::paging;
+use crate::console::println;
+use crate::pci::{Bar, PciFunction};
+
+/// The driver's name in reports.
+pub const DRIVER: &str = "mptsas";
+/// Request and chain frame size (mptbase's `req_sz`).
+const FRAME_BYTES: usize = 128;
+/// The register window the driver touches (the doorbell to the reply FIFO).
+const REGISTER_WINDOW_BYTES: u64 = 0x48;
+
+type Pool = ScalablePool<Frames>;
+/// The host type the midlayer drives.
+pub type Host<'pool> = MptHost<
+    MmioRegisters,
+    ClockDelay<KernelClock>,
+    drivers::dma::ChunkRegion<Frames>,
+    &'pool Pool,
+    IdentityMapper,
+>;
+
+fn map_registers(function: &PciFunction) -> Result<MmioRegisters, StorageError> {
+    let bar = |what| StorageError::Bar {
+        index: MMIO_BAR,
+        what,
+    };
+    let Some(Bar::Memory {
+        addr, len_bytes, ..
+    }) = function.bars[usize::from(MMIO_BAR)]
+    else {
+        return Err(bar("not a memory BAR"));
+    };
+    if addr == 0 {
+        return Err(bar("unassigned"));
+    }
+    if len_bytes < REGISTER_WINDOW_BYTES {
+        return Err(bar("smaller than the register window"));
+    }
+    let base = paging::map_mmio(addr, len_bytes)?;
+    let base = NonNull::new(base).ok_or(bar("maps to address 0"))?;
+    // SAFETY: `base` maps the whole BAR (at least the 0x48-byte register window) uncached for
+    // the rest of the kernel's life (mappings are never removed), and this driver is the only
+    // user of this function's registers: the probe binds each function once.
+    Ok(unsafe { MmioRegisters::new(base) })
+}
+
+/// Brings the IOC up with its chain pool, hands it to `visitor`, and shuts it down.
+pub fn attach(
+    info: &HostInfo,
+    function: &PciFunction,
+    frames: Frames,
+    sense: SenseMode,
+    visitor: &mut impl HostVisitor,
+) -> Result<bool, StorageError> {
+    hal::enable_device(function.bdf);
+    let regs = map_registers(function)?;
+    let pool = Pool::with_config(PoolConfig::new("mpt_chain", FRAME_BYTES).align(16), frames)?;
+    let result = attach_with_pool(info, regs, &pool, frames, sense, visitor);
+    // Every frame is back once the adapter has been dropped inside `attach_with_pool`.
+    pool.destroy()?;
+    result
+}
+
+fn attach_with_pool(
+    info: &HostInfo,
+    regs: MmioRegisters,
+    pool: &Pool,
+    frames: Frames,
+    sense: SenseMode,
+    visitor: &mut impl HostVisitor,
+) -> Result<bool, StorageError> {
+    let config = MptConfig {
+        frame_size_bytes: FRAME_BYTES,
+        ..MptConfig::default()
+    };
+    let mut memory = BackingAlloc(frames);
+    let mpt = Mpt::init(regs, ClockDelay(KernelClock), config, &mut memory, pool)?;
+    let layout = *mpt.layout();
+    if layout.frame_size_bytes() != pool.info().size {
+        return Err(StorageError::ChainFrameSize {
+            layout_bytes: layout.frame_size_bytes(),
+            pool_bytes: pool.info().size,
+        });
+    }
+    let facts = *mpt.facts();
+    let geometry = *mpt.geometry();
+    log::info!(
+        "{info}: MPI {:#06x} firmware {}.{}.{}.{}, {} credits, reply depth {}, request frames {} B (using {}), MaxChainDepth {}, {} ports; {} targets",
+        facts.msg_version,
+        facts.fw_version[0],
+        facts.fw_version[1],
+        facts.fw_version[2],
+        facts.fw_version[3],
+        facts.global_credits,
+        facts.reply_queue_depth,
+        facts.request_frame_size_bytes,
+        geometry.frame_size_bytes,
+        facts.max_chain_depth,
+        facts.number_of_ports,
+        mpt.port_facts().max_devices
+    );
+    let host = MptHost::new(mpt, IdentityMapper, &mut memory)?;
+    let sg_tablesize = usize::from(host.template().sg_tablesize);
+    let sizing = ChainPoolSizing::new(&layout, sg_tablesize, geometry.can_queue);
+    let got = preallocate(pool, &sizing);
+    log::info!(
+        "{info}: chain pool: {} chains per I/O ({} segments, {} in the request frame, {} per chain frame) x can_queue {} = {} frames of {} B ({} KiB), {} preallocated",
+        sizing.chains_per_io,
+        sg_tablesize,
+        layout.main_slots(),
+        layout.chain_slots(),
+        geometry.can_queue,
+        sizing.frames,
+        sizing.frame_size_bytes,
+        sizing.total_bytes / 1024,
+        got
+    );
+    run_stack(info, host, frames, sense, visitor, |host: &mut Host<'_>| {
+        let adapter = host.adapter_mut();
+        let stats = *adapter.stats();
+        if let Err(err) = adapter.shutdown(|_| {}) {
+            log::error!("{info}: shutdown: {err}");
+        }
+        log::info!(
+            "{info}: {} requests, {} turbo replies, {} full replies, {} bad replies, {} resets, at most {} chain frames per I/O",
+            stats.submitted,
+            stats.turbo_replies,
+            stats.address_replies,
+            stats.bad_replies,
+            stats.resets,
+            stats.max_chains_per_io
+        );
+        println!(
+            "mptsas {}: chain frames per I/O: max {} of {} allowed; chain pool {} frames",
+            info.index,
+            stats.max_chains_per_io,
+            layout.max_chain_depth(),
+            sizing.frames
+        );
+        let infos: vec::Vec<PoolInfo> = vec![adapter.chain_pool().info()];
+        infos
+    })
+}

@@ -1,0 +1,116 @@
+//! Scan reports in the words Linux's `scsi_scan.c` and `sd` print, so they read the way a
+//! storage engineer expects and tests can match them:
+//!
+//! ```text
+//! scsi 0:0:1:0: Direct-Access     QEMU     QEMU HARDDISK    2.5+ PQ: 0 ANSI: 5
+//! sd 0:0:1:0: [sdb] 131072 512-byte logical blocks: (67.1 MB/64.0 MiB)
+//! ```
+//!
+//! INQUIRY strings come from the device, so anything but printable ASCII is shown as `?`.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use scsi::midlayer::{Disk, ScanReport};
+use scsi::wire::DeviceType;
+
+use super::HostInfo;
+use crate::console::println;
+
+/// A disk the scan found, with the name it was given.
+#[derive(Debug, Clone)]
+pub struct NamedDisk {
+    /// `sda`, `sdb`, ... in discovery order across hosts.
+    pub name: String,
+    /// `H:C:T:L`.
+    pub hctl: String,
+    /// The SCSI target.
+    pub target: u16,
+    /// What the midlayer needs for I/O.
+    pub disk: Disk,
+}
+
+/// Linux's `scsi_device_types` names.
+fn type_name(device_type: DeviceType) -> &'static str {
+    match device_type {
+        DeviceType::DISK => "Direct-Access",
+        DeviceType::TAPE => "Sequential-Access",
+        DeviceType::CDROM => "CD-ROM",
+        DeviceType::ENCLOSURE => "Enclosure",
+        DeviceType::WELL_KNOWN_LU => "Well-known LUN",
+        _ => "Unknown",
+    }
+}
+
+fn printable(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|&b| {
+            if (0x20..0x7f).contains(&b) {
+                b as char
+            } else {
+                '?'
+            }
+        })
+        .collect()
+}
+
+/// `sda`, ..., `sdz`, `sdaa`, ... (Linux `sd_format_disk_name`).
+pub fn disk_name(index: usize) -> String {
+    let mut letters = Vec::new();
+    let mut n = index;
+    loop {
+        letters.push(b'a' + (n % 26) as u8);
+        if n < 26 {
+            break;
+        }
+        n = n / 26 - 1;
+    }
+    letters.reverse();
+    let mut name = String::from("sd");
+    name.extend(letters.iter().map(|&b| b as char));
+    name
+}
+
+/// Prints the scan of `host` and returns its disks, named from `*next_disk` on.
+pub fn print_scan(host: &HostInfo, report: &ScanReport, next_disk: &mut usize) -> Vec<NamedDisk> {
+    let mut disks = Vec::new();
+    for lun in &report.luns {
+        let hctl = alloc::format!("{}:0:{}:{}", host.index, lun.target, lun.lun.0);
+        let inquiry = &lun.inquiry;
+        println!(
+            "scsi {hctl}: {:<17} {:<8} {:<16} {:<4} PQ: {} ANSI: {}",
+            type_name(inquiry.device_type),
+            printable(&inquiry.vendor),
+            printable(&inquiry.product),
+            printable(&inquiry.revision),
+            inquiry.qualifier,
+            inquiry.version
+        );
+        let Some(disk) = lun.disk else {
+            continue;
+        };
+        let name = disk_name(*next_disk);
+        *next_disk += 1;
+        let bytes = disk.blocks.saturating_mul(u64::from(disk.block_len));
+        println!(
+            "sd {hctl}: [{name}] {} {}-byte logical blocks: ({}.{} MB/{}.{} MiB)",
+            disk.blocks,
+            disk.block_len,
+            bytes / 1_000_000,
+            bytes / 100_000 % 10,
+            bytes >> 20,
+            ((bytes % (1 << 20)) * 10) >> 20
+        );
+        disks.push(NamedDisk {
+            name,
+            hctl,
+            target: lun.target,
+            disk,
+        });
+    }
+    for (target, lun, error) in &report.errors {
+        log::warn!("{host}: scan of target {target} LUN {}: {error}", lun.0);
+    }
+    disks
+}

@@ -1,0 +1,274 @@
+//! `workload=verify`: prove that data goes through a real host adapter to the disk and back.
+//!
+//! Every host on PCI is scanned and every disk it has gets the same plan: write a range, read
+//! it back into a buffer filled with a sentinel, compare; for ranges chosen to stress the
+//! paths that break: one 4 KiB block, a single sector, an odd range that starts and ends off
+//! the 4 KiB grid, one command of the host's largest transfer (256 pages: on the SAS1068 that
+//! is 25+ chain frames from the chain pool), four such commands in flight together, and the
+//! last blocks of the medium. SYNCHRONIZE CACHE then flushes the device's write cache.
+//!
+//! The pattern lets the host check the image files after QEMU exits (`image_check` with
+//! `pattern = "offset-u64"` in tests/guest.toml): every 8-byte little-endian word holds its own
+//! byte offset in the disk XOR the disk's seed, where the disk's seed is `seed=` XOR the SCSI
+//! target id, so a block written to the wrong LBA or the wrong disk shows up with its offset.
+//! A mismatch in the guest is reported with the first wrong offset, expected and found words.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use scsi::host::ScsiHost;
+use scsi::midlayer::{Request, ScsiError};
+use scsi::wire::{Cdb, Lba};
+
+use crate::arch::exit::ExitCode;
+use crate::arch::time;
+use crate::cmdline::Cmdline;
+use crate::console::println;
+use crate::json::JsonObject;
+use crate::storage::report::{NamedDisk, print_scan};
+use crate::storage::{self, HostInfo, HostVisitor, Stack};
+
+/// Fills the sentinel into read buffers, so a read that transfers nothing cannot pass.
+const SENTINEL: u8 = 0xa5;
+
+/// One range of the plan, in blocks.
+#[derive(Debug, Clone, Copy)]
+struct Range {
+    name: &'static str,
+    lba: u64,
+    blocks: u64,
+}
+
+/// The plan for a disk of `blocks` blocks of `block_len` bytes when one command carries at
+/// most `max_transfer_bytes`. Ranges that do not fit a small disk are left out.
+fn plan(blocks: u64, block_len: u32, max_transfer_bytes: usize) -> Vec<Range> {
+    let per_4k = (4096 / u64::from(block_len)).max(1);
+    let max_blocks = (max_transfer_bytes as u64 / u64::from(block_len)).max(1);
+    let candidates = [
+        Range {
+            name: "4k",
+            lba: 0,
+            blocks: per_4k,
+        },
+        Range {
+            name: "one-sector",
+            lba: 63,
+            blocks: 1,
+        },
+        Range {
+            name: "unaligned",
+            lba: 1001,
+            blocks: 37,
+        },
+        Range {
+            name: "max-transfer",
+            lba: 4096,
+            blocks: max_blocks,
+        },
+        Range {
+            name: "4x-max-in-flight",
+            lba: 4096 + max_blocks.next_multiple_of(2048),
+            blocks: 4 * max_blocks,
+        },
+        Range {
+            name: "last-blocks",
+            lba: blocks.saturating_sub(16),
+            blocks: 16.min(blocks),
+        },
+    ];
+    candidates
+        .into_iter()
+        .filter(|range| range.lba + range.blocks <= blocks)
+        .collect()
+}
+
+/// The pattern word at byte `offset` of a disk with `seed`.
+#[inline]
+fn word(offset: u64, seed: u64) -> u64 {
+    offset ^ seed
+}
+
+fn fill(buf: &mut [u8], disk_offset: u64, seed: u64) {
+    for (index, chunk) in buf.chunks_exact_mut(8).enumerate() {
+        chunk.copy_from_slice(&word(disk_offset + 8 * index as u64, seed).to_le_bytes());
+    }
+}
+
+/// The first word that differs: (disk offset, expected, found).
+fn first_mismatch(buf: &[u8], disk_offset: u64, seed: u64) -> Option<(u64, u64, u64)> {
+    buf.chunks_exact(8).enumerate().find_map(|(index, chunk)| {
+        let offset = disk_offset + 8 * index as u64;
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(chunk);
+        let found = u64::from_le_bytes(bytes);
+        let expected = word(offset, seed);
+        (found != expected).then_some((offset, expected, found))
+    })
+}
+
+struct Verify {
+    /// `false` for `workload=scan`: scan and report only.
+    io: bool,
+    seed: u64,
+    next_disk: usize,
+    disks: usize,
+    ranges: usize,
+    bytes: u64,
+    failures: usize,
+}
+
+impl Verify {
+    fn check_range<H: ScsiHost>(
+        &mut self,
+        stack: &mut Stack<'_, H>,
+        disk: &NamedDisk,
+        seed: u64,
+        range: Range,
+    ) -> Result<(), String> {
+        let block_len = u64::from(disk.disk.block_len);
+        let offset = range.lba * block_len;
+        let len = (range.blocks * block_len) as usize;
+        let mut data = vec![0u8; len];
+        fill(&mut data, offset, seed);
+        let start = time::now_ns();
+        stack
+            .write_blocks(&disk.disk, Lba(range.lba), &data)
+            .map_err(|err| format!("write: {err}"))?;
+        let written = time::now_ns();
+        data.fill(SENTINEL);
+        stack
+            .read_blocks(&disk.disk, Lba(range.lba), &mut data)
+            .map_err(|err| format!("read back: {err}"))?;
+        let read = time::now_ns();
+        if let Some((at, expected, found)) = first_mismatch(&data, offset, seed) {
+            return Err(format!(
+                "read back differs at byte {at:#x}: expected {expected:#018x}, found {found:#018x}"
+            ));
+        }
+        log::info!(
+            "verify {} {:<16} LBA {:>6} +{:<5} ({:>7} B): write {:>6} us, read {:>6} us, ok",
+            disk.name,
+            range.name,
+            range.lba,
+            range.blocks,
+            len,
+            (written - start) / 1000,
+            (read - written) / 1000
+        );
+        self.ranges += 1;
+        self.bytes += len as u64;
+        Ok(())
+    }
+
+    fn verify_disk<H: ScsiHost>(&mut self, stack: &mut Stack<'_, H>, disk: &NamedDisk) -> bool {
+        let seed = self.seed ^ u64::from(disk.target);
+        let plan = plan(
+            disk.disk.blocks,
+            disk.disk.block_len,
+            stack.max_transfer_bytes(),
+        );
+        let mut ok = true;
+        for range in plan.iter().copied() {
+            if let Err(err) = self.check_range(stack, disk, seed, range) {
+                println!(
+                    "VERIFY {} {} {}: FAILED: {err} (LBA {} +{})",
+                    disk.name, disk.hctl, range.name, range.lba, range.blocks
+                );
+                ok = false;
+            }
+        }
+        if let Err(err) = synchronize_cache(stack, disk) {
+            println!(
+                "VERIFY {} {}: FAILED: SYNCHRONIZE CACHE: {err}",
+                disk.name, disk.hctl
+            );
+            ok = false;
+        }
+        if ok {
+            println!(
+                "VERIFY {} {}: {} ranges written, read back and flushed, ok (seed {:#x})",
+                disk.name,
+                disk.hctl,
+                plan.len(),
+                seed
+            );
+        }
+        ok
+    }
+}
+
+/// SYNCHRONIZE CACHE(10) over the whole medium, so the writes are in the image before exit.
+fn synchronize_cache<H: ScsiHost>(
+    stack: &mut Stack<'_, H>,
+    disk: &NamedDisk,
+) -> Result<(), ScsiError> {
+    let cdb = Cdb::SynchronizeCache10 {
+        immed: false,
+        lba: 0,
+        blocks: 0,
+    };
+    let (result, _) = stack.execute(Request::new(disk.disk.device, cdb, Vec::new()));
+    result.map(|_| ())
+}
+
+impl HostVisitor for Verify {
+    fn visit<H: ScsiHost>(&mut self, host: &HostInfo, stack: &mut Stack<'_, H>) -> bool {
+        let report = stack.scan();
+        let disks = print_scan(host, &report, &mut self.next_disk);
+        if disks.is_empty() {
+            println!("VERIFY {host}: FAILED: the scan found no disk");
+            self.failures += 1;
+            return false;
+        }
+        if !self.io {
+            self.disks += disks.len();
+            return true;
+        }
+        let mut ok = true;
+        for disk in &disks {
+            self.disks += 1;
+            if !self.verify_disk(stack, disk) {
+                self.failures += 1;
+                ok = false;
+            }
+        }
+        ok
+    }
+}
+
+/// Runs the verification (or with `io == false`, only the scan) on every host and returns the
+/// verdict.
+pub fn run(cmdline: &Cmdline, io: bool) -> ExitCode {
+    let mut verify = Verify {
+        io,
+        seed: cmdline.io.job.seed,
+        next_disk: 0,
+        disks: 0,
+        ranges: 0,
+        bytes: 0,
+        failures: 0,
+    };
+    let start = time::now_ns();
+    let summary = storage::for_each_host(&mut verify, cmdline.io.sense);
+    let elapsed_ms = (time::now_ns() - start) as f64 / 1e6;
+    let passed = summary.hosts > 0 && summary.failed == 0 && verify.failures == 0;
+    let line = JsonObject::new()
+        .str("workload", if io { "verify" } else { "scan" })
+        .u64("hosts", summary.hosts as u64)
+        .u64("disks", verify.disks as u64)
+        .u64("ranges", verify.ranges as u64)
+        .u64("bytes_written", verify.bytes)
+        .u64("seed", verify.seed)
+        .u64("failures", (verify.failures + summary.failed) as u64)
+        .f64("elapsed_ms", elapsed_ms, 3)
+        .str("verdict", if passed { "ok" } else { "failed" })
+        .finish();
+    println!("RESULT {line}");
+    if passed {
+        ExitCode::Success
+    } else {
+        ExitCode::Failure
+    }
+}
