@@ -107,6 +107,11 @@ struct TestArgs {
 enum BenchCommand {
     /// The mpt3sas chain-pool pattern on the legacy and scalable dmapool.
     Dmapool(bench::dmapool::Options),
+    /// fio-style random I/O through the midlayer to scsi_debug with fake_rw=1 (IOPS, latency,
+    /// sense allocator statistics; numjobs 1 and 2 at --smp 2 for the scaling factor).
+    FakeRw(bench::fake_rw::Options),
+    /// Sense buffers from slab vs mempool:2 vs prealloc (can_queue=1519), alternating.
+    SenseReserve(bench::sense_reserve::Options),
 }
 
 fn main() -> ExitCode {
@@ -116,6 +121,12 @@ fn main() -> ExitCode {
         Command::Test(args) => test(args),
         Command::Bench(BenchCommand::Dmapool(options)) => {
             bench::dmapool::run(&options).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Bench(BenchCommand::FakeRw(options)) => {
+            bench::fake_rw::run(&options).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Bench(BenchCommand::SenseReserve(options)) => {
+            bench::sense_reserve::run(&options).map(|()| ExitCode::SUCCESS)
         }
         Command::Setup => setup::ensure_all().map(|()| ExitCode::SUCCESS),
     };

@@ -7,7 +7,9 @@
 //! benchmark runs its sides in one process and reports their ratio as well.
 
 pub mod dmapool;
+pub mod fake_rw;
 pub mod plot;
+pub mod sense_reserve;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

@@ -169,13 +169,6 @@ pub fn draw_log_log(path: &Path, chart: &LineChart) -> Result<()> {
 }
 
 /// Draws one vertical bar per entry, on a linear axis starting at zero.
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "for the fake-rw and sense-reserve benchmarks (issue 4)"
-    )
-)]
 pub fn draw_bars(path: &Path, chart: &BarChart) -> Result<()> {
     let fail = plot_error(path);
     let top = chart

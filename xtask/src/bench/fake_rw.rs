@@ -1,0 +1,300 @@
+//! `cargo xtask bench fake-rw`: fio-style random reads through the SCSI midlayer to scsi_debug
+//! with `fake_rw=1` (no data moves), so what is measured is the stack's own cost per command.
+//!
+//! - Guest (default, `--where guest`): one boot per case with `workload=fake-rw`, under TCG
+//!   unless `--accel` says otherwise. Cases: bs 512 and 4096 × iodepth 1 and 32 with one job on
+//!   one vCPU; then the scaling pair at 4 KiB, iodepth 32 on two vCPUs: `numjobs=1` and
+//!   `numjobs=2` (one submission queue per CPU), booted alternately `--reps` times. The scaling
+//!   factor is the median over repetitions of numjobs=2 / numjobs=1 within a repetition (and
+//!   the ratio of the bests): on a shared host noise only slows a run down.
+//! - Host (`--where host`): the `scsi` crate's `fake_rw` example (release), the same workload
+//!   code on one host thread, for profiling.
+//!
+//! Writes `target/bench/fake-rw.json` (`fake-rw-host.json` for the host) and a bar chart of
+//! IOPS per case beside it.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::plot::{self, BarChart};
+use super::{Column, Record, ResultSet, number};
+use crate::accel::AccelRequest;
+use crate::error::{Error, Result};
+use crate::guest::{Guest, Overrides};
+use crate::{process, profile, workspace};
+
+/// Where the workload runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Place {
+    Guest,
+    Host,
+}
+
+/// Options of `cargo xtask bench fake-rw`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Options {
+    /// In the guest under QEMU (default) or natively on the host.
+    #[arg(long = "where", value_enum, default_value_t = Place::Guest)]
+    pub place: Place,
+    /// Shorter runs (300 ms per case) and one scaling repetition.
+    #[arg(long)]
+    pub quick: bool,
+    /// Scaling repetitions (numjobs 1 and 2, alternating); default 3, 1 with --quick.
+    #[arg(long)]
+    pub reps: Option<u32>,
+    /// Accelerator for the guest.
+    #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
+    pub accel: AccelRequest,
+    /// Boot this kernel ELF instead of building one.
+    #[arg(long, value_name = "ELF")]
+    pub kernel: Option<std::path::PathBuf>,
+}
+
+/// The single-job cases: (bs, iodepth).
+pub const CASES: [(u32, u32); 4] = [(512, 1), (512, 32), (4096, 1), (4096, 32)];
+
+fn runtime(quick: bool) -> &'static str {
+    if quick { "300ms" } else { "1s" }
+}
+
+/// Runs the benchmark and reports it.
+pub fn run(options: &Options) -> Result<()> {
+    let set = match options.place {
+        Place::Guest => in_guest(options)?,
+        Place::Host => on_host(options.quick)?,
+    };
+    report(&set)
+}
+
+fn on_host(quick: bool) -> Result<ResultSet> {
+    let mut set = ResultSet::new("fake-rw", "fake-rw-host", "host", None);
+    for (bs, iodepth) in CASES {
+        let mut command = process::cargo();
+        command.args([
+            "run",
+            "--release",
+            "-p",
+            "scsi",
+            "--example",
+            "fake_rw",
+            "--",
+        ]);
+        command.arg(format!("runtime={}", runtime(quick)));
+        command.arg(format!("bs={bs}"));
+        command.arg(format!("iodepth={iodepth}"));
+        command.current_dir(workspace::root());
+        let records = super::run_host_program(&mut command)?;
+        set.extend(records.into_iter().map(|record| tagged(record, 1)));
+    }
+    Ok(set)
+}
+
+/// Marks a record with the benchmark name and the vCPU count it ran on.
+fn tagged(mut record: Record, smp: u32) -> Record {
+    record
+        .entry("bench")
+        .or_insert_with(|| Value::from("fake-rw"));
+    record.insert("smp".into(), Value::from(smp));
+    record
+}
+
+fn in_guest(options: &Options) -> Result<ResultSet> {
+    let guest = Guest::prepare(options.accel, options.kernel.clone())?;
+    let profile = profile::load("default")?;
+    let mut set = ResultSet::new(
+        "fake-rw",
+        "fake-rw",
+        "guest",
+        Some(guest.accel.accel.to_string()),
+    );
+    let runtime = runtime(options.quick);
+    let boot = |args: String, smp: u32| -> Result<Vec<Record>> {
+        let overrides = Overrides {
+            smp: Some(smp),
+            timeout: Some(Duration::from_secs(120)),
+            kernel_args: Some(args),
+            ..Overrides::default()
+        };
+        let records = super::run_guest_case(&guest, &profile, &overrides)?;
+        Ok(records
+            .into_iter()
+            .map(|record| tagged(record, smp))
+            .collect())
+    };
+    for (bs, iodepth) in CASES {
+        let args =
+            format!("workload=fake-rw runtime={runtime} bs={bs} iodepth={iodepth} numjobs=1");
+        set.extend(boot(args, 1)?);
+    }
+    let reps = options
+        .reps
+        .unwrap_or(if options.quick { 1 } else { 3 })
+        .max(1);
+    for rep in 0..reps {
+        // Alternate which side boots first, so drift on the host hits both alike.
+        let order: [u32; 2] = if rep % 2 == 0 { [1, 2] } else { [2, 1] };
+        for numjobs in order {
+            let args =
+                format!("workload=fake-rw runtime={runtime} bs=4096 iodepth=32 numjobs={numjobs}");
+            let records = boot(args, 2)?;
+            set.extend(records.into_iter().map(|mut record| {
+                record.insert("rep".into(), Value::from(rep));
+                record
+            }));
+        }
+    }
+    Ok(set)
+}
+
+const COLUMNS: [Column<'static>; 13] = [
+    Column {
+        header: "smp",
+        key: "smp",
+    },
+    Column {
+        header: "numjobs",
+        key: "numjobs",
+    },
+    Column {
+        header: "bs",
+        key: "bs",
+    },
+    Column {
+        header: "iodepth",
+        key: "iodepth",
+    },
+    Column {
+        header: "sense",
+        key: "sense_mode",
+    },
+    Column {
+        header: "IOPS",
+        key: "iops",
+    },
+    Column {
+        header: "mean ns",
+        key: "lat_mean_ns",
+    },
+    Column {
+        header: "p99 ns",
+        key: "lat_p99_ns",
+    },
+    Column {
+        header: "I/Os",
+        key: "ios",
+    },
+    Column {
+        header: "slab allocs",
+        key: "sense_slab_allocs",
+    },
+    Column {
+        header: "reserve hits",
+        key: "sense_reserve_hits",
+    },
+    Column {
+        header: "magazine hits",
+        key: "magazine_hits",
+    },
+    Column {
+        header: "lock contended",
+        key: "slab_lock_contended",
+    },
+];
+
+/// `numjobs=2 / numjobs=1` at smp 2: (median of per-repetition ratios, ratio of the bests).
+pub fn scaling(set: &ResultSet) -> Option<(f64, f64)> {
+    let iops = |numjobs: f64, rep: Option<f64>| {
+        set.results
+            .iter()
+            .filter(|r| number(r, "smp") == Some(2.0) && number(r, "numjobs") == Some(numjobs))
+            .filter(|r| rep.is_none() || number(r, "rep") == rep)
+            .filter_map(|r| number(r, "iops"))
+            .fold(None, |best: Option<f64>, v| {
+                Some(best.map_or(v, |b| b.max(v)))
+            })
+    };
+    let best = iops(2.0, None)? / iops(1.0, None)?;
+    let mut ratios: Vec<f64> = (0..64)
+        .map(f64::from)
+        .filter_map(|rep| Some(iops(2.0, Some(rep))? / iops(1.0, Some(rep))?))
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios.get(ratios.len() / 2).copied()?;
+    Some((median, best))
+}
+
+fn label(record: &Record) -> String {
+    let field = |key| number(record, key).unwrap_or(0.0);
+    format!(
+        "bs{} qd{} j{} smp{}",
+        field("bs"),
+        field("iodepth"),
+        field("numjobs"),
+        field("smp")
+    )
+}
+
+/// Prints the table and the scaling factor, writes the JSON, draws the chart.
+fn report(set: &ResultSet) -> Result<()> {
+    super::print_tables(&set.results, &[("fake-rw", &COLUMNS)]);
+    println!();
+    if let Some((median, best)) = scaling(set) {
+        println!(
+            "scaling at smp 2, bs 4096, iodepth 32: numjobs=2 / numjobs=1 = {median:.2}× (median of repetitions), {best:.2}× (best of each)"
+        );
+    }
+    let dir = workspace::output_dir("bench")?;
+    let json = set.write_json(&dir)?;
+    let svg = dir.join(format!("{}.svg", set.file_stem));
+    // One bar per case: the best run of each label.
+    let mut bars: Vec<(String, f64)> = Vec::new();
+    for record in &set.results {
+        let (name, iops) = (label(record), number(record, "iops").unwrap_or(0.0));
+        match bars.iter_mut().find(|bar| bar.0 == name) {
+            Some(bar) => bar.1 = bar.1.max(iops),
+            None => bars.push((name, iops)),
+        }
+    }
+    let place = match &set.accel {
+        Some(accel) => format!("{} ({accel})", set.place),
+        None => set.place.to_owned(),
+    };
+    plot::draw_bars(
+        &svg,
+        &BarChart {
+            title: format!("fake_rw randread IOPS, scsi_debug fake_rw=1, {place}"),
+            y_label: "IOPS".into(),
+            bars,
+        },
+    )?;
+    println!("wrote {} and {}", json.display(), svg.display());
+    if set.results.is_empty() {
+        return Err(Error::NoResults {
+            what: "fake-rw".into(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::console::parse_result;
+
+    #[test]
+    fn scaling_pairs_repetitions() {
+        let mut set = ResultSet::new("fake-rw", "fake-rw", "guest", None);
+        let lines = [
+            r#"{"numjobs":1,"iops":100.0,"smp":2,"rep":0}"#,
+            r#"{"numjobs":2,"iops":180.0,"smp":2,"rep":0}"#,
+            r#"{"numjobs":1,"iops":120.0,"smp":2,"rep":1}"#,
+            r#"{"numjobs":2,"iops":150.0,"smp":2,"rep":1}"#,
+            r#"{"numjobs":1,"iops":500.0,"smp":1}"#,
+        ];
+        set.extend(lines.iter().map(|line| parse_result(line).unwrap()));
+        let (median, best) = scaling(&set).unwrap();
+        assert!((best - 1.5).abs() < 1e-9, "{best}");
+        assert!((median - 1.8).abs() < 1e-9, "{median}");
+    }
+}
