@@ -25,6 +25,12 @@ pub enum Workload {
     /// Every SCSI host found on PCI: scan, then fio-style random I/O on its first disk with the
     /// `iodepth=`/`bs=`/`rw=`/`runtime=` words (`workload::device`).
     Device,
+    /// fio-style random I/O through the midlayer to an in-memory scsi_debug host 0 with the
+    /// fio and scsi_debug words, one submission queue per CPU (`workload::fake_rw`).
+    FakeRw,
+    /// `slab` vs `mempool:2` vs `prealloc` sense buffers on the fake-rw workload, alternating,
+    /// clean and with `every_nth` error injection (`workload::sense_reserve`).
+    SenseReserve,
     /// Boot, print the machine summary and exit.
     None,
 }
@@ -232,6 +238,8 @@ impl Cmdline {
                         ("verify", Workload::Verify),
                         ("scan", Workload::Scan),
                         ("device", Workload::Device),
+                        ("fake-rw", Workload::FakeRw),
+                        ("sense-reserve", Workload::SenseReserve),
                         ("none", Workload::None),
                     ],
                 )?;

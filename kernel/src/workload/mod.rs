@@ -5,6 +5,8 @@ use crate::cmdline::{Cmdline, Workload};
 
 mod device;
 mod dmapool;
+mod fake_rw;
+mod sense_reserve;
 mod verify;
 
 /// Runs the workload the command line selected.
@@ -18,5 +20,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         Workload::Verify => verify::run(cmdline, true),
         Workload::Scan => verify::run(cmdline, false),
         Workload::Device => device::run(cmdline),
+        Workload::FakeRw => fake_rw::run(cmdline),
+        Workload::SenseReserve => sense_reserve::run(cmdline),
     }
 }

@@ -1,0 +1,401 @@
+//! `workload=fake-rw`: fio-style random I/O through the SCSI midlayer to an in-memory scsi_debug
+//! host with `fake_rw=1`, so no data moves and what is measured is the stack's own cost per
+//! command: tag allocation, the sense buffer, CDB build and decode, completion and polling.
+//!
+//! The scsi_debug target is host 0. Jobs run one submission queue per CPU (numjobs > 1 spreads
+//! jobs over `smp::run_on_each_cpu`, jobs beyond the CPU count share a CPU's queue): each queue
+//! is its own scsi_debug instance and midlayer, like one hardware queue of a multi-queue host
+//! (scsi_debug's `submit_queues`), so jobs never serialise on a host lock. Their 96-byte sense
+//! buffers come from one `scsi_sense_cache` slab on the DMA frames, shared by all CPUs, with a
+//! per-CPU [`Magazine`] in front so the common allocation and free take no shared lock; the
+//! slab lock's counters show how often the magazines still went to it. All queues scan, wait at
+//! a barrier, then run at once; their reports are summed (the elapsed time is the longest).
+//!
+//! The run ends with checks that make it a test, not only a benchmark: every command completed
+//! exactly once (`ios + errors` equals what was asked and what the midlayer completed, nothing
+//! is outstanding, no sense buffer is still owned), and each injected error class had its
+//! outcome: recovered errors counted but successful, medium errors failed, timeouts aborted,
+//! unit attentions retried. A failed check makes the boot fail.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::Write;
+
+use pools::slab::SlabConfig;
+use pools::{Magazine, MagazineStats, SlabCache};
+use scsi::midlayer::Midlayer;
+use scsi::sense_alloc::SlabSense;
+use scsi::target::{OPT_MEDIUM_ERR, OPT_TIMEOUT, ScsiDebug, TargetStats};
+use scsi::wire::SCSI_SENSE_BUFFERSIZE;
+use scsi::workload::{self, JobParams, Limit, WorkloadError, WorkloadParams, WorkloadReport};
+
+use crate::arch::exit::ExitCode;
+use crate::cmdline::Cmdline;
+use crate::console::println;
+use crate::smp;
+use crate::storage::report::print_scan;
+use crate::storage::{Frames, HostInfo, KernelClock};
+use crate::sync::barrier::SpinBarrier;
+use crate::sync::spinlock::{CountingSpinLock, LockStats};
+
+/// Free sense buffers each CPU keeps in its magazine: one iodepth's worth covers a queue's
+/// in-flight commands at the default depth, so steady state never reaches the slab lock.
+pub const MAGAZINE_OBJECTS: usize = 64;
+
+/// The shared sense slab, with a counting lock so contention shows in the results.
+pub type SenseCache = SlabCache<Frames, CountingSpinLock>;
+
+/// What one CPU's queue did.
+pub struct QueueRun {
+    pub cpu: usize,
+    pub report: WorkloadReport,
+    /// Target counters over the run (the scan excluded).
+    pub target: TargetStats,
+    pub magazine: MagazineStats,
+    /// Commands still owned by the midlayer after the run (must be 0).
+    pub outstanding: usize,
+}
+
+/// scsi_debug shows as host 0, at no PCI address.
+fn host_info() -> HostInfo {
+    HostInfo {
+        index: 0,
+        driver: "scsi_debug",
+        bdf: crate::pci::Bdf {
+            bus: 0,
+            device: 0,
+            function: 0,
+        },
+    }
+}
+
+/// `job` as run by queue `queue` of `queues`: its share of the jobs and of an I/O limit, and
+/// its own random streams.
+pub fn queue_job(job: &JobParams, queue: usize, queues: usize) -> JobParams {
+    let numjobs = usize::from(job.numjobs);
+    let jobs_here = numjobs / queues + usize::from(queue < numjobs % queues);
+    let first = queue * (numjobs / queues) + queue.min(numjobs % queues);
+    let limit = match job.limit {
+        Limit::Ios(n) => {
+            let share = |j: usize| n / numjobs as u64 + u64::from((j as u64) < n % numjobs as u64);
+            Limit::Ios((first..first + jobs_here).map(share).sum())
+        }
+        runtime => runtime,
+    };
+    JobParams {
+        numjobs: jobs_here as u16,
+        limit,
+        seed: job
+            .seed
+            .wrapping_add((first as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        ..job.clone()
+    }
+}
+
+/// Builds, scans and runs one queue on the calling CPU. Every caller passes the barrier exactly
+/// once, whether its set-up worked or not, so one failure cannot hang the others.
+fn run_queue(
+    cpu: usize,
+    queues: usize,
+    params: &WorkloadParams,
+    cache: &SenseCache,
+    barrier: &SpinBarrier,
+) -> Result<QueueRun, WorkloadError> {
+    let job = queue_job(&params.job, cpu, queues);
+    let setup = (|| {
+        let target = ScsiDebug::new(params.target.clone(), KernelClock);
+        let slab = Magazine::new(SlabSense::new(cache), MAGAZINE_OBJECTS);
+        let mut stack = Midlayer::new(target, slab, params.sense, KernelClock)?;
+        let scan = stack.scan();
+        if cpu == 0 {
+            print_scan(&host_info(), &scan, &mut 0);
+        }
+        let disk = scan
+            .luns
+            .iter()
+            .find_map(|lun| lun.disk)
+            .ok_or(WorkloadError::NoDisk)?;
+        Ok::<_, WorkloadError>((stack, disk))
+    })();
+    barrier.wait();
+    let (mut stack, disk) = setup?;
+    let before = stack.host().stats();
+    let report = workload::run(&mut stack, &disk, &job)?;
+    let after = stack.host().stats();
+    Ok(QueueRun {
+        cpu,
+        report,
+        target: since(&after, &before),
+        magazine: stack.sense_allocator().slab().stats(),
+        outstanding: stack.outstanding(),
+    })
+}
+
+fn since(after: &TargetStats, before: &TargetStats) -> TargetStats {
+    TargetStats {
+        commands: after.commands - before.commands,
+        completions: after.completions - before.completions,
+        injected_timeouts: after.injected_timeouts - before.injected_timeouts,
+        injected_recovered: after.injected_recovered - before.injected_recovered,
+        injected_unit_attentions: after.injected_unit_attentions - before.injected_unit_attentions,
+        medium_errors: after.medium_errors - before.medium_errors,
+        aborted: after.aborted - before.aborted,
+        reset_dropped: after.reset_dropped - before.reset_dropped,
+        resets: after.resets - before.resets,
+    }
+}
+
+/// Runs `params` on `queues` CPUs at once and returns each queue's outcome (CPU order).
+pub fn run_queues(
+    params: &WorkloadParams,
+    queues: usize,
+    cache: &SenseCache,
+) -> Vec<Result<QueueRun, WorkloadError>> {
+    let barrier = SpinBarrier::new(queues);
+    smp::run_on_each_cpu(|context| {
+        (context.index < queues).then(|| run_queue(context.index, queues, params, cache, &barrier))
+    })
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Every command completed once and each injected error class had its outcome; the failures.
+pub fn check(params: &WorkloadParams, runs: &[QueueRun]) -> Vec<String> {
+    let mut failures = Vec::new();
+    let (mut done, mut medium, mut recovered) = (0, 0, 0);
+    for run in runs {
+        let r = &run.report;
+        let cpu = run.cpu;
+        let completions = r.ios + r.errors;
+        done += completions;
+        medium += run.target.medium_errors;
+        recovered += run.target.injected_recovered;
+        if run.outstanding != 0 {
+            failures.push(format!(
+                "cpu{cpu}: {} commands outstanding",
+                run.outstanding
+            ));
+        }
+        if r.midlayer.completed != completions || r.latency.count() != completions {
+            failures.push(format!(
+                "cpu{cpu}: {completions} I/Os ended but the midlayer completed {} and timed {}",
+                r.midlayer.completed,
+                r.latency.count()
+            ));
+        }
+        if r.sense.in_use != 0 {
+            failures.push(format!(
+                "cpu{cpu}: {} sense buffers still owned",
+                r.sense.in_use
+            ));
+        }
+        if run.target.injected_timeouts != r.midlayer.timeouts
+            || run.target.aborted != run.target.injected_timeouts
+        {
+            failures.push(format!(
+                "cpu{cpu}: {} injected timeouts, {} timed out, {} aborted",
+                run.target.injected_timeouts, r.midlayer.timeouts, run.target.aborted
+            ));
+        }
+        if r.midlayer.retries < run.target.injected_unit_attentions {
+            failures.push(format!(
+                "cpu{cpu}: {} unit attentions injected but only {} retries",
+                run.target.injected_unit_attentions, r.midlayer.retries
+            ));
+        }
+    }
+    let report = total(runs);
+    if let Limit::Ios(n) = params.job.limit
+        && done != n
+    {
+        failures.push(format!("ios={n} asked, {done} completed"));
+    }
+    if report.recovered != recovered {
+        failures.push(format!(
+            "{recovered} recovered errors injected, {} reported",
+            report.recovered
+        ));
+    }
+    let opts = params.target.opts;
+    let expected_errors = if opts & OPT_TIMEOUT != 0 {
+        None // a timed-out command is retried and may still fail: counted above, not here
+    } else if opts & OPT_MEDIUM_ERR != 0 {
+        Some(medium)
+    } else {
+        Some(0)
+    };
+    if let Some(expected) = expected_errors
+        && report.errors != expected
+    {
+        failures.push(format!(
+            "{} I/O errors, expected {expected} (medium errors from the target)",
+            report.errors
+        ));
+    }
+    failures
+}
+
+/// The summed report of all queues.
+pub fn total(runs: &[QueueRun]) -> WorkloadReport {
+    let mut runs = runs.iter();
+    let mut total = runs
+        .next()
+        .map(|run| run.report.clone())
+        .unwrap_or_else(|| {
+            unreachable!("run_queues returns one outcome per queue and queues >= 1")
+        });
+    for run in runs {
+        total.merge(&run.report);
+    }
+    total
+}
+
+/// `RESULT` line: the scsi crate's report plus the multi-queue and slab-lock figures.
+fn result_json(report: &WorkloadReport, runs: &[QueueRun], lock: &LockStats) -> String {
+    let mut json = report.to_json("guest");
+    json.pop();
+    let hits: u64 = runs.iter().map(|run| run.magazine.hits).sum();
+    let per_cpu: Vec<String> = runs
+        .iter()
+        .map(|run| format!("{}", run.report.iops()))
+        .collect();
+    let _ = write!(
+        json,
+        concat!(
+            ",\"bench\":\"fake-rw\",\"queues\":{},\"cpus_online\":{},\"per_queue_iops\":\"{}\",",
+            "\"magazine_hits\":{},\"slab_lock_acquisitions\":{},\"slab_lock_contended\":{},",
+            "\"slab_lock_wait_cycles\":{}}}"
+        ),
+        runs.len(),
+        smp::online_count().max(1),
+        per_cpu.join("/"),
+        hits,
+        lock.acquisitions,
+        lock.contended,
+        lock.wait_cycles,
+    );
+    json
+}
+
+/// One readable summary of a (summed) report.
+pub fn print_summary(report: &WorkloadReport, queues: usize, lock: &LockStats, hits: u64) {
+    let s = &report.sense;
+    println!(
+        "fake-rw: {} bs={} iodepth={} numjobs={} ({} queue{}) sense={}: {} IOPS, latency mean {} ns, p99 {} ns",
+        report.job.rw.name(),
+        report.job.bs,
+        report.job.iodepth,
+        report.job.numjobs,
+        queues,
+        if queues == 1 { "" } else { "s" },
+        report.sense_mode,
+        report.iops(),
+        report.latency.mean_ns(),
+        report.latency.quantile_ns(990)
+    );
+    println!(
+        "fake-rw: {} I/Os ({} reads, {} writes), {} errors, {} recovered, {} retries, {} timeouts in {}.{:03} ms",
+        report.ios,
+        report.reads,
+        report.writes,
+        report.errors,
+        report.recovered,
+        report.midlayer.retries,
+        report.midlayer.timeouts,
+        report.elapsed_ns / 1_000_000,
+        report.elapsed_ns / 1_000 % 1_000
+    );
+    println!(
+        "sense: {} slab allocs ({} from per-CPU magazines), {} reserve hits, {} waits; reserve {} B, in use {} B; slab lock {} acquisitions, {} contended",
+        s.slab_allocs,
+        hits,
+        s.reserve_hits,
+        s.waits,
+        s.reserve_bytes(),
+        s.in_use_bytes(),
+        lock.acquisitions,
+        lock.contended
+    );
+}
+
+/// `workload=fake-rw`.
+pub fn run(cmdline: &Cmdline) -> ExitCode {
+    let params = &cmdline.io;
+    let Some(frames) = crate::dma::frames() else {
+        log::error!("fake-rw: no DMA frame allocator");
+        return ExitCode::Failure;
+    };
+    let cache: SenseCache = match SlabCache::create(
+        SlabConfig::new("scsi_sense_cache", SCSI_SENSE_BUFFERSIZE),
+        frames,
+    ) {
+        Ok(cache) => cache,
+        Err(error) => {
+            log::error!("fake-rw: sense slab: {error}");
+            return ExitCode::Failure;
+        }
+    };
+    let cpus = smp::online_count().max(1);
+    let queues = usize::from(params.job.numjobs).min(cpus);
+    log::info!(
+        "fake-rw: scsi_debug dev_size_mb={} sector_size={} num_tgts={} max_luns={} max_queue={} delay={} ndelay={} every_nth={} opts={:#x} fake_rw={}; {} job(s) on {queues} of {cpus} CPUs",
+        params.target.dev_size_mb,
+        params.target.sector_size,
+        params.target.num_tgts,
+        params.target.max_luns,
+        params.target.max_queue,
+        params.target.delay,
+        params.target.ndelay,
+        params.target.every_nth,
+        params.target.opts,
+        u8::from(params.target.fake_rw),
+        params.job.numjobs
+    );
+    let outcomes = run_queues(params, queues, &cache);
+    let mut runs = Vec::with_capacity(outcomes.len());
+    for (cpu, outcome) in outcomes.into_iter().enumerate() {
+        match outcome {
+            Ok(run) => runs.push(run),
+            Err(error) => {
+                println!("fake-rw: FAILED on cpu{cpu}: {error}");
+                return ExitCode::Failure;
+            }
+        }
+    }
+    let lock = cache.raw_lock().stats();
+    let report = total(&runs);
+    if runs.len() > 1 {
+        for run in &runs {
+            log::info!(
+                "fake-rw cpu{}: {} job(s), {} IOPS, {} I/Os, magazine {} hits {} refills {} flushes",
+                run.cpu,
+                run.report.job.numjobs,
+                run.report.iops(),
+                run.report.ios,
+                run.magazine.hits,
+                run.magazine.refills,
+                run.magazine.flushes
+            );
+        }
+    }
+    let hits = runs.iter().map(|run| run.magazine.hits).sum();
+    print_summary(&report, runs.len(), &lock, hits);
+    println!("RESULT {}", result_json(&report, &runs, &lock));
+    let failures = check(params, &runs);
+    drop(runs);
+    if let Err(error) = cache.destroy() {
+        println!("fake-rw: FAILED: sense slab not empty at the end: {error}");
+        return ExitCode::Failure;
+    }
+    if failures.is_empty() {
+        println!("fake-rw: checks passed: every command completed exactly once");
+        ExitCode::Success
+    } else {
+        for failure in &failures {
+            println!("fake-rw: FAILED: {failure}");
+        }
+        ExitCode::Failure
+    }
+}
