@@ -26,7 +26,9 @@ use pools::slab::SlabConfig;
 use pools::{Magazine, MagazineStats, SlabCache};
 use scsi::midlayer::Midlayer;
 use scsi::sense_alloc::SlabSense;
-use scsi::target::{OPT_MEDIUM_ERR, OPT_TIMEOUT, ScsiDebug, TargetStats};
+use scsi::target::{
+    OPT_MEDIUM_ERR, OPT_RECOVERED_ERR, OPT_TIMEOUT, OPT_UNIT_ATTENTION, ScsiDebug, TargetStats,
+};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use scsi::workload::{self, JobParams, Limit, WorkloadError, WorkloadParams, WorkloadReport};
 
@@ -219,6 +221,31 @@ pub fn check(params: &WorkloadParams, runs: &[QueueRun]) -> Vec<String> {
         ));
     }
     let opts = params.target.opts;
+    let every_nth = u64::from(params.target.every_nth.unsigned_abs());
+    if every_nth != 0 && done >= 2 * every_nth {
+        let fired = |bit: u32, count: fn(&TargetStats) -> u64| {
+            opts & bit == 0 || runs.iter().map(|run| count(&run.target)).sum::<u64>() > 0
+        };
+        for (bit, name, count) in [
+            (
+                OPT_TIMEOUT,
+                "timeout",
+                (|t: &TargetStats| t.injected_timeouts) as fn(&TargetStats) -> u64,
+            ),
+            (OPT_RECOVERED_ERR, "recovered error", |t| {
+                t.injected_recovered
+            }),
+            (OPT_UNIT_ATTENTION, "unit attention", |t| {
+                t.injected_unit_attentions
+            }),
+        ] {
+            if !fired(bit, count) {
+                failures.push(format!(
+                    "every_nth={every_nth}: no injected {name} in {done} commands"
+                ));
+            }
+        }
+    }
     let expected_errors = if opts & OPT_TIMEOUT != 0 {
         None // a timed-out command is retried and may still fail: counted above, not here
     } else if opts & OPT_MEDIUM_ERR != 0 {
