@@ -380,7 +380,9 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         u8::from(params.target.fake_rw),
         params.job.numjobs
     );
+    let heap_before = crate::heap::lock_stats();
     let outcomes = run_queues(params, queues, &cache);
+    let heap = crate::heap::lock_stats().since(&heap_before);
     let mut runs = Vec::with_capacity(outcomes.len());
     for (cpu, outcome) in outcomes.into_iter().enumerate() {
         match outcome {
@@ -409,6 +411,11 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
     }
     let hits = runs.iter().map(|run| run.magazine.hits).sum();
     print_summary(&report, runs.len(), &lock, hits);
+    log::info!(
+        "fake-rw: heap lock during the run (set-up and scan included): {} acquisitions, {} contended",
+        heap.acquisitions,
+        heap.contended
+    );
     println!("RESULT {}", result_json(&report, &runs, &lock));
     let failures = check(params, &runs);
     drop(runs);
