@@ -362,7 +362,8 @@ impl Transport for FakeScsi {
         DeviceType::ScsiHost
     }
     fn read_device_features(&mut self) -> u64 {
-        feature::VERSION_1 | feature::HOTPLUG
+        // What QEMU offers too; the driver must decline EVENT_IDX (see `VirtioScsi::new`).
+        feature::VERSION_1 | feature::HOTPLUG | feature::RING_EVENT_IDX
     }
     fn write_driver_features(&mut self, _driver_features: u64) {}
     fn max_queue_size(&mut self, _queue: u16) -> u32 {
