@@ -18,7 +18,7 @@
 use std::time::Instant;
 
 use pools::bench::{
-    self, CHAIN_ALIGN, CHAIN_COUNT, CHAIN_SIZE, Clock, FillDrain, Locking, PairResult,
+    self, CHAIN_ALIGN, CHAIN_COUNT, CHAIN_SIZE, Clock, FillDrain, Locking, MinOfReps, PairResult,
 };
 use pools::dmapool::{DefaultRawMutex, InBlock, Legacy, Scalable, SideStack};
 use pools::host::HostArena;
@@ -100,36 +100,16 @@ fn legacy_runs(n: usize, rep: usize, quick: bool) -> bool {
     }
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 /// The minimum over repetitions as the result, with the median and count beside it.
 fn summarize(name: &str, runs: &[FillDrain]) -> String {
-    let min = |f: fn(&FillDrain) -> f64| runs.iter().map(f).fold(f64::INFINITY, f64::min);
-    let mut best = runs[0];
-    best.alloc_ns_per_op = min(|r| r.alloc_ns_per_op);
-    best.free_ns_per_op = min(|r| r.free_ns_per_op);
-    best.alloc_total_ms = min(|r| r.alloc_total_ms);
-    best.free_total_ms = min(|r| r.free_total_ms);
-    let alloc_median = median(&mut runs.iter().map(|r| r.alloc_ns_per_op).collect::<Vec<_>>());
-    let free_median = median(&mut runs.iter().map(|r| r.free_ns_per_op).collect::<Vec<_>>());
     let bench_name = if name.ends_with("-nolock") {
         "dmapool_nolock"
     } else {
         "dmapool"
     };
-    let json = best.to_json_as(bench_name, "host").replacen(
-        &format!("\"impl\":\"{}\"", best.impl_name),
-        &format!("\"impl\":\"{name}\""),
-        1,
-    );
-    let extra = format!(
-        ",\"stat\":\"min\",\"reps\":{},\"alloc_ns_per_op_median\":{alloc_median:.3},\"free_ns_per_op_median\":{free_median:.3}}}",
-        runs.len()
-    );
-    format!("{}{extra}", json.trim_end_matches('}'))
+    MinOfReps::of(runs)
+        .expect("a result has at least one run")
+        .to_json(bench_name, name, "host")
 }
 
 fn main() {

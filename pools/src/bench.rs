@@ -254,6 +254,60 @@ impl FillDrain {
     }
 }
 
+/// The best of several runs of one implementation at one n: the minimum of each time (the
+/// estimate least disturbed by other load on a shared machine), with the medians beside it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MinOfReps {
+    /// Field-wise minimum of the runs (pages and names from the first).
+    pub best: FillDrain,
+    /// Median alloc time per op.
+    pub alloc_ns_per_op_median: f64,
+    /// Median free time per op.
+    pub free_ns_per_op_median: f64,
+    /// Runs summarised.
+    pub reps: usize,
+}
+
+impl MinOfReps {
+    /// Summarises `runs` (`None` when empty).
+    pub fn of(runs: &[FillDrain]) -> Option<Self> {
+        let mut best = *runs.first()?;
+        let min = |f: fn(&FillDrain) -> f64| runs.iter().map(f).fold(f64::INFINITY, f64::min);
+        best.alloc_ns_per_op = min(|r| r.alloc_ns_per_op);
+        best.free_ns_per_op = min(|r| r.free_ns_per_op);
+        best.alloc_total_ms = min(|r| r.alloc_total_ms);
+        best.free_total_ms = min(|r| r.free_total_ms);
+        let median = |f: fn(&FillDrain) -> f64| {
+            let mut values: Vec<f64> = runs.iter().map(f).collect();
+            values.sort_by(f64::total_cmp);
+            values[values.len() / 2]
+        };
+        Some(Self {
+            best,
+            alloc_ns_per_op_median: median(|r| r.alloc_ns_per_op),
+            free_ns_per_op_median: median(|r| r.free_ns_per_op),
+            reps: runs.len(),
+        })
+    }
+
+    /// One JSON object: [`FillDrain::to_json_as`] with `impl` set to `impl_name`, plus
+    /// `stat` ("min"), `reps` and the medians.
+    pub fn to_json(&self, bench: &str, impl_name: &str, place: &str) -> alloc::string::String {
+        let json = self.best.to_json_as(bench, place).replacen(
+            &alloc::format!("\"impl\":\"{}\"", self.best.impl_name),
+            &alloc::format!("\"impl\":\"{impl_name}\""),
+            1,
+        );
+        alloc::format!(
+            "{},\"stat\":\"min\",\"reps\":{},\"alloc_ns_per_op_median\":{:.3},\"free_ns_per_op_median\":{:.3}}}",
+            json.trim_end_matches('}'),
+            self.reps,
+            self.alloc_ns_per_op_median,
+            self.free_ns_per_op_median
+        )
+    }
+}
+
 impl PairResult {
     /// The result as one JSON object.
     pub fn to_json(&self, place: &str) -> alloc::string::String {

@@ -312,3 +312,37 @@ fn device_scribbling_breaks_in_block_designs_detectably() {
         "{r:?}"
     );
 }
+
+/// Two pools of one geometry hand out blocks with the same keys: a handle freed into the
+/// wrong pool (or the wrong node's pool of a set) must be refused by identity, leave both
+/// pools unchanged, and still free where it belongs.
+#[test]
+fn a_handle_with_a_key_valid_in_another_pool_is_foreign() {
+    let backing = leak_backing();
+    let mine: Pool<Scalable<&HostBacking>> = pool(backing, PoolConfig::new("mine", 128));
+    let theirs: Pool<Scalable<&HostBacking>> = pool(backing, PoolConfig::new("theirs", 128));
+    let a = mine.alloc_raw().unwrap();
+    let b = theirs.alloc_raw().unwrap();
+    assert_eq!(
+        mine.free_raw(b),
+        Err(PoolError::ForeignHandle {
+            cpu: b.cpu_ptr().as_ptr() as usize,
+            dma: b.dma_addr()
+        })
+    );
+    assert_eq!((mine.info().active, theirs.info().active), (1, 1));
+    mine.check_invariants().unwrap();
+    theirs.free_raw(b).unwrap();
+    mine.free_raw(a).unwrap();
+
+    let set: pools::NodePoolSet<Scalable<&HostBacking>, HostRawMutex> =
+        pools::NodePoolSet::create(&PoolConfig::new("set", 128), 2, |_| backing).unwrap();
+    let on0 = set.alloc_raw_on(NodeId(0)).unwrap();
+    let wrong = set.pool(NodeId(1)).unwrap().free_raw(on0);
+    assert!(
+        matches!(wrong, Err(PoolError::ForeignHandle { .. })),
+        "{wrong:?}"
+    );
+    set.free_raw(on0).unwrap();
+    assert!(set.pools().all(|p| p.info().active == 0));
+}

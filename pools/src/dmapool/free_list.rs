@@ -46,6 +46,11 @@ pub trait FreeList: sealed::Sealed + Default + Send {
         }
     }
 
+    /// Makes room for `total` keys, so that pushes up to that many never reallocate (a
+    /// reallocation copies the whole list: on the free path that would be O(n) once in a
+    /// while). The default does nothing (lists that need no memory of their own).
+    fn reserve_total(&mut self, _total: usize) {}
+
     /// Pops a free key. `resolve(key)` gives the block's address when `key` names a free
     /// block of the pool, else `None`. `Err(link)` reports a corrupted link (in-block only).
     fn pop(&mut self, resolve: impl Fn(u32) -> Option<NonNull<u8>>) -> Result<Option<u32>, u64>;
@@ -86,6 +91,18 @@ impl FreeList for SideStack {
     #[inline]
     unsafe fn push(&mut self, key: u32, _block: NonNull<u8>) {
         self.0.push(key);
+    }
+
+    /// Grows by doubling as `Vec` does, but into a fresh allocation that receives only the
+    /// keys held: while a pool fills, the list holds at most a page's keys, so growing it to
+    /// the pool's size costs almost no copying, and the later frees never reallocate.
+    fn reserve_total(&mut self, total: usize) {
+        if total <= self.0.capacity() {
+            return;
+        }
+        let mut grown = Vec::with_capacity(total.max(self.0.capacity() * 2));
+        grown.extend_from_slice(&self.0);
+        self.0 = grown;
     }
 
     #[inline]

@@ -49,6 +49,8 @@ pub struct Legacy<B: Backing> {
     /// Page-list entries visited by alloc and free: the O(n²) made countable.
     pages_walked: Cell<u64>,
     written_after_free: usize,
+    /// Stamped on handles; legacy itself finds a block's page by walking, as Linux did.
+    id: u64,
 }
 
 impl<B: Backing> Legacy<B> {
@@ -195,6 +197,7 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
             destroyed: false,
             pages_walked: Cell::new(0),
             written_after_free: 0,
+            id: super::next_pool_id(),
         })
     }
 
@@ -234,7 +237,7 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
         p.offset = next;
         p.in_use += 1;
         self.active += 1;
-        Ok(RawBlock::new(cpu, dma, NO_KEY, node))
+        Ok(RawBlock::new(cpu, dma, self.id, NO_KEY, node))
     }
 
     fn free(&mut self, block: RawBlock) -> Result<(), PoolError> {

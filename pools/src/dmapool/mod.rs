@@ -42,6 +42,7 @@ mod scalable;
 
 use alloc::string::String;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 pub use free_list::{FreeList, InBlock, SideStack};
 pub use legacy::Legacy;
@@ -141,12 +142,26 @@ impl PoolConfig {
 
 /// A block handed out by a pool, as plain addresses: what a driver stores next to the
 /// descriptor it gave the device. Copyable; the pool detects a second free of the same block.
+///
+/// Only a pool makes one (the fields are private), so a handle's addresses always belong to
+/// the block its key names in the pool its `pool` id names: a scalable pool checks the id
+/// (one comparison) to reject another pool's handle and the live bitmap to reject a second
+/// free, without re-deriving the addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RawBlock {
     cpu: NonNull<u8>,
     dma: DmaAddr,
+    pool: u64,
     key: u32,
     node: Option<NodeId>,
+}
+
+/// Pool identities: unique for the life of the system (a 64-bit counter does not wrap).
+static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A fresh pool identity for [`RawBlock`]s.
+pub(crate) fn next_pool_id() -> u64 {
+    NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed)
 }
 
 // SAFETY: a `RawBlock` is a pair of addresses and an index; it grants no access by itself
@@ -156,10 +171,17 @@ unsafe impl Send for RawBlock {}
 unsafe impl Sync for RawBlock {}
 
 impl RawBlock {
-    pub(crate) fn new(cpu: NonNull<u8>, dma: DmaAddr, key: u32, node: Option<NodeId>) -> Self {
+    pub(crate) fn new(
+        cpu: NonNull<u8>,
+        dma: DmaAddr,
+        pool: u64,
+        key: u32,
+        node: Option<NodeId>,
+    ) -> Self {
         Self {
             cpu,
             dma,
+            pool,
             key,
             node,
         }
@@ -183,8 +205,15 @@ impl RawBlock {
         self.node
     }
 
+    #[inline]
     pub(crate) fn key(&self) -> u32 {
         self.key
+    }
+
+    /// Identity of the pool that handed the block out.
+    #[inline]
+    pub(crate) fn pool(&self) -> u64 {
+        self.pool
     }
 }
 

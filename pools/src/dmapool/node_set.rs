@@ -47,6 +47,11 @@ impl<A: PoolAlgorithm, R: RawMutex> NodePoolSet<A, R> {
             .ok_or(PoolError::NoSuchNode { node })
     }
 
+    /// Every node's pool, in node order (e.g. for per-pool lock counters).
+    pub fn pools(&self) -> impl Iterator<Item = &DmaPool<A, R>> {
+        self.pools.iter()
+    }
+
     /// Number of nodes.
     pub fn nodes(&self) -> usize {
         self.pools.len()

@@ -82,11 +82,16 @@ impl<A: PoolAlgorithm, R: RawMutex> DmaPool<A, R> {
     }
 
     /// Allocates a block whose release is the caller's job (`dma_pool_alloc`).
+    // Always inlined with the algorithm's fast path (the slow paths are out of line): a call
+    // and return cost more than the whole O(1) free under an emulator like QEMU's TCG, where
+    // a `ret` is an indirect jump looked up in a hash table.
+    #[inline(always)]
     pub fn alloc_raw(&self) -> Result<RawBlock, PoolError> {
         self.inner.lock().alloc()
     }
 
     /// Gives back a block by its handle (`dma_pool_free(pool, vaddr, dma)`).
+    #[inline(always)]
     pub fn free_raw(&self, block: RawBlock) -> Result<(), PoolError> {
         self.inner.lock().free(block)
     }
@@ -125,6 +130,15 @@ impl<A: PoolAlgorithm, R: RawMutex> DmaPool<A, R> {
     /// of blocks still live and keeps their pages from the backing.
     pub fn destroy(mut self) -> Result<(), PoolError> {
         self.inner.get_mut().destroy()
+    }
+
+    /// The pool's raw lock, e.g. to read a counting lock's contention figures
+    /// (`pool.raw_lock().stats()` with the kernel's `CountingSpinLock`).
+    pub fn raw_lock(&self) -> &R {
+        // SAFETY: `Mutex::raw` is unsafe only because the caller could unlock a lock it does
+        // not hold; `RawMutex::unlock` is itself an unsafe fn, so safe code given `&R` can
+        // only lock (and must then unlock through that same unsafe call) or read state.
+        unsafe { self.inner.raw() }
     }
 
     /// Direct access to the unlocked algorithm for exclusive owners (benchmarks).

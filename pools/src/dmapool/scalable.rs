@@ -30,9 +30,10 @@ pub struct Scalable<B: Backing, F: FreeList = SideStack> {
     pages: Pages,
     live: Vec<u64>,
     free: F,
-    active: usize,
     written_after_free: usize,
     destroyed: bool,
+    /// This pool's identity, stamped on every handle it gives out.
+    id: u64,
 }
 
 fn is_live_in(live: &[u64], key: u32) -> bool {
@@ -52,17 +53,14 @@ fn locate_in(geo: &Geometry, pages: &Pages, key: u32) -> Option<(NonNull<u8>, Dm
 }
 
 impl<B: Backing, F: FreeList> Scalable<B, F> {
-    fn is_live(&self, key: u32) -> bool {
-        is_live_in(&self.live, key)
+    /// Blocks handed out: every block is either live or on the free list, so the count
+    /// needs no counter of its own on the hot paths.
+    fn active(&self) -> usize {
+        (self.pages.len() * self.geo.per_page).saturating_sub(self.free.len())
     }
 
-    fn set_live(&mut self, key: u32, live: bool) {
-        let (word, bit) = (key as usize / 64, 1u64 << (key % 64));
-        if live {
-            self.live[word] |= bit;
-        } else {
-            self.live[word] &= !bit;
-        }
+    fn is_live(&self, key: u32) -> bool {
+        is_live_in(&self.live, key)
     }
 
     fn locate(&self, key: u32) -> Option<(NonNull<u8>, DmaAddr)> {
@@ -90,6 +88,8 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
         let page = self.pages.push(chunk);
         let words = ((page + 1) << self.geo.key_shift).div_ceil(64);
         self.live.resize(words, 0);
+        // Room for every block on the free list now, so that no free ever reallocates it.
+        self.free.reserve_total((page + 1) * self.geo.per_page);
         let (geo, pages) = (&self.geo, &self.pages);
         let keys = (0..geo.per_page).map(|index| geo.key(page, index));
         // SAFETY: the keys are the blocks of the page just added, all free and pool-owned,
@@ -141,19 +141,26 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
     /// Frees block `key` at `cpu`/`dma` (as `locate` gave them).
     #[inline]
     fn release(&mut self, key: u32, cpu: NonNull<u8>, dma: DmaAddr) -> Result<(), PoolError> {
-        if !self.is_live(key) {
-            return Err(PoolError::DoubleFree { dma });
+        let bit = 1u64 << (key % 64);
+        match self.live.get_mut(key as usize / 64) {
+            Some(word) if *word & bit != 0 => *word &= !bit,
+            _ => return Err(double_free(dma)),
         }
-        self.set_live(key, false);
         if self.config.debug {
-            // SAFETY: the block was live and is now the pool's again; `size` bytes, and the
-            // in-block link (if any) is written after the poison.
-            unsafe { raw::fill(cpu, self.geo.size, POISON_FREED) };
+            self.poison_freed(cpu);
         }
         // SAFETY: `cpu` is the block named by `key`, now free and pool-owned.
         unsafe { self.free.push(key, cpu) };
-        self.active -= 1;
         Ok(())
+    }
+
+    /// Debug mode: poisons a block just given back.
+    #[cold]
+    #[inline(never)]
+    fn poison_freed(&mut self, cpu: NonNull<u8>) {
+        // SAFETY: the caller just took the block back from its client: it is free, pool-owned
+        // and `size` bytes; an in-block link (if any) is written after the poison.
+        unsafe { raw::fill(cpu, self.geo.size, POISON_FREED) };
     }
 
     fn release_at(&mut self, page: usize, index: usize) -> Result<(), PoolError> {
@@ -173,6 +180,22 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
     }
 }
 
+#[cold]
+#[inline(never)]
+fn double_free(dma: DmaAddr) -> PoolError {
+    PoolError::DoubleFree { dma }
+}
+
+#[cold]
+#[inline(never)]
+fn foreign_handle(cpu: NonNull<u8>, dma: DmaAddr) -> PoolError {
+    // By value, not `&RawBlock`: a reference would make the caller spill the handle to memory.
+    PoolError::ForeignHandle {
+        cpu: cpu.as_ptr() as usize,
+        dma,
+    }
+}
+
 impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
     type Backing = B;
     const NAME: &'static str = F::NAME;
@@ -186,13 +209,14 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
             backing,
             live: Vec::new(),
             free: F::default(),
-            active: 0,
             written_after_free: 0,
             destroyed: false,
+            id: super::next_pool_id(),
         })
     }
 
-    #[inline]
+    // Inlined into `DmaPool::alloc_raw` (see there); growth and debug checks are out of line.
+    #[inline(always)]
     fn alloc(&mut self) -> Result<RawBlock, PoolError> {
         let key = match self.pop_free()? {
             Some(key) => key,
@@ -210,26 +234,34 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
                 link: u64::from(key),
             });
         };
-        self.set_live(key, true);
-        self.active += 1;
+        // `locate` accepted the key, so its page exists and the bitmap covers it.
+        let Some(word) = self.live.get_mut(key as usize / 64) else {
+            return Err(PoolError::Inconsistent {
+                what: "free key beyond the live bitmap",
+            });
+        };
+        *word |= 1u64 << (key % 64);
         if self.config.debug {
             self.check_poison(cpu, dma);
         }
-        Ok(RawBlock::new(cpu, dma, key, self.config.node))
+        Ok(RawBlock::new(cpu, dma, self.id, key, self.config.node))
     }
 
-    #[inline]
+    /// Takes back a handle. Only a pool makes [`RawBlock`]s, so a handle stamped with this
+    /// pool's id carries the addresses of the block its key names (checked in debug builds):
+    /// the id rejects every other pool's handle, the live bit a second free.
+    #[inline(always)]
     fn free(&mut self, block: RawBlock) -> Result<(), PoolError> {
-        let key = block.key();
-        match self.locate(key) {
-            Some((cpu, dma)) if cpu == block.cpu_ptr() && dma == block.dma_addr() => {
-                self.release(key, cpu, dma)
-            }
-            _ => Err(PoolError::ForeignHandle {
-                cpu: block.cpu_ptr().as_ptr() as usize,
-                dma: block.dma_addr(),
-            }),
+        if block.pool() != self.id {
+            return Err(foreign_handle(block.cpu_ptr(), block.dma_addr()));
         }
+        let key = block.key();
+        debug_assert_eq!(
+            self.locate(key),
+            Some((block.cpu_ptr(), block.dma_addr())),
+            "a handle of this pool names its block"
+        );
+        self.release(key, block.cpu_ptr(), block.dma_addr())
     }
 
     fn free_cpu(&mut self, cpu: *const u8) -> Result<(), PoolError> {
@@ -261,7 +293,7 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
         PoolInfo {
             name: self.config.name.clone(),
             algorithm: F::NAME,
-            active: self.active,
+            active: self.active(),
             total: self.pages.len() * self.geo.per_page,
             size: self.geo.size,
             pages: self.pages.len(),
@@ -276,7 +308,8 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
             return Ok(());
         }
         self.destroyed = true;
-        let busy = self.active > 0;
+        let active = self.active();
+        let busy = active > 0;
         let leaked_pages = if busy { self.pages.len() } else { 0 };
         self.pages.release_all(&self.backing, busy);
         self.free = F::default();
@@ -285,11 +318,11 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
             log::error!(
                 "dma_pool_destroy {}, busy: {} blocks live",
                 self.config.name,
-                self.active
+                active
             );
             return Err(PoolError::Busy {
                 name: self.config.name.clone(),
-                live: self.active,
+                live: active,
                 leaked_pages,
             });
         }
@@ -308,12 +341,11 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
             }
         };
         let keys = self.free.keys(resolve);
-        if keys.len() != self.free.len() || keys.len() + self.active != total {
+        if keys.len() != self.free.len() || keys.len() > total {
             return Err(format!(
-                "free list walk {} / len {} + active {} != total {total}",
+                "free list walk {} / len {} / total {total}",
                 keys.len(),
                 self.free.len(),
-                self.active
             ));
         }
         let mut seen = alloc::vec![false; (self.pages.len() << self.geo.key_shift).max(1)];
@@ -327,10 +359,10 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
             }
         }
         let live_count: usize = self.live.iter().map(|w| w.count_ones() as usize).sum();
-        if live_count != self.active {
+        if live_count != self.active() {
             return Err(format!(
-                "live bitmap {live_count} != active {}",
-                self.active
+                "live bitmap {live_count} != total {total} - free {}",
+                self.free.len()
             ));
         }
         for chunk in self.pages.iter() {
