@@ -10,9 +10,8 @@
 
 mod support;
 
-use scsi::sense_alloc::SlabSense;
 use scsi::workload::{self, WorkloadParams};
-use support::{StdClock, args, sense_cache};
+use support::{StdClock, args, sense_cache, sense_front};
 
 fn main() {
     let words = args();
@@ -41,7 +40,7 @@ fn main() {
             }
         };
         let cache = sense_cache();
-        let report = match workload::run_fake_rw(&params, SlabSense::new(&cache), StdClock::new()) {
+        let report = match workload::run_fake_rw(&params, sense_front(&cache), StdClock::new()) {
             Ok(r) => r,
             Err(error) => {
                 eprintln!("fake_rw: {error}");

@@ -11,9 +11,8 @@
 
 mod support;
 
-use scsi::sense_alloc::SlabSense;
 use scsi::workload::{WorkloadParams, compare_sense_modes};
-use support::{StdClock, args, sense_cache};
+use support::{StdClock, args, sense_cache, sense_front};
 
 fn main() {
     let mut reps = 5;
@@ -35,11 +34,7 @@ fn main() {
             std::process::exit(2)
         });
         let caches = [sense_cache(), sense_cache(), sense_cache()];
-        let slabs = [
-            SlabSense::new(&caches[0]),
-            SlabSense::new(&caches[1]),
-            SlabSense::new(&caches[2]),
-        ];
+        let slabs = caches.each_ref().map(sense_front);
         let summary =
             compare_sense_modes(&params, slabs, StdClock::new(), reps).unwrap_or_else(|e| {
                 eprintln!("sense_reserve: {e}");

@@ -25,7 +25,7 @@ use core::fmt::Write;
 use pools::slab::SlabConfig;
 use pools::{Magazine, MagazineStats, SlabCache};
 use scsi::midlayer::Midlayer;
-use scsi::sense_alloc::SlabSense;
+use scsi::sense_alloc::{SENSE_MAGAZINE_OBJECTS, SlabSense};
 use scsi::target::{
     OPT_MEDIUM_ERR, OPT_RECOVERED_ERR, OPT_TIMEOUT, OPT_UNIT_ATTENTION, ScsiDebug, TargetStats,
 };
@@ -40,10 +40,6 @@ use crate::storage::report::print_scan;
 use crate::storage::{Frames, HostInfo, KernelClock};
 use crate::sync::barrier::SpinBarrier;
 use crate::sync::spinlock::{CountingSpinLock, LockStats};
-
-/// Free sense buffers each CPU keeps in its magazine: one iodepth's worth covers a queue's
-/// in-flight commands at the default depth, so steady state never reaches the slab lock.
-pub const MAGAZINE_OBJECTS: usize = 64;
 
 /// The shared sense slab, with a counting lock so contention shows in the results.
 pub type SenseCache = SlabCache<Frames, CountingSpinLock>;
@@ -107,7 +103,7 @@ fn run_queue(
     let job = queue_job(&params.job, cpu, queues);
     let setup = (|| {
         let target = ScsiDebug::new(params.target.clone(), KernelClock);
-        let slab = Magazine::new(SlabSense::new(cache), MAGAZINE_OBJECTS);
+        let slab = Magazine::new(SlabSense::new(cache), SENSE_MAGAZINE_OBJECTS);
         let mut stack = Midlayer::new(target, slab, params.sense, KernelClock)?;
         let scan = stack.scan();
         if cpu == 0 {

@@ -1,8 +1,9 @@
 //! Shared by the host examples: a `std` clock and the sense slab cache.
 
 use pools::host::HostBacking;
-use pools::{SlabCache, SlabConfig};
+use pools::{Magazine, SlabCache, SlabConfig};
 use scsi::clock::Clock;
+use scsi::sense_alloc::{SENSE_MAGAZINE_OBJECTS, SlabSense};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use std::time::Instant;
 
@@ -29,6 +30,12 @@ pub fn sense_cache() -> SlabCache<HostBacking> {
         HostBacking::new(),
     )
     .expect("slab cache")
+}
+
+/// The per-CPU front the guest puts before the sense slab: a magazine of free buffers, so the
+/// common allocation and free take no lock (a Linux slab's per-CPU array cache).
+pub fn sense_front(cache: &SlabCache<HostBacking>) -> Magazine<SlabSense<'_, HostBacking>> {
+    Magazine::new(SlabSense::new(cache), SENSE_MAGAZINE_OBJECTS)
 }
 
 /// Words of the form key=value from the command line, joined for `WorkloadParams::parse`.

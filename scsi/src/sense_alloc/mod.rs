@@ -23,6 +23,10 @@ use alloc::vec::Vec;
 use core::cell::Cell;
 use pools::{AllocMode, ElementAllocator, Mempool};
 
+/// Free buffers a per-CPU `pools::Magazine` in front of the sense slab holds: more than one
+/// queue's default iodepth (32), so in steady state no allocation reaches the slab's lock.
+pub const SENSE_MAGAZINE_OBJECTS: usize = 64;
+
 /// How sense buffers are reserved, chosen at host creation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SenseMode {
