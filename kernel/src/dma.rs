@@ -43,6 +43,31 @@ pub fn frames() -> Option<&'static DmaFrames> {
     FRAMES.get()
 }
 
+/// Zeroes `words` 8-byte words at `start`, eight stores per loop iteration.
+///
+/// Why not `write_bytes`: the kernel's `memset` is `rep stosq`, and QEMU's TCG (7.2) runs one
+/// translation block per iteration of a `rep` string instruction, so zeroing a 4 KiB page
+/// costs 512 block dispatches; this loop costs 64. On hardware both are a few hundred cycles
+/// per page. Volatile stores keep the compiler from turning the loop back into `memset`.
+///
+/// # Safety
+/// `start..start + words` must be writable memory that nothing else uses, 8-byte aligned,
+/// and `words` a multiple of 8.
+unsafe fn zero_frames(start: *mut u64, words: usize) {
+    let mut at = start;
+    // SAFETY: `start + words` is the end of the caller's range.
+    let end = unsafe { start.add(words) };
+    while at < end {
+        for offset in 0..8 {
+            // SAFETY: `at + 8 <= end` because `words` is a multiple of 8; the caller owns the
+            // range and it is aligned.
+            unsafe { at.add(offset).write_volatile(0) };
+        }
+        // SAFETY: as above, at most `end`.
+        at = unsafe { at.add(8) };
+    }
+}
+
 /// One zeroed page for kernel use (page tables), or `None` when out of frames.
 pub fn alloc_zeroed_page() -> Option<u64> {
     let run = frames()?
@@ -100,8 +125,9 @@ unsafe impl Backing for DmaFrames {
             .ok_or(exhausted)?;
         let phys = run.phys;
         let len_rounded = pages * PAGE_BYTES as usize;
-        // SAFETY: the run was just allocated to us and is identity mapped.
-        unsafe { core::ptr::write_bytes(phys as *mut u8, 0, len_rounded) };
+        // SAFETY: the run was just allocated to us, is identity mapped, page aligned and
+        // `len_rounded` (a multiple of the page size) long.
+        unsafe { zero_frames(phys as *mut u64, len_rounded / 8) };
         let cpu = NonNull::new(phys as *mut u8).ok_or(BackingError::Exhausted {
             len_bytes,
             align_bytes,

@@ -1,9 +1,13 @@
 //! A bitmap page-frame allocator: the physical memory under every DMA pool in the guest.
 //!
 //! One bit per 4 KiB frame over one contiguous physical range (set = in use). Allocation is
-//! next-fit: the scan starts where the last allocation ended and skips full 64-frame words, so
-//! the common one-page request of a dmapool growing is O(1) amortised and contiguous runs for
-//! larger chunks are found without a separate free-list structure. Alignment is in *physical*
+//! lowest-address first: the scan starts at a hint below which no frame is free and skips full
+//! 64-frame words, so the common one-page request of a dmapool growing is O(1) amortised and
+//! contiguous runs for larger chunks are found without a separate free-list structure.
+//! Lowest-first reuses the frames freed last time (as Linux's per-CPU page lists hand back
+//! hot pages) instead of walking through all of memory as next-fit does; under QEMU that also
+//! matters because the host backs guest RAM lazily, so a frame's first touch costs a host
+//! page fault. Alignment is in *physical*
 //! terms, because a device sees physical addresses. Frees are checked: a run that is not fully
 //! allocated, or lies outside the range, is refused with an error and changes nothing.
 //!
@@ -40,7 +44,8 @@ pub struct FrameBitmap {
     base: u64,
     frames: usize,
     words: Vec<u64>,
-    next: usize,
+    /// No frame below this index is free.
+    lowest_free: usize,
     free: usize,
 }
 
@@ -59,7 +64,7 @@ impl FrameBitmap {
             base: range.start,
             frames,
             words,
-            next: 0,
+            lowest_free: 0,
             free: frames,
         }
     }
@@ -104,19 +109,16 @@ impl FrameBitmap {
             return None;
         }
         let align = align_bytes.max(PAGE_BYTES);
-        let start = self.next;
-        let found = self
-            .scan(start, self.frames, count, align)
-            .or_else(|| self.scan(0, start, count, align))?;
+        let found = self.scan(self.lowest_free, self.frames, count, align)?;
         for index in found..found + count {
             self.set(index, true);
         }
         self.free -= count;
-        self.next = if found + count >= self.frames {
-            0
-        } else {
-            found + count
-        };
+        // A run that started at the lowest free frame leaves none free below its end; one
+        // further up (alignment, or a hole too short) leaves the hint where it was.
+        if found == self.lowest_free {
+            self.lowest_free = found + count;
+        }
         Some(self.base + found as u64 * PAGE_BYTES)
     }
 
@@ -165,6 +167,7 @@ impl FrameBitmap {
             self.set(index, false);
         }
         self.free += count;
+        self.lowest_free = self.lowest_free.min(first);
         Ok(())
     }
 }
@@ -190,11 +193,26 @@ mod tests {
         assert_eq!(frames.alloc(1, 1), None);
         assert_eq!(frames.free_frames(), 0);
         frames.free(got[10], 1).unwrap();
-        assert_eq!(
-            frames.alloc(1, 1),
-            Some(got[10]),
-            "wraps around to the hole"
-        );
+        frames.free(got[40], 1).unwrap();
+        assert_eq!(frames.alloc(1, 1), Some(got[10]), "the lowest hole first");
+        assert_eq!(frames.alloc(1, 1), Some(got[40]));
+        assert_eq!(frames.alloc(1, 1), None);
+    }
+
+    #[test]
+    fn freed_frames_are_reused_lowest_first() {
+        let mut frames = bitmap(300);
+        let first: Vec<u64> = (0..100).map(|_| frames.alloc(1, 1).unwrap()).collect();
+        for &phys in first.iter().rev() {
+            frames.free(phys, 1).unwrap();
+        }
+        let again: Vec<u64> = (0..100).map(|_| frames.alloc(1, 1).unwrap()).collect();
+        assert_eq!(again, first, "a refill takes the same (warm) frames again");
+        // A hole too short for a run is skipped but stays available to one frame.
+        frames.free(again[5], 1).unwrap();
+        let run = frames.alloc(2, 1).unwrap();
+        assert!(run > again[99]);
+        assert_eq!(frames.alloc(1, 1), Some(again[5]));
     }
 
     #[test]
