@@ -105,6 +105,9 @@ struct TestArgs {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Random 4 KiB reads at iodepth 1 and 32 through virtio-scsi and/or the LSI SAS1068 to a
+    /// QEMU null-co disk (IOPS, mean and p99 latency).
+    Device(bench::device::Options),
     /// The mpt3sas chain-pool pattern on the legacy and scalable dmapool.
     Dmapool(bench::dmapool::Options),
     /// fio-style random I/O through the midlayer to scsi_debug with fake_rw=1 (IOPS, latency,
@@ -119,6 +122,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run(args),
         Command::Test(args) => test(args),
+        Command::Bench(BenchCommand::Device(options)) => {
+            bench::device::run(&options).map(|()| ExitCode::SUCCESS)
+        }
         Command::Bench(BenchCommand::Dmapool(options)) => {
             bench::dmapool::run(&options).map(|()| ExitCode::SUCCESS)
         }

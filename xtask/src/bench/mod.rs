@@ -6,6 +6,7 @@
 //! and hands them to [`plot`] for the SVG. Absolute times on a shared machine are noise, so each
 //! benchmark runs its sides in one process and reports their ratio as well.
 
+pub mod device;
 pub mod dmapool;
 pub mod fake_rw;
 pub mod plot;
