@@ -30,7 +30,7 @@ use scsi::target::{
     OPT_MEDIUM_ERR, OPT_RECOVERED_ERR, OPT_TIMEOUT, OPT_UNIT_ATTENTION, ScsiDebug, TargetStats,
 };
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
-use scsi::workload::{self, JobParams, Limit, WorkloadError, WorkloadParams, WorkloadReport};
+use scsi::workload::{self, Limit, WorkloadError, WorkloadParams, WorkloadReport};
 
 use crate::arch::exit::ExitCode;
 use crate::cmdline::Cmdline;
@@ -68,29 +68,6 @@ fn host_info() -> HostInfo {
     }
 }
 
-/// `job` as run by queue `queue` of `queues`: its share of the jobs and of an I/O limit, and
-/// its own random streams.
-pub fn queue_job(job: &JobParams, queue: usize, queues: usize) -> JobParams {
-    let numjobs = usize::from(job.numjobs);
-    let jobs_here = numjobs / queues + usize::from(queue < numjobs % queues);
-    let first = queue * (numjobs / queues) + queue.min(numjobs % queues);
-    let limit = match job.limit {
-        Limit::Ios(n) => {
-            let share = |j: usize| n / numjobs as u64 + u64::from((j as u64) < n % numjobs as u64);
-            Limit::Ios((first..first + jobs_here).map(share).sum())
-        }
-        runtime => runtime,
-    };
-    JobParams {
-        numjobs: jobs_here as u16,
-        limit,
-        seed: job
-            .seed
-            .wrapping_add((first as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
-        ..job.clone()
-    }
-}
-
 /// Builds, scans and runs one queue on the calling CPU. Every caller passes the barrier exactly
 /// once, whether its set-up worked or not, so one failure cannot hang the others.
 fn run_queue(
@@ -100,7 +77,7 @@ fn run_queue(
     cache: &SenseCache,
     barrier: &SpinBarrier,
 ) -> Result<QueueRun, WorkloadError> {
-    let job = queue_job(&params.job, cpu, queues);
+    let job = params.job.share(cpu, queues);
     let setup = (|| {
         let target = ScsiDebug::new(params.target.clone(), KernelClock);
         let slab = Magazine::new(SlabSense::new(cache), SENSE_MAGAZINE_OBJECTS);

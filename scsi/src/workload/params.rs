@@ -64,6 +64,35 @@ impl Default for JobParams {
     }
 }
 
+impl JobParams {
+    /// The part of this job that queue `queue` of `queues` runs when the jobs are spread over
+    /// several submission queues (one per CPU): its share of the `numjobs` jobs (jobs beyond
+    /// the queue count share a queue), its share of an `ios` limit (the shares add up to the
+    /// limit exactly), and random streams of its own. `queues` of 0 counts as 1.
+    pub fn share(&self, queue: usize, queues: usize) -> JobParams {
+        let queues = queues.max(1);
+        let numjobs = usize::from(self.numjobs);
+        let jobs_here = numjobs / queues + usize::from(queue < numjobs % queues);
+        let first = queue * (numjobs / queues) + queue.min(numjobs % queues);
+        let limit = match self.limit {
+            Limit::Ios(n) => {
+                let jobs = numjobs.max(1) as u64;
+                let share = |j: usize| n / jobs + u64::from((j as u64) < n % jobs);
+                Limit::Ios((first..first + jobs_here).map(share).sum())
+            }
+            runtime => runtime,
+        };
+        JobParams {
+            numjobs: jobs_here as u16,
+            limit,
+            seed: self
+                .seed
+                .wrapping_add((first as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            ..self.clone()
+        }
+    }
+}
+
 /// Everything a fake_rw run needs: the job, the sense allocator mode, the target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkloadParams {
@@ -232,6 +261,37 @@ mod tests {
         assert_eq!(
             WorkloadParams::parse("ios=1000").unwrap().job.limit,
             Limit::Ios(1000)
+        );
+    }
+
+    #[test]
+    fn shares_cover_every_job_and_io_exactly() {
+        for (numjobs, queues, ios) in [(1, 1, 10), (2, 2, 100_001), (5, 2, 7), (3, 4, 1000)] {
+            let job = WorkloadParams::parse(&alloc::format!("numjobs={numjobs} ios={ios}"))
+                .unwrap()
+                .job;
+            let shares: alloc::vec::Vec<JobParams> =
+                (0..queues).map(|q| job.share(q, queues)).collect();
+            let jobs: u16 = shares.iter().map(|s| s.numjobs).sum();
+            let total: u64 = shares
+                .iter()
+                .map(|s| match s.limit {
+                    Limit::Ios(n) => n,
+                    Limit::RuntimeNs(_) => unreachable!(),
+                })
+                .sum();
+            assert_eq!(
+                (jobs, total),
+                (numjobs, ios),
+                "{numjobs} jobs on {queues} queues"
+            );
+        }
+        let job = JobParams::default();
+        assert_ne!(job.share(0, 2).seed, job.share(1, 2).seed);
+        assert_eq!(
+            job.share(1, 2).limit,
+            job.limit,
+            "a runtime is every queue's"
         );
     }
 
