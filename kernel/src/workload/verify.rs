@@ -5,7 +5,9 @@
 //! paths that break: one 4 KiB block, a single sector, an odd range that starts and ends off
 //! the 4 KiB grid, one command of the host's largest transfer (256 pages: on the SAS1068 that
 //! is 25+ chain frames from the chain pool), four such commands in flight together, and the
-//! last blocks of the medium. SYNCHRONIZE CACHE then flushes the device's write cache.
+//! last blocks of the medium. A READ past the end must come back as CHECK CONDITION with the
+//! sense data (ILLEGAL REQUEST, ASC 21h), which proves the adapter's sense path (MPT
+//! autosense DMA into the slab's buffers). SYNCHRONIZE CACHE then flushes the write cache.
 //!
 //! The pattern lets the host check the image files after QEMU exits (`image_check` with
 //! `pattern = "offset-u64"` in tests/guest.toml): every 8-byte little-endian word holds its own
@@ -179,6 +181,10 @@ impl Verify {
                 ok = false;
             }
         }
+        if let Err(err) = check_sense(stack, disk) {
+            println!("VERIFY {} {}: FAILED: sense: {err}", disk.name, disk.hctl);
+            ok = false;
+        }
         if let Err(err) = synchronize_cache(stack, disk) {
             println!(
                 "VERIFY {} {}: FAILED: SYNCHRONIZE CACHE: {err}",
@@ -188,7 +194,7 @@ impl Verify {
         }
         if ok {
             println!(
-                "VERIFY {} {}: {} ranges written, read back and flushed, ok (seed {:#x})",
+                "VERIFY {} {}: {} ranges written, read back and flushed, sense checked, ok (seed {:#x})",
                 disk.name,
                 disk.hctl,
                 plan.len(),
@@ -196,6 +202,34 @@ impl Verify {
             );
         }
         ok
+    }
+}
+
+/// A READ past the last block must end in CHECK CONDITION, ILLEGAL REQUEST, LOGICAL BLOCK
+/// ADDRESS OUT OF RANGE (SBC-4: ASC 21h). The midlayer sees the sense key only if the
+/// adapter delivered the sense data: virtio-scsi in its response, the SAS1068 by autosense DMA
+/// straight into the midlayer's sense buffer, a slab object in DMA frames.
+fn check_sense<H: ScsiHost>(stack: &mut Stack<'_, H>, disk: &NamedDisk) -> Result<(), String> {
+    let cdb = Cdb::read(Lba(disk.disk.blocks), scsi::wire::BlockCount(1));
+    let data = vec![0u8; disk.disk.block_len as usize];
+    let mut request = Request::new(disk.disk.device, cdb, data);
+    request.retries = 0;
+    match stack.execute(request).0 {
+        Err(ScsiError::CheckCondition {
+            key: scsi::wire::SenseKey::IllegalRequest,
+            asc: 0x21,
+            ..
+        }) => {
+            log::info!(
+                "verify {} read past the end: CHECK CONDITION, ILLEGAL REQUEST, ASC 21h (sense delivered), ok",
+                disk.name
+            );
+            Ok(())
+        }
+        Err(other) => Err(format!(
+            "a READ past the last block ended in {other}, not ILLEGAL REQUEST / ASC 21h"
+        )),
+        Ok(_) => Err(String::from("a READ past the last block succeeded")),
     }
 }
 
