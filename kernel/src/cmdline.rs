@@ -31,6 +31,9 @@ pub enum Workload {
     /// `slab` vs `mempool:2` vs `prealloc` sense buffers on the fake-rw workload, alternating,
     /// clean and with `every_nth` error injection (`workload::sense_reserve`).
     SenseReserve,
+    /// Serve the first disk of the scan over NBD on virtio-net, with a stats port, until told
+    /// to stop (`workload::nbd`; `ip=`, `gw=`, `nbd_port=`, `stats_port=`).
+    Nbd,
     /// Boot, print the machine summary and exit.
     None,
 }
@@ -90,6 +93,8 @@ pub struct Cmdline {
     /// `max_queue`, ...), parsed by the `scsi` crate's own parameter table so the guest and
     /// the host examples spell them the same way.
     pub io: scsi::workload::WorkloadParams,
+    /// `ip=`, `gw=`, `nbd_port=`, `stats_port=`: the network for `workload=nbd`.
+    pub net: crate::net::config::NetConfig,
 }
 
 /// The mpt3sas chain pool: 373959 blocks of 128 bytes, 16-byte aligned.
@@ -108,6 +113,7 @@ impl Default for Cmdline {
             maxcpus: None,
             smp_inject: SmpInject::None,
             io: scsi::workload::WorkloadParams::default(),
+            net: crate::net::config::NetConfig::default(),
         }
     }
 }
@@ -144,6 +150,7 @@ impl CmdlineError {
 }
 
 const KNOWN_KEYS: &str = "workload, n, size, align, impl, test, loglevel, maxcpus, smp_inject, \
+     ip, gw, nbd_port, stats_port, \
      and the fio/scsi_debug words (iodepth, bs, rw, runtime, ios, seed, sense, max_queue, ...)";
 /// Most CPUs `maxcpus=` accepts (the kernel's per-CPU table size).
 pub const MAX_CPUS: u64 = crate::topology::MAX_CPUS as u64;
@@ -240,6 +247,7 @@ impl Cmdline {
                         ("device", Workload::Device),
                         ("fake-rw", Workload::FakeRw),
                         ("sense-reserve", Workload::SenseReserve),
+                        ("nbd", Workload::Nbd),
                         ("none", Workload::None),
                     ],
                 )?;
@@ -277,6 +285,10 @@ impl Cmdline {
                     ],
                 )?;
             }
+            _ if crate::net::config::NetConfig::is_key(key) => self
+                .net
+                .set(key, value)
+                .map_err(|err| CmdlineError::bad(key, value, err))?,
             _ if scsi::workload::WorkloadParams::is_key(key) => self
                 .io
                 .set(key, value)

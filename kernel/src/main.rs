@@ -41,6 +41,11 @@ mod memmap;
     not(target_os = "none"),
     allow(dead_code, reason = "used by the guest build and by tests")
 )]
+mod net;
+#[cfg_attr(
+    not(target_os = "none"),
+    allow(dead_code, reason = "used by the guest build and by tests")
+)]
 mod node_frames;
 #[cfg_attr(
     not(target_os = "none"),

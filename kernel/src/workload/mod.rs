@@ -6,6 +6,7 @@ use crate::cmdline::{Cmdline, Workload};
 mod device;
 mod dmapool;
 mod fake_rw;
+mod nbd;
 mod sense_reserve;
 mod verify;
 
@@ -22,5 +23,6 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         Workload::Device => device::run(cmdline),
         Workload::FakeRw => fake_rw::run(cmdline),
         Workload::SenseReserve => sense_reserve::run(cmdline),
+        Workload::Nbd => nbd::run(cmdline),
     }
 }

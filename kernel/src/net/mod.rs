@@ -1,0 +1,18 @@
+//! Networking: virtio-net under smoltcp, serving the first SCSI disk over NBD and the pool and
+//! I/O statistics as text.
+//!
+//! [`nbd`] (the protocol, sans I/O) and [`config`] (the command-line words) are pure and built on
+//! the host, where they are tested; the rest runs in the guest: [`device`] binds virtio-drivers'
+//! `VirtIONet` to the virtio-net PCI function over the storage layer's `Hal` and PCI transport and
+//! presents it to smoltcp as a polled `phy::Device`; [`server`] runs the TCP listeners and moves
+//! bytes between sockets and NBD sessions; [`stats`] formats the stats endpoint's text.
+
+pub mod config;
+pub mod nbd;
+
+#[cfg(target_os = "none")]
+pub mod device;
+#[cfg(target_os = "none")]
+pub mod server;
+#[cfg(target_os = "none")]
+pub mod stats;

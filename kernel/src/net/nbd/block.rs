@@ -1,0 +1,139 @@
+//! A byte-addressed [`Export`] over a block device: requests on the block grid go straight to
+//! the device; the partial blocks at either end of an unaligned request are read, patched and
+//! written back (the server advertises a 512-byte minimum block size, so well-behaved clients
+//! never need this, but the protocol does not forbid it). SCSI errors become NBD errno values
+//! here ([`errno_for`]).
+
+use alloc::vec;
+
+use scsi::midlayer::ScsiError;
+use scsi::wire::SenseKey;
+
+use super::session::{Export, MAX_PAYLOAD_BYTES};
+use super::wire::Errno;
+
+/// What [`BlockExport`] needs from a disk. Ranges are whole blocks within the disk.
+pub trait BlockDevice {
+    /// Logical block size in bytes (a power of two).
+    fn block_bytes(&self) -> u32;
+    /// Number of logical blocks.
+    fn blocks(&self) -> u64;
+    /// Reads `buf.len()` bytes (a multiple of the block size) from `lba`.
+    fn read_blocks(&mut self, lba: u64, buf: &mut [u8]) -> Result<(), ScsiError>;
+    /// Writes `data` (a multiple of the block size) at `lba`.
+    fn write_blocks(&mut self, lba: u64, data: &[u8]) -> Result<(), ScsiError>;
+    /// SYNCHRONIZE CACHE over the whole medium.
+    fn flush(&mut self) -> Result<(), ScsiError>;
+}
+
+/// The NBD error for a failed SCSI command or block operation.
+pub fn errno_for(error: &ScsiError) -> Errno {
+    match error {
+        ScsiError::CheckCondition { key, asc, .. } => match *key {
+            SenseKey::DataProtect => Errno::EPERM,
+            // LBA out of range (21h) or invalid field in CDB (24h): the request was wrong.
+            SenseKey::IllegalRequest if matches!(asc, 0x21 | 0x24) => Errno::EINVAL,
+            SenseKey::IllegalRequest => Errno::ENOTSUP,
+            // Medium, hardware, not ready, aborted, ...: the data could not be moved.
+            _ => Errno::EIO,
+        },
+        ScsiError::OutOfRange { .. } | ScsiError::BadBufferLength { .. } => Errno::EINVAL,
+        ScsiError::TransferTooLarge { .. } => Errno::EOVERFLOW,
+        ScsiError::SenseUnavailable | ScsiError::QueueFull => Errno::ENOMEM,
+        _ => Errno::EIO,
+    }
+}
+
+/// An [`Export`] over a [`BlockDevice`].
+#[derive(Debug)]
+pub struct BlockExport<D> {
+    device: D,
+}
+
+impl<D: BlockDevice> BlockExport<D> {
+    /// Wraps `device`.
+    pub fn new(device: D) -> Self {
+        BlockExport { device }
+    }
+
+    /// The device, for counters.
+    pub fn device(&self) -> &D {
+        &self.device
+    }
+
+    /// `offset..offset+len` widened to whole blocks: (first LBA, bytes).
+    fn widen(&self, offset: u64, len: usize) -> (u64, usize) {
+        let block = u64::from(self.device.block_bytes());
+        let start = offset / block * block;
+        let end = (offset + len as u64).div_ceil(block) * block;
+        (start / block, (end - start) as usize)
+    }
+
+    fn is_aligned(&self, offset: u64, len: usize) -> bool {
+        let block = u64::from(self.device.block_bytes());
+        offset % block == 0 && len as u64 % block == 0
+    }
+
+    fn write_inner(&mut self, offset: u64, data: &[u8]) -> Result<(), ScsiError> {
+        if self.is_aligned(offset, data.len()) {
+            let lba = offset / u64::from(self.device.block_bytes());
+            return self.device.write_blocks(lba, data);
+        }
+        let (lba, bytes) = self.widen(offset, data.len());
+        let mut bounce = vec![0u8; bytes];
+        self.device.read_blocks(lba, &mut bounce)?;
+        let skip = (offset - lba * u64::from(self.device.block_bytes())) as usize;
+        bounce[skip..skip + data.len()].copy_from_slice(data);
+        self.device.write_blocks(lba, &bounce)
+    }
+}
+
+impl<D: BlockDevice> Export for BlockExport<D> {
+    fn size_bytes(&self) -> u64 {
+        self.device
+            .blocks()
+            .saturating_mul(u64::from(self.device.block_bytes()))
+    }
+
+    fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        if self.is_aligned(offset, buf.len()) {
+            let lba = offset / u64::from(self.device.block_bytes());
+            return self.device.read_blocks(lba, buf).map_err(|e| errno_for(&e));
+        }
+        let (lba, bytes) = self.widen(offset, buf.len());
+        let mut bounce = vec![0u8; bytes];
+        self.device
+            .read_blocks(lba, &mut bounce)
+            .map_err(|e| errno_for(&e))?;
+        let skip = (offset - lba * u64::from(self.device.block_bytes())) as usize;
+        buf.copy_from_slice(&bounce[skip..skip + buf.len()]);
+        Ok(())
+    }
+
+    fn write(&mut self, offset: u64, data: &[u8], fua: bool) -> Result<(), Errno> {
+        if !data.is_empty() {
+            self.write_inner(offset, data).map_err(|e| errno_for(&e))?;
+        }
+        if fua { self.flush() } else { Ok(()) }
+    }
+
+    fn write_zeroes(&mut self, offset: u64, len: u64, fua: bool) -> Result<(), Errno> {
+        let chunk = (MAX_PAYLOAD_BYTES as u64).min(1 << 20);
+        let zeroes = vec![0u8; chunk.min(len) as usize];
+        let mut done = 0;
+        while done < len {
+            let now = chunk.min(len - done) as usize;
+            self.write_inner(offset + done, &zeroes[..now])
+                .map_err(|e| errno_for(&e))?;
+            done += now as u64;
+        }
+        if fua { self.flush() } else { Ok(()) }
+    }
+
+    fn flush(&mut self) -> Result<(), Errno> {
+        self.device.flush().map_err(|e| errno_for(&e))
+    }
+}

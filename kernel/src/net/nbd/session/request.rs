@@ -1,0 +1,132 @@
+//! The transmission phase: one 28-byte request header (magic, flags, type, handle, offset,
+//! length), a payload for writes, and a simple reply (magic, error, handle), followed by the data
+//! of a successful read.
+
+use super::{CloseReason, Export, MAX_PAYLOAD_BYTES, Session};
+use crate::net::nbd::wire::{self, Errno, cflag, cmd};
+
+/// A parsed request header.
+#[derive(Debug, Clone, Copy)]
+struct Request {
+    flags: u16,
+    kind: u16,
+    handle: u64,
+    offset: u64,
+    len: u32,
+}
+
+impl Session {
+    /// Handles one request if it is complete; returns the bytes taken.
+    pub(super) fn request(&mut self, export: &mut impl Export) -> Option<usize> {
+        let input = self.unparsed();
+        if input.len() < wire::REQUEST_BYTES {
+            return None;
+        }
+        let magic = wire::be_u32(input, 0);
+        if magic != wire::REQUEST_MAGIC {
+            self.close(CloseReason::BadRequestMagic(magic));
+            return Some(0);
+        }
+        let request = Request {
+            flags: wire::be_u16(input, 4),
+            kind: wire::be_u16(input, 6),
+            handle: wire::be_u64(input, 8),
+            offset: wire::be_u64(input, 16),
+            len: wire::be_u32(input, 24),
+        };
+        if request.kind != cmd::WRITE {
+            self.command(request, export);
+            return Some(wire::REQUEST_BYTES);
+        }
+        if request.len > MAX_PAYLOAD_BYTES {
+            // The payload follows on the wire and is too large to take; the stream cannot be
+            // resynchronised without reading it, so answer and hang up.
+            self.simple_reply(Some(Errno::EOVERFLOW), request.handle);
+            self.close(CloseReason::OversizeWrite(request.len));
+            return Some(wire::REQUEST_BYTES);
+        }
+        let total = wire::REQUEST_BYTES + request.len as usize;
+        if input.len() < total {
+            return None;
+        }
+        let result = match check_range(request, export.size_bytes(), Errno::ENOSPC) {
+            Err(errno) => Err(errno),
+            Ok(()) => {
+                let start = self.consumed + wire::REQUEST_BYTES;
+                let data = &self.input[start..start + request.len as usize];
+                export.write(request.offset, data, request.flags & cflag::FUA != 0)
+            }
+        };
+        if result.is_ok() {
+            self.stats.writes += 1;
+            self.stats.bytes_written += u64::from(request.len);
+        }
+        self.simple_reply(result.err(), request.handle);
+        Some(total)
+    }
+
+    /// Every command without a payload.
+    fn command(&mut self, request: Request, export: &mut impl Export) {
+        let fua = request.flags & cflag::FUA != 0;
+        let result = match request.kind {
+            cmd::READ => return self.read(request, export),
+            cmd::DISC => {
+                // No reply: the client closes after sending it (and the server after flushing).
+                self.close(CloseReason::Disconnect);
+                return;
+            }
+            cmd::FLUSH => export.flush().inspect(|()| self.stats.flushes += 1),
+            // Trim is advisory (the protocol lets the server ignore it); only the range is
+            // checked. SCSI UNMAP is not wired into the midlayer.
+            cmd::TRIM => check_range(request, export.size_bytes(), Errno::ENOSPC)
+                .inspect(|()| self.stats.trims += 1),
+            cmd::WRITE_ZEROES => {
+                check_range(request, export.size_bytes(), Errno::ENOSPC).and_then(|()| {
+                    export
+                        .write_zeroes(request.offset, u64::from(request.len), fua)
+                        .inspect(|()| self.stats.write_zeroes += 1)
+                })
+            }
+            _ => Err(Errno::EINVAL),
+        };
+        self.simple_reply(result.err(), request.handle);
+    }
+
+    fn read(&mut self, request: Request, export: &mut impl Export) {
+        if request.len > MAX_PAYLOAD_BYTES {
+            self.simple_reply(Some(Errno::EOVERFLOW), request.handle);
+            return;
+        }
+        if let Err(errno) = check_range(request, export.size_bytes(), Errno::EINVAL) {
+            self.simple_reply(Some(errno), request.handle);
+            return;
+        }
+        // Read straight into the output behind the reply header; on error drop both.
+        let header_at = self.output.len();
+        self.simple_reply(None, request.handle);
+        let data_at = self.output.len();
+        self.output.resize(data_at + request.len as usize, 0);
+        match export.read(request.offset, &mut self.output[data_at..]) {
+            Ok(()) => {
+                self.stats.reads += 1;
+                self.stats.bytes_read += u64::from(request.len);
+            }
+            Err(errno) => {
+                self.output.truncate(header_at);
+                self.simple_reply(Some(errno), request.handle);
+            }
+        }
+    }
+}
+
+/// `offset + len` must lie within the export; `beyond` is the errno when it does not (the
+/// protocol asks ENOSPC for writes past the end, EINVAL for reads). An offset already past the
+/// end is EINVAL for every command, an overflowing sum EOVERFLOW.
+fn check_range(request: Request, size_bytes: u64, beyond: Errno) -> Result<(), Errno> {
+    match request.offset.checked_add(u64::from(request.len)) {
+        Some(end) if end <= size_bytes => Ok(()),
+        Some(_) if request.offset > size_bytes => Err(Errno::EINVAL),
+        Some(_) => Err(beyond),
+        None => Err(Errno::EOVERFLOW),
+    }
+}

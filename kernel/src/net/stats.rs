@@ -1,0 +1,91 @@
+//! The stats endpoint's text: what a storage engineer would `cat` on Linux, in the same shapes.
+//!
+//! ```text
+//! sensepool stats uptime_ms=12345
+//! poolinfo - 0.1
+//! <one line per dmapool of the exported host, Linux's pools file>
+//! pools 0
+//! sense mode=slab slab_allocs=.. reserve_hits=.. waits=.. reserve_held=.. in_use=..
+//! scsi submitted=.. completed=.. succeeded=.. failed=.. retries=.. timeouts=.. aborts=.. resets=..
+//! nbd connections=.. dropped=.. reads=.. writes=.. flushes=.. trims=.. write_zeroes=.. bytes_read=.. bytes_written=.. errors=..
+//! net rx_frames=.. tx_frames=.. rx_bytes=.. tx_bytes=.. errors=..
+//! ```
+//!
+//! The `pools N` line says how many pool lines the table has, so a client can check it got
+//! them all.
+
+use alloc::string::String;
+use core::fmt::Write;
+
+use pools::PoolInfo;
+use scsi::midlayer::MidlayerStats;
+use scsi::sense_alloc::{SenseMode, SenseStats};
+
+use super::server::ServerStats;
+
+/// Everything the endpoint reports.
+pub struct Snapshot<'a> {
+    pub uptime_ms: u64,
+    pub pools: &'a [PoolInfo],
+    pub sense_mode: SenseMode,
+    pub sense: SenseStats,
+    pub scsi: MidlayerStats,
+    pub server: &'a ServerStats,
+}
+
+/// Renders `snapshot` as the endpoint's text.
+pub fn render(snapshot: &Snapshot<'_>) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = write_text(&mut out, snapshot);
+    out
+}
+
+fn write_text(out: &mut String, s: &Snapshot<'_>) -> core::fmt::Result {
+    writeln!(out, "sensepool stats uptime_ms={}", s.uptime_ms)?;
+    pools::poolinfo::render(out, s.pools)?;
+    writeln!(out, "pools {}", s.pools.len())?;
+    writeln!(
+        out,
+        "sense mode={} slab_allocs={} reserve_hits={} waits={} reserve_held={} in_use={}",
+        s.sense_mode,
+        s.sense.slab_allocs,
+        s.sense.reserve_hits,
+        s.sense.waits,
+        s.sense.reserve_held,
+        s.sense.in_use
+    )?;
+    writeln!(
+        out,
+        "scsi submitted={} completed={} succeeded={} failed={} retries={} timeouts={} aborts={} resets={}",
+        s.scsi.submitted,
+        s.scsi.completed,
+        s.scsi.succeeded,
+        s.scsi.failed,
+        s.scsi.retries,
+        s.scsi.timeouts,
+        s.scsi.aborts,
+        s.scsi.host_resets
+    )?;
+    let nbd = &s.server.nbd;
+    writeln!(
+        out,
+        "nbd connections={} dropped={} reads={} writes={} flushes={} trims={} write_zeroes={} bytes_read={} bytes_written={} errors={}",
+        s.server.connections,
+        s.server.dropped,
+        nbd.reads,
+        nbd.writes,
+        nbd.flushes,
+        nbd.trims,
+        nbd.write_zeroes,
+        nbd.bytes_read,
+        nbd.bytes_written,
+        nbd.errors
+    )?;
+    let dev = &s.server.device;
+    writeln!(
+        out,
+        "net rx_frames={} tx_frames={} rx_bytes={} tx_bytes={} errors={}",
+        dev.rx_frames, dev.tx_frames, dev.rx_bytes, dev.tx_bytes, dev.errors
+    )
+}

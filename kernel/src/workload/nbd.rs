@@ -1,0 +1,185 @@
+//! `workload=nbd`: serve the first disk the scan finds over NBD on virtio-net, with the stats
+//! endpoint beside it, until a client sends `shutdown` to the stats port.
+//!
+//! The disk is reached through the midlayer and the real host adapter driver, so an NBD read is
+//! READ(10/16) commands through virtio-scsi (or the SAS1068) to QEMU's image file. Each NBD
+//! request runs to completion before the next (the midlayer still splits a large one into
+//! commands kept `cmd_per_lun` deep). On shutdown the device's cache is flushed (SYNCHRONIZE
+//! CACHE) and the kernel exits with success, so the image holds every acknowledged write.
+//!
+//! The console gets `NBD serving sda (N bytes) on 10.0.2.15:10809, stats on :10810` once the
+//! server listens (xtask waits for that line) and `NBD stopped: ...` at the end.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use scsi::host::ScsiHost;
+use scsi::midlayer::{Disk, Request, ScsiError};
+use scsi::sense_alloc::SenseMode;
+use scsi::wire::{Cdb, Lba};
+
+use crate::arch::exit::ExitCode;
+use crate::arch::time;
+use crate::cmdline::Cmdline;
+use crate::console::println;
+use crate::net::config::NetConfig;
+use crate::net::device::NetDevice;
+use crate::net::nbd::block::{BlockDevice, BlockExport};
+use crate::net::nbd::session::Export;
+use crate::net::server::{Server, ServerStats};
+use crate::net::stats::{self, Snapshot};
+use crate::storage::report::print_scan;
+use crate::storage::{self, HostInfo, HostVisitor, Stack};
+
+/// A scanned disk behind the midlayer, as the NBD export's block device.
+struct ScsiDisk<'s, 'c, H: ScsiHost> {
+    stack: &'s mut Stack<'c, H>,
+    disk: Disk,
+}
+
+impl<H: ScsiHost> BlockDevice for ScsiDisk<'_, '_, H> {
+    fn block_bytes(&self) -> u32 {
+        self.disk.block_len
+    }
+    fn blocks(&self) -> u64 {
+        self.disk.blocks
+    }
+    fn read_blocks(&mut self, lba: u64, buf: &mut [u8]) -> Result<(), ScsiError> {
+        self.stack.read_blocks(&self.disk, Lba(lba), buf)
+    }
+    fn write_blocks(&mut self, lba: u64, data: &[u8]) -> Result<(), ScsiError> {
+        self.stack.write_blocks(&self.disk, Lba(lba), data)
+    }
+    fn flush(&mut self) -> Result<(), ScsiError> {
+        let cdb = Cdb::SynchronizeCache10 {
+            immed: false,
+            lba: 0,
+            blocks: 0,
+        };
+        let (result, _) = self
+            .stack
+            .execute(Request::new(self.disk.device, cdb, Vec::new()));
+        result.map(|_| ())
+    }
+}
+
+struct Nbd {
+    net: NetConfig,
+    sense: SenseMode,
+    next_disk: usize,
+    /// Set once a disk has been served (later hosts are only scanned).
+    served: bool,
+    ok: bool,
+}
+
+impl HostVisitor for Nbd {
+    fn visit<H: ScsiHost>(&mut self, host: &HostInfo, stack: &mut Stack<'_, H>) -> bool {
+        let report = stack.scan();
+        let disks = print_scan(host, &report, &mut self.next_disk);
+        if self.served {
+            return true;
+        }
+        let Some(named) = disks.first() else {
+            log::warn!("nbd: {host}: no disk to export");
+            return true;
+        };
+        self.served = true;
+        let mut device = match NetDevice::probe() {
+            Ok(device) => device,
+            Err(err) => {
+                println!("NBD FAILED: {err}");
+                self.ok = false;
+                return false;
+            }
+        };
+        let name: &'static str = String::leak(named.name.clone());
+        let mac = device.mac();
+        log::info!(
+            "net: virtio-net at {} mac {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            device.function.bdf,
+            mac[0],
+            mac[1],
+            mac[2],
+            mac[3],
+            mac[4],
+            mac[5]
+        );
+        let mut server = Server::new(&mut device, self.net, name);
+        let disk = named.disk;
+        let mut export = BlockExport::new(ScsiDisk { stack, disk });
+        let [a, b, c, d] = self.net.ip;
+        println!(
+            "NBD serving {name} ({} bytes, {} {}-byte blocks, {host}) on {a}.{b}.{c}.{d}:{}, stats on :{}",
+            export.size_bytes(),
+            disk.blocks,
+            disk.block_len,
+            self.net.nbd_port,
+            self.net.stats_port
+        );
+        let sense_mode = self.sense;
+        let mut stats_text =
+            |server_stats: &ServerStats, export: &BlockExport<ScsiDisk<'_, '_, H>>| {
+                let stack = &*export.device().stack;
+                stats::render(&Snapshot {
+                    uptime_ms: time::now_ns() / 1_000_000,
+                    // virtio-scsi keeps no dmapool (its request headers are preallocated); an MPT
+                    // host's chain pool is owned by the storage layer and shown at detach.
+                    pools: &[],
+                    sense_mode,
+                    sense: stack.sense_stats(),
+                    scsi: stack.stats(),
+                    server: server_stats,
+                })
+            };
+        while !server.shutdown_requested() {
+            server.poll(&mut device, &mut export, &mut stats_text);
+        }
+        // Let the stats client see its text and the FIN before the machine goes away.
+        let deadline = time::now_ns() + 200_000_000;
+        while time::now_ns() < deadline {
+            server.poll(&mut device, &mut export, &mut stats_text);
+        }
+        let flushed = export.flush();
+        let totals = server.stats(&device);
+        println!(
+            "NBD stopped: {} connections, {} reads ({} B), {} writes ({} B), {} flushes, {} errors, {} dropped; final flush {}",
+            totals.connections,
+            totals.nbd.reads,
+            totals.nbd.bytes_read,
+            totals.nbd.writes,
+            totals.nbd.bytes_written,
+            totals.nbd.flushes,
+            totals.nbd.errors,
+            totals.dropped,
+            match flushed {
+                Ok(()) => String::from("ok"),
+                Err(errno) => format!("failed (errno {})", errno.0),
+            }
+        );
+        if flushed.is_err() {
+            self.ok = false;
+        }
+        flushed.is_ok()
+    }
+}
+
+/// Serves until told to stop; success when a disk was served and flushed at the end.
+pub fn run(cmdline: &Cmdline) -> ExitCode {
+    let mut nbd = Nbd {
+        net: cmdline.net,
+        sense: cmdline.io.sense,
+        next_disk: 0,
+        served: false,
+        ok: true,
+    };
+    let summary = storage::for_each_host(&mut nbd, cmdline.io.sense);
+    if !nbd.served {
+        println!("NBD FAILED: no SCSI disk to export");
+    }
+    if nbd.served && nbd.ok && summary.failed == 0 {
+        ExitCode::Success
+    } else {
+        ExitCode::Failure
+    }
+}
