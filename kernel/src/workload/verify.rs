@@ -32,6 +32,8 @@ use crate::json::JsonObject;
 use crate::storage::report::{NamedDisk, print_scan};
 use crate::storage::{self, HostInfo, HostVisitor, Stack};
 
+/// Largest logical block the plan handles (SBC allows more; no QEMU disk uses it).
+const MAX_BLOCK_BYTES: usize = 64 * 1024;
 /// Fills the sentinel into read buffers, so a read that transfers nothing cannot pass.
 const SENTINEL: u8 = 0xa5;
 
@@ -166,6 +168,18 @@ impl Verify {
 
     fn verify_disk<H: ScsiHost>(&mut self, stack: &mut Stack<'_, H>, disk: &NamedDisk) -> bool {
         let seed = self.seed ^ u64::from(disk.target);
+        // The block length comes from the device: a value no command can carry is reported,
+        // not trusted with a buffer allocation.
+        if disk.disk.block_len as usize > stack.max_transfer_bytes().min(MAX_BLOCK_BYTES) {
+            println!(
+                "VERIFY {} {}: FAILED: {}-byte logical blocks (at most {} supported)",
+                disk.name,
+                disk.hctl,
+                disk.disk.block_len,
+                stack.max_transfer_bytes().min(MAX_BLOCK_BYTES)
+            );
+            return false;
+        }
         let plan = plan(
             disk.disk.blocks,
             disk.disk.block_len,
