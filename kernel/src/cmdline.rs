@@ -17,6 +17,9 @@ use alloc::vec::Vec;
 pub enum Workload {
     /// The mpt3sas chain-pool pattern on the dmapool(s) selected by `impl=`.
     Dmapool,
+    /// A dmapool alloc/free storm from every CPU at once, one shared pool against a per-node
+    /// pool set (`dmapool=`), with each pool's lock contention (`workload::numa`).
+    Numa,
     /// Every SCSI host found on PCI: scan, then write patterns, read back and compare
     /// (`workload::verify`; the pattern is `seed=`-keyed so the host can check the images).
     Verify,
@@ -47,6 +50,16 @@ pub enum PoolImpl {
     Scalable,
     /// Legacy then scalable, in one boot.
     Both,
+}
+
+/// `dmapool=`: one device-wide dmapool, or one pool per NUMA node (Linux's
+/// `dma_pool_create_node`, as the NVMe PRP pools since 2025).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DmapoolMode {
+    /// One pool shared by all CPUs.
+    Shared,
+    /// A pool per node; each CPU allocates from its own node's pool.
+    PerNode,
 }
 
 /// `smp_inject=`: a deliberate bring-up failure, to show that a CPU that does not come online is
@@ -81,6 +94,9 @@ pub struct Cmdline {
     pub align: usize,
     /// `impl=legacy|scalable|both`.
     pub pool_impl: PoolImpl,
+    /// `dmapool=shared|per-node`; unset, `workload=numa` runs both side by side and
+    /// `workload=dmapool` uses a shared pool.
+    pub dmapool: Option<DmapoolMode>,
     /// `test=all|NAME[,NAME...]`: run the guest test runner instead of the workload.
     pub tests: Option<TestSelection>,
     /// `loglevel=off|error|warn|info|debug|trace` (or 0..=5).
@@ -108,6 +124,7 @@ impl Default for Cmdline {
             size: 128,
             align: 16,
             pool_impl: PoolImpl::Scalable,
+            dmapool: None,
             tests: None,
             loglevel: log::LevelFilter::Info,
             maxcpus: None,
@@ -149,7 +166,7 @@ impl CmdlineError {
     }
 }
 
-const KNOWN_KEYS: &str = "workload, n, size, align, impl, test, loglevel, maxcpus, smp_inject, \
+const KNOWN_KEYS: &str = "workload, n, size, align, impl, dmapool, test, loglevel, maxcpus, smp_inject, \
      ip, gw, nbd_port, stats_port, \
      and the fio/scsi_debug words (iodepth, bs, rw, runtime, ios, seed, sense, max_queue, ...)";
 /// Most CPUs `maxcpus=` accepts (the kernel's per-CPU table size).
@@ -242,6 +259,7 @@ impl Cmdline {
                     value,
                     &[
                         ("dmapool", Workload::Dmapool),
+                        ("numa", Workload::Numa),
                         ("verify", Workload::Verify),
                         ("scan", Workload::Scan),
                         ("device", Workload::Device),
@@ -271,6 +289,16 @@ impl Cmdline {
                         ("both", PoolImpl::Both),
                     ],
                 )?;
+            }
+            "dmapool" => {
+                self.dmapool = Some(parse_choice(
+                    key,
+                    value,
+                    &[
+                        ("shared", DmapoolMode::Shared),
+                        ("per-node", DmapoolMode::PerNode),
+                    ],
+                )?);
             }
             "test" => self.tests = Some(parse_tests(key, value, known_tests)?),
             "loglevel" => self.loglevel = parse_loglevel(key, value)?,

@@ -41,6 +41,21 @@ fn every_known_key_is_applied() {
     assert!(parse("maxcpus=0").is_err());
     assert!(parse("maxcpus=65").is_err());
     assert!(parse("smp_inject=yes").is_err());
+    let numa = parse("workload=numa dmapool=per-node").unwrap();
+    assert_eq!(
+        (numa.workload, numa.dmapool),
+        (Workload::Numa, Some(DmapoolMode::PerNode))
+    );
+    assert_eq!(
+        parse("dmapool=shared").unwrap().dmapool,
+        Some(DmapoolMode::Shared)
+    );
+    assert!(
+        parse("dmapool=numa")
+            .unwrap_err()
+            .to_string()
+            .starts_with("key 'dmapool'")
+    );
 }
 
 #[test]

@@ -44,12 +44,15 @@ pub struct FillDrain {
     pub align: usize,
     /// Create + n allocs, per alloc.
     pub alloc_ns_per_op: f64,
-    /// n frees + destroy, per free.
+    /// The n frees (the loop alone), per free.
     pub free_ns_per_op: f64,
     /// Create + n allocs, total.
     pub alloc_total_ms: f64,
-    /// n frees + destroy, total.
+    /// The n frees, total.
     pub free_total_ms: f64,
+    /// `dma_pool_destroy` after the frees: every page back to the backing (same work for
+    /// every algorithm, so reported apart from the free loop).
+    pub destroy_ms: f64,
     /// Pages the pool held at its peak.
     pub pages: usize,
 }
@@ -87,11 +90,24 @@ pub fn fill_drain_with<A: PoolAlgorithm, R: RawMutex>(
     slots: &mut Vec<RawBlock>,
     locking: Locking,
 ) -> Result<FillDrain, PoolError> {
+    let config = PoolConfig::new("bench", size).align(align);
+    fill_drain_config::<A, R>(clock, backing, config, n, slots, locking)
+}
+
+/// [`fill_drain_with`] on a pool made from `config` (e.g. one placed on a node).
+pub fn fill_drain_config<A: PoolAlgorithm, R: RawMutex>(
+    clock: &impl Clock,
+    backing: A::Backing,
+    config: PoolConfig,
+    n: usize,
+    slots: &mut Vec<RawBlock>,
+    locking: Locking,
+) -> Result<FillDrain, PoolError> {
+    let (size, align) = (config.size, config.align);
     slots.clear();
     slots.reserve(n);
     let start = clock.now_ns();
-    let mut pool =
-        DmaPool::<A, R>::with_config(PoolConfig::new("bench", size).align(align), backing)?;
+    let mut pool = DmaPool::<A, R>::with_config(config, backing)?;
     match locking {
         Locking::PerOp => {
             for _ in 0..n {
@@ -107,6 +123,7 @@ pub fn fill_drain_with<A: PoolAlgorithm, R: RawMutex>(
     }
     let filled = clock.now_ns();
     let pages = pool.info().pages;
+    let drain = clock.now_ns();
     match locking {
         Locking::PerOp => {
             for &block in slots.iter() {
@@ -120,9 +137,10 @@ pub fn fill_drain_with<A: PoolAlgorithm, R: RawMutex>(
             }
         }
     }
-    pool.destroy()?;
     let drained = clock.now_ns();
-    let (alloc_ns, free_ns) = (filled - start, drained - filled);
+    pool.destroy()?;
+    let destroyed = clock.now_ns();
+    let (alloc_ns, free_ns) = (filled - start, drained - drain);
     Ok(FillDrain {
         impl_name: A::NAME,
         n,
@@ -132,6 +150,7 @@ pub fn fill_drain_with<A: PoolAlgorithm, R: RawMutex>(
         free_ns_per_op: free_ns as f64 / n.max(1) as f64,
         alloc_total_ms: alloc_ns as f64 / 1e6,
         free_total_ms: free_ns as f64 / 1e6,
+        destroy_ms: (destroyed - drained) as f64 / 1e6,
         pages,
     })
 }
@@ -238,7 +257,7 @@ impl FillDrain {
     /// The result as one JSON object with another `bench` name.
     pub fn to_json_as(&self, bench: &str, place: &str) -> alloc::string::String {
         alloc::format!(
-            "{{\"bench\":\"{}\",\"impl\":\"{}\",\"n\":{},\"size\":{},\"align\":{},\"alloc_ns_per_op\":{:.3},\"free_ns_per_op\":{:.3},\"alloc_total_ms\":{:.6},\"free_total_ms\":{:.6},\"pages\":{},\"where\":\"{}\"}}",
+            "{{\"bench\":\"{}\",\"impl\":\"{}\",\"n\":{},\"size\":{},\"align\":{},\"alloc_ns_per_op\":{:.3},\"free_ns_per_op\":{:.3},\"alloc_total_ms\":{:.6},\"free_total_ms\":{:.6},\"destroy_ms\":{:.6},\"pages\":{},\"where\":\"{}\"}}",
             bench,
             self.impl_name,
             self.n,
@@ -248,6 +267,7 @@ impl FillDrain {
             self.free_ns_per_op,
             self.alloc_total_ms,
             self.free_total_ms,
+            self.destroy_ms,
             self.pages,
             place
         )
@@ -277,6 +297,7 @@ impl MinOfReps {
         best.free_ns_per_op = min(|r| r.free_ns_per_op);
         best.alloc_total_ms = min(|r| r.alloc_total_ms);
         best.free_total_ms = min(|r| r.free_total_ms);
+        best.destroy_ms = min(|r| r.destroy_ms);
         let median = |f: fn(&FillDrain) -> f64| {
             let mut values: Vec<f64> = runs.iter().map(f).collect();
             values.sort_by(f64::total_cmp);

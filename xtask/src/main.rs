@@ -115,6 +115,9 @@ enum BenchCommand {
     FakeRw(bench::fake_rw::Options),
     /// Sense buffers from slab vs mempool:2 vs prealloc (can_queue=1519), alternating.
     SenseReserve(bench::sense_reserve::Options),
+    /// A dmapool alloc/free storm from every CPU: one shared pool vs per-node pools (numa2
+    /// profile), with each pool's lock contention.
+    Numa(bench::numa::Options),
 }
 
 fn main() -> ExitCode {
@@ -133,6 +136,9 @@ fn main() -> ExitCode {
         }
         Command::Bench(BenchCommand::SenseReserve(options)) => {
             bench::sense_reserve::run(&options).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Bench(BenchCommand::Numa(options)) => {
+            bench::numa::run(&options).map(|()| ExitCode::SUCCESS)
         }
         Command::Setup => setup::ensure_all().map(|()| ExitCode::SUCCESS),
     };

@@ -17,6 +17,7 @@ use crate::console::println;
 
 mod faults;
 mod memory;
+mod numa_pools;
 mod pools;
 mod smp;
 mod system;
@@ -116,6 +117,16 @@ pub const TESTS: &[GuestTest] = &[
         name: "smp-dmapool-stress",
         expect: Expect::Pass,
         run: smp::dmapool_stress,
+    },
+    GuestTest {
+        name: "numa-pool-set-node",
+        expect: Expect::Pass,
+        run: numa_pools::numa_pool_set_node,
+    },
+    GuestTest {
+        name: "numa-pool-set-stress",
+        expect: Expect::Pass,
+        run: numa_pools::numa_pool_set_stress,
     },
     GuestTest {
         name: "fault-pf",

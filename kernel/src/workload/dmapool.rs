@@ -10,13 +10,13 @@
 
 use alloc::vec::Vec;
 
-use pools::bench::{Clock, FillDrain, MinOfReps, fill_drain};
+use pools::bench::{Clock, FillDrain, Locking, MinOfReps, fill_drain_config};
 use pools::dmapool::{DefaultRawMutex, Legacy, Scalable, SideStack};
 use pools::{DmaPool, PoolAlgorithm, PoolConfig, PoolError, RawBlock};
 
 use crate::arch::exit::ExitCode;
 use crate::arch::time;
-use crate::cmdline::{Cmdline, PoolImpl};
+use crate::cmdline::{Cmdline, DmapoolMode, PoolImpl};
 use crate::console::println;
 use crate::dma::DmaFrames;
 
@@ -38,23 +38,26 @@ fn reps(which: PoolImpl, n: usize) -> usize {
     match (which, n) {
         (PoolImpl::Legacy, n) if n > 128_000 => 1,
         (PoolImpl::Legacy, n) if n > 16_384 => 2,
-        _ => 5,
+        (PoolImpl::Legacy, _) => 5,
+        _ => 10,
     }
 }
 
-/// One fill-and-drain of `which` on the DMA frames.
+/// One fill-and-drain of `which` on the DMA frames, with a pool from `config`.
 fn run_once(
     which: PoolImpl,
     frames: Frames,
-    (n, size, align): (usize, usize, usize),
+    config: PoolConfig,
+    n: usize,
     slots: &mut Vec<RawBlock>,
 ) -> Result<FillDrain, PoolError> {
+    let per_op = Locking::PerOp;
     match which {
-        PoolImpl::Legacy => {
-            fill_drain::<Legacy<Frames>, DefaultRawMutex>(&TscClock, frames, n, size, align, slots)
-        }
-        _ => fill_drain::<Scalable<Frames, SideStack>, DefaultRawMutex>(
-            &TscClock, frames, n, size, align, slots,
+        PoolImpl::Legacy => fill_drain_config::<Legacy<Frames>, DefaultRawMutex>(
+            &TscClock, frames, config, n, slots, per_op,
+        ),
+        _ => fill_drain_config::<Scalable<Frames, SideStack>, DefaultRawMutex>(
+            &TscClock, frames, config, n, slots, per_op,
         ),
     }
 }
@@ -80,6 +83,13 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
     log::info!(
         "dmapool: mpt3sas chain-pool pattern, n={n} size={size} align={align}, on DMA frames"
     );
+    // `dmapool=per-node`: the pool of this CPU's node in a per-node set; shared (the default):
+    // the device's pool, on node 0.
+    let node = match cmdline.dmapool {
+        Some(DmapoolMode::PerNode) => crate::smp::current_node(),
+        _ => pools::NodeId(0),
+    };
+    let config = PoolConfig::new("bench", size).align(align).node(node);
     let (free_before, _) = frames.usage();
     let mut slots: Vec<RawBlock> = Vec::new();
     let mut runs: Vec<Vec<FillDrain>> = impls.iter().map(|_| Vec::new()).collect();
@@ -102,7 +112,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
             if !warm_up && round > reps(which, n) {
                 continue;
             }
-            match run_once(which, frames, (count, size, align), &mut slots) {
+            match run_once(which, frames, config.clone(), count, &mut slots) {
                 Ok(result) if warm_up => log::debug!("dmapool {} warm-up done", result.impl_name),
                 Ok(result) => {
                     log::info!(

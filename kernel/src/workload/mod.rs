@@ -7,6 +7,7 @@ mod device;
 mod dmapool;
 mod fake_rw;
 mod nbd;
+mod numa;
 mod sense_reserve;
 mod verify;
 
@@ -18,6 +19,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
             ExitCode::Success
         }
         Workload::Dmapool => dmapool::run(cmdline),
+        Workload::Numa => numa::run(cmdline),
         Workload::Verify => verify::run(cmdline, true),
         Workload::Scan => verify::run(cmdline, false),
         Workload::Device => device::run(cmdline),
