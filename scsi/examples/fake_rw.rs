@@ -40,7 +40,11 @@ fn main() {
             }
         };
         let cache = sense_cache();
-        let report = match workload::run_fake_rw(&params, sense_front(&cache), StdClock::new()) {
+        let report = match workload::run_fake_rw(
+            &params,
+            sense_front(&cache, params.sense_magazine),
+            StdClock::new(),
+        ) {
             Ok(r) => r,
             Err(error) => {
                 eprintln!("fake_rw: {error}");

@@ -34,7 +34,9 @@ fn main() {
             std::process::exit(2)
         });
         let caches = [sense_cache(), sense_cache(), sense_cache()];
-        let slabs = caches.each_ref().map(sense_front);
+        let slabs = caches
+            .each_ref()
+            .map(|cache| sense_front(cache, params.sense_magazine));
         let summary =
             compare_sense_modes(&params, slabs, StdClock::new(), reps).unwrap_or_else(|e| {
                 eprintln!("sense_reserve: {e}");

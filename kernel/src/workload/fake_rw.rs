@@ -25,7 +25,7 @@ use core::fmt::Write;
 use pools::slab::SlabConfig;
 use pools::{Magazine, MagazineStats, SlabCache};
 use scsi::midlayer::Midlayer;
-use scsi::sense_alloc::{SENSE_MAGAZINE_OBJECTS, SlabSense};
+use scsi::sense_alloc::SlabSense;
 use scsi::target::{
     OPT_MEDIUM_ERR, OPT_RECOVERED_ERR, OPT_TIMEOUT, OPT_UNIT_ATTENTION, ScsiDebug, TargetStats,
 };
@@ -80,7 +80,7 @@ fn run_queue(
     let job = params.job.share(cpu, queues);
     let setup = (|| {
         let target = ScsiDebug::new(params.target.clone(), KernelClock);
-        let slab = Magazine::new(SlabSense::new(cache), SENSE_MAGAZINE_OBJECTS);
+        let slab = Magazine::new(SlabSense::new(cache), params.sense_magazine);
         let mut stack = Midlayer::new(target, slab, params.sense, KernelClock)?;
         let scan = stack.scan();
         if cpu == 0 {
@@ -253,7 +253,12 @@ pub fn total(runs: &[QueueRun]) -> WorkloadReport {
 }
 
 /// `RESULT` line: the scsi crate's report plus the multi-queue and slab-lock figures.
-fn result_json(report: &WorkloadReport, runs: &[QueueRun], lock: &LockStats) -> String {
+fn result_json(
+    report: &WorkloadReport,
+    runs: &[QueueRun],
+    lock: &LockStats,
+    magazine: usize,
+) -> String {
     let mut json = report.to_json("guest");
     json.pop();
     let hits: u64 = runs.iter().map(|run| run.magazine.hits).sum();
@@ -265,12 +270,13 @@ fn result_json(report: &WorkloadReport, runs: &[QueueRun], lock: &LockStats) -> 
         json,
         concat!(
             ",\"bench\":\"fake-rw\",\"queues\":{},\"cpus_online\":{},\"per_queue_iops\":\"{}\",",
-            "\"magazine_hits\":{},\"slab_lock_acquisitions\":{},\"slab_lock_contended\":{},",
+            "\"sense_magazine\":{},\"magazine_hits\":{},\"slab_lock_acquisitions\":{},\"slab_lock_contended\":{},",
             "\"slab_lock_wait_cycles\":{}}}"
         ),
         runs.len(),
         smp::online_count().max(1),
         per_cpu.join("/"),
+        magazine,
         hits,
         lock.acquisitions,
         lock.contended,
@@ -280,7 +286,13 @@ fn result_json(report: &WorkloadReport, runs: &[QueueRun], lock: &LockStats) -> 
 }
 
 /// One readable summary of a (summed) report.
-pub fn print_summary(report: &WorkloadReport, queues: usize, lock: &LockStats, hits: u64) {
+pub fn print_summary(
+    report: &WorkloadReport,
+    queues: usize,
+    lock: &LockStats,
+    hits: u64,
+    magazine: usize,
+) {
     let s = &report.sense;
     println!(
         "fake-rw: {} bs={} iodepth={} numjobs={} ({} queue{}) sense={}: {} IOPS, latency mean {} ns, p99 {} ns",
@@ -308,9 +320,10 @@ pub fn print_summary(report: &WorkloadReport, queues: usize, lock: &LockStats, h
         report.elapsed_ns / 1_000 % 1_000
     );
     println!(
-        "sense: {} slab allocs ({} from per-CPU magazines), {} reserve hits, {} waits; reserve {} B, in use {} B; slab lock {} acquisitions, {} contended",
+        "sense: {} slab allocs ({} from per-CPU magazines of {}), {} reserve hits, {} waits; reserve {} B, in use {} B; slab lock {} acquisitions, {} contended",
         s.slab_allocs,
         hits,
+        magazine,
         s.reserve_hits,
         s.waits,
         s.reserve_bytes(),
@@ -383,13 +396,16 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         }
     }
     let hits = runs.iter().map(|run| run.magazine.hits).sum();
-    print_summary(&report, runs.len(), &lock, hits);
+    print_summary(&report, runs.len(), &lock, hits, params.sense_magazine);
     log::info!(
         "fake-rw: heap lock during the run (set-up and scan included): {} acquisitions, {} contended",
         heap.acquisitions,
         heap.contended
     );
-    println!("RESULT {}", result_json(&report, &runs, &lock));
+    println!(
+        "RESULT {}",
+        result_json(&report, &runs, &lock, params.sense_magazine)
+    );
     let failures = check(params, &runs);
     drop(runs);
     if let Err(error) = cache.destroy() {

@@ -16,7 +16,7 @@ use alloc::string::String;
 
 use pools::slab::SlabConfig;
 use pools::{Magazine, SlabCache};
-use scsi::sense_alloc::{SENSE_MAGAZINE_OBJECTS, SenseMode, SlabSense};
+use scsi::sense_alloc::{SenseMode, SlabSense};
 use scsi::target::{OPT_RECOVERED_ERR, ScsiDebugParams};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use scsi::workload::{JobParams, Limit, ModeSummary, WorkloadParams, compare_sense_modes};
@@ -134,7 +134,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         };
         let slabs = caches
             .each_ref()
-            .map(|cache| Magazine::new(SlabSense::new(cache), SENSE_MAGAZINE_OBJECTS));
+            .map(|cache| Magazine::new(SlabSense::new(cache), params.sense_magazine));
         let summary = match compare_sense_modes(params, slabs, KernelClock, REPS) {
             Ok(summary) => summary,
             Err(error) => {

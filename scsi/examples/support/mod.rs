@@ -3,7 +3,7 @@
 use pools::host::HostBacking;
 use pools::{Magazine, SlabCache, SlabConfig};
 use scsi::clock::Clock;
-use scsi::sense_alloc::{SENSE_MAGAZINE_OBJECTS, SlabSense};
+use scsi::sense_alloc::SlabSense;
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use std::time::Instant;
 
@@ -34,8 +34,12 @@ pub fn sense_cache() -> SlabCache<HostBacking> {
 
 /// The per-CPU front the guest puts before the sense slab: a magazine of free buffers, so the
 /// common allocation and free take no lock (a Linux slab's per-CPU array cache).
-pub fn sense_front(cache: &SlabCache<HostBacking>) -> Magazine<SlabSense<'_, HostBacking>> {
-    Magazine::new(SlabSense::new(cache), SENSE_MAGAZINE_OBJECTS)
+/// `objects` is the magazine size (`sense_magazine=`; 0 = none).
+pub fn sense_front(
+    cache: &SlabCache<HostBacking>,
+    objects: usize,
+) -> Magazine<SlabSense<'_, HostBacking>> {
+    Magazine::new(SlabSense::new(cache), objects)
 }
 
 /// Words of the form key=value from the command line, joined for `WorkloadParams::parse`.

@@ -1,9 +1,9 @@
 //! Workload parameters with fio's names (`numjobs`/`jobs`, `iodepth`/`qd`, `bs`, `runtime`,
-//! `rw`) plus `ios`, `seed`, `timeout`, `sense=` and every scsi_debug parameter, parsed from `key=value`
+//! `rw`) plus `ios`, `seed`, `timeout`, `sense=`, `sense_magazine=` and every scsi_debug parameter, parsed from `key=value`
 //! words such as a kernel command line.
 
 use super::WorkloadError;
-use crate::sense_alloc::SenseMode;
+use crate::sense_alloc::{SENSE_MAGAZINE_OBJECTS, SenseMode};
 use crate::target::ScsiDebugParams;
 use alloc::string::ToString;
 
@@ -98,6 +98,10 @@ impl JobParams {
 pub struct WorkloadParams {
     pub job: JobParams,
     pub sense: SenseMode,
+    /// Free sense buffers each queue's per-CPU magazine keeps in front of the slab
+    /// (`sense_magazine=`, default [`SENSE_MAGAZINE_OBJECTS`]); 0 sends every allocation and
+    /// free to the shared slab and its lock.
+    pub sense_magazine: usize,
     /// Defaults differ from scsi_debug's in two places, as in the usual fio recipe
     /// `modprobe scsi_debug delay=0 fake_rw=1`: `delay=0` and `fake_rw=1`.
     pub target: ScsiDebugParams,
@@ -113,6 +117,7 @@ impl Default for WorkloadParams {
         WorkloadParams {
             job: JobParams::default(),
             sense: SenseMode::Mempool(2),
+            sense_magazine: SENSE_MAGAZINE_OBJECTS,
             target,
         }
     }
@@ -184,6 +189,9 @@ impl WorkloadParams {
                 self.sense = SenseMode::parse(value)
                     .map_err(|_| bad("sense", value, "expected slab, mempool[:N] or prealloc"))?
             }
+            "sense_magazine" => {
+                self.sense_magazine = number("sense_magazine", value, 0, 4096)? as usize
+            }
             _ if ScsiDebugParams::is_key(key) => self.target.set(key, value)?,
             _ => {
                 return Err(WorkloadError::UnknownKey {
@@ -209,6 +217,7 @@ impl WorkloadParams {
                 | "timeout"
                 | "rw"
                 | "sense"
+                | "sense_magazine"
         ) || ScsiDebugParams::is_key(key)
     }
 
