@@ -12,7 +12,7 @@
 //! driver never has more requests outstanding than credits allow; every context and reply
 //! address it returns is checked against what is outstanding; every wait is bounded.
 //!
-//! Wiring in the kernel (what the next session's integration needs):
+//! Wiring in the kernel (done in `kernel/src/storage/mpt.rs`):
 //! 1. find PCI `1000:0054` ([`PCI_VENDOR_LSI`], [`PCI_DEVICE_SAS1068`]), enable memory space
 //!    and bus mastering, map BAR1 ([`MMIO_BAR`], 16 KiB) and wrap it in
 //!    [`regs::MmioRegisters`];
