@@ -18,6 +18,8 @@ mod guest;
 mod guest_tests;
 mod host_tests;
 mod image_check;
+mod nbd_client;
+mod nbd_tests;
 mod process;
 mod profile;
 mod qemu;
@@ -208,7 +210,18 @@ fn test(args: TestArgs) -> Result<ExitCode> {
             Tally::default()
         } else {
             match Guest::prepare(args.accel, args.kernel) {
-                Ok(guest) => guest_tests::run(&guest, &tests, args.filter.as_deref()),
+                Ok(guest) => {
+                    let mut tally = guest_tests::run(&guest, &tests, args.filter.as_deref());
+                    // The NBD server boots in the background while host clients talk to it.
+                    if args
+                        .filter
+                        .as_deref()
+                        .is_none_or(|filter| "nbd".contains(filter))
+                    {
+                        tally += nbd_tests::run(&guest);
+                    }
+                    tally
+                }
                 Err(error) => {
                     println!("guest tests: cannot prepare the guest: {error}");
                     Tally {
