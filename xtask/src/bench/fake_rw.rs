@@ -6,7 +6,9 @@
 //!   one vCPU; then the scaling pair at 4 KiB, iodepth 32 on two vCPUs: `numjobs=1` and
 //!   `numjobs=2` (one submission queue per CPU), booted alternately `--reps` times. The scaling
 //!   factor is the median over repetitions of numjobs=2 / numjobs=1 within a repetition (and
-//!   the ratio of the bests): on a shared host noise only slows a run down.
+//!   the ratio of the bests): on a shared host noise only slows a run down. One more case runs
+//!   the two jobs with `sense_magazine=0`, every sense buffer on the shared slab lock, to show
+//!   what the per-CPU magazine saves.
 //! - Host (`--where host`): the `scsi` crate's `fake_rw` example (release), the same workload
 //!   code on one host thread, for profiling.
 //!
@@ -127,6 +129,11 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
             format!("workload=fake-rw runtime={runtime} bs={bs} iodepth={iodepth} numjobs=1");
         set.extend(boot(args, 1)?);
     }
+    // What the per-CPU magazine saves: the same two jobs with every sense buffer allocation
+    // and free on the shared slab lock.
+    let args =
+        format!("workload=fake-rw runtime={runtime} bs=4096 iodepth=32 numjobs=2 sense_magazine=0");
+    set.extend(boot(args, 2)?);
     let reps = options
         .reps
         .unwrap_or(if options.quick { 1 } else { 3 })
@@ -147,7 +154,7 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
     Ok(set)
 }
 
-const COLUMNS: [Column<'static>; 13] = [
+const COLUMNS: [Column<'static>; 14] = [
     Column {
         header: "smp",
         key: "smp",
@@ -193,6 +200,10 @@ const COLUMNS: [Column<'static>; 13] = [
         key: "sense_reserve_hits",
     },
     Column {
+        header: "magazine",
+        key: "sense_magazine",
+    },
+    Column {
         header: "magazine hits",
         key: "magazine_hits",
     },
@@ -208,6 +219,7 @@ pub fn scaling(set: &ResultSet) -> Option<(f64, f64)> {
         set.results
             .iter()
             .filter(|r| number(r, "smp") == Some(2.0) && number(r, "numjobs") == Some(numjobs))
+            .filter(|r| number(r, "sense_magazine") != Some(0.0))
             .filter(|r| rep.is_none() || number(r, "rep") == rep)
             .filter_map(|r| number(r, "iops"))
             .fold(None, |best: Option<f64>, v| {
@@ -226,8 +238,13 @@ pub fn scaling(set: &ResultSet) -> Option<(f64, f64)> {
 
 fn label(record: &Record) -> String {
     let field = |key| number(record, key).unwrap_or(0.0);
+    let magazine = if number(record, "sense_magazine") == Some(0.0) {
+        " nomag"
+    } else {
+        ""
+    };
     format!(
-        "bs{} qd{} j{} smp{}",
+        "bs{} qd{} j{} smp{}{magazine}",
         field("bs"),
         field("iodepth"),
         field("numjobs"),
