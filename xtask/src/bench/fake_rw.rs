@@ -239,13 +239,18 @@ pub fn scaling(set: &ResultSet) -> Option<(f64, f64)> {
 fn label(record: &Record) -> String {
     let field = |key| number(record, key).unwrap_or(0.0);
     let magazine = if number(record, "sense_magazine") == Some(0.0) {
-        " nomag"
+        " -mag"
     } else {
         ""
     };
+    let bs = field("bs");
+    let bs = if bs >= 1024.0 {
+        format!("{}k", bs / 1024.0)
+    } else {
+        format!("{bs}")
+    };
     format!(
-        "bs{} qd{} j{} smp{}{magazine}",
-        field("bs"),
+        "{bs} qd{} j{}/{}cpu{magazine}",
         field("iodepth"),
         field("numjobs"),
         field("smp")
