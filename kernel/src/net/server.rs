@@ -161,7 +161,7 @@ impl Server {
         &mut self,
         device: &mut NetDevice,
         export: &mut E,
-        stats_text: &mut impl FnMut(&ServerStats, &E) -> String,
+        stats_text: &mut impl FnMut(&ServerStats, &NetDevice, &E) -> String,
     ) {
         self.iface.poll(now(), device, &mut self.sockets);
         for index in 0..self.nbd.len() {
@@ -169,7 +169,7 @@ impl Server {
         }
         let stats = self.stats(device);
         for index in 0..self.stats.len() {
-            self.service_stats(index, &stats, export, stats_text);
+            self.service_stats(index, &stats, device, export, stats_text);
         }
     }
 
@@ -251,8 +251,9 @@ impl Server {
         &mut self,
         index: usize,
         stats: &ServerStats,
+        device: &NetDevice,
         export: &E,
-        stats_text: &mut impl FnMut(&ServerStats, &E) -> String,
+        stats_text: &mut impl FnMut(&ServerStats, &NetDevice, &E) -> String,
     ) {
         let slot = &mut self.stats[index];
         let socket = self.sockets.get_mut::<tcp::Socket>(slot.handle);
@@ -265,7 +266,7 @@ impl Server {
             return;
         }
         if slot.pending.is_none() && socket.state() == tcp::State::Established {
-            slot.pending = Some(stats_text(stats, export).into_bytes());
+            slot.pending = Some(stats_text(stats, device, export).into_bytes());
         }
         while socket.can_recv() {
             let received = &mut slot.received;

@@ -119,13 +119,16 @@ impl HostVisitor for Nbd {
         );
         let sense_mode = self.sense;
         let mut stats_text =
-            |server_stats: &ServerStats, export: &BlockExport<ScsiDisk<'_, '_, H>>| {
+            |server_stats: &ServerStats,
+             device: &NetDevice,
+             export: &BlockExport<ScsiDisk<'_, '_, H>>| {
                 let stack = &*export.device().stack;
+                // The live dmapools of this I/O path are the NIC's packet buffers (virtio-scsi keeps
+                // none; an MPT host's chain pool belongs to the storage layer, printed at detach).
+                let pools = device.pools();
                 stats::render(&Snapshot {
                     uptime_ms: time::now_ns() / 1_000_000,
-                    // virtio-scsi keeps no dmapool (its request headers are preallocated); an MPT
-                    // host's chain pool is owned by the storage layer and shown at detach.
-                    pools: &[],
+                    pools: &pools,
                     sense_mode,
                     sense: stack.sense_stats(),
                     scsi: stack.stats(),
