@@ -120,6 +120,9 @@ enum BenchCommand {
     /// A dmapool alloc/free storm from every CPU: one shared pool vs per-node pools (numa2
     /// profile), with each pool's lock contention.
     Numa(bench::numa::Options),
+    /// Sequential and random 4 KiB (and 1 MiB) reads from the host through the guest's NBD
+    /// server over QEMU user networking (informational).
+    Nbd(bench::nbd::Options),
 }
 
 fn main() -> ExitCode {
@@ -141,6 +144,9 @@ fn main() -> ExitCode {
         }
         Command::Bench(BenchCommand::Numa(options)) => {
             bench::numa::run(&options).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Bench(BenchCommand::Nbd(options)) => {
+            bench::nbd::run(&options).map(|()| ExitCode::SUCCESS)
         }
         Command::Setup => setup::ensure_all().map(|()| ExitCode::SUCCESS),
     };

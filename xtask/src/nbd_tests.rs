@@ -36,6 +36,25 @@ fn addr(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
 }
 
+/// Where the host reaches the guest's NBD server.
+pub fn nbd_addr() -> SocketAddr {
+    addr(NBD_PORT)
+}
+
+/// Fails when a host port the nbd profile forwards is taken (QEMU would fail less clearly).
+pub fn ports_free() -> crate::error::Result<()> {
+    for port in [NBD_PORT, STATS_PORT] {
+        if let Err(error) = TcpListener::bind(addr(port)) {
+            return Err(crate::error::Error::Guest {
+                verdict: format!(
+                    "host port 127.0.0.1:{port} is in use ({error}); free it and rerun"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Runs the NBD tests; each case prints `nbd NAME ... ok|FAILED: reason`.
 pub fn run(guest: &Guest) -> Tally {
     let mut tally = Tally::default();
@@ -56,16 +75,9 @@ pub fn run(guest: &Guest) -> Tally {
             return tally;
         }
     };
-    for port in [NBD_PORT, STATS_PORT] {
-        if let Err(error) = TcpListener::bind(addr(port)) {
-            report(
-                "boot",
-                Err(format!(
-                    "host port 127.0.0.1:{port} is in use ({error}); free it and rerun"
-                )),
-            );
-            return tally;
-        }
+    if let Err(error) = ports_free() {
+        report("boot", Err(error.to_string()));
+        return tally;
     }
     let overrides = Overrides {
         timeout: Some(BOOT_TIMEOUT),
@@ -100,7 +112,7 @@ pub fn run(guest: &Guest) -> Tally {
 }
 
 /// Waits until the NBD greeting arrives (QEMU accepts on the host port before the guest listens).
-fn wait_ready(
+pub fn wait_ready(
     boot: &std::thread::ScopedJoinHandle<'_, crate::error::Result<Outcome>>,
 ) -> Result<String, String> {
     let start = Instant::now();
@@ -285,34 +297,35 @@ fn bad_handshake() -> Result<String, String> {
     ))
 }
 
+/// `result` with `what` in front of its error.
+fn step<T>(what: &str, result: std::io::Result<T>) -> Result<T, String> {
+    result.map_err(|e| format!("{what}: {e}"))
+}
+
 fn bad_requests() -> Result<String, String> {
-    let mut client = io(Client::open(addr(NBD_PORT)))?;
+    let mut client = step("open", Client::open(addr(NBD_PORT)))?;
     let size = client.size;
-    let cases = [
-        (
-            "read past the end",
-            client.read(size - 512, 1024).map(|r| r.err()),
-        ),
-        ("oversize read", client.read(0, 64 << 20).map(|r| r.err())),
-    ];
-    let mut seen = Vec::new();
-    for (what, result) in cases {
-        seen.push((what, io(result)?));
-    }
-    let write_past = io(client.write(size - 4, &[0xee; 8]))?;
-    if seen[0].1 != Some(nbd::EINVAL)
-        || seen[1].1 != Some(nbd::EOVERFLOW)
+    let past_end = step("read past the end", client.read(size - 512, 1024))?.err();
+    let oversize = step("oversize read", client.read(0, 64 << 20))?.err();
+    let write_past = step("write past the end", client.write(size - 4, &[0xee; 8]))?;
+    if past_end != Some(nbd::EINVAL)
+        || oversize != Some(nbd::EOVERFLOW)
         || write_past != nbd::ENOSPC
     {
-        return Err(format!("errors {seen:?}, write past the end {write_past}"));
+        return Err(format!(
+            "errors: read past the end {past_end:?}, oversize read {oversize:?}, write past the end {write_past}"
+        ));
     }
     // The connection still works after the errors.
-    if io(client.read(0, 4096))?.is_err() {
+    if step("good read", client.read(0, 4096))?.is_err() {
         return Err("a good read after the errors failed".into());
     }
     // An oversize write header: error reply, then the server hangs up.
-    io(client.request(nbd::CMD_WRITE, 9, 0, 64 << 20, &[]))?;
-    let (error, _) = io(client.reply())?;
+    step(
+        "oversize write",
+        client.request(nbd::CMD_WRITE, 9, 0, 64 << 20, &[]),
+    )?;
+    let (error, _) = step("oversize write reply", client.reply())?;
     if error != nbd::EOVERFLOW || !client.closed_by_server() {
         return Err(format!(
             "oversize write: errno {error}, connection not closed"
@@ -429,7 +442,7 @@ fn stats() -> Result<String, String> {
     ))
 }
 
-fn shutdown() -> Result<String, String> {
+pub fn shutdown() -> Result<String, String> {
     let text = stats_text(b"shutdown\n")?;
     if !text.contains("poolinfo - 0.1") {
         return Err("no stats text before shutdown".into());

@@ -9,6 +9,7 @@
 pub mod device;
 pub mod dmapool;
 pub mod fake_rw;
+pub mod nbd;
 pub mod numa;
 pub mod plot;
 pub mod sense_reserve;
