@@ -213,11 +213,14 @@ fn run_stack<H: ScsiHost>(
         let sense_stats = stack.sense_stats();
         let pools = detach(stack.host_mut());
         log::info!(
-            "{info}: detached: {} commands ({} failed, absent targets included; {} retries, {} timeouts, {} bogus completions); sense: {} slab allocs, {} reserve hits, {} waits",
+            "{info}: detached: {} commands ({} failed, absent targets included; {} retries, {} timeouts, {} aborts ({} failed), {} host resets, {} bogus completions); sense: {} slab allocs, {} reserve hits, {} waits",
             stats.completed,
             stats.failed,
             stats.retries,
             stats.timeouts,
+            stats.aborts,
+            stats.abort_failures,
+            stats.host_resets,
             stats.bogus_completions,
             sense_stats.slab_allocs,
             sense_stats.reserve_hits,
