@@ -4,7 +4,8 @@
 //! The 2025 NVMe change this reproduces split the PRP-list dmapools per NUMA node because one
 //! device-wide pool lock was contended from every CPU. Here each online CPU runs the same
 //! bounded loop (`n=` blocks per CPU, allocated `batch` at a time and freed again, as a driver
-//! takes chain frames for an I/O and gives them back at completion) against either
+//! takes chain frames for an I/O and gives them back at completion; a run also ends after
+//! 20 ms, so that the CPUs overlap however the host schedules them) against either
 //! - `shared`: one [`DmaPool`] for the device (pages on node 0), or
 //! - `per-node`: a [`NodePoolSet`], where each CPU allocates from its own node's pool
 //!   and frees into the pool the block came from.
@@ -41,7 +42,11 @@ type PoolSet = NodePoolSet<Scalable<Frames, SideStack>, CountingSpinLock>;
 /// Blocks a CPU holds at once: allocated in a row, then freed in a row.
 const BATCH: usize = 16;
 /// Rounds of both modes.
-const REPS: usize = 5;
+const REPS: usize = 7;
+/// Longest a run lasts. Runs are bounded by time as well as by `n=`, so that the CPUs really
+/// overlap: on a loaded host a run of a fixed, small op count can finish before the other
+/// vCPU's thread is even scheduled, and then nothing contends at all.
+const WINDOW_NS: u64 = 20_000_000;
 
 /// The pools under test in one mode.
 enum Pools<'a> {
@@ -129,8 +134,9 @@ fn storm(cmdline: &Cmdline) -> Result<(), String> {
         None => alloc::vec![Pools::Shared(&shared), Pools::PerNode(&set)],
     };
     log::info!(
-        "numa: {cpus} CPUs on {nodes} node(s), {per_cpu} blocks of {} B per CPU per run in batches of {BATCH}, {REPS} rounds",
-        cmdline.size
+        "numa: {cpus} CPUs on {nodes} node(s), up to {per_cpu} blocks of {} B per CPU per run (at most {} ms) in batches of {BATCH}, {REPS} rounds",
+        cmdline.size,
+        WINDOW_NS / 1_000_000
     );
     let mut totals: Vec<ModeTotals> = modes.iter().map(|_| ModeTotals::default()).collect();
     // Round 0 warms the code and the frames; it is not counted.
@@ -192,8 +198,8 @@ fn storm(cmdline: &Cmdline) -> Result<(), String> {
     Ok(())
 }
 
-/// One storm: every CPU allocates `per_cpu` blocks, `BATCH` at a time, freeing each batch.
-/// Returns the operations done and the slowest CPU's time.
+/// One storm: every CPU allocates up to `per_cpu` blocks, `BATCH` at a time, freeing each
+/// batch, for at most [`WINDOW_NS`]. Returns the operations done and the slowest CPU's time.
 fn run_mode(pools: &Pools<'_>, per_cpu: usize) -> Result<(u64, u64), String> {
     let barrier = SpinBarrier::new(smp::online_count());
     let runs = smp::run_on_each_cpu(|context| {
@@ -205,8 +211,9 @@ fn run_mode(pools: &Pools<'_>, per_cpu: usize) -> Result<(u64, u64), String> {
         };
         barrier.wait();
         let start = time::now_ns();
+        let deadline = start + WINDOW_NS;
         let mut left = per_cpu;
-        'storm: while left > 0 {
+        'storm: while left > 0 && time::now_ns() < deadline {
             let batch = left.min(BATCH);
             for slot in held.iter_mut().take(batch) {
                 match pools.alloc(context.node) {
