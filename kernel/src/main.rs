@@ -62,6 +62,11 @@ mod sync;
     allow(dead_code, reason = "used by the guest build and by tests")
 )]
 mod topology;
+#[cfg_attr(
+    not(target_os = "none"),
+    allow(dead_code, reason = "used by the guest build and by tests")
+)]
+mod verify_plan;
 
 #[cfg(target_os = "none")]
 mod acpi;

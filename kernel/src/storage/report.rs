@@ -16,6 +16,7 @@ use scsi::wire::DeviceType;
 
 use super::HostInfo;
 use crate::console::println;
+use crate::verify_plan::disk_name;
 
 /// A disk the scan found, with the name it was given.
 #[derive(Debug, Clone)]
@@ -53,23 +54,6 @@ fn printable(bytes: &[u8]) -> String {
             }
         })
         .collect()
-}
-
-/// `sda`, ..., `sdz`, `sdaa`, ... (Linux `sd_format_disk_name`).
-pub fn disk_name(index: usize) -> String {
-    let mut letters = Vec::new();
-    let mut n = index;
-    loop {
-        letters.push(b'a' + (n % 26) as u8);
-        if n < 26 {
-            break;
-        }
-        n = n / 26 - 1;
-    }
-    letters.reverse();
-    let mut name = String::from("sd");
-    name.extend(letters.iter().map(|&b| b as char));
-    name
 }
 
 /// Prints the scan of `host` and returns its disks, named from `*next_disk` on.

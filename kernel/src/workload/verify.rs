@@ -31,86 +31,12 @@ use crate::console::println;
 use crate::json::JsonObject;
 use crate::storage::report::{NamedDisk, print_scan};
 use crate::storage::{self, HostInfo, HostVisitor, Stack};
+use crate::verify_plan::{Range, fill, first_mismatch, plan};
 
 /// Largest logical block the plan handles (SBC allows more; no QEMU disk uses it).
 const MAX_BLOCK_BYTES: usize = 64 * 1024;
 /// Fills the sentinel into read buffers, so a read that transfers nothing cannot pass.
 const SENTINEL: u8 = 0xa5;
-
-/// One range of the plan, in blocks.
-#[derive(Debug, Clone, Copy)]
-struct Range {
-    name: &'static str,
-    lba: u64,
-    blocks: u64,
-}
-
-/// The plan for a disk of `blocks` blocks of `block_len` bytes when one command carries at
-/// most `max_transfer_bytes`. Ranges that do not fit a small disk are left out.
-fn plan(blocks: u64, block_len: u32, max_transfer_bytes: usize) -> Vec<Range> {
-    let per_4k = (4096 / u64::from(block_len)).max(1);
-    let max_blocks = (max_transfer_bytes as u64 / u64::from(block_len)).max(1);
-    let candidates = [
-        Range {
-            name: "4k",
-            lba: 0,
-            blocks: per_4k,
-        },
-        Range {
-            name: "one-sector",
-            lba: 63,
-            blocks: 1,
-        },
-        Range {
-            name: "unaligned",
-            lba: 1001,
-            blocks: 37,
-        },
-        Range {
-            name: "max-transfer",
-            lba: 4096,
-            blocks: max_blocks,
-        },
-        Range {
-            name: "4x-max-in-flight",
-            lba: 4096 + max_blocks.next_multiple_of(2048),
-            blocks: 4 * max_blocks,
-        },
-        Range {
-            name: "last-blocks",
-            lba: blocks.saturating_sub(16),
-            blocks: 16.min(blocks),
-        },
-    ];
-    candidates
-        .into_iter()
-        .filter(|range| range.lba + range.blocks <= blocks)
-        .collect()
-}
-
-/// The pattern word at byte `offset` of a disk with `seed`.
-#[inline]
-fn word(offset: u64, seed: u64) -> u64 {
-    offset ^ seed
-}
-
-fn fill(buf: &mut [u8], disk_offset: u64, seed: u64) {
-    for (index, chunk) in buf.chunks_exact_mut(8).enumerate() {
-        chunk.copy_from_slice(&word(disk_offset + 8 * index as u64, seed).to_le_bytes());
-    }
-}
-
-/// The first word that differs: (disk offset, expected, found).
-fn first_mismatch(buf: &[u8], disk_offset: u64, seed: u64) -> Option<(u64, u64, u64)> {
-    buf.chunks_exact(8).enumerate().find_map(|(index, chunk)| {
-        let offset = disk_offset + 8 * index as u64;
-        let mut bytes = [0u8; 8];
-        bytes.copy_from_slice(chunk);
-        let found = u64::from_le_bytes(bytes);
-        let expected = word(offset, seed);
-        (found != expected).then_some((offset, expected, found))
-    })
-}
 
 struct Verify {
     /// `false` for `workload=scan`: scan and report only.
