@@ -90,7 +90,11 @@ struct Slot<E> {
     recovered: bool,
 }
 
+/// Written on every submission and completion (`in_flight`), so each device's state has a
+/// cache line of its own: midlayers of different CPUs allocate these at the same time and
+/// would otherwise share lines (false sharing, one line bouncing between CPUs per command).
 #[derive(Debug, Clone, Copy)]
+#[repr(align(64))]
 struct DeviceState {
     target: u16,
     lun: Lun,
