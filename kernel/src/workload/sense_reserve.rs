@@ -8,7 +8,7 @@
 //! its own), so sense buffers are actually written.
 //!
 //! Defaults differ from fake-rw's where the comparison needs it: `max_queue=1519` (can_queue
-//! of the 2008 measurement, so `prealloc` holds 1519 × 96 bytes) and `runtime=200ms` per
+//! of the 2008 measurement, so `prealloc` holds 1519 × 96 bytes) and `runtime=100ms` per
 //! repetition, unless the command line sets them. Each mode prints a `RESULT` line with
 //! `"bench":"sense-reserve"`.
 
@@ -28,8 +28,9 @@ use crate::storage::{Frames, KernelClock};
 
 /// The host's can_queue in the 2008 measurement.
 const CAN_QUEUE_2008: u16 = 1519;
-/// Repetitions per mode; the median and the best of them are reported.
-const REPS: u32 = 5;
+/// Repetitions per mode; the median and the best of them are reported. Many short rounds
+/// beat few long ones on a shared host, where noise comes in bursts.
+const REPS: u32 = 11;
 
 /// The command line's parameters with this benchmark's defaults where it left them alone.
 fn parameters(cmdline: &Cmdline) -> WorkloadParams {
@@ -38,7 +39,7 @@ fn parameters(cmdline: &Cmdline) -> WorkloadParams {
         params.target.max_queue = CAN_QUEUE_2008;
     }
     if params.job.limit == JobParams::default().limit {
-        params.job.limit = Limit::RuntimeNs(200_000_000);
+        params.job.limit = Limit::RuntimeNs(100_000_000);
     }
     params
 }
