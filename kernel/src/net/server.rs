@@ -7,7 +7,9 @@
 //! peer's window allows. A socket whose peer goes away (reset, or a FIN with a request cut
 //! short) drops its session: a partial write was never started, so nothing reaches the disk. A
 //! closed socket listens again, so clients come one after another (and up to [`NBD_SOCKETS`]
-//! at once).
+//! at once). When the server ends a session (a protocol error, `NBD_CMD_DISC`) it closes its
+//! half and resets the connection once its FIN is acknowledged, so a bad client that never closes
+//! its own half cannot hold a socket.
 //!
 //! A stats socket gets the text of [`super::stats`] as soon as it connects and is closed after
 //! it; a `shutdown` line received on it asks the server to flush the export and stop.
@@ -27,9 +29,9 @@ use super::nbd::session::{Export, NbdStats, Session};
 use crate::arch::time;
 
 /// Concurrent NBD connections.
-pub const NBD_SOCKETS: usize = 4;
+pub const NBD_SOCKETS: usize = 8;
 /// Concurrent stats connections.
-pub const STATS_SOCKETS: usize = 2;
+pub const STATS_SOCKETS: usize = 4;
 /// Most bytes a session may hold unparsed: one maximal write and its header, with slack.
 const MAX_PENDING_INPUT: usize = (33 << 20) + 4096;
 const NBD_RX_BYTES: usize = 256 << 10;
@@ -198,6 +200,14 @@ impl Server {
             slot.session = Some(Session::new(self.export_name));
         }
         let Some(session) = slot.session.as_mut() else {
+            match socket.state() {
+                // Our FIN is acknowledged, so every reply was delivered: a peer that keeps its
+                // half open (a bad client that never reads its EOF) must not hold the socket.
+                tcp::State::FinWait2 | tcp::State::TimeWait => socket.abort(),
+                // The peer came and went before a session was made.
+                tcp::State::CloseWait => socket.close(),
+                _ => {}
+            }
             return;
         };
         while session.wants_input()
