@@ -17,6 +17,8 @@
 //! outcome: recovered errors counted but successful, medium errors failed, timeouts aborted,
 //! unit attentions retried. A failed check makes the boot fail.
 
+mod check;
+
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -26,11 +28,9 @@ use pools::slab::SlabConfig;
 use pools::{Magazine, MagazineStats, SlabCache};
 use scsi::midlayer::Midlayer;
 use scsi::sense_alloc::SlabSense;
-use scsi::target::{
-    OPT_MEDIUM_ERR, OPT_RECOVERED_ERR, OPT_TIMEOUT, OPT_UNIT_ATTENTION, ScsiDebug, TargetStats,
-};
+use scsi::target::{ScsiDebug, TargetStats};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
-use scsi::workload::{self, Limit, WorkloadError, WorkloadParams, WorkloadReport};
+use scsi::workload::{self, WorkloadError, WorkloadParams, WorkloadReport};
 
 use crate::arch::exit::ExitCode;
 use crate::cmdline::Cmdline;
@@ -134,107 +134,6 @@ pub fn run_queues(
     .into_iter()
     .flatten()
     .collect()
-}
-
-/// Every command completed once and each injected error class had its outcome; the failures.
-pub fn check(params: &WorkloadParams, runs: &[QueueRun]) -> Vec<String> {
-    let mut failures = Vec::new();
-    let (mut done, mut medium, mut recovered) = (0, 0, 0);
-    for run in runs {
-        let r = &run.report;
-        let cpu = run.cpu;
-        let completions = r.ios + r.errors;
-        done += completions;
-        medium += run.target.medium_errors;
-        recovered += run.target.injected_recovered;
-        if run.outstanding != 0 {
-            failures.push(format!(
-                "cpu{cpu}: {} commands outstanding",
-                run.outstanding
-            ));
-        }
-        if r.midlayer.completed != completions || r.latency.count() != completions {
-            failures.push(format!(
-                "cpu{cpu}: {completions} I/Os ended but the midlayer completed {} and timed {}",
-                r.midlayer.completed,
-                r.latency.count()
-            ));
-        }
-        if r.sense.in_use != 0 {
-            failures.push(format!(
-                "cpu{cpu}: {} sense buffers still owned",
-                r.sense.in_use
-            ));
-        }
-        if run.target.injected_timeouts != r.midlayer.timeouts
-            || run.target.aborted != run.target.injected_timeouts
-        {
-            failures.push(format!(
-                "cpu{cpu}: {} injected timeouts, {} timed out, {} aborted",
-                run.target.injected_timeouts, r.midlayer.timeouts, run.target.aborted
-            ));
-        }
-        if r.midlayer.retries < run.target.injected_unit_attentions {
-            failures.push(format!(
-                "cpu{cpu}: {} unit attentions injected but only {} retries",
-                run.target.injected_unit_attentions, r.midlayer.retries
-            ));
-        }
-    }
-    let report = total(runs);
-    if let Limit::Ios(n) = params.job.limit
-        && done != n
-    {
-        failures.push(format!("ios={n} asked, {done} completed"));
-    }
-    if report.recovered != recovered {
-        failures.push(format!(
-            "{recovered} recovered errors injected, {} reported",
-            report.recovered
-        ));
-    }
-    let opts = params.target.opts;
-    let every_nth = u64::from(params.target.every_nth.unsigned_abs());
-    if every_nth != 0 && done >= 2 * every_nth {
-        let fired = |bit: u32, count: fn(&TargetStats) -> u64| {
-            opts & bit == 0 || runs.iter().map(|run| count(&run.target)).sum::<u64>() > 0
-        };
-        for (bit, name, count) in [
-            (
-                OPT_TIMEOUT,
-                "timeout",
-                (|t: &TargetStats| t.injected_timeouts) as fn(&TargetStats) -> u64,
-            ),
-            (OPT_RECOVERED_ERR, "recovered error", |t| {
-                t.injected_recovered
-            }),
-            (OPT_UNIT_ATTENTION, "unit attention", |t| {
-                t.injected_unit_attentions
-            }),
-        ] {
-            if !fired(bit, count) {
-                failures.push(format!(
-                    "every_nth={every_nth}: no injected {name} in {done} commands"
-                ));
-            }
-        }
-    }
-    let expected_errors = if opts & OPT_TIMEOUT != 0 {
-        None // a timed-out command is retried and may still fail: counted above, not here
-    } else if opts & OPT_MEDIUM_ERR != 0 {
-        Some(medium)
-    } else {
-        Some(0)
-    };
-    if let Some(expected) = expected_errors
-        && report.errors != expected
-    {
-        failures.push(format!(
-            "{} I/O errors, expected {expected} (medium errors from the target)",
-            report.errors
-        ));
-    }
-    failures
 }
 
 /// The summed report of all queues.
@@ -406,7 +305,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         "RESULT {}",
         result_json(&report, &runs, &lock, params.sense_magazine)
     );
-    let failures = check(params, &runs);
+    let failures = check::check(params, &runs);
     drop(runs);
     if let Err(error) = cache.destroy() {
         println!("fake-rw: FAILED: sense slab not empty at the end: {error}");
