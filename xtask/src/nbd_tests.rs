@@ -1,5 +1,6 @@
 //! The NBD half of `cargo xtask test`: boot the `nbd` profile in the background, talk to the
-//! guest's NBD server with real clients (`qemu-img`, `qemu-io`) and with [`nbd_client`]'s
+//! guest's NBD server with real clients (`qemu-img`, `qemu-io`, and `nbdinfo`/`nbdcopy` from
+//! Debian's libnbd-bin, installed here when missing and running as root) and with [`nbd_client`]'s
 //! deliberately bad ones, read the stats endpoint, send `shutdown`, and check the disk image
 //! after QEMU exits.
 //!
@@ -8,8 +9,6 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::boot::{Echo, Outcome, Verdict};
@@ -17,6 +16,12 @@ use crate::guest::{Guest, Overrides};
 use crate::host_tests::Tally;
 use crate::nbd_client::{self as nbd, Client};
 use crate::profile;
+
+mod bad_clients;
+mod tools;
+
+use bad_clients::{bad_handshake, bad_requests, pipelined, torn_write};
+use tools::{nbdcopy_write, nbdinfo, qemu_img_convert, qemu_io_write};
 
 const NBD_PORT: u16 = 40809;
 const STATS_PORT: u16 = 40810;
@@ -28,6 +33,8 @@ const PATTERN_OFFSET: u64 = 8 << 20;
 const PATTERN_LEN: usize = 256 << 10;
 /// Where a client hangs up in the middle of a write: must stay zero.
 const TORN_OFFSET: u64 = 16 << 20;
+/// What nbdcopy writes at offset 0 (a 64 KiB file of 0x5c).
+const NBDCOPY_LEN: usize = 64 << 10;
 const BOOT_TIMEOUT: Duration = Duration::from_secs(900);
 const READY_TIMEOUT: Duration = Duration::from_secs(180);
 const TOOL_TIMEOUT: Duration = Duration::from_secs(300);
@@ -92,6 +99,8 @@ pub fn run(guest: &Guest) -> Tally {
             report("pattern-write", pattern_write());
             report("qemu-img-convert", qemu_img_convert());
             report("qemu-io-write", qemu_io_write());
+            report("nbdinfo", nbdinfo());
+            report("nbdcopy-write", nbdcopy_write());
             report("bad-handshake", bad_handshake());
             report("bad-requests", bad_requests());
             report("torn-write", torn_write());
@@ -175,223 +184,6 @@ fn client_size() -> Result<u64, String> {
     Ok(size)
 }
 
-/// Runs `command` with a deadline; returns its stdout or why it failed.
-fn run_tool(command: &mut Command) -> Result<String, String> {
-    let name = format!("{:?}", command.get_program());
-    let mut child = command
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("{name}: {e}"))?;
-    let start = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if start.elapsed() > TOOL_TIMEOUT => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "{name} timed out after {} s",
-                    TOOL_TIMEOUT.as_secs()
-                ));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(100)),
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-    let output = child.wait_with_output().map_err(|e| e.to_string())?;
-    if !output.status.success() {
-        return Err(format!(
-            "{name} {}: {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-}
-
-fn qemu_img_convert() -> Result<String, String> {
-    let out = crate::workspace::output_dir("nbd").map_err(|e| e.to_string())?;
-    let copy = out.join("convert.raw");
-    let _ = std::fs::remove_file(&copy);
-    let start = Instant::now();
-    run_tool(
-        Command::new("qemu-img")
-            .args(["convert", "-f", "raw", "-O", "raw"])
-            .arg(format!("nbd://127.0.0.1:{NBD_PORT}"))
-            .arg(&copy),
-    )?;
-    let seconds = start.elapsed().as_secs_f64();
-    let image = crate::workspace::output_dir("images")
-        .map_err(|e| e.to_string())?
-        .join("nbd-disk0.raw");
-    let ours = std::fs::read(&copy).map_err(|e| e.to_string())?;
-    let theirs = std::fs::read(&image).map_err(|e| format!("{}: {e}", image.display()))?;
-    if ours.len() != theirs.len() {
-        return Err(format!(
-            "copy has {} B, image {} B",
-            ours.len(),
-            theirs.len()
-        ));
-    }
-    if let Some(at) = ours.iter().zip(&theirs).position(|(a, b)| a != b) {
-        return Err(format!("copy differs from the image at byte {at:#x}"));
-    }
-    let start_pattern = PATTERN_OFFSET as usize;
-    if ours[start_pattern..start_pattern + PATTERN_LEN] != pattern()[..] {
-        return Err("the copy lacks the pattern written through NBD".into());
-    }
-    Ok(format!(
-        "{} B equal to the image, {seconds:.2} s",
-        ours.len()
-    ))
-}
-
-fn qemu_io_write() -> Result<String, String> {
-    let stdout = run_tool(
-        Command::new("qemu-io")
-            .args(["-f", "raw", "-c", "write -P 0xab 1M 64k"])
-            .arg(format!("nbd://127.0.0.1:{NBD_PORT}")),
-    )?;
-    let mut client = io(Client::open(addr(NBD_PORT)))?;
-    let back = io(client.read(QEMU_IO_OFFSET, QEMU_IO_LEN as u32))?;
-    io(client.disconnect())?;
-    match back {
-        Ok(data) if data.iter().all(|&b| b == 0xab) => {
-            Ok(stdout.lines().next().unwrap_or("").trim().to_owned())
-        }
-        Ok(_) => Err("read back through NBD is not 0xab".into()),
-        Err(errno) => Err(format!("read back: errno {errno}")),
-    }
-}
-
-fn bad_handshake() -> Result<String, String> {
-    // Unknown client flags: the server hangs up.
-    let mut client = io(Client::connect(addr(NBD_PORT)))?;
-    io(client.send(&0x8000_0000u32.to_be_bytes()))?;
-    if !client.closed_by_server() {
-        return Err("unknown client flags: connection stayed open".into());
-    }
-    // Garbage instead of an option: hang up.
-    let mut client = io(Client::connect(addr(NBD_PORT)))?;
-    io(client.send(&3u32.to_be_bytes()))?;
-    io(client.send(&[0x5a; 16]))?;
-    if !client.closed_by_server() {
-        return Err("bad option magic: connection stayed open".into());
-    }
-    // Unknown option and unknown export: error replies, then GO still works.
-    let mut client = io(Client::connect(addr(NBD_PORT)))?;
-    io(client.send(&3u32.to_be_bytes()))?;
-    io(client.option(8, &[]))?;
-    let (unsup, _) = io(client.option_reply())?;
-    io(client.option(nbd::OPT_GO, &nbd::go_payload("nosuch")))?;
-    let (unknown, _) = io(client.option_reply())?;
-    if unsup != nbd::REP_ERR_UNSUP || unknown != nbd::REP_ERR_UNKNOWN {
-        return Err(format!("replies {unsup:#x} {unknown:#x}"));
-    }
-    // A client that vanishes during the handshake.
-    drop(io(Client::connect(addr(NBD_PORT)))?);
-    let size = client_size()?;
-    Ok(format!(
-        "closed on bad flags and magic, ERR_UNSUP/ERR_UNKNOWN answered, then served {size} B"
-    ))
-}
-
-/// `result` with `what` in front of its error.
-fn step<T>(what: &str, result: std::io::Result<T>) -> Result<T, String> {
-    result.map_err(|e| format!("{what}: {e}"))
-}
-
-fn bad_requests() -> Result<String, String> {
-    let mut client = step("open", Client::open(addr(NBD_PORT)))?;
-    let size = client.size;
-    let past_end = step("read past the end", client.read(size - 512, 1024))?.err();
-    let oversize = step("oversize read", client.read(0, 64 << 20))?.err();
-    let write_past = step("write past the end", client.write(size - 4, &[0xee; 8]))?;
-    if past_end != Some(nbd::EINVAL)
-        || oversize != Some(nbd::EOVERFLOW)
-        || write_past != nbd::ENOSPC
-    {
-        return Err(format!(
-            "errors: read past the end {past_end:?}, oversize read {oversize:?}, write past the end {write_past}"
-        ));
-    }
-    // The connection still works after the errors.
-    if step("good read", client.read(0, 4096))?.is_err() {
-        return Err("a good read after the errors failed".into());
-    }
-    // An oversize write header: error reply, then the server hangs up.
-    step(
-        "oversize write",
-        client.request(nbd::CMD_WRITE, 9, 0, 64 << 20, &[]),
-    )?;
-    let (error, _) = step("oversize write reply", client.reply())?;
-    if error != nbd::EOVERFLOW || !client.closed_by_server() {
-        return Err(format!(
-            "oversize write: errno {error}, connection not closed"
-        ));
-    }
-    Ok("EINVAL, EOVERFLOW, ENOSPC; oversize write answered and closed".into())
-}
-
-fn torn_write() -> Result<String, String> {
-    let mut client = io(Client::open(addr(NBD_PORT)))?;
-    let full = nbd::request_bytes(nbd::CMD_WRITE, 5, TORN_OFFSET, 4096, &[0xcd; 4096]);
-    io(client.send(&full[..28 + 1000]))?;
-    drop(client);
-    // The server must go on serving.
-    let mut client = io(Client::open(addr(NBD_PORT)))?;
-    let back = io(client.read(TORN_OFFSET, 4096))?;
-    io(client.disconnect())?;
-    match back {
-        Ok(data) if data.iter().all(|&b| b == 0) => {
-            Ok("nothing written, next client served".into())
-        }
-        Ok(_) => Err("part of a torn write reached the disk".into()),
-        Err(errno) => Err(format!("read after torn write: errno {errno}")),
-    }
-}
-
-fn pipelined() -> Result<String, String> {
-    let mut client = io(Client::open(addr(NBD_PORT)))?;
-    let base = 24u64 << 20;
-    let mut batch = Vec::new();
-    for i in 0..16u64 {
-        batch.extend(nbd::request_bytes(
-            nbd::CMD_WRITE,
-            100 + i,
-            base + i * 4096,
-            4096,
-            &[i as u8 + 1; 4096],
-        ));
-    }
-    for i in 0..16u64 {
-        batch.extend(nbd::request_bytes(
-            nbd::CMD_READ,
-            200 + i,
-            base + i * 4096,
-            4096,
-            &[],
-        ));
-    }
-    io(client.send(&batch))?;
-    for i in 0..16u64 {
-        let (error, handle) = io(client.reply())?;
-        if error != 0 || handle != 100 + i {
-            return Err(format!("write reply {i}: errno {error} handle {handle}"));
-        }
-    }
-    for i in 0..16u64 {
-        let (error, handle) = io(client.reply())?;
-        let data = io(client.bytes(4096))?;
-        if error != 0 || handle != 200 + i || data.iter().any(|&b| b != i as u8 + 1) {
-            return Err(format!("read reply {i}: errno {error} handle {handle}"));
-        }
-    }
-    io(client.disconnect())?;
-    Ok("32 requests in flight on one connection".into())
-}
-
 fn stats_text(command: &[u8]) -> Result<String, String> {
     let mut stream = io(TcpStream::connect_timeout(
         &addr(STATS_PORT),
@@ -468,6 +260,9 @@ fn check_image(outcome: &Outcome, zero: &[(u64, usize)]) -> Result<String, Strin
         .ok_or("no disk0 image")?;
     let bytes = std::fs::read(&image.path).map_err(|e| e.to_string())?;
     let at = |offset: u64, len: usize| &bytes[offset as usize..offset as usize + len];
+    if at(0, NBDCOPY_LEN).iter().any(|&b| b != 0x5c) {
+        return Err("the nbdcopy range is not 0x5c in the image".into());
+    }
     if at(QEMU_IO_OFFSET, QEMU_IO_LEN).iter().any(|&b| b != 0xab) {
         return Err("the qemu-io range is not 0xab in the image".into());
     }
@@ -479,7 +274,6 @@ fn check_image(outcome: &Outcome, zero: &[(u64, usize)]) -> Result<String, Strin
             return Err(format!("{len} B at {offset:#x} should be zero"));
         }
     }
-    let _ = Path::new(&image.path);
     Ok(format!(
         "{} B image: qemu-io bytes, pattern and untouched ranges as expected",
         bytes.len()

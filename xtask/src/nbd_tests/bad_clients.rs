@@ -1,0 +1,133 @@
+//! Clients that misbehave on purpose, from [`crate::nbd_client`]: malformed handshakes,
+//! out-of-range and oversize requests, a write cut off by a hang-up, and a deep pipeline. Each
+//! must get an error reply or a closed connection, and the server must go on serving.
+
+use super::{NBD_PORT, TORN_OFFSET, addr, client_size, io};
+use crate::nbd_client::{self as nbd, Client};
+
+pub fn bad_handshake() -> Result<String, String> {
+    // Unknown client flags: the server hangs up.
+    let mut client = io(Client::connect(addr(NBD_PORT)))?;
+    io(client.send(&0x8000_0000u32.to_be_bytes()))?;
+    if !client.closed_by_server() {
+        return Err("unknown client flags: connection stayed open".into());
+    }
+    // Garbage instead of an option: hang up.
+    let mut client = io(Client::connect(addr(NBD_PORT)))?;
+    io(client.send(&3u32.to_be_bytes()))?;
+    io(client.send(&[0x5a; 16]))?;
+    if !client.closed_by_server() {
+        return Err("bad option magic: connection stayed open".into());
+    }
+    // Unknown option and unknown export: error replies, then GO still works.
+    let mut client = io(Client::connect(addr(NBD_PORT)))?;
+    io(client.send(&3u32.to_be_bytes()))?;
+    io(client.option(8, &[]))?;
+    let (unsup, _) = io(client.option_reply())?;
+    io(client.option(nbd::OPT_GO, &nbd::go_payload("nosuch")))?;
+    let (unknown, _) = io(client.option_reply())?;
+    if unsup != nbd::REP_ERR_UNSUP || unknown != nbd::REP_ERR_UNKNOWN {
+        return Err(format!("replies {unsup:#x} {unknown:#x}"));
+    }
+    // A client that vanishes during the handshake.
+    drop(io(Client::connect(addr(NBD_PORT)))?);
+    let size = client_size()?;
+    Ok(format!(
+        "closed on bad flags and magic, ERR_UNSUP/ERR_UNKNOWN answered, then served {size} B"
+    ))
+}
+
+/// `result` with `what` in front of its error.
+pub fn step<T>(what: &str, result: std::io::Result<T>) -> Result<T, String> {
+    result.map_err(|e| format!("{what}: {e}"))
+}
+
+pub fn bad_requests() -> Result<String, String> {
+    let mut client = step("open", Client::open(addr(NBD_PORT)))?;
+    let size = client.size;
+    let past_end = step("read past the end", client.read(size - 512, 1024))?.err();
+    let oversize = step("oversize read", client.read(0, 64 << 20))?.err();
+    let write_past = step("write past the end", client.write(size - 4, &[0xee; 8]))?;
+    if past_end != Some(nbd::EINVAL)
+        || oversize != Some(nbd::EOVERFLOW)
+        || write_past != nbd::ENOSPC
+    {
+        return Err(format!(
+            "errors: read past the end {past_end:?}, oversize read {oversize:?}, write past the end {write_past}"
+        ));
+    }
+    // The connection still works after the errors.
+    if step("good read", client.read(0, 4096))?.is_err() {
+        return Err("a good read after the errors failed".into());
+    }
+    // An oversize write header: error reply, then the server hangs up.
+    step(
+        "oversize write",
+        client.request(nbd::CMD_WRITE, 9, 0, 64 << 20, &[]),
+    )?;
+    let (error, _) = step("oversize write reply", client.reply())?;
+    if error != nbd::EOVERFLOW || !client.closed_by_server() {
+        return Err(format!(
+            "oversize write: errno {error}, connection not closed"
+        ));
+    }
+    Ok("EINVAL, EOVERFLOW, ENOSPC; oversize write answered and closed".into())
+}
+
+pub fn torn_write() -> Result<String, String> {
+    let mut client = io(Client::open(addr(NBD_PORT)))?;
+    let full = nbd::request_bytes(nbd::CMD_WRITE, 5, TORN_OFFSET, 4096, &[0xcd; 4096]);
+    io(client.send(&full[..28 + 1000]))?;
+    drop(client);
+    // The server must go on serving.
+    let mut client = io(Client::open(addr(NBD_PORT)))?;
+    let back = io(client.read(TORN_OFFSET, 4096))?;
+    io(client.disconnect())?;
+    match back {
+        Ok(data) if data.iter().all(|&b| b == 0) => {
+            Ok("nothing written, next client served".into())
+        }
+        Ok(_) => Err("part of a torn write reached the disk".into()),
+        Err(errno) => Err(format!("read after torn write: errno {errno}")),
+    }
+}
+
+pub fn pipelined() -> Result<String, String> {
+    let mut client = io(Client::open(addr(NBD_PORT)))?;
+    let base = 24u64 << 20;
+    let mut batch = Vec::new();
+    for i in 0..16u64 {
+        batch.extend(nbd::request_bytes(
+            nbd::CMD_WRITE,
+            100 + i,
+            base + i * 4096,
+            4096,
+            &[i as u8 + 1; 4096],
+        ));
+    }
+    for i in 0..16u64 {
+        batch.extend(nbd::request_bytes(
+            nbd::CMD_READ,
+            200 + i,
+            base + i * 4096,
+            4096,
+            &[],
+        ));
+    }
+    io(client.send(&batch))?;
+    for i in 0..16u64 {
+        let (error, handle) = io(client.reply())?;
+        if error != 0 || handle != 100 + i {
+            return Err(format!("write reply {i}: errno {error} handle {handle}"));
+        }
+    }
+    for i in 0..16u64 {
+        let (error, handle) = io(client.reply())?;
+        let data = io(client.bytes(4096))?;
+        if error != 0 || handle != 200 + i || data.iter().any(|&b| b != i as u8 + 1) {
+            return Err(format!("read reply {i}: errno {error} handle {handle}"));
+        }
+    }
+    io(client.disconnect())?;
+    Ok("32 requests in flight on one connection".into())
+}
