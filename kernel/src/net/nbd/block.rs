@@ -61,6 +61,11 @@ impl<D: BlockDevice> BlockExport<D> {
         &self.device
     }
 
+    /// The device, to change it between requests.
+    pub fn device_mut(&mut self) -> &mut D {
+        &mut self.device
+    }
+
     /// `offset..offset+len` widened to whole blocks: (first LBA, bytes).
     fn widen(&self, offset: u64, len: usize) -> (u64, usize) {
         let block = u64::from(self.device.block_bytes());

@@ -111,7 +111,11 @@ pub struct Session {
     /// Received bytes; `input[consumed..]` is not yet parsed.
     input: Vec<u8>,
     consumed: usize,
+    /// Bytes to send; `output[output_sent..]` has not been taken by the socket yet. Sent bytes
+    /// are dropped lazily, so a 32 MiB read reply drained in socket-sized pieces is not moved
+    /// down once per piece.
     output: Vec<u8>,
+    output_sent: usize,
     /// Export names accepted besides the default `""`.
     name: &'static str,
     stats: NbdStats,
@@ -131,6 +135,7 @@ impl Session {
             input: Vec::new(),
             consumed: 0,
             output,
+            output_sent: 0,
             name,
             stats: NbdStats::default(),
         }
@@ -152,12 +157,20 @@ impl Session {
 
     /// Bytes waiting to be sent.
     pub fn output(&self) -> &[u8] {
-        &self.output
+        &self.output[self.output_sent..]
     }
 
     /// Drops the first `sent` bytes of the output (the socket took them).
     pub fn sent(&mut self, sent: usize) {
-        self.output.drain(..sent.min(self.output.len()));
+        self.output_sent = (self.output_sent + sent).min(self.output.len());
+        if self.output_sent == self.output.len() {
+            self.output.clear();
+            self.output_sent = 0;
+        } else if self.output_sent >= OUTPUT_HIGH_WATER && self.output_sent > self.output.len() / 2
+        {
+            self.output.drain(..self.output_sent);
+            self.output_sent = 0;
+        }
     }
 
     /// `Some(reason)` once the session is over; send the remaining output, then close.
@@ -181,7 +194,7 @@ impl Session {
 
     /// Whether the client may send more: the session neither ended nor waits on its output.
     pub fn wants_input(&self) -> bool {
-        self.closed().is_none() && self.output.len() < OUTPUT_HIGH_WATER
+        self.closed().is_none() && self.output.len() - self.output_sent < OUTPUT_HIGH_WATER
     }
 
     /// Handles every complete message in the input, in order, until the input runs short, the

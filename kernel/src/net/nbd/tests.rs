@@ -258,7 +258,7 @@ fn unaligned_write_touches_only_its_bytes() {
 fn bad_requests_get_errors_and_the_session_goes_on() {
     let size = 8 * 512u64;
     let mut export = BlockExport::new(RamDisk::new(8));
-    export_bad_lba(&mut export, 3);
+    export.device_mut().bad_lba = Some(3);
     let mut session = connected(&mut export);
     let mut input = request(cmd::READ, 1, size - 512, 1024, &[]);
     input.extend(request(cmd::WRITE, 2, size - 4, 8, &[0xee; 8]));
@@ -288,13 +288,6 @@ fn bad_requests_get_errors_and_the_session_goes_on() {
     );
     assert!(export.device().data.iter().all(|&b| b == 0));
     assert_eq!(session.closed(), None);
-}
-
-fn export_bad_lba(export: &mut BlockExport<RamDisk>, lba: u64) {
-    // The export only lends its device immutably; rebuild it with the fault.
-    let mut disk = RamDisk::new(export.device().blocks());
-    disk.bad_lba = Some(lba);
-    *export = BlockExport::new(disk);
 }
 
 #[test]
@@ -328,6 +321,31 @@ fn a_request_cut_short_does_nothing() {
     assert!(out.is_empty());
     assert!(export.device().data.iter().all(|&b| b == 0));
     assert_eq!(session.pending_input(), 300);
+}
+
+#[test]
+fn output_drained_in_small_pieces_is_the_whole_reply() {
+    let mut export = BlockExport::new(RamDisk::new(8192));
+    for (lba, chunk) in export.device_mut().data.chunks_mut(512).enumerate() {
+        chunk.fill(lba as u8);
+    }
+    let mut session = connected(&mut export);
+    let len = 3u32 << 20;
+    let mut input = request(cmd::READ, 7, 0, len, &[]);
+    input.extend(request(cmd::READ, 8, 512, 512, &[]));
+    session.receive(&input);
+    session.step(&mut export);
+    let mut out = Vec::new();
+    while !session.output().is_empty() {
+        let piece = session.output().len().min(1000);
+        out.extend_from_slice(&session.output()[..piece]);
+        session.sent(piece);
+        session.step(&mut export);
+    }
+    let list = replies(&out, |h| if h == 7 { len as usize } else { 512 });
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0].2, export.device().data[..len as usize]);
+    assert!(list[1].2.iter().all(|&b| b == 1));
 }
 
 #[test]
@@ -367,4 +385,33 @@ proptest! {
         prop_assert_eq!(whole_out, split_out);
         prop_assert_eq!(&whole_export.device().data, &split_export.device().data);
     }
+}
+
+#[test]
+fn scsi_errors_map_to_the_errno_a_client_expects() {
+    use super::block::errno_for;
+    let check = |key, asc| ScsiError::CheckCondition {
+        key,
+        asc,
+        ascq: 0,
+        information: None,
+    };
+    assert_eq!(errno_for(&check(SenseKey::MediumError, 0x11)), Errno::EIO);
+    assert_eq!(errno_for(&check(SenseKey::HardwareError, 0x44)), Errno::EIO);
+    assert_eq!(errno_for(&check(SenseKey::DataProtect, 0x27)), Errno::EPERM);
+    assert_eq!(
+        errno_for(&check(SenseKey::IllegalRequest, 0x21)),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        errno_for(&check(SenseKey::IllegalRequest, 0x20)),
+        Errno::ENOTSUP
+    );
+    let out_of_range = ScsiError::OutOfRange {
+        lba: 9,
+        blocks: 1,
+        capacity: 8,
+    };
+    assert_eq!(errno_for(&out_of_range), Errno::EINVAL);
+    assert_eq!(errno_for(&ScsiError::QueueFull), Errno::ENOMEM);
 }
