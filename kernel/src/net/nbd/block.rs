@@ -62,6 +62,7 @@ impl<D: BlockDevice> BlockExport<D> {
     }
 
     /// The device, to change it between requests.
+    #[cfg(test)]
     pub fn device_mut(&mut self) -> &mut D {
         &mut self.device
     }
