@@ -106,6 +106,7 @@ pub fn run(guest: &Guest) -> Tally {
             report("torn-write", torn_write());
             expected_zero.push((TORN_OFFSET, 4096usize));
             report("pipelined", pipelined());
+            report("two-clients-at-once", two_clients());
             report("stats", stats());
         }
         let stopped = shutdown();
@@ -175,6 +176,25 @@ fn pattern_write() -> Result<String, String> {
         "{PATTERN_LEN} B written, read back, flushed; export {} B",
         client_size()?
     ))
+}
+
+/// Two connections open together: a write through one is read back through the other.
+fn two_clients() -> Result<String, String> {
+    let mut first = io(Client::open(addr(NBD_PORT)))?;
+    let mut second = io(Client::open(addr(NBD_PORT)))?;
+    let offset = 32u64 << 20;
+    let data = vec![0x77; 8192];
+    let error = io(first.write(offset, &data))?;
+    let back = io(second.read(offset, 8192))?;
+    io(first.disconnect())?;
+    io(second.disconnect())?;
+    match back {
+        Ok(read) if error == 0 && read == data => Ok("write on one, read back on the other".into()),
+        other => Err(format!(
+            "write errno {error}, read back {:?}",
+            other.map(|d| d.len())
+        )),
+    }
 }
 
 fn client_size() -> Result<u64, String> {
