@@ -9,7 +9,8 @@
 //! closed socket listens again, so clients come one after another (and up to [`NBD_SOCKETS`]
 //! at once). When the server ends a session (a protocol error, `NBD_CMD_DISC`) it closes its
 //! half and resets the connection once its FIN is acknowledged, so a bad client that never closes
-//! its own half cannot hold a socket.
+//! its own half cannot hold a socket; nor can one that stays silent for 30 s before its
+//! handshake is complete (a client in transmission may idle as long as it likes).
 //!
 //! A stats socket gets the text of [`super::stats`] as soon as it connects and is closed after
 //! it; a `shutdown` line received on it asks the server to flush the export and stop.
@@ -37,6 +38,8 @@ const MAX_PENDING_INPUT: usize = (33 << 20) + 4096;
 const NBD_RX_BYTES: usize = 256 << 10;
 const NBD_TX_BYTES: usize = 256 << 10;
 const STATS_BUFFER_BYTES: usize = 16 << 10;
+/// A connection that sends nothing for this long before its handshake completes is reset.
+const HANDSHAKE_IDLE_NS: u64 = 30_000_000_000;
 
 /// What the stats endpoint reports about the server.
 #[derive(Debug, Clone, Copy, Default)]
@@ -54,6 +57,8 @@ pub struct ServerStats {
 struct NbdSlot {
     handle: SocketHandle,
     session: Option<Session>,
+    /// When the client last sent anything (TSC ns).
+    last_input_ns: u64,
 }
 
 struct StatsSlot {
@@ -117,6 +122,7 @@ impl Server {
             .map(|_| NbdSlot {
                 handle: sockets.add(tcp_socket(NBD_RX_BYTES, NBD_TX_BYTES)),
                 session: None,
+                last_input_ns: 0,
             })
             .collect();
         let stats = (0..STATS_SOCKETS)
@@ -198,6 +204,7 @@ impl Server {
                 socket.remote_endpoint()
             );
             slot.session = Some(Session::new(self.export_name));
+            slot.last_input_ns = time::now_ns();
         }
         let Some(session) = slot.session.as_mut() else {
             match socket.state() {
@@ -224,6 +231,20 @@ impl Server {
             if !matches!(taken, Ok(n) if n > 0) {
                 break;
             }
+            slot.last_input_ns = time::now_ns();
+        }
+        if !session.in_transmission()
+            && session.closed().is_none()
+            && time::now_ns().saturating_sub(slot.last_input_ns) > HANDSHAKE_IDLE_NS
+        {
+            // A client stuck in the handshake (or one that never starts it) would hold the
+            // socket forever; a client in transmission may idle as long as it likes.
+            log::warn!("nbd: connection {index}: handshake idle, closed");
+            self.counters.dropped += 1;
+            socket.abort();
+            self.ended.add(&session.stats());
+            slot.session = None;
+            return;
         }
         session.step(export);
         while !session.output().is_empty() && socket.can_send() {

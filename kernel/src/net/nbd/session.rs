@@ -182,7 +182,6 @@ impl Session {
     }
 
     /// Whether the option haggling is over.
-    #[cfg(test)]
     pub fn in_transmission(&self) -> bool {
         self.phase == Phase::Transmission
     }
