@@ -4,18 +4,20 @@
 //! deliberately bad ones, read the stats endpoint, send `shutdown`, and check the disk image
 //! after QEMU exits.
 //!
-//! Host ports 40809 (NBD) and 40810 (stats) come from qemu/nbd.toml; if either is taken the test
-//! fails at once and says so. Every client has a timeout, and the boot itself is bounded.
+//! qemu/nbd.toml forwards host ports 40809 (NBD) and 40810 (stats) on 127.0.0.1 only; the tests
+//! move both forwards to free loopback ports picked at run time ([`with_free_ports`]), so two runs
+//! on one machine do not collide. Every client has a timeout, and the boot itself is bounded.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::boot::{Echo, Outcome, Verdict};
 use crate::guest::{Guest, Overrides};
 use crate::host_tests::Tally;
 use crate::nbd_client::{self as nbd, Client};
-use crate::profile;
+use crate::profile::{self, Profile};
 
 mod bad_clients;
 mod tools;
@@ -23,8 +25,12 @@ mod tools;
 use bad_clients::{bad_handshake, bad_requests, pipelined, torn_write};
 use tools::{nbdcopy_write, nbdinfo, qemu_img_convert, qemu_io_write};
 
-const NBD_PORT: u16 = 40809;
-const STATS_PORT: u16 = 40810;
+/// The guest's ports (kernel defaults `nbd_port=` and `stats_port=`) that qemu/nbd.toml forwards.
+const GUEST_NBD_PORT: u16 = 10809;
+const GUEST_STATS_PORT: u16 = 10810;
+/// The host ports of this run's forwards (free ports picked by [`with_free_ports`]).
+static NBD_PORT: AtomicU16 = AtomicU16::new(40809);
+static STATS_PORT: AtomicU16 = AtomicU16::new(40810);
 /// Where qemu-io writes 0xab (`write -P 0xab 1M 64k`).
 const QEMU_IO_OFFSET: u64 = 1 << 20;
 const QEMU_IO_LEN: usize = 64 << 10;
@@ -45,21 +51,62 @@ fn addr(port: u16) -> SocketAddr {
 
 /// Where the host reaches the guest's NBD server.
 pub fn nbd_addr() -> SocketAddr {
-    addr(NBD_PORT)
+    addr(NBD_PORT.load(Ordering::Relaxed))
 }
 
-/// Fails when a host port the nbd profile forwards is taken (QEMU would fail less clearly).
-pub fn ports_free() -> crate::error::Result<()> {
-    for port in [NBD_PORT, STATS_PORT] {
-        if let Err(error) = TcpListener::bind(addr(port)) {
-            return Err(crate::error::Error::Guest {
-                verdict: format!(
-                    "host port 127.0.0.1:{port} is in use ({error}); free it and rerun"
-                ),
-            });
-        }
+fn stats_addr() -> SocketAddr {
+    addr(STATS_PORT.load(Ordering::Relaxed))
+}
+
+/// `nbd://127.0.0.1:PORT` for the real clients.
+fn nbd_uri() -> String {
+    format!("nbd://127.0.0.1:{}", NBD_PORT.load(Ordering::Relaxed))
+}
+
+/// A free loopback port (the kernel picks it; it is released at once for QEMU to take).
+fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind(addr(0))?.local_addr()?.port())
+}
+
+/// `profile` with its NBD and stats forwards moved to free host ports, so runs on one machine
+/// (two checkouts, a CI job beside a user) do not collide on the profile's fixed ports.
+pub fn with_free_ports(profile: &Profile) -> Result<Profile, String> {
+    let nic = profile.nic.as_deref().ok_or("profile nbd has no nic")?;
+    let (nbd, stats) = (
+        free_port().map_err(|e| e.to_string())?,
+        free_port().map_err(|e| e.to_string())?,
+    );
+    let mut found = (false, false);
+    let parts: Vec<String> = nic
+        .split(',')
+        .map(|part| {
+            let guest = part
+                .strip_prefix("hostfwd=tcp:127.0.0.1:")
+                .and_then(|rest| rest.split_once("-:"))
+                .and_then(|(_, guest)| guest.parse::<u16>().ok());
+            match guest {
+                Some(GUEST_NBD_PORT) => {
+                    found.0 = true;
+                    format!("hostfwd=tcp:127.0.0.1:{nbd}-:{GUEST_NBD_PORT}")
+                }
+                Some(GUEST_STATS_PORT) => {
+                    found.1 = true;
+                    format!("hostfwd=tcp:127.0.0.1:{stats}-:{GUEST_STATS_PORT}")
+                }
+                _ => part.to_owned(),
+            }
+        })
+        .collect();
+    if found != (true, true) {
+        return Err(format!(
+            "profile nbd must forward 127.0.0.1 to guest ports {GUEST_NBD_PORT} and {GUEST_STATS_PORT}: {nic}"
+        ));
     }
-    Ok(())
+    NBD_PORT.store(nbd, Ordering::Relaxed);
+    STATS_PORT.store(stats, Ordering::Relaxed);
+    let mut moved = profile.clone();
+    moved.nic = Some(parts.join(","));
+    Ok(moved)
 }
 
 /// Runs the NBD tests; each case prints `nbd NAME ... ok|FAILED: reason`.
@@ -82,10 +129,13 @@ pub fn run(guest: &Guest) -> Tally {
             return tally;
         }
     };
-    if let Err(error) = ports_free() {
-        report("boot", Err(error.to_string()));
-        return tally;
-    }
+    let profile = match with_free_ports(&profile) {
+        Ok(profile) => profile,
+        Err(error) => {
+            report("boot", Err(error));
+            return tally;
+        }
+    };
     let overrides = Overrides {
         timeout: Some(BOOT_TIMEOUT),
         ..Overrides::default()
@@ -130,7 +180,7 @@ pub fn wait_ready(
         if boot.is_finished() {
             return Err("the guest exited before serving".into());
         }
-        if let Ok(client) = Client::connect(addr(NBD_PORT)) {
+        if let Ok(client) = Client::connect(nbd_addr()) {
             drop(client);
             return Ok(format!(
                 "greeting after {:.1} s",
@@ -156,7 +206,7 @@ fn io<T>(result: std::io::Result<T>) -> Result<T, String> {
 }
 
 fn pattern_write() -> Result<String, String> {
-    let mut client = io(Client::open(addr(NBD_PORT)))?;
+    let mut client = io(Client::open(nbd_addr()))?;
     let data = pattern();
     let error = io(client.write(PATTERN_OFFSET, &data))?;
     if error != 0 {
@@ -180,8 +230,8 @@ fn pattern_write() -> Result<String, String> {
 
 /// Two connections open together: a write through one is read back through the other.
 fn two_clients() -> Result<String, String> {
-    let mut first = io(Client::open(addr(NBD_PORT)))?;
-    let mut second = io(Client::open(addr(NBD_PORT)))?;
+    let mut first = io(Client::open(nbd_addr()))?;
+    let mut second = io(Client::open(nbd_addr()))?;
     let offset = 32u64 << 20;
     let data = vec![0x77; 8192];
     let error = io(first.write(offset, &data))?;
@@ -198,17 +248,14 @@ fn two_clients() -> Result<String, String> {
 }
 
 fn client_size() -> Result<u64, String> {
-    let client = io(Client::open(addr(NBD_PORT)))?;
+    let client = io(Client::open(nbd_addr()))?;
     let size = client.size;
     io(client.disconnect())?;
     Ok(size)
 }
 
 fn stats_text(command: &[u8]) -> Result<String, String> {
-    let mut stream = io(TcpStream::connect_timeout(
-        &addr(STATS_PORT),
-        nbd::IO_TIMEOUT,
-    ))?;
+    let mut stream = io(TcpStream::connect_timeout(&stats_addr(), nbd::IO_TIMEOUT))?;
     io(stream.set_read_timeout(Some(nbd::IO_TIMEOUT)))?;
     io(stream.write_all(command))?;
     let mut text = String::new();
@@ -298,4 +345,38 @@ fn check_image(outcome: &Outcome, zero: &[(u64, usize)]) -> Result<String, Strin
         "{} B image: qemu-io bytes, pattern and untouched ranges as expected",
         bytes.len()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nbd_profile_forwards_loopback_only_and_the_tests_move_its_ports() {
+        let profile = profile::load("nbd").unwrap();
+        let nic = profile.nic.clone().unwrap();
+        let forwards: Vec<&str> = nic
+            .split(',')
+            .filter(|p| p.starts_with("hostfwd="))
+            .collect();
+        assert_eq!(forwards.len(), 2, "{nic}");
+        assert!(
+            forwards
+                .iter()
+                .all(|f| f.starts_with("hostfwd=tcp:127.0.0.1:")),
+            "{nic}"
+        );
+        let moved = with_free_ports(&profile).unwrap().nic.unwrap();
+        let nbd = NBD_PORT.load(Ordering::Relaxed);
+        let stats = STATS_PORT.load(Ordering::Relaxed);
+        assert!(
+            moved.contains(&format!("hostfwd=tcp:127.0.0.1:{nbd}-:10809")),
+            "{moved}"
+        );
+        assert!(
+            moved.contains(&format!("hostfwd=tcp:127.0.0.1:{stats}-:10810")),
+            "{moved}"
+        );
+        assert!(moved.starts_with("user,model=virtio-net-pci,"), "{moved}");
+    }
 }

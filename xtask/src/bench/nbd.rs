@@ -153,7 +153,8 @@ pub fn run(options: &Options) -> Result<()> {
     let guest = Guest::prepare(options.accel, None)?;
     let duration = Duration::from_secs(if options.quick { 1 } else { 5 });
     let mut set = ResultSet::new("nbd", "nbd", "guest", Some(guest.accel.accel.to_string()));
-    nbd_tests::ports_free()?;
+    let profile =
+        nbd_tests::with_free_ports(&profile).map_err(|verdict| Error::Guest { verdict })?;
     let overrides = Overrides {
         timeout: Some(Duration::from_secs(900)),
         ..Overrides::default()

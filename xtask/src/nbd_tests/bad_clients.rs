@@ -2,25 +2,25 @@
 //! out-of-range and oversize requests, a write cut off by a hang-up, and a deep pipeline. Each
 //! must get an error reply or a closed connection, and the server must go on serving.
 
-use super::{NBD_PORT, TORN_OFFSET, addr, client_size, io};
+use super::{TORN_OFFSET, client_size, io, nbd_addr};
 use crate::nbd_client::{self as nbd, Client};
 
 pub fn bad_handshake() -> Result<String, String> {
     // Unknown client flags: the server hangs up.
-    let mut client = io(Client::connect(addr(NBD_PORT)))?;
+    let mut client = io(Client::connect(nbd_addr()))?;
     io(client.send(&0x8000_0000u32.to_be_bytes()))?;
     if !client.closed_by_server() {
         return Err("unknown client flags: connection stayed open".into());
     }
     // Garbage instead of an option: hang up.
-    let mut client = io(Client::connect(addr(NBD_PORT)))?;
+    let mut client = io(Client::connect(nbd_addr()))?;
     io(client.send(&3u32.to_be_bytes()))?;
     io(client.send(&[0x5a; 16]))?;
     if !client.closed_by_server() {
         return Err("bad option magic: connection stayed open".into());
     }
     // Unknown option and unknown export: error replies, then GO still works.
-    let mut client = io(Client::connect(addr(NBD_PORT)))?;
+    let mut client = io(Client::connect(nbd_addr()))?;
     io(client.send(&3u32.to_be_bytes()))?;
     io(client.option(8, &[]))?;
     let (unsup, _) = io(client.option_reply())?;
@@ -30,7 +30,7 @@ pub fn bad_handshake() -> Result<String, String> {
         return Err(format!("replies {unsup:#x} {unknown:#x}"));
     }
     // A client that vanishes during the handshake.
-    drop(io(Client::connect(addr(NBD_PORT)))?);
+    drop(io(Client::connect(nbd_addr()))?);
     let size = client_size()?;
     Ok(format!(
         "closed on bad flags and magic, ERR_UNSUP/ERR_UNKNOWN answered, then served {size} B"
@@ -43,7 +43,7 @@ pub fn step<T>(what: &str, result: std::io::Result<T>) -> Result<T, String> {
 }
 
 pub fn bad_requests() -> Result<String, String> {
-    let mut client = step("open", Client::open(addr(NBD_PORT)))?;
+    let mut client = step("open", Client::open(nbd_addr()))?;
     let size = client.size;
     let past_end = step("read past the end", client.read(size - 512, 1024))?.err();
     let oversize = step("oversize read", client.read(0, 64 << 20))?.err();
@@ -75,12 +75,12 @@ pub fn bad_requests() -> Result<String, String> {
 }
 
 pub fn torn_write() -> Result<String, String> {
-    let mut client = io(Client::open(addr(NBD_PORT)))?;
+    let mut client = io(Client::open(nbd_addr()))?;
     let full = nbd::request_bytes(nbd::CMD_WRITE, 5, TORN_OFFSET, 4096, &[0xcd; 4096]);
     io(client.send(&full[..28 + 1000]))?;
     drop(client);
     // The server must go on serving.
-    let mut client = io(Client::open(addr(NBD_PORT)))?;
+    let mut client = io(Client::open(nbd_addr()))?;
     let back = io(client.read(TORN_OFFSET, 4096))?;
     io(client.disconnect())?;
     match back {
@@ -93,7 +93,7 @@ pub fn torn_write() -> Result<String, String> {
 }
 
 pub fn pipelined() -> Result<String, String> {
-    let mut client = io(Client::open(addr(NBD_PORT)))?;
+    let mut client = io(Client::open(nbd_addr()))?;
     let base = 24u64 << 20;
     let mut batch = Vec::new();
     for i in 0..16u64 {

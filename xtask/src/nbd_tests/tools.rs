@@ -6,8 +6,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::{
-    NBD_PORT, NBDCOPY_LEN, PATTERN_LEN, PATTERN_OFFSET, QEMU_IO_LEN, QEMU_IO_OFFSET, TOOL_TIMEOUT,
-    addr, io, pattern,
+    NBDCOPY_LEN, PATTERN_LEN, PATTERN_OFFSET, QEMU_IO_LEN, QEMU_IO_OFFSET, TOOL_TIMEOUT, io,
+    nbd_addr, nbd_uri, pattern,
 };
 use crate::nbd_client::Client;
 
@@ -54,7 +54,7 @@ pub fn qemu_img_convert() -> Result<String, String> {
     run_tool(
         Command::new("qemu-img")
             .args(["convert", "-f", "raw", "-O", "raw"])
-            .arg(format!("nbd://127.0.0.1:{NBD_PORT}"))
+            .arg(nbd_uri())
             .arg(&copy),
     )?;
     let seconds = start.elapsed().as_secs_f64();
@@ -87,9 +87,9 @@ pub fn qemu_io_write() -> Result<String, String> {
     let stdout = run_tool(
         Command::new("qemu-io")
             .args(["-f", "raw", "-c", "write -P 0xab 1M 64k"])
-            .arg(format!("nbd://127.0.0.1:{NBD_PORT}")),
+            .arg(nbd_uri()),
     )?;
-    let mut client = io(Client::open(addr(NBD_PORT)))?;
+    let mut client = io(Client::open(nbd_addr()))?;
     let back = io(client.read(QEMU_IO_OFFSET, QEMU_IO_LEN as u32))?;
     io(client.disconnect())?;
     match back {
@@ -137,11 +137,7 @@ pub fn ensure_libnbd_tools() -> Result<(), String> {
 
 pub fn nbdinfo() -> Result<String, String> {
     ensure_libnbd_tools()?;
-    let json = run_tool(
-        Command::new("nbdinfo")
-            .arg("--json")
-            .arg(format!("nbd://127.0.0.1:{NBD_PORT}")),
-    )?;
+    let json = run_tool(Command::new("nbdinfo").arg("--json").arg(nbd_uri()))?;
     let info: serde_json::Value =
         serde_json::from_str(&json).map_err(|e| format!("nbdinfo JSON: {e}"))?;
     let export = &info["exports"][0];
@@ -164,12 +160,8 @@ pub fn nbdcopy_write() -> Result<String, String> {
         .map_err(|e| e.to_string())?
         .join("nbdcopy-5c.raw");
     std::fs::write(&file, vec![0x5c; NBDCOPY_LEN]).map_err(|e| e.to_string())?;
-    run_tool(
-        Command::new("nbdcopy")
-            .arg(&file)
-            .arg(format!("nbd://127.0.0.1:{NBD_PORT}")),
-    )?;
-    let mut client = io(Client::open(addr(NBD_PORT)))?;
+    run_tool(Command::new("nbdcopy").arg(&file).arg(nbd_uri()))?;
+    let mut client = io(Client::open(nbd_addr()))?;
     let back = io(client.read(0, NBDCOPY_LEN as u32 + 4096))?;
     io(client.disconnect())?;
     match back {
