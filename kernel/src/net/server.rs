@@ -26,7 +26,7 @@ use smoltcp::wire::{EthernetAddress, IpCidr, Ipv4Address};
 
 use super::config::NetConfig;
 use super::device::{DeviceStats, NetDevice};
-use super::nbd::session::{Export, NbdStats, Session};
+use super::nbd::session::{Export, MAX_PAYLOAD_BYTES, NbdStats, Session};
 use crate::arch::time;
 
 /// Concurrent NBD connections.
@@ -34,7 +34,7 @@ pub const NBD_SOCKETS: usize = 8;
 /// Concurrent stats connections.
 pub const STATS_SOCKETS: usize = 4;
 /// Most bytes a session may hold unparsed: one maximal write and its header, with slack.
-const MAX_PENDING_INPUT: usize = (33 << 20) + 4096;
+const MAX_PENDING_INPUT: usize = MAX_PAYLOAD_BYTES as usize + (64 << 10);
 const NBD_RX_BYTES: usize = 256 << 10;
 const NBD_TX_BYTES: usize = 256 << 10;
 const STATS_BUFFER_BYTES: usize = 16 << 10;

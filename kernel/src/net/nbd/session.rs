@@ -20,8 +20,11 @@ use alloc::vec::Vec;
 
 use super::wire::{self, Errno, info, opt, rep, tflag};
 
-/// Largest read or write payload (NBD's customary 32 MiB maximum block size).
-pub const MAX_PAYLOAD_BYTES: u32 = 32 << 20;
+/// Largest read or write payload, advertised as the maximum block size. 4 MiB rather than the
+/// customary 32 MiB: a write is buffered whole before it runs and a read reply is built whole,
+/// so with every NBD socket busy the server holds at most about `sockets x (2 x 4 MiB + 1 MiB)`
+/// of heap, well inside the guest's; clients split larger transfers themselves.
+pub const MAX_PAYLOAD_BYTES: u32 = 4 << 20;
 /// Largest option request payload (an export name and a few info requests fit easily).
 pub const MAX_OPTION_BYTES: u32 = 4096;
 /// No new request is taken while this much output is waiting.
@@ -112,7 +115,7 @@ pub struct Session {
     input: Vec<u8>,
     consumed: usize,
     /// Bytes to send; `output[output_sent..]` has not been taken by the socket yet. Sent bytes
-    /// are dropped lazily, so a 32 MiB read reply drained in socket-sized pieces is not moved
+    /// are dropped lazily, so a 4 MiB read reply drained in socket-sized pieces is not moved
     /// down once per piece.
     output: Vec<u8>,
     output_sent: usize,
