@@ -152,7 +152,8 @@ fn size(key: &'static str, value: &str) -> Result<u32, WorkloadError> {
     u32::try_from(n).map_err(|_| bad(key, value, "out of range"))
 }
 
-/// `10` or `10s` seconds, `500ms`, `200us`.
+/// `10` or `10s` seconds, `500ms`, `200us`; at most one day, whatever the unit (a larger count
+/// of seconds would overflow the nanosecond total).
 fn duration_ns(key: &'static str, value: &str) -> Result<u64, WorkloadError> {
     let (digits, scale) = if let Some(d) = value.strip_suffix("ms") {
         (d, 1_000_000)
@@ -163,7 +164,11 @@ fn duration_ns(key: &'static str, value: &str) -> Result<u64, WorkloadError> {
     } else {
         (value, 1_000_000_000)
     };
-    Ok(number(key, digits, 1, 86_400_000_000)? * scale)
+    const ONE_DAY_NS: u64 = 86_400 * 1_000_000_000;
+    number(key, digits, 1, u64::MAX)?
+        .checked_mul(scale)
+        .filter(|&ns| ns <= ONE_DAY_NS)
+        .ok_or_else(|| bad(key, value, "longer than one day"))
 }
 
 impl WorkloadParams {
@@ -329,6 +334,26 @@ mod tests {
             WorkloadParams::parse("sector_size=7"),
             Err(WorkloadError::Target(_))
         ));
+        for huge in [
+            "runtime=86400000000",
+            "timeout=86401s",
+            "runtime=18446744073709551615us",
+        ] {
+            assert!(
+                matches!(
+                    WorkloadParams::parse(huge),
+                    Err(WorkloadError::BadValue {
+                        reason: "longer than one day",
+                        ..
+                    })
+                ),
+                "{huge}"
+            );
+        }
+        assert_eq!(
+            WorkloadParams::parse("runtime=86400").unwrap().job.limit,
+            Limit::RuntimeNs(86_400_000_000_000)
+        );
         assert!(matches!(
             WorkloadParams::parse("frobnicate=1"),
             Err(WorkloadError::UnknownKey { .. })
