@@ -86,12 +86,33 @@ pub struct ScsiDebug<C: Clock> {
 
 impl<C: Clock> ScsiDebug<C> {
     /// Creates the host "at power on": every LUN has a POWER ON UNIT ATTENTION pending.
+    ///
+    /// # Panics
+    ///
+    /// When `params` fail [`ScsiDebugParams::validate`] or the store cannot be allocated; use
+    /// [`try_new`](Self::try_new) for parameters that came from a user.
     pub fn new(params: ScsiDebugParams, clock: C) -> ScsiDebug<C> {
-        let store = if params.fake_rw {
-            Vec::new()
-        } else {
-            vec![0u8; params.dev_size_mb as usize * 1024 * 1024]
-        };
+        match ScsiDebug::try_new(params, clock) {
+            Ok(host) => host,
+            Err(error) => panic!("ScsiDebug::new: {error}"),
+        }
+    }
+
+    /// Creates the host "at power on" after checking `params` (fields may have been written
+    /// directly) and allocating the store fallibly: a `dev_size_mb` the heap cannot hold is
+    /// [`ParamError::StoreAlloc`], not an allocation abort.
+    pub fn try_new(params: ScsiDebugParams, clock: C) -> Result<ScsiDebug<C>, ParamError> {
+        params.validate()?;
+        let mut store = Vec::new();
+        if !params.fake_rw {
+            let store_alloc = ParamError::StoreAlloc {
+                dev_size_mb: params.dev_size_mb,
+            };
+            let bytes = usize::try_from(u64::from(params.dev_size_mb) << 20)
+                .map_err(|_| store_alloc.clone())?;
+            store.try_reserve_exact(bytes).map_err(|_| store_alloc)?;
+            store.resize(bytes, 0);
+        }
         let luns = vec![
             LunState {
                 ua: ua::POWER_ON,
@@ -100,7 +121,7 @@ impl<C: Clock> ScsiDebug<C> {
             usize::from(params.num_tgts) * usize::from(params.max_luns)
         ];
         let power_on_ns = clock.now_ns();
-        ScsiDebug {
+        Ok(ScsiDebug {
             capacity_blocks: params.capacity_blocks(),
             delay_ns: params.delay_ns(),
             pending: VecDeque::new(),
@@ -113,12 +134,12 @@ impl<C: Clock> ScsiDebug<C> {
             cmnd_count: 0,
             power_on_ns,
             stats: TargetStats::default(),
-        }
+        })
     }
 
     /// Parses `key=value` parameters and creates the host.
     pub fn from_params(text: &str, clock: C) -> Result<ScsiDebug<C>, ParamError> {
-        Ok(ScsiDebug::new(ScsiDebugParams::parse(text)?, clock))
+        ScsiDebug::try_new(ScsiDebugParams::parse(text)?, clock)
     }
 
     pub fn params(&self) -> &ScsiDebugParams {

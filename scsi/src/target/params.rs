@@ -35,6 +35,9 @@ pub enum ParamError {
         value: String,
         reason: &'static str,
     },
+    /// The RAM store (`fake_rw=0`) could not be allocated.
+    #[error("cannot allocate the {dev_size_mb} MiB scsi_debug store (fake_rw=1 needs none)")]
+    StoreAlloc { dev_size_mb: u32 },
 }
 
 /// The parameters, with scsi_debug's defaults.
@@ -205,6 +208,29 @@ impl ScsiDebugParams {
             params.set(key, value)?;
         }
         Ok(params)
+    }
+
+    /// Checks the fields [`set`](Self::set) cannot have checked because they were written
+    /// directly: a store of at least 1 MiB and at most 1 TiB (READ CAPACITY reports the last
+    /// LBA, which an empty store does not have) and one of the four block sizes (the capacity
+    /// divides by it).
+    pub fn validate(&self) -> Result<(), ParamError> {
+        let invalid = |key, value: u32, reason| ParamError::BadValue {
+            key,
+            value: value.to_string(),
+            reason,
+        };
+        if !(1..=1 << 20).contains(&self.dev_size_mb) {
+            return Err(invalid("dev_size_mb", self.dev_size_mb, "out of range"));
+        }
+        if !matches!(self.sector_size, 512 | 1024 | 2048 | 4096) {
+            return Err(invalid(
+                "sector_size",
+                self.sector_size,
+                "must be 512, 1024, 2048 or 4096",
+            ));
+        }
+        Ok(())
     }
 
     /// Logical blocks in the store.

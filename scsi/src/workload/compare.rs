@@ -94,7 +94,7 @@ where
     let reps = reps.max(1);
     let mut stacks = Vec::with_capacity(MODES.len());
     for (mode, slab) in MODES.iter().zip(slabs) {
-        let target = ScsiDebug::new(params.target.clone(), clock.clone());
+        let target = ScsiDebug::try_new(params.target.clone(), clock.clone())?;
         let mut stack = Midlayer::new(target, slab, *mode, clock.clone())?;
         let disk = stack
             .scan()

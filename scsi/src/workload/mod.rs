@@ -161,7 +161,7 @@ where
     A::Element: SenseStorage,
     C: Clock + Clone,
 {
-    let target = ScsiDebug::new(params.target.clone(), clock.clone());
+    let target = ScsiDebug::try_new(params.target.clone(), clock.clone())?;
     let mut stack = Midlayer::new(target, slab, params.sense, clock)?;
     let report = stack.scan();
     let disk = report
@@ -329,6 +329,7 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::sense_alloc::HeapSense;
+    use crate::target::ScsiDebugParams;
 
     #[test]
     fn exact_counts_with_an_ios_limit() {
@@ -395,6 +396,26 @@ mod tests {
                 can_queue: 192
             })
         ));
+        // Fields written directly, past the parser: typed errors, not a division by zero or an
+        // underflowing last LBA.
+        for (key, set) in [
+            (
+                "sector_size",
+                (|t| t.sector_size = 0) as fn(&mut ScsiDebugParams),
+            ),
+            ("sector_size", |t| t.sector_size = 513),
+            ("dev_size_mb", |t| t.dev_size_mb = 0),
+        ] {
+            let mut params = WorkloadParams::default();
+            set(&mut params.target);
+            assert!(
+                matches!(
+                    run_fake_rw(&params, HeapSense::new(), ManualClock::new(1000)),
+                    Err(WorkloadError::Target(ParamError::BadValue { key: k, .. })) if k == key
+                ),
+                "{key}"
+            );
+        }
         let params = WorkloadParams::parse("bs=1000").unwrap();
         assert!(matches!(
             run_fake_rw(&params, HeapSense::new(), ManualClock::new(1000)),
