@@ -203,10 +203,7 @@ fn report(set: &ResultSet) -> Result<()> {
     }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
-    let place = match &set.accel {
-        Some(accel) => format!("{} ({accel})", set.place),
-        None => set.place.to_owned(),
-    };
+    let place = set.place_label();
     let svg = dir.join("device.svg");
     plot::draw_bars(
         &svg,

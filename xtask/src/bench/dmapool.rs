@@ -240,10 +240,7 @@ fn chart(set: &ResultSet) -> LineChart {
             });
         }
     }
-    let place = match &set.accel {
-        Some(accel) => format!("{} ({accel})", set.place),
-        None => set.place.to_owned(),
-    };
+    let place = set.place_label();
     LineChart {
         title: format!("dmapool: {SIZE_BYTES} B blocks, align {ALIGN_BYTES}, {place}"),
         x_label: "n (blocks live at once)".into(),

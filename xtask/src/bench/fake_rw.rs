@@ -323,10 +323,7 @@ fn report(set: &ResultSet) -> Result<()> {
             None => bars.push((name, iops)),
         }
     }
-    let place = match &set.accel {
-        Some(accel) => format!("{} ({accel})", set.place),
-        None => set.place.to_owned(),
-    };
+    let place = set.place_label();
     plot::draw_bars(
         &svg,
         &BarChart {
