@@ -3,9 +3,11 @@
 //! and host resets. The exactly-once contract of `ScsiHost` holds throughout: a completion
 //! only for a tag in flight, never twice, none after an `Ok` abort or a reset.
 
+mod inflight;
 mod mpt_rig;
 
-use std::collections::{BTreeMap, BTreeSet};
+use inflight::Buffers;
+use std::collections::BTreeSet;
 
 use drivers::dma::mapping::BounceMapper;
 use drivers::mpt::fake::FakeIocConfig;
@@ -13,31 +15,9 @@ use drivers::mpt::host::MptHost;
 use drivers::mpt::ioc::MptConfig;
 use mpt_rig::*;
 use proptest::prelude::*;
-use scsi::host::{DataDirection, HostCompletion, InFlight, ScsiCmd, ScsiHost};
+use scsi::host::{DataDirection, HostCompletion, ScsiCmd, ScsiHost};
 use scsi::sense_alloc::SenseStorage;
 use scsi::wire::{CdbBytes, Lun, Tag};
-
-#[derive(Default)]
-struct Buffers {
-    data: Vec<Vec<u8>>,
-    #[expect(
-        clippy::vec_box,
-        reason = "SenseStorage is implemented for Box<[u8; 96]>, the midlayer's heap sense buffer"
-    )]
-    sense: Vec<Box<[u8; 96]>>,
-    current: BTreeMap<u16, usize>,
-}
-
-impl InFlight for Buffers {
-    fn sense_mut(&mut self, tag: Tag) -> Option<&mut dyn SenseStorage> {
-        let index = *self.current.get(&tag.0)?;
-        Some(&mut self.sense[index])
-    }
-    fn data_mut(&mut self, tag: Tag) -> Option<&mut [u8]> {
-        let index = *self.current.get(&tag.0)?;
-        Some(&mut self.data[index])
-    }
-}
 
 #[derive(Debug, Clone)]
 enum Op {

@@ -2,6 +2,8 @@
 //! scan finds the fake disks with their capacities, and block writes and reads large
 //! enough to need chain frames move the right bytes.
 
+mod inflight;
+
 use drivers::delay::CountingDelay;
 use drivers::dma::fake::{FakeDmaSpace, FakeRegion};
 use drivers::dma::mapping::BounceMapper;
@@ -10,6 +12,7 @@ use drivers::mpt::fake::{FakeDisk, FakeIoc, FakeIocConfig};
 use drivers::mpt::host::MptHost;
 use drivers::mpt::ioc::MptConfig;
 use drivers::mpt::sgl::ChainPool;
+use inflight::NoBuffers;
 use scsi::clock::ManualClock;
 use scsi::host::ScsiHost;
 use scsi::midlayer::Midlayer;
@@ -146,18 +149,4 @@ fn host_abort_and_reset_keep_the_exactly_once_contract() {
     stack.host_mut().poll(&mut inflight, &mut done);
     assert!(done.is_empty(), "nothing after abort or reset: {done:?}");
     let _ = other;
-}
-
-struct NoBuffers;
-
-impl scsi::host::InFlight for NoBuffers {
-    fn sense_mut(
-        &mut self,
-        _tag: scsi::wire::Tag,
-    ) -> Option<&mut dyn scsi::sense_alloc::SenseStorage> {
-        None
-    }
-    fn data_mut(&mut self, _tag: scsi::wire::Tag) -> Option<&mut [u8]> {
-        None
-    }
 }

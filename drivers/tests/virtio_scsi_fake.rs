@@ -3,7 +3,10 @@
 //! block I/O, batching (one notify per burst), events, ABORT TASK, and a device that lies
 //! (unknown used id, used length beyond the buffers).
 
+mod inflight;
 mod virtio_fake;
+
+use inflight::NoBuffers;
 
 use drivers::delay::CountingDelay;
 use drivers::virtio_scsi::events::ScsiEvent;
@@ -202,18 +205,4 @@ fn transport_reset_events_are_decoded() {
     );
     // The buffer was re-posted: another event fits.
     assert!(fake.state().fire_event(event));
-}
-
-struct NoBuffers;
-
-impl scsi::host::InFlight for NoBuffers {
-    fn sense_mut(
-        &mut self,
-        _tag: scsi::wire::Tag,
-    ) -> Option<&mut dyn scsi::sense_alloc::SenseStorage> {
-        None
-    }
-    fn data_mut(&mut self, _tag: scsi::wire::Tag) -> Option<&mut [u8]> {
-        None
-    }
 }

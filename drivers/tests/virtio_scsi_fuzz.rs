@@ -7,14 +7,16 @@
 //! may still write a buffer later, which no driver can prevent without an IOMMU; keeping
 //! them alive keeps the *test* memory-safe while it checks the driver's bookkeeping.
 
+mod inflight;
 mod virtio_fake;
 
-use std::collections::{BTreeMap, BTreeSet};
+use inflight::Buffers;
+use std::collections::BTreeSet;
 
 use drivers::delay::CountingDelay;
 use drivers::virtio_scsi::host::VirtioScsiHost;
 use proptest::prelude::*;
-use scsi::host::{DataDirection, HostCompletion, InFlight, ScsiCmd, ScsiHost};
+use scsi::host::{DataDirection, HostCompletion, ScsiCmd, ScsiHost};
 use scsi::sense_alloc::SenseStorage;
 use scsi::wire::{CdbBytes, Lun, Tag};
 use virtio_fake::{FakeScsi, HeapHal};
@@ -22,29 +24,6 @@ use virtio_fake::{FakeScsi, HeapHal};
 type Host = VirtioScsiHost<HeapHal, FakeScsi, CountingDelay, 64>;
 
 const CAN_QUEUE: u16 = 16;
-
-/// Buffers of every submission ever made, and which submission each tag carries now.
-#[derive(Default)]
-struct Buffers {
-    data: Vec<Vec<u8>>,
-    #[expect(
-        clippy::vec_box,
-        reason = "SenseStorage is implemented for Box<[u8; 96]>, the midlayer's heap sense buffer"
-    )]
-    sense: Vec<Box<[u8; 96]>>,
-    current: BTreeMap<u16, usize>,
-}
-
-impl InFlight for Buffers {
-    fn sense_mut(&mut self, tag: Tag) -> Option<&mut dyn SenseStorage> {
-        let index = *self.current.get(&tag.0)?;
-        Some(&mut self.sense[index])
-    }
-    fn data_mut(&mut self, tag: Tag) -> Option<&mut [u8]> {
-        let index = *self.current.get(&tag.0)?;
-        Some(&mut self.data[index])
-    }
-}
 
 #[derive(Debug, Clone)]
 enum Op {
