@@ -213,9 +213,20 @@ mod tests {
 
         #[test]
         fn arbitrary_bytes_never_panic(raw in proptest::collection::vec(any::<u8>(), 0..80)) {
-            let _ = ReportLunsData::parse(&raw);
-            let _ = ReadCapacity10Data::parse(&raw);
-            let _ = ReadCapacity16Data::parse(&raw);
+            // Whatever parses encodes back and parses to the same value.
+            if let Ok(parsed) = ReportLunsData::parse(&raw) {
+                let bytes = ReportLunsData::encode(&parsed.luns);
+                prop_assert_eq!(&ReportLunsData::parse(&bytes).unwrap().luns, &parsed.luns);
+            }
+            let mut buf = [0u8; 32];
+            if let Ok(d) = ReadCapacity10Data::parse(&raw) {
+                let len = d.encode(&mut buf).unwrap();
+                prop_assert_eq!(ReadCapacity10Data::parse(&buf[..len]), Ok(d));
+            }
+            if let Ok(d) = ReadCapacity16Data::parse(&raw) {
+                let len = d.encode(&mut buf).unwrap();
+                prop_assert_eq!(ReadCapacity16Data::parse(&buf[..len]), Ok(d));
+            }
         }
     }
 }

@@ -138,7 +138,12 @@ mod tests {
 
         #[test]
         fn arbitrary_bytes_never_panic(raw in proptest::collection::vec(any::<u8>(), 0..64)) {
-            let _ = InquiryData::parse(&raw);
+            // Whatever parses encodes back and parses to the same value.
+            if let Ok(data) = InquiryData::parse(&raw) {
+                let mut buf = [0u8; 64];
+                let len = data.encode(&mut buf).unwrap();
+                prop_assert_eq!(InquiryData::parse(&buf[..len]), Ok(data));
+            }
         }
     }
 

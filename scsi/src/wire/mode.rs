@@ -288,8 +288,13 @@ mod tests {
 
         #[test]
         fn arbitrary_bytes_never_panic(raw in proptest::collection::vec(any::<u8>(), 0..80)) {
-            let _ = ModeParameters::parse(&raw, ModeSenseFormat::Six);
-            let _ = ModeParameters::parse(&raw, ModeSenseFormat::Ten);
+            // Whatever parses encodes back and parses to the same value.
+            for format in [ModeSenseFormat::Six, ModeSenseFormat::Ten] {
+                if let Ok(params) = ModeParameters::parse(&raw, format) {
+                    let bytes = params.encode().unwrap();
+                    prop_assert_eq!(ModeParameters::parse(&bytes, format), Ok(params));
+                }
+            }
         }
 
         /// Headers whose length fields disagree with each other (found by the test above).

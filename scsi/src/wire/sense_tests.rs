@@ -47,7 +47,12 @@ proptest! {
 
     #[test]
     fn arbitrary_bytes_never_panic(raw in proptest::collection::vec(any::<u8>(), 0..SCSI_SENSE_BUFFERSIZE)) {
-        let _ = Sense::parse(&raw);
+        // Whatever parses is a value the encoder can write back and the parser reads again.
+        if let Ok(sense) = Sense::parse(&raw) {
+            let mut buf = [0u8; SCSI_SENSE_BUFFERSIZE];
+            let len = sense.encode(&mut buf).unwrap();
+            prop_assert_eq!(Sense::parse(&buf[..len]), Ok(sense));
+        }
     }
 
     #[test]
@@ -57,7 +62,11 @@ proptest! {
     ) {
         let mut raw = alloc::vec![code];
         raw.extend_from_slice(&rest);
-        let _ = Sense::parse(&raw);
+        if let Ok(sense) = Sense::parse(&raw) {
+            let mut buf = [0u8; SCSI_SENSE_BUFFERSIZE];
+            let len = sense.encode(&mut buf).unwrap();
+            prop_assert_eq!(Sense::parse(&buf[..len]), Ok(sense));
+        }
     }
 }
 

@@ -167,7 +167,11 @@ mod tests {
 
         #[test]
         fn arbitrary_bytes_never_panic(raw in proptest::collection::vec(any::<u8>(), 0..80)) {
-            let _ = VpdPage::parse(&raw);
+            // Whatever parses encodes back (peripheral byte included) and parses the same.
+            if let Ok(page) = VpdPage::parse(&raw) {
+                let bytes = page.encode(raw[0]).unwrap();
+                prop_assert_eq!(VpdPage::parse(&bytes), Ok(page));
+            }
         }
     }
 
