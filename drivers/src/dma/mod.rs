@@ -5,9 +5,11 @@
 //! device-written reply *out* before parsing it so a device that rewrites memory while the
 //! driver looks at it cannot change what was validated (no time-of-check/time-of-use).
 //!
-//! Two implementations exist: [`CoherentRegion`] (in `coherent`, the only `unsafe` here)
-//! over memory the kernel maps 1:1, and `fake::FakeDmaSpace` regions for host tests, which
-//! a fake device reads and writes by bus address with the same bounds checks.
+//! Three implementations exist: [`CoherentRegion`] (in `coherent`) over memory the kernel
+//! maps 1:1, [`ChunkRegion`] (in `pooled`) over a chunk of a `pools::Backing` that it gives
+//! back on drop, and `fake::FakeDmaSpace` regions for host tests, which a fake device reads
+//! and writes by bus address with the same bounds checks. `coherent` and `pooled` hold the
+//! only `unsafe` of this module: the bounds-checked copies and the chunk's return.
 
 mod coherent;
 #[cfg(any(test, feature = "fake"))]
