@@ -34,13 +34,13 @@ pub(crate) struct Geometry {
 impl Geometry {
     /// Applies Linux's rules to `config`.
     pub fn new(config: &PoolConfig) -> Result<Self, PoolError> {
-        let align = config.align.max(1);
-        if !align.is_power_of_two() {
-            return Err(PoolError::InvalidAlign { align });
-        }
         // Blocks are addressed with u32 offsets; 1 GiB is far beyond any sane DMA block.
         const MAX_BLOCK: usize = 1 << 30;
-        if config.size == 0 || config.size > MAX_BLOCK || align > MAX_BLOCK {
+        let align = config.align.max(1);
+        if !align.is_power_of_two() || align > MAX_BLOCK {
+            return Err(PoolError::InvalidAlign { align });
+        }
+        if config.size == 0 || config.size > MAX_BLOCK {
             return Err(PoolError::InvalidSize { size: config.size });
         }
         let size = config.size.max(MIN_BLOCK_BYTES).next_multiple_of(align);
@@ -125,6 +125,17 @@ mod tests {
     fn rejects_bad_parameters() {
         assert_eq!(geo(16, 3, 0), Err(PoolError::InvalidAlign { align: 3 }));
         assert_eq!(geo(0, 0, 0), Err(PoolError::InvalidSize { size: 0 }));
+        // The error names the value that is wrong: here the alignment, not the size.
+        assert_eq!(
+            geo(16, 1 << 31, 0),
+            Err(PoolError::InvalidAlign { align: 1 << 31 })
+        );
+        assert_eq!(
+            geo((1 << 30) + 1, 0, 0),
+            Err(PoolError::InvalidSize {
+                size: (1 << 30) + 1
+            })
+        );
         assert!(matches!(
             geo(64, 0, 32),
             Err(PoolError::InvalidBoundary { .. })
