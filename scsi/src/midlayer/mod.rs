@@ -16,6 +16,7 @@
 
 mod block;
 mod command;
+mod completion;
 mod error;
 mod recovery;
 mod scan;
@@ -35,10 +36,9 @@ use crate::host::{
     DataDirection, HostCompletion, HostTemplate, InFlight, SEGMENT_BYTES, ScsiCmd, ScsiHost,
 };
 use crate::sense_alloc::{ReserveFailed, SenseAllocator, SenseMode, SenseStats, SenseStorage};
-use crate::wire::{CdbBytes, Lun, SCSI_SENSE_BUFFERSIZE, Tag};
+use crate::wire::{CdbBytes, Lun, Tag};
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
-use error::{Disposition, classify};
 use pools::ElementAllocator;
 
 /// A logical unit known to the midlayer (an index into its device table).
@@ -377,95 +377,5 @@ where
             self.sweep_timeouts(out);
         }
         out.len() - before
-    }
-
-    fn finish(&mut self, completion: HostCompletion, out: &mut Vec<Done>) {
-        let tag = completion.tag;
-        let in_flight = self
-            .slots
-            .get(usize::from(tag.0))
-            .is_some_and(|s| s.state == SlotState::InFlight);
-        if !in_flight {
-            self.stats.bogus_completions += 1;
-            return;
-        }
-        let disposition = if completion.status == 0 && completion.host_error.is_none() {
-            Disposition::Success { recovered: false }
-        } else {
-            let mut sense = [0u8; SCSI_SENSE_BUFFERSIZE];
-            if let Some(buf) = &self.slots[usize::from(tag.0)].sense {
-                buf.load(&mut sense);
-            }
-            let len = usize::from(completion.sense_len).min(SCSI_SENSE_BUFFERSIZE);
-            classify(&completion, &sense[..len])
-        };
-        self.dispose(tag, disposition, completion.residual_bytes, out);
-    }
-
-    fn dispose(
-        &mut self,
-        tag: Tag,
-        disposition: Disposition,
-        residual_bytes: u32,
-        out: &mut Vec<Done>,
-    ) {
-        let slot = &mut self.slots[usize::from(tag.0)];
-        match disposition {
-            Disposition::Success { recovered } => {
-                slot.recovered |= recovered;
-                let completion = Completion {
-                    residual_bytes,
-                    recovered: slot.recovered,
-                    attempts: slot.attempts,
-                };
-                self.complete(tag, Ok(completion), out);
-            }
-            Disposition::Retry { delay_ns, error } => {
-                if slot.retries_left == 0 {
-                    self.complete(tag, Err(error), out);
-                    return;
-                }
-                slot.retries_left -= 1;
-                self.stats.retries += 1;
-                if delay_ns == 0 {
-                    self.issue(tag);
-                } else {
-                    self.park(tag, delay_ns);
-                }
-            }
-            Disposition::Requeue { .. } => {
-                self.stats.requeues += 1;
-                self.park(tag, BUSY_DELAY_NS);
-            }
-            Disposition::Fail(error) => self.complete(tag, Err(error), out),
-        }
-    }
-
-    /// The single exit of a command: frees its sense buffer and tag and reports it.
-    fn complete(&mut self, tag: Tag, result: Result<Completion, ScsiError>, out: &mut Vec<Done>) {
-        let slot = &mut self.slots[usize::from(tag.0)];
-        slot.state = SlotState::Free;
-        if let Some(buf) = slot.sense.take() {
-            self.sense.free(buf);
-            self.sense_frees += 1;
-        }
-        let data = core::mem::take(&mut slot.data);
-        let user_data = slot.user_data;
-        let device = &mut self.devices[usize::from(slot.device)];
-        device.in_flight -= 1;
-        self.tags.free(tag);
-        self.stats.completed += 1;
-        // `succeeded` is derived in `stats()`: one counter less on the per-command path.
-        match &result {
-            Ok(c) if c.recovered => self.stats.recovered += 1,
-            Ok(_) => {}
-            Err(_) => self.stats.failed += 1,
-        }
-        out.push(Done {
-            tag,
-            user_data,
-            result,
-            data,
-        });
     }
 }

@@ -1,0 +1,114 @@
+//! The way out of a slot: a host completion is classified (GOOD from the status byte alone;
+//! sense read only for CHECK CONDITION, SAM-5 §5.3), then completed, retried with the same tag,
+//! data and sense buffer, or parked; [`Midlayer::complete`] is the single exit that frees the
+//! sense buffer and the tag, so every command is reported exactly once.
+
+use super::command::BUSY_DELAY_NS;
+use super::error::{Disposition, classify};
+use super::{Completion, Done, Midlayer, ScsiError, SlotState};
+use crate::clock::Clock;
+use crate::host::{HostCompletion, ScsiHost};
+use crate::sense_alloc::SenseStorage;
+use crate::wire::{SCSI_SENSE_BUFFERSIZE, Tag};
+use alloc::vec::Vec;
+use pools::ElementAllocator;
+
+impl<H: ScsiHost, A: ElementAllocator, C: Clock> Midlayer<H, A, C>
+where
+    A::Element: SenseStorage,
+{
+    pub(super) fn finish(&mut self, completion: HostCompletion, out: &mut Vec<Done>) {
+        let tag = completion.tag;
+        let in_flight = self
+            .slots
+            .get(usize::from(tag.0))
+            .is_some_and(|s| s.state == SlotState::InFlight);
+        if !in_flight {
+            self.stats.bogus_completions += 1;
+            return;
+        }
+        let disposition = if completion.status == 0 && completion.host_error.is_none() {
+            Disposition::Success { recovered: false }
+        } else {
+            let mut sense = [0u8; SCSI_SENSE_BUFFERSIZE];
+            if let Some(buf) = &self.slots[usize::from(tag.0)].sense {
+                buf.load(&mut sense);
+            }
+            let len = usize::from(completion.sense_len).min(SCSI_SENSE_BUFFERSIZE);
+            classify(&completion, &sense[..len])
+        };
+        self.dispose(tag, disposition, completion.residual_bytes, out);
+    }
+
+    pub(super) fn dispose(
+        &mut self,
+        tag: Tag,
+        disposition: Disposition,
+        residual_bytes: u32,
+        out: &mut Vec<Done>,
+    ) {
+        let slot = &mut self.slots[usize::from(tag.0)];
+        match disposition {
+            Disposition::Success { recovered } => {
+                slot.recovered |= recovered;
+                let completion = Completion {
+                    residual_bytes,
+                    recovered: slot.recovered,
+                    attempts: slot.attempts,
+                };
+                self.complete(tag, Ok(completion), out);
+            }
+            Disposition::Retry { delay_ns, error } => {
+                if slot.retries_left == 0 {
+                    self.complete(tag, Err(error), out);
+                    return;
+                }
+                slot.retries_left -= 1;
+                self.stats.retries += 1;
+                if delay_ns == 0 {
+                    self.issue(tag);
+                } else {
+                    self.park(tag, delay_ns);
+                }
+            }
+            Disposition::Requeue { .. } => {
+                self.stats.requeues += 1;
+                self.park(tag, BUSY_DELAY_NS);
+            }
+            Disposition::Fail(error) => self.complete(tag, Err(error), out),
+        }
+    }
+
+    /// The single exit of a command: frees its sense buffer and tag and reports it.
+    pub(super) fn complete(
+        &mut self,
+        tag: Tag,
+        result: Result<Completion, ScsiError>,
+        out: &mut Vec<Done>,
+    ) {
+        let slot = &mut self.slots[usize::from(tag.0)];
+        slot.state = SlotState::Free;
+        if let Some(buf) = slot.sense.take() {
+            self.sense.free(buf);
+            self.sense_frees += 1;
+        }
+        let data = core::mem::take(&mut slot.data);
+        let user_data = slot.user_data;
+        let device = &mut self.devices[usize::from(slot.device)];
+        device.in_flight -= 1;
+        self.tags.free(tag);
+        self.stats.completed += 1;
+        // `succeeded` is derived in `stats()`: one counter less on the per-command path.
+        match &result {
+            Ok(c) if c.recovered => self.stats.recovered += 1,
+            Ok(_) => {}
+            Err(_) => self.stats.failed += 1,
+        }
+        out.push(Done {
+            tag,
+            user_data,
+            result,
+            data,
+        });
+    }
+}
