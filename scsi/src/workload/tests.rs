@@ -1,0 +1,99 @@
+//! The fake_rw loop end to end on scsi_debug: exact counts, injected errors, timeouts and
+//! rejected jobs.
+
+use super::*;
+use crate::clock::ManualClock;
+use crate::sense_alloc::HeapSense;
+use crate::target::ScsiDebugParams;
+
+#[test]
+fn exact_counts_with_an_ios_limit() {
+    let params = WorkloadParams::parse("ios=5000 iodepth=8 numjobs=3 rw=randrw bs=4k").unwrap();
+    let report = run_fake_rw(&params, HeapSense::new(), ManualClock::new(1000)).unwrap();
+    assert_eq!(report.ios, 5000);
+    assert_eq!(report.reads + report.writes, 5000);
+    assert!(report.reads > 1000 && report.writes > 1000);
+    assert_eq!(report.errors, 0);
+    assert_eq!(report.sense.slab_allocs + report.sense.reserve_hits, 5000);
+    assert_eq!(report.latency.count(), 5000);
+    let json = report.to_json("host");
+    assert!(
+        json.starts_with(
+            "{\"where\":\"host\",\"rw\":\"randrw\",\"numjobs\":3,\"iodepth\":8,\"bs\":4096"
+        ),
+        "{json}"
+    );
+}
+
+#[test]
+fn injected_recovered_errors_fill_sense_and_still_count() {
+    let params =
+        WorkloadParams::parse("ios=1000 iodepth=4 every_nth=10 opts=8 sense=prealloc").unwrap();
+    let report = run_fake_rw(&params, HeapSense::new(), ManualClock::new(1000)).unwrap();
+    assert_eq!(report.ios, 1000);
+    assert_eq!(report.recovered, 100);
+    assert_eq!(
+        report.sense.reserve_hits, 1000,
+        "prealloc serves every command from its list"
+    );
+}
+
+#[test]
+fn injected_timeouts_are_aborted_and_every_command_completes_once() {
+    let params =
+        WorkloadParams::parse("ios=400 iodepth=4 every_nth=100 opts=4 timeout=2ms").unwrap();
+    let target = ScsiDebug::new(params.target.clone(), ManualClock::new(1000));
+    let mut stack = Midlayer::new(
+        target,
+        HeapSense::new(),
+        params.sense,
+        ManualClock::new(1000),
+    )
+    .unwrap();
+    let disk = stack.scan().luns[0].disk.unwrap();
+    let report = run(&mut stack, &disk, &params.job).unwrap();
+    let swallowed = stack.host().stats().injected_timeouts;
+    assert!(swallowed > 0);
+    assert_eq!(report.midlayer.timeouts, swallowed);
+    assert_eq!(report.ios + report.errors, 400);
+    assert_eq!(report.midlayer.completed, 400);
+    assert_eq!(stack.outstanding(), 0);
+    assert_eq!(report.sense.in_use, 0);
+}
+
+#[test]
+fn rejects_impossible_jobs() {
+    let params = WorkloadParams::parse("iodepth=200 max_queue=192").unwrap();
+    assert!(matches!(
+        run_fake_rw(&params, HeapSense::new(), ManualClock::new(1000)),
+        Err(WorkloadError::TooDeep {
+            in_flight: 200,
+            can_queue: 192
+        })
+    ));
+    // Fields written directly, past the parser: typed errors, not a division by zero or an
+    // underflowing last LBA.
+    for (key, set) in [
+        (
+            "sector_size",
+            (|t| t.sector_size = 0) as fn(&mut ScsiDebugParams),
+        ),
+        ("sector_size", |t| t.sector_size = 513),
+        ("dev_size_mb", |t| t.dev_size_mb = 0),
+    ] {
+        let mut params = WorkloadParams::default();
+        set(&mut params.target);
+        assert!(
+            matches!(
+                run_fake_rw(&params, HeapSense::new(), ManualClock::new(1000)),
+                Err(WorkloadError::Target(ParamError::BadValue { key: k, .. })) if k == key
+            ),
+            "{key}"
+        );
+    }
+    let params = WorkloadParams::parse("bs=1000").unwrap();
+    assert!(matches!(
+        run_fake_rw(&params, HeapSense::new(), ManualClock::new(1000)),
+        Err(WorkloadError::BlockSize { .. })
+    ));
+}
