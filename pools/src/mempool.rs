@@ -154,7 +154,7 @@ impl<A: ElementAllocator, W: Waiter, R: RawMutex> Mempool<A, W, R> {
             allocator,
             waiter,
             reserve: Mutex::new(Reserve {
-                elements: Vec::with_capacity(min_nr),
+                elements: Vec::new(),
                 min_nr: 0,
             }),
             missing: AtomicUsize::new(0),
@@ -249,8 +249,20 @@ impl<A: ElementAllocator, W: Waiter, R: RawMutex> Mempool<A, W, R> {
 
     /// `mempool_resize`: shrinking frees surplus reserve elements to the allocator; growing
     /// allocates new ones, and reports [`PoolError::ResizeFailed`] (keeping what it got and
-    /// the old `min_nr`) if the allocator runs dry.
+    /// the old `min_nr`) if the allocator runs dry or the reserve's own array cannot grow to
+    /// `new_min_nr` slots (a `min_nr` from a command line may be absurd: that is an error,
+    /// not a capacity-overflow panic or an allocation abort).
     pub fn resize(&self, new_min_nr: usize) -> Result<(), PoolError> {
+        {
+            let mut reserve = self.reserve.lock();
+            let more = new_min_nr.saturating_sub(reserve.elements.len());
+            if reserve.elements.try_reserve_exact(more).is_err() {
+                return Err(PoolError::ResizeFailed {
+                    wanted: new_min_nr,
+                    have: reserve.elements.len(),
+                });
+            }
+        }
         let surplus: Vec<A::Element> = {
             let mut reserve = self.reserve.lock();
             let keep = reserve.elements.len().min(new_min_nr);

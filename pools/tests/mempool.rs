@@ -63,6 +63,37 @@ fn create_fails_cleanly_when_the_allocator_cannot_fill_the_reserve() {
 }
 
 #[test]
+fn an_absurd_min_nr_is_an_error_not_a_panic() {
+    // `sense=mempool:18446744073709551615` on a command line reaches create unchanged.
+    let allocator = Arc::new(Counting::default());
+    for min_nr in [usize::MAX, usize::MAX / 8] {
+        let created: Result<Pool, _> =
+            Mempool::create(min_nr, allocator.clone(), CondvarWaiter::new());
+        assert_eq!(
+            created.err(),
+            Some(PoolError::ResizeFailed {
+                wanted: min_nr,
+                have: 0
+            })
+        );
+    }
+    assert_eq!(allocator.outstanding.load(Ordering::SeqCst), 0);
+    let (pool, _) = pool(2);
+    assert_eq!(
+        pool.resize(usize::MAX),
+        Err(PoolError::ResizeFailed {
+            wanted: usize::MAX,
+            have: 2
+        })
+    );
+    assert_eq!(
+        pool.stats().min_nr,
+        2,
+        "a failed resize keeps the old min_nr"
+    );
+}
+
+#[test]
 fn alloc_prefers_the_allocator_then_the_reserve_then_fails_without_waiting() {
     let (pool, allocator) = pool(2);
     let a = pool.alloc(AllocMode::NoWait).unwrap();
