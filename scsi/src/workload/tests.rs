@@ -97,3 +97,17 @@ fn rejects_impossible_jobs() {
         Err(WorkloadError::BlockSize { .. })
     ));
 }
+
+#[test]
+fn an_absurd_sense_reserve_is_an_error() {
+    // The kernel command line reaches the mempool unchanged; its reserve array cannot be
+    // allocated, which is an error naming the size, not a capacity-overflow panic.
+    let params = WorkloadParams::parse("sense=mempool:18446744073709551615 ios=10").unwrap();
+    assert!(matches!(
+        run_fake_rw(&params, HeapSense::new(), ManualClock::new(1000)),
+        Err(WorkloadError::Reserve(ReserveFailed {
+            wanted: usize::MAX,
+            have: 0
+        }))
+    ));
+}
