@@ -1,5 +1,8 @@
-//! The virtio-scsi device: feature negotiation, configuration, the three kinds of queue,
-//! command submission and completion, and task management (events: `events`).
+//! The virtio-scsi device: feature negotiation and initialization (virtio 1.2 §3.1.1,
+//! §5.6.5), configuration (§5.6.4), the three kinds of queue, command submission and
+//! completion on the request queue (§5.6.6.1), and task management on the control queue
+//! (§5.6.6.2; events: `events`, §5.6.6.3). Reset is a zero write to the device status
+//! (§2.1), read back until the device reports it done.
 //!
 //! Commands go to the first request queue; each carries a driver-owned request and
 //! response header (from a preallocated set, so the hot path does not allocate) plus the

@@ -8,7 +8,8 @@
 //! popped at all (the queue is wedged): that is [`TrackError::UnknownId`], and the caller
 //! resets the device.
 //!
-//! A completion is then judged by [`check_response`]: the used length, the response code
+//! A completion is then judged by [`check_response`] (the `virtio_scsi_resp` header of
+//! virtio 1.2 §5.6.6.1 and the used ring's length): the used length, the response code
 //! and the residual must make sense for the buffers of *that* command, or the command
 //! fails with a [`DeviceError`] that names the bad value. The device's numbers are only
 //! ever compared, never used to index.
