@@ -386,8 +386,15 @@ mod tests {
     #[test]
     fn the_shipped_table_parses() {
         let tests = load(&table_path()).unwrap();
+        assert!(!tests.is_empty(), "tests/guest.toml lists no test");
+        let mut names = std::collections::BTreeSet::new();
         for test in &tests {
             profile::load(&test.profile).unwrap();
+            assert!(
+                names.insert(&test.name),
+                "test `{}` listed twice",
+                test.name
+            );
         }
     }
 }
