@@ -26,6 +26,33 @@ fn written_data_reads_back_across_splits() {
 }
 
 #[test]
+fn a_disk_with_zero_block_length_is_an_error_not_a_division() {
+    let mut stack = stack("dev_size_mb=1 delay=0");
+    let (_, disk) = scan_one(&mut stack);
+    let bogus = scsi::midlayer::Disk {
+        block_len: 0,
+        ..disk
+    };
+    let mut buf = vec![0u8; 512];
+    assert_eq!(
+        stack.read_blocks(&bogus, Lba(0), &mut buf),
+        Err(ScsiError::BadBufferLength {
+            len_bytes: 512,
+            block_len: 0
+        })
+    );
+    let job = scsi::workload::JobParams {
+        limit: scsi::workload::Limit::Ios(1),
+        ..Default::default()
+    };
+    assert!(matches!(
+        scsi::workload::run(&mut stack, &bogus, &job),
+        Err(scsi::workload::WorkloadError::BlockSize { block_len: 0, .. })
+    ));
+    assert_quiescent(&stack);
+}
+
+#[test]
 fn sg_tablesize_limits_commands_too() {
     let mut stack = stack("dev_size_mb=1 sg_tablesize=2 sector_size=4096 delay=1");
     assert_eq!(stack.max_transfer_bytes(), 8192);

@@ -51,7 +51,8 @@ where
     }
 
     fn check_range(&self, disk: &Disk, lba: Lba, len_bytes: usize) -> Result<u64, ScsiError> {
-        if len_bytes % disk.block_len as usize != 0 {
+        // A `Disk` is plain data a caller can build; a zero block length must not divide.
+        if disk.block_len == 0 || len_bytes % disk.block_len as usize != 0 {
             return Err(ScsiError::BadBufferLength {
                 len_bytes,
                 block_len: disk.block_len,
@@ -75,7 +76,7 @@ where
     /// Blocks per command: the host limits rounded down to whole blocks.
     fn chunk_blocks(&self, disk: &Disk) -> Result<u64, ScsiError> {
         let max = self.max_transfer_bytes();
-        let blocks = (max / disk.block_len as usize) as u64;
+        let blocks = max.checked_div(disk.block_len as usize).unwrap_or(0) as u64;
         if blocks == 0 {
             return Err(ScsiError::TransferTooLarge {
                 bytes: disk.block_len as usize,

@@ -193,7 +193,11 @@ where
         });
     }
     let max_bytes = stack.max_transfer_bytes();
-    if job.bs == 0 || job.bs % disk.block_len != 0 || job.bs as usize > max_bytes {
+    if job.bs == 0
+        || disk.block_len == 0
+        || job.bs % disk.block_len != 0
+        || job.bs as usize > max_bytes
+    {
         return Err(WorkloadError::BlockSize {
             bs: job.bs,
             block_len: disk.block_len,
