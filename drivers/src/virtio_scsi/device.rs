@@ -1,8 +1,8 @@
 //! The virtio-scsi device: feature negotiation and initialization (virtio 1.2 §3.1.1,
 //! §5.6.5), configuration (§5.6.4), the three kinds of queue, command submission and
-//! completion on the request queue (§5.6.6.1), and task management on the control queue
-//! (§5.6.6.2; events: `events`, §5.6.6.3). Reset is a zero write to the device status
-//! (§2.1), read back until the device reports it done.
+//! completion on the request queue (§5.6.6.1). Task management on the control queue
+//! (§5.6.6.2) and reset (a zero write to the device status, §2.1) are in
+//! `device_control.rs`; the event queue (§5.6.6.3) in `events`.
 //!
 //! Commands go to the first request queue; each carries a driver-owned request and
 //! response header (from a preallocated set, so the hot path does not allocate) plus the
@@ -20,12 +20,15 @@ use alloc::vec::Vec;
 
 use virtio_drivers::Hal;
 use virtio_drivers::queue::VirtQueue;
-use virtio_drivers::transport::{DeviceStatus, DeviceType, Transport};
+use virtio_drivers::transport::{DeviceType, Transport};
 use zerocopy::{FromZeros, IntoBytes};
 
 use super::tracker::{RequestTable, TrackError};
-use super::wire::{self, CmdReq, CmdResp, Event, TmfReq, TmfResp, config_offset, feature, queue};
-use crate::delay::{Delay, poll_until};
+use super::wire::{self, CmdReq, CmdResp, Event, config_offset, feature, queue};
+use crate::delay::Delay;
+
+#[path = "device_control.rs"]
+mod control;
 
 /// Control and event queue size.
 pub const SMALL_QUEUE: usize = 8;
@@ -395,62 +398,6 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
         let len = slot.data_out.max(slot.data_in) as usize;
         slot.scratch = Some(alloc::vec![0u8; len]);
         Ok(())
-    }
-
-    /// Sends a task management function and waits (bounded) for its response code.
-    pub fn task_management(
-        &mut self,
-        subtype: u32,
-        lun: [u8; 8],
-        tag: u64,
-        timeout_us: u64,
-    ) -> Result<u8, VirtioScsiError> {
-        let request = TmfReq {
-            kind: wire::control_type::TMF.into(),
-            subtype: subtype.into(),
-            lun,
-            tag: tag.into(),
-        };
-        let mut response = TmfResp { response: 0xFF };
-        // SAFETY: both buffers live on this stack frame until the pop below, or until the
-        // device is reset on time-out (reset stops the device using them before we return).
-        let token = unsafe {
-            self.control
-                .add(&[request.as_bytes()], &mut [response.as_mut_bytes()])
-        }?;
-        if self.control.should_notify() {
-            self.transport.notify(queue::CONTROL);
-        }
-        let control = &self.control;
-        let waited = poll_until(&mut self.delay, timeout_us, 10, || {
-            control.can_pop().then_some(())
-        });
-        if let Err(timeout) = waited {
-            self.reset_device();
-            return Err(VirtioScsiError::TmfTimeout {
-                waited_us: timeout.waited_us,
-            });
-        }
-        // SAFETY: same buffers as added under `token`.
-        unsafe {
-            self.control
-                .pop_used(token, &[request.as_bytes()], &mut [response.as_mut_bytes()])
-        }?;
-        Ok(response.response)
-    }
-
-    /// Resets the device (status 0): it stops using every buffer. Outstanding commands are
-    /// dropped from the table; the queues must be set up again by a new [`VirtioScsi`].
-    pub fn reset_device(&mut self) {
-        self.transport.set_status(DeviceStatus::empty());
-        // The spec has the driver read the status back until it reads 0 (reset done).
-        let transport = &self.transport;
-        let done = poll_until(&mut self.delay, 1_000_000, 10, || {
-            transport.get_status().is_empty().then_some(())
-        });
-        if done.is_err() {
-            log::error!("virtio-scsi: device did not finish its reset");
-        }
     }
 
     /// Takes back every outstanding command's tag after a reset, leaving out commands an
