@@ -27,22 +27,26 @@ impl MidlayerStats {
         }
     }
 
-    /// What happened since `earlier` (a snapshot of the same midlayer).
+    /// What happened since `earlier` (a snapshot of the same midlayer). Each counter
+    /// saturates at 0, so snapshots passed in the wrong order give zeros rather than a
+    /// subtraction overflow (as the kernel's lock statistics do).
     pub fn since(&self, earlier: &MidlayerStats) -> MidlayerStats {
         MidlayerStats {
-            submitted: self.submitted - earlier.submitted,
-            completed: self.completed - earlier.completed,
-            succeeded: self.succeeded - earlier.succeeded,
-            failed: self.failed - earlier.failed,
-            retries: self.retries - earlier.retries,
-            requeues: self.requeues - earlier.requeues,
-            recovered: self.recovered - earlier.recovered,
-            timeouts: self.timeouts - earlier.timeouts,
-            aborts: self.aborts - earlier.aborts,
-            abort_failures: self.abort_failures - earlier.abort_failures,
-            host_resets: self.host_resets - earlier.host_resets,
-            sense_waits: self.sense_waits - earlier.sense_waits,
-            bogus_completions: self.bogus_completions - earlier.bogus_completions,
+            submitted: self.submitted.saturating_sub(earlier.submitted),
+            completed: self.completed.saturating_sub(earlier.completed),
+            succeeded: self.succeeded.saturating_sub(earlier.succeeded),
+            failed: self.failed.saturating_sub(earlier.failed),
+            retries: self.retries.saturating_sub(earlier.retries),
+            requeues: self.requeues.saturating_sub(earlier.requeues),
+            recovered: self.recovered.saturating_sub(earlier.recovered),
+            timeouts: self.timeouts.saturating_sub(earlier.timeouts),
+            aborts: self.aborts.saturating_sub(earlier.aborts),
+            abort_failures: self.abort_failures.saturating_sub(earlier.abort_failures),
+            host_resets: self.host_resets.saturating_sub(earlier.host_resets),
+            sense_waits: self.sense_waits.saturating_sub(earlier.sense_waits),
+            bogus_completions: self
+                .bogus_completions
+                .saturating_sub(earlier.bogus_completions),
         }
     }
 }
@@ -80,6 +84,7 @@ impl WorkloadReport {
 mod tests {
     use super::super::{WorkloadParams, run_fake_rw};
     use crate::clock::ManualClock;
+    use crate::midlayer::MidlayerStats;
     use crate::sense_alloc::HeapSense;
 
     #[test]
@@ -96,5 +101,24 @@ mod tests {
         assert_eq!(a.elapsed_ns, longest);
         assert_eq!(a.midlayer.completed, 4000);
         assert_eq!(a.sense.slab_allocs + a.sense.reserve_hits, 4000);
+    }
+
+    #[test]
+    fn since_is_the_difference_and_saturates() {
+        let params = WorkloadParams::parse("ios=100 iodepth=4").unwrap();
+        let later = run_fake_rw(&params, HeapSense::new(), ManualClock::new(1000))
+            .unwrap()
+            .midlayer;
+        let earlier = MidlayerStats {
+            submitted: 40,
+            completed: 30,
+            ..MidlayerStats::default()
+        };
+        let delta = later.since(&earlier);
+        assert_eq!(
+            (delta.submitted, delta.completed),
+            (later.submitted - 40, later.completed - 30)
+        );
+        assert_eq!(earlier.since(&later), MidlayerStats::default());
     }
 }
