@@ -212,8 +212,8 @@ impl ScsiDebugParams {
 
     /// Checks the fields [`set`](Self::set) cannot have checked because they were written
     /// directly: a store of at least 1 MiB and at most 1 TiB (READ CAPACITY reports the last
-    /// LBA, which an empty store does not have) and one of the four block sizes (the capacity
-    /// divides by it).
+    /// LBA, which an empty store does not have), the parser's target and LUN counts, and one
+    /// of the four block sizes (the capacity divides by it).
     pub fn validate(&self) -> Result<(), ParamError> {
         let invalid = |key, value: u32, reason| ParamError::BadValue {
             key,
@@ -222,6 +222,14 @@ impl ScsiDebugParams {
         };
         if !(1..=1 << 20).contains(&self.dev_size_mb) {
             return Err(invalid("dev_size_mb", self.dev_size_mb, "out of range"));
+        }
+        // The per-LUN state table has num_tgts × max_luns entries: the parser's bounds keep
+        // it at a few MiB, where 65535 × 65535 would be an 8 GiB allocation.
+        if !(1..=256).contains(&self.num_tgts) {
+            return Err(invalid("num_tgts", self.num_tgts.into(), "out of range"));
+        }
+        if !(1..=0x3fff).contains(&self.max_luns) {
+            return Err(invalid("max_luns", self.max_luns.into(), "out of range"));
         }
         if !matches!(self.sector_size, 512 | 1024 | 2048 | 4096) {
             return Err(invalid(
@@ -290,6 +298,32 @@ mod tests {
             }
         );
         assert!(ScsiDebugParams::parse("max_queue=0").is_err());
+        // Fields written directly are checked by validate (ScsiDebug::try_new calls it).
+        let huge = ScsiDebugParams {
+            num_tgts: u16::MAX,
+            max_luns: u16::MAX,
+            ..ScsiDebugParams::default()
+        };
+        assert_eq!(
+            huge.validate(),
+            Err(ParamError::BadValue {
+                key: "num_tgts",
+                value: "65535".to_string(),
+                reason: "out of range"
+            })
+        );
+        let no_luns = ScsiDebugParams {
+            max_luns: 0,
+            ..ScsiDebugParams::default()
+        };
+        assert!(matches!(
+            no_luns.validate(),
+            Err(ParamError::BadValue {
+                key: "max_luns",
+                ..
+            })
+        ));
+        assert_eq!(ScsiDebugParams::default().validate(), Ok(()));
         for key in KEYS {
             assert!(ScsiDebugParams::is_key(key));
         }
