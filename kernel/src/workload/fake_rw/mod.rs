@@ -79,7 +79,7 @@ fn run_queue(
 ) -> Result<QueueRun, WorkloadError> {
     let job = params.job.share(cpu, queues);
     let setup = (|| {
-        let target = ScsiDebug::new(params.target.clone(), KernelClock);
+        let target = ScsiDebug::try_new(params.target.clone(), KernelClock)?;
         let slab = Magazine::new(SlabSense::new(cache), params.sense_magazine);
         let mut stack = Midlayer::new(target, slab, params.sense, KernelClock)?;
         let scan = stack.scan();
