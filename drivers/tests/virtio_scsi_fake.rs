@@ -9,14 +9,14 @@ mod virtio_fake;
 use inflight::NoBuffers;
 
 use drivers::delay::CountingDelay;
-use drivers::virtio_scsi::events::ScsiEvent;
+use drivers::virtio_scsi::events::{ResetReason, ScsiEvent, parse_event};
 use drivers::virtio_scsi::host::VirtioScsiHost;
 use drivers::virtio_scsi::wire::{Event, event};
 use scsi::clock::ManualClock;
-use scsi::host::ScsiHost;
+use scsi::host::{HostEvent, ScsiHost};
 use scsi::midlayer::{Midlayer, Request};
 use scsi::sense_alloc::{HeapSense, SenseMode};
-use scsi::wire::{BlockCount, Cdb, Lba};
+use scsi::wire::{BlockCount, Cdb, Lba, Lun};
 use virtio_fake::{FakeScsi, HeapHal};
 
 type Host = VirtioScsiHost<HeapHal, FakeScsi, CountingDelay, 64>;
@@ -200,9 +200,87 @@ fn transport_reset_events_are_decoded() {
         [ScsiEvent::TransportReset {
             target: 2,
             lun: 0,
-            rescan: true
+            reason: ResetReason::Rescan
         }]
     );
     // The buffer was re-posted: another event fits.
     assert!(fake.state().fire_event(event));
+}
+
+/// QEMU's hot-plug and hot-unplug notices, with the reason numbers it sends
+/// (`VIRTIO_SCSI_EVT_RESET_RESCAN` 1, `_REMOVED` 2, `_HARD` 0), reach the midlayer through
+/// `ScsiHost::poll_events` as unit changes; lost events ask for a full rescan.
+#[test]
+fn hotplug_notices_become_host_events() {
+    let (fake, mut stack) = stack();
+    let raw = |code: u32, lun: [u8; 8], reason: u32| Event {
+        event: code.into(),
+        lun,
+        reason: reason.into(),
+    };
+    let plugged = raw(1, [1, 1, 0, 0, 0, 0, 0, 0], 1);
+    let high_lun = raw(1, [1, 3, 0x41, 0x02, 0, 0, 0, 0], 1);
+    let unplugged = raw(1, [1, 1, 0, 0, 0, 0, 0, 0], 2);
+    let hard = raw(1, [1, 1, 0, 0, 0, 0, 0, 0], 0);
+    let param_change = raw(3, [1, 0, 0, 0, 0, 0, 0, 0], 0);
+    let missed = raw(0x8000_0000, [0; 8], 0);
+    for event in [plugged, high_lun, unplugged, hard, param_change, missed] {
+        assert!(fake.state().fire_event(event));
+    }
+    let mut events = Vec::new();
+    stack.host_mut().poll_events(&mut events);
+    assert_eq!(
+        events,
+        [
+            HostEvent::Added {
+                target: 1,
+                lun: Lun(0)
+            },
+            HostEvent::Added {
+                target: 3,
+                lun: Lun::from_index(0x102).unwrap()
+            },
+            HostEvent::Removed {
+                target: 1,
+                lun: Lun(0)
+            },
+            HostEvent::RescanAll,
+        ]
+    );
+    // Nothing new: nothing reported, and every buffer is posted again.
+    events.clear();
+    stack.host_mut().poll_events(&mut events);
+    assert!(events.is_empty(), "{events:?}");
+    for _ in 0..6 {
+        assert!(fake.state().fire_event(plugged));
+    }
+}
+
+#[test]
+fn raw_reset_reasons_decode_per_the_specification() {
+    let bytes = |reason: u32| {
+        let event = Event {
+            event: event::TRANSPORT_RESET.into(),
+            lun: [1, 5, 0, 2, 0, 0, 0, 0],
+            reason: reason.into(),
+        };
+        zerocopy::IntoBytes::as_bytes(&event).to_vec()
+    };
+    let decoded = |reason| match parse_event(&bytes(reason)) {
+        Some(ScsiEvent::TransportReset {
+            target: 5,
+            lun: 2,
+            reason,
+        }) => reason,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(decoded(0), ResetReason::Hard);
+    assert_eq!(decoded(1), ResetReason::Rescan);
+    assert_eq!(decoded(2), ResetReason::Removed);
+    assert_eq!(decoded(7), ResetReason::Unknown(7));
+    assert_eq!(
+        parse_event(&bytes(1)[..15]),
+        None,
+        "a short event is no event"
+    );
 }

@@ -184,4 +184,33 @@ pub trait ScsiHost {
 
     /// Resets the host: every outstanding command is dropped without a completion.
     fn reset(&mut self);
+
+    /// Pushes the changes of the host's logical units that the adapter reported by itself
+    /// since the last call (virtio-scsi's event queue; Linux `virtscsi_handle_event`). Hosts
+    /// without such notices report nothing. The addresses come from the device: the caller
+    /// checks them against the template before acting on them.
+    fn poll_events(&mut self, out: &mut Vec<HostEvent>) {
+        let _ = out;
+    }
+}
+
+/// A change of the host's logical units, reported by the adapter (hot-plug).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostEvent {
+    /// A logical unit appeared: scan it (Linux `scsi_add_device`).
+    Added {
+        /// Target.
+        target: u16,
+        /// LUN.
+        lun: Lun,
+    },
+    /// A logical unit went away (Linux `scsi_remove_device`).
+    Removed {
+        /// Target.
+        target: u16,
+        /// LUN.
+        lun: Lun,
+    },
+    /// The adapter lost notices: scan everything again (Linux `scsi_scan_host`).
+    RescanAll,
 }

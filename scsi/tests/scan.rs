@@ -55,3 +55,23 @@ fn missing_targets_are_skipped() {
     assert_eq!(report.luns.len(), 2);
     assert_eq!(report.sequential_fallbacks, 0);
 }
+
+#[test]
+fn scan_lun_probes_one_unit_and_forgets_an_absent_one() {
+    let mut stack = stack("num_tgts=2 max_luns=2 dev_size_mb=4 delay=0");
+    let lun1 = Lun::from_index(1).unwrap();
+    let report = stack.scan_lun(1, lun1);
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(report.luns.len(), 1, "exactly the unit asked for");
+    let found = &report.luns[0];
+    assert_eq!((found.target, found.lun), (1, lun1));
+    assert_eq!(found.disk.expect("capacity").blocks, 4 * 2048);
+    // Asked again (a second notice for the same unit), it is the same device.
+    let again = stack.scan_lun(1, lun1);
+    assert_eq!(again.luns.len(), 1);
+    assert_eq!(again.luns[0].device, found.device);
+    // A target the host does not have: nothing found.
+    let absent = stack.scan_lun(7, Lun(0));
+    assert!(absent.luns.is_empty(), "{absent:?}");
+    assert_quiescent(&stack);
+}

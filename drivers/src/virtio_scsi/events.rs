@@ -11,6 +11,9 @@ use virtio_drivers::Hal;
 use virtio_drivers::transport::Transport;
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
+use scsi::host::HostEvent;
+use scsi::wire::Lun;
+
 use super::device::{VirtioScsi, VirtioScsiError};
 use super::tracker::TrackError;
 use super::wire::{Event, event, queue};
@@ -19,14 +22,14 @@ use crate::delay::Delay;
 /// A decoded event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScsiEvent {
-    /// A LUN appeared (`rescan == true`) or went away.
+    /// A LUN was reset, appeared or went away.
     TransportReset {
         /// Target.
         target: u8,
         /// LUN (flat index).
         lun: u16,
-        /// Appeared (true) or removed (false).
-        rescan: bool,
+        /// What happened to it.
+        reason: ResetReason,
     },
     /// Events were lost: rescan everything.
     EventsMissed,
@@ -37,6 +40,30 @@ pub enum ScsiEvent {
         /// Reason.
         reason: u32,
     },
+}
+
+/// The reason of a transport reset event (virtio 1.2 §5.6.6.3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResetReason {
+    /// The target or LUN was hard reset (`VIRTIO_SCSI_EVT_RESET_HARD`).
+    Hard,
+    /// A LUN appeared: scan it (`VIRTIO_SCSI_EVT_RESET_RESCAN`, QEMU's hot-plug).
+    Rescan,
+    /// A LUN went away (`VIRTIO_SCSI_EVT_RESET_REMOVED`, QEMU's hot-unplug).
+    Removed,
+    /// A reason the specification does not define, passed on raw.
+    Unknown(u32),
+}
+
+impl ResetReason {
+    fn from_raw(reason: u32) -> ResetReason {
+        match reason {
+            event::REASON_HARD => ResetReason::Hard,
+            event::REASON_RESCAN => ResetReason::Rescan,
+            event::REASON_REMOVED => ResetReason::Removed,
+            other => ResetReason::Unknown(other),
+        }
+    }
 }
 
 impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D, T, QSIZE> {
@@ -91,7 +118,7 @@ fn decode_event(buffer: &Event) -> ScsiEvent {
         event::TRANSPORT_RESET => ScsiEvent::TransportReset {
             target: buffer.lun[1],
             lun: u16::from_be_bytes([buffer.lun[2], buffer.lun[3]]) & 0x3FFF,
-            rescan: reason == event::REASON_RESCAN,
+            reason: ResetReason::from_raw(reason),
         },
         _ => ScsiEvent::Other {
             event: code,
@@ -106,4 +133,38 @@ pub fn parse_event(bytes: &[u8]) -> Option<ScsiEvent> {
     Event::read_from_prefix(bytes)
         .ok()
         .map(|(e, _)| decode_event(&e))
+}
+
+/// What a decoded event asks of the midlayer (Linux `virtscsi_handle_event`): a rescan notice
+/// adds the LUN, a removal notice removes it, lost events rescan everything. Hard resets and
+/// other events change no unit; they are logged and dropped.
+#[must_use]
+pub fn host_event(event: ScsiEvent) -> Option<HostEvent> {
+    match event {
+        ScsiEvent::TransportReset {
+            target,
+            lun,
+            reason,
+        } => {
+            let target = u16::from(target);
+            // `decode_event` keeps 14 bits, always a valid flat index.
+            let lun = Lun::from_index(lun).ok()?;
+            match reason {
+                ResetReason::Rescan => Some(HostEvent::Added { target, lun }),
+                ResetReason::Removed => Some(HostEvent::Removed { target, lun }),
+                ResetReason::Hard | ResetReason::Unknown(_) => {
+                    log::info!(
+                        "virtio-scsi: target {target} LUN {}: reset ({reason:?})",
+                        lun.0
+                    );
+                    None
+                }
+            }
+        }
+        ScsiEvent::EventsMissed => Some(HostEvent::RescanAll),
+        ScsiEvent::Other { event, reason } => {
+            log::info!("virtio-scsi: event {event:#x} reason {reason:#x} ignored");
+            None
+        }
+    }
 }

@@ -14,14 +14,15 @@
 use alloc::vec::Vec;
 
 use scsi::host::{
-    AbortFailed, DataDirection, HostCompletion, HostError, HostTemplate, InFlight, QueueError,
-    SEGMENT_BYTES, ScsiCmd, ScsiHost,
+    AbortFailed, DataDirection, HostCompletion, HostError, HostEvent, HostTemplate, InFlight,
+    QueueError, SEGMENT_BYTES, ScsiCmd, ScsiHost,
 };
 use scsi::wire::Tag;
 use virtio_drivers::Hal;
 use virtio_drivers::transport::Transport;
 
 use super::device::{Finished, VirtioScsi, VirtioScsiError};
+use super::events::host_event;
 use super::tracker::check_response;
 use super::wire::{lun_bytes, response, tmf};
 use crate::delay::Delay;
@@ -43,6 +44,8 @@ pub struct VirtioScsiHost<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> {
     pub device_resets: u64,
     /// Commands failed by a response that could not be believed.
     pub bad_responses: u64,
+    /// The event queue returned an entry that could not be matched: no longer polled.
+    events_broken: bool,
 }
 
 fn host_error_of(code: u8) -> HostError {
@@ -68,6 +71,7 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> VirtioScsiHost<H, Tr, 
             held: Vec::new(),
             device_resets: 0,
             bad_responses: 0,
+            events_broken: false,
         })
     }
 
@@ -284,5 +288,24 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> ScsiHost
     fn reset(&mut self) {
         self.held.clear();
         self.rebuild(false);
+    }
+
+    fn poll_events(&mut self, out: &mut Vec<HostEvent>) {
+        if self.events_broken {
+            return;
+        }
+        let Some(device) = self.device.as_mut() else {
+            return;
+        };
+        let mut raw = Vec::new();
+        let polled = device.poll_events(&mut raw);
+        out.extend(raw.into_iter().filter_map(host_event));
+        if let Err(error) = polled {
+            // The same bad entry would fail every later poll: stop listening, say so once.
+            self.events_broken = true;
+            log::error!(
+                "virtio-scsi: event queue: {error}; hot-plug notices are ignored from now on"
+            );
+        }
     }
 }

@@ -13,9 +13,10 @@
 //! `PciTransport::new::<KernelHal, _>(&mut root, device_function)`, then
 //! [`host::VirtioScsiHost`]`::<KernelHal, _, _, 256>::new(transport, ClockDelay(clock),
 //! can_queue)` and hand it to the midlayer. `VIRTIO_F_RING_EVENT_IDX` is declined
-//! (virtio-drivers 0.13 mishandles the index wrap, see [`device::VirtioScsi::new`]). Poll
-//! [`device::VirtioScsi::poll_events`] (through `device_mut`) for hot-plug, and rescan on
-//! `TransportReset`/`EventsMissed`.
+//! (virtio-drivers 0.13 mishandles the index wrap, see [`device::VirtioScsi::new`]). Hot-plug
+//! notices from the event queue reach the midlayer's user as `scsi::host::HostEvent`s through
+//! `ScsiHost::poll_events` ([`events::host_event`]); the kernel scans an added LUN, forgets a
+//! removed one and rescans everything after `EventsMissed` (`kernel/src/storage/hotplug.rs`).
 
 pub mod device;
 pub mod events;

@@ -216,8 +216,10 @@ pub mod event {
     pub const PARAM_CHANGE: u32 = 3;
     /// Flag: events were dropped for lack of buffers; rescan.
     pub const EVENTS_MISSED: u32 = 0x8000_0000;
-    /// Transport reset reason: rescan (device appeared).
-    pub const REASON_RESCAN: u32 = 0;
-    /// Transport reset reason: device removed.
-    pub const REASON_REMOVED: u32 = 1;
+    /// Transport reset reason: a hard reset of the target or LUN (`VIRTIO_SCSI_EVT_RESET_HARD`).
+    pub const REASON_HARD: u32 = 0;
+    /// Transport reset reason: rescan, a device appeared (`VIRTIO_SCSI_EVT_RESET_RESCAN`).
+    pub const REASON_RESCAN: u32 = 1;
+    /// Transport reset reason: device removed (`VIRTIO_SCSI_EVT_RESET_REMOVED`).
+    pub const REASON_REMOVED: u32 = 2;
 }

@@ -71,6 +71,16 @@ where
         report
     }
 
+    /// Scans one logical unit, what a hot-plug notice asks for (Linux `scsi_add_device`): the
+    /// unit is registered and probed, and forgotten again when nothing answers there. Scanning
+    /// a unit already known probes it again under the same [`DeviceId`].
+    pub fn scan_lun(&mut self, target: u16, lun: Lun) -> ScanReport {
+        let mut report = ScanReport::default();
+        let device = self.add_device(target, lun);
+        self.probe(device, target, lun, &mut report);
+        report
+    }
+
     fn scan_target(&mut self, target: u16, report: &mut ScanReport) {
         let lun0 = self.add_device(target, Lun(0));
         let luns = match self.report_luns(lun0) {
