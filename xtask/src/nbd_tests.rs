@@ -1,8 +1,8 @@
 //! The NBD half of `cargo xtask test`: boot the `nbd` profile in the background, talk to the
 //! guest's NBD server with real clients (`qemu-img`, `qemu-io`, and `nbdinfo`/`nbdcopy` from
 //! Debian's libnbd-bin, installed here when missing and running as root) and with [`nbd_client`]'s
-//! deliberately bad ones, read the stats endpoint, send `shutdown`, and check the disk image
-//! after QEMU exits.
+//! deliberately bad ones, read the stats endpoint, hot-plug a second disk through QMP and watch the
+//! guest list it ([`hotplug`]), send `shutdown`, and check the disk image after QEMU exits.
 //!
 //! qemu/nbd.toml forwards host ports 40809 (NBD) and 40810 (stats) on 127.0.0.1 only; the tests
 //! move both forwards to free loopback ports picked at run time ([`with_free_ports`]), so two runs
@@ -20,6 +20,7 @@ use crate::nbd_client::{self as nbd, Client};
 use crate::profile::{self, Profile};
 
 mod bad_clients;
+mod hotplug;
 mod tools;
 
 use bad_clients::{bad_handshake, bad_requests, pipelined, torn_write};
@@ -158,13 +159,19 @@ pub fn run(guest: &Guest) -> Tally {
             report("pipelined", pipelined());
             report("two-clients-at-once", two_clients());
             report("stats", stats());
+            report("hotplug", hotplug::hotplug());
         }
         let stopped = shutdown();
         report("shutdown", stopped);
         let outcome = boot.join().map_err(|_| "boot thread panicked".to_owned());
         let outcome = outcome.and_then(|result| result.map_err(|e| e.to_string()));
         match outcome {
-            Ok(outcome) => report("image", check_image(&outcome, &expected_zero)),
+            Ok(outcome) => {
+                report("image", check_image(&outcome, &expected_zero));
+                if ready.is_ok() {
+                    report("hotplug-console", hotplug::console(&outcome.console));
+                }
+            }
             Err(error) => report("image", Err(error)),
         }
     });

@@ -11,6 +11,7 @@
 //! default_kernel_args = "workload=…"  # replaced by `cargo xtask run -- ARGS`
 //! devices = ["virtio-scsi-pci,id=scsi0"]
 //! args = []                           # other QEMU options, e.g. ["-numa", "node,nodeid=0"]
+//! qmp = false                         # a QMP socket target/images/<profile>-qmp-<pid>.sock
 //!
 //! [[disk]]
 //! name = "disk0"                      # image file target/images/<profile>-disk0.raw, drive id disk0
@@ -59,6 +60,10 @@ pub struct Profile {
     /// Any other QEMU options, passed through verbatim.
     #[serde(default)]
     pub args: Vec<String>,
+    /// A QMP monitor on a unix socket ([`crate::qemu::qmp_socket`]), for tests that change the
+    /// machine while it runs (hot-plug).
+    #[serde(default)]
+    pub qmp: bool,
     #[serde(default, rename = "disk")]
     pub disks: Vec<Disk>,
 }

@@ -24,6 +24,13 @@ pub const EXIT_SUCCESS: i32 = (0x10 << 1) | 1;
 /// QEMU's exit status when the guest wrote 0x11 to the debug-exit port.
 pub const EXIT_FAILURE: i32 = (0x11 << 1) | 1;
 
+/// The QMP socket of a profile with `qmp = true`, beside its disk images. The name carries
+/// xtask's process id, so two runs on one machine do not share a monitor; the test that boots the
+/// machine finds it with the same call.
+pub fn qmp_socket(images_dir: &Path, profile: &str) -> PathBuf {
+    images_dir.join(format!("{profile}-qmp-{}.sock", std::process::id()))
+}
+
 /// A disk image file created for a boot.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DiskImage {
@@ -101,6 +108,13 @@ impl Machine<'_> {
             self.add_disk(&mut command, disk);
         }
         command.args(&self.profile.args);
+        if self.profile.qmp {
+            let socket = qmp_socket(&self.images_dir, &self.profile.name);
+            command.args([
+                "-qmp",
+                &format!("unix:{},server=on,wait=off", socket.display()),
+            ]);
+        }
         command
     }
 
@@ -198,6 +212,20 @@ mod tests {
         assert!(has_pair(&args, "-m", "128"));
         assert!(args.iter().any(|arg| arg == "-no-reboot"));
         assert!(!args.iter().any(|arg| arg == "-cpu"));
+    }
+
+    #[test]
+    fn qmp_profiles_get_a_monitor_socket_beside_the_images() {
+        let plain = args(&machine(&profile(""), Accel::Tcg, 1));
+        assert!(!plain.iter().any(|arg| arg == "-qmp"));
+        let with_qmp = profile("qmp = true");
+        let socket = qmp_socket(Path::new("/img"), "p");
+        assert!(has_pair(
+            &args(&machine(&with_qmp, Accel::Tcg, 1)),
+            "-qmp",
+            &format!("unix:{},server=on,wait=off", socket.display())
+        ));
+        assert!(socket.starts_with("/img"));
     }
 
     #[test]

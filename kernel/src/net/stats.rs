@@ -9,10 +9,13 @@
 //! scsi submitted=.. completed=.. succeeded=.. failed=.. retries=.. timeouts=.. aborts=.. resets=..
 //! nbd connections=.. dropped=.. reads=.. writes=.. flushes=.. trims=.. write_zeroes=.. bytes_read=.. bytes_written=.. errors=..
 //! net rx_frames=.. tx_frames=.. rx_bytes=.. tx_bytes=.. errors=..
+//! disks 2
+//! disk sda hctl=0:0:0:0 blocks=131072 block_len=512 bytes=67108864 (67.1 MB/64.0 MiB) export
+//! disk sdb hctl=0:0:1:0 blocks=16384 block_len=512 bytes=8388608 (8.3 MB/8.0 MiB)
 //! ```
 //!
-//! The `pools N` line says how many pool lines the table has, so a client can check it got
-//! them all.
+//! The `pools N` and `disks N` lines say how many lines their tables have, so a client can
+//! check it got them all. The disk list is the current one: it follows hot-plug.
 
 use alloc::string::String;
 use core::fmt::Write;
@@ -22,6 +25,7 @@ use scsi::midlayer::MidlayerStats;
 use scsi::sense_alloc::{SenseMode, SenseStats};
 
 use super::server::ServerStats;
+use crate::storage::report::{NamedDisk, capacity_text};
 
 /// Everything the endpoint reports.
 pub struct Snapshot<'a> {
@@ -31,6 +35,10 @@ pub struct Snapshot<'a> {
     pub sense: SenseStats,
     pub scsi: MidlayerStats,
     pub server: &'a ServerStats,
+    /// The host's disks now.
+    pub disks: &'a [NamedDisk],
+    /// The name of the disk served over NBD.
+    pub export: &'a str,
 }
 
 /// Renders `snapshot` as the endpoint's text.
@@ -87,5 +95,22 @@ fn write_text(out: &mut String, s: &Snapshot<'_>) -> core::fmt::Result {
         out,
         "net rx_frames={} tx_frames={} rx_bytes={} tx_bytes={} errors={}",
         dev.rx_frames, dev.tx_frames, dev.rx_bytes, dev.tx_bytes, dev.errors
-    )
+    )?;
+    writeln!(out, "disks {}", s.disks.len())?;
+    for disk in s.disks {
+        writeln!(
+            out,
+            "disk {} hctl={} blocks={} block_len={} bytes={} ({}){}",
+            disk.name,
+            disk.hctl,
+            disk.disk.blocks,
+            disk.disk.block_len,
+            disk.disk
+                .blocks
+                .saturating_mul(u64::from(disk.disk.block_len)),
+            capacity_text(&disk.disk),
+            if disk.name == s.export { " export" } else { "" }
+        )?;
+    }
+    Ok(())
 }

@@ -11,8 +11,8 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use scsi::midlayer::{Disk, ScanReport};
-use scsi::wire::DeviceType;
+use scsi::midlayer::{Disk, ScanReport, ScannedLun};
+use scsi::wire::{DeviceType, Lun};
 
 use super::HostInfo;
 use crate::console::println;
@@ -27,6 +27,8 @@ pub struct NamedDisk {
     pub hctl: String,
     /// The SCSI target.
     pub target: u16,
+    /// The LUN.
+    pub lun: Lun,
     /// What the midlayer needs for I/O.
     pub disk: Disk,
 }
@@ -60,41 +62,68 @@ fn printable(bytes: &[u8]) -> String {
 pub fn print_scan(host: &HostInfo, report: &ScanReport, next_disk: &mut usize) -> Vec<NamedDisk> {
     let mut disks = Vec::new();
     for lun in &report.luns {
-        let hctl = alloc::format!("{}:0:{}:{}", host.index, lun.target, lun.lun.0);
-        let inquiry = &lun.inquiry;
-        println!(
-            "scsi {hctl}: {:<17} {:<8} {:<16} {:<4} PQ: {} ANSI: {}",
-            type_name(inquiry.device_type),
-            printable(&inquiry.vendor),
-            printable(&inquiry.product),
-            printable(&inquiry.revision),
-            inquiry.qualifier,
-            inquiry.version
-        );
-        let Some(disk) = lun.disk else {
-            continue;
-        };
-        let name = disk_name(*next_disk);
-        *next_disk += 1;
-        let bytes = disk.blocks.saturating_mul(u64::from(disk.block_len));
-        println!(
-            "sd {hctl}: [{name}] {} {}-byte logical blocks: ({}.{} MB/{}.{} MiB)",
-            disk.blocks,
-            disk.block_len,
-            bytes / 1_000_000,
-            bytes / 100_000 % 10,
-            bytes >> 20,
-            ((bytes % (1 << 20)) * 10) >> 20
-        );
-        disks.push(NamedDisk {
-            name,
-            hctl,
-            target: lun.target,
-            disk,
+        let named = print_lun(host, lun, "", || {
+            let name = disk_name(*next_disk);
+            *next_disk += 1;
+            name
         });
+        disks.extend(named);
     }
+    print_scan_errors(host, report);
+    disks
+}
+
+/// Prints one unit the way the scan does, `note` (e.g. ` (hot-plugged)`) closing the `scsi`
+/// line; a disk gets the name `name` returns and is returned.
+pub fn print_lun(
+    host: &HostInfo,
+    lun: &ScannedLun,
+    note: &str,
+    name: impl FnOnce() -> String,
+) -> Option<NamedDisk> {
+    let hctl = alloc::format!("{}:0:{}:{}", host.index, lun.target, lun.lun.0);
+    let inquiry = &lun.inquiry;
+    println!(
+        "scsi {hctl}: {:<17} {:<8} {:<16} {:<4} PQ: {} ANSI: {}{note}",
+        type_name(inquiry.device_type),
+        printable(&inquiry.vendor),
+        printable(&inquiry.product),
+        printable(&inquiry.revision),
+        inquiry.qualifier,
+        inquiry.version
+    );
+    let disk = lun.disk?;
+    let name = name();
+    println!(
+        "sd {hctl}: [{name}] {} {}-byte logical blocks: ({})",
+        disk.blocks,
+        disk.block_len,
+        capacity_text(&disk)
+    );
+    Some(NamedDisk {
+        name,
+        hctl,
+        target: lun.target,
+        lun: lun.lun,
+        disk,
+    })
+}
+
+/// `67.1 MB/64.0 MiB`, as `sd` prints a capacity.
+pub fn capacity_text(disk: &Disk) -> String {
+    let bytes = disk.blocks.saturating_mul(u64::from(disk.block_len));
+    alloc::format!(
+        "{}.{} MB/{}.{} MiB",
+        bytes / 1_000_000,
+        bytes / 100_000 % 10,
+        bytes >> 20,
+        ((bytes % (1 << 20)) * 10) >> 20
+    )
+}
+
+/// Logs what the scan could not probe.
+pub fn print_scan_errors(host: &HostInfo, report: &ScanReport) {
     for (target, lun, error) in &report.errors {
         log::warn!("{host}: scan of target {target} LUN {}: {error}", lun.0);
     }
-    disks
 }

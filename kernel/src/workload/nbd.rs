@@ -7,6 +7,10 @@
 //! commands kept `cmd_per_lun` deep). On shutdown the device's cache is flushed (SYNCHRONIZE
 //! CACHE) and the kernel exits with success, so the image holds every acknowledged write.
 //!
+//! While serving, the host's hot-plug notices are applied between polls
+//! ([`crate::storage::hotplug`]): a disk added or removed is printed on the console and the stats
+//! port lists the disks as they are now. The export stays the disk it started with.
+//!
 //! The console gets `NBD serving sda (N bytes) on 10.0.2.15:10809, stats on :10810` once the
 //! server listens (xtask waits for that line) and `NBD stopped: ...` at the end.
 
@@ -29,7 +33,8 @@ use crate::net::nbd::block::{BlockDevice, BlockExport};
 use crate::net::nbd::session::Export;
 use crate::net::server::{Server, ServerStats};
 use crate::net::stats::{self, Snapshot};
-use crate::storage::report::print_scan;
+use crate::storage::hotplug::Disks;
+use crate::storage::report::{NamedDisk, print_scan};
 use crate::storage::{self, HostInfo, HostVisitor, Stack};
 
 /// A scanned disk behind the midlayer, as the NBD export's block device.
@@ -62,6 +67,31 @@ impl<H: ScsiHost> BlockDevice for ScsiDisk<'_, '_, H> {
             .execute(Request::new(self.disk.device, cdb, Vec::new()));
         result.map(|_| ())
     }
+}
+
+/// The stats endpoint's text: the server's counters and this host's disks as they are now.
+fn stats_text<H: ScsiHost>(
+    sense_mode: SenseMode,
+    export_name: &str,
+    server_stats: &ServerStats,
+    device: &NetDevice,
+    export: &BlockExport<ScsiDisk<'_, '_, H>>,
+    disks: &[NamedDisk],
+) -> String {
+    let stack = &*export.device().stack;
+    // The live dmapools of this I/O path are the NIC's packet buffers (virtio-scsi keeps
+    // none; an MPT host's chain pool belongs to the storage layer, printed at detach).
+    let pools = device.pools();
+    stats::render(&Snapshot {
+        uptime_ms: time::now_ns() / 1_000_000,
+        pools: &pools,
+        sense_mode,
+        sense: stack.sense_stats(),
+        scsi: stack.stats(),
+        server: server_stats,
+        disks,
+        export: export_name,
+    })
 }
 
 struct Nbd {
@@ -118,30 +148,24 @@ impl HostVisitor for Nbd {
             self.net.stats_port
         );
         let sense_mode = self.sense;
-        let mut stats_text =
-            |server_stats: &ServerStats,
-             device: &NetDevice,
-             export: &BlockExport<ScsiDisk<'_, '_, H>>| {
-                let stack = &*export.device().stack;
-                // The live dmapools of this I/O path are the NIC's packet buffers (virtio-scsi keeps
-                // none; an MPT host's chain pool belongs to the storage layer, printed at detach).
-                let pools = device.pools();
-                stats::render(&Snapshot {
-                    uptime_ms: time::now_ns() / 1_000_000,
-                    pools: &pools,
-                    sense_mode,
-                    sense: stack.sense_stats(),
-                    scsi: stack.stats(),
-                    server: server_stats,
-                })
-            };
+        let mut disks = Disks::new(*host, disks);
+        let serve = |server: &mut Server,
+                     device: &mut NetDevice,
+                     export: &mut BlockExport<ScsiDisk<'_, '_, H>>,
+                     disks: &mut Disks| {
+            server.poll(device, export, &mut |stats, device, export| {
+                stats_text(sense_mode, name, stats, device, export, disks.list())
+            });
+            // Hot-plug notices from the adapter: scan what appeared, forget what went away.
+            disks.poll(export.device_mut().stack);
+        };
         while !server.shutdown_requested() {
-            server.poll(&mut device, &mut export, &mut stats_text);
+            serve(&mut server, &mut device, &mut export, &mut disks);
         }
         // Let the stats client see its text and the FIN before the machine goes away.
         let deadline = time::now_ns() + 200_000_000;
         while time::now_ns() < deadline {
-            server.poll(&mut device, &mut export, &mut stats_text);
+            serve(&mut server, &mut device, &mut export, &mut disks);
         }
         let flushed = export.flush();
         let totals = server.stats(&device);

@@ -61,8 +61,7 @@ impl<D: BlockDevice> BlockExport<D> {
         &self.device
     }
 
-    /// The device, to change it between requests.
-    #[cfg(test)]
+    /// The device, to change it between requests (hot-plug handling, tests).
     pub fn device_mut(&mut self) -> &mut D {
         &mut self.device
     }
