@@ -164,6 +164,10 @@ pub fn run(guest: &Guest) -> Tally {
         let stopped = shutdown();
         report("shutdown", stopped);
         let outcome = boot.join().map_err(|_| "boot thread panicked".to_owned());
+        // QEMU leaves its monitor socket behind when it is killed; the name is this run's.
+        if let Ok(images) = crate::workspace::output_dir("images") {
+            let _ = std::fs::remove_file(crate::qemu::qmp_socket(&images, "nbd"));
+        }
         let outcome = outcome.and_then(|result| result.map_err(|e| e.to_string()));
         match outcome {
             Ok(outcome) => {

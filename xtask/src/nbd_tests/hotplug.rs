@@ -119,12 +119,19 @@ fn image_path() -> Result<PathBuf, String> {
     Ok(dir.join(format!("nbd-hotplug-{}.raw", std::process::id())))
 }
 
-/// Plugs a disk in, waits for the guest to list it, pulls it out, waits for it to go.
+/// Plugs a disk in, waits for the guest to list it, pulls it out, waits for it to go. The image
+/// file is removed afterwards, whatever happened.
 pub fn hotplug() -> Result<String, String> {
+    let image = image_path()?;
+    let result = plug_and_unplug(&image);
+    let _ = std::fs::remove_file(&image);
+    result
+}
+
+fn plug_and_unplug(image: &Path) -> Result<String, String> {
     let images = workspace::output_dir("images").map_err(|e| e.to_string())?;
     let mut qmp = Qmp::connect(&qemu::qmp_socket(&images, "nbd"))?;
-    let image = image_path()?;
-    let file = std::fs::File::create(&image).map_err(|e| format!("{}: {e}", image.display()))?;
+    let file = std::fs::File::create(image).map_err(|e| format!("{}: {e}", image.display()))?;
     file.set_len(IMAGE_BYTES).map_err(|e| e.to_string())?;
     drop(file);
     let before = disk_lines()?;
@@ -153,7 +160,6 @@ pub fn hotplug() -> Result<String, String> {
     })?;
     // The node may still be held for a moment after the device goes; not the guest's business.
     let _ = qmp.execute("blockdev-del", json!({ "node-name": NODE }));
-    let _ = std::fs::remove_file(&image);
     let new = added
         .iter()
         .find(|l| is_hotplugged(l))
