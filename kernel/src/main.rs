@@ -12,60 +12,29 @@
 //! `cargo clippy` work; its pure modules (command line, memory map, frame bitmap, JSON, PCI
 //! decoding) are unit-tested there.
 #![cfg_attr(target_os = "none", no_std, no_main)]
+// On the host only the pure modules below are built, and only their unit tests use them. `allow`,
+// not `expect`: the lint fires for the host binary but not for its test build, so `expect` would
+// itself warn there.
+#![cfg_attr(
+    not(target_os = "none"),
+    allow(
+        dead_code,
+        reason = "the pure modules are used by the guest build and by tests"
+    )
+)]
 
 extern crate alloc;
 
-// Pure logic: built on the host too, where only the unit tests use it. `allow`, not `expect`:
-// the lint fires for the host binary but not for its test build, so `expect` would itself warn.
-#[cfg_attr(
-    not(target_os = "none"),
-    allow(dead_code, reason = "used by the guest build and by tests")
-)]
+// Pure logic: built on the host too, where only the unit tests use it.
 mod cmdline;
-#[cfg_attr(
-    not(target_os = "none"),
-    allow(dead_code, reason = "used by the guest build and by tests")
-)]
 mod frames;
-#[cfg_attr(
-    not(target_os = "none"),
-    allow(dead_code, reason = "used by the guest build and by tests")
-)]
 mod json;
-#[cfg_attr(
-    not(target_os = "none"),
-    allow(dead_code, reason = "used by the guest build and by tests")
-)]
 mod memmap;
-#[cfg_attr(
-    not(target_os = "none"),
-    allow(dead_code, reason = "used by the guest build and by tests")
-)]
 mod net;
-#[cfg_attr(
-    not(target_os = "none"),
-    allow(dead_code, reason = "used by the guest build and by tests")
-)]
 mod node_frames;
-#[cfg_attr(
-    not(target_os = "none"),
-    allow(dead_code, reason = "used by the guest build and by tests")
-)]
 mod pci;
-#[cfg_attr(
-    not(target_os = "none"),
-    allow(dead_code, reason = "used by the guest build and by tests")
-)]
 mod sync;
-#[cfg_attr(
-    not(target_os = "none"),
-    allow(dead_code, reason = "used by the guest build and by tests")
-)]
 mod topology;
-#[cfg_attr(
-    not(target_os = "none"),
-    allow(dead_code, reason = "used by the guest build and by tests")
-)]
 mod verify_plan;
 
 #[cfg(target_os = "none")]
