@@ -114,7 +114,7 @@ proptest! {
                 }
                 Op::Inject(value) => ioc.model().inject_replies.push_back(value),
                 Op::Reset => {
-                    host.reset();
+                    host.reset().expect("the fake IOC resets");
                     for tag in std::mem::take(&mut in_flight) {
                         buffers.current.remove(&tag);
                     }

@@ -140,7 +140,7 @@ fn host_abort_and_reset_keep_the_exactly_once_contract() {
         "only the other command is left"
     );
     // A host reset drops the other one without a completion.
-    stack.host_mut().reset();
+    stack.host_mut().reset().expect("the IOC resets");
     assert_eq!(stack.host().adapter().outstanding(), 0);
     assert_eq!(ioc.model().resets, 2);
     ioc.model().hold_scsi_io = false;

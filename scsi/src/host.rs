@@ -104,6 +104,15 @@ pub enum HostError {
     /// The command was terminated by a reset (`DID_RESET`); retryable.
     #[error("terminated by reset")]
     Reset,
+    /// The host adapter is dead (an earlier reset failed); the command never reached the
+    /// device. Not retried (`DID_NO_CONNECT` on an offlined host).
+    #[error("host adapter is dead")]
+    Dead,
+    /// The command was outstanding when a reset of the host failed: the device may still
+    /// write its data buffer, so the midlayer leaks that buffer instead of handing it back
+    /// (a careful driver never frees memory a device may still DMA into). Not retried.
+    #[error("outstanding when the host reset failed; data buffer leaked")]
+    ResetFailed,
 }
 
 /// The end of one command, reported by [`ScsiHost::poll`].
@@ -155,6 +164,15 @@ pub enum QueueError {
 #[error("abort of tag {0:?} failed")]
 pub struct AbortFailed(pub Tag);
 
+/// Why [`ScsiHost::reset`] failed: the device may still be using the buffers of outstanding
+/// commands, so none of them may be freed or reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("host reset failed: {reason}")]
+pub struct HostResetFailed {
+    /// What the adapter saw (for example, the device never finished its reset).
+    pub reason: &'static str,
+}
+
 /// Access to the buffers of in-flight commands during [`ScsiHost::poll`].
 pub trait InFlight {
     /// The sense buffer of in-flight command `tag`, `None` if `tag` is not in flight.
@@ -183,7 +201,12 @@ pub trait ScsiHost {
     fn abort(&mut self, tag: Tag) -> Result<(), AbortFailed>;
 
     /// Resets the host: every outstanding command is dropped without a completion.
-    fn reset(&mut self);
+    ///
+    /// `Err` means the device could not be shown to have stopped: the outstanding commands'
+    /// buffers must never be freed or reused (the midlayer fails them with
+    /// [`HostError::ResetFailed`] and leaks their data), and the host is dead from then on
+    /// (later commands complete with [`HostError::Dead`]).
+    fn reset(&mut self) -> Result<(), HostResetFailed>;
 
     /// Pushes the changes of the host's logical units that the adapter reported by itself
     /// since the last call (virtio-scsi's event queue; Linux `virtscsi_handle_event`). Hosts

@@ -306,3 +306,45 @@ fn completions_queued_under_a_delay_still_arrive_after_the_delay_is_dropped() {
     assert_eq!(stack.stats().timeouts, 0);
     assert_quiescent(&stack);
 }
+
+/// A host reset that fails: each command in flight at the host completes once with
+/// `Host(ResetFailed)` and its data buffer is withheld (the device may still write it);
+/// the rest complete normally and nothing stays in flight.
+#[test]
+fn failed_host_reset_fails_in_flight_commands_once_and_withholds_their_buffers() {
+    let mut stack = meddled("delay=0", |h| {
+        h.abort_fails = true;
+        h.reset_fails = true;
+    });
+    let disk = stack.scan().luns[0].disk.unwrap();
+    stack.host_mut().inner.set_injection(5, OPT_TIMEOUT);
+    let mut done = Vec::new();
+    for i in 0..8 {
+        let mut r = read_request(&disk, i, 1);
+        r.timeout_ns = 1_000_000;
+        stack.submit(r).unwrap();
+    }
+    while done.len() < 8 {
+        if stack.poll(&mut done) == 0 {
+            stack.clock().advance(100_000);
+        }
+    }
+    let mut tags: Vec<_> = done.iter().map(|d| d.tag).collect();
+    tags.sort();
+    tags.dedup();
+    assert_eq!(tags.len(), 8, "each command once: {done:?}");
+    let failed: Vec<_> = done
+        .iter()
+        .filter(|d| d.result == Err(ScsiError::Host(HostError::ResetFailed)))
+        .collect();
+    assert!(!failed.is_empty(), "{done:?}");
+    assert!(failed.iter().all(|d| d.data.is_empty()), "buffers withheld");
+    for d in done.iter().filter(|d| d.result.is_ok()) {
+        assert_eq!(d.data.len(), 512, "a finished command gets its buffer back");
+    }
+    assert_eq!(
+        failed.len() + done.iter().filter(|d| d.result.is_ok()).count(),
+        8
+    );
+    assert_midlayer_quiescent(&stack);
+}

@@ -15,8 +15,8 @@
 use alloc::vec::Vec;
 
 use scsi::host::{
-    AbortFailed, DataDirection as ScsiDirection, HostCompletion, HostError, HostTemplate, InFlight,
-    QueueError, SEGMENT_BYTES, ScsiCmd, ScsiHost,
+    AbortFailed, DataDirection as ScsiDirection, HostCompletion, HostError, HostResetFailed,
+    HostTemplate, InFlight, QueueError, SEGMENT_BYTES, ScsiCmd, ScsiHost,
 };
 use scsi::wire::Tag;
 
@@ -412,7 +412,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
         Err(failed)
     }
 
-    fn reset(&mut self) {
+    fn reset(&mut self) -> Result<(), HostResetFailed> {
         self.held.clear();
         // Completions collected during an abort are dropped too: after a reset nothing
         // that was outstanding may complete.
@@ -420,5 +420,6 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
             let _ = self.finish(done, None);
         }
         self.recover(false);
+        Ok(())
     }
 }

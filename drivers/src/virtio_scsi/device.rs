@@ -30,6 +30,8 @@ use crate::delay::Delay;
 #[path = "device_control.rs"]
 mod control;
 
+pub use control::RESET_TIMEOUT_US;
+
 /// Control and event queue size.
 pub const SMALL_QUEUE: usize = 8;
 
@@ -71,6 +73,13 @@ pub enum VirtioScsiError {
     /// A task management request timed out.
     #[error("task management timed out after {waited_us} us")]
     TmfTimeout {
+        /// Budget spent.
+        waited_us: u64,
+    },
+    /// The device did not read its status back as 0 after a reset: it may still be using
+    /// every buffer it was given. The device must be abandoned ([`VirtioScsi::abandon`]).
+    #[error("device did not finish its reset within {waited_us} us")]
+    ResetTimeout {
         /// Budget spent.
         waited_us: u64,
     },
@@ -251,7 +260,9 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
     /// # Safety
     /// `data` must stay valid, in place and untouched by anyone but the device until the
     /// command is popped by [`Self::next_finished`] (with the same buffer), marked aborted
-    /// after a successful ABORT TASK, or dropped by a device reset.
+    /// after a successful ABORT TASK, or dropped by a device reset that
+    /// [`Self::reset_device`] confirmed (`Ok`). After a reset that was not confirmed it must
+    /// never be freed or reused: the device may still write it.
     pub(super) unsafe fn add_command(
         &mut self,
         tag: T,
@@ -275,8 +286,8 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
         let data_len = data.len() as u32;
         let Headers { req, resp } = &mut *headers;
         // SAFETY: `req`/`resp` live in a Box kept in the table until the command is popped in
-        // next_finished (or the device is reset); `data` is covered by this function's
-        // safety contract.
+        // next_finished, or the device confirmed a reset (`drain_after_reset`); if it did not,
+        // `abandon` leaks the Box. `data` is covered by this function's safety contract.
         let added = unsafe {
             match (data.is_empty(), device_writes_data) {
                 (true, _) => self
@@ -414,8 +425,28 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
         tags
     }
 
-    /// Gives back the transport and delay (after [`Self::reset_device`]), to build a new
-    /// device.
+    /// Gives up on a device that could not be reset ([`VirtioScsiError::ResetTimeout`]):
+    /// returns the tags of the outstanding commands (leaving out commands an abort already
+    /// answered for) and leaks everything the device may still read or write: the queues'
+    /// DMA memory, each command's headers and abort scratch buffer, the event buffers, and
+    /// the transport (dropping virtio-drivers' `PciTransport` would spin forever waiting for
+    /// the same reset). Freeing any of it could let the device write into reused memory.
+    pub fn abandon(mut self) -> Vec<T> {
+        let slots: Vec<Slot<T>> = self.table.drain().collect();
+        let mut tags = Vec::with_capacity(slots.len());
+        for slot in slots {
+            if slot.scratch.is_none() {
+                tags.push(slot.tag);
+            }
+            core::mem::forget(slot.headers);
+            core::mem::forget(slot.scratch);
+        }
+        core::mem::forget(self);
+        tags
+    }
+
+    /// Gives back the transport and delay (after [`Self::reset_device`] succeeded), to build
+    /// a new device.
     pub fn into_parts(self) -> (Tr, D) {
         (self.transport, self.delay)
     }

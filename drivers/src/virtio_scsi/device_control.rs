@@ -1,6 +1,10 @@
 //! The control side of the device: task management functions on the control queue
 //! (virtio 1.2 §5.6.6.2; the host sends ABORT TASK) and device reset through the status
 //! field (§2.1). Both wait on the device, so both are bounded by the [`Delay`] budget.
+//! A reset the device does not confirm in time is an error ([`VirtioScsiError::ResetTimeout`]):
+//! the device may then still use every buffer it holds, so none may be freed or reused.
+
+use alloc::boxed::Box;
 
 use virtio_drivers::Hal;
 use virtio_drivers::transport::{DeviceStatus, Transport};
@@ -10,8 +14,15 @@ use super::super::wire::{self, TmfReq, TmfResp, queue};
 use super::{VirtioScsi, VirtioScsiError};
 use crate::delay::{Delay, poll_until};
 
+/// How long the device may take to finish a reset.
+pub const RESET_TIMEOUT_US: u64 = 1_000_000;
+
 impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D, T, QSIZE> {
     /// Sends a task management function and waits (bounded) for its response code.
+    ///
+    /// On time-out the device is reset. If that reset fails too, the device may still write
+    /// the response, so its buffers are leaked and [`VirtioScsiError::ResetTimeout`] is
+    /// returned: the caller must then abandon the device ([`Self::abandon`]).
     pub fn task_management(
         &mut self,
         subtype: u32,
@@ -25,9 +36,12 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
             lun,
             tag: tag.into(),
         };
-        let mut response = TmfResp { response: 0xFF };
-        // SAFETY: both buffers live on this stack frame until the pop below, or until the
-        // device is reset on time-out (reset stops the device using them before we return).
+        // On the heap, so that they can be leaked if the device cannot be stopped.
+        let mut buffers = Box::new((request, TmfResp { response: 0xFF }));
+        let (request, response) = &mut *buffers;
+        // SAFETY: both buffers live in `buffers` until the pop below; on time-out they are
+        // dropped only after a reset that the device confirmed (status read back 0, so it no
+        // longer uses them), and leaked if the reset was not confirmed.
         let token = unsafe {
             self.control
                 .add(&[request.as_bytes()], &mut [response.as_mut_bytes()])
@@ -40,7 +54,10 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
             control.can_pop().then_some(())
         });
         if let Err(timeout) = waited {
-            self.reset_device();
+            if let Err(error) = self.reset_device() {
+                Box::leak(buffers);
+                return Err(error);
+            }
             return Err(VirtioScsiError::TmfTimeout {
                 waited_us: timeout.waited_us,
             });
@@ -53,17 +70,27 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
         Ok(response.response)
     }
 
-    /// Resets the device (status 0): it stops using every buffer. Outstanding commands are
-    /// dropped from the table; the queues must be set up again by a new [`VirtioScsi`].
-    pub fn reset_device(&mut self) {
+    /// Resets the device (status 0) and waits (bounded) until it reads the status back as 0,
+    /// which is when it has stopped using every buffer (virtio 1.2 §2.1, §3.1.1). The queues
+    /// must then be set up again by a new [`VirtioScsi`].
+    ///
+    /// `Err(ResetTimeout)` means the device never confirmed: it may still read and write
+    /// every buffer it was given (queues, headers, data, event and TMF buffers). None of them
+    /// may be freed or reused; [`Self::abandon`] leaks them.
+    pub fn reset_device(&mut self) -> Result<(), VirtioScsiError> {
         self.transport.set_status(DeviceStatus::empty());
-        // The spec has the driver read the status back until it reads 0 (reset done).
         let transport = &self.transport;
-        let done = poll_until(&mut self.delay, 1_000_000, 10, || {
+        poll_until(&mut self.delay, RESET_TIMEOUT_US, 10, || {
             transport.get_status().is_empty().then_some(())
-        });
-        if done.is_err() {
-            log::error!("virtio-scsi: device did not finish its reset");
-        }
+        })
+        .map_err(|timeout| {
+            log::error!(
+                "virtio-scsi: device did not finish its reset in {} us",
+                timeout.waited_us
+            );
+            VirtioScsiError::ResetTimeout {
+                waited_us: timeout.waited_us,
+            }
+        })
     }
 }

@@ -7,15 +7,23 @@
 //! returns an id nobody owns, or whose buffer cannot be matched, is reset and rebuilt;
 //! its outstanding commands complete with `HostError::Reset`.
 //!
+//! If the device never finishes a reset (its status does not read back 0 in time), it may
+//! still write any buffer it holds. The host then abandons it ([`VirtioScsi::abandon`]
+//! leaks the queues, headers, event and TMF buffers), completes every outstanding command
+//! exactly once with `HostError::ResetFailed` (the midlayer leaks those data buffers), or
+//! reports `HostResetFailed` from `reset`, and is dead from then on: new commands complete
+//! with `HostError::Dead`, `abort` fails, `reset` fails, and nothing touches the device.
+//!
 //! Soundness rests on the `ScsiHost` contract: the midlayer keeps each command's data
 //! buffer valid, in place and untouched until its completion is polled (or `abort`
-//! returns `Ok`, or `reset` runs, both of which stop the device using it first).
+//! returns `Ok`, or `reset` returns `Ok`, both of which stop the device using it first);
+//! when a reset fails, the buffer is never handed back (see above).
 
 use alloc::vec::Vec;
 
 use scsi::host::{
-    AbortFailed, DataDirection, HostCompletion, HostError, HostEvent, HostTemplate, InFlight,
-    QueueError, SEGMENT_BYTES, ScsiCmd, ScsiHost,
+    AbortFailed, DataDirection, HostCompletion, HostError, HostEvent, HostResetFailed,
+    HostTemplate, InFlight, QueueError, SEGMENT_BYTES, ScsiCmd, ScsiHost,
 };
 use scsi::wire::Tag;
 use virtio_drivers::Hal;
@@ -46,7 +54,13 @@ pub struct VirtioScsiHost<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> {
     pub bad_responses: u64,
     /// The event queue returned an entry that could not be matched: no longer polled.
     events_broken: bool,
+    /// The device could not be reset and was abandoned: nothing touches it again.
+    dead: bool,
 }
+
+const DEAD: HostResetFailed = HostResetFailed {
+    reason: "virtio-scsi device did not finish its reset; host is dead",
+};
 
 fn host_error_of(code: u8) -> HostError {
     match code {
@@ -72,6 +86,7 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> VirtioScsiHost<H, Tr, 
             device_resets: 0,
             bad_responses: 0,
             events_broken: false,
+            dead: false,
         })
     }
 
@@ -80,14 +95,43 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> VirtioScsiHost<H, Tr, 
         self.device.as_mut()
     }
 
+    /// Whether the device was abandoned after a failed reset.
+    pub fn is_dead(&self) -> bool {
+        self.dead
+    }
+
+    /// Abandons a device that could not be reset: its memory is leaked, and its outstanding
+    /// commands are reported as `HostError::ResetFailed` when `deliver` (dropped otherwise,
+    /// for `reset`, whose `Err` makes the midlayer fail them itself).
+    fn die(&mut self, device: VirtioScsi<H, Tr, D, Tag, QSIZE>, deliver: bool) {
+        self.dead = true;
+        for tag in device.abandon() {
+            if let Some(id) = self.ids.get_mut(usize::from(tag.0)) {
+                *id = None;
+            }
+            if deliver {
+                self.held
+                    .push(HostCompletion::host_error(tag, HostError::ResetFailed));
+            }
+        }
+        log::error!("virtio-scsi: device abandoned; its memory is leaked, the host is dead");
+    }
+
     /// Resets the device and sets it up again; outstanding commands are reported as
-    /// `HostError::Reset` when `deliver`, dropped otherwise.
-    fn rebuild(&mut self, deliver: bool) {
+    /// `HostError::Reset` when `deliver`, dropped otherwise. If the reset fails the device
+    /// is abandoned ([`Self::die`]) and `Err` returned.
+    fn rebuild(&mut self, deliver: bool) -> Result<(), HostResetFailed> {
+        if self.dead {
+            return Err(DEAD);
+        }
         self.device_resets += 1;
         let Some(mut device) = self.device.take() else {
-            return;
+            return Ok(());
         };
-        device.reset_device();
+        if device.reset_device().is_err() {
+            self.die(device, deliver);
+            return Err(DEAD);
+        }
         for tag in device.drain_after_reset() {
             if let Some(id) = self.ids.get_mut(usize::from(tag.0)) {
                 *id = None;
@@ -102,6 +146,7 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> VirtioScsiHost<H, Tr, 
             Ok(device) => self.device = Some(device),
             Err(error) => log::error!("virtio-scsi: re-initialisation failed: {error}"),
         }
+        Ok(())
     }
 
     fn complete(
@@ -181,9 +226,11 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> ScsiHost
                 .push(HostCompletion::host_error(tag, HostError::NoConnect));
             return Ok(());
         };
+        // No device (abandoned, or its re-initialisation failed): the command never
+        // reaches one.
         let Some(device) = self.device.as_mut() else {
             self.held
-                .push(HostCompletion::host_error(tag, HostError::Transport));
+                .push(HostCompletion::host_error(tag, HostError::Dead));
             return Ok(());
         };
         if !device.has_room() {
@@ -194,7 +241,9 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> ScsiHost
         // SAFETY: the ScsiHost contract: the midlayer keeps `cmd.data` valid, in place and
         // untouched until this command's completion is polled, `abort` returns Ok (after
         // which the device is done with it and the ring entry pops into a scratch buffer),
-        // or `reset` runs (which resets the device before returning).
+        // or `reset` returns Ok (the device confirmed its reset). If a reset is not
+        // confirmed, the command completes with ResetFailed (or `reset` returns Err) and the
+        // midlayer never hands the buffer back or frees it.
         let added = unsafe {
             device.add_command(
                 tag,
@@ -253,7 +302,8 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> ScsiHost
         }
         if let Some(error) = wedged {
             log::error!("virtio-scsi: {error}; resetting the device");
-            self.rebuild(true);
+            // A failed reset leaves ResetFailed completions in `held` instead.
+            let _ = self.rebuild(true);
             done.append(&mut self.held);
         }
         done.len() - before
@@ -281,13 +331,20 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> ScsiHost
                 Ok(())
             }
             Ok(_) => Err(failed),
+            Err(VirtioScsiError::ResetTimeout { .. }) => {
+                // The TMF timed out and so did the reset after it: give the device up.
+                if let Some(device) = self.device.take() {
+                    self.die(device, true);
+                }
+                Err(failed)
+            }
             Err(_) => Err(failed),
         }
     }
 
-    fn reset(&mut self) {
+    fn reset(&mut self) -> Result<(), HostResetFailed> {
         self.held.clear();
-        self.rebuild(false);
+        self.rebuild(false)
     }
 
     fn poll_events(&mut self, out: &mut Vec<HostEvent>) {

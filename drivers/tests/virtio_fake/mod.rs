@@ -124,6 +124,11 @@ pub struct FakeState {
     pub request_notifies: usize,
     /// Device resets.
     pub resets: usize,
+    /// Never finish a reset: a zero status write is ignored (the status never reads back
+    /// 0) and the device keeps its queues and held requests, free to complete them later.
+    pub never_reset: bool,
+    /// Do not answer the control queue (task management times out).
+    pub ignore_control: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -158,6 +163,8 @@ impl FakeScsi {
             completed: 0,
             request_notifies: 0,
             resets: 0,
+            never_reset: false,
+            ignore_control: false,
         })))
     }
 
@@ -372,6 +379,7 @@ impl Transport for FakeScsi {
     fn notify(&mut self, queue: u16) {
         let mut state = self.0.borrow_mut();
         match queue {
+            0 if state.ignore_control => {}
             0 => state.process_control(),
             2 => {
                 state.request_notifies += 1;
@@ -386,6 +394,9 @@ impl Transport for FakeScsi {
     fn set_status(&mut self, status: DeviceStatus) {
         let mut state = self.0.borrow_mut();
         if status.is_empty() {
+            if state.never_reset {
+                return;
+            }
             state.resets += 1;
             state.queues.clear();
             state.held.clear();

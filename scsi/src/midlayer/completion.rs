@@ -7,7 +7,7 @@ use super::command::BUSY_DELAY_NS;
 use super::error::{Disposition, classify};
 use super::{Completion, Done, Midlayer, ScsiError, SlotState};
 use crate::clock::Clock;
-use crate::host::{HostCompletion, ScsiHost};
+use crate::host::{HostCompletion, HostError, ScsiHost};
 use crate::sense_alloc::SenseStorage;
 use crate::wire::{SCSI_SENSE_BUFFERSIZE, Tag};
 use alloc::vec::Vec;
@@ -92,7 +92,12 @@ where
             self.sense.free(buf);
             self.sense_frees += 1;
         }
-        let data = core::mem::take(&mut slot.data);
+        let mut data = core::mem::take(&mut slot.data);
+        if matches!(result, Err(ScsiError::Host(HostError::ResetFailed))) {
+            // The device may still write this buffer (the host could not stop it): never
+            // hand it back or free it; the caller gets an empty buffer.
+            core::mem::forget(core::mem::take(&mut data));
+        }
         let user_data = slot.user_data;
         let device = &mut self.devices[usize::from(slot.device)];
         device.in_flight -= 1;

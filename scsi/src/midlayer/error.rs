@@ -104,9 +104,10 @@ pub(crate) fn classify(completion: &HostCompletion, sense: &[u8]) -> Disposition
                 delay_ns: 0,
                 error: ScsiError::Host(error),
             },
-            HostError::NoConnect | HostError::DataOverrun => {
-                Disposition::Fail(ScsiError::Host(error))
-            }
+            HostError::NoConnect
+            | HostError::DataOverrun
+            | HostError::Dead
+            | HostError::ResetFailed => Disposition::Fail(ScsiError::Host(error)),
         };
     }
     let status = match Status::from_code(completion.status) {

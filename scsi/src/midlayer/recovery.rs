@@ -94,9 +94,22 @@ where
     }
 
     /// Resets the host; every in-flight command is retried or failed with `Host(Reset)`.
+    ///
+    /// If the reset fails the device may still write the in-flight commands' buffers: each
+    /// of them completes once with `Host(ResetFailed)` and its data buffer is leaked (in
+    /// `complete`); parked commands are unaffected.
     pub fn reset_host(&mut self, out: &mut Vec<Done>) {
         self.stats.host_resets += 1;
-        self.host.reset();
+        if let Err(failed) = self.host.reset() {
+            log::error!("{failed}: failing the in-flight commands, leaking their buffers");
+            for index in 0..self.slots.len() {
+                if self.slots[index].state == SlotState::InFlight {
+                    let error = ScsiError::Host(crate::host::HostError::ResetFailed);
+                    self.complete(Tag(index as u16), Err(error), out);
+                }
+            }
+            return;
+        }
         for index in 0..self.slots.len() {
             if self.slots[index].state == SlotState::InFlight {
                 let error = ScsiError::Host(crate::host::HostError::Reset);

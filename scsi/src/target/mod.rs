@@ -23,7 +23,8 @@ pub use params::{
 
 use crate::clock::Clock;
 use crate::host::{
-    AbortFailed, HostCompletion, HostTemplate, InFlight, QueueError, ScsiCmd, ScsiHost,
+    AbortFailed, HostCompletion, HostResetFailed, HostTemplate, InFlight, QueueError, ScsiCmd,
+    ScsiHost,
 };
 use crate::wire::Tag;
 use alloc::collections::VecDeque;
@@ -270,7 +271,7 @@ impl<C: Clock> ScsiHost for ScsiDebug<C> {
         Ok(())
     }
 
-    fn reset(&mut self) {
+    fn reset(&mut self) -> Result<(), HostResetFailed> {
         self.stats.resets += 1;
         self.stats.reset_dropped += self.outstanding() as u64;
         self.ready.clear();
@@ -279,5 +280,6 @@ impl<C: Clock> ScsiHost for ScsiDebug<C> {
         for lun in &mut self.luns {
             lun.ua |= ua::BUS_RESET;
         }
+        Ok(())
     }
 }

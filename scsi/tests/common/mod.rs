@@ -3,7 +3,8 @@
 
 use scsi::clock::ManualClock;
 use scsi::host::{
-    AbortFailed, HostCompletion, HostTemplate, InFlight, QueueError, ScsiCmd, ScsiHost,
+    AbortFailed, HostCompletion, HostResetFailed, HostTemplate, InFlight, QueueError, ScsiCmd,
+    ScsiHost,
 };
 use scsi::midlayer::{Disk, Done, Midlayer, Request, ScanReport};
 use scsi::sense_alloc::{HeapSense, SenseMode};
@@ -85,6 +86,8 @@ pub struct Meddler<H> {
     pub abort_fails: bool,
     /// Report one completion for a tag that is not in flight.
     pub bogus_once: bool,
+    /// Make every reset report failure (the device could not be shown to have stopped).
+    pub reset_fails: bool,
     own: Vec<HostCompletion>,
 }
 
@@ -96,6 +99,7 @@ impl<H> Meddler<H> {
             busy: 0,
             abort_fails: false,
             bogus_once: false,
+            reset_fails: false,
             own: Vec::new(),
         }
     }
@@ -149,9 +153,13 @@ impl<H: ScsiHost> ScsiHost for Meddler<H> {
             self.inner.abort(tag)
         }
     }
-    fn reset(&mut self) {
+    fn reset(&mut self) -> Result<(), HostResetFailed> {
         self.own.clear();
-        self.inner.reset();
+        self.inner.reset()?;
+        if self.reset_fails {
+            return Err(HostResetFailed { reason: "meddler" });
+        }
+        Ok(())
     }
 }
 
