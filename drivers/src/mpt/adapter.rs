@@ -5,9 +5,17 @@
 //! memory: frames are allocated after IOC_FACTS sized them and before IOC_INIT names their
 //! 4 GiB window. Recovery is a message-unit reset and the same sequence again, after every
 //! outstanding command has been failed back to its owner with [`Outcome::HostReset`].
+//!
+//! An IOC that does not come back (the message-unit reset never reaches READY, a handshake
+//! times out, it faults again after IOC_INIT) may still write whatever it was given: the
+//! request frames, the reply frames, the chain frames of outstanding requests. The adapter
+//! is then *dead* ([`Mpt::is_dead`]): those are leaked (chain frames never go back to the
+//! pool, the frame arrays are never freed), outstanding requests are handed back once, and
+//! nothing touches the registers again, not even `Drop`.
 
 use alloc::vec;
 use alloc::vec::Vec;
+use core::mem::ManuallyDrop;
 
 use crate::delay::Delay;
 use crate::dma::{BusAddr, DmaAddr, DmaAlloc, DmaMemory};
@@ -45,8 +53,10 @@ pub struct Mpt<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> {
     pub(super) port: PortFacts,
     pub(super) geometry: Geometry,
     pub(super) layout: SglLayout,
-    pub(super) requests: M,
-    pub(super) replies: M,
+    /// Request frames; leaked (never dropped) once the adapter is dead.
+    pub(super) requests: ManuallyDrop<M>,
+    /// Reply frames; leaked (never dropped) once the adapter is dead.
+    pub(super) replies: ManuallyDrop<M>,
     pub(super) window_high32: u32,
     pub(super) pool: P,
     pub(super) slots: Vec<Slot<P::Frame>>,
@@ -58,6 +68,9 @@ pub struct Mpt<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> {
     pub(super) operational: bool,
     /// Set once the IOC has been reset for good, so Drop need not reset it again.
     pub(super) stopped: bool,
+    /// The IOC failed to come back and was abandoned: its memory is leaked and nothing
+    /// touches it again.
+    pub(super) dead: bool,
     pub(super) stats: MptStats,
 }
 
@@ -75,10 +88,24 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> core::fmt::Debug for
 
 impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Drop for Mpt<R, D, M, P> {
     /// An adapter dropped without [`Mpt::shutdown`] still resets the IOC (bounded wait)
-    /// before its frame arrays are freed, so the IOC cannot write into freed memory.
+    /// before its frame arrays are freed, so the IOC cannot write into freed memory. If
+    /// that reset fails, or the adapter is dead, the frame arrays are leaked instead.
     fn drop(&mut self) {
-        if !self.stopped {
-            let _ = ioc::message_unit_reset(&mut self.regs, &mut self.delay, &self.config);
+        if self.dead {
+            return;
+        }
+        if !self.stopped
+            && ioc::message_unit_reset(&mut self.regs, &mut self.delay, &self.config).is_err()
+        {
+            log::error!("mptsas: IOC did not reset on drop; leaking its frame arrays");
+            return;
+        }
+        // SAFETY: this is `drop`; neither field is used again. The IOC is READY (reset
+        // above, or by `shutdown`), so it no longer reads request frames or writes reply
+        // frames.
+        unsafe {
+            ManuallyDrop::drop(&mut self.requests);
+            ManuallyDrop::drop(&mut self.replies);
         }
     }
 }
@@ -145,8 +172,8 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             port,
             geometry,
             layout,
-            requests,
-            replies,
+            requests: ManuallyDrop::new(requests),
+            replies: ManuallyDrop::new(replies),
             window_high32,
             pool,
             slots: (0..geometry.slots).map(|_| Slot::default()).collect(),
@@ -156,6 +183,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             frame_buf: vec![0; geometry.frame_size_bytes],
             operational: false,
             stopped: false,
+            dead: false,
             stats: MptStats::default(),
         };
         adapter.start()?;
@@ -186,17 +214,35 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         Ok(())
     }
 
-    /// Fails every outstanding command with [`Outcome::HostReset`], resets the IOC and
-    /// brings it up again. On failure the adapter stays non-operational.
+    /// Resets the IOC and brings it up again; then fails every outstanding command with
+    /// [`Outcome::HostReset`] (their chain frames go back to the pool: the IOC is past a
+    /// reset and no longer reads them).
+    ///
+    /// If the IOC does not come back (no READY after the reset, a handshake or IOC_INIT
+    /// failure, FAULT again), the adapter is abandoned ([`Mpt::is_dead`]): outstanding
+    /// commands are handed back with [`Outcome::HostReset`] but their chain frames, and the
+    /// frame arrays, are leaked, because the IOC may still write them; `Err` says so.
     pub fn recover(&mut self, mut on_complete: impl FnMut(Completion)) -> Result<(), MptError> {
+        if self.dead {
+            return Err(MptError::NotOperational);
+        }
         self.operational = false;
         self.stats.resets += 1;
-        self.fail_all(&mut on_complete);
         self.reply_with_ioc
             .iter_mut()
             .for_each(|owned| *owned = false);
-        ioc::message_unit_reset(&mut self.regs, &mut self.delay, &self.config)?;
-        self.start()
+        let result = ioc::message_unit_reset(&mut self.regs, &mut self.delay, &self.config)
+            .and_then(|()| self.start());
+        match result {
+            Ok(()) => {
+                self.fail_all(&mut on_complete);
+                Ok(())
+            }
+            Err(error) => {
+                self.abandon(&mut on_complete);
+                Err(error)
+            }
+        }
     }
 
     fn fail_all(&mut self, on_complete: &mut impl FnMut(Completion)) {
@@ -207,19 +253,55 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         }
     }
 
-    /// Stops the IOC (message-unit reset, so it no longer touches host memory) and fails
-    /// whatever was outstanding, returning their chain frames to the pool. The frame arrays
-    /// are freed when the adapter drops; after this, dropping it touches no register.
-    pub fn shutdown(&mut self, mut on_complete: impl FnMut(Completion)) -> Result<(), MptError> {
+    /// Gives the IOC up: hands back every outstanding command with [`Outcome::HostReset`],
+    /// leaking its chain frames (the IOC may still read them; they must not be reused),
+    /// and marks the adapter dead, so it takes no more work, polls nothing and its drop
+    /// neither touches the registers nor frees the frame arrays.
+    fn abandon(&mut self, on_complete: &mut impl FnMut(Completion)) {
+        self.dead = true;
         self.operational = false;
         self.stopped = true;
-        let reset = ioc::message_unit_reset(&mut self.regs, &mut self.delay, &self.config);
-        self.fail_all(&mut on_complete);
-        reset
+        for index in 0..self.slots.len() {
+            self.slots[index].leak_chains();
+            if let Some(done) = self.release(index, |_| Outcome::HostReset) {
+                on_complete(done);
+            }
+        }
+        log::error!("mptsas: IOC abandoned; its frames are leaked and the adapter is dead");
+    }
+
+    /// Stops the IOC (message-unit reset, so it no longer touches host memory) and fails
+    /// whatever was outstanding, returning their chain frames to the pool. The frame arrays
+    /// are freed when the adapter drops; after this, dropping it touches no register. If
+    /// the reset fails the adapter is abandoned instead (see [`Mpt::recover`]).
+    pub fn shutdown(&mut self, mut on_complete: impl FnMut(Completion)) -> Result<(), MptError> {
+        if self.dead {
+            return Err(MptError::NotOperational);
+        }
+        self.operational = false;
+        self.stopped = true;
+        match ioc::message_unit_reset(&mut self.regs, &mut self.delay, &self.config) {
+            Ok(()) => {
+                self.fail_all(&mut on_complete);
+                Ok(())
+            }
+            Err(error) => {
+                self.abandon(&mut on_complete);
+                Err(error)
+            }
+        }
+    }
+
+    /// Whether the IOC failed to come back and was abandoned (see [`Mpt::recover`]).
+    pub fn is_dead(&self) -> bool {
+        self.dead
     }
 
     /// Reads the IOC state; FAULT marks the adapter non-operational (call [`Mpt::recover`]).
     pub fn check_health(&mut self) -> Result<(), MptError> {
+        if self.dead {
+            return Err(MptError::NotOperational);
+        }
         let value = self.regs.read32(Register::Doorbell);
         match super::mpi::IocState::from_doorbell(value) {
             super::mpi::IocState::Operational => Ok(()),

@@ -8,6 +8,15 @@
 //! mptscsih maps IOCStatus to `DID_*`. An IOC that returns replies this driver cannot match
 //! is reset, and the commands that were outstanding complete with `HostError::Reset`.
 //!
+//! If the IOC does not come back from that reset (never READY, a handshake time-out, FAULT
+//! again after IOC_INIT), it may still write anything it was given. The adapter leaks its
+//! request, reply and chain frames ([`Mpt::is_dead`]); the host leaks its fallback sense
+//! buffers and the data mappings of the outstanding commands, completes each of them exactly
+//! once with `HostError::ResetFailed` (or `reset` returns `HostResetFailed`, and the
+//! midlayer fails them), and is dead from then on: new commands complete with
+//! `HostError::Dead`, `abort` and `reset` fail, `poll` only hands back what was already
+//! finished, and no register is touched again.
+//!
 //! `abort` is synchronous, as the trait wants: it posts ABORT TASK and polls (bounded) until
 //! the task management reply; completions that arrive meanwhile are kept for the next
 //! `poll`, and the aborted command's own completion is swallowed.
@@ -53,7 +62,9 @@ struct TagState<X> {
 pub struct MptHost<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> {
     mpt: Mpt<R, D, M, P>,
     mapper: X,
-    sense: M,
+    /// Fallback sense buffers; `None` once leaked (the host is dead and the IOC may still
+    /// write them).
+    sense: Option<M>,
     tags: Vec<Option<TagState<X::Mapping>>>,
     segments: Vec<Segment>,
     completions: Vec<Completion>,
@@ -61,7 +72,15 @@ pub struct MptHost<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: Dat
     /// (which has the buffers to copy data and sense into).
     deferred: Vec<Completion>,
     held: Vec<HostCompletion>,
+    /// Bus address of the fallback sense buffers.
+    sense_base: DmaAddr,
+    /// The IOC could not be brought back and was abandoned.
+    dead: bool,
 }
+
+const DEAD: HostResetFailed = HostResetFailed {
+    reason: "MPT IOC did not come back from a reset; host is dead",
+};
 
 fn map_direction(direction: ScsiDirection) -> (MapDirection, DataDirection) {
     match direction {
@@ -110,12 +129,14 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> MptHo
         Ok(Self {
             mpt,
             mapper,
-            sense,
+            sense_base: sense.bus_addr(),
+            sense: Some(sense),
             tags: (0..can_queue).map(|_| None).collect(),
             segments: Vec::new(),
             completions: Vec::new(),
             deferred: Vec::new(),
             held: Vec::new(),
+            dead: false,
         })
     }
 
@@ -129,11 +150,15 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> MptHo
         &mut self.mpt
     }
 
+    /// Whether the IOC failed to come back from a reset and the host gave it up.
+    pub fn is_dead(&self) -> bool {
+        self.dead
+    }
+
     fn sense_segment(&self, tag: Tag) -> Segment {
         Segment {
             addr: self
-                .sense
-                .bus_addr()
+                .sense_base
                 .offset((usize::from(tag.0) * SENSE_BYTES) as u64),
             len_bytes: SENSE_BYTES as u32,
         }
@@ -182,7 +207,10 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> MptHo
                     if state.own_sense {
                         let mut bytes = [0u8; SENSE_BYTES];
                         let offset = usize::from(tag.0) * SENSE_BYTES;
-                        let copied = self.sense.read_at(offset, &mut bytes[..len]).is_ok();
+                        let copied = self
+                            .sense
+                            .as_ref()
+                            .is_some_and(|s| s.read_at(offset, &mut bytes[..len]).is_ok());
                         match inflight.as_mut().and_then(|f| f.sense_mut(tag)) {
                             Some(storage) if copied => storage.store(&bytes[..len]),
                             _ => completion.sense_len = 0,
@@ -199,11 +227,17 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> MptHo
     }
 
     /// Resets the IOC; outstanding commands end as `HostError::Reset` (delivered) or are
-    /// dropped (`deliver == false`, the trait's `reset`).
-    fn recover(&mut self, deliver: bool) {
+    /// dropped (`deliver == false`, the trait's `reset`). If the IOC does not come back the
+    /// host dies ([`Self::die`]) and `Err` is returned.
+    fn recover(&mut self, deliver: bool) -> Result<(), HostResetFailed> {
+        if self.dead {
+            return Err(DEAD);
+        }
         let mut failed = Vec::new();
         if let Err(error) = self.mpt.recover(|c| failed.push(c)) {
             log::error!("mptsas: recovery failed: {error}");
+            self.die(failed, deliver);
+            return Err(DEAD);
         }
         for done in failed {
             if let Some(c) = self.finish(done, None) {
@@ -212,6 +246,34 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> MptHo
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The IOC was abandoned with `outstanding` still in its hands: their data mappings
+    /// (bounce buffers the IOC may write) and the fallback sense buffers are leaked, and
+    /// each command completes once with `HostError::ResetFailed` when `deliver` (dropped
+    /// otherwise: `reset` returns `Err` and the midlayer fails them itself).
+    fn die(&mut self, outstanding: Vec<Completion>, deliver: bool) {
+        self.dead = true;
+        if let Some(sense) = self.sense.take() {
+            core::mem::forget(sense);
+        }
+        for done in outstanding {
+            let Ok(tag) = u16::try_from(done.tag).map(Tag) else {
+                continue;
+            };
+            let Some(state) = self.tags.get_mut(usize::from(tag.0)).and_then(Option::take) else {
+                continue;
+            };
+            if let Some(mapping) = state.mapping {
+                core::mem::forget(mapping);
+            }
+            if deliver {
+                self.held
+                    .push(HostCompletion::host_error(tag, HostError::ResetFailed));
+            }
+        }
+        log::error!("mptsas: IOC abandoned; outstanding buffers leaked, the host is dead");
     }
 
     /// Drains adapter completions into `self.completions`; recovers on a bad reply.
@@ -220,7 +282,8 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> MptHo
         if let Err(error) = self.mpt.poll(|c| batch.push(c)) {
             log::error!("mptsas: {error}; resetting the IOC");
             self.completions = batch;
-            self.recover(true);
+            // A failed recovery leaves ResetFailed completions in `held` instead.
+            let _ = self.recover(true);
             return;
         }
         self.completions = batch;
@@ -253,6 +316,12 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
     fn queue_command(&mut self, cmd: ScsiCmd<'_>) -> Result<(), QueueError> {
         let tag = cmd.tag;
         let index = usize::from(tag.0);
+        // A dead host touches nothing: the command never reaches the IOC.
+        if self.dead {
+            self.held
+                .push(HostCompletion::host_error(tag, HostError::Dead));
+            return Ok(());
+        }
         if self.tags.get(index).is_none_or(Option::is_some) || cmd.target > 255 {
             self.held
                 .push(HostCompletion::host_error(tag, HostError::NoConnect));
@@ -325,8 +394,11 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
     fn poll(&mut self, inflight: &mut dyn InFlight, done: &mut Vec<HostCompletion>) -> usize {
         let before = done.len();
         done.append(&mut self.held);
-        self.drain();
-        done.append(&mut self.held);
+        // A dead IOC is not polled; what it finished before dying is still handed back.
+        if !self.dead {
+            self.drain();
+            done.append(&mut self.held);
+        }
         let mut batch = core::mem::take(&mut self.completions);
         batch.splice(0..0, self.deferred.drain(..));
         for completion in &batch {
@@ -341,6 +413,9 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
 
     fn abort(&mut self, tag: Tag) -> Result<(), AbortFailed> {
         let failed = AbortFailed(tag);
+        if self.dead {
+            return Err(failed);
+        }
         // Already finished but not yet polled: drop the completion; the command is over.
         if let Some(at) = self.held.iter().position(|c| c.tag == tag) {
             self.held.remove(at);
@@ -376,7 +451,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
         }
         let mut waited = 0u32;
         let mut tm_done = None;
-        while tm_done.is_none() && waited < ABORT_TIMEOUT_US {
+        while tm_done.is_none() && waited < ABORT_TIMEOUT_US && !self.dead {
             self.drain();
             let batch = core::mem::take(&mut self.completions);
             for completion in &batch {
@@ -396,6 +471,11 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
                 waited += 100;
             }
         }
+        // A recovery during the wait failed: the victim's ResetFailed completion is in
+        // `held` (or the midlayer's reset, which fails too, fails it).
+        if self.dead {
+            return Err(failed);
+        }
         let victim_gone = self
             .tags
             .get(usize::from(tag.0))
@@ -414,12 +494,14 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
 
     fn reset(&mut self) -> Result<(), HostResetFailed> {
         self.held.clear();
+        if self.dead {
+            return Err(DEAD);
+        }
         // Completions collected during an abort are dropped too: after a reset nothing
         // that was outstanding may complete.
         for done in core::mem::take(&mut self.deferred) {
             let _ = self.finish(done, None);
         }
-        self.recover(false);
-        Ok(())
+        self.recover(false)
     }
 }

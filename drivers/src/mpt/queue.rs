@@ -61,6 +61,14 @@ impl<F> Default for Slot<F> {
     }
 }
 
+impl<F> Slot<F> {
+    /// Forgets the slot's chain frames without returning them to the pool: the IOC may
+    /// still read them (it could not be reset), so they must never be reused.
+    pub(super) fn leak_chains(&mut self) {
+        core::mem::forget(core::mem::take(&mut self.chains));
+    }
+}
+
 fn context_of(slot: usize, generation: u32) -> u32 {
     ((generation & GENERATION_MASK) << 16) | slot as u32
 }
@@ -252,8 +260,12 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
     /// the first reply that cannot be matched to a request and returns it as an error
     /// (completions before it were delivered); the caller decides whether to
     /// [`Mpt::recover`]. Returns the number of completions delivered.
+    /// A dead adapter ([`Mpt::is_dead`]) polls nothing.
     pub fn poll(&mut self, mut on_complete: impl FnMut(Completion)) -> Result<usize, MptError> {
         let mut delivered = 0;
+        if self.dead {
+            return Ok(0);
+        }
         for _ in 0..self.slots.len() * 2 {
             let value = self.regs.read32(Register::ReplyFifo);
             if value == REPLY_FIFO_EMPTY {

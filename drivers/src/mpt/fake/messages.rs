@@ -65,7 +65,9 @@ impl IocModel {
                 self.reply_frame_size = init.reply_frame_size.get();
                 self.mfa_high = init.host_mfa_high_addr.get();
                 self.sense_high = init.sense_buffer_high_addr.get();
-                if self.state == IocState::Ready {
+                if let Some(code) = self.fault_after_init {
+                    self.fault(code);
+                } else if self.state == IocState::Ready {
                     self.state = IocState::Operational;
                 }
                 IocInitReply {

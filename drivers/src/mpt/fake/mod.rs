@@ -91,6 +91,12 @@ pub struct IocModel {
     pub dma_errors: usize,
     /// Message-unit resets seen.
     pub resets: usize,
+    /// A message-unit reset leaves the IOC in RESET for good: it never becomes READY, and
+    /// it keeps the requests and reply frames it held (it may still process them; see
+    /// [`IocModel::revive`]).
+    pub stuck_in_reset: bool,
+    /// IOC_INIT is answered, then the IOC goes to FAULT with this code.
+    pub fault_after_init: Option<u16>,
     pub(crate) state: IocState,
     pub(crate) fault_code: u16,
     doorbell: Doorbell,
@@ -126,6 +132,8 @@ impl FakeIoc {
             chain_frames_walked: 0,
             dma_errors: 0,
             resets: 0,
+            stuck_in_reset: false,
+            fault_after_init: None,
             state: IocState::Operational,
             fault_code: 0,
             doorbell: Doorbell::Idle,
@@ -172,8 +180,21 @@ impl IocModel {
         self.reply_free.len()
     }
 
+    /// Puts the IOC back to OPERATIONAL with whatever it still holds, so a test can show
+    /// what a wedged IOC that wakes up later writes (into memory the driver must have
+    /// leaked, not freed).
+    pub fn revive(&mut self) {
+        self.stuck_in_reset = false;
+        self.fault_after_init = None;
+        self.state = IocState::Operational;
+    }
+
     fn soft_reset(&mut self) {
         self.resets += 1;
+        if self.stuck_in_reset {
+            self.state = IocState::Reset;
+            return;
+        }
         self.request_fifo.clear();
         self.reply_post.clear();
         self.reply_free.clear();
