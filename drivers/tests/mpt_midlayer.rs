@@ -150,3 +150,48 @@ fn host_abort_and_reset_keep_the_exactly_once_contract() {
     assert!(done.is_empty(), "nothing after abort or reset: {done:?}");
     let _ = other;
 }
+
+#[test]
+fn a_reset_the_ioc_never_finishes_fails_in_flight_commands_once_and_kills_the_host() {
+    use scsi::host::HostError;
+    use scsi::midlayer::{Request, ScsiError};
+    use scsi::wire::{BlockCount, Cdb};
+    let (ioc, mut stack) = stack();
+    let disk = stack.scan().luns[0].disk.expect("disk");
+    ioc.model().hold_scsi_io = true;
+    for lba in [0, 128] {
+        // 64 KiB: two chain frames each.
+        stack
+            .submit(Request::new(
+                disk.device,
+                Cdb::read(Lba(lba), BlockCount(128)),
+                vec![0; 65536],
+            ))
+            .expect("submitted");
+    }
+    let mut done = Vec::new();
+    stack.poll(&mut done);
+    assert!(done.is_empty());
+    ioc.model().stuck_in_reset = true;
+    stack.reset_host(&mut done);
+    assert_eq!(done.len(), 2, "{done:?}");
+    for d in &done {
+        assert_eq!(d.result, Err(ScsiError::Host(HostError::ResetFailed)));
+        assert!(
+            d.data.is_empty(),
+            "the buffer the IOC may still write is withheld"
+        );
+    }
+    assert!(stack.host().is_dead());
+    done.clear();
+    stack
+        .submit(Request::new(
+            disk.device,
+            Cdb::read(Lba(0), BlockCount(8)),
+            vec![0; 4096],
+        ))
+        .expect("submitted");
+    stack.poll(&mut done);
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].result, Err(ScsiError::Host(HostError::Dead)));
+}
