@@ -346,5 +346,11 @@ fn failed_host_reset_fails_in_flight_commands_once_and_withholds_their_buffers()
         failed.len() + done.iter().filter(|d| d.result.is_ok()).count(),
         8
     );
-    assert_midlayer_quiescent(&stack);
+    // Their sense buffers are withheld too (a host may have given them to the device for
+    // autosense): still counted in use, never back in the allocator.
+    assert_eq!(stack.sense_stats().in_use, failed.len(), "sense withheld");
+    let m = stack.stats();
+    assert_eq!(m.submitted, m.completed, "{m:?}");
+    assert_eq!(m.succeeded + m.failed, m.completed, "{m:?}");
+    assert_eq!(stack.outstanding(), 0);
 }

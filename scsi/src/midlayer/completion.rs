@@ -88,14 +88,21 @@ where
     ) {
         let slot = &mut self.slots[usize::from(tag.0)];
         slot.state = SlotState::Free;
+        // After a reset the device did not confirm, it may still write this command's data
+        // and sense buffers (a host may give the sense buffer to the device for autosense):
+        // neither is freed or handed back. The caller gets an empty data buffer, and the
+        // sense buffer stays counted as in use, which is what it is.
+        let device_may_write = matches!(result, Err(ScsiError::Host(HostError::ResetFailed)));
         if let Some(buf) = slot.sense.take() {
-            self.sense.free(buf);
-            self.sense_frees += 1;
+            if device_may_write {
+                core::mem::forget(buf);
+            } else {
+                self.sense.free(buf);
+                self.sense_frees += 1;
+            }
         }
         let mut data = core::mem::take(&mut slot.data);
-        if matches!(result, Err(ScsiError::Host(HostError::ResetFailed))) {
-            // The device may still write this buffer (the host could not stop it): never
-            // hand it back or free it; the caller gets an empty buffer.
+        if device_may_write {
             core::mem::forget(core::mem::take(&mut data));
         }
         let user_data = slot.user_data;
