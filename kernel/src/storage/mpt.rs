@@ -84,9 +84,14 @@ pub fn attach(
     let regs = map_registers(function)?;
     let pool = Pool::with_config(PoolConfig::new("mpt_chain", FRAME_BYTES).align(16), frames)?;
     let result = attach_with_pool(info, regs, &pool, frames, sense, visitor);
-    // Every frame is back once the adapter has been dropped inside `attach_with_pool`.
-    pool.destroy()?;
-    result
+    // Every frame is back once the adapter has been dropped inside `attach_with_pool`, unless
+    // the IOC died: its chain frames were then leaked on purpose, and `destroy` reports the
+    // pool busy and keeps their pages, which the IOC may still write. The attach error, if
+    // any, is the one worth reporting.
+    let destroyed = pool.destroy();
+    let value = result?;
+    destroyed?;
+    Ok(value)
 }
 
 fn attach_with_pool(
