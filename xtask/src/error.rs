@@ -22,9 +22,13 @@ pub enum Error {
     /// QEMU is missing and xtask may not install it.
     #[error(
         "{tool} is not installed and xtask is not running as root, so it cannot install it; run:\n    \
-         sudo apt-get update && sudo apt-get install -y qemu-system-x86 qemu-utils"
+         sudo apt-get update && sudo {install}"
     )]
-    QemuMissing { tool: &'static str },
+    QemuMissing {
+        tool: &'static str,
+        /// The `apt-get install …` command xtask itself would run as root.
+        install: String,
+    },
 
     /// Installing QEMU seemed to work but the tool is still not on PATH.
     #[error("{tool} is still missing after `apt-get install -y qemu-system-x86 qemu-utils`")]

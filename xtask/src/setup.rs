@@ -46,25 +46,35 @@ pub fn ensure_qemu() -> Result<()> {
         return Ok(());
     };
     if !is_root()? {
-        return Err(Error::QemuMissing { tool: missing });
+        // apt-cache needs no root, so the advice names the same pinned packages; without
+        // apt at all it falls back to the plain package names.
+        let args = install_args(matching_utils_version().ok().flatten());
+        return Err(Error::QemuMissing {
+            tool: missing,
+            install: format!("apt-get {}", args.join(" ")),
+        });
     }
     eprintln!("xtask: {missing} is missing; installing qemu-system-x86 and qemu-utils");
     process::run(apt_get().arg("update"))?;
-    let utils = match matching_utils_version()? {
-        Some(version) => format!("qemu-utils={version}"),
-        None => "qemu-utils".to_owned(),
-    };
-    process::run(apt_get().args([
-        "install",
-        "-y",
-        "--allow-downgrades",
-        "qemu-system-x86",
-        &utils,
-    ]))?;
+    process::run(apt_get().args(install_args(matching_utils_version()?)))?;
     match first_missing_qemu_tool() {
         Some(tool) => Err(Error::QemuStillMissing { tool }),
         None => Ok(()),
     }
+}
+
+/// `apt-get` arguments that install QEMU: both packages in one transaction, `qemu-utils`
+/// pinned to `qemu-system-x86`'s version when apt offers it (see the module doc).
+fn install_args(utils_version: Option<String>) -> Vec<String> {
+    let utils = match utils_version {
+        Some(version) => format!("qemu-utils={version}"),
+        None => "qemu-utils".to_owned(),
+    };
+    ["install", "-y", "--allow-downgrades", "qemu-system-x86"]
+        .into_iter()
+        .map(str::to_owned)
+        .chain([utils])
+        .collect()
 }
 
 fn first_missing_qemu_tool() -> Option<&'static str> {
@@ -108,6 +118,36 @@ fn is_root() -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn install_pins_qemu_utils_and_names_it_for_non_root() {
+        let args = install_args(Some("1:7.2+dfsg-7".to_owned()));
+        assert_eq!(
+            args,
+            [
+                "install",
+                "-y",
+                "--allow-downgrades",
+                "qemu-system-x86",
+                "qemu-utils=1:7.2+dfsg-7"
+            ]
+        );
+        assert_eq!(
+            install_args(None).last().map(String::as_str),
+            Some("qemu-utils")
+        );
+        let advice = Error::QemuMissing {
+            tool: "qemu-img",
+            install: format!("apt-get {}", args.join(" ")),
+        }
+        .to_string();
+        assert!(
+            advice.contains(
+                "sudo apt-get install -y --allow-downgrades qemu-system-x86 qemu-utils=1:7.2+dfsg-7"
+            ),
+            "{advice}"
+        );
+    }
 
     #[test]
     fn candidate_comes_from_apt_cache_policy() {
