@@ -2,8 +2,10 @@
 //!
 //! - `run`: set up, build the kernel, create the profile's disks, boot QEMU, show the console, and
 //!   exit with the guest's verdict.
-//! - `test`: host tests (`cargo test --workspace`), then the guest tests of `tests/guest.toml`,
-//!   closing with one `N passed, N failed` line.
+//! - `lint`: `cargo fmt --check` and clippy with `-D warnings`, on the host and for the kernel's
+//!   bare-metal target.
+//! - `test`: `lint`, host tests (`cargo test --workspace`), then the guest tests of
+//!   `tests/guest.toml`, closing with one `N passed, N failed` line.
 //! - `bench`: scenario benchmarks with a table, JSON under `target/bench/` and an SVG plot.
 //!
 //! Exit status: 0 pass; 1 guest or test failure; 2 xtask could not do its job (set-up, build,
@@ -18,6 +20,7 @@ mod guest;
 mod guest_tests;
 mod host_tests;
 mod image_check;
+mod lint;
 mod nbd_client;
 mod nbd_tests;
 mod process;
@@ -53,7 +56,9 @@ struct Cli {
 enum Command {
     /// Build the kernel and boot it under QEMU, showing the console.
     Run(RunArgs),
-    /// Run the host tests, then every guest test under QEMU.
+    /// Check formatting and run clippy (host and kernel target) with warnings denied.
+    Lint,
+    /// Run the lint steps, the host tests, then every guest test under QEMU.
     Test(TestArgs),
     /// Run a scenario benchmark.
     #[command(subcommand)]
@@ -92,10 +97,10 @@ struct TestArgs {
     /// Accelerator for the guest tests.
     #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
     accel: AccelRequest,
-    /// Run only the host tests.
+    /// Run only the lint steps and the host tests.
     #[arg(long, conflicts_with = "guest")]
     host: bool,
-    /// Run only the guest tests.
+    /// Run only the guest tests (no lint steps, no host tests).
     #[arg(long)]
     guest: bool,
     /// Boot this kernel ELF instead of building one.
@@ -129,6 +134,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(args),
+        Command::Lint => lint(),
         Command::Test(args) => test(args),
         Command::Bench(BenchCommand::Device(options)) => {
             bench::device::run(&options).map(|()| ExitCode::SUCCESS)
@@ -201,8 +207,30 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     }))
 }
 
+fn lint() -> Result<ExitCode> {
+    let report = lint::run()?;
+    println!("{}", report.summary());
+    Ok(if report.failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
 fn test(args: TestArgs) -> Result<ExitCode> {
     let mut total = Tally::default();
+    // Lint first; a failed step is one failure and its name is repeated in the closing lines,
+    // but the tests still run so one run shows every problem.
+    let mut lint_summary = None;
+    if !args.guest {
+        let report = lint::run()?;
+        println!("{}", report.summary());
+        total += Tally {
+            passed: report.passed.len() as u64,
+            failed: report.failed.len() as u64,
+        };
+        lint_summary = (!report.failed.is_empty()).then(|| report.summary());
+    }
     if !args.guest {
         let host = host_tests::run()?;
         println!("host tests: {} passed, {} failed", host.passed, host.failed);
@@ -242,6 +270,9 @@ fn test(args: TestArgs) -> Result<ExitCode> {
             tally.passed, tally.failed
         );
         total += tally;
+    }
+    if let Some(summary) = lint_summary {
+        println!("{summary}");
     }
     println!("{} passed, {} failed", total.passed, total.failed);
     Ok(if total.failed == 0 {

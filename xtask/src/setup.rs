@@ -2,6 +2,8 @@
 //! Debian machine is missing, xtask installs.
 //!
 //! - The Rust target `x86_64-unknown-none` (a fresh rustup has only the host target).
+//! - For `cargo xtask lint`: the `rustfmt` and `clippy` components (a minimal rustup profile
+//!   lacks them).
 //! - QEMU: `qemu-system-x86_64` and `qemu-img`. Both packages go into ONE `apt-get install`: a new
 //!   machine ships a backports `qemu-img` 10.0, and installing `qemu-system-x86` (7.2) on its own
 //!   removes it; naming `qemu-utils` in the same transaction brings `qemu-img` back at 7.2.
@@ -38,6 +40,41 @@ pub fn ensure_kernel_target() -> Result<()> {
         return Ok(());
     }
     process::run(Command::new("rustup").args(["target", "add", KERNEL_TARGET]))
+}
+
+/// The rustup components `cargo xtask lint` runs.
+const LINT_COMPONENTS: [&str; 2] = ["rustfmt", "clippy"];
+
+/// Adds the `rustfmt` and `clippy` components if rustup lacks them.
+pub fn ensure_lint_components() -> Result<()> {
+    let installed =
+        process::output(Command::new("rustup").args(["component", "list", "--installed"]))?;
+    let missing = missing_components(&installed);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    process::run(
+        Command::new("rustup")
+            .args(["component", "add"])
+            .args(missing),
+    )
+}
+
+/// The lint components absent from `rustup component list --installed` output, whose lines
+/// read `clippy-x86_64-unknown-linux-gnu` (older rustup) or `clippy`.
+fn missing_components(installed: &str) -> Vec<&'static str> {
+    LINT_COMPONENTS
+        .into_iter()
+        .filter(|component| {
+            !installed.lines().any(|line| {
+                let line = line.trim();
+                line == *component
+                    || line
+                        .strip_prefix(component)
+                        .is_some_and(|rest| rest.starts_with('-'))
+            })
+        })
+        .collect()
 }
 
 /// Installs QEMU through apt when a tool is missing and we are root; otherwise explains how.
@@ -147,6 +184,14 @@ mod tests {
             ),
             "{advice}"
         );
+    }
+
+    #[test]
+    fn lint_components_are_found_with_or_without_a_target_suffix() {
+        let listed = "cargo-x86_64-unknown-linux-gnu\nclippy-x86_64-unknown-linux-gnu\nrustc\n";
+        assert_eq!(missing_components(listed), ["rustfmt"]);
+        assert_eq!(missing_components("rustfmt\nclippy\n"), Vec::<&str>::new());
+        assert_eq!(missing_components(""), ["rustfmt", "clippy"]);
     }
 
     #[test]
