@@ -127,6 +127,8 @@ pub(super) struct Slot<T> {
 /// A completed command as the device left it.
 pub(super) struct Finished<T> {
     pub(super) tag: T,
+    /// The used-ring id it was added under.
+    pub(super) id: u16,
     pub(super) headers: Box<Headers>,
     pub(super) used_len: u32,
     pub(super) data_out: u32,
@@ -389,6 +391,7 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
         let slot = self.table.take(id)?;
         Ok(Some(Finished {
             tag: slot.tag,
+            id,
             headers: slot.headers,
             used_len: used,
             data_out: slot.data_out,

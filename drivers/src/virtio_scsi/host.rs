@@ -155,8 +155,12 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> VirtioScsiHost<H, Tr, 
         inflight: &mut dyn InFlight,
     ) -> Option<HostCompletion> {
         let tag = finished.tag;
+        // Only if the tag still names this request: after a successful abort the tag's
+        // retry may already be outstanding under another id, which a later abort needs.
         if let Some(id) = self.ids.get_mut(usize::from(tag.0)) {
-            *id = None;
+            if *id == Some(finished.id) {
+                *id = None;
+            }
         }
         let checked = check_response(
             zerocopy::IntoBytes::as_bytes(&finished.headers.resp),
