@@ -307,7 +307,11 @@ fn a_late_aborted_completion_keeps_the_retry_abortable() {
     }
     assert!(done.is_empty(), "held by the device: {done:?}");
     assert_eq!(stack.stats().aborts, 2, "timed out twice");
-    assert_eq!(stack.stats().abort_failures, 0, "both aborts found the command");
+    assert_eq!(
+        stack.stats().abort_failures,
+        0,
+        "both aborts found the command"
+    );
     assert_eq!(stack.stats().host_resets, 0);
     assert_eq!(stack.host().device_resets, 0);
     fake.state().hold = false;

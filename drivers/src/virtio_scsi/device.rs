@@ -145,7 +145,7 @@ pub struct VirtioScsi<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> {
     features: Features,
     control: VirtQueue<H, SMALL_QUEUE>,
     pub(super) events: VirtQueue<H, SMALL_QUEUE>,
-    pub(super) event_bufs: Vec<Option<Box<Event>>>,
+    pub(super) event_bufs: RequestTable<Box<Event>>,
     requests: VirtQueue<H, QSIZE>,
     pub(super) table: RequestTable<Slot<T>>,
     #[expect(
@@ -219,7 +219,7 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
             features,
             control,
             events,
-            event_bufs: (0..SMALL_QUEUE).map(|_| None).collect(),
+            event_bufs: RequestTable::new(SMALL_QUEUE, SMALL_QUEUE),
             requests,
             table: RequestTable::new(QSIZE, limit),
             spare_headers: (0..limit).map(|_| new_headers()).collect(),

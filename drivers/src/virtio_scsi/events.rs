@@ -15,7 +15,6 @@ use scsi::host::HostEvent;
 use scsi::wire::Lun;
 
 use super::device::{VirtioScsi, VirtioScsiError};
-use super::tracker::TrackError;
 use super::wire::{Event, event, queue};
 use crate::delay::Delay;
 
@@ -72,13 +71,10 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
         mut buffer: Box<Event>,
     ) -> Result<(), VirtioScsiError> {
         // SAFETY: the buffer is a heap allocation owned by `event_bufs` (below) from now until
-        // it is popped with the same buffer in `poll_events`; nothing else touches it.
+        // it is popped with the same buffer in `poll_events`; if it cannot be recorded there,
+        // `insert` leaks it. Nothing else touches it.
         let token = unsafe { self.events.add(&[], &mut [buffer.as_mut_bytes()]) }?;
-        let slot = self
-            .event_bufs
-            .get_mut(usize::from(token))
-            .ok_or(TrackError::UnknownId { id: token })?;
-        *slot = Some(buffer);
+        self.event_bufs.insert(token, buffer)?;
         if self.events.should_notify() {
             self.transport.notify(queue::EVENT);
         }
@@ -88,16 +84,14 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
     /// Pops delivered events, decodes them and re-posts their buffers.
     pub fn poll_events(&mut self, out: &mut Vec<ScsiEvent>) -> Result<(), VirtioScsiError> {
         while let Some(token) = self.events.peek_used() {
-            let mut buffer = self
-                .event_bufs
-                .get_mut(usize::from(token))
-                .and_then(Option::take)
-                .ok_or(TrackError::UnknownId { id: token })?;
-            // SAFETY: `buffer` is the one added under `token` in post_event_buffer.
-            let used = unsafe {
-                self.events
-                    .pop_used(token, &[], &mut [buffer.as_mut_bytes()])
-            }?;
+            let events = &mut self.events;
+            // The buffer leaves its slot only once the pop succeeded: until then its
+            // descriptor is still posted and the device may write it.
+            let (mut buffer, used) = self.event_bufs.pop_with(token, |buffer| {
+                // SAFETY: `buffer` is the one added under `token` in post_event_buffer.
+                unsafe { events.pop_used(token, &[], &mut [buffer.as_mut_bytes()]) }
+                    .map_err(VirtioScsiError::from)
+            })?;
             if used as usize >= core::mem::size_of::<Event>() {
                 out.push(decode_event(&buffer));
             }

@@ -191,17 +191,35 @@ impl<T> RequestTable<T> {
     }
 
     /// Records `entry` under `id`.
+    ///
+    /// The caller has already posted the entry's buffers to the device under `id`, so an
+    /// entry that cannot be recorded is leaked, never dropped: the device may write it.
     pub fn insert(&mut self, id: u16, entry: T) -> Result<(), TrackError> {
-        self.reserve()?;
-        match self.slots.get_mut(usize::from(id)) {
-            Some(slot @ None) => {
+        let refused = match (self.reserve(), self.slots.get_mut(usize::from(id))) {
+            (Ok(()), Some(slot @ None)) => {
                 *slot = Some(entry);
                 self.in_flight += 1;
-                Ok(())
+                return Ok(());
             }
-            Some(Some(_)) => Err(TrackError::DuplicateId { id }),
-            None => Err(TrackError::UnknownId { id }),
-        }
+            (Err(error), _) => error,
+            (Ok(()), Some(Some(_))) => TrackError::DuplicateId { id },
+            (Ok(()), None) => TrackError::UnknownId { id },
+        };
+        core::mem::forget(entry);
+        Err(refused)
+    }
+
+    /// Pops the entry under `id` from the device with `pop` (virtio-drivers' `pop_used`,
+    /// given the entry's buffers) and only then takes it out of the table. If `pop` fails the
+    /// descriptor is still posted, so the entry stays where it is: its buffers are not freed
+    /// while the device may still write them.
+    pub fn pop_with<R, E: From<TrackError>>(
+        &mut self,
+        id: u16,
+        pop: impl FnOnce(&mut T) -> Result<R, E>,
+    ) -> Result<(T, R), E> {
+        let popped = pop(self.get_mut(id)?)?;
+        Ok((self.take(id)?, popped))
     }
 
     /// The entry under `id`, if outstanding.
@@ -323,6 +341,26 @@ mod tests {
         assert_eq!(table.take(3), Err(TrackError::UnknownId { id: 3 }));
         assert_eq!(table.drain().collect::<Vec<_>>(), ["c"]);
         assert_eq!(table.in_flight(), 0);
+    }
+
+    #[test]
+    fn a_failed_pop_leaves_the_entry_posted() {
+        let mut table = RequestTable::new(4, 4);
+        table.insert(2, alloc::vec![7u8; 16]).unwrap();
+        let failed: Result<(Vec<u8>, u32), TrackError> =
+            table.pop_with(2, |_| Err(TrackError::UnknownId { id: 99 }));
+        assert_eq!(failed, Err(TrackError::UnknownId { id: 99 }));
+        assert_eq!(table.in_flight(), 1, "still outstanding");
+        assert_eq!(
+            table.get_mut(2).map(|b| b.len()),
+            Ok(16),
+            "still in its slot"
+        );
+        let popped: Result<_, TrackError> = table.pop_with(2, |b| Ok(b.len()));
+        assert_eq!(popped, Ok((alloc::vec![7u8; 16], 16)));
+        assert_eq!(table.in_flight(), 0);
+        let unknown: Result<(Vec<u8>, ()), TrackError> = table.pop_with(2, |_| Ok(()));
+        assert_eq!(unknown, Err(TrackError::UnknownId { id: 2 }));
     }
 
     proptest::proptest! {
