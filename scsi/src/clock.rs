@@ -15,6 +15,18 @@ pub trait Clock {
     fn relax(&self) {
         core::hint::spin_loop();
     }
+
+    /// A timed window opens: the workload's measured loop starts now. `slot` names the case
+    /// (the workload passes its sense mode's [`slot`](crate::sense_alloc::SenseMode::slot)).
+    /// The guest kernel puts an instruction-count marker here; other clocks do nothing.
+    fn window_begin(&self, slot: u8) {
+        let _ = slot;
+    }
+
+    /// The timed window opened by [`window_begin`](Self::window_begin) closes.
+    fn window_end(&self, slot: u8) {
+        let _ = slot;
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for &C {
@@ -24,6 +36,12 @@ impl<C: Clock + ?Sized> Clock for &C {
     fn relax(&self) {
         (**self).relax()
     }
+    fn window_begin(&self, slot: u8) {
+        (**self).window_begin(slot)
+    }
+    fn window_end(&self, slot: u8) {
+        (**self).window_end(slot)
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for Rc<C> {
@@ -32,6 +50,12 @@ impl<C: Clock + ?Sized> Clock for Rc<C> {
     }
     fn relax(&self) {
         (**self).relax()
+    }
+    fn window_begin(&self, slot: u8) {
+        (**self).window_begin(slot)
+    }
+    fn window_end(&self, slot: u8) {
+        (**self).window_end(slot)
     }
 }
 

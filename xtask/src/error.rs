@@ -82,6 +82,10 @@ pub enum Error {
     #[error("cannot draw {path}: {reason}")]
     Plot { path: PathBuf, reason: String },
 
+    /// The instruction-count plugin could not be built, loaded or read.
+    #[error("--count-insns: {reason}")]
+    Plugin { reason: String },
+
     /// A guest boot did not end the way it had to (used by `run` and `bench`).
     #[error("guest {verdict}")]
     Guest { verdict: String },

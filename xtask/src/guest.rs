@@ -10,6 +10,7 @@ use std::time::Duration;
 use crate::accel::{self, AccelRequest};
 use crate::boot::{self, Echo, Outcome};
 use crate::error::Result;
+use crate::insns::Counting;
 use crate::profile::Profile;
 use crate::qemu::Machine;
 use crate::setup::{self, KERNEL_TARGET};
@@ -30,6 +31,8 @@ pub struct Overrides {
     pub timeout: Option<Duration>,
     /// Replaces the profile's `default_kernel_args` when set.
     pub kernel_args: Option<String>,
+    /// Load the instruction-count plugin (`--count-insns`).
+    pub counting: Option<Counting>,
 }
 
 impl Guest {
@@ -66,6 +69,7 @@ impl Guest {
             smp: overrides.smp.unwrap_or(profile.smp),
             memory_mb: overrides.memory_mb.unwrap_or(profile.memory_mb),
             images_dir: workspace::output_dir("images")?,
+            counting: overrides.counting.as_ref(),
         };
         let timeout = overrides
             .timeout

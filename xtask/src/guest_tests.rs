@@ -189,6 +189,7 @@ fn overrides(test: &GuestTest) -> Overrides {
                 .clone()
                 .unwrap_or_else(|| format!("test={}", test.name)),
         ),
+        counting: None,
     }
 }
 

@@ -20,6 +20,7 @@ mod guest;
 mod guest_tests;
 mod host_tests;
 mod image_check;
+mod insns;
 mod lint;
 mod nbd_client;
 mod nbd_tests;
@@ -174,6 +175,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         memory_mb: args.memory_mb,
         timeout: args.timeout.map(Duration::from_secs),
         kernel_args: (!args.kernel_args.is_empty()).then(|| args.kernel_args.join(" ")),
+        ..Overrides::default()
     };
     println!("profile: {} ({})", profile.name, profile.description);
     let outcome = guest.boot(&profile, &overrides, Echo::Live)?;

@@ -16,6 +16,7 @@ use std::process::Command;
 
 use crate::accel::Accel;
 use crate::error::Result;
+use crate::insns::Counting;
 use crate::process;
 use crate::profile::{Disk, DiskFormat, Profile};
 
@@ -53,9 +54,11 @@ pub struct Machine<'a> {
     pub memory_mb: u32,
     /// Where disk images are created.
     pub images_dir: PathBuf,
+    /// The instruction-count plugin and its log, when counting.
+    pub counting: Option<&'a Counting>,
 }
 
-impl Machine<'_> {
+impl<'a> Machine<'a> {
     /// The image file for `disk`, or `None` for file-less backends.
     pub fn image_path(&self, disk: &Disk) -> Option<PathBuf> {
         let format = disk.format.image_format()?;
@@ -108,6 +111,9 @@ impl Machine<'_> {
             self.add_disk(&mut command, disk);
         }
         command.args(&self.profile.args);
+        if let Some(counting) = self.counting {
+            command.args(counting.qemu_args());
+        }
         if self.profile.qmp {
             let socket = qmp_socket(&self.images_dir, &self.profile.name);
             command.args([
@@ -187,6 +193,7 @@ mod tests {
             smp,
             memory_mb: 128,
             images_dir: PathBuf::from("/img"),
+            counting: None,
         }
     }
 

@@ -9,6 +9,7 @@ pub mod exit;
 pub mod fault;
 pub mod gdt;
 pub mod idt;
+pub mod insn_marker;
 pub mod paging;
 pub mod pvh;
 pub mod serial;

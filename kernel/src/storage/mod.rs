@@ -30,7 +30,7 @@ use scsi::midlayer::Midlayer;
 use scsi::sense_alloc::{ReserveFailed, SenseMode, SlabSense};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 
-use crate::arch::time;
+use crate::arch::{insn_marker, time};
 use crate::console::println;
 use crate::dma::DmaFrames;
 use crate::pci::{Bdf, PciFunction};
@@ -48,6 +48,14 @@ impl scsi::clock::Clock for KernelClock {
     #[inline]
     fn now_ns(&self) -> u64 {
         time::now_ns()
+    }
+    #[inline]
+    fn window_begin(&self, slot: u8) {
+        insn_marker::begin(slot);
+    }
+    #[inline]
+    fn window_end(&self, slot: u8) {
+        insn_marker::end(slot);
     }
 }
 

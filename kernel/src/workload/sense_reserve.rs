@@ -22,6 +22,7 @@ use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use scsi::workload::{JobParams, Limit, ModeSummary, WorkloadParams, compare_sense_modes};
 
 use crate::arch::exit::ExitCode;
+use crate::arch::insn_marker::{self, Counted};
 use crate::cmdline::Cmdline;
 use crate::console::println;
 use crate::storage::{Frames, KernelClock};
@@ -61,8 +62,17 @@ fn print_case(case: &str, summary: &[ModeSummary]) {
             s.last.recovered
         );
     }
+    // Every mode's windows have closed: hand their counts to the plugin (one slot per mode).
+    let window = insn_marker::publish();
     for s in summary {
-        println!("RESULT {}", s.to_json("guest", case));
+        let mut json = s.to_json("guest", case);
+        json.pop();
+        let counted = Counted {
+            window,
+            slot: s.mode.slot(),
+            ops: s.commands,
+        };
+        println!("RESULT {json}{counted}}}");
     }
 }
 

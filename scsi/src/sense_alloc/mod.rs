@@ -37,6 +37,18 @@ pub enum SenseMode {
     Prealloc,
 }
 
+impl SenseMode {
+    /// A small number per mode (slab 0, mempool 1, prealloc 2): which counter a timed window
+    /// of this mode feeds ([`Clock::window_begin`](crate::clock::Clock::window_begin)).
+    pub fn slot(self) -> u8 {
+        match self {
+            SenseMode::Slab => 0,
+            SenseMode::Mempool(_) => 1,
+            SenseMode::Prealloc => 2,
+        }
+    }
+}
+
 /// A `sense=` value that is not `slab`, `mempool[:N]` or `prealloc`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("sense mode must be slab, mempool[:N] or prealloc")]

@@ -33,6 +33,9 @@ pub struct ModeSummary {
     /// This mode's reserve bytes over `mempool:2`'s.
     pub reserve_vs_mempool2: f64,
     pub reps: u32,
+    /// Commands completed (I/Os and errors) over all repetitions: the operations this mode's
+    /// timed windows covered.
+    pub commands: u64,
     /// The last repetition's full report (sense statistics, latency).
     pub last: WorkloadReport,
 }
@@ -107,6 +110,7 @@ where
     let mut iops: [Vec<f64>; 3] = Default::default();
     let mut ratios: [Vec<f64>; 3] = Default::default();
     let mut last: [Option<WorkloadReport>; 3] = Default::default();
+    let mut commands = [0u64; 3];
     for round in 0..reps {
         let mut round_iops = [0f64; 3];
         for k in 0..MODES.len() {
@@ -118,6 +122,7 @@ where
             let (stack, disk) = &mut stacks[m];
             let report = run(stack, disk, &params.job)?;
             round_iops[m] = report.iops() as f64;
+            commands[m] += report.ios + report.errors;
             last[m] = Some(report);
         }
         for m in 0..MODES.len() {
@@ -149,6 +154,7 @@ where
             reserve_bytes,
             reserve_vs_mempool2: reserve_bytes as f64 / mempool_bytes,
             reps,
+            commands: commands[m],
             last: report,
         });
     }
@@ -178,6 +184,7 @@ mod tests {
                 .iter()
                 .all(|s| s.last.ios == 2000 && s.last.recovered == 40)
         );
+        assert!(summary.iter().all(|s| s.commands == 3 * 2000));
         let json = summary[1].to_json("guest", "every_nth");
         assert!(json.contains("\"sense_mode\":\"mempool:2\""), "{json}");
         assert!(json.contains("\"reserve_bytes\":192"), "{json}");

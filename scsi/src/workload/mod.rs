@@ -240,6 +240,8 @@ where
         midlayer: MidlayerStats::default(),
     };
     let begin = stack.clock().now_ns();
+    let slot = report.sense_mode.slot();
+    stack.clock().window_begin(slot);
     let mut now = begin;
     let mut issued = 0u64;
     let stop_issuing = |issued: u64, now: u64| match job.limit {
@@ -317,6 +319,7 @@ where
             spare.push(((d.user_data >> 1) as u16, d.data));
         }
     }
+    stack.clock().window_end(slot);
     report.elapsed_ns = now - begin;
     report.latency = latency;
     let mut sense = stack.sense_stats();

@@ -27,6 +27,7 @@ use super::{Column, Record, ResultSet, number};
 use crate::accel::AccelRequest;
 use crate::error::{Error, Result};
 use crate::guest::{Guest, Overrides};
+use crate::insns::{self, CountOptions};
 use crate::{process, profile, workspace};
 
 /// Where the workload runs.
@@ -54,6 +55,8 @@ pub struct Options {
     /// Boot this kernel ELF instead of building one.
     #[arg(long, value_name = "ELF")]
     pub kernel: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub count: CountOptions,
 }
 
 /// The single-job cases: (bs, iodepth).
@@ -131,11 +134,13 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
         Some(guest.accel.accel.to_string()),
     );
     let runtime = runtime(options.quick);
+    let plugin = options.count.plugin(&guest)?;
     let boot = |args: String, smp: u32| -> Result<Vec<Record>> {
         let overrides = Overrides {
             smp: Some(smp),
             timeout: Some(Duration::from_secs(120)),
             kernel_args: Some(args),
+            counting: insns::for_boot(plugin.as_deref(), false)?,
             ..Overrides::default()
         };
         let (cpu_before, wall) = (children_cpu_seconds(), Instant::now());
@@ -183,7 +188,7 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
     Ok(set)
 }
 
-const COLUMNS: [Column<'static>; 15] = [
+const COLUMNS: [Column<'static>; 16] = [
     Column {
         header: "smp",
         key: "smp",
@@ -207,6 +212,10 @@ const COLUMNS: [Column<'static>; 15] = [
     Column {
         header: "IOPS",
         key: "iops",
+    },
+    Column {
+        header: "insns/IO",
+        key: "insns_per_op",
     },
     Column {
         header: "mean ns",

@@ -24,6 +24,7 @@ use crate::boot::{Echo, Verdict};
 use crate::console;
 use crate::error::{Error, Result};
 use crate::guest::{Guest, Overrides};
+use crate::insns::{self, PluginLog};
 use crate::process;
 use crate::profile::Profile;
 
@@ -281,18 +282,33 @@ pub fn run_host_program(command: &mut Command) -> Result<Vec<Record>> {
 }
 
 /// Boots one guest benchmark case with the console shown live and returns its `RESULT` objects.
-/// The boot must pass and print at least one well-formed `RESULT` line.
+/// The boot must pass and print at least one well-formed `RESULT` line. With
+/// `overrides.counting` the records gain `insns_per_op` (see [`crate::insns::join`]).
 pub fn run_guest_case(
     guest: &Guest,
     profile: &Profile,
     overrides: &Overrides,
 ) -> Result<Vec<Record>> {
+    Ok(run_counted_case(guest, profile, overrides)?.0)
+}
+
+/// [`run_guest_case`], also returning the plugin's log when the boot was counted.
+pub fn run_counted_case(
+    guest: &Guest,
+    profile: &Profile,
+    overrides: &Overrides,
+) -> Result<(Vec<Record>, Option<PluginLog>)> {
     let outcome = guest.boot(profile, overrides, Echo::Live)?;
     let args = overrides
         .kernel_args
         .as_deref()
         .unwrap_or(&profile.default_kernel_args);
     if outcome.verdict != Verdict::Pass {
+        if overrides.counting.is_some()
+            && let Some(error) = insns::load_failure(&outcome.stderr)
+        {
+            return Err(error);
+        }
         return Err(Error::Guest {
             verdict: format!("{} with `{args}`", outcome.verdict),
         });
@@ -300,12 +316,38 @@ pub fn run_guest_case(
     if let Some(bad) = outcome.report.bad_results.into_iter().next() {
         return Err(bad);
     }
-    if outcome.report.results.is_empty() {
+    let mut records = outcome.report.results;
+    if records.is_empty() {
         return Err(Error::NoResults {
             what: format!("the guest with `{args}`"),
         });
     }
-    Ok(outcome.report.results)
+    let log = match &overrides.counting {
+        Some(counting) => Some(counting.read_log()?),
+        None => None,
+    };
+    if let Some(log) = &log {
+        if !log.started {
+            return Err(Error::Plugin {
+                reason: format!("the plugin never started (see {})", counting_log(overrides)),
+            });
+        }
+        if let Some(anomaly) = log.anomalies.first() {
+            return Err(Error::Plugin {
+                reason: format!("unbalanced instruction-count markers: {anomaly}"),
+            });
+        }
+    }
+    insns::join(&mut records, log.as_ref())?;
+    Ok((records, log))
+}
+
+fn counting_log(overrides: &Overrides) -> String {
+    overrides
+        .counting
+        .as_ref()
+        .map(|counting| counting.log.display().to_string())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

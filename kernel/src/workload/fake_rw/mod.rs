@@ -33,6 +33,7 @@ use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use scsi::workload::{self, WorkloadError, WorkloadParams, WorkloadReport};
 
 use crate::arch::exit::ExitCode;
+use crate::arch::insn_marker::{self, Counted};
 use crate::cmdline::Cmdline;
 use crate::console::println;
 use crate::smp;
@@ -301,10 +302,15 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         heap.acquisitions,
         heap.contended
     );
-    println!(
-        "RESULT {}",
-        result_json(&report, &runs, &lock, params.sense_magazine)
-    );
+    // Every queue's window has closed (run_queues joined them): hand the count to the plugin.
+    let counted = Counted {
+        window: insn_marker::publish(),
+        slot: params.sense.slot(),
+        ops: report.ios + report.errors,
+    };
+    let mut json = result_json(&report, &runs, &lock, params.sense_magazine);
+    json.pop();
+    println!("RESULT {json}{counted}}}");
     let failures = check::check(params, &runs);
     drop(runs);
     if let Err(error) = cache.destroy() {

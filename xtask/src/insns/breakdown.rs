@@ -1,0 +1,1 @@
+//! Attributing counted instructions to the kernel's functions and layers (`--breakdown`).
