@@ -39,6 +39,7 @@ use crate::error::{Error, Result};
 use crate::guest::{Guest, Overrides};
 use crate::host_tests::Tally;
 use crate::image_check::ImageCheck;
+use crate::insns;
 use crate::profile::{self, Profile};
 use crate::symbols;
 use crate::workspace;
@@ -66,6 +67,9 @@ pub struct GuestTest {
     pub smp: Option<u32>,
     #[serde(default)]
     pub image_check: Vec<ImageCheck>,
+    /// Load the instruction-count plugin; every `RESULT` must then carry `insns_per_op`.
+    #[serde(default)]
+    pub count_insns: bool,
 }
 
 /// How a guest test must end.
@@ -124,14 +128,18 @@ pub fn run(guest: &Guest, tests: &[GuestTest], filter: Option<&str>) -> Tally {
         .iter()
         .filter(|test| filter.is_none_or(|filter| test.name.contains(filter)))
     {
-        let outcome = load_profile(&test.profile, &mut profiles)
-            .and_then(|profile| guest.boot(profile, &overrides(test), Echo::Quiet))
-            .map_err(|error| error.to_string());
+        let overrides = overrides(test).map_err(|error| error.to_string());
+        let outcome = overrides.clone().and_then(|overrides| {
+            load_profile(&test.profile, &mut profiles)
+                .and_then(|profile| guest.boot(profile, &overrides, Echo::Quiet))
+                .map_err(|error| error.to_string())
+        });
         let (verdict, counted) = match &outcome {
             Ok(outcome) => {
                 show_test_lines(outcome);
                 let seconds = outcome.wall.as_secs_f64();
                 let verdict = judge(test, outcome)
+                    .and_then(|detail| judge_counted(&overrides, outcome, detail))
                     .map(|detail| format!("{detail}; {seconds:.2} s"))
                     .map_err(|reason| format!("{reason} ({seconds:.2} s)"));
                 (verdict, counted(test, outcome))
@@ -179,8 +187,26 @@ fn load_profile<'a>(
     Ok(&profiles[name])
 }
 
-fn overrides(test: &GuestTest) -> Overrides {
-    Overrides {
+/// A counted test's instructions per operation, after its other checks passed.
+fn judge_counted(
+    overrides: &Result<Overrides, String>,
+    outcome: &Outcome,
+    detail: String,
+) -> Result<String, String> {
+    match overrides.as_ref().ok().and_then(|o| o.counting.as_ref()) {
+        Some(counting) => insns::judge_counted(counting, outcome)
+            .map(|counted| format!("{detail}; {counted}"))
+            .map_err(|error| error.to_string()),
+        None => Ok(detail),
+    }
+}
+
+fn overrides(test: &GuestTest) -> Result<Overrides> {
+    let counting = match test.count_insns {
+        true => insns::for_boot(Some(&insns::build_plugin()?), false)?,
+        false => None,
+    };
+    Ok(Overrides {
         smp: test.smp,
         memory_mb: None,
         timeout: test.timeout_secs.map(Duration::from_secs),
@@ -189,8 +215,8 @@ fn overrides(test: &GuestTest) -> Overrides {
                 .clone()
                 .unwrap_or_else(|| format!("test={}", test.name)),
         ),
-        counting: None,
-    }
+        counting,
+    })
 }
 
 /// The in-guest counts of a `pass` boot (from its closing line), else `None`.

@@ -17,9 +17,6 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use crate::sync::spinlock::CountingMutex;
 
-/// Slots the plugin keeps apart (its `SLOTS`): one per compared case in a publish.
-pub const SLOTS: u8 = 16;
-
 const BEGIN: u32 = 1;
 const END: u32 = 2;
 const PUBLISH: u32 = 3;
@@ -45,7 +42,8 @@ macro_rules! marker {
     };
 }
 
-/// Opens this CPU's counted window on `slot` (< [`SLOTS`]; others are ignored).
+/// Opens this CPU's counted window on `slot`: the plugin keeps 16 slots apart (one per case
+/// compared in a publish); a slot of 16 or more emits no marker.
 #[inline(always)]
 pub fn begin(slot: u8) {
     marker!(

@@ -16,6 +16,7 @@ use super::{Column, Record, ResultSet, number};
 use crate::accel::AccelRequest;
 use crate::error::Result;
 use crate::guest::{Guest, Overrides};
+use crate::insns::{self, CountOptions};
 use crate::{process, profile, workspace};
 
 /// Options of `cargo xtask bench sense-reserve`.
@@ -33,6 +34,8 @@ pub struct Options {
     /// Boot this kernel ELF instead of building one.
     #[arg(long, value_name = "ELF")]
     pub kernel: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub count: CountOptions,
 }
 
 /// The job both places run.
@@ -47,12 +50,19 @@ pub fn run(options: &Options) -> Result<()> {
         Place::Guest => {
             let guest = Guest::prepare(options.accel, options.kernel.clone())?;
             let profile = profile::load("default")?;
+            let plugin = options.count.plugin(&guest)?;
             let overrides = Overrides {
                 timeout: Some(Duration::from_secs(300)),
                 kernel_args: Some(format!("workload=sense-reserve {}", job(options.quick))),
+                counting: insns::for_boot(plugin.as_deref(), false)?,
                 ..Overrides::default()
             };
-            let records = super::run_guest_case(&guest, &profile, &overrides)?;
+            let mut records = super::run_guest_case(&guest, &profile, &overrides)?;
+            insns::add_ratios(
+                &mut records,
+                |r| field(r, "sense_mode") == "slab",
+                |a, b| field(a, "case") == field(b, "case"),
+            );
             let mut set = ResultSet::new(
                 "sense-reserve",
                 "sense-reserve",
@@ -86,7 +96,7 @@ pub fn run(options: &Options) -> Result<()> {
     report(&set)
 }
 
-const COLUMNS: [Column<'static>; 9] = [
+const COLUMNS: [Column<'static>; 11] = [
     Column {
         header: "case",
         key: "case",
@@ -102,6 +112,14 @@ const COLUMNS: [Column<'static>; 9] = [
     Column {
         header: "ratio vs slab",
         key: "ratio_vs_slab",
+    },
+    Column {
+        header: "insns/IO",
+        key: "insns_per_op",
+    },
+    Column {
+        header: "insns ratio",
+        key: "insns_ratio",
     },
     Column {
         header: "best IOPS",
@@ -145,6 +163,11 @@ pub fn verdicts(set: &ResultSet) -> Vec<String> {
             "mempool:2 vs slab: {ratio:.4} (median), {best:.4} (best): {} the 1% target",
             if within { "within" } else { "outside" }
         ));
+        if let Some(insns) = number(mempool, "insns_ratio") {
+            lines.push(format!(
+                "mempool:2 / slab in instructions per I/O: {insns:.4} (IOPS ratio {ratio:.4})"
+            ));
+        }
     }
     if let (Some(mempool), Some(prealloc)) = (clean("mempool:2"), clean("prealloc")) {
         let bytes = |r| number(r, "reserve_bytes").unwrap_or(0.0);

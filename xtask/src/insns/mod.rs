@@ -23,6 +23,7 @@ use serde_json::Value;
 pub use self::log::{PluginLog, parse};
 use crate::accel::Accel;
 use crate::bench::Record;
+use crate::boot::Outcome;
 use crate::error::{Error, Result};
 use crate::guest::Guest;
 use crate::{process, workspace};
@@ -162,6 +163,41 @@ pub fn load_failure(stderr: &[String]) -> Option<Error> {
     })
 }
 
+/// The guest test of a counted boot: the plugin ran, its markers balanced, and every `RESULT`
+/// got a positive `insns_per_op`. Returns `"N insns/op"` for the report line.
+pub fn judge_counted(counting: &Counting, outcome: &Outcome) -> Result<String> {
+    let log = counting.read_log()?;
+    if !log.started {
+        return Err(Error::Plugin {
+            reason: format!("the plugin never started (see {})", counting.log.display()),
+        });
+    }
+    if let Some(anomaly) = log.anomalies.first() {
+        return Err(Error::Plugin {
+            reason: format!("unbalanced markers: {anomaly}"),
+        });
+    }
+    let mut records = outcome.report.results.clone();
+    join(&mut records, Some(&log))?;
+    let per_op: Vec<String> = records
+        .iter()
+        .map(|record| record.get("insns_per_op").and_then(Value::as_f64))
+        .map(|per_op| match per_op {
+            Some(n) if n > 0.0 => Ok(format!("{n} insns/op")),
+            _ => Err(Error::Plugin {
+                reason: "a RESULT line has no instruction count (no markers around its window?)"
+                    .into(),
+            }),
+        })
+        .collect::<Result<_>>()?;
+    if per_op.is_empty() {
+        return Err(Error::NoResults {
+            what: "the counted boot".into(),
+        });
+    }
+    Ok(per_op.join(", "))
+}
+
 /// Joins `records` with the plugin's publishes: a record naming `insn_window` and `insn_slot`
 /// gets `insns` (the slot's instructions over all vCPUs) and `insns_per_op` (over `insn_ops`),
 /// and loses the join keys. With `log` = `None` (not counted) the keys are only removed.
@@ -193,6 +229,35 @@ pub fn join(records: &mut [Record], log: Option<&PluginLog>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Adds `insns_ratio` to every counted record: its `insns_per_op` over that of the baseline of
+/// its group (the record `is_baseline` picks among those `same_group` relates it to), the
+/// instruction-count twin of a time ratio.
+pub fn add_ratios(
+    records: &mut [Record],
+    is_baseline: impl Fn(&Record) -> bool,
+    same_group: impl Fn(&Record, &Record) -> bool,
+) {
+    let per_op = |record: &Record| record.get("insns_per_op").and_then(Value::as_f64);
+    let ratios: Vec<Option<f64>> = records
+        .iter()
+        .map(|record| {
+            let base = records
+                .iter()
+                .find(|other| is_baseline(other) && same_group(record, other))
+                .and_then(per_op)?;
+            Some(per_op(record)? / base)
+        })
+        .collect();
+    for (record, ratio) in records.iter_mut().zip(ratios) {
+        if let Some(ratio) = ratio.filter(|ratio| ratio.is_finite()) {
+            record.insert(
+                "insns_ratio".into(),
+                Value::from((ratio * 10_000.0).round() / 10_000.0),
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -248,6 +313,29 @@ mod tests {
         let error = load_failure(&stderr).unwrap().to_string();
         assert!(error.contains("API version 2"), "{error}");
         assert!(load_failure(&["other".to_owned()]).is_none());
+    }
+
+    #[test]
+    fn ratios_are_against_the_baseline_of_the_same_group() {
+        let mut records: Vec<Record> = [
+            r#"{"case":"a","mode":"slab","insns_per_op":800.0}"#,
+            r#"{"case":"a","mode":"mempool","insns_per_op":808.0}"#,
+            r#"{"case":"b","mode":"slab","insns_per_op":1000.0}"#,
+            r#"{"case":"b","mode":"mempool","insns_per_op":900.0}"#,
+            r#"{"case":"c","mode":"mempool","insns_per_op":900.0}"#,
+        ]
+        .iter()
+        .map(|line| parse_result(line).unwrap())
+        .collect();
+        add_ratios(
+            &mut records,
+            |r| r["mode"] == "slab",
+            |a, b| a["case"] == b["case"],
+        );
+        assert_eq!(records[0]["insns_ratio"], 1.0);
+        assert_eq!(records[1]["insns_ratio"], 1.01);
+        assert_eq!(records[3]["insns_ratio"], 0.9);
+        assert!(!records[4].contains_key("insns_ratio"));
     }
 
     #[test]
