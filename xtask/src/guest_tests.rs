@@ -367,6 +367,7 @@ mod tests {
             timeout_secs: None,
             smp: None,
             image_check: Vec::new(),
+            count_insns: false,
         }
     }
 
