@@ -13,9 +13,11 @@
 //! `tests/virtio_fake`).
 //!
 //! Modules: [`delay`] (bounded waits), [`dma`] (bus addresses, DMA memory, data mapping,
-//! `pools` glue), [`mpt`] (LSI SAS1068: MPI layouts, registers, handshake, chain SGLs,
-//! bring-up, request queue, `MptHost`), [`virtio_scsi`] (layouts, request tracking, the
-//! device on virtio-drivers, events, `VirtioScsiHost`).
+//! owned packet buffers, `pools` glue), [`mpt`] (LSI SAS1068: MPI layouts, registers,
+//! handshake, chain SGLs, bring-up, request queue, `MptHost`), [`virtio`] (the PCI bring-up
+//! and bounded reset both virtio drivers share), [`virtio_scsi`] (layouts, request tracking,
+//! the device on virtio-drivers, events, `VirtioScsiHost`), [`virtio_net`] (one queue pair
+//! with owned packet buffers, polled; the kernel puts smoltcp on it).
 //!
 //! The device is untrusted in both drivers: every index, length, context and status it
 //! returns is checked, and a bad one becomes a typed error on that command (or on the
@@ -30,4 +32,6 @@ extern crate std;
 pub mod delay;
 pub mod dma;
 pub mod mpt;
+pub mod virtio;
+pub mod virtio_net;
 pub mod virtio_scsi;

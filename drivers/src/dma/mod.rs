@@ -11,12 +11,14 @@
 //! and writes by bus address with the same bounds checks. `coherent` and `pooled` hold the
 //! only `unsafe` of this module: the bounds-checked copies and the chunk's return.
 
+mod buffer;
 mod coherent;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
 pub mod mapping;
 mod pooled;
 
+pub use buffer::{DmaBuffer, PooledBuffer};
 pub use coherent::CoherentRegion;
 pub use pooled::{BackingAlloc, ChunkRegion};
 

@@ -4,7 +4,8 @@
 //! Enumeration scans bus 0 and follows every PCI-to-PCI bridge to its secondary bus, checking
 //! functions 1..8 only on multi-function devices, so a QEMU machine is walked in a few hundred
 //! configuration reads. BAR sizes are probed with decoding switched off in the command register
-//! so a half-written BAR never decodes over RAM. The result is kept for drivers.
+//! so a half-written BAR never decodes over RAM. The result is kept for drivers, which turn a
+//! function on with [`enable_device`] and [`map_memory_bars`].
 
 use alloc::vec::Vec;
 
@@ -143,4 +144,27 @@ pub fn enumerate() -> &'static [PciFunction] {
 /// The functions found at boot, for drivers.
 pub fn devices() -> impl Iterator<Item = &'static PciFunction> {
     enumerate().iter()
+}
+
+/// Lets `bdf` decode memory and I/O and master the bus (PCI command register bits 0..2).
+pub fn enable_device(bdf: Bdf) {
+    const COMMAND: u8 = 0x04;
+    const IO_MEMORY_BUS_MASTER: u32 = 0b111;
+    let value = read(bdf, COMMAND);
+    // Only the command half: writing the status half back would clear its write-1-to-clear bits.
+    write(bdf, COMMAND, (value & 0xffff) | IO_MEMORY_BUS_MASTER);
+}
+
+/// Maps every memory BAR of `function` uncached (BARs may lie above the 4 GiB boot map).
+pub fn map_memory_bars(function: &PciFunction) -> Result<(), crate::arch::paging::PagingError> {
+    for bar in function.bars.iter().flatten() {
+        if let Bar::Memory {
+            addr, len_bytes, ..
+        } = *bar
+            && addr != 0
+        {
+            crate::arch::paging::map_mmio(addr, len_bytes)?;
+        }
+    }
+    Ok(())
 }

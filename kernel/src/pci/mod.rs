@@ -3,12 +3,15 @@
 //! [`config`] (bare-metal only) reads configuration space through ports 0xCF8/0xCFC and walks
 //! bus 0 and every bus behind a PCI-to-PCI bridge. This module holds the host-tested parts: BAR
 //! decoding from the raw register and its size probe (PCI Local Bus 3.0 §6.2.5.1) and class
-//! names. Drivers get the devices through [`config::devices`].
+//! names. Drivers get the devices through [`config::devices`]; virtio drivers get their
+//! transport through [`virtio::transport`], the one virtio PCI bring-up.
 
 use core::fmt;
 
 #[cfg(target_os = "none")]
 pub mod config;
+#[cfg(target_os = "none")]
+pub mod virtio;
 
 /// A decoded base address register.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //!
 //! Probing walks the functions PCI enumeration found, in bus order. A virtio-scsi function
 //! (`1af4:1004` transitional or `1af4:1048`) gets `drivers::virtio_scsi` over virtio-drivers'
-//! PCI transport ([`hal`]); an LSI SAS1068 (`1000:0054`) gets `drivers::mpt` over its BAR1 MMIO
+//! PCI transport (the shared bring-up, [`crate::pci::virtio`]); an LSI SAS1068 (`1000:0054`) gets `drivers::mpt` over its BAR1 MMIO
 //! window, with its chain pool a scalable dmapool sized the mpt3sas way ([`mpt`]). Every
 //! adapter gets a midlayer whose 96-byte sense buffers come from a slab cache on DMA frames
 //! (so the MPT IOC can DMA autosense straight into them), behind the sense allocator mode
@@ -14,7 +14,6 @@
 //! touches memory), its dmapools are printed in Linux's poolinfo format, everything is freed,
 //! and the DMA frame allocator must have every frame back.
 
-pub mod hal;
 pub mod hotplug;
 mod mpt;
 pub mod report;
@@ -85,9 +84,9 @@ pub trait HostVisitor {
 /// Why a host could not be attached or detached cleanly.
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
-    /// virtio-drivers could not build the PCI transport.
-    #[error("virtio PCI transport: {0}")]
-    VirtioPci(#[from] virtio_drivers::transport::pci::VirtioPciError),
+    /// The virtio PCI bring-up failed.
+    #[error("virtio PCI bring-up: {0}")]
+    VirtioPci(#[from] crate::pci::virtio::VirtioPciError),
     /// The virtio-scsi device refused to come up.
     #[error("virtio-scsi: {0}")]
     VirtioScsi(#[from] drivers::virtio_scsi::device::VirtioScsiError),
@@ -185,10 +184,10 @@ pub fn for_each_host(visitor: &mut impl HostVisitor, sense: SenseMode) -> Summar
 fn driver_for(function: &PciFunction) -> Option<&'static str> {
     match (function.vendor_id, function.device_id) {
         (drivers::mpt::PCI_VENDOR_LSI, drivers::mpt::PCI_DEVICE_SAS1068) => Some(mpt::DRIVER),
-        (virtio::PCI_VENDOR, virtio::PCI_DEVICE_TRANSITIONAL | virtio::PCI_DEVICE_MODERN) => {
-            Some(virtio::DRIVER)
+        (vendor, device) => {
+            let kind = drivers::virtio::pci::DeviceKind::of(vendor, device);
+            (kind == Some(drivers::virtio::pci::DeviceKind::Scsi)).then_some(virtio::DRIVER)
         }
-        _ => None,
     }
 }
 

@@ -24,7 +24,6 @@ use pools::{PoolConfig, PoolInfo};
 use scsi::host::ScsiHost;
 use scsi::sense_alloc::SenseMode;
 
-use super::hal;
 use super::{Frames, HostInfo, HostVisitor, KernelClock, StorageError, run_stack};
 use crate::arch::paging;
 use crate::console::println;
@@ -80,7 +79,7 @@ pub fn attach(
     sense: SenseMode,
     visitor: &mut impl HostVisitor,
 ) -> Result<bool, StorageError> {
-    hal::enable_device(function.bdf);
+    crate::pci::config::enable_device(function.bdf);
     let regs = map_registers(function)?;
     let pool = Pool::with_config(PoolConfig::new("mpt_chain", FRAME_BYTES).align(16), frames)?;
     let result = attach_with_pool(info, regs, &pool, frames, sense, visitor);

@@ -1,6 +1,9 @@
-//! What virtio-drivers needs from the kernel: [`KernelHal`] (DMA pages, MMIO mapping, buffer
-//! sharing) and [`PortCam`], PCI configuration access through ports 0xCF8/0xCFC, which the crate
-//! does not ship (it only has the memory-mapped CAM/ECAM of non-x86 machines).
+//! What virtio-drivers needs from the kernel, and the one virtio PCI bring-up both virtio
+//! drivers (virtio-scsi in `storage`, virtio-net in `net`) use: [`KernelHal`] (DMA pages, MMIO
+//! mapping, buffer sharing), [`PortCam`], PCI configuration access through ports 0xCF8/0xCFC,
+//! which the crate does not ship (it only has the memory-mapped CAM/ECAM of non-x86 machines),
+//! and [`transport`]: decoding and bus mastering on, every memory BAR mapped, then
+//! `drivers::virtio::pci::transport` checks the device kind and builds the transport.
 //!
 //! Memory is identity mapped and write-back cacheable, which is coherent with device DMA on x86,
 //! so a physical address is its virtual address, sharing a buffer is taking its address, and
@@ -8,13 +11,14 @@
 
 use core::ptr::NonNull;
 
+use drivers::virtio::pci::{BringUpError, DeviceKind};
+use virtio_drivers::transport::pci::PciTransport;
 use virtio_drivers::transport::pci::bus::{ConfigurationAccess, DeviceFunction};
 use virtio_drivers::{BufferDirection, Hal, PhysAddr};
 
+use super::{Bdf, PciFunction, config};
 use crate::arch::paging;
 use crate::memmap::PAGE_BYTES;
-use crate::pci::Bdf;
-use crate::pci::config;
 
 /// The virtio-drivers HAL over the kernel's identity map and DMA frames.
 #[derive(Debug)]
@@ -105,25 +109,30 @@ impl ConfigurationAccess for PortCam {
     }
 }
 
-/// Lets `bdf` decode memory and I/O and master the bus (PCI command register bits 0..2).
-pub fn enable_device(bdf: Bdf) {
-    const COMMAND: u8 = 0x04;
-    const IO_MEMORY_BUS_MASTER: u32 = 0b111;
-    let value = config::read(bdf, COMMAND);
-    // Only the command half: writing the status half back would clear its write-1-to-clear bits.
-    config::write(bdf, COMMAND, (value & 0xffff) | IO_MEMORY_BUS_MASTER);
+/// Why a virtio function could not be brought up.
+#[derive(Debug, thiserror::Error)]
+pub enum VirtioPciError {
+    /// Mapping a BAR failed.
+    #[error("mapping a BAR: {0}")]
+    Paging(#[from] paging::PagingError),
+    /// The function is not the expected device, or its virtio capabilities are unusable.
+    #[error(transparent)]
+    BringUp(#[from] BringUpError),
 }
 
-/// Maps every memory BAR of `function` uncached (BARs may lie above the 4 GiB boot map).
-pub fn map_memory_bars(function: &crate::pci::PciFunction) -> Result<(), paging::PagingError> {
-    for bar in function.bars.iter().flatten() {
-        if let crate::pci::Bar::Memory {
-            addr, len_bytes, ..
-        } = *bar
-            && addr != 0
-        {
-            paging::map_mmio(addr, len_bytes)?;
-        }
-    }
-    Ok(())
+/// The virtio PCI bring-up: decoding and bus mastering on, every memory BAR mapped, then the
+/// transport of a `kind` device, ready for the driver's feature negotiation.
+pub fn transport(function: &PciFunction, kind: DeviceKind) -> Result<PciTransport, VirtioPciError> {
+    config::enable_device(function.bdf);
+    config::map_memory_bars(function)?;
+    let device_function = DeviceFunction {
+        bus: function.bdf.bus,
+        device: function.bdf.device,
+        function: function.bdf.function,
+    };
+    Ok(drivers::virtio::pci::transport::<KernelHal, _>(
+        PortCam,
+        device_function,
+        kind,
+    )?)
 }

@@ -1,0 +1,207 @@
+//! Finding a virtio device on PCI and building its transport (virtio 1.2 §4.1).
+//!
+//! The one bring-up both virtio drivers use. The platform first turns on decoding and bus
+//! mastering and maps the function's memory BARs (that is paging, which only the kernel can
+//! do; QEMU puts the modern virtio BAR at a 64-bit address, possibly above 4 GiB); then
+//! [`transport`] checks that the function is the kind of device the caller drives and builds
+//! virtio-drivers' `PciTransport` over the platform's configuration access, which reads the
+//! virtio capabilities (§4.1.4) and finds the common, notify, ISR and device configuration
+//! structures in those BARs.
+
+use virtio_drivers::Hal;
+use virtio_drivers::transport::pci::PciTransport;
+use virtio_drivers::transport::pci::VirtioPciError;
+use virtio_drivers::transport::pci::bus::{ConfigurationAccess, DeviceFunction, PciRoot};
+
+/// PCI vendor id of virtio devices (Red Hat, Inc.; virtio 1.2 §4.1.2).
+pub const PCI_VENDOR: u16 = 0x1af4;
+
+/// The virtio device kinds the stack drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceKind {
+    /// virtio-net (device type 1, §5.1).
+    Net,
+    /// virtio-scsi (device type 8, §5.6).
+    Scsi,
+}
+
+impl DeviceKind {
+    /// The virtio device type (§5): the modern PCI device id is `0x1040` plus this.
+    #[must_use]
+    pub const fn device_type(self) -> u16 {
+        match self {
+            Self::Net => 1,
+            Self::Scsi => 8,
+        }
+    }
+
+    /// The transitional PCI device id (§4.1.2.3).
+    #[must_use]
+    pub const fn transitional_id(self) -> u16 {
+        match self {
+            Self::Net => 0x1000,
+            Self::Scsi => 0x1004,
+        }
+    }
+
+    /// The modern PCI device id (§4.1.2.1).
+    #[must_use]
+    pub const fn modern_id(self) -> u16 {
+        0x1040 + self.device_type()
+    }
+
+    /// The kind a PCI function with these ids is, if the stack drives it.
+    #[must_use]
+    pub fn of(vendor_id: u16, device_id: u16) -> Option<Self> {
+        if vendor_id != PCI_VENDOR {
+            return None;
+        }
+        [Self::Net, Self::Scsi]
+            .into_iter()
+            .find(|kind| device_id == kind.transitional_id() || device_id == kind.modern_id())
+    }
+}
+
+/// Why a transport could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BringUpError {
+    /// The function's ids are not those of the expected device kind.
+    #[error("PCI function {vendor_id:04x}:{device_id:04x} is not a virtio {expected:?} device")]
+    WrongDevice {
+        /// The kind the caller drives.
+        expected: DeviceKind,
+        /// The function's vendor id.
+        vendor_id: u16,
+        /// The function's device id.
+        device_id: u16,
+    },
+    /// virtio-drivers could not find or use the virtio capabilities.
+    #[error("virtio PCI transport: {0}")]
+    Transport(#[from] VirtioPciError),
+}
+
+/// Builds the PCI transport of `function`, which must be a virtio device of kind `expected`.
+///
+/// The caller promises that decoding and bus mastering are on and every memory BAR of the
+/// function is mapped (virtio-drivers maps the capability ranges through `H::mmio_phys_to_virt`).
+pub fn transport<H: Hal, C: ConfigurationAccess>(
+    access: C,
+    function: DeviceFunction,
+    expected: DeviceKind,
+) -> Result<PciTransport, BringUpError> {
+    let ids = access.read_word(function, 0);
+    let (vendor_id, device_id) = (ids as u16, (ids >> 16) as u16);
+    if DeviceKind::of(vendor_id, device_id) != Some(expected) {
+        return Err(BringUpError::WrongDevice {
+            expected,
+            vendor_id,
+            device_id,
+        });
+    }
+    let mut root = PciRoot::new(access);
+    Ok(PciTransport::new::<H, C>(&mut root, function)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_ids_follow_the_spec_table() {
+        assert_eq!(DeviceKind::Net.modern_id(), 0x1041);
+        assert_eq!(DeviceKind::Scsi.modern_id(), 0x1048);
+        assert_eq!(DeviceKind::of(0x1af4, 0x1000), Some(DeviceKind::Net));
+        assert_eq!(DeviceKind::of(0x1af4, 0x1041), Some(DeviceKind::Net));
+        assert_eq!(DeviceKind::of(0x1af4, 0x1004), Some(DeviceKind::Scsi));
+        assert_eq!(DeviceKind::of(0x1af4, 0x1048), Some(DeviceKind::Scsi));
+        assert_eq!(
+            DeviceKind::of(0x1af4, 0x1001),
+            None,
+            "virtio-blk is not driven"
+        );
+        assert_eq!(
+            DeviceKind::of(0x1000, 0x1000),
+            None,
+            "an LSI id is not virtio"
+        );
+    }
+
+    /// Configuration space of one function: ids only, no capabilities.
+    struct OneFunction {
+        ids: u32,
+    }
+
+    impl ConfigurationAccess for OneFunction {
+        fn read_word(&self, _function: DeviceFunction, register_offset: u8) -> u32 {
+            if register_offset == 0 { self.ids } else { 0 }
+        }
+        fn write_word(&mut self, _function: DeviceFunction, _register_offset: u8, _data: u32) {}
+        unsafe fn unsafe_clone(&self) -> Self {
+            Self { ids: self.ids }
+        }
+    }
+
+    /// A `Hal` that is never reached: the transport fails before it maps or allocates.
+    struct NoHal;
+
+    // SAFETY: no method hands out memory: dma_alloc returns the null address, which
+    // virtio-drivers treats as a failed allocation, and mmio_phys_to_virt is never called
+    // because the fake function has no capabilities.
+    unsafe impl Hal for NoHal {
+        fn dma_alloc(
+            _pages: usize,
+            _direction: virtio_drivers::BufferDirection,
+        ) -> (virtio_drivers::PhysAddr, core::ptr::NonNull<u8>) {
+            (0, core::ptr::NonNull::dangling())
+        }
+        unsafe fn dma_dealloc(
+            _paddr: virtio_drivers::PhysAddr,
+            _vaddr: core::ptr::NonNull<u8>,
+            _pages: usize,
+        ) -> i32 {
+            -1
+        }
+        unsafe fn mmio_phys_to_virt(
+            _paddr: virtio_drivers::PhysAddr,
+            _size: usize,
+        ) -> core::ptr::NonNull<u8> {
+            unreachable!("the fake function has no capabilities to map")
+        }
+        unsafe fn share(
+            _buffer: core::ptr::NonNull<[u8]>,
+            _direction: virtio_drivers::BufferDirection,
+        ) -> virtio_drivers::PhysAddr {
+            0
+        }
+        unsafe fn unshare(
+            _paddr: virtio_drivers::PhysAddr,
+            _buffer: core::ptr::NonNull<[u8]>,
+            _direction: virtio_drivers::BufferDirection,
+        ) {
+        }
+    }
+
+    const FUNCTION: DeviceFunction = DeviceFunction {
+        bus: 0,
+        device: 3,
+        function: 0,
+    };
+
+    #[test]
+    fn another_device_or_missing_capabilities_are_errors() {
+        let scsi = OneFunction { ids: 0x1048_1af4 };
+        assert_eq!(
+            transport::<NoHal, _>(scsi, FUNCTION, DeviceKind::Net).err(),
+            Some(BringUpError::WrongDevice {
+                expected: DeviceKind::Net,
+                vendor_id: 0x1af4,
+                device_id: 0x1048
+            })
+        );
+        let net = OneFunction { ids: 0x1041_1af4 };
+        assert!(matches!(
+            transport::<NoHal, _>(net, FUNCTION, DeviceKind::Net),
+            Err(BringUpError::Transport(_))
+        ));
+    }
+}
