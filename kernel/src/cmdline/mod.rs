@@ -377,5 +377,4 @@ fn parse_loglevel(key: &str, value: &str) -> Result<log::LevelFilter, CmdlineErr
 }
 
 #[cfg(test)]
-#[path = "cmdline_tests.rs"]
 mod tests;
