@@ -9,6 +9,8 @@
 //! - [`sense_alloc`]: the per-command 96-byte sense buffers, from the `pools` slab cache with an
 //!   optional `pools` mempool reserve (`slab`, `mempool:N`, `prealloc`).
 //! - [`midlayer`]: tags, command slots, retries and timeouts, scan and the block device API.
+//! - [`param`]: the `key=value` parameter syntax: one number parser and the key-table type
+//!   every parameter struct (and the kernel command line) is parsed through.
 //! - [`target`]: scsi_debug, an in-memory host whose disks live in RAM, configured with the
 //!   Linux module's parameter names.
 //! - [`workload`]: the fake_rw benchmark loop shared by the host examples and the guest kernel.
@@ -26,6 +28,7 @@ extern crate std;
 pub mod clock;
 pub mod host;
 pub mod midlayer;
+pub mod param;
 pub mod sense_alloc;
 pub mod target;
 pub mod wire;

@@ -63,7 +63,9 @@ impl SenseMode {
             "prealloc" => Ok(SenseMode::Prealloc),
             _ => {
                 let n = text.strip_prefix("mempool:").ok_or(BadSenseMode)?;
-                n.parse().map(SenseMode::Mempool).map_err(|_| BadSenseMode)
+                crate::param::number::count(n, 0, usize::MAX as u64)
+                    .map(SenseMode::Mempool)
+                    .map_err(|_| BadSenseMode)
             }
         }
     }

@@ -1,6 +1,8 @@
 //! scsi_debug module parameters, by their Linux names (`drivers/scsi/scsi_debug.c`), parsed from
 //! `key=value` strings such as a kernel command line.
 
+use crate::param::number::{count, signed};
+use crate::param::{self, Key, NumberError, ValueError, boolean};
 use alloc::string::{String, ToString};
 
 /// `opts` bit: log every command (Linux `SDEBUG_OPT_NOISE`).
@@ -33,7 +35,7 @@ pub enum ParamError {
     BadValue {
         key: &'static str,
         value: String,
-        reason: &'static str,
+        reason: ValueError,
     },
     /// The RAM store (`fake_rw=0`) could not be allocated.
     #[error("cannot allocate the {dev_size_mb} MiB scsi_debug store (fake_rw=1 needs none)")]
@@ -92,105 +94,153 @@ impl Default for ScsiDebugParams {
     }
 }
 
-/// Every key [`ScsiDebugParams::set`] accepts.
-pub const KEYS: &[&str] = &[
-    "dev_size_mb",
-    "sector_size",
-    "num_tgts",
-    "max_luns",
-    "max_queue",
-    "delay",
-    "ndelay",
-    "fake_rw",
-    "every_nth",
-    "opts",
-    "dsense",
-    "tur_ms_to_ready",
-    "sg_tablesize",
-    "max_sectors",
+/// Every key [`ScsiDebugParams::set`] accepts, with its parser: the one place a scsi_debug
+/// parameter is spelled.
+pub const KEYS: &[Key<ScsiDebugParams>] = &[
+    Key {
+        name: "dev_size_mb",
+        aliases: &[],
+        set: |p, v| {
+            p.dev_size_mb = count(v, 1, 1 << 20)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "sector_size",
+        aliases: &[],
+        set: |p, v| {
+            p.sector_size = sector_size(count(v, 512, 4096)?)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "num_tgts",
+        aliases: &[],
+        set: |p, v| {
+            p.num_tgts = count(v, 1, MAX_TGTS)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "max_luns",
+        aliases: &[],
+        set: |p, v| {
+            p.max_luns = count(v, 1, MAX_LUNS)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "max_queue",
+        aliases: &[],
+        set: |p, v| {
+            p.max_queue = count(v, 1, 4096)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "delay",
+        aliases: &[],
+        set: |p, v| {
+            p.delay = count(v, 0, 1_000_000)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "ndelay",
+        aliases: &[],
+        set: |p, v| {
+            p.ndelay = count(v, 0, 1_000_000_000)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "fake_rw",
+        aliases: &[],
+        set: |p, v| {
+            p.fake_rw = boolean(v)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "every_nth",
+        aliases: &[],
+        set: |p, v| {
+            let nth = signed(v, i32::MIN.into(), i32::MAX.into())?;
+            p.every_nth = i32::try_from(nth).unwrap_or_default();
+            Ok(())
+        },
+    },
+    Key {
+        name: "opts",
+        aliases: &[],
+        set: |p, v| {
+            p.opts = count(v, 0, u32::MAX.into())?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "dsense",
+        aliases: &[],
+        set: |p, v| {
+            p.dsense = boolean(v)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "tur_ms_to_ready",
+        aliases: &[],
+        set: |p, v| {
+            p.tur_ms_to_ready = count(v, 0, 600_000)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "sg_tablesize",
+        aliases: &[],
+        set: |p, v| {
+            p.sg_tablesize = count(v, 1, 4096)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "max_sectors",
+        aliases: &[],
+        set: |p, v| {
+            p.max_sectors = count(v, 8, 1 << 24)?;
+            Ok(())
+        },
+    },
 ];
 
-fn bad(key: &'static str, value: &str, reason: &'static str) -> ParamError {
-    ParamError::BadValue {
-        key,
-        value: value.to_string(),
-        reason,
-    }
-}
+/// Most targets (`num_tgts=`): the per-LUN state table has `num_tgts` × `max_luns` entries,
+/// and these bounds keep it at a few MiB where 65535 × 65535 would be an 8 GiB allocation.
+const MAX_TGTS: u64 = 256;
+/// Most LUNs per target (`max_luns=`), SAM's flat-space limit.
+const MAX_LUNS: u64 = 0x3fff;
 
-fn parse_u64(key: &'static str, value: &str) -> Result<u64, ParamError> {
-    let parsed = match value
-        .strip_prefix("0x")
-        .or_else(|| value.strip_prefix("0X"))
-    {
-        Some(hex) => u64::from_str_radix(hex, 16),
-        None => value.parse::<u64>(),
-    };
-    parsed.map_err(|_| bad(key, value, "not an unsigned integer"))
-}
-
-fn ranged<T: TryFrom<u64>>(
-    key: &'static str,
-    value: &str,
-    min: u64,
-    max: u64,
-) -> Result<T, ParamError> {
-    let n = parse_u64(key, value)?;
-    if n < min || n > max {
-        return Err(bad(key, value, "out of range"));
-    }
-    T::try_from(n).map_err(|_| bad(key, value, "out of range"))
-}
-
-fn parse_bool(key: &'static str, value: &str) -> Result<bool, ParamError> {
-    match value {
-        "1" | "y" | "Y" | "true" => Ok(true),
-        "0" | "n" | "N" | "false" => Ok(false),
-        _ => Err(bad(key, value, "expected 0 or 1")),
+fn sector_size(bytes: u32) -> Result<u32, ValueError> {
+    match bytes {
+        512 | 1024 | 2048 | 4096 => Ok(bytes),
+        _ => Err(ValueError::expected("512, 1024, 2048 or 4096")),
     }
 }
 
 impl ScsiDebugParams {
     /// Sets one parameter by name.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ParamError> {
-        match key {
-            "dev_size_mb" => self.dev_size_mb = ranged("dev_size_mb", value, 1, 1 << 20)?,
-            "sector_size" => {
-                self.sector_size = ranged("sector_size", value, 512, 4096)?;
-                if !matches!(self.sector_size, 512 | 1024 | 2048 | 4096) {
-                    return Err(bad("sector_size", value, "must be 512, 1024, 2048 or 4096"));
-                }
-            }
-            "num_tgts" => self.num_tgts = ranged("num_tgts", value, 1, 256)?,
-            "max_luns" => self.max_luns = ranged("max_luns", value, 1, 0x3fff)?,
-            "max_queue" => self.max_queue = ranged("max_queue", value, 1, 4096)?,
-            "delay" => self.delay = ranged("delay", value, 0, 1_000_000)?,
-            "ndelay" => self.ndelay = ranged("ndelay", value, 0, 1_000_000_000)?,
-            "fake_rw" => self.fake_rw = parse_bool("fake_rw", value)?,
-            "every_nth" => {
-                self.every_nth = value
-                    .parse()
-                    .map_err(|_| bad("every_nth", value, "not an integer"))?
-            }
-            "opts" => self.opts = ranged("opts", value, 0, u64::from(u32::MAX))?,
-            "dsense" => self.dsense = parse_bool("dsense", value)?,
-            "tur_ms_to_ready" => {
-                self.tur_ms_to_ready = ranged("tur_ms_to_ready", value, 0, 600_000)?
-            }
-            "sg_tablesize" => self.sg_tablesize = ranged("sg_tablesize", value, 1, 4096)?,
-            "max_sectors" => self.max_sectors = ranged("max_sectors", value, 8, 1 << 24)?,
-            _ => {
-                return Err(ParamError::UnknownKey {
-                    key: key.to_string(),
-                });
-            }
-        }
-        Ok(())
+        let entry = param::find(KEYS, key).ok_or_else(|| ParamError::UnknownKey {
+            key: key.to_string(),
+        })?;
+        (entry.set)(self, value).map_err(|reason| ParamError::BadValue {
+            key: entry.name,
+            value: value.to_string(),
+            reason,
+        })
     }
 
     /// Whether `key` is a scsi_debug parameter (so a command-line parser can route it here).
     pub fn is_key(key: &str) -> bool {
-        KEYS.contains(&key)
+        param::find(KEYS, key).is_some()
     }
 
     /// Parses whitespace- or comma-separated `key=value` pairs over the defaults.
@@ -220,24 +270,26 @@ impl ScsiDebugParams {
             value: value.to_string(),
             reason,
         };
+        let range = |min, max| ValueError::Number(NumberError::Range { min, max });
         if !(1..=1 << 20).contains(&self.dev_size_mb) {
-            return Err(invalid("dev_size_mb", self.dev_size_mb, "out of range"));
+            return Err(invalid("dev_size_mb", self.dev_size_mb, range(1, 1 << 20)));
         }
-        // The per-LUN state table has num_tgts × max_luns entries: the parser's bounds keep
-        // it at a few MiB, where 65535 × 65535 would be an 8 GiB allocation.
-        if !(1..=256).contains(&self.num_tgts) {
-            return Err(invalid("num_tgts", self.num_tgts.into(), "out of range"));
-        }
-        if !(1..=0x3fff).contains(&self.max_luns) {
-            return Err(invalid("max_luns", self.max_luns.into(), "out of range"));
-        }
-        if !matches!(self.sector_size, 512 | 1024 | 2048 | 4096) {
+        if !(1..=MAX_TGTS).contains(&u64::from(self.num_tgts)) {
             return Err(invalid(
-                "sector_size",
-                self.sector_size,
-                "must be 512, 1024, 2048 or 4096",
+                "num_tgts",
+                self.num_tgts.into(),
+                range(1, MAX_TGTS),
             ));
         }
+        if !(1..=MAX_LUNS).contains(&u64::from(self.max_luns)) {
+            return Err(invalid(
+                "max_luns",
+                self.max_luns.into(),
+                range(1, MAX_LUNS),
+            ));
+        }
+        sector_size(self.sector_size)
+            .map_err(|reason| invalid("sector_size", self.sector_size, reason))?;
         Ok(())
     }
 
@@ -281,7 +333,7 @@ mod tests {
         let e = ScsiDebugParams::parse("sector_size=1000").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "scsi_debug parameter `sector_size=1000`: must be 512, 1024, 2048 or 4096"
+            "scsi_debug parameter `sector_size=1000`: expected 512, 1024, 2048 or 4096"
         );
         let e = ScsiDebugParams::parse("max_luns=abc").unwrap_err();
         assert!(e.to_string().contains("max_luns=abc"), "{e}");
@@ -309,7 +361,7 @@ mod tests {
             Err(ParamError::BadValue {
                 key: "num_tgts",
                 value: "65535".to_string(),
-                reason: "out of range"
+                reason: ValueError::Number(NumberError::Range { min: 1, max: 256 })
             })
         );
         let no_luns = ScsiDebugParams {
@@ -325,7 +377,7 @@ mod tests {
         ));
         assert_eq!(ScsiDebugParams::default().validate(), Ok(()));
         for key in KEYS {
-            assert!(ScsiDebugParams::is_key(key));
+            assert!(ScsiDebugParams::is_key(key.name));
         }
     }
 }

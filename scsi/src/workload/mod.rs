@@ -40,7 +40,7 @@ pub enum WorkloadError {
     BadValue {
         key: &'static str,
         value: String,
-        reason: &'static str,
+        reason: crate::param::ValueError,
     },
     #[error(transparent)]
     Target(#[from] ParamError),

@@ -3,6 +3,8 @@
 //! words such as a kernel command line.
 
 use super::WorkloadError;
+use crate::param::number::{self, NumberError, count};
+use crate::param::{self, Key, ValueError, choice};
 use crate::sense_alloc::{SENSE_MAGAZINE_OBJECTS, SenseMode};
 use crate::target::ScsiDebugParams;
 use alloc::string::ToString;
@@ -123,107 +125,122 @@ impl Default for WorkloadParams {
     }
 }
 
-fn bad(key: &'static str, value: &str, reason: &'static str) -> WorkloadError {
-    WorkloadError::BadValue {
-        key,
-        value: value.to_string(),
-        reason,
-    }
-}
+/// Every fio-style key [`WorkloadParams::set`] accepts, with its parser: the one place such a
+/// key is spelled. scsi_debug's own keys are [`crate::target::KEYS`].
+pub const KEYS: &[Key<WorkloadParams>] = &[
+    Key {
+        name: "numjobs",
+        aliases: &["jobs"],
+        set: |p, v| {
+            p.job.numjobs = count(v, 1, 256)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "iodepth",
+        aliases: &["qd"],
+        set: |p, v| {
+            p.job.iodepth = count(v, 1, 4096)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "bs",
+        aliases: &[],
+        set: |p, v| {
+            p.job.bs = count(v, 1, u32::MAX.into())?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "runtime",
+        aliases: &[],
+        set: |p, v| {
+            p.job.limit = Limit::RuntimeNs(seconds(v)?);
+            Ok(())
+        },
+    },
+    Key {
+        name: "ios",
+        aliases: &[],
+        set: |p, v| {
+            p.job.limit = Limit::Ios(count(v, 1, u64::MAX)?);
+            Ok(())
+        },
+    },
+    Key {
+        name: "seed",
+        aliases: &[],
+        set: |p, v| {
+            p.job.seed = count(v, 0, u64::MAX)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "timeout",
+        aliases: &[],
+        set: |p, v| {
+            p.job.timeout_ns = seconds(v)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "rw",
+        aliases: &[],
+        set: |p, v| {
+            let modes = [RwMode::RandRead, RwMode::RandWrite, RwMode::RandRw];
+            p.job.rw = choice(v, &modes.map(|mode| (mode.name(), mode)))?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "sense",
+        aliases: &[],
+        set: |p, v| {
+            p.sense = SenseMode::parse(v)
+                .map_err(|_| ValueError::expected("slab, mempool[:N] or prealloc"))?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "sense_magazine",
+        aliases: &[],
+        set: |p, v| {
+            p.sense_magazine = count(v, 0, 4096)?;
+            Ok(())
+        },
+    },
+];
 
-fn number(key: &'static str, value: &str, min: u64, max: u64) -> Result<u64, WorkloadError> {
-    let n: u64 = value
-        .parse()
-        .map_err(|_| bad(key, value, "not an unsigned integer"))?;
-    if n < min || n > max {
-        return Err(bad(key, value, "out of range"));
-    }
-    Ok(n)
-}
+const ONE_DAY_NS: u64 = 86_400 * 1_000_000_000;
 
-/// `4096`, `4k`, `4K`, `1m`.
-fn size(key: &'static str, value: &str) -> Result<u32, WorkloadError> {
-    let (digits, scale) = match value.as_bytes().last() {
-        Some(b'k' | b'K') => (&value[..value.len() - 1], 1024),
-        Some(b'm' | b'M') => (&value[..value.len() - 1], 1024 * 1024),
-        _ => (value, 1),
-    };
-    let n = number(key, digits, 1, u64::from(u32::MAX))? * scale;
-    u32::try_from(n).map_err(|_| bad(key, value, "out of range"))
-}
-
-/// `10` or `10s` seconds, `500ms`, `200us`; at most one day, whatever the unit (a larger count
-/// of seconds would overflow the nanosecond total).
-fn duration_ns(key: &'static str, value: &str) -> Result<u64, WorkloadError> {
-    let (digits, scale) = if let Some(d) = value.strip_suffix("ms") {
-        (d, 1_000_000)
-    } else if let Some(d) = value.strip_suffix("us") {
-        (d, 1_000)
-    } else if let Some(d) = value.strip_suffix('s') {
-        (d, 1_000_000_000)
-    } else {
-        (value, 1_000_000_000)
-    };
-    const ONE_DAY_NS: u64 = 86_400 * 1_000_000_000;
-    number(key, digits, 1, u64::MAX)?
-        .checked_mul(scale)
-        .filter(|&ns| ns <= ONE_DAY_NS)
-        .ok_or_else(|| bad(key, value, "longer than one day"))
+/// fio's `runtime=`/`timeout=`: `10` or `10s` seconds, `500ms`, `200us`; at least 1 ns, at
+/// most one day.
+fn seconds(value: &str) -> Result<u64, NumberError> {
+    number::duration_ns(value, 1_000_000_000, 1, ONE_DAY_NS)
 }
 
 impl WorkloadParams {
     /// Sets one parameter; scsi_debug names go to the target.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), WorkloadError> {
-        match key {
-            "numjobs" | "jobs" => self.job.numjobs = number("numjobs", value, 1, 256)? as u16,
-            "iodepth" | "qd" => self.job.iodepth = number("iodepth", value, 1, 4096)? as u16,
-            "bs" => self.job.bs = size("bs", value)?,
-            "runtime" => self.job.limit = Limit::RuntimeNs(duration_ns("runtime", value)?),
-            "ios" => self.job.limit = Limit::Ios(number("ios", value, 1, u64::MAX)?),
-            "seed" => self.job.seed = number("seed", value, 0, u64::MAX)?,
-            "timeout" => self.job.timeout_ns = duration_ns("timeout", value)?,
-            "rw" => {
-                self.job.rw = match value {
-                    "randread" => RwMode::RandRead,
-                    "randwrite" => RwMode::RandWrite,
-                    "randrw" => RwMode::RandRw,
-                    _ => return Err(bad("rw", value, "expected randread, randwrite or randrw")),
-                }
-            }
-            "sense" => {
-                self.sense = SenseMode::parse(value)
-                    .map_err(|_| bad("sense", value, "expected slab, mempool[:N] or prealloc"))?
-            }
-            "sense_magazine" => {
-                self.sense_magazine = number("sense_magazine", value, 0, 4096)? as usize
-            }
-            _ if ScsiDebugParams::is_key(key) => self.target.set(key, value)?,
-            _ => {
-                return Err(WorkloadError::UnknownKey {
-                    key: key.to_string(),
-                });
-            }
+        if let Some(entry) = param::find(KEYS, key) {
+            return (entry.set)(self, value).map_err(|reason| WorkloadError::BadValue {
+                key: entry.name,
+                value: value.to_string(),
+                reason,
+            });
         }
-        Ok(())
+        if ScsiDebugParams::is_key(key) {
+            return Ok(self.target.set(key, value)?);
+        }
+        Err(WorkloadError::UnknownKey {
+            key: key.to_string(),
+        })
     }
 
     /// Whether `key` is a workload or scsi_debug parameter.
     pub fn is_key(key: &str) -> bool {
-        matches!(
-            key,
-            "numjobs"
-                | "jobs"
-                | "iodepth"
-                | "qd"
-                | "bs"
-                | "runtime"
-                | "ios"
-                | "seed"
-                | "timeout"
-                | "rw"
-                | "sense"
-                | "sense_magazine"
-        ) || ScsiDebugParams::is_key(key)
+        param::find(KEYS, key).is_some() || ScsiDebugParams::is_key(key)
     }
 
     /// Picks this workload's words out of a kernel command line: words whose key
@@ -279,6 +296,35 @@ mod tests {
     }
 
     #[test]
+    fn every_key_reads_the_one_number_syntax() {
+        let p = WorkloadParams::parse(
+            "bs=0x1000 qd=0x20 ios=4k runtime=100ms max_queue=0x100 dev_size_mb=1k every_nth=-0x10",
+        )
+        .unwrap();
+        assert_eq!((p.job.bs, p.job.iodepth), (4096, 32));
+        assert_eq!(p.job.limit, Limit::RuntimeNs(100_000_000));
+        assert_eq!(
+            WorkloadParams::parse("ios=4k").unwrap().job.limit,
+            Limit::Ios(4096)
+        );
+        assert_eq!((p.target.max_queue, p.target.dev_size_mb), (256, 1024));
+        assert_eq!(p.target.every_nth, -16);
+        assert_eq!(
+            WorkloadParams::parse("sense=mempool:0x10").unwrap().sense,
+            SenseMode::Mempool(16)
+        );
+        for huge in [
+            "ios=99999999999999999999",
+            "seed=0xffffffffffffffffk",
+            "opts=0x1ffffffff",
+        ] {
+            let text = WorkloadParams::parse(huge).unwrap_err().to_string();
+            let value = huge.split_once('=').unwrap().1;
+            assert!(text.contains(value), "{huge}: {text}");
+        }
+    }
+
+    #[test]
     fn shares_cover_every_job_and_io_exactly() {
         for (numjobs, queues, ios) in [(1, 1, 10), (2, 2, 100_001), (5, 2, 7), (3, 4, 1000)] {
             let job = WorkloadParams::parse(&alloc::format!("numjobs={numjobs} ios={ios}"))
@@ -324,7 +370,7 @@ mod tests {
         let e = WorkloadParams::parse("rw=seqread").unwrap_err();
         assert_eq!(
             alloc::string::ToString::to_string(&e),
-            "workload parameter `rw=seqread`: expected randread, randwrite or randrw"
+            "workload parameter `rw=seqread`: expected one of randread|randwrite|randrw"
         );
         assert!(matches!(
             WorkloadParams::parse("iodepth=0"),
@@ -343,7 +389,9 @@ mod tests {
                 matches!(
                     WorkloadParams::parse(huge),
                     Err(WorkloadError::BadValue {
-                        reason: "longer than one day",
+                        reason: ValueError::Number(
+                            NumberError::DurationRange { .. } | NumberError::Overflow
+                        ),
                         ..
                     })
                 ),
