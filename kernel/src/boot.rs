@@ -31,7 +31,8 @@ pub fn boot(start_info: u64) -> ExitCode {
         Err(err) => panic!("cannot boot: {err}"),
     };
     let names = tests::names();
-    let parsed = Cmdline::parse(info.cmdline, &names);
+    let parsed =
+        crate::cmdline::boot_line(info.cmdline).and_then(|line| Cmdline::parse(line, &names));
     console::init_logger(
         parsed
             .as_ref()
@@ -44,7 +45,11 @@ pub fn boot(start_info: u64) -> ExitCode {
         tsc_hz / 1000 % 1000,
         time::cycles_to_ns(stub_cycles) / 1000
     );
-    log::info!("command line: '{}'", info.cmdline);
+    let shown = info.cmdline.strip_suffix(b"\0").unwrap_or(info.cmdline);
+    log::info!(
+        "command line: '{}'",
+        alloc::string::String::from_utf8_lossy(shown)
+    );
     let cmdline = match parsed {
         Ok(cmdline) => cmdline,
         Err(err) => {

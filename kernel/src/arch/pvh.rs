@@ -9,7 +9,8 @@ use alloc::vec::Vec;
 use crate::memmap::{E820Entry, E820Kind, PhysRange};
 
 const MAGIC: u32 = 0x336e_c578;
-const MAX_CMDLINE_BYTES: usize = 4096;
+/// The most command-line bytes the kernel reads (Linux's x86 `COMMAND_LINE_SIZE` is 2048).
+pub const MAX_CMDLINE_BYTES: usize = 4096;
 const MAX_MEMMAP_ENTRIES: u32 = 256;
 
 #[repr(C)]
@@ -58,8 +59,9 @@ pub enum StartInfoError {
 pub struct StartInfo {
     /// The e820 map, in the loader's order.
     pub memmap: Vec<E820Entry>,
-    /// The `-append` string (empty if none or not UTF-8-clean; see `cmdline_lossy`).
-    pub cmdline: &'static str,
+    /// The `-append` bytes through the first NUL, or all [`MAX_CMDLINE_BYTES`] when there is
+    /// none (`crate::cmdline::boot_line` judges them; empty if the loader gave no line).
+    pub cmdline: &'static [u8],
     /// Physical ranges the loader's data occupies.
     pub occupied: [PhysRange; 3],
     /// The ACPI RSDP's physical address, or 0 if the loader did not give one.
@@ -99,8 +101,8 @@ impl StartInfo {
                 }
             })
             .collect();
-        let cmdline = if raw.cmdline_paddr == 0 {
-            ""
+        let cmdline: &'static [u8] = if raw.cmdline_paddr == 0 {
+            b"\0"
         } else {
             // SAFETY: the loader stores a NUL-terminated string at `cmdline_paddr`; the scan is
             // bounded so a missing NUL cannot run off.
@@ -110,8 +112,8 @@ impl StartInfo {
             let len = bytes
                 .iter()
                 .position(|&b| b == 0)
-                .unwrap_or(MAX_CMDLINE_BYTES);
-            core::str::from_utf8(&bytes[..len]).unwrap_or("")
+                .map_or(MAX_CMDLINE_BYTES, |nul| nul + 1);
+            &bytes[..len]
         };
         let memmap_bytes = u64::from(entries) * core::mem::size_of::<RawMemmapEntry>() as u64;
         let occupied = [
@@ -125,7 +127,7 @@ impl StartInfo {
             },
             PhysRange {
                 start: raw.cmdline_paddr,
-                end: raw.cmdline_paddr + cmdline.len() as u64 + 1,
+                end: raw.cmdline_paddr + cmdline.len() as u64,
             },
         ];
         Ok(StartInfo {

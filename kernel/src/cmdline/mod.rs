@@ -5,9 +5,12 @@
 //! kernel exits with the failure code instead of guessing. A key given twice is an error too:
 //! for a benchmark, silently taking the last of two sizes hides a typo in a script.
 //!
-//! The value parsers ([`parse_count`], [`parse_choice`]) are public so later keys (`numjobs`,
-//! `iodepth`, `bs`, `runtime`, `rw`, `sense=`, scsi_debug's parameters) reuse the same spelling
-//! rules: decimal or `0x` hex, with fio's binary suffixes `k`, `m`, `g`.
+//! Every key is spelled once, in a key table ([`scsi::param::Key`]: name, aliases, setter):
+//! the kernel's own in [`keys`], the network's in [`crate::net::config`], the fio and
+//! scsi_debug words in the `scsi` crate. [`keys`] joins them; the parser, the unknown-key
+//! message and the README check read that union. Numbers have one syntax everywhere
+//! ([`scsi::param::number`]: decimal or `0x` hex, fio's `k`/`m`/`g`, durations in `ns`..`s`).
+//! A name and its alias (`iodepth` and `qd`) count as one key for the duplicate check.
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -135,42 +138,67 @@ impl Default for Cmdline {
     }
 }
 
-/// Why a command line was rejected. `Display` always starts with `key '<key>':`.
+/// Why a command line was rejected. `Display` starts with `key '<key>':` when one word is at
+/// fault, and with `command line:` when the line as a whole is.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CmdlineError {
     /// The key is not one this kernel knows.
     #[error("key '{key}': unknown key (known: {known})")]
-    UnknownKey { key: String, known: &'static str },
+    UnknownKey { key: String, known: String },
     /// A word without `=`, or with nothing after it.
     #[error("key '{key}': missing value (write {key}=VALUE)")]
     MissingValue { key: String },
     /// The value does not parse or is out of range.
-    #[error("key '{key}': bad value '{value}': expected {expected}")]
+    #[error("key '{key}': bad value '{value}': {reason}")]
     BadValue {
         key: String,
         value: String,
-        expected: String,
+        reason: String,
     },
-    /// The key appeared more than once.
-    #[error("key '{key}': given more than once")]
-    Duplicate { key: String },
+    /// The key appeared more than once, as `key` now and as `earlier` before (the same
+    /// spelling, or a name and its alias).
+    #[error("key '{key}': given more than once (also as '{earlier}')")]
+    Duplicate { key: String, earlier: String },
+    /// The loader's command line has no NUL within the bytes the kernel reads: it was cut,
+    /// and a cut word (`runtime=100ms` read as `runtime=10`) must not run.
+    #[error("command line: no NUL terminator within {max_bytes} bytes (line too long)")]
+    Unterminated { max_bytes: usize },
+    /// The loader's command line is not UTF-8.
+    #[error("command line: byte {offset} ({byte:#04x}) is not valid UTF-8")]
+    NotUtf8 { offset: usize, byte: u8 },
 }
 
 impl CmdlineError {
-    fn bad(key: &str, value: &str, expected: impl ToString) -> Self {
+    fn bad(key: &str, value: &str, reason: impl ToString) -> Self {
         CmdlineError::BadValue {
             key: key.to_string(),
             value: value.to_string(),
-            expected: expected.to_string(),
+            reason: reason.to_string(),
         }
     }
 }
 
-const KNOWN_KEYS: &str = "workload, n, size, align, impl, dmapool, test, loglevel, maxcpus, smp_inject, \
-     ip, gw, nbd_port, stats_port, \
-     and the fio/scsi_debug words (iodepth, bs, rw, runtime, ios, seed, sense, max_queue, ...)";
 /// Most CPUs `maxcpus=` accepts (the kernel's per-CPU table size).
 pub const MAX_CPUS: u64 = crate::topology::MAX_CPUS as u64;
+
+/// The command line in the loader's buffer: the bytes before the first NUL of `window` (the
+/// bytes the kernel may read at `cmdline_paddr`), which must be UTF-8. A window without a NUL
+/// is an error, not a cut line.
+pub fn boot_line(window: &[u8]) -> Result<&str, CmdlineError> {
+    let len = window
+        .iter()
+        .position(|&byte| byte == 0)
+        .ok_or(CmdlineError::Unterminated {
+            max_bytes: window.len(),
+        })?;
+    core::str::from_utf8(&window[..len]).map_err(|err| {
+        let offset = err.valid_up_to();
+        CmdlineError::NotUtf8 {
+            offset,
+            byte: window[offset],
+        }
+    })
+}
 
 /// Splits a command line into `(key, value)` words without judging the keys.
 pub fn words(line: &str) -> impl Iterator<Item = Result<(&str, &str), CmdlineError>> {
@@ -186,195 +214,30 @@ pub fn words(line: &str) -> impl Iterator<Item = Result<(&str, &str), CmdlineErr
         })
 }
 
-/// Parses an unsigned count: decimal or `0x` hex, optional binary suffix `k`, `m` or `g`
-/// (fio's `bs=4k`), within `min..=max`.
-pub fn parse_count(key: &str, value: &str, min: u64, max: u64) -> Result<u64, CmdlineError> {
-    let expected = || alloc::format!("an integer in {min}..={max} (decimal, 0x hex, k/m/g suffix)");
-    let (digits, shift) = match value.as_bytes().last().map(u8::to_ascii_lowercase) {
-        Some(b'k') => (&value[..value.len() - 1], 10),
-        Some(b'm') => (&value[..value.len() - 1], 20),
-        Some(b'g') => (&value[..value.len() - 1], 30),
-        _ => (value, 0),
-    };
-    let parsed = match digits
-        .strip_prefix("0x")
-        .or_else(|| digits.strip_prefix("0X"))
-    {
-        Some(hex) => u64::from_str_radix(hex, 16),
-        None => digits.parse::<u64>(),
-    };
-    let number = parsed.map_err(|_| CmdlineError::bad(key, value, expected()))?;
-    let scaled = number
-        .checked_mul(1u64 << shift)
-        .ok_or_else(|| CmdlineError::bad(key, value, expected()))?;
-    if !(min..=max).contains(&scaled) {
-        return Err(CmdlineError::bad(key, value, expected()));
-    }
-    Ok(scaled)
-}
-
-/// Parses one of a fixed set of spellings.
-pub fn parse_choice<T: Copy>(
-    key: &str,
-    value: &str,
-    choices: &[(&str, T)],
-) -> Result<T, CmdlineError> {
-    choices
-        .iter()
-        .find(|(name, _)| *name == value)
-        .map(|&(_, choice)| choice)
-        .ok_or_else(|| {
-            let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
-            CmdlineError::bad(key, value, alloc::format!("one of {}", names.join("|")))
-        })
-}
-
-fn to_usize(value: u64) -> usize {
-    usize::try_from(value).unwrap_or(usize::MAX)
-}
-
 impl Cmdline {
     /// Parses `line`. `known_tests` are the names `test=` accepts besides `all`.
     pub fn parse(line: &str, known_tests: &[&str]) -> Result<Self, CmdlineError> {
         let mut cmdline = Cmdline::default();
-        let mut seen: Vec<&str> = Vec::new();
+        // (key name, spelling used), so `qd=` after `iodepth=` is caught and both are named.
+        let mut seen: Vec<(&'static str, &str)> = Vec::new();
         for word in words(line) {
-            let (key, value) = word?;
-            if seen.contains(&key) {
+            let (spelling, value) = word?;
+            let name = keys::apply(&mut cmdline, spelling, value)?;
+            if let Some(&(_, earlier)) = seen.iter().find(|(seen_name, _)| *seen_name == name) {
                 return Err(CmdlineError::Duplicate {
-                    key: key.to_string(),
+                    key: spelling.to_string(),
+                    earlier: earlier.to_string(),
                 });
             }
-            seen.push(key);
-            cmdline.apply(key, value, known_tests)?;
+            seen.push((name, spelling));
         }
+        keys::check_tests(&cmdline, known_tests)?;
+        keys::check_ports(&cmdline, |name| seen.iter().any(|(seen, _)| *seen == name))?;
         Ok(cmdline)
     }
-
-    fn apply(&mut self, key: &str, value: &str, known_tests: &[&str]) -> Result<(), CmdlineError> {
-        match key {
-            "workload" => {
-                self.workload = parse_choice(
-                    key,
-                    value,
-                    &[
-                        ("dmapool", Workload::Dmapool),
-                        ("numa", Workload::Numa),
-                        ("verify", Workload::Verify),
-                        ("scan", Workload::Scan),
-                        ("device", Workload::Device),
-                        ("fake-rw", Workload::FakeRw),
-                        ("sense-reserve", Workload::SenseReserve),
-                        ("nbd", Workload::Nbd),
-                        ("none", Workload::None),
-                    ],
-                )?;
-            }
-            "n" => self.n = to_usize(parse_count(key, value, 1, 1 << 24)?),
-            "size" => self.size = to_usize(parse_count(key, value, 1, 1 << 16)?),
-            "align" => {
-                let align = parse_count(key, value, 1, 4096)?;
-                if !align.is_power_of_two() {
-                    return Err(CmdlineError::bad(key, value, "a power of two in 1..=4096"));
-                }
-                self.align = to_usize(align);
-            }
-            "impl" => {
-                self.pool_impl = parse_choice(
-                    key,
-                    value,
-                    &[
-                        ("legacy", PoolImpl::Legacy),
-                        ("scalable", PoolImpl::Scalable),
-                        ("both", PoolImpl::Both),
-                    ],
-                )?;
-            }
-            "dmapool" => {
-                self.dmapool = Some(parse_choice(
-                    key,
-                    value,
-                    &[
-                        ("shared", DmapoolMode::Shared),
-                        ("per-node", DmapoolMode::PerNode),
-                    ],
-                )?);
-            }
-            "test" => self.tests = Some(parse_tests(key, value, known_tests)?),
-            "loglevel" => self.loglevel = parse_loglevel(key, value)?,
-            "maxcpus" => self.maxcpus = Some(to_usize(parse_count(key, value, 1, MAX_CPUS)?)),
-            "smp_inject" => {
-                self.smp_inject = parse_choice(
-                    key,
-                    value,
-                    &[
-                        ("none", SmpInject::None),
-                        ("ap-no-stack", SmpInject::ApNoStack),
-                    ],
-                )?;
-            }
-            _ if crate::net::config::NetConfig::is_key(key) => self
-                .net
-                .set(key, value)
-                .map_err(|err| CmdlineError::bad(key, value, err))?,
-            _ if scsi::workload::WorkloadParams::is_key(key) => self
-                .io
-                .set(key, value)
-                .map_err(|err| CmdlineError::bad(key, value, err))?,
-            _ => {
-                return Err(CmdlineError::UnknownKey {
-                    key: key.to_string(),
-                    known: KNOWN_KEYS,
-                });
-            }
-        }
-        Ok(())
-    }
 }
 
-fn parse_tests(
-    key: &str,
-    value: &str,
-    known_tests: &[&str],
-) -> Result<TestSelection, CmdlineError> {
-    if value == "all" {
-        return Ok(TestSelection::All);
-    }
-    let mut names = Vec::new();
-    for name in value.split(',') {
-        if !known_tests.contains(&name) {
-            let expected = alloc::format!(
-                "all or a comma-separated list of {}",
-                known_tests.join(", ")
-            );
-            return Err(CmdlineError::bad(key, name, expected));
-        }
-        names.push(name.to_string());
-    }
-    Ok(TestSelection::Named(names))
-}
-
-fn parse_loglevel(key: &str, value: &str) -> Result<log::LevelFilter, CmdlineError> {
-    use log::LevelFilter as L;
-    let levels = [L::Off, L::Error, L::Warn, L::Info, L::Debug, L::Trace];
-    if let Ok(digit) = value.parse::<usize>() {
-        return levels.get(digit).copied().ok_or_else(|| {
-            CmdlineError::bad(key, value, "0..=5 or off|error|warn|info|debug|trace")
-        });
-    }
-    parse_choice(
-        key,
-        value,
-        &[
-            ("off", L::Off),
-            ("error", L::Error),
-            ("warn", L::Warn),
-            ("info", L::Info),
-            ("debug", L::Debug),
-            ("trace", L::Trace),
-        ],
-    )
-}
+pub mod keys;
 
 #[cfg(test)]
 mod tests;

@@ -60,15 +60,17 @@ fn every_known_key_is_applied() {
 
 #[test]
 fn counts_take_hex_and_binary_suffixes() {
-    assert_eq!(parse_count("bs", "4k", 0, u64::MAX), Ok(4096));
-    assert_eq!(parse_count("bs", "2M", 0, u64::MAX), Ok(2 << 20));
-    assert_eq!(parse_count("bs", "1g", 0, u64::MAX), Ok(1 << 30));
-    assert_eq!(parse_count("n", "0x10", 0, u64::MAX), Ok(16));
-    assert!(parse_count("n", "k", 0, u64::MAX).is_err());
-    assert!(parse_count("n", "-1", 0, u64::MAX).is_err());
-    assert!(parse_count("n", "99999999999999999999", 0, u64::MAX).is_err());
+    assert_eq!(parse("n=4k").unwrap().n, 4096);
+    assert_eq!(parse("n=2M").unwrap().n, 2 << 20);
+    assert_eq!(parse("n=0x10").unwrap().n, 16);
+    assert_eq!(parse("size=0x1000").unwrap().size, 4096);
+    assert_eq!(parse("bs=0x1000").unwrap().io.job.bs, 4096);
+    assert!(parse("n=k").is_err());
+    assert!(parse("n=-1").is_err());
+    let err = parse("n=99999999999999999999").unwrap_err().to_string();
+    assert!(err.contains("99999999999999999999"), "{err}");
     assert!(
-        parse_count("n", "0xffffffffffffffffk", 0, u64::MAX).is_err(),
+        parse("n=0xffffffffffffffffk").is_err(),
         "overflow on scaling"
     );
 }
@@ -132,7 +134,10 @@ fn unknown_missing_and_duplicate_keys_are_errors() {
     ));
     assert_eq!(
         parse("n=1 n=2").unwrap_err(),
-        CmdlineError::Duplicate { key: "n".into() }
+        CmdlineError::Duplicate {
+            key: "n".into(),
+            earlier: "n".into()
+        }
     );
 }
 
@@ -176,4 +181,76 @@ fn storage_workloads_and_fio_words_are_accepted() {
     assert_eq!(parse("workload=scan").unwrap().workload, Workload::Scan);
     let err = parse("iodepth=0").unwrap_err();
     assert!(err.to_string().starts_with("key 'iodepth':"), "{err}");
+}
+
+#[test]
+fn an_alias_given_with_its_name_is_a_duplicate_naming_both() {
+    for line in ["iodepth=32 qd=1", "qd=1 iodepth=32", "jobs=2 numjobs=1"] {
+        let err = parse(line).unwrap_err();
+        assert!(
+            matches!(err, CmdlineError::Duplicate { .. }),
+            "{line}: {err:?}"
+        );
+        let text = err.to_string();
+        let (first, second) = line.split_once(' ').unwrap();
+        for word in [first, second] {
+            let spelling = word.split_once('=').unwrap().0;
+            assert!(
+                text.contains(&alloc::format!("'{spelling}'")),
+                "{line}: {text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_nbd_and_stats_ports_must_differ() {
+    for line in [
+        "nbd_port=2000 stats_port=2000",
+        "stats_port=10809",
+        "nbd_port=10810",
+    ] {
+        let err = parse(line).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("nbd_port") && text.contains("stats_port"),
+            "{line}: {text}"
+        );
+    }
+    assert!(parse("nbd_port=2000 stats_port=2001").is_ok());
+}
+
+#[test]
+fn the_boot_line_ends_at_its_nul_and_must_be_utf8() {
+    let mut window = [b'x'; 64];
+    window[..14].copy_from_slice(b"runtime=100ms\0");
+    assert_eq!(boot_line(&window), Ok("runtime=100ms"));
+    assert_eq!(boot_line(b"\0"), Ok(""));
+    // No NUL in the window: the loader's line was longer than the kernel reads, and the
+    // last word may have been cut (`runtime=100ms` read as `runtime=10`).
+    let cut = boot_line(b"runtime=10");
+    assert_eq!(cut, Err(CmdlineError::Unterminated { max_bytes: 10 }));
+    let text = cut.unwrap_err().to_string();
+    assert!(text.starts_with("command line:"), "{text}");
+    // Not UTF-8: an error naming the byte, not an empty line that runs the default workload.
+    let err = boot_line(b"n=1 \xff\xfe\0").unwrap_err();
+    assert_eq!(
+        err,
+        CmdlineError::NotUtf8 {
+            offset: 4,
+            byte: 0xff
+        }
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn arbitrary_boot_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+        if let Ok(line) = boot_line(&bytes) {
+            prop_assert!(bytes.contains(&0) && line.len() < bytes.len());
+            let _ = parse(line);
+        }
+    }
 }

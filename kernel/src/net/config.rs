@@ -2,8 +2,8 @@
 //! `stats_port=`. The defaults suit QEMU user networking (the guest is 10.0.2.15/24 behind the
 //! gateway 10.0.2.2) and the NBD port is the IANA one, 10809.
 
-use alloc::format;
-use alloc::string::String;
+use scsi::param::number::count;
+use scsi::param::{Key, ValueError};
 
 /// Where the guest sits on the network and which ports it serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,74 +33,85 @@ impl Default for NetConfig {
 }
 
 impl NetConfig {
-    /// Whether `key` is one of the network words.
-    pub fn is_key(key: &str) -> bool {
-        matches!(key, "ip" | "gw" | "nbd_port" | "stats_port")
-    }
-
-    /// Applies one word; the error says what was expected.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
-        match key {
-            "ip" => {
-                let (addr, prefix) = match value.split_once('/') {
+    /// The network words of the command line: the one place each is spelled.
+    pub const KEYS: &'static [Key<NetConfig>] = &[
+        Key {
+            name: "ip",
+            aliases: &[],
+            set: |net, v| {
+                let (addr, prefix) = match v.split_once('/') {
                     Some((addr, prefix)) => (addr, Some(prefix)),
-                    None => (value, None),
+                    None => (v, None),
                 };
                 let prefix_len = match prefix {
-                    Some(text) => text
-                        .parse::<u8>()
-                        .ok()
-                        .filter(|&len| (1..=32).contains(&len))
-                        .ok_or_else(|| {
-                            format!("ADDR/PREFIX with a prefix length in 1..=32, not '{value}'")
-                        })?,
-                    None => self.prefix_len,
+                    Some(text) => count(text, 1, 32).map_err(|_| {
+                        ValueError::expected("ADDR/PREFIX with a prefix length in 1..=32")
+                    })?,
+                    None => net.prefix_len,
                 };
-                self.ip = parse_ipv4(addr)?;
-                self.prefix_len = prefix_len;
-            }
-            "gw" => self.gateway = parse_ipv4(value)?,
-            "nbd_port" => self.nbd_port = parse_port(value)?,
-            "stats_port" => self.stats_port = parse_port(value)?,
-            _ => return Err(format!("not a network key: {key}")),
-        }
-        Ok(())
-    }
+                net.ip = parse_ipv4(addr)?;
+                net.prefix_len = prefix_len;
+                Ok(())
+            },
+        },
+        Key {
+            name: "gw",
+            aliases: &[],
+            set: |net, v| {
+                net.gateway = parse_ipv4(v)?;
+                Ok(())
+            },
+        },
+        Key {
+            name: "nbd_port",
+            aliases: &[],
+            set: |net, v| {
+                net.nbd_port = count(v, 1, u16::MAX.into())?;
+                Ok(())
+            },
+        },
+        Key {
+            name: "stats_port",
+            aliases: &[],
+            set: |net, v| {
+                net.stats_port = count(v, 1, u16::MAX.into())?;
+                Ok(())
+            },
+        },
+    ];
 }
 
 /// Dotted-quad IPv4.
-fn parse_ipv4(text: &str) -> Result<[u8; 4], String> {
+fn parse_ipv4(text: &str) -> Result<[u8; 4], ValueError> {
     let mut addr = [0u8; 4];
     let mut parts = text.split('.');
     for byte in &mut addr {
         *byte = parts
             .next()
             .and_then(|part| part.parse::<u8>().ok())
-            .ok_or_else(|| format!("an IPv4 address a.b.c.d, not '{text}'"))?;
+            .ok_or_else(|| ValueError::expected("an IPv4 address a.b.c.d"))?;
     }
     if parts.next().is_some() {
-        return Err(format!("an IPv4 address a.b.c.d, not '{text}'"));
+        return Err(ValueError::expected("an IPv4 address a.b.c.d"));
     }
     Ok(addr)
-}
-
-fn parse_port(text: &str) -> Result<u16, String> {
-    text.parse::<u16>()
-        .ok()
-        .filter(|&port| port != 0)
-        .ok_or_else(|| format!("a TCP port in 1..=65535, not '{text}'"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn set(config: &mut NetConfig, key: &str, value: &str) -> Result<(), ValueError> {
+        let entry = scsi::param::find(NetConfig::KEYS, key).expect("a network key");
+        (entry.set)(config, value)
+    }
+
     #[test]
     fn words_parse_and_bad_values_are_named() {
         let mut config = NetConfig::default();
-        config.set("ip", "192.168.7.9/16").unwrap();
-        config.set("gw", "192.168.0.1").unwrap();
-        config.set("nbd_port", "10999").unwrap();
+        set(&mut config, "ip", "192.168.7.9/16").unwrap();
+        set(&mut config, "gw", "192.168.0.1").unwrap();
+        set(&mut config, "nbd_port", "10999").unwrap();
         assert_eq!(config.ip, [192, 168, 7, 9]);
         assert_eq!(config.prefix_len, 16);
         assert_eq!(config.gateway, [192, 168, 0, 1]);
@@ -114,8 +125,10 @@ mod tests {
             ("stats_port", "0"),
             ("nbd_port", "65536"),
         ] {
-            let err = NetConfig::default().set(key, value).unwrap_err();
-            assert!(err.contains(value), "{err}");
+            assert!(
+                set(&mut NetConfig::default(), key, value).is_err(),
+                "{key}={value}"
+            );
         }
     }
 }

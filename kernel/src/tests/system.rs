@@ -36,6 +36,14 @@ pub fn cmdline_errors() -> Result<(), String> {
         ("impl=fast", "key 'impl': bad value 'fast'"),
         ("test=nosuch", "key 'test': bad value 'nosuch'"),
         ("n=1 n=2", "key 'n': given more than once"),
+        (
+            "iodepth=32 qd=1",
+            "key 'qd': given more than once (also as 'iodepth')",
+        ),
+        (
+            "nbd_port=2000 stats_port=2000",
+            "key 'stats_port': bad value",
+        ),
     ];
     for (line, expected) in cases {
         match Cmdline::parse(line, &names) {

@@ -17,8 +17,8 @@ mod params;
 mod respond;
 
 pub use params::{
-    KEYS, MEDIUM_ERR_ADDR, MEDIUM_ERR_NUM, OPT_MEDIUM_ERR, OPT_NOISE, OPT_RECOVERED_ERR,
-    OPT_TIMEOUT, OPT_UNIT_ATTENTION, ParamError, ScsiDebugParams,
+    MEDIUM_ERR_ADDR, MEDIUM_ERR_NUM, OPT_MEDIUM_ERR, OPT_NOISE, OPT_RECOVERED_ERR, OPT_TIMEOUT,
+    OPT_UNIT_ATTENTION, ParamError, ScsiDebugParams,
 };
 
 use crate::clock::Clock;

@@ -96,7 +96,7 @@ impl Default for ScsiDebugParams {
 
 /// Every key [`ScsiDebugParams::set`] accepts, with its parser: the one place a scsi_debug
 /// parameter is spelled.
-pub const KEYS: &[Key<ScsiDebugParams>] = &[
+const TABLE: &[Key<ScsiDebugParams>] = &[
     Key {
         name: "dev_size_mb",
         aliases: &[],
@@ -226,9 +226,12 @@ fn sector_size(bytes: u32) -> Result<u32, ValueError> {
 }
 
 impl ScsiDebugParams {
+    /// Every key [`Self::set`] accepts, with its parser: the one place each is spelled.
+    pub const KEYS: &'static [Key<ScsiDebugParams>] = TABLE;
+
     /// Sets one parameter by name.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ParamError> {
-        let entry = param::find(KEYS, key).ok_or_else(|| ParamError::UnknownKey {
+        let entry = param::find(TABLE, key).ok_or_else(|| ParamError::UnknownKey {
             key: key.to_string(),
         })?;
         (entry.set)(self, value).map_err(|reason| ParamError::BadValue {
@@ -240,7 +243,7 @@ impl ScsiDebugParams {
 
     /// Whether `key` is a scsi_debug parameter (so a command-line parser can route it here).
     pub fn is_key(key: &str) -> bool {
-        param::find(KEYS, key).is_some()
+        param::find(TABLE, key).is_some()
     }
 
     /// Parses whitespace- or comma-separated `key=value` pairs over the defaults.
@@ -376,7 +379,7 @@ mod tests {
             })
         ));
         assert_eq!(ScsiDebugParams::default().validate(), Ok(()));
-        for key in KEYS {
+        for key in ScsiDebugParams::KEYS {
             assert!(ScsiDebugParams::is_key(key.name));
         }
     }

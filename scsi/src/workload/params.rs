@@ -126,8 +126,8 @@ impl Default for WorkloadParams {
 }
 
 /// Every fio-style key [`WorkloadParams::set`] accepts, with its parser: the one place such a
-/// key is spelled. scsi_debug's own keys are [`crate::target::KEYS`].
-pub const KEYS: &[Key<WorkloadParams>] = &[
+/// key is spelled. scsi_debug's own keys are [`ScsiDebugParams::KEYS`].
+const TABLE: &[Key<WorkloadParams>] = &[
     Key {
         name: "numjobs",
         aliases: &["jobs"],
@@ -221,9 +221,12 @@ fn seconds(value: &str) -> Result<u64, NumberError> {
 }
 
 impl WorkloadParams {
+    /// Every key [`Self::set`] accepts, with its parser: the one place each is spelled.
+    pub const KEYS: &'static [Key<WorkloadParams>] = TABLE;
+
     /// Sets one parameter; scsi_debug names go to the target.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), WorkloadError> {
-        if let Some(entry) = param::find(KEYS, key) {
+        if let Some(entry) = param::find(TABLE, key) {
             return (entry.set)(self, value).map_err(|reason| WorkloadError::BadValue {
                 key: entry.name,
                 value: value.to_string(),
@@ -240,7 +243,7 @@ impl WorkloadParams {
 
     /// Whether `key` is a workload or scsi_debug parameter.
     pub fn is_key(key: &str) -> bool {
-        param::find(KEYS, key).is_some() || ScsiDebugParams::is_key(key)
+        param::find(TABLE, key).is_some() || ScsiDebugParams::is_key(key)
     }
 
     /// Picks this workload's words out of a kernel command line: words whose key
