@@ -22,6 +22,14 @@ use crate::error::PoolError;
 pub trait Clock {
     /// Nanoseconds since an arbitrary origin.
     fn now_ns(&self) -> u64;
+
+    /// A timed loop starts (called just after its first clock read). The guest kernel puts
+    /// an instruction-count marker here; other clocks do nothing.
+    fn window_begin(&self) {}
+
+    /// The timed loop opened by [`window_begin`](Self::window_begin) ended (called just
+    /// before its last clock read).
+    fn window_end(&self) {}
 }
 
 /// Block size of the mpt3sas chain pool.
@@ -107,6 +115,7 @@ pub fn fill_drain_config<A: PoolAlgorithm, R: RawMutex>(
     slots.clear();
     slots.reserve(n);
     let start = clock.now_ns();
+    clock.window_begin();
     let mut pool = DmaPool::<A, R>::with_config(config, backing)?;
     match locking {
         Locking::PerOp => {
@@ -121,9 +130,11 @@ pub fn fill_drain_config<A: PoolAlgorithm, R: RawMutex>(
             }
         }
     }
+    clock.window_end();
     let filled = clock.now_ns();
     let pages = pool.info().pages;
     let drain = clock.now_ns();
+    clock.window_begin();
     match locking {
         Locking::PerOp => {
             for &block in slots.iter() {
@@ -137,6 +148,7 @@ pub fn fill_drain_config<A: PoolAlgorithm, R: RawMutex>(
             }
         }
     }
+    clock.window_end();
     let drained = clock.now_ns();
     pool.destroy()?;
     let destroyed = clock.now_ns();

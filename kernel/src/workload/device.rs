@@ -14,6 +14,7 @@ use alloc::format;
 use scsi::host::ScsiHost;
 
 use crate::arch::exit::ExitCode;
+use crate::arch::insn_marker::{self, Counted};
 use crate::cmdline::Cmdline;
 use crate::console::println;
 use crate::storage::report::print_scan;
@@ -35,13 +36,20 @@ impl HostVisitor for Device<'_> {
         };
         match scsi::workload::run(stack, &disk.disk, self.job) {
             Ok(report) => {
-                let json = report.to_json("guest");
+                // The run's window (scsi::workload::run marks it) is closed: publish it.
+                let counted = Counted {
+                    window: insn_marker::publish(),
+                    slot: report.sense_mode.slot(),
+                    ops: report.ios + report.errors,
+                };
+                let mut json = report.to_json("guest");
+                json.pop();
                 // The report's object, with the adapter and disk in front.
                 let fields = json.strip_prefix('{').unwrap_or(&json);
                 println!(
                     "RESULT {}",
                     format!(
-                        "{{\"device\":\"{}\",\"disk\":\"{}\",{fields}",
+                        "{{\"device\":\"{}\",\"disk\":\"{}\",{fields}{counted}}}",
                         host.driver, disk.name
                     )
                 );

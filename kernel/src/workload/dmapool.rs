@@ -15,17 +15,35 @@ use pools::dmapool::{DefaultRawMutex, Legacy, Scalable, SideStack};
 use pools::{DmaPool, PoolAlgorithm, PoolConfig, PoolError, RawBlock};
 
 use crate::arch::exit::ExitCode;
+use crate::arch::insn_marker::{self, Counted};
 use crate::arch::time;
 use crate::cmdline::{Cmdline, DmapoolMode, PoolImpl};
 use crate::console::println;
 use crate::dma::DmaFrames;
 
-/// The calibrated TSC as the benchmark's clock.
-pub struct TscClock;
+/// The calibrated TSC as the benchmark's clock; its timed loops are instruction-count windows
+/// on `slot` (one per implementation).
+pub struct TscClock {
+    pub slot: u8,
+}
 
 impl Clock for TscClock {
     fn now_ns(&self) -> u64 {
         time::now_ns()
+    }
+    fn window_begin(&self) {
+        insn_marker::begin(self.slot);
+    }
+    fn window_end(&self) {
+        insn_marker::end(self.slot);
+    }
+}
+
+/// The instruction-count slot of an implementation.
+fn slot(which: PoolImpl) -> u8 {
+    match which {
+        PoolImpl::Legacy => 0,
+        _ => 1,
     }
 }
 
@@ -52,12 +70,13 @@ fn run_once(
     slots: &mut Vec<RawBlock>,
 ) -> Result<FillDrain, PoolError> {
     let per_op = Locking::PerOp;
+    let clock = TscClock { slot: slot(which) };
     match which {
         PoolImpl::Legacy => fill_drain_config::<Legacy<Frames>, DefaultRawMutex>(
-            &TscClock, frames, config, n, slots, per_op,
+            &clock, frames, config, n, slots, per_op,
         ),
         _ => fill_drain_config::<Scalable<Frames, SideStack>, DefaultRawMutex>(
-            &TscClock, frames, config, n, slots, per_op,
+            &clock, frames, config, n, slots, per_op,
         ),
     }
 }
@@ -95,6 +114,11 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
     let mut runs: Vec<Vec<FillDrain>> = impls.iter().map(|_| Vec::new()).collect();
     let rounds = impls.iter().map(|&which| reps(which, n)).max().unwrap_or(0);
     for round in 0..=rounds {
+        if round == 1 {
+            // The warm-up's counts (another n for legacy) are published and dropped: no
+            // RESULT names this publish.
+            insn_marker::publish();
+        }
         for slot in 0..impls.len() {
             let slot = if round % 2 == 0 {
                 slot
@@ -140,13 +164,22 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         }
     }
     drop(slots);
-    let summaries: Vec<MinOfReps> = runs.iter().filter_map(|r| MinOfReps::of(r)).collect();
-    for summary in &summaries {
-        println!(
-            "RESULT {}",
-            summary.to_json("dmapool", summary.best.impl_name, "guest")
-        );
+    let window = insn_marker::publish();
+    for (which, reps) in impls.iter().zip(&runs) {
+        let Some(summary) = MinOfReps::of(reps) else {
+            continue;
+        };
+        let mut json = summary.to_json("dmapool", summary.best.impl_name, "guest");
+        json.pop();
+        // Every counted repetition did n allocations and n frees.
+        let counted = Counted {
+            window,
+            slot: slot(*which),
+            ops: 2 * (n * reps.len()) as u64,
+        };
+        println!("RESULT {json}{counted}}}");
     }
+    let summaries: Vec<MinOfReps> = runs.iter().filter_map(|r| MinOfReps::of(r)).collect();
     if let [legacy, scalable] = summaries.as_slice() {
         log::info!(
             "dmapool legacy/scalable (min of {}/{} reps): free loop {:.0}x, alloc loop {:.1}x",

@@ -27,6 +27,7 @@ use pools::dmapool::{Scalable, SideStack};
 use pools::{DmaPool, NodeId, NodePoolSet, PoolConfig, PoolError, RawBlock};
 
 use crate::arch::exit::ExitCode;
+use crate::arch::insn_marker::{self, Counted};
 use crate::arch::time;
 use crate::cmdline::{Cmdline, DmapoolMode};
 use crate::console::println;
@@ -141,6 +142,10 @@ fn storm(cmdline: &Cmdline) -> Result<(), String> {
     let mut totals: Vec<ModeTotals> = modes.iter().map(|_| ModeTotals::default()).collect();
     // Round 0 warms the code and the frames; it is not counted.
     for round in 0..=REPS {
+        if round == 1 {
+            // Drop the warm-up's instruction counts: no RESULT names this publish.
+            insn_marker::publish();
+        }
         for position in 0..modes.len() {
             let slot = if round % 2 == 0 {
                 position
@@ -153,7 +158,7 @@ fn storm(cmdline: &Cmdline) -> Result<(), String> {
                 .iter()
                 .map(|(_, pool)| pool.raw_lock().stats())
                 .collect();
-            let (ops, elapsed_ns) = run_mode(pools, per_cpu)?;
+            let (ops, elapsed_ns) = run_mode(pools, per_cpu, slot as u8)?;
             for (_, pool) in pools.each() {
                 let active = pool.info().active;
                 if active != 0 {
@@ -185,7 +190,8 @@ fn storm(cmdline: &Cmdline) -> Result<(), String> {
             );
         }
     }
-    report(&modes, &totals, cpus, nodes, per_cpu);
+    let window = insn_marker::publish();
+    report(&modes, &totals, cpus, nodes, per_cpu, window);
     shared.destroy().map_err(err)?;
     set.destroy().map_err(err)?;
     let (free_after, _) = frames.usage();
@@ -200,7 +206,8 @@ fn storm(cmdline: &Cmdline) -> Result<(), String> {
 
 /// One storm: every CPU allocates up to `per_cpu` blocks, `BATCH` at a time, freeing each
 /// batch, for at most [`WINDOW_NS`]. Returns the operations done and the slowest CPU's time.
-fn run_mode(pools: &Pools<'_>, per_cpu: usize) -> Result<(u64, u64), String> {
+/// Each CPU's timed loop is an instruction-count window on `slot`.
+fn run_mode(pools: &Pools<'_>, per_cpu: usize, slot: u8) -> Result<(u64, u64), String> {
     let barrier = SpinBarrier::new(smp::online_count());
     let runs = smp::run_on_each_cpu(|context| {
         let mut held: [Option<RawBlock>; BATCH] = [None; BATCH];
@@ -211,6 +218,7 @@ fn run_mode(pools: &Pools<'_>, per_cpu: usize) -> Result<(u64, u64), String> {
         };
         barrier.wait();
         let start = time::now_ns();
+        insn_marker::begin(slot);
         let deadline = start + WINDOW_NS;
         let mut left = per_cpu;
         'storm: while left > 0 && time::now_ns() < deadline {
@@ -235,6 +243,7 @@ fn run_mode(pools: &Pools<'_>, per_cpu: usize) -> Result<(u64, u64), String> {
             run.ops += 2 * batch as u64;
             left -= batch;
         }
+        insn_marker::end(slot);
         run.elapsed_ns = time::now_ns() - start;
         // Blocks still held after an error go back, so the pool can be destroyed.
         for block in held.iter_mut().filter_map(Option::take) {
@@ -272,12 +281,24 @@ fn share(stats: &LockStats) -> f64 {
     stats.contended as f64 / stats.acquisitions.max(1) as f64
 }
 
-fn report(modes: &[Pools<'_>], totals: &[ModeTotals], cpus: usize, nodes: u16, per_cpu: usize) {
-    for (pools, total) in modes.iter().zip(totals) {
+fn report(
+    modes: &[Pools<'_>],
+    totals: &[ModeTotals],
+    cpus: usize,
+    nodes: u16,
+    per_cpu: usize,
+    window: u32,
+) {
+    for (slot, (pools, total)) in modes.iter().zip(totals).enumerate() {
         let mode = mode_name(pools.mode());
+        let counted = Counted {
+            window,
+            slot: slot as u8,
+            ops: total.ops,
+        };
         let best = total.ops_per_sec.iter().copied().fold(0.0, f64::max);
         println!(
-            "RESULT {{\"bench\":\"numa\",\"mode\":\"{mode}\",\"cpus\":{cpus},\"nodes\":{nodes},\"n\":{per_cpu},\"batch\":{BATCH},\"reps\":{},\"ops_per_sec\":{best:.0},\"ops_per_sec_median\":{:.0},\"acquisitions\":{},\"contended\":{},\"contended_share\":{:.6},\"wait_cycles\":{},\"wait_cycles_per_op\":{:.2},\"where\":\"guest\"}}",
+            "RESULT {{\"bench\":\"numa\",\"mode\":\"{mode}\",\"cpus\":{cpus},\"nodes\":{nodes},\"n\":{per_cpu},\"batch\":{BATCH},\"reps\":{},\"ops_per_sec\":{best:.0},\"ops_per_sec_median\":{:.0},\"acquisitions\":{},\"contended\":{},\"contended_share\":{:.6},\"wait_cycles\":{},\"wait_cycles_per_op\":{:.2},\"where\":\"guest\"{counted}}}",
             total.ops_per_sec.len(),
             median(&total.ops_per_sec),
             total.locks.acquisitions,

@@ -20,6 +20,7 @@ use super::{Column, Record, ResultSet, number};
 use crate::accel::AccelRequest;
 use crate::error::{Error, Result};
 use crate::guest::{Guest, Overrides};
+use crate::insns::{self, CountOptions};
 use crate::{profile, workspace};
 
 /// Which adapter to measure.
@@ -66,6 +67,8 @@ pub struct Options {
     /// Boot this kernel ELF instead of building one.
     #[arg(long, value_name = "ELF")]
     pub kernel: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub count: CountOptions,
 }
 
 /// The iodepths measured.
@@ -86,6 +89,7 @@ pub fn run(options: &Options) -> Result<()> {
         Some(guest.accel.accel.to_string()),
     );
     let runtime = if options.quick { "500ms" } else { "2s" };
+    let plugin = options.count.plugin(&guest)?;
     let reps = options
         .reps
         .unwrap_or(if options.quick { 1 } else { 3 })
@@ -103,6 +107,7 @@ pub fn run(options: &Options) -> Result<()> {
                     kernel_args: Some(format!(
                         "workload=device rw=randread bs=4k iodepth={iodepth} runtime={runtime}"
                     )),
+                    counting: insns::for_boot(plugin.as_deref(), false)?,
                     ..Overrides::default()
                 };
                 let records = super::run_guest_case(&guest, &profile, &overrides)?;
@@ -126,7 +131,7 @@ pub fn run(options: &Options) -> Result<()> {
     report(&set)
 }
 
-const COLUMNS: [Column<'static>; 9] = [
+const COLUMNS: [Column<'static>; 10] = [
     Column {
         header: "device",
         key: "device",
@@ -146,6 +151,10 @@ const COLUMNS: [Column<'static>; 9] = [
     Column {
         header: "IOPS",
         key: "iops",
+    },
+    Column {
+        header: "insns/IO",
+        key: "insns_per_op",
     },
     Column {
         header: "mean ns",
@@ -194,8 +203,11 @@ fn report(set: &ResultSet) -> Result<()> {
     println!();
     let best = best_runs(set);
     for (name, record) in &best {
+        let insns = number(record, "insns_per_op")
+            .map(|n| format!("   {n:.1} guest insns/IO"))
+            .unwrap_or_default();
         println!(
-            "best {name:<16} {:>8.0} IOPS   latency mean {:>7.1} us   p99 {:>7.1} us",
+            "best {name:<16} {:>8.0} IOPS   latency mean {:>7.1} us   p99 {:>7.1} us{insns}",
             number(record, "iops").unwrap_or(0.0),
             number(record, "lat_mean_ns").unwrap_or(0.0) / 1000.0,
             number(record, "lat_p99_ns").unwrap_or(0.0) / 1000.0

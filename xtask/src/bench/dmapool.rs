@@ -17,6 +17,7 @@ use super::{Column, Record, ResultSet, number};
 use crate::accel::AccelRequest;
 use crate::error::{Error, Result};
 use crate::guest::{Guest, Overrides};
+use crate::insns::{self, CountOptions};
 use crate::{process, profile, workspace};
 
 /// The chain frame size mpt3sas allocates.
@@ -44,6 +45,9 @@ pub struct Options {
     /// Per-boot timeout in seconds for --guest (legacy at n=373959 is O(n²)).
     #[arg(long, default_value_t = 1800)]
     pub timeout: u64,
+    /// With --guest: instructions per alloc/free (`insns_per_op`, over both timed loops).
+    #[command(flatten)]
+    pub count: CountOptions,
 }
 
 /// The values of n a run covers.
@@ -59,6 +63,10 @@ pub fn sweep(quick: bool) -> &'static [u64] {
 pub fn run(options: &Options) -> Result<()> {
     let set = if options.guest {
         in_guest(options)?
+    } else if options.count.count_insns {
+        return Err(Error::Plugin {
+            reason: "instructions are counted in the guest; add --guest".into(),
+        });
     } else {
         on_host(options.quick)?
     };
@@ -95,12 +103,14 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
         "guest",
         Some(guest.accel.accel.to_string()),
     );
+    let plugin = options.count.plugin(&guest)?;
     for &n in sweep(options.quick) {
         let overrides = Overrides {
             timeout: Some(Duration::from_secs(options.timeout)),
             kernel_args: Some(format!(
                 "workload=dmapool impl=both n={n} size={SIZE_BYTES} align={ALIGN_BYTES}"
             )),
+            counting: insns::for_boot(plugin.as_deref(), false)?,
             ..Overrides::default()
         };
         let records = super::run_guest_case(&guest, &profile, &overrides)?;
@@ -116,7 +126,7 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
     Ok(set)
 }
 
-const COLUMNS: [Column<'static>; 9] = [
+const COLUMNS: [Column<'static>; 10] = [
     Column {
         header: "bench",
         key: "bench",
@@ -144,6 +154,10 @@ const COLUMNS: [Column<'static>; 9] = [
     Column {
         header: "free ns/op",
         key: "free_ns_per_op",
+    },
+    Column {
+        header: "insns/op",
+        key: "insns_per_op",
     },
     Column {
         header: "alloc ms",
@@ -200,8 +214,15 @@ fn ratio_lines(set: &ResultSet) -> Vec<String> {
             Some(ratio) => format!("{ratio:.2}×"),
             None => "-".into(),
         };
+        let insns = match ratio("insns_per_op") {
+            Some(_) => format!(
+                ", instructions per alloc/free {}",
+                show(ratio("insns_per_op"))
+            ),
+            None => String::new(),
+        };
         lines.push(format!(
-            "n={n}: legacy/scalable alloc {}, free {}",
+            "n={n}: legacy/scalable alloc {}, free {}{insns}",
             show(ratio("alloc_total_ms")),
             show(ratio("free_total_ms"))
         ));

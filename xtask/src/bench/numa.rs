@@ -17,6 +17,7 @@ use super::{Column, Record, ResultSet, number};
 use crate::accel::AccelRequest;
 use crate::error::Result;
 use crate::guest::{Guest, Overrides};
+use crate::insns::{self, CountOptions};
 use crate::{profile, workspace};
 
 /// Options of `cargo xtask bench numa`.
@@ -37,6 +38,8 @@ pub struct Options {
     /// Boot timeout in seconds.
     #[arg(long, default_value_t = 900)]
     pub timeout: u64,
+    #[command(flatten)]
+    pub count: CountOptions,
 }
 
 /// Runs the benchmark and reports it.
@@ -44,18 +47,25 @@ pub fn run(options: &Options) -> Result<()> {
     let guest = Guest::prepare(options.accel, options.kernel.clone())?;
     let profile = profile::load("numa2")?;
     let n = if options.quick { 20_000 } else { options.n };
+    let plugin = options.count.plugin(&guest)?;
     let overrides = Overrides {
         timeout: Some(Duration::from_secs(options.timeout)),
         kernel_args: Some(format!("workload=numa n={n} size=128 align=16")),
+        counting: insns::for_boot(plugin.as_deref(), false)?,
         ..Overrides::default()
     };
-    let records = super::run_guest_case(&guest, &profile, &overrides)?;
+    let mut records = super::run_guest_case(&guest, &profile, &overrides)?;
+    insns::add_ratios(
+        &mut records,
+        |r| text(r, "mode") == "shared",
+        |a, b| text(a, "bench") == "numa" && text(b, "bench") == "numa",
+    );
     let mut set = ResultSet::new("numa", "numa", "guest", Some(guest.accel.accel.to_string()));
     set.extend(records);
     report(&set)
 }
 
-const MODE_COLUMNS: [Column<'static>; 9] = [
+const MODE_COLUMNS: [Column<'static>; 11] = [
     Column {
         header: "mode",
         key: "mode",
@@ -91,6 +101,14 @@ const MODE_COLUMNS: [Column<'static>; 9] = [
     Column {
         header: "wait cycles/op",
         key: "wait_cycles_per_op",
+    },
+    Column {
+        header: "insns/op",
+        key: "insns_per_op",
+    },
+    Column {
+        header: "insns vs shared",
+        key: "insns_ratio",
     },
 ];
 
@@ -157,7 +175,19 @@ pub fn verdicts(set: &ResultSet) -> Vec<String> {
     let shared = number(ratio, "contended_share_shared").unwrap_or(0.0);
     let per_node = number(ratio, "contended_share_per_node").unwrap_or(0.0);
     let halved = shared > 0.0 && per_node <= shared / 2.0;
-    vec![
+    let insns = |mode: &str| {
+        set.matching("mode", mode)
+            .find(|r| text(r, "bench") == "numa")
+            .and_then(|r| number(r, "insns_per_op"))
+    };
+    let mut lines = Vec::new();
+    if let (Some(shared), Some(per_node)) = (insns("shared"), insns("per-node")) {
+        lines.push(format!(
+            "instructions per alloc/free: {shared:.1} shared, {per_node:.1} per-node (per-node/shared {:.3}; lock spinning counts as instructions)",
+            per_node / shared
+        ));
+    }
+    lines.extend([
         format!(
             "contended share: {:.2}% shared, {:.2}% per-node: {} the halving target",
             shared * 100.0,
@@ -172,7 +202,8 @@ pub fn verdicts(set: &ResultSet) -> Vec<String> {
                 "per-node is slower"
             }
         ),
-    ]
+    ]);
+    lines
 }
 
 fn report(set: &ResultSet) -> Result<()> {

@@ -40,11 +40,15 @@ pub const LAYERS: [&str; 9] = [
 pub fn layer_of_frame(frame: &InlineFrame) -> Option<&'static str> {
     let (file, function) = (frame.file.as_str(), frame.function.as_str());
     let in_file = |part: &str| file.contains(part);
+    if in_file("scsi/src/wire/cdb_layout") {
+        // The CDB byte layouts serve both encode and parse: the caller's frame decides.
+        return None;
+    }
     let layer = if in_file("pools/src/") || in_file("scsi/src/sense_alloc/") {
         "sense alloc/free"
-    } else if in_file("scsi/src/wire/cdb_encode") || in_file("scsi/src/wire/cdb_layout") {
-        "CDB build"
-    } else if in_file("scsi/src/wire/cdb.rs") && !function.starts_with("parse") {
+    } else if in_file("scsi/src/wire/cdb_encode")
+        || (in_file("scsi/src/wire/cdb.rs") && !function.starts_with("parse"))
+    {
         "CDB build"
     } else if in_file("scsi/src/target/") || in_file("scsi/src/wire/") {
         "target parse/respond"
@@ -253,6 +257,11 @@ mod tests {
             "sense alloc/free"
         );
         assert_eq!(layer("run", "/w/scsi/src/workload/mod.rs"), "workload loop");
+        let layout_in_parse = [
+            frame("read_from_bytes", "/w/scsi/src/wire/cdb_layout.rs"),
+            frame("parse", "/w/scsi/src/wire/cdb.rs"),
+        ];
+        assert_eq!(layer_of(&layout_in_parse, None), "target parse/respond");
     }
 
     #[test]
