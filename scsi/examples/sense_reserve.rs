@@ -26,9 +26,9 @@ fn main() {
     let user = rest.join(" ");
     for (case, injection) in [
         ("clean", ""),
-        ("every_nth=50,opts=8", "every_nth=50 opts=8"),
+        ("every_nth=50,opts=8", "every_nth=50 opts=8 fake_rw=0"),
     ] {
-        let text = format!("max_queue=1519 iodepth=32 bs=4k runtime=500ms {injection} {user}");
+        let text = format!("can_queue=1519 iodepth=32 bs=4k runtime=500ms {injection} {user}");
         let params = WorkloadParams::parse(&text).unwrap_or_else(|e| {
             eprintln!("sense_reserve: {e}");
             std::process::exit(2)

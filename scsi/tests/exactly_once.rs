@@ -46,7 +46,7 @@ proptest! {
         max_queue in 2u16..40,
         ops in proptest::collection::vec(op(), 1..200),
     ) {
-        let mut stack = stack(&format!("delay=0 fake_rw=1 max_queue={max_queue}"));
+        let mut stack = stack(&format!("delay=0 fake_rw=0 max_queue={max_queue}"));
         let (_, disk) = scan_one(&mut stack);
         stack.host_mut().set_delay_ns(delay_us * 1000);
         stack.host_mut().set_injection(every_nth, opts);

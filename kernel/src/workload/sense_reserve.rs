@@ -7,7 +7,7 @@
 //! `every_nth` error injection (RECOVERED ERROR every 50th command unless the command line sets
 //! its own), so sense buffers are actually written.
 //!
-//! Defaults differ from fake-rw's where the comparison needs it: `max_queue=1519` (can_queue
+//! Defaults differ from fake-rw's where the comparison needs it: `can_queue=1519` (can_queue
 //! of the 2008 measurement, so `prealloc` holds 1519 × 96 bytes) and `runtime=100ms` per
 //! repetition, unless the command line sets them. Each mode prints a `RESULT` line with
 //! `"bench":"sense-reserve"`.
@@ -17,7 +17,7 @@ use alloc::string::String;
 use pools::slab::SlabConfig;
 use pools::{Magazine, SlabCache};
 use scsi::sense_alloc::{SenseMode, SlabSense};
-use scsi::target::{OPT_RECOVERED_ERR, ScsiDebugParams};
+use scsi::target::OPT_RECOVERED_ERR;
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use scsi::workload::{JobParams, Limit, ModeSummary, WorkloadParams, compare_sense_modes};
 
@@ -36,8 +36,8 @@ const REPS: u32 = 11;
 /// The command line's parameters with this benchmark's defaults where it left them alone.
 fn parameters(cmdline: &Cmdline) -> WorkloadParams {
     let mut params = cmdline.io.clone();
-    if params.target.max_queue == ScsiDebugParams::default().max_queue {
-        params.target.max_queue = CAN_QUEUE_2008;
+    if params.target.can_queue.is_none() {
+        params.target.can_queue = Some(CAN_QUEUE_2008);
     }
     if params.job.limit == JobParams::default().limit {
         params.job.limit = Limit::RuntimeNs(100_000_000);
@@ -79,7 +79,7 @@ fn print_case(case: &str, summary: &[ModeSummary]) {
 /// What the comparison must show whatever the speed: the reserve sizes, and sense really
 /// used in the injected case.
 fn check(case: &str, params: &WorkloadParams, summary: &[ModeSummary]) -> Option<String> {
-    let can_queue = usize::from(params.target.max_queue);
+    let can_queue = usize::from(params.target.host_can_queue());
     for s in summary {
         let want = match s.mode {
             SenseMode::Slab => 0,
@@ -118,6 +118,8 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         injected.target.every_nth = 50;
         injected.target.opts |= OPT_RECOVERED_ERR;
     }
+    // Injection on READ/WRITE happens in the response function, which fake_rw=1 skips (Linux).
+    injected.target.fake_rw = false;
     let injected_name = alloc::format!(
         "every_nth={},opts={}",
         injected.target.every_nth,
@@ -125,7 +127,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
     );
     log::info!(
         "sense-reserve: slab vs mempool:2 vs prealloc (can_queue={}), {REPS} alternating rounds, bs={} iodepth={}",
-        clean.target.max_queue,
+        clean.target.host_can_queue(),
         clean.job.bs,
         clean.job.iodepth
     );

@@ -22,6 +22,9 @@ pub enum ValueError {
     /// Something else was expected; the text says what.
     #[error("expected {0}")]
     Expected(String),
+    /// A well-formed value this implementation refuses; the text says why (and what to use).
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl ValueError {

@@ -18,7 +18,7 @@ mod respond;
 
 pub use params::{
     MEDIUM_ERR_ADDR, MEDIUM_ERR_NUM, OPT_MEDIUM_ERR, OPT_NOISE, OPT_RECOVERED_ERR, OPT_TIMEOUT,
-    OPT_UNIT_ATTENTION, ParamError, ScsiDebugParams,
+    OPT_UNIT_ATTENTION, OPTS_IMPLEMENTED, ParamError, SDEBUG_CANQUEUE, ScsiDebugParams,
 };
 
 use crate::clock::Clock;
@@ -126,7 +126,7 @@ impl<C: Clock> ScsiDebug<C> {
             capacity_blocks: params.capacity_blocks(),
             delay_ns: params.delay_ns(),
             pending: VecDeque::new(),
-            ready: Vec::with_capacity(usize::from(params.max_queue)),
+            ready: Vec::with_capacity(usize::from(params.host_can_queue())),
             swallowed: Vec::new(),
             params,
             clock,
@@ -204,8 +204,8 @@ impl<C: Clock> ScsiDebug<C> {
 impl<C: Clock> ScsiHost for ScsiDebug<C> {
     fn template(&self) -> HostTemplate {
         HostTemplate {
-            can_queue: self.params.max_queue,
-            cmd_per_lun: self.params.max_queue,
+            can_queue: self.params.host_can_queue(),
+            cmd_per_lun: self.params.host_can_queue(),
             sg_tablesize: self.params.sg_tablesize,
             max_sectors: self.params.max_sectors,
             max_target: self.params.num_tgts,
@@ -214,7 +214,7 @@ impl<C: Clock> ScsiHost for ScsiDebug<C> {
     }
 
     fn queue_command(&mut self, mut cmd: ScsiCmd<'_>) -> Result<(), QueueError> {
-        if self.outstanding() >= usize::from(self.params.max_queue) {
+        if self.outstanding() >= usize::from(self.params.host_can_queue()) {
             return Err(QueueError::HostBusy);
         }
         self.stats.commands += 1;

@@ -18,6 +18,32 @@ pub const OPT_RECOVERED_ERR: u32 = 0x8;
 /// `opts` bit (sensepool extension, not in Linux): every `every_nth` command reports UNIT
 /// ATTENTION 29h/02h, as after a bus reset. Linux raises such UAs only through sysfs actions.
 pub const OPT_UNIT_ATTENTION: u32 = 0x0100_0000;
+/// Every `opts` bit this scsi_debug implements; any other bit is refused by name.
+pub const OPTS_IMPLEMENTED: u32 =
+    OPT_NOISE | OPT_MEDIUM_ERR | OPT_TIMEOUT | OPT_RECOVERED_ERR | OPT_UNIT_ATTENTION;
+
+/// Linux's names of the `opts` bits it has and we do not (`SDEBUG_OPT_*`, scsi_debug.c).
+const LINUX_OPTS_NOT_IMPLEMENTED: [(u32, &str); 14] = [
+    (0x10, "TRANSPORT_ERR"),
+    (0x20, "DIF_ERR"),
+    (0x40, "DIX_ERR"),
+    (0x80, "MAC_TIMEOUT"),
+    (0x100, "SHORT_TRANSFER"),
+    (0x200, "Q_NOISE"),
+    (0x400, "ALL_TSF"),
+    (0x800, "RARE_TSF"),
+    (0x1000, "N_WCE"),
+    (0x2000, "RESET_NOISE"),
+    (0x4000, "NO_CDB_NOISE"),
+    (0x8000, "HOST_BUSY"),
+    (0x10000, "CMD_ABORT"),
+    (0x20000, "UNALIGNED_WRITE"),
+];
+
+/// Linux's `SDEBUG_CANQUEUE`: the most commands scsi_debug queues, the cap on `max_queue`.
+pub const SDEBUG_CANQUEUE: u16 = 192;
+/// Upper bound of `can_queue=` (the host template override for the sense-reserve comparison).
+pub const CAN_QUEUE_MAX: u16 = 4096;
 
 /// First sector of the simulated medium error (Linux `OPT_MEDIUM_ERR_ADDR`).
 pub const MEDIUM_ERR_ADDR: u64 = 0x1234;
@@ -52,8 +78,13 @@ pub struct ScsiDebugParams {
     pub num_tgts: u16,
     /// LUNs per target.
     pub max_luns: u16,
-    /// Commands the host holds at once; becomes `can_queue`.
+    /// Commands the host holds at once (1..=[`SDEBUG_CANQUEUE`], as in Linux); becomes
+    /// `can_queue` unless [`can_queue`](Self::can_queue) overrides it.
     pub max_queue: u16,
+    /// Host template override (not a Linux scsi_debug parameter): the host's `can_queue` and
+    /// queue limit, for comparisons that need more tags than Linux's scsi_debug allows (the
+    /// 2008 sense-buffer measurement had can_queue 1519).
+    pub can_queue: Option<u16>,
     /// Completion delay in jiffies (1 jiffy = 1 ms here); 0 = complete at the next poll.
     pub delay: u32,
     /// Completion delay in ns; overrides `delay` when non-zero.
@@ -80,7 +111,8 @@ impl Default for ScsiDebugParams {
             sector_size: 512,
             num_tgts: 1,
             max_luns: 1,
-            max_queue: 192,
+            max_queue: SDEBUG_CANQUEUE,
+            can_queue: None,
             delay: 1,
             ndelay: 0,
             fake_rw: false,
@@ -133,7 +165,15 @@ const TABLE: &[Key<ScsiDebugParams>] = &[
         name: "max_queue",
         aliases: &[],
         set: |p, v| {
-            p.max_queue = count(v, 1, 4096)?;
+            p.max_queue = max_queue(v)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "can_queue",
+        aliases: &[],
+        set: |p, v| {
+            p.can_queue = Some(count(v, 1, CAN_QUEUE_MAX.into())?);
             Ok(())
         },
     },
@@ -174,7 +214,7 @@ const TABLE: &[Key<ScsiDebugParams>] = &[
         name: "opts",
         aliases: &[],
         set: |p, v| {
-            p.opts = count(v, 0, u32::MAX.into())?;
+            p.opts = opts(count(v, 0, u32::MAX.into())?)?;
             Ok(())
         },
     },
@@ -217,6 +257,33 @@ const TABLE: &[Key<ScsiDebugParams>] = &[
 const MAX_TGTS: u64 = 256;
 /// Most LUNs per target (`max_luns=`), SAM's flat-space limit.
 const MAX_LUNS: u64 = 0x3fff;
+
+/// `max_queue`: 1..=192 as in Linux, whose scsi_debug refuses more than `SDEBUG_CANQUEUE`.
+fn max_queue(value: &str) -> Result<u16, ValueError> {
+    let n: u16 = count(value, 1, u16::MAX.into())?;
+    if n > SDEBUG_CANQUEUE {
+        return Err(ValueError::Refused(
+            "Linux scsi_debug limits max_queue to 192 (SDEBUG_CANQUEUE); use can_queue= to give the host more tags (the sense-reserve comparison's knob)".to_string(),
+        ));
+    }
+    Ok(n)
+}
+
+/// `opts`: implemented `OPT_*` bits only; the lowest other bit is named in the error.
+fn opts(bits: u32) -> Result<u32, ValueError> {
+    let unknown = bits & !OPTS_IMPLEMENTED;
+    if unknown == 0 {
+        return Ok(bits);
+    }
+    let bit = unknown & unknown.wrapping_neg();
+    let name = LINUX_OPTS_NOT_IMPLEMENTED
+        .iter()
+        .find(|(b, _)| *b == bit)
+        .map_or("unknown to Linux too", |(_, name)| name);
+    Err(ValueError::Refused(alloc::format!(
+        "bit {bit:#x} ({name}) is not implemented; implemented bits: 0x1 noise, 0x2 medium error, 0x4 timeout, 0x8 recovered error, 0x1000000 unit attention"
+    )))
+}
 
 fn sector_size(bytes: u32) -> Result<u32, ValueError> {
     match bytes {
@@ -293,7 +360,26 @@ impl ScsiDebugParams {
         }
         sector_size(self.sector_size)
             .map_err(|reason| invalid("sector_size", self.sector_size, reason))?;
+        if !(1..=SDEBUG_CANQUEUE).contains(&self.max_queue) {
+            let reason = range(1, SDEBUG_CANQUEUE.into());
+            return Err(invalid("max_queue", self.max_queue.into(), reason));
+        }
+        if let Some(n) = self.can_queue
+            && !(1..=CAN_QUEUE_MAX).contains(&n)
+        {
+            return Err(invalid(
+                "can_queue",
+                n.into(),
+                range(1, CAN_QUEUE_MAX.into()),
+            ));
+        }
+        opts(self.opts).map_err(|reason| invalid("opts", self.opts, reason))?;
         Ok(())
+    }
+
+    /// The host's `can_queue`: the override if set, else `max_queue`.
+    pub fn host_can_queue(&self) -> u16 {
+        self.can_queue.unwrap_or(self.max_queue)
     }
 
     /// Logical blocks in the store.
@@ -353,6 +439,54 @@ mod tests {
             }
         );
         assert!(ScsiDebugParams::parse("max_queue=0").is_err());
+        // Linux caps max_queue at SDEBUG_CANQUEUE; the error points at can_queue=.
+        assert_eq!(
+            ScsiDebugParams::parse("max_queue=192").unwrap().max_queue,
+            192
+        );
+        let e = ScsiDebugParams::parse("max_queue=1519")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("max_queue=1519") && e.contains("192") && e.contains("can_queue="),
+            "{e}"
+        );
+        let p = ScsiDebugParams::parse("can_queue=1519").unwrap();
+        assert_eq!((p.max_queue, p.host_can_queue()), (192, 1519));
+        assert!(ScsiDebugParams::parse("can_queue=0").is_err());
+        assert!(ScsiDebugParams::parse("can_queue=4097").is_err());
+        // Unimplemented opts bits are named, not ignored.
+        let e = ScsiDebugParams::parse("opts=0x18").unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "scsi_debug parameter `opts=0x18`: bit 0x10 (TRANSPORT_ERR) is not implemented"
+            ),
+            "{e}"
+        );
+        let e = ScsiDebugParams::parse("opts=0x40000000")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bit 0x40000000"), "{e}");
+        assert_eq!(
+            ScsiDebugParams::parse("opts=0x100000f").unwrap().opts,
+            0x100_000f
+        );
+        for direct in [
+            ScsiDebugParams {
+                max_queue: 1519,
+                ..ScsiDebugParams::default()
+            },
+            ScsiDebugParams {
+                opts: 0x10,
+                ..ScsiDebugParams::default()
+            },
+            ScsiDebugParams {
+                can_queue: Some(0),
+                ..ScsiDebugParams::default()
+            },
+        ] {
+            assert!(direct.validate().is_err(), "{direct:?}");
+        }
         // Fields written directly are checked by validate (ScsiDebug::try_new calls it).
         let huge = ScsiDebugParams {
             num_tgts: u16::MAX,

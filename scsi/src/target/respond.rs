@@ -28,11 +28,14 @@ impl<C: Clock> ScsiDebug<C> {
         let inject = self.every_nth_hit();
         // Fast path: media access to a present, ready LUN with nothing to inject or report.
         if let Some(index) = lun
-            && !inject
+            && (!inject || self.params.fake_rw)
             && self.luns[index].ua == 0
-            && self.params.opts & OPT_NOISE == 0
+            && self.params.opts & (OPT_NOISE | OPT_UNIT_ATTENTION) == 0
             && let Some((write, lba, blocks)) = Cdb::parse_rw(cmd.cdb.as_slice())
         {
+            if self.params.fake_rw && !self.luns[index].stopped {
+                return Some(self.fake_rw_done(cmd, blocks));
+            }
             return Some(self.read_write(cmd, index, write, lba, blocks));
         }
         if self.params.opts & OPT_NOISE != 0 {
@@ -43,6 +46,22 @@ impl<C: Clock> ScsiDebug<C> {
                 cmd.lun.0,
                 cmd.cdb.as_slice()
             );
+        }
+        // Linux checks unit attentions and a stopped unit, then `if (sdebug_fake_rw &&
+        // (F_FAKE_RW & flags)) goto fini;` before `fake_timeout()` and the `resp_*` call, so
+        // with fake_rw a READ or WRITE is neither answered by `resp_read_dt0`/`resp_write_dt0`
+        // (no range check, no MEDIUM/RECOVERED injection) nor swallowed by OPT_TIMEOUT.
+        if self.params.fake_rw
+            && let Some(index) = lun
+            && let Some((_, _, blocks)) = Cdb::parse_rw(cmd.cdb.as_slice())
+        {
+            if let Some(completion) = self.unit_attention(cmd, index, inject) {
+                return Some(completion);
+            }
+            if self.luns[index].stopped {
+                return Some(self.check(cmd, SenseKey::NotReady, 0x04, 0x02, None, None));
+            }
+            return Some(self.fake_rw_done(cmd, blocks));
         }
         if inject && self.params.opts & OPT_TIMEOUT != 0 {
             self.stats.injected_timeouts += 1;
@@ -85,6 +104,16 @@ impl<C: Clock> ScsiDebug<C> {
             completion.residual_bytes = residual;
         }
         Some(completion)
+    }
+
+    /// A READ or WRITE under `fake_rw`: GOOD, nothing moved, the residual of a buffer longer
+    /// than the transfer (Linux schedules the response with no `resp_*` function).
+    fn fake_rw_done(&self, cmd: &ScsiCmd<'_>, blocks: BlockCount) -> HostCompletion {
+        let bytes = blocks.0 as usize * self.params.sector_size as usize;
+        HostCompletion {
+            residual_bytes: cmd.data.len().saturating_sub(bytes) as u32,
+            ..HostCompletion::good(cmd.tag)
+        }
     }
 
     fn every_nth_hit(&self) -> bool {

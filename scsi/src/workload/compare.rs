@@ -169,9 +169,10 @@ mod tests {
 
     #[test]
     fn three_modes_with_the_reserve_sizes_of_the_issue() {
-        let params =
-            WorkloadParams::parse("max_queue=1519 ios=2000 iodepth=32 every_nth=50 opts=8")
-                .unwrap();
+        let params = WorkloadParams::parse(
+            "can_queue=1519 ios=2000 iodepth=32 every_nth=50 opts=8 fake_rw=0",
+        )
+        .unwrap();
         let slabs = [HeapSense::new(), HeapSense::new(), HeapSense::new()];
         let summary = compare_sense_modes(&params, slabs, ManualClock::new(1000), 3).unwrap();
         assert_eq!(summary.len(), 3);

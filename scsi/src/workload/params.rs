@@ -281,14 +281,14 @@ mod tests {
 
     #[test]
     fn fio_and_scsi_debug_names() {
-        let p = WorkloadParams::parse("numjobs=2 qd=16 bs=4k runtime=500ms rw=randrw sense=prealloc max_queue=1519 every_nth=100 opts=8")
+        let p = WorkloadParams::parse("numjobs=2 qd=16 bs=4k runtime=500ms rw=randrw sense=prealloc can_queue=1519 every_nth=100 opts=8")
             .unwrap();
         assert_eq!((p.job.numjobs, p.job.iodepth, p.job.bs), (2, 16, 4096));
         assert_eq!(p.job.limit, Limit::RuntimeNs(500_000_000));
         assert_eq!(p.job.rw, RwMode::RandRw);
         assert_eq!(p.sense, SenseMode::Prealloc);
         assert_eq!(
-            (p.target.max_queue, p.target.every_nth, p.target.opts),
+            (p.target.host_can_queue(), p.target.every_nth, p.target.opts),
             (1519, 100, 8)
         );
         assert!(p.target.fake_rw && p.target.delay == 0);
@@ -301,7 +301,7 @@ mod tests {
     #[test]
     fn every_key_reads_the_one_number_syntax() {
         let p = WorkloadParams::parse(
-            "bs=0x1000 qd=0x20 ios=4k runtime=100ms max_queue=0x100 dev_size_mb=1k every_nth=-0x10",
+            "bs=0x1000 qd=0x20 ios=4k runtime=100ms max_queue=0x80 dev_size_mb=1k every_nth=-0x10",
         )
         .unwrap();
         assert_eq!((p.job.bs, p.job.iodepth), (4096, 32));
@@ -310,7 +310,7 @@ mod tests {
             WorkloadParams::parse("ios=4k").unwrap().job.limit,
             Limit::Ios(4096)
         );
-        assert_eq!((p.target.max_queue, p.target.dev_size_mb), (256, 1024));
+        assert_eq!((p.target.max_queue, p.target.dev_size_mb), (128, 1024));
         assert_eq!(p.target.every_nth, -16);
         assert_eq!(
             WorkloadParams::parse("sense=mempool:0x10").unwrap().sense,

@@ -27,8 +27,10 @@ fn exact_counts_with_an_ios_limit() {
 
 #[test]
 fn injected_recovered_errors_fill_sense_and_still_count() {
+    // Injection on READ/WRITE lives in the response function, which fake_rw=1 skips (Linux).
     let params =
-        WorkloadParams::parse("ios=1000 iodepth=4 every_nth=10 opts=8 sense=prealloc").unwrap();
+        WorkloadParams::parse("ios=1000 iodepth=4 every_nth=10 opts=8 sense=prealloc fake_rw=0")
+            .unwrap();
     let report = run_fake_rw(&params, HeapSense::new(), ManualClock::new(1000)).unwrap();
     assert_eq!(report.ios, 1000);
     assert_eq!(report.recovered, 100);
@@ -41,7 +43,8 @@ fn injected_recovered_errors_fill_sense_and_still_count() {
 #[test]
 fn injected_timeouts_are_aborted_and_every_command_completes_once() {
     let params =
-        WorkloadParams::parse("ios=400 iodepth=4 every_nth=100 opts=4 timeout=2ms").unwrap();
+        WorkloadParams::parse("ios=400 iodepth=4 every_nth=100 opts=4 timeout=2ms fake_rw=0")
+            .unwrap();
     let target = ScsiDebug::new(params.target.clone(), ManualClock::new(1000));
     let mut stack = Midlayer::new(
         target,
@@ -61,9 +64,33 @@ fn injected_timeouts_are_aborted_and_every_command_completes_once() {
     assert_eq!(report.sense.in_use, 0);
 }
 
+/// Linux scsi_debug: with fake_rw=1, READ/WRITE `goto fini` before `fake_timeout()` and the
+/// `resp_*` function, so every_nth/opts injection does not reach data commands.
+#[test]
+fn fake_rw_skips_injection_on_data_commands_as_linux_does() {
+    for opts in ["opts=8", "opts=4", "opts=2"] {
+        let text = alloc::format!("ios=2000 iodepth=4 every_nth=10 {opts} rw=randrw timeout=2ms");
+        let params = WorkloadParams::parse(&text).unwrap();
+        let report = run_fake_rw(&params, HeapSense::new(), ManualClock::new(1000)).unwrap();
+        assert_eq!(
+            (report.ios, report.recovered, report.errors),
+            (2000, 0, 0),
+            "{text}"
+        );
+        assert_eq!(report.midlayer.timeouts, 0, "{text}");
+        let params = WorkloadParams::parse(&alloc::format!("{text} fake_rw=0")).unwrap();
+        let report = run_fake_rw(&params, HeapSense::new(), ManualClock::new(1000)).unwrap();
+        let injected = report.recovered + report.errors + report.midlayer.timeouts;
+        assert!(
+            injected > 0,
+            "{text} fake_rw=0 injected nothing: {report:?}"
+        );
+    }
+}
+
 #[test]
 fn rejects_impossible_jobs() {
-    let params = WorkloadParams::parse("iodepth=200 max_queue=192").unwrap();
+    let params = WorkloadParams::parse("iodepth=200 can_queue=192").unwrap();
     assert!(matches!(
         run_fake_rw(&params, HeapSense::new(), ManualClock::new(1000)),
         Err(WorkloadError::TooDeep {

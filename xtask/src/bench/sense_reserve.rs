@@ -41,7 +41,7 @@ pub struct Options {
 /// The job both places run.
 fn job(quick: bool) -> String {
     let runtime = if quick { "30ms" } else { "100ms" };
-    format!("max_queue=1519 iodepth=32 bs=4k runtime={runtime}")
+    format!("can_queue=1519 iodepth=32 bs=4k runtime={runtime}")
 }
 
 /// Runs the benchmark and reports it.

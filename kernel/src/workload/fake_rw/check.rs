@@ -72,9 +72,13 @@ pub fn check(params: &WorkloadParams, runs: &[QueueRun]) -> Vec<String> {
     }
     let opts = params.target.opts;
     let every_nth = u64::from(params.target.every_nth.unsigned_abs());
+    // With fake_rw=1, READ/WRITE skip the response function and OPT_TIMEOUT as in Linux, so
+    // only unit attentions can fire on this data-only workload; the others must not.
+    let fake_rw = params.target.fake_rw;
     if every_nth != 0 && done >= 2 * every_nth {
         let fired = |bit: u32, count: fn(&TargetStats) -> u64| {
-            opts & bit == 0 || runs.iter().map(|run| count(&run.target)).sum::<u64>() > 0
+            let injected = runs.iter().map(|run| count(&run.target)).sum::<u64>();
+            opts & bit == 0 || (injected > 0) != (fake_rw && bit != OPT_UNIT_ATTENTION)
         };
         for (bit, name, count) in [
             (
@@ -90,8 +94,14 @@ pub fn check(params: &WorkloadParams, runs: &[QueueRun]) -> Vec<String> {
             }),
         ] {
             if !fired(bit, count) {
+                let outcome = if fake_rw && bit != OPT_UNIT_ATTENTION {
+                    "an injected {name} although fake_rw=1 skips injection on READ/WRITE"
+                } else {
+                    "no injected {name}"
+                };
                 failures.push(format!(
-                    "every_nth={every_nth}: no injected {name} in {done} commands"
+                    "every_nth={every_nth}: {} in {done} commands",
+                    outcome.replace("{name}", name)
                 ));
             }
         }
