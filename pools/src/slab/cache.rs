@@ -13,7 +13,6 @@ use crate::error::PoolError;
 use crate::radix::RadixMap;
 use crate::raw;
 
-#[path = "cache_invariants.rs"]
 mod invariants;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -435,5 +435,4 @@ impl Cdb {
 }
 
 #[cfg(test)]
-#[path = "cdb_tests.rs"]
 mod tests;

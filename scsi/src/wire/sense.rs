@@ -401,5 +401,4 @@ impl core::fmt::Display for Sense {
 }
 
 #[cfg(test)]
-#[path = "sense_tests.rs"]
 mod tests;

@@ -1,0 +1,93 @@
+//! Time for the midlayer, the scsi_debug target and the workload: a monotonic nanosecond clock
+//! behind a trait, so the same code runs on the host (`std::time::Instant` in tests and examples),
+//! in the guest (the TSC) and in deterministic tests ([`ManualClock`]).
+
+use alloc::rc::Rc;
+use core::cell::Cell;
+
+/// A monotonic clock.
+pub trait Clock {
+    /// Nanoseconds since an arbitrary fixed origin; never decreases.
+    fn now_ns(&self) -> u64;
+
+    /// Called by synchronous loops (scan, block I/O) between polls while they wait. Real clocks
+    /// spin; [`ManualClock`] advances simulated time so waits end in tests.
+    fn relax(&self) {
+        core::hint::spin_loop();
+    }
+
+    /// A timed window opens: the workload's measured loop starts now. `slot` names the case
+    /// (the workload passes its sense mode's [`slot`](crate::sense_alloc::SenseMode::slot)).
+    /// The guest kernel puts an instruction-count marker here; other clocks do nothing.
+    fn window_begin(&self, slot: u8) {
+        let _ = slot;
+    }
+
+    /// The timed window opened by [`window_begin`](Self::window_begin) closes.
+    fn window_end(&self, slot: u8) {
+        let _ = slot;
+    }
+}
+
+impl<C: Clock + ?Sized> Clock for &C {
+    fn now_ns(&self) -> u64 {
+        (**self).now_ns()
+    }
+    fn relax(&self) {
+        (**self).relax()
+    }
+    fn window_begin(&self, slot: u8) {
+        (**self).window_begin(slot)
+    }
+    fn window_end(&self, slot: u8) {
+        (**self).window_end(slot)
+    }
+}
+
+impl<C: Clock + ?Sized> Clock for Rc<C> {
+    fn now_ns(&self) -> u64 {
+        (**self).now_ns()
+    }
+    fn relax(&self) {
+        (**self).relax()
+    }
+    fn window_begin(&self, slot: u8) {
+        (**self).window_begin(slot)
+    }
+    fn window_end(&self, slot: u8) {
+        (**self).window_end(slot)
+    }
+}
+
+/// A simulated clock shared by clones: time moves only through [`advance`](Self::advance) and,
+/// by `relax_step_ns` per call, through [`relax`](Clock::relax). Tests use it to make delays and
+/// timeouts deterministic.
+#[derive(Debug, Clone, Default)]
+pub struct ManualClock {
+    now: Rc<Cell<u64>>,
+    relax_step_ns: u64,
+}
+
+impl ManualClock {
+    /// A clock at time 0 that advances `relax_step_ns` per `relax()`.
+    pub fn new(relax_step_ns: u64) -> ManualClock {
+        ManualClock {
+            now: Rc::new(Cell::new(0)),
+            relax_step_ns,
+        }
+    }
+
+    /// Moves time forward by `ns`.
+    pub fn advance(&self, ns: u64) {
+        self.now.set(self.now.get().saturating_add(ns));
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ns(&self) -> u64 {
+        self.now.get()
+    }
+    fn relax(&self) {
+        self.advance(self.relax_step_ns);
+    }
+}
