@@ -19,6 +19,9 @@ use crate::memmap::{PAGE_BYTES, PhysRange};
 use crate::node_frames::NodeFrames;
 use crate::topology::Topology;
 
+/// The DMA frame allocator as a `pools` backing (what every dmapool and slab in the guest sits on).
+pub type Frames = &'static DmaFrames;
+
 /// The guest's DMA frame allocator.
 #[derive(Debug)]
 pub struct DmaFrames {

@@ -18,19 +18,7 @@ use lock_api::RawMutex;
 use crate::dmapool::{DmaPool, PoolAlgorithm, PoolConfig, RawBlock};
 use crate::error::PoolError;
 
-/// A monotonic clock.
-pub trait Clock {
-    /// Nanoseconds since an arbitrary origin.
-    fn now_ns(&self) -> u64;
-
-    /// A timed loop starts (called just after its first clock read). The guest kernel puts
-    /// an instruction-count marker here; other clocks do nothing.
-    fn window_begin(&self) {}
-
-    /// The timed loop opened by [`window_begin`](Self::window_begin) ended (called just
-    /// before its last clock read).
-    fn window_end(&self) {}
-}
+pub use crate::clock::Clock;
 
 /// Block size of the mpt3sas chain pool.
 pub const CHAIN_SIZE: usize = 128;
@@ -99,10 +87,12 @@ pub fn fill_drain_with<A: PoolAlgorithm, R: RawMutex>(
     locking: Locking,
 ) -> Result<FillDrain, PoolError> {
     let config = PoolConfig::new("bench", size).align(align);
-    fill_drain_config::<A, R>(clock, backing, config, n, slots, locking)
+    fill_drain_config::<A, R>(clock, backing, config, n, slots, locking, 0)
 }
 
-/// [`fill_drain_with`] on a pool made from `config` (e.g. one placed on a node).
+/// [`fill_drain_with`] on a pool made from `config` (e.g. one placed on a node). Its alloc and
+/// free loops are timed windows on `window` ([`Clock::window_begin`]; the guest gives each
+/// implementation its own instruction-count slot).
 pub fn fill_drain_config<A: PoolAlgorithm, R: RawMutex>(
     clock: &impl Clock,
     backing: A::Backing,
@@ -110,12 +100,13 @@ pub fn fill_drain_config<A: PoolAlgorithm, R: RawMutex>(
     n: usize,
     slots: &mut Vec<RawBlock>,
     locking: Locking,
+    window: u8,
 ) -> Result<FillDrain, PoolError> {
     let (size, align) = (config.size, config.align);
     slots.clear();
     slots.reserve(n);
     let start = clock.now_ns();
-    clock.window_begin();
+    clock.window_begin(window);
     let mut pool = DmaPool::<A, R>::with_config(config, backing)?;
     match locking {
         Locking::PerOp => {
@@ -130,11 +121,11 @@ pub fn fill_drain_config<A: PoolAlgorithm, R: RawMutex>(
             }
         }
     }
-    clock.window_end();
+    clock.window_end(window);
     let filled = clock.now_ns();
     let pages = pool.info().pages;
     let drain = clock.now_ns();
-    clock.window_begin();
+    clock.window_begin(window);
     match locking {
         Locking::PerOp => {
             for &block in slots.iter() {
@@ -148,7 +139,7 @@ pub fn fill_drain_config<A: PoolAlgorithm, R: RawMutex>(
             }
         }
     }
-    clock.window_end();
+    clock.window_end(window);
     let drained = clock.now_ns();
     pool.destroy()?;
     let destroyed = clock.now_ns();

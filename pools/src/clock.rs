@@ -1,6 +1,8 @@
-//! Time for the midlayer, the scsi_debug target and the workload: a monotonic nanosecond clock
-//! behind a trait, so the same code runs on the host (`std::time::Instant` in tests and examples),
-//! in the guest (the TSC) and in deterministic tests ([`ManualClock`]).
+//! Time for the benchmarks here and, through `scsi::clock`, for the SCSI midlayer, the
+//! scsi_debug target and the workload: one monotonic nanosecond clock behind a trait, so the same
+//! code runs on the host (`std::time::Instant` in tests and examples), in the guest (the TSC)
+//! and in deterministic tests ([`ManualClock`]). It lives in `pools`, the lowest crate that
+//! needs a clock (`bench`).
 
 use alloc::rc::Rc;
 use core::cell::Cell;
@@ -17,7 +19,7 @@ pub trait Clock {
     }
 
     /// A timed window opens: the workload's measured loop starts now. `slot` names the case
-    /// (the workload passes its sense mode's [`slot`](crate::sense_alloc::SenseMode::slot)).
+    /// (the `scsi` workload passes its sense mode's `SenseMode::slot`).
     /// The guest kernel puts an instruction-count marker here; other clocks do nothing.
     fn window_begin(&self, slot: u8) {
         let _ = slot;

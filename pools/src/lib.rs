@@ -16,7 +16,7 @@
 //! node sets), [`slab`] (kmem_cache-like object cache), [`magazine`] (a per-CPU front of free
 //! objects for any allocator), [`mempool`] (reserve with Linux semantics), [`poolinfo`] (the
 //! sysfs `pools` file format), [`bench`](mod@bench) (the benchmark workload shared by host and
-//! guest).
+//! guest), [`clock`] (the one monotonic clock trait of the stack; `scsi` re-exports it).
 #![no_std]
 
 extern crate alloc;
@@ -25,6 +25,7 @@ extern crate std;
 
 pub mod backing;
 pub mod bench;
+pub mod clock;
 pub mod dmapool;
 mod error;
 #[cfg(any(test, feature = "std"))]

@@ -6,8 +6,9 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// CDB size the driver uses (the device default; `cdb_size` in config space).
 pub const CDB_SIZE: usize = 32;
-/// Sense bytes in a response (the device default; `sense_size` in config space).
-pub const SENSE_SIZE: usize = 96;
+/// Sense bytes in a response (the device default, `sense_size` in config space, is Linux's
+/// sense buffer size, which the midlayer's buffers have).
+pub const SENSE_SIZE: usize = scsi::wire::SCSI_SENSE_BUFFERSIZE;
 
 /// Device configuration layout (virtio 1.2 §5.6.4).
 #[derive(

@@ -31,11 +31,9 @@ use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 
 use crate::arch::{insn_marker, time};
 use crate::console::println;
-use crate::dma::DmaFrames;
 use crate::pci::{Bdf, PciFunction};
 
-/// The DMA frame allocator as a `pools` backing.
-pub type Frames = &'static DmaFrames;
+pub use crate::dma::Frames;
 /// The midlayer every host is attached to.
 pub type Stack<'s, H> = Midlayer<H, SlabSense<'s, Frames>, KernelClock>;
 

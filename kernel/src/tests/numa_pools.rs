@@ -16,12 +16,11 @@ use spin::Mutex as SpinMutex;
 
 use super::ensure;
 use super::memory::Rng;
-use crate::dma::DmaFrames;
+use crate::dma::Frames;
 use crate::smp;
 use crate::sync::barrier::SpinBarrier;
 use crate::sync::spinlock::{CountingSpinLock, LockStats};
 
-type Frames = &'static DmaFrames;
 type Set = NodePoolSet<Scalable<Frames, SideStack>, CountingSpinLock>;
 
 /// The calling CPU's node, as the kernel knows it.

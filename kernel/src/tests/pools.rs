@@ -11,9 +11,7 @@ use pools::{DmaPool, PoolAlgorithm, PoolConfig, PoolError, SlabCache, SlabConfig
 
 use super::ensure;
 use super::memory::Rng;
-use crate::dma::DmaFrames;
-
-type Frames = &'static DmaFrames;
+use crate::dma::Frames;
 
 fn frames() -> Result<Frames, String> {
     crate::dma::frames().ok_or_else(|| "no DMA frame allocator".to_string())

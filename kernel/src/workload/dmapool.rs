@@ -10,34 +10,16 @@
 
 use alloc::vec::Vec;
 
-use pools::bench::{Clock, FillDrain, Locking, MinOfReps, fill_drain_config};
+use pools::bench::{FillDrain, Locking, MinOfReps, fill_drain_config};
 use pools::dmapool::{DefaultRawMutex, Legacy, Scalable, SideStack};
 use pools::{DmaPool, PoolAlgorithm, PoolConfig, PoolError, RawBlock};
 
 use crate::arch::exit::ExitCode;
 use crate::arch::insn_marker::{self, Counted};
-use crate::arch::time;
 use crate::cmdline::{Cmdline, DmapoolMode, PoolImpl};
 use crate::console::println;
-use crate::dma::DmaFrames;
-
-/// The calibrated TSC as the benchmark's clock; its timed loops are instruction-count windows
-/// on `slot` (one per implementation).
-pub struct TscClock {
-    pub slot: u8,
-}
-
-impl Clock for TscClock {
-    fn now_ns(&self) -> u64 {
-        time::now_ns()
-    }
-    fn window_begin(&self) {
-        insn_marker::begin(self.slot);
-    }
-    fn window_end(&self) {
-        insn_marker::end(self.slot);
-    }
-}
+use crate::dma::Frames;
+use crate::storage::KernelClock;
 
 /// The instruction-count slot of an implementation.
 fn slot(which: PoolImpl) -> u8 {
@@ -46,8 +28,6 @@ fn slot(which: PoolImpl) -> u8 {
         _ => 1,
     }
 }
-
-type Frames = &'static DmaFrames;
 
 /// Timed repetitions of `which` at `n`, after the warm-up. The O(1) pool takes milliseconds per
 /// run, so it gets several (a better minimum on a busy host); legacy's free loop is O(n²), so
@@ -70,13 +50,25 @@ fn run_once(
     slots: &mut Vec<RawBlock>,
 ) -> Result<FillDrain, PoolError> {
     let per_op = Locking::PerOp;
-    let clock = TscClock { slot: slot(which) };
+    let window = slot(which);
     match which {
         PoolImpl::Legacy => fill_drain_config::<Legacy<Frames>, DefaultRawMutex>(
-            &clock, frames, config, n, slots, per_op,
+            &KernelClock,
+            frames,
+            config,
+            n,
+            slots,
+            per_op,
+            window,
         ),
         _ => fill_drain_config::<Scalable<Frames, SideStack>, DefaultRawMutex>(
-            &clock, frames, config, n, slots, per_op,
+            &KernelClock,
+            frames,
+            config,
+            n,
+            slots,
+            per_op,
+            window,
         ),
     }
 }

@@ -31,12 +31,11 @@ use crate::arch::insn_marker::{self, Counted};
 use crate::arch::time;
 use crate::cmdline::{Cmdline, DmapoolMode};
 use crate::console::println;
-use crate::dma::DmaFrames;
+use crate::dma::Frames;
 use crate::smp;
 use crate::sync::barrier::SpinBarrier;
 use crate::sync::spinlock::{CountingSpinLock, LockStats};
 
-type Frames = &'static DmaFrames;
 type Pool = DmaPool<Scalable<Frames, SideStack>, CountingSpinLock>;
 type PoolSet = NodePoolSet<Scalable<Frames, SideStack>, CountingSpinLock>;
 

@@ -43,8 +43,8 @@ use super::{Mpt, MptError};
 
 mod completion;
 
-/// Sense bytes per command (SCSI_SENSE_BUFFERSIZE).
-const SENSE_BYTES: usize = 96;
+/// Sense bytes per command: the midlayer's buffer size.
+const SENSE_BYTES: usize = scsi::wire::SCSI_SENSE_BUFFERSIZE;
 /// Largest transfer the host advertises, in segments (before the IOC's own limit).
 const MAX_SEGMENTS: usize = 256;
 /// How long `abort` waits for the task management reply.
