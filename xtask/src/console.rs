@@ -8,6 +8,7 @@
 //! - `BOOT {json}`: boot facts (kernel version, TSC rate, `tsc_ms_to_first_workload`, RAM, PCI);
 //! - `test NAME ... ok` / `test NAME ... FAILED: reason`: the guest test runner, closed by a plain
 //!   `N passed, N failed` line;
+//! - `VERIFY-PLAN {json}`: one range `workload=verify` writes (checked in the image afterwards);
 //! - `FAULT …` (CPU exception report), `PANIC …` (Rust panic), `CMDLINE ERROR: key '…': …`.
 
 use serde_json::{Map, Value};
@@ -21,6 +22,8 @@ pub enum Line<'a> {
     Result(&'a str),
     /// The JSON text after `BOOT `.
     Boot(&'a str),
+    /// The JSON text after `VERIFY-PLAN `.
+    VerifyPlan(&'a str),
     TestOk {
         name: &'a str,
     },
@@ -48,6 +51,9 @@ pub fn classify(line: &str) -> Line<'_> {
     }
     if let Some(json) = line.strip_prefix("BOOT ") {
         return Line::Boot(json.trim());
+    }
+    if let Some(json) = line.strip_prefix("VERIFY-PLAN ") {
+        return Line::VerifyPlan(json.trim());
     }
     if let Some(rest) = line.strip_prefix("test ") {
         if let Some((name, outcome)) = rest.split_once(" ... ") {
@@ -102,7 +108,9 @@ pub struct Report {
     pub faults: Vec<String>,
     pub panics: Vec<String>,
     pub cmdline_errors: Vec<String>,
-    /// `RESULT` lines that were not JSON objects.
+    /// The `VERIFY-PLAN` objects, in order.
+    pub verify_plan: Vec<Map<String, Value>>,
+    /// `RESULT`, `BOOT` or `VERIFY-PLAN` lines that were not JSON objects.
     pub bad_results: Vec<Error>,
 }
 
@@ -116,6 +124,10 @@ impl Report {
             },
             Line::Boot(json) => match parse_result(json) {
                 Ok(object) => self.boot = Some(object),
+                Err(error) => self.bad_results.push(error),
+            },
+            Line::VerifyPlan(json) => match parse_result(json) {
+                Ok(object) => self.verify_plan.push(object),
                 Err(error) => self.bad_results.push(error),
             },
             Line::TestOk { name } => self.tests_ok.push(name.to_owned()),

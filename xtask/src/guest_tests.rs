@@ -11,12 +11,16 @@
 //! timeout_secs = 60          # optional: else the profile's
 //! smp = 2                    # optional: else the profile's
 //!
+//! verify_disks = 2           # optional: this many disks must print a verify plan
+//!
 //! [[test.image_check]]       # optional: after QEMU exits, check a disk image's bytes
 //! disk = "disk0"             # (see image_check.rs for the patterns)
 //! len_bytes = 1048576
-//! pattern = "offset-u64"
-//! seed = 0x5e45e9001
+//! pattern = "zero"
 //! ```
+//!
+//! Every `VERIFY-PLAN` line a boot prints is checked against the disk images too (the plan's
+//! ranges hold the pattern, the rest of each image is zero), whatever the table says.
 //!
 //! A `pass` boot runs the in-guest test runner (`test=all` runs every normal test in one boot): it
 //! passes when QEMU exits with the success status, the runner's closing line is
@@ -38,7 +42,7 @@ use crate::console::{self, Line};
 use crate::error::{Error, Result};
 use crate::guest::{Guest, Overrides};
 use crate::host_tests::Tally;
-use crate::image_check::ImageCheck;
+use crate::image_check::{self, ImageCheck};
 use crate::insns;
 use crate::profile::{self, Profile};
 use crate::symbols;
@@ -65,6 +69,10 @@ pub struct GuestTest {
     pub timeout_secs: Option<u64>,
     #[serde(default)]
     pub smp: Option<u32>,
+    /// Disks that must have printed a `VERIFY-PLAN` (a verify boot that prints none would
+    /// otherwise check nothing).
+    #[serde(default)]
+    pub verify_disks: Option<usize>,
     #[serde(default)]
     pub image_check: Vec<ImageCheck>,
     /// Load the instruction-count plugin; every `RESULT` must then carry `insns_per_op`.
@@ -237,7 +245,20 @@ fn show_test_lines(outcome: &Outcome) {
 /// Decides a test from its boot and then its disk images: `Ok(detail)` or `Err(reason)`.
 pub fn judge(test: &GuestTest, outcome: &Outcome) -> Result<String, String> {
     let detail = judge_console(test, outcome)?;
-    for check in &test.image_check {
+    let plan = image_check::parse_plan(&outcome.report.verify_plan)?;
+    let planned_disks: std::collections::BTreeSet<&str> =
+        plan.iter().map(|range| range.serial.as_str()).collect();
+    if let Some(expected) = test.verify_disks
+        && planned_disks.len() != expected
+    {
+        return Err(format!(
+            "{} disk(s) printed a verify plan ({planned_disks:?}), expected {expected}",
+            planned_disks.len()
+        ));
+    }
+    let checks = image_check::checks_from_plan(&plan)?;
+    let all: Vec<&ImageCheck> = test.image_check.iter().chain(&checks).collect();
+    for check in &all {
         let image = outcome
             .images
             .iter()
@@ -245,12 +266,13 @@ pub fn judge(test: &GuestTest, outcome: &Outcome) -> Result<String, String> {
             .ok_or_else(|| format!("image_check: the profile has no raw disk '{}'", check.disk))?;
         check.verify(&image.path)?;
     }
-    if test.image_check.is_empty() {
+    if all.is_empty() {
         Ok(detail)
     } else {
         Ok(format!(
-            "{detail}; {} image range(s) verified",
-            test.image_check.len()
+            "{detail}; {} image range(s) verified ({} from the guest's verify plan)",
+            all.len(),
+            checks.len()
         ))
     }
 }
@@ -366,6 +388,7 @@ mod tests {
             expect_lines: Vec::new(),
             timeout_secs: None,
             smp: None,
+            verify_disks: None,
             image_check: Vec::new(),
             count_insns: false,
         }

@@ -164,7 +164,17 @@ impl<'a> Machine<'a> {
                 ]);
             }
         }
-        command.args(["-device", &format!("{},drive={}", disk.device, disk.name)]);
+        // The disk's name is its unit serial number (VPD page 80h) unless the profile sets one,
+        // so the guest can say which image a disk is (`VERIFY-PLAN` lines name it).
+        let serial = if disk.device.contains("serial=") {
+            String::new()
+        } else {
+            format!(",serial={}", disk.name)
+        };
+        command.args([
+            "-device",
+            &format!("{},drive={}{serial}", disk.device, disk.name),
+        ]);
     }
 }
 
@@ -275,7 +285,7 @@ mod tests {
         assert!(has_pair(
             &args,
             "-device",
-            "scsi-hd,bus=scsi0.0,scsi-id=0,drive=disk0"
+            "scsi-hd,bus=scsi0.0,scsi-id=0,drive=disk0,serial=disk0"
         ));
         assert!(has_pair(
             &args,

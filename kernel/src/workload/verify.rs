@@ -9,10 +9,13 @@
 //! sense data (ILLEGAL REQUEST, ASC 21h), which proves the adapter's sense path (MPT
 //! autosense DMA into the slab's buffers). SYNCHRONIZE CACHE then flushes the write cache.
 //!
-//! The pattern lets the host check the image files after QEMU exits (`image_check` with
-//! `pattern = "offset-u64"` in tests/guest.toml): every 8-byte little-endian word holds its own
-//! byte offset in the disk XOR the disk's seed, where the disk's seed is `seed=` XOR the SCSI
-//! target id, so a block written to the wrong LBA or the wrong disk shows up with its offset.
+//! The pattern lets the host check the image files after QEMU exits: every 8-byte little-endian
+//! word holds its own byte offset in the disk XOR the disk's seed, where the disk's seed is
+//! `seed=` XOR the SCSI target id, so a block written to the wrong LBA or the wrong disk shows
+//! up with its offset. The guest prints its plan (`VERIFY-PLAN {json}`, one line per range,
+//! naming the disk by its unit serial number, which xtask sets to the image's name) and xtask
+//! checks each image from those lines (xtask/src/image_check.rs), so no offset is copied by
+//! hand into tests/guest.toml.
 //! A mismatch in the guest is reported with the first wrong offset, expected and found words.
 
 use alloc::format;
@@ -22,7 +25,7 @@ use alloc::vec::Vec;
 
 use scsi::host::ScsiHost;
 use scsi::midlayer::{Request, ScsiError};
-use scsi::wire::{Cdb, Lba};
+use scsi::wire::{Cdb, Lba, VpdPage};
 
 use crate::arch::exit::ExitCode;
 use crate::arch::time;
@@ -111,6 +114,7 @@ impl Verify {
             disk.disk.block_len,
             stack.max_transfer_bytes(),
         );
+        print_plan(disk, &unit_serial(stack, disk), seed, &plan);
         let mut ok = true;
         for range in plan.iter().copied() {
             if let Err(err) = self.check_range(stack, disk, seed, range) {
@@ -142,6 +146,53 @@ impl Verify {
             );
         }
         ok
+    }
+}
+
+/// The unit serial number (VPD page 80h, SPC-5 §7.7.18), printable ASCII with the padding
+/// trimmed; empty when the device has none or the INQUIRY fails (the plan is still printed, and
+/// xtask reports that it matches no image).
+fn unit_serial<H: ScsiHost>(stack: &mut Stack<'_, H>, disk: &NamedDisk) -> String {
+    const ALLOC_LEN: u16 = 255;
+    let cdb = Cdb::Inquiry {
+        evpd: true,
+        page: 0x80,
+        alloc_len: ALLOC_LEN,
+    };
+    let request = Request::new(disk.disk.device, cdb, vec![0u8; usize::from(ALLOC_LEN)]);
+    match stack.execute(request) {
+        (Ok(_), data) => match VpdPage::parse(&data) {
+            Ok(VpdPage::UnitSerial(bytes)) => bytes
+                .iter()
+                .map(|&byte| char::from(byte))
+                .filter(|c| c.is_ascii_graphic())
+                .collect(),
+            _ => String::new(),
+        },
+        (Err(err), _) => {
+            log::warn!("verify {}: no unit serial number: {err}", disk.name);
+            String::new()
+        }
+    }
+}
+
+/// Prints the plan as one `VERIFY-PLAN {json}` line per range, so xtask checks the disk image
+/// after QEMU exits from what the guest wrote rather than from offsets copied by hand: each
+/// range must hold the pattern and every other byte of the (fresh) image must be zero.
+fn print_plan(disk: &NamedDisk, serial: &str, seed: u64, plan: &[Range]) {
+    for range in plan {
+        let line = JsonObject::new()
+            .str("disk", &disk.name)
+            .str("hctl", &disk.hctl)
+            .str("serial", serial)
+            .u64("block_len", u64::from(disk.disk.block_len))
+            .u64("blocks", disk.disk.blocks)
+            .u64("seed", seed)
+            .str("range", range.name)
+            .u64("lba", range.lba)
+            .u64("len_blocks", range.blocks)
+            .finish();
+        println!("VERIFY-PLAN {line}");
     }
 }
 
