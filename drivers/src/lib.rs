@@ -6,8 +6,10 @@
 //! ([`mpt::regs::MptRegisters`], virtio-drivers' `Transport`) and to DMA memory through
 //! [`dma::DmaMemory`]. `unsafe` lives only where memory or hardware is touched: the
 //! `regs`/`dma` modules that implement those traits over MMIO and identity-mapped memory,
-//! and the virtio-scsi calls to virtio-drivers' `VirtQueue::add`/`pop_used`, whose buffer
-//! contracts come from the midlayer's `ScsiHost` contract. That split is what lets the host
+//! and the virtio-scsi calls to virtio-drivers' `VirtQueue::add`/`pop_used`, whose buffers
+//! the driver owns while the device holds them: a command's data and sense buffers move into
+//! the host with it (`scsi::host::ScsiCmd`) and only leave with its completion, an abort or a
+//! confirmed reset, and are leaked when a reset is not confirmed. That split is what lets the host
 //! tests drive every path, including a misbehaving device, against in-memory fakes
 //! (`mpt::fake` and `dma::fake` behind the `fake` feature; a fake virtio-scsi device in
 //! `tests/virtio_fake`).

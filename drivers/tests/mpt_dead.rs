@@ -7,10 +7,10 @@
 //! poll finds nothing, and no register is touched. The fake is then woken up and runs the
 //! requests it kept, to show they land in memory that is still there.
 
-mod inflight;
+mod commands;
 mod mpt_rig;
 
-use inflight::Buffers;
+use commands::{Sense, Submissions, command};
 use mpt_rig::*;
 
 use drivers::delay::CountingDelay;
@@ -19,11 +19,10 @@ use drivers::dma::mapping::BounceMapper;
 use drivers::mpt::fake::FakeIoc;
 use drivers::mpt::host::MptHost;
 use drivers::mpt::regs::{MptRegisters, REPLY_FIFO_EMPTY, Register};
-use scsi::host::{DataDirection, HostCompletion, HostError, QueueError, ScsiCmd, ScsiHost};
-use scsi::sense_alloc::SenseStorage;
-use scsi::wire::{CdbBytes, Lun, Tag};
+use scsi::host::{DataDirection, HostCompletion, HostError, QueueError, ScsiHost};
+use scsi::wire::{CdbBytes, Tag};
 
-type Host = MptHost<FakeIoc, CountingDelay, FakeRegion, Pool, BounceMapper>;
+type Host = MptHost<FakeIoc, CountingDelay, FakeRegion, Pool, BounceMapper, Sense>;
 
 /// How the IOC fails to come back.
 #[derive(Debug, Clone, Copy)]
@@ -43,7 +42,7 @@ struct Bench {
     space: FakeDmaSpace,
     ioc: FakeIoc,
     host: Host,
-    buffers: Buffers,
+    buffers: Submissions,
 }
 
 fn bench() -> Bench {
@@ -61,46 +60,44 @@ fn bench() -> Bench {
         space,
         ioc,
         host,
-        buffers: Buffers::default(),
+        buffers: Submissions::default(),
     }
 }
 
 impl Bench {
     /// READ(10) of `blocks` blocks from target 0 (128 blocks need chain frames).
     fn submit(&mut self, tag: u16, blocks: u16) -> Result<(), QueueError> {
-        let index = self.buffers.data.len();
-        self.buffers.data.push(vec![0; usize::from(blocks) * 512]);
-        self.buffers.sense.push(Box::new([0; 96]));
+        let len = usize::from(blocks) * 512;
         let cdb = CdbBytes::from_slice(&rw10(0x28, 1, blocks)).expect("cdb");
         let direction = if blocks == 0 {
             DataDirection::None
         } else {
             DataDirection::FromDevice
         };
-        let (data, sense) = (
-            &mut self.buffers.data[index],
-            &mut self.buffers.sense[index],
-        );
-        let cmd = ScsiCmd {
-            tag: Tag(tag),
-            target: 0,
-            lun: Lun(0),
-            cdb: &cdb,
-            direction,
-            data,
-            sense: sense as &mut dyn SenseStorage,
-        };
-        let queued = self.host.queue_command(cmd);
-        if queued.is_ok() {
-            self.buffers.current.insert(tag, index);
+        let cmd = command(Tag(tag), 0, cdb, direction, vec![0; len]);
+        match self.host.queue_command(cmd) {
+            Ok(()) => {
+                let index = self.buffers.add(len);
+                self.buffers.current.insert(tag, index);
+                Ok(())
+            }
+            Err(refused) => Err(refused.error),
         }
-        queued
     }
 
+    /// Polls; each command's buffers must come back with it, except after a failed reset.
     fn poll(&mut self) -> Vec<HostCompletion> {
         let mut done = Vec::new();
-        self.host.poll(&mut self.buffers, &mut done);
-        done
+        self.host.poll(&mut done);
+        done.into_iter()
+            .map(|c| {
+                let completion = c.completion;
+                let leaked = completion.host_error == Some(HostError::ResetFailed);
+                assert_eq!(c.buffers.is_none(), leaked, "{completion:?}");
+                self.buffers.complete(c);
+                completion
+            })
+            .collect()
     }
 
     /// Three commands stuck in the IOC, two of them holding chain frames; returns the
@@ -148,7 +145,7 @@ impl Bench {
         assert_eq!(done[0].host_error, Some(HostError::Dead));
         assert!(self.poll().is_empty(), "completed exactly once");
         assert!(self.host.abort(Tag(0)).is_err());
-        assert!(self.host.reset().is_err());
+        assert!(self.host.reset(&mut Vec::new()).is_err());
         assert_eq!(self.ioc.model().resets, resets, "no reset of a dead IOC");
         assert_eq!(
             self.ioc.model().pending_requests(),
@@ -208,7 +205,12 @@ fn a_reset_the_ioc_never_finishes_is_an_error_and_the_host_dies() {
         let mut bench = bench();
         let chains = bench.stuck_commands();
         bench.wedge(how);
-        assert!(bench.host.reset().is_err(), "{how:?}: reset must fail");
+        let mut returned = Vec::new();
+        assert!(
+            bench.host.reset(&mut returned).is_err(),
+            "{how:?}: reset must fail"
+        );
+        assert!(returned.is_empty(), "{how:?}: the IOC may still write them");
         assert!(
             bench.poll().is_empty(),
             "{how:?}: reset drops them; the midlayer fails them"
@@ -263,7 +265,15 @@ fn a_failed_recovery_during_abort_fails_the_abort_and_every_command_once() {
 fn the_host_survives_a_reset_the_ioc_finishes() {
     let mut bench = bench();
     bench.stuck_commands();
-    assert_eq!(bench.host.reset(), Ok(()));
+    let mut returned = Vec::new();
+    assert_eq!(
+        bench.host.reset(&mut returned).map(|()| returned.len()),
+        Ok(3)
+    );
+    assert!(
+        returned.iter().all(|c| c.buffers.is_some()),
+        "all handed back"
+    );
     assert!(!bench.host.is_dead());
     assert_eq!(bench.host.adapter().chain_pool().live.get(), 0);
     bench.ioc.model().hold_scsi_io = false;

@@ -3,10 +3,10 @@
 //! and host resets. The exactly-once contract of `ScsiHost` holds throughout: a completion
 //! only for a tag in flight, never twice, none after an `Ok` abort or a reset.
 
-mod inflight;
+mod commands;
 mod mpt_rig;
 
-use inflight::Buffers;
+use commands::{Sense, Submissions, command};
 use std::collections::BTreeSet;
 
 use drivers::dma::mapping::BounceMapper;
@@ -15,9 +15,8 @@ use drivers::mpt::host::MptHost;
 use drivers::mpt::ioc::MptConfig;
 use mpt_rig::*;
 use proptest::prelude::*;
-use scsi::host::{DataDirection, HostCompletion, ScsiCmd, ScsiHost};
-use scsi::sense_alloc::SenseStorage;
-use scsi::wire::{CdbBytes, Lun, Tag};
+use scsi::host::{Completed, DataDirection, ScsiHost};
+use scsi::wire::{CdbBytes, Tag};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -48,18 +47,23 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn settle(
-    done: Vec<HostCompletion>,
-    buffers: &mut Buffers,
+    done: Vec<Completed<Sense>>,
+    buffers: &mut Submissions,
     in_flight: &mut BTreeSet<u16>,
     completed: &mut BTreeSet<usize>,
 ) {
     for c in done {
+        let tag = c.completion.tag;
         assert!(
-            in_flight.remove(&c.tag.0),
+            in_flight.remove(&tag.0),
             "completion for tag {} not in flight: {c:?}",
-            c.tag.0
+            tag.0
         );
-        let submission = buffers.current.remove(&c.tag.0).expect("tracked");
+        assert!(
+            c.buffers.is_some(),
+            "the fake IOC always resets: buffers come back"
+        );
+        let submission = buffers.complete(c);
         assert!(
             completed.insert(submission),
             "submission {submission} completed twice"
@@ -75,16 +79,14 @@ proptest! {
         let Rig { space, ioc, mpt } = rig;
         let mut memory = space.clone();
         let mut host = MptHost::new(mpt, BounceMapper { space: space.clone() }, &mut memory).expect("host");
-        let mut buffers = Buffers::default();
+        let mut buffers = Submissions::default();
         let mut in_flight = BTreeSet::new();
         let mut completed = BTreeSet::new();
         for op in ops {
             match op {
                 Op::Submit { write, blocks, target } => {
                     let Some(tag) = (0..TAGS).find(|t| !in_flight.contains(t)) else { continue };
-                    let index = buffers.data.len();
-                    buffers.data.push(vec![0x3C; usize::from(blocks) * 512]);
-                    buffers.sense.push(Box::new([0; 96]));
+                    let len = usize::from(blocks) * 512;
                     let b = blocks.to_be_bytes();
                     let op = if write { 0x2A } else { 0x28 };
                     let cdb = CdbBytes::from_slice(&[op, 0, 0, 0, 0, 1, 0, b[0], b[1], 0]).unwrap();
@@ -93,38 +95,38 @@ proptest! {
                         (_, true) => DataDirection::ToDevice,
                         (_, false) => DataDirection::FromDevice,
                     };
-                    let (data, sense) = (&mut buffers.data[index], &mut buffers.sense[index]);
-                    let cmd = ScsiCmd { tag: Tag(tag), target, lun: Lun(0), cdb: &cdb, direction, data, sense: sense as &mut dyn SenseStorage };
+                    let cmd = command(Tag(tag), target, cdb, direction, vec![0x3C; len]);
                     if host.queue_command(cmd).is_ok() {
                         in_flight.insert(tag);
+                        let index = buffers.add(len);
                         buffers.current.insert(tag, index);
                     }
                 }
                 Op::Poll => {
                     let mut done = Vec::new();
-                    host.poll(&mut buffers, &mut done);
+                    host.poll(&mut done);
                     settle(done, &mut buffers, &mut in_flight, &mut completed);
                 }
                 Op::HoldIo(hold) => ioc.model().hold_scsi_io = hold,
                 Op::Abort(tag) => {
-                    if host.abort(Tag(tag)).is_ok() {
+                    if let Ok(back) = host.abort(Tag(tag)) {
                         prop_assert!(in_flight.remove(&tag), "abort Ok for tag {} not in flight", tag);
-                        buffers.current.remove(&tag);
+                        completed.insert(buffers.end(Tag(tag), Some(back)));
                     }
                 }
                 Op::Inject(value) => ioc.model().inject_replies.push_back(value),
                 Op::Reset => {
-                    host.reset().expect("the fake IOC resets");
-                    for tag in std::mem::take(&mut in_flight) {
-                        buffers.current.remove(&tag);
-                    }
+                    let mut returned = Vec::new();
+                    host.reset(&mut returned).expect("the fake IOC resets");
+                    settle(returned, &mut buffers, &mut in_flight, &mut completed);
+                    prop_assert!(in_flight.is_empty(), "a reset hands every command back: {:?}", in_flight);
                 }
             }
         }
         ioc.model().hold_scsi_io = false;
         ioc.model().inject_replies.clear();
         let mut done = Vec::new();
-        host.poll(&mut buffers, &mut done);
+        host.poll(&mut done);
         settle(done, &mut buffers, &mut in_flight, &mut completed);
         prop_assert!(in_flight.is_empty(), "still in flight after the IOC ran: {:?}", in_flight);
         prop_assert_eq!(host.adapter().outstanding(), 0);

@@ -2,8 +2,6 @@
 //! scan finds the fake disks with their capacities, and block writes and reads large
 //! enough to need chain frames move the right bytes.
 
-mod inflight;
-
 use drivers::delay::CountingDelay;
 use drivers::dma::fake::{FakeDmaSpace, FakeRegion};
 use drivers::dma::mapping::BounceMapper;
@@ -12,7 +10,6 @@ use drivers::mpt::fake::{FakeDisk, FakeIoc, FakeIocConfig};
 use drivers::mpt::host::MptHost;
 use drivers::mpt::ioc::MptConfig;
 use drivers::mpt::sgl::ChainPool;
-use inflight::NoBuffers;
 use scsi::clock::ManualClock;
 use scsi::host::ScsiHost;
 use scsi::midlayer::Midlayer;
@@ -28,7 +25,7 @@ impl ChainPool for Pool {
     }
 }
 
-type Host = MptHost<FakeIoc, CountingDelay, FakeRegion, Pool, BounceMapper>;
+type Host = MptHost<FakeIoc, CountingDelay, FakeRegion, Pool, BounceMapper, Box<[u8; 96]>>;
 
 fn stack() -> (FakeIoc, Midlayer<Host, HeapSense, ManualClock>) {
     let space = FakeDmaSpace::new(0x1_0000_0000);
@@ -133,22 +130,31 @@ fn host_abort_and_reset_keep_the_exactly_once_contract() {
         .expect("submitted");
     // ABORT TASK through the host: the IOC terminates the stuck command, the host swallows
     // its completion and reports Ok.
-    assert_eq!(stack.host_mut().abort(stuck), Ok(()));
+    let back = stack.host_mut().abort(stuck).expect("aborted");
+    assert_eq!(back.data.len(), 4096, "its own buffer handed back");
     assert_eq!(
         stack.host().adapter().outstanding(),
         1,
         "only the other command is left"
     );
-    // A host reset drops the other one without a completion.
-    stack.host_mut().reset().expect("the IOC resets");
+    // A host reset hands the other one back, as terminated by the reset.
+    let mut returned = Vec::new();
+    stack
+        .host_mut()
+        .reset(&mut returned)
+        .expect("the IOC resets");
+    assert_eq!(returned.len(), 1);
+    assert_eq!(returned[0].completion.tag, other);
+    assert_eq!(
+        returned[0].completion.host_error,
+        Some(scsi::host::HostError::Reset)
+    );
     assert_eq!(stack.host().adapter().outstanding(), 0);
     assert_eq!(ioc.model().resets, 2);
     ioc.model().hold_scsi_io = false;
-    let mut inflight = NoBuffers;
     let mut done = Vec::new();
-    stack.host_mut().poll(&mut inflight, &mut done);
+    stack.host_mut().poll(&mut done);
     assert!(done.is_empty(), "nothing after abort or reset: {done:?}");
-    let _ = other;
 }
 
 #[test]

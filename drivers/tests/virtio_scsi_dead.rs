@@ -5,7 +5,6 @@
 //! the device. The fake keeps its queues and held requests through the ignored reset, and
 //! the tests let it complete them afterwards: it then writes into the leaked memory.
 
-mod inflight;
 mod virtio_fake;
 
 use std::collections::BTreeSet;
@@ -20,7 +19,7 @@ use scsi::sense_alloc::{HeapSense, SenseMode};
 use scsi::wire::{BlockCount, Cdb, Lba, Tag};
 use virtio_fake::{FakeScsi, HeapHal};
 
-type Host = VirtioScsiHost<HeapHal, FakeScsi, CountingDelay, 64>;
+type Host = VirtioScsiHost<HeapHal, FakeScsi, CountingDelay, Box<[u8; 96]>, 64>;
 type Stack = Midlayer<Host, HeapSense, ManualClock>;
 
 fn stack() -> (FakeScsi, Stack) {
@@ -95,10 +94,10 @@ fn assert_dead(fake: &FakeScsi, stack: &mut Stack) {
         "never at the device: handed back"
     );
     assert_eq!(
-        stack.host_mut().abort(tag),
+        stack.host_mut().abort(tag).map(|b| b.data.len()),
         Err(scsi::host::AbortFailed(tag))
     );
-    assert!(stack.host_mut().reset().is_err());
+    assert!(stack.host_mut().reset(&mut Vec::new()).is_err());
     assert_eq!(fake.state().request_notifies, notifies, "device untouched");
     let mut events = Vec::new();
     stack.host_mut().poll_events(&mut events);
@@ -118,7 +117,7 @@ fn a_reset_that_never_finishes_is_reported_as_a_typed_error() {
         })
     );
     // The host then gives the device up rather than dropping its queues.
-    assert!(host.reset().is_err());
+    assert!(host.reset(&mut Vec::new()).is_err());
     assert!(host.is_dead());
     assert!(host.device_mut().is_none());
 }

@@ -3,10 +3,7 @@
 //! block I/O, batching (one notify per burst), events, ABORT TASK, and a device that lies
 //! (unknown used id, used length beyond the buffers).
 
-mod inflight;
 mod virtio_fake;
-
-use inflight::NoBuffers;
 
 use drivers::delay::CountingDelay;
 use drivers::virtio_scsi::events::{ResetReason, ScsiEvent, parse_event};
@@ -19,7 +16,7 @@ use scsi::sense_alloc::{HeapSense, SenseMode};
 use scsi::wire::{BlockCount, Cdb, Lba, Lun};
 use virtio_fake::{FakeScsi, HeapHal};
 
-type Host = VirtioScsiHost<HeapHal, FakeScsi, CountingDelay, 64>;
+type Host = VirtioScsiHost<HeapHal, FakeScsi, CountingDelay, Box<[u8; 96]>, 64>;
 
 fn stack() -> (FakeScsi, Midlayer<Host, HeapSense, ManualClock>) {
     let fake = FakeScsi::new();
@@ -164,11 +161,15 @@ fn abort_task_swallows_the_aborted_command() {
     let mut done = Vec::new();
     stack.poll(&mut done);
     assert!(done.is_empty(), "held by the device");
-    assert_eq!(stack.host_mut().abort(tag), Ok(()));
+    let back = stack.host_mut().abort(tag).expect("aborted");
+    assert_eq!(
+        back.data.len(),
+        4096,
+        "the command's own buffer handed back"
+    );
     fake.state().hold = false;
-    let mut inflight = NoBuffers;
     let mut host_done = Vec::new();
-    stack.host_mut().poll(&mut inflight, &mut host_done);
+    stack.host_mut().poll(&mut host_done);
     assert!(
         host_done.is_empty(),
         "no completion after a successful abort: {host_done:?}"

@@ -7,21 +7,20 @@
 //! may still write a buffer later, which no driver can prevent without an IOMMU; keeping
 //! them alive keeps the *test* memory-safe while it checks the driver's bookkeeping.
 
-mod inflight;
+mod commands;
 mod virtio_fake;
 
-use inflight::Buffers;
+use commands::{Sense, Submissions, command};
 use std::collections::BTreeSet;
 
 use drivers::delay::CountingDelay;
 use drivers::virtio_scsi::host::VirtioScsiHost;
 use proptest::prelude::*;
-use scsi::host::{DataDirection, HostCompletion, ScsiCmd, ScsiHost};
-use scsi::sense_alloc::SenseStorage;
-use scsi::wire::{CdbBytes, Lun, Tag};
+use scsi::host::{Completed, DataDirection, ScsiHost};
+use scsi::wire::{CdbBytes, Tag};
 use virtio_fake::{FakeScsi, HeapHal};
 
-type Host = VirtioScsiHost<HeapHal, FakeScsi, CountingDelay, 64>;
+type Host = VirtioScsiHost<HeapHal, FakeScsi, CountingDelay, Sense, 64>;
 
 const CAN_QUEUE: u16 = 16;
 
@@ -53,18 +52,19 @@ fn rw10(op: u8, blocks: u16) -> CdbBytes {
 
 /// Applies completions: a tag must be in flight, and each completes once.
 fn settle(
-    done: Vec<HostCompletion>,
-    buffers: &mut Buffers,
+    done: Vec<Completed<Sense>>,
+    buffers: &mut Submissions,
     in_flight: &mut BTreeSet<u16>,
     completed: &mut BTreeSet<usize>,
 ) {
     for c in done {
+        let tag = c.completion.tag;
         assert!(
-            in_flight.remove(&c.tag.0),
+            in_flight.remove(&tag.0),
             "completion for tag {} not in flight",
-            c.tag.0
+            tag.0
         );
-        let submission = buffers.current.remove(&c.tag.0).expect("tracked");
+        let submission = buffers.complete(c);
         assert!(
             completed.insert(submission),
             "submission {submission} completed twice"
@@ -78,35 +78,26 @@ proptest! {
     fn any_used_ring_keeps_exactly_once(ops in proptest::collection::vec(op(), 1..60)) {
         let fake = FakeScsi::new();
         let mut host = Host::new(fake.clone(), CountingDelay::default(), usize::from(CAN_QUEUE)).expect("device up");
-        let mut buffers = Buffers::default();
+        let mut buffers = Submissions::default();
         let mut in_flight = BTreeSet::new();
         let mut completed = BTreeSet::new();
         for op in ops {
             match op {
                 Op::Submit { write, blocks } => {
                     let Some(tag) = (0..CAN_QUEUE).find(|t| !in_flight.contains(t)) else { continue };
-                    let index = buffers.data.len();
-                    buffers.data.push(vec![0x5A; usize::from(blocks) * 512]);
-                    buffers.sense.push(Box::new([0; 96]));
+                    let len = usize::from(blocks) * 512;
                     let cdb = rw10(if write { 0x2A } else { 0x28 }, blocks);
-                    let (data, sense) = (&mut buffers.data[index], &mut buffers.sense[index]);
-                    let cmd = ScsiCmd {
-                        tag: Tag(tag),
-                        target: 0,
-                        lun: Lun(0),
-                        cdb: &cdb,
-                        direction: if write { DataDirection::ToDevice } else { DataDirection::FromDevice },
-                        data,
-                        sense: sense as &mut dyn SenseStorage,
-                    };
+                    let direction = if write { DataDirection::ToDevice } else { DataDirection::FromDevice };
+                    let cmd = command(Tag(tag), 0, cdb, direction, vec![0x5A; len]);
                     if host.queue_command(cmd).is_ok() {
                         in_flight.insert(tag);
+                        let index = buffers.add(len);
                         buffers.current.insert(tag, index);
                     }
                 }
                 Op::Poll => {
                     let mut done = Vec::new();
-                    host.poll(&mut buffers, &mut done);
+                    host.poll(&mut done);
                     settle(done, &mut buffers, &mut in_flight, &mut completed);
                 }
                 Op::InjectUsed(id, len) => fake.state().inject_used.push((id, len)),
@@ -118,23 +109,27 @@ proptest! {
                     }
                 }
                 Op::Abort(tag) => {
-                    if host.abort(Tag(tag)).is_ok() {
+                    if let Ok(back) = host.abort(Tag(tag)) {
                         prop_assert!(in_flight.remove(&tag), "abort Ok for a tag not in flight");
-                        let submission = buffers.current.remove(&tag).expect("tracked");
+                        let submission = buffers.end(Tag(tag), Some(back));
                         completed.insert(submission);
                     }
                 }
             }
         }
         // A host reset drops everything; nothing may complete afterwards.
-        host.reset().expect("the fake device resets");
-        for tag in std::mem::take(&mut in_flight) {
-            buffers.current.remove(&tag);
+        let mut returned = Vec::new();
+        host.reset(&mut returned).expect("the fake device resets");
+        for c in returned {
+            prop_assert!(in_flight.remove(&c.completion.tag.0), "reset returned a tag not in flight");
+            prop_assert!(c.buffers.is_some(), "a confirmed reset hands every buffer back");
+            completed.insert(buffers.complete(c));
         }
+        prop_assert!(in_flight.is_empty(), "tags the reset did not hand back: {:?}", in_flight);
         fake.state().hold = false;
         fake.state().release_held();
         let mut done = Vec::new();
-        host.poll(&mut buffers, &mut done);
+        host.poll(&mut done);
         prop_assert!(done.is_empty(), "completions after reset: {:?}", done);
         prop_assert_eq!(host.device_mut().map(|d| d.in_flight()), Some(0));
     }

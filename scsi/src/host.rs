@@ -1,19 +1,28 @@
 //! The contract between the midlayer and a host adapter driver (Linux `scsi_host_template` plus
-//! `queuecommand`, reshaped for polling).
+//! `queuecommand`, reshaped for polling and for ownership).
 //!
-//! A command handed to [`ScsiHost::queue_command`] is a borrowed view of a midlayer command slot:
-//! its tag, I_T_L nexus, CDB, direction, data buffer and the 96-byte sense buffer the midlayer
-//! allocated for it (from the [`crate::sense_alloc`] allocator). The buffers stay owned by the midlayer and stay put until the command
-//! completes or is aborted, which is what lets a DMA driver post their addresses. The data buffer
-//! is described to the device as 4 KiB segments ([`SEGMENT_BYTES`]), at most `sg_tablesize` of
-//! them; the kernel maps memory identity, so each segment is physically contiguous.
+//! A command's buffers are a [`CmdBuffers`]: its data buffer and the 96-byte sense buffer the
+//! midlayer took for it (from the [`crate::sense_alloc`] allocator, or bound to its tag). Whoever
+//! holds that value owns them, and the types say who that is at each moment:
 //!
-//! Completions come back in batches: [`ScsiHost::poll`] pushes any number of [`HostCompletion`]s
-//! into a vector the midlayer preallocated, so one poll can retire a whole used ring. Drivers whose
-//! device returns sense in its own response structure (virtio-scsi) copy it into the command's
-//! sense buffer during `poll` through [`InFlight`].
+//! - the midlayer, while the command waits in its slot (for a sense buffer, a busy host, a retry
+//!   delay);
+//! - the host, from [`ScsiHost::queue_command`] (which takes a [`ScsiCmd`] by value) until it
+//!   hands them back: in the command's [`Completed`] from [`ScsiHost::poll`], from a successful
+//!   [`ScsiHost::abort`], from a successful [`ScsiHost::reset`], or with a refusal
+//!   ([`Refused`]) when it had no room. A DMA driver posts their addresses while it holds them;
+//!   moving a `Vec` does not move its heap memory, so the addresses stay valid, and no safe call
+//!   can leave a buffer with a device after the caller got it back.
+//! - nobody, when the device could not be shown to have stopped ([`HostError::ResetFailed`],
+//!   [`ScsiHost::reset`] returning `Err`): the host leaks them, because the device may still
+//!   write them. They are never reused.
+//!
+//! The data buffer is described to the device as 4 KiB segments ([`SEGMENT_BYTES`]), at most
+//! `sg_tablesize` of them; the kernel maps memory identity, so each segment is physically
+//! contiguous. Completions come back in batches: [`ScsiHost::poll`] pushes any number of them
+//! into a vector the midlayer preallocated, so one poll can retire a whole used ring. Buffers
+//! are recycled, never allocated per command: a `Vec` and a sense buffer move, nothing is boxed.
 
-use crate::sense_alloc::SenseStorage;
 use crate::wire::{CdbBytes, Lun, Status, Tag};
 use alloc::vec::Vec;
 
@@ -47,42 +56,45 @@ pub enum DataDirection {
     ToDevice,
 }
 
-/// One command as the host sees it at queue time.
-pub struct ScsiCmd<'a> {
-    pub tag: Tag,
-    pub target: u16,
-    pub lun: Lun,
-    pub cdb: &'a CdbBytes,
-    pub direction: DataDirection,
-    /// The data buffer; empty for no-data commands. See [`ScsiCmd::segments`].
-    pub data: &'a mut [u8],
-    /// The command's 96-byte sense buffer: store the device's sense data here (or give the
-    /// device its bus address) and report the length in the completion.
-    pub sense: &'a mut dyn SenseStorage,
+/// A command's buffers, owned by whoever holds this value (see the [module docs](self)).
+pub struct CmdBuffers<S> {
+    /// The data buffer; empty for no-data commands. The host never resizes it.
+    pub data: Vec<u8>,
+    /// The command's 96-byte sense buffer: the host stores the device's sense data here (or
+    /// gives the device its bus address) and reports the length in the completion.
+    pub sense: S,
 }
 
-impl core::fmt::Debug for ScsiCmd<'_> {
+impl<S> core::fmt::Debug for CmdBuffers<S> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("ScsiCmd")
-            .field("tag", &self.tag)
-            .field("target", &self.target)
-            .field("lun", &self.lun)
-            .field("cdb", &self.cdb.as_slice())
-            .field("direction", &self.direction)
+        f.debug_struct("CmdBuffers")
             .field("data_len", &self.data.len())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
-impl ScsiCmd<'_> {
+/// One command as the host receives it: the addressing and CDB, and its buffers, which move
+/// into the host with it.
+#[derive(Debug)]
+pub struct ScsiCmd<S> {
+    pub tag: Tag,
+    pub target: u16,
+    pub lun: Lun,
+    pub cdb: CdbBytes,
+    pub direction: DataDirection,
+    /// See [`ScsiCmd::segments`].
+    pub buffers: CmdBuffers<S>,
+}
+
+impl<S> ScsiCmd<S> {
     /// The scatter-gather list: the data buffer in [`SEGMENT_BYTES`] pieces.
     pub fn segments(&mut self) -> impl Iterator<Item = &mut [u8]> {
-        self.data.chunks_mut(SEGMENT_BYTES)
+        self.buffers.data.chunks_mut(SEGMENT_BYTES)
     }
 
     /// Number of scatter-gather segments.
     pub fn segment_count(&self) -> usize {
-        self.data.len().div_ceil(SEGMENT_BYTES)
+        self.buffers.data.len().div_ceil(SEGMENT_BYTES)
     }
 }
 
@@ -109,13 +121,13 @@ pub enum HostError {
     #[error("host adapter is dead")]
     Dead,
     /// The command was outstanding when a reset of the host failed: the device may still
-    /// write its data buffer, so the midlayer leaks that buffer instead of handing it back
+    /// write its data and sense buffers, so the host leaks them instead of handing them back
     /// (a careful driver never frees memory a device may still DMA into). Not retried.
     #[error("outstanding when the host reset failed; data buffer leaked")]
     ResetFailed,
 }
 
-/// The end of one command, reported by [`ScsiHost::poll`].
+/// How one command ended (the status part of a [`Completed`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HostCompletion {
     pub tag: Tag,
@@ -151,12 +163,52 @@ impl HostCompletion {
     }
 }
 
+/// A command the host is done with: how it ended, and its buffers handed back.
+#[derive(Debug)]
+pub struct Completed<S> {
+    pub completion: HostCompletion,
+    /// The command's buffers, back with the caller. `None` only when the device could not be
+    /// shown to have stopped using them ([`HostError::ResetFailed`]): the host leaked them.
+    pub buffers: Option<CmdBuffers<S>>,
+}
+
+impl<S> Completed<S> {
+    /// `completion`, with the buffers handed back.
+    #[inline]
+    pub fn returned(completion: HostCompletion, buffers: CmdBuffers<S>) -> Completed<S> {
+        Completed {
+            completion,
+            buffers: Some(buffers),
+        }
+    }
+
+    /// A host-level failure, with the buffers handed back.
+    pub fn host_error(tag: Tag, error: HostError, buffers: CmdBuffers<S>) -> Completed<S> {
+        Completed::returned(HostCompletion::host_error(tag, error), buffers)
+    }
+
+    /// `HostError::ResetFailed`: the device may still write the buffers, which the host leaked.
+    pub fn leaked(tag: Tag) -> Completed<S> {
+        Completed {
+            completion: HostCompletion::host_error(tag, HostError::ResetFailed),
+            buffers: None,
+        }
+    }
+}
+
 /// Why [`ScsiHost::queue_command`] did not take a command (`SCSI_MLQUEUE_*_BUSY`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum QueueError {
     /// The host has no room now; the midlayer requeues after a completion.
     #[error("host busy")]
     HostBusy,
+}
+
+/// A command [`ScsiHost::queue_command`] did not take, with its buffers handed back.
+#[derive(Debug)]
+pub struct Refused<S> {
+    pub error: QueueError,
+    pub buffers: CmdBuffers<S>,
 }
 
 /// Why [`ScsiHost::abort`] failed; the midlayer escalates to [`ScsiHost::reset`].
@@ -173,40 +225,36 @@ pub struct HostResetFailed {
     pub reason: &'static str,
 }
 
-/// Access to the buffers of in-flight commands during [`ScsiHost::poll`].
-pub trait InFlight {
-    /// The sense buffer of in-flight command `tag`, `None` if `tag` is not in flight.
-    fn sense_mut(&mut self, tag: Tag) -> Option<&mut dyn SenseStorage>;
-    /// The data buffer of in-flight command `tag`.
-    fn data_mut(&mut self, tag: Tag) -> Option<&mut [u8]>;
-}
-
-/// A host adapter driver.
+/// A host adapter driver, holding the buffers of the commands it was given (`S` is the
+/// midlayer's sense buffer type).
 ///
-/// Contract: after `queue_command` returns `Ok`, the host reports exactly one completion for that
-/// tag through `poll`, unless `abort` for the tag returns `Ok` or `reset` runs first, after which
-/// it reports none. The midlayer treats completions for tags it does not have in flight as device
-/// bugs: it counts and drops them.
-pub trait ScsiHost {
+/// Contract: after `queue_command` returns `Ok`, the host reports exactly one [`Completed`] for
+/// that tag through `poll`, unless `abort` for the tag returns `Ok` or `reset` returns first,
+/// which hand the buffers back instead. The midlayer treats completions for tags it does not
+/// have in flight as device bugs: it counts and drops them.
+pub trait ScsiHost<S> {
     /// The host's limits; read once when the midlayer attaches.
     fn template(&self) -> HostTemplate;
 
-    /// Starts a command. The buffers in `cmd` stay valid until the completion is polled.
-    fn queue_command(&mut self, cmd: ScsiCmd<'_>) -> Result<(), QueueError>;
+    /// Starts a command; the host owns its buffers from now on. `Err` hands them back at once.
+    fn queue_command(&mut self, cmd: ScsiCmd<S>) -> Result<(), Refused<S>>;
 
     /// Pushes finished commands to `done` (as many as are ready) and returns how many.
-    fn poll(&mut self, inflight: &mut dyn InFlight, done: &mut Vec<HostCompletion>) -> usize;
+    fn poll(&mut self, done: &mut Vec<Completed<S>>) -> usize;
 
-    /// Aborts one command (ABORT TASK). `Ok` means no completion for `tag` will follow.
-    fn abort(&mut self, tag: Tag) -> Result<(), AbortFailed>;
+    /// Aborts one command (ABORT TASK). `Ok` hands its buffers back, which the device no longer
+    /// uses, and means no completion for `tag` will follow.
+    fn abort(&mut self, tag: Tag) -> Result<CmdBuffers<S>, AbortFailed>;
 
-    /// Resets the host: every outstanding command is dropped without a completion.
+    /// Resets the host. `Ok`: every outstanding command was pushed to `returned` once, as
+    /// [`HostError::Reset`] with its buffers (the device confirmed it stopped using them), and
+    /// no later `poll` reports it.
     ///
-    /// `Err` means the device could not be shown to have stopped: the outstanding commands'
-    /// buffers must never be freed or reused (the midlayer fails them with
-    /// [`HostError::ResetFailed`] and leaks their data), and the host is dead from then on
-    /// (later commands complete with [`HostError::Dead`]).
-    fn reset(&mut self) -> Result<(), HostResetFailed>;
+    /// `Err` means the device could not be shown to have stopped: nothing is pushed, the host
+    /// leaks the outstanding commands' buffers (the midlayer fails those commands with
+    /// [`HostError::ResetFailed`]), and the host is dead from then on (later commands complete
+    /// with [`HostError::Dead`]).
+    fn reset(&mut self, returned: &mut Vec<Completed<S>>) -> Result<(), HostResetFailed>;
 
     /// Pushes the changes of the host's logical units that the adapter reported by itself
     /// since the last call (virtio-scsi's event queue; Linux `virtscsi_handle_event`). Hosts

@@ -5,7 +5,8 @@
 //!   (INQUIRY and VPD pages, READ CAPACITY, REPORT LUNS, mode pages) as `zerocopy` layouts,
 //!   parsed and built without panicking on any input.
 //! - [`host`]: the contract a host adapter driver implements ([`host::ScsiHost`]): queue a
-//!   command, poll for a batch of completions, abort, reset.
+//!   command (its buffers move into the host), poll for a batch of completions (which hand
+//!   them back), abort, reset.
 //! - [`sense_alloc`]: the per-command 96-byte sense buffers, from the `pools` slab cache with an
 //!   optional `pools` mempool reserve (`slab`, `mempool:N`, `prealloc`).
 //! - [`midlayer`]: tags, command slots, retries and timeouts, scan and the block device API.

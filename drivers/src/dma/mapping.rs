@@ -1,6 +1,7 @@
 //! Describing a command's data buffer to a device: [`DataMapper`].
 //!
-//! The midlayer owns data buffers and keeps them in place until the command completes. In
+//! The host owns a command's data buffer while the device may use it (it moved in with the
+//! command), so the buffer stays in place until the command completes. In
 //! the kernel memory is identity-mapped, so a buffer's bus address is its CPU address and
 //! [`IdentityMapper`] only has to cut it into segments. On the host the fake devices live
 //! in a `fake::FakeDmaSpace`, so `BounceMapper` (feature `fake`) copies

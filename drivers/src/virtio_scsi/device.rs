@@ -83,12 +83,6 @@ pub enum VirtioScsiError {
         /// Budget spent.
         waited_us: u64,
     },
-    /// The command's data buffer was not available to complete it.
-    #[error("data buffer of used id {id} is missing or resized")]
-    LostBuffer {
-        /// The id.
-        id: u16,
-    },
 }
 
 /// The configuration the device reported.
@@ -114,26 +108,35 @@ pub(super) struct Headers {
     pub(super) resp: CmdResp,
 }
 
-/// One outstanding command.
+/// One outstanding command. It owns the data buffer the device was given: moving a `Vec`
+/// does not move its heap memory, so the descriptor's address stays valid while it is here.
 pub(super) struct Slot<T> {
     pub(super) tag: T,
     pub(super) headers: Box<Headers>,
+    /// The command's data buffer, or after a successful abort a scratch buffer of the same
+    /// length (the original went back to the caller) that the late used entry pops into.
+    pub(super) data: Vec<u8>,
     pub(super) data_out: u32,
     pub(super) data_in: u32,
-    /// Set by a successful abort: pop into this scratch buffer, report nothing.
-    pub(super) scratch: Option<Vec<u8>>,
+    /// Set by a successful abort: report nothing when the used entry pops.
+    pub(super) aborted: bool,
 }
 
-/// A completed command as the device left it.
+/// A completed command as the device left it, with its data buffer handed back.
 pub(super) struct Finished<T> {
     pub(super) tag: T,
-    /// The used-ring id it was added under.
-    pub(super) id: u16,
     pub(super) headers: Box<Headers>,
+    pub(super) data: Vec<u8>,
     pub(super) used_len: u32,
     pub(super) data_out: u32,
     pub(super) data_in: u32,
     pub(super) aborted: bool,
+}
+
+/// A command [`VirtioScsi::add_command`] could not add, with its data buffer handed back.
+pub(super) struct NotAdded {
+    pub(super) error: VirtioScsiError,
+    pub(super) data: Vec<u8>,
 }
 
 /// A virtio-scsi device with `QSIZE`-entry request queue, tracking commands by `T` (the
@@ -257,28 +260,33 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
     }
 
     /// Adds a command whose data the device reads (`device_writes_data == false`) or
-    /// writes. Returns the used-ring id.
-    ///
-    /// # Safety
-    /// `data` must stay valid, in place and untouched by anyone but the device until the
-    /// command is popped by [`Self::next_finished`] (with the same buffer), marked aborted
-    /// after a successful ABORT TASK, or dropped by a device reset that
-    /// [`Self::reset_device`] confirmed (`Ok`). After a reset that was not confirmed it must
-    /// never be freed or reused: the device may still write it.
-    pub(super) unsafe fn add_command(
+    /// writes, moving `data` into the request table until the command pops
+    /// ([`Self::next_finished`] hands it back), an abort takes it back
+    /// ([`Self::mark_aborted`]), or a confirmed reset does ([`Self::drain_after_reset`]).
+    /// Returns the used-ring id.
+    pub(super) fn add_command(
         &mut self,
         tag: T,
         lun: [u8; 8],
         tag_u64: u64,
         cdb: &[u8],
-        data: &mut [u8],
+        mut data: Vec<u8>,
         device_writes_data: bool,
-    ) -> Result<u16, VirtioScsiError> {
-        self.table.reserve()?;
-        let mut headers = self.spare_headers.pop().ok_or(TrackError::Full {
-            in_flight: self.table.in_flight(),
-            limit: self.table.in_flight(),
-        })?;
+    ) -> Result<u16, NotAdded> {
+        let headers = match self.table.reserve() {
+            Ok(()) => self.spare_headers.pop(),
+            Err(_) => None,
+        };
+        let Some(mut headers) = headers else {
+            let error = TrackError::Full {
+                in_flight: self.table.in_flight(),
+                limit: self.table.limit(),
+            };
+            return Err(NotAdded {
+                error: error.into(),
+                data,
+            });
+        };
         headers.req = CmdReq::new_zeroed();
         headers.req.lun = lun;
         headers.req.tag = tag_u64.into();
@@ -287,27 +295,33 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
         headers.resp = CmdResp::new_zeroed();
         let data_len = data.len() as u32;
         let Headers { req, resp } = &mut *headers;
-        // SAFETY: `req`/`resp` live in a Box kept in the table until the command is popped in
-        // next_finished, or the device confirmed a reset (`drain_after_reset`); if it did not,
-        // `abandon` leaks the Box. `data` is covered by this function's safety contract.
+        let buffer = data.as_mut_slice();
+        // SAFETY: `req`/`resp` live in a Box and `buffer` in the heap memory of `data`, both
+        // moved into the request table below (moving a Box or a Vec does not move what it
+        // points to) and kept there until the command is popped in next_finished with the same
+        // buffers, or the device confirmed a reset (`drain_after_reset`); if it did not,
+        // `abandon` leaks them. If the table cannot record them, `insert` leaks them.
         let added = unsafe {
-            match (data.is_empty(), device_writes_data) {
+            match (buffer.is_empty(), device_writes_data) {
                 (true, _) => self
                     .requests
                     .add(&[req.as_bytes()], &mut [resp.as_mut_bytes()]),
                 (false, true) => self
                     .requests
-                    .add(&[req.as_bytes()], &mut [resp.as_mut_bytes(), data]),
+                    .add(&[req.as_bytes()], &mut [resp.as_mut_bytes(), buffer]),
                 (false, false) => self
                     .requests
-                    .add(&[req.as_bytes(), data], &mut [resp.as_mut_bytes()]),
+                    .add(&[req.as_bytes(), buffer], &mut [resp.as_mut_bytes()]),
             }
         };
         let token = match added {
             Ok(token) => token,
             Err(error) => {
                 self.spare_headers.push(headers);
-                return Err(error.into());
+                return Err(NotAdded {
+                    error: error.into(),
+                    data,
+                });
             }
         };
         let (data_out, data_in) = if device_writes_data {
@@ -315,16 +329,20 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
         } else {
             (data_len, 0)
         };
-        self.table.insert(
-            token,
-            Slot {
-                tag,
-                headers,
-                data_out,
-                data_in,
-                scratch: None,
-            },
-        )?;
+        let slot = Slot {
+            tag,
+            headers,
+            data,
+            data_out,
+            data_in,
+            aborted: false,
+        };
+        // Posted but not recorded: the slot (and the buffers in it) is leaked, the data
+        // buffer with it; the caller learns only the error.
+        self.table.insert(token, slot).map_err(|error| NotAdded {
+            error: error.into(),
+            data: Vec::new(),
+        })?;
         self.unnotified += 1;
         Ok(token)
     }
@@ -339,64 +357,42 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
         }
     }
 
-    /// The tag of the next used command, or `None` if nothing is used yet.
-    pub(super) fn peek_finished(&mut self) -> Result<Option<&T>, VirtioScsiError> {
+    /// Pops the next used command with the buffers stored for it, and hands them back.
+    pub(super) fn next_finished(&mut self) -> Result<Option<Finished<T>>, VirtioScsiError> {
         let Some(id) = self.requests.peek_used() else {
             return Ok(None);
         };
-        Ok(Some(&self.table.get_mut(id)?.tag))
-    }
-
-    /// Pops the next used command. `data` must be the buffer given to `add_command` for it
-    /// (ignored for aborted commands, which pop into their scratch buffer).
-    pub(super) fn next_finished(
-        &mut self,
-        data: Option<&mut [u8]>,
-    ) -> Result<Option<Finished<T>>, VirtioScsiError> {
-        let Some(id) = self.requests.peek_used() else {
-            return Ok(None);
-        };
-        let slot = self.table.get_mut(id)?;
-        let data_len = slot.data_out.max(slot.data_in) as usize;
-        let device_writes = slot.data_in > 0;
-        let aborted = slot.scratch.is_some();
-        let buffer: &mut [u8] = match (slot.scratch.as_mut(), data) {
-            (Some(scratch), _) => scratch,
-            (None, Some(data)) if data.len() == data_len => data,
-            (None, _) if data_len == 0 => &mut [],
-            _ => return Err(VirtioScsiError::LostBuffer { id }),
-        };
-        let Headers { req, resp } = &mut *slot.headers;
-        // SAFETY: the buffers are the ones added under `id` (headers from the slot; data the
-        // caller's same buffer, checked by length, or the slot's scratch of equal length that
-        // abort substituted, which an identity or bouncing Hal may write into harmlessly).
-        let used = unsafe {
-            match (buffer.is_empty(), device_writes) {
-                (true, _) => {
-                    self.requests
-                        .pop_used(id, &[req.as_bytes()], &mut [resp.as_mut_bytes()])
+        let requests = &mut self.requests;
+        let (slot, used_len) = self.table.pop_with(id, |slot| {
+            let device_writes = slot.data_in > 0;
+            let Headers { req, resp } = &mut *slot.headers;
+            let buffer = slot.data.as_mut_slice();
+            // SAFETY: the buffers are the ones added under `id` (headers and data from the
+            // slot, or the scratch of equal length that abort substituted for the data, which
+            // an identity or bouncing Hal may write into harmlessly).
+            unsafe {
+                match (buffer.is_empty(), device_writes) {
+                    (true, _) => {
+                        requests.pop_used(id, &[req.as_bytes()], &mut [resp.as_mut_bytes()])
+                    }
+                    (false, true) => {
+                        requests.pop_used(id, &[req.as_bytes()], &mut [resp.as_mut_bytes(), buffer])
+                    }
+                    (false, false) => {
+                        requests.pop_used(id, &[req.as_bytes(), buffer], &mut [resp.as_mut_bytes()])
+                    }
                 }
-                (false, true) => self.requests.pop_used(
-                    id,
-                    &[req.as_bytes()],
-                    &mut [resp.as_mut_bytes(), buffer],
-                ),
-                (false, false) => self.requests.pop_used(
-                    id,
-                    &[req.as_bytes(), buffer],
-                    &mut [resp.as_mut_bytes()],
-                ),
             }
-        }?;
-        let slot = self.table.take(id)?;
+            .map_err(VirtioScsiError::from)
+        })?;
         Ok(Some(Finished {
             tag: slot.tag,
-            id,
             headers: slot.headers,
-            used_len: used,
+            data: slot.data,
+            used_len,
             data_out: slot.data_out,
             data_in: slot.data_in,
-            aborted,
+            aborted: slot.aborted,
         }))
     }
 
@@ -405,44 +401,46 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
         self.spare_headers.push(headers);
     }
 
-    /// Marks the command under used id `id` aborted: its completion will be popped into a
-    /// scratch buffer and not reported.
-    pub(super) fn mark_aborted(&mut self, id: u16) -> Result<(), VirtioScsiError> {
+    /// Marks the command under used id `id` aborted (after ABORT TASK succeeded, so the
+    /// device is done with its buffers) and hands its data buffer back; its late used entry
+    /// pops into a scratch buffer of the same length and is not reported.
+    pub(super) fn mark_aborted(&mut self, id: u16) -> Result<Vec<u8>, VirtioScsiError> {
         let slot = self.table.get_mut(id)?;
-        let len = slot.data_out.max(slot.data_in) as usize;
-        slot.scratch = Some(alloc::vec![0u8; len]);
-        Ok(())
+        let scratch = alloc::vec![0u8; slot.data.len()];
+        slot.aborted = true;
+        Ok(core::mem::replace(&mut slot.data, scratch))
     }
 
-    /// Takes back every outstanding command's tag after a reset, leaving out commands an
-    /// abort already answered for.
-    pub(super) fn drain_after_reset(&mut self) -> Vec<T> {
+    /// Takes back every outstanding command's tag and data buffer after a confirmed reset,
+    /// leaving out commands an abort already answered for.
+    pub(super) fn drain_after_reset(&mut self) -> Vec<(T, Vec<u8>)> {
         let slots: Vec<Slot<T>> = self.table.drain().collect();
-        let mut tags = Vec::with_capacity(slots.len());
+        let mut returned = Vec::with_capacity(slots.len());
         for slot in slots {
-            if slot.scratch.is_none() {
-                tags.push(slot.tag);
+            if !slot.aborted {
+                returned.push((slot.tag, slot.data));
             }
             self.spare_headers.push(slot.headers);
         }
-        tags
+        returned
     }
 
     /// Gives up on a device that could not be reset ([`VirtioScsiError::ResetTimeout`]):
     /// returns the tags of the outstanding commands (leaving out commands an abort already
     /// answered for) and leaks everything the device may still read or write: the queues'
-    /// DMA memory, each command's headers and abort scratch buffer, the event buffers, and
-    /// the transport (dropping virtio-drivers' `PciTransport` would spin forever waiting for
-    /// the same reset). Freeing any of it could let the device write into reused memory.
+    /// DMA memory, each command's headers and data (or abort scratch) buffer, the event
+    /// buffers, and the transport (dropping virtio-drivers' `PciTransport` would spin forever
+    /// waiting for the same reset). Freeing any of it could let the device write into reused
+    /// memory.
     pub fn abandon(mut self) -> Vec<T> {
         let slots: Vec<Slot<T>> = self.table.drain().collect();
         let mut tags = Vec::with_capacity(slots.len());
         for slot in slots {
-            if slot.scratch.is_none() {
+            if !slot.aborted {
                 tags.push(slot.tag);
             }
             core::mem::forget(slot.headers);
-            core::mem::forget(slot.scratch);
+            core::mem::forget(slot.data);
         }
         core::mem::forget(self);
         tags

@@ -1,35 +1,33 @@
 //! virtio-scsi as a midlayer host: `scsi::host::ScsiHost` over [`VirtioScsi`].
 //!
 //! Commands are added to the request queue and the device is notified once per `poll`
-//! (batching: one notify for a whole submission burst). `poll` pops used commands in ring
-//! order, each with its own data buffer fetched through `InFlight`, checks the response
-//! (`tracker::check_response`) and copies sense into the midlayer's buffer. A device that
-//! returns an id nobody owns, or whose buffer cannot be matched, is reset and rebuilt;
-//! its outstanding commands complete with `HostError::Reset`.
+//! (batching: one notify for a whole submission burst). A command's data buffer moves into
+//! the device's request table with it and its sense buffer into this host's per-tag table;
+//! `poll` pops used commands in ring order, checks the response (`tracker::check_response`),
+//! copies sense into the command's sense buffer and hands both buffers back in the
+//! completion. A device that returns an id nobody owns is reset and rebuilt; its outstanding
+//! commands come back with `HostError::Reset` and their buffers.
 //!
 //! If the device never finishes a reset (its status does not read back 0 in time), it may
 //! still write any buffer it holds. The host then abandons it ([`VirtioScsi::abandon`]
-//! leaks the queues, headers, event and TMF buffers), completes every outstanding command
-//! exactly once with `HostError::ResetFailed` (the midlayer leaks those data buffers), or
-//! reports `HostResetFailed` from `reset`, and is dead from then on: new commands complete
-//! with `HostError::Dead`, `abort` fails, `reset` fails, and nothing touches the device.
-//!
-//! Soundness rests on the `ScsiHost` contract: the midlayer keeps each command's data
-//! buffer valid, in place and untouched until its completion is polled (or `abort`
-//! returns `Ok`, or `reset` returns `Ok`, both of which stop the device using it first);
-//! when a reset fails, the buffer is never handed back (see above).
+//! leaks the queues, headers, data, event and TMF buffers; this host leaks the sense
+//! buffers), completes every outstanding command exactly once with `HostError::ResetFailed`
+//! and no buffers, or reports `HostResetFailed` from `reset`, and is dead from then on: new
+//! commands complete with `HostError::Dead`, `abort` fails, `reset` fails, and nothing
+//! touches the device.
 
 use alloc::vec::Vec;
 
 use scsi::host::{
-    AbortFailed, DataDirection, HostCompletion, HostError, HostEvent, HostResetFailed,
-    HostTemplate, InFlight, QueueError, SEGMENT_BYTES, ScsiCmd, ScsiHost,
+    AbortFailed, CmdBuffers, Completed, DataDirection, HostCompletion, HostError, HostEvent,
+    HostResetFailed, HostTemplate, QueueError, Refused, SEGMENT_BYTES, ScsiCmd, ScsiHost,
 };
+use scsi::sense_alloc::SenseStorage;
 use scsi::wire::Tag;
 use virtio_drivers::Hal;
 use virtio_drivers::transport::Transport;
 
-use super::device::{Finished, VirtioScsi, VirtioScsiError};
+use super::device::{Finished, NotAdded, VirtioScsi, VirtioScsiError};
 use super::events::host_event;
 use super::tracker::check_response;
 use super::wire::{lun_bytes, response, tmf};
@@ -40,14 +38,24 @@ const TMF_TIMEOUT_US: u64 = 1_000_000;
 /// Largest transfer advertised, in 4 KiB segments.
 const MAX_SEGMENTS: u32 = 256;
 
-/// [`VirtioScsi`] behind the midlayer's host trait.
-pub struct VirtioScsiHost<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> {
+/// What the host keeps per tag while the command is outstanding.
+struct TagState<S> {
+    /// Used-ring id of the request, for ABORT TASK (`None` once aborted).
+    id: Option<u16>,
+    lun: [u8; 8],
+    /// The command's sense buffer, held until the completion hands it back.
+    sense: Option<S>,
+}
+
+/// [`VirtioScsi`] behind the midlayer's host trait, holding the sense buffers `S` of the
+/// commands in flight (their data buffers are in the device's request table).
+pub struct VirtioScsiHost<H: Hal, Tr: Transport, D: Delay, S, const QSIZE: usize> {
     device: Option<VirtioScsi<H, Tr, D, Tag, QSIZE>>,
     can_queue: usize,
-    /// Used-ring id of each tag in flight, for ABORT TASK.
-    ids: Vec<Option<u16>>,
-    luns: Vec<[u8; 8]>,
-    held: Vec<HostCompletion>,
+    tags: Vec<TagState<S>>,
+    /// Completions decided outside the used ring (refused commands, resets), handed out by
+    /// the next `poll`.
+    held: Vec<Completed<S>>,
     /// Resets after a misbehaving device.
     pub device_resets: u64,
     /// Commands failed by a response that could not be believed.
@@ -72,7 +80,9 @@ fn host_error_of(code: u8) -> HostError {
     }
 }
 
-impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> VirtioScsiHost<H, Tr, D, QSIZE> {
+impl<H: Hal, Tr: Transport, D: Delay, S: SenseStorage, const QSIZE: usize>
+    VirtioScsiHost<H, Tr, D, S, QSIZE>
+{
     /// Brings the device up with at most `can_queue` commands in flight.
     pub fn new(transport: Tr, delay: D, can_queue: usize) -> Result<Self, VirtioScsiError> {
         let device = VirtioScsi::new(transport, delay, can_queue.min(usize::from(u16::MAX)))?;
@@ -80,8 +90,13 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> VirtioScsiHost<H, Tr, 
         Ok(Self {
             device: Some(device),
             can_queue,
-            ids: alloc::vec![None; can_queue],
-            luns: alloc::vec![[0; 8]; can_queue],
+            tags: (0..can_queue)
+                .map(|_| TagState {
+                    id: None,
+                    lun: [0; 8],
+                    sense: None,
+                })
+                .collect(),
             held: Vec::new(),
             device_resets: 0,
             bad_responses: 0,
@@ -100,27 +115,33 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> VirtioScsiHost<H, Tr, 
         self.dead
     }
 
-    /// Abandons a device that could not be reset: its memory is leaked, and its outstanding
-    /// commands are reported as `HostError::ResetFailed` when `deliver` (dropped otherwise,
-    /// for `reset`, whose `Err` makes the midlayer fail them itself).
-    fn die(&mut self, device: VirtioScsi<H, Tr, D, Tag, QSIZE>, deliver: bool) {
+    /// The buffers of `tag` back together: `data` from the device, sense from the table.
+    fn buffers(&mut self, tag: Tag, data: Vec<u8>) -> Option<CmdBuffers<S>> {
+        let state = self.tags.get_mut(usize::from(tag.0))?;
+        state.id = None;
+        let sense = state.sense.take()?;
+        Some(CmdBuffers { data, sense })
+    }
+
+    /// Abandons a device that could not be reset: its memory is leaked (the sense buffers
+    /// of its outstanding commands too), and each of them is held as
+    /// `HostError::ResetFailed` without buffers.
+    fn die(&mut self, device: VirtioScsi<H, Tr, D, Tag, QSIZE>) {
         self.dead = true;
         for tag in device.abandon() {
-            if let Some(id) = self.ids.get_mut(usize::from(tag.0)) {
-                *id = None;
+            if let Some(state) = self.tags.get_mut(usize::from(tag.0)) {
+                state.id = None;
+                core::mem::forget(state.sense.take());
             }
-            if deliver {
-                self.held
-                    .push(HostCompletion::host_error(tag, HostError::ResetFailed));
-            }
+            self.held.push(Completed::leaked(tag));
         }
         log::error!("virtio-scsi: device abandoned; its memory is leaked, the host is dead");
     }
 
-    /// Resets the device and sets it up again; outstanding commands are reported as
-    /// `HostError::Reset` when `deliver`, dropped otherwise. If the reset fails the device
-    /// is abandoned ([`Self::die`]) and `Err` returned.
-    fn rebuild(&mut self, deliver: bool) -> Result<(), HostResetFailed> {
+    /// Resets the device and sets it up again; outstanding commands are held as
+    /// `HostError::Reset` with their buffers. If the reset fails the device is abandoned
+    /// ([`Self::die`]) and `Err` returned.
+    fn rebuild(&mut self) -> Result<(), HostResetFailed> {
         if self.dead {
             return Err(DEAD);
         }
@@ -129,16 +150,13 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> VirtioScsiHost<H, Tr, 
             return Ok(());
         };
         if device.reset_device().is_err() {
-            self.die(device, deliver);
+            self.die(device);
             return Err(DEAD);
         }
-        for tag in device.drain_after_reset() {
-            if let Some(id) = self.ids.get_mut(usize::from(tag.0)) {
-                *id = None;
-            }
-            if deliver {
+        for (tag, data) in device.drain_after_reset() {
+            if let Some(buffers) = self.buffers(tag, data) {
                 self.held
-                    .push(HostCompletion::host_error(tag, HostError::Reset));
+                    .push(Completed::host_error(tag, HostError::Reset, buffers));
             }
         }
         let (transport, delay) = device.into_parts();
@@ -149,19 +167,9 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> VirtioScsiHost<H, Tr, 
         Ok(())
     }
 
-    fn complete(
-        &mut self,
-        finished: Finished<Tag>,
-        inflight: &mut dyn InFlight,
-    ) -> Option<HostCompletion> {
+    /// Ends one popped command: `None` for one an abort already answered for.
+    fn complete(&mut self, finished: Finished<Tag>) -> Option<Completed<S>> {
         let tag = finished.tag;
-        // Only if the tag still names this request: after a successful abort the tag's
-        // retry may already be outstanding under another id, which a later abort needs.
-        if let Some(id) = self.ids.get_mut(usize::from(tag.0)) {
-            if *id == Some(finished.id) {
-                *id = None;
-            }
-        }
         let checked = check_response(
             zerocopy::IntoBytes::as_bytes(&finished.headers.resp),
             finished.used_len,
@@ -171,38 +179,40 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> VirtioScsiHost<H, Tr, 
         if let Some(device) = self.device.as_mut() {
             device.recycle(finished.headers);
         }
+        // The abort handed the buffers back; the tag may already carry its retry, whose
+        // used id and sense buffer must stay.
         if finished.aborted {
             return None;
         }
+        let Some(mut buffers) = self.buffers(tag, finished.data) else {
+            log::error!("virtio-scsi: tag {} popped without its sense buffer", tag.0);
+            return None;
+        };
         let checked = match checked {
             Ok(checked) => checked,
             Err(error) => {
                 self.bad_responses += 1;
                 log::warn!("virtio-scsi: tag {}: {error}", tag.0);
-                return Some(HostCompletion::host_error(tag, HostError::Transport));
+                return Some(Completed::host_error(tag, HostError::Transport, buffers));
             }
         };
         if checked.response != response::OK {
-            return Some(HostCompletion::host_error(
-                tag,
-                host_error_of(checked.response),
-            ));
+            let error = host_error_of(checked.response);
+            return Some(Completed::host_error(tag, error, buffers));
         }
         let mut completion = HostCompletion::good(tag);
         completion.status = checked.status;
         completion.residual_bytes = checked.resid;
         if checked.sense_len > 0 {
-            if let Some(storage) = inflight.sense_mut(tag) {
-                storage.store(&checked.sense[..checked.sense_len]);
-                completion.sense_len = checked.sense_len as u8;
-            }
+            buffers.sense.store(&checked.sense[..checked.sense_len]);
+            completion.sense_len = checked.sense_len as u8;
         }
-        Some(completion)
+        Some(Completed::returned(completion, buffers))
     }
 }
 
-impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> ScsiHost
-    for VirtioScsiHost<H, Tr, D, QSIZE>
+impl<H: Hal, Tr: Transport, D: Delay, S: SenseStorage, const QSIZE: usize> ScsiHost<S>
+    for VirtioScsiHost<H, Tr, D, S, QSIZE>
 {
     fn template(&self) -> HostTemplate {
         let config = self.device.as_ref().map(|d| *d.config());
@@ -218,65 +228,71 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> ScsiHost
         }
     }
 
-    fn queue_command(&mut self, cmd: ScsiCmd<'_>) -> Result<(), QueueError> {
-        let tag = cmd.tag;
+    fn queue_command(&mut self, cmd: ScsiCmd<S>) -> Result<(), Refused<S>> {
+        let ScsiCmd {
+            tag,
+            target,
+            lun,
+            cdb,
+            direction,
+            buffers,
+        } = cmd;
         let index = usize::from(tag.0);
-        let (Some(lun), true, Ok(target)) = (
-            cmd.lun.index(),
-            index < self.can_queue,
-            u8::try_from(cmd.target),
-        ) else {
-            self.held
-                .push(HostCompletion::host_error(tag, HostError::NoConnect));
+        let free = self.tags.get(index).is_some_and(|t| t.sense.is_none());
+        let (Some(lun), true, Ok(target)) = (lun.index(), free, u8::try_from(target)) else {
+            let refused = Completed::host_error(tag, HostError::NoConnect, buffers);
+            self.held.push(refused);
             return Ok(());
         };
         // No device (abandoned, or its re-initialisation failed): the command never
         // reaches one.
         let Some(device) = self.device.as_mut() else {
             self.held
-                .push(HostCompletion::host_error(tag, HostError::Dead));
+                .push(Completed::host_error(tag, HostError::Dead, buffers));
             return Ok(());
         };
         if !device.has_room() {
-            return Err(QueueError::HostBusy);
+            let error = QueueError::HostBusy;
+            return Err(Refused { error, buffers });
         }
         let lun = lun_bytes(target, lun);
-        let device_writes = cmd.direction == DataDirection::FromDevice;
-        // SAFETY: the ScsiHost contract: the midlayer keeps `cmd.data` valid, in place and
-        // untouched until this command's completion is polled, `abort` returns Ok (after
-        // which the device is done with it and the ring entry pops into a scratch buffer),
-        // or `reset` returns Ok (the device confirmed its reset). If a reset is not
-        // confirmed, the command completes with ResetFailed (or `reset` returns Err) and the
-        // midlayer never hands the buffer back or frees it.
-        let added = unsafe {
-            device.add_command(
-                tag,
-                lun,
-                u64::from(tag.0),
-                cmd.cdb.as_slice(),
-                cmd.data,
-                device_writes,
-            )
-        };
+        let device_writes = direction == DataDirection::FromDevice;
+        let CmdBuffers { data, sense } = buffers;
+        let added = device.add_command(
+            tag,
+            lun,
+            u64::from(tag.0),
+            cdb.as_slice(),
+            data,
+            device_writes,
+        );
         match added {
             Ok(id) => {
-                self.ids[index] = Some(id);
-                self.luns[index] = lun;
+                self.tags[index] = TagState {
+                    id: Some(id),
+                    lun,
+                    sense: Some(sense),
+                };
                 Ok(())
             }
-            Err(VirtioScsiError::Queue(virtio_drivers::Error::QueueFull)) => {
-                Err(QueueError::HostBusy)
-            }
-            Err(error) => {
+            Err(NotAdded {
+                error: VirtioScsiError::Queue(virtio_drivers::Error::QueueFull),
+                data,
+            }) => Err(Refused {
+                error: QueueError::HostBusy,
+                buffers: CmdBuffers { data, sense },
+            }),
+            Err(NotAdded { error, data }) => {
                 log::warn!("virtio-scsi: tag {}: {error}", tag.0);
+                let buffers = CmdBuffers { data, sense };
                 self.held
-                    .push(HostCompletion::host_error(tag, HostError::Transport));
+                    .push(Completed::host_error(tag, HostError::Transport, buffers));
                 Ok(())
             }
         }
     }
 
-    fn poll(&mut self, inflight: &mut dyn InFlight, done: &mut Vec<HostCompletion>) -> usize {
+    fn poll(&mut self, done: &mut Vec<Completed<S>>) -> usize {
         let before = done.len();
         done.append(&mut self.held);
         let mut wedged = None;
@@ -284,15 +300,7 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> ScsiHost
             device.flush();
         }
         while let Some(device) = self.device.as_mut() {
-            let tag = match device.peek_finished() {
-                Ok(Some(tag)) => *tag,
-                Ok(None) => break,
-                Err(error) => {
-                    wedged = Some(error);
-                    break;
-                }
-            };
-            let finished = match device.next_finished(inflight.data_mut(tag)) {
+            let finished = match device.next_finished() {
                 Ok(Some(finished)) => finished,
                 Ok(None) => break,
                 Err(error) => {
@@ -300,45 +308,48 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> ScsiHost
                     break;
                 }
             };
-            if let Some(completion) = self.complete(finished, inflight) {
-                done.push(completion);
+            if let Some(completed) = self.complete(finished) {
+                done.push(completed);
             }
         }
         if let Some(error) = wedged {
             log::error!("virtio-scsi: {error}; resetting the device");
             // A failed reset leaves ResetFailed completions in `held` instead.
-            let _ = self.rebuild(true);
+            let _ = self.rebuild();
             done.append(&mut self.held);
         }
         done.len() - before
     }
 
-    fn abort(&mut self, tag: Tag) -> Result<(), AbortFailed> {
+    fn abort(&mut self, tag: Tag) -> Result<CmdBuffers<S>, AbortFailed> {
         let index = usize::from(tag.0);
         let failed = AbortFailed(tag);
-        // Already finished but not yet polled: drop the completion; the command is over.
-        if let Some(at) = self.held.iter().position(|c| c.tag == tag) {
-            self.held.remove(at);
-            return Ok(());
+        // Already finished but not yet polled: the command is over; its buffers go back.
+        let finished = self.held.iter().position(|c| c.completion.tag == tag);
+        if let Some(at) = finished.filter(|&at| self.held[at].buffers.is_some()) {
+            return self.held.remove(at).buffers.ok_or(failed);
         }
-        let Some(Some(id)) = self.ids.get(index).copied() else {
+        let Some(TagState {
+            id: Some(id), lun, ..
+        }) = self.tags.get(index)
+        else {
             return Err(failed);
         };
-        let lun = self.luns[index];
+        let (id, lun) = (*id, *lun);
         let device = self.device.as_mut().ok_or(failed)?;
         match device.task_management(tmf::ABORT_TASK, lun, u64::from(tag.0), TMF_TIMEOUT_US) {
             // FUNCTION COMPLETE (0) or SUCCEEDED: the device has finished with the command
-            // (it completes aborted requests before the TMF); its used entry is swallowed.
+            // (it completes aborted requests before the TMF); its used entry pops later into
+            // a scratch buffer and is swallowed.
             Ok(response::OK | response::FUNCTION_SUCCEEDED) => {
-                device.mark_aborted(id).map_err(|_| failed)?;
-                self.ids[index] = None;
-                Ok(())
+                let data = device.mark_aborted(id).map_err(|_| failed)?;
+                self.buffers(tag, data).ok_or(failed)
             }
             Ok(_) => Err(failed),
             Err(VirtioScsiError::ResetTimeout { .. }) => {
                 // The TMF timed out and so did the reset after it: give the device up.
                 if let Some(device) = self.device.take() {
-                    self.die(device, true);
+                    self.die(device);
                 }
                 Err(failed)
             }
@@ -346,9 +357,20 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> ScsiHost
         }
     }
 
-    fn reset(&mut self) -> Result<(), HostResetFailed> {
-        self.held.clear();
-        self.rebuild(false)
+    fn reset(&mut self, returned: &mut Vec<Completed<S>>) -> Result<(), HostResetFailed> {
+        let reset = self.rebuild();
+        for completed in core::mem::take(&mut self.held) {
+            let tag = completed.completion.tag;
+            match (&reset, completed.buffers) {
+                (Ok(()), Some(buffers)) => {
+                    returned.push(Completed::host_error(tag, HostError::Reset, buffers));
+                }
+                // The device may still write them (or, for a command it never saw, the
+                // midlayer fails it as one it may write): leaked.
+                (_, buffers) => core::mem::forget(buffers),
+            }
+        }
+        reset
     }
 
     fn poll_events(&mut self, out: &mut Vec<HostEvent>) {

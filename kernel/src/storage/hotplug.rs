@@ -17,7 +17,7 @@ use scsi::midlayer::ScanReport;
 use scsi::wire::Lun;
 
 use super::report::{NamedDisk, print_lun, print_scan_errors};
-use super::{HostInfo, Stack};
+use super::{HostInfo, SenseBuf, Stack};
 use crate::console::println;
 use crate::verify_plan::disk_name;
 
@@ -44,7 +44,7 @@ impl Disks {
     }
 
     /// Applies the notices the host sent since the last call; returns how many it had.
-    pub fn poll<H: ScsiHost>(&mut self, stack: &mut Stack<'_, H>) -> usize {
+    pub fn poll<'s, H: ScsiHost<SenseBuf<'s>>>(&mut self, stack: &mut Stack<'s, H>) -> usize {
         stack.host_mut().poll_events(&mut self.events);
         let mut events = core::mem::take(&mut self.events);
         let count = events.len();
@@ -56,7 +56,7 @@ impl Disks {
         count
     }
 
-    fn apply<H: ScsiHost>(&mut self, stack: &mut Stack<'_, H>, event: HostEvent) {
+    fn apply<'s, H: ScsiHost<SenseBuf<'s>>>(&mut self, stack: &mut Stack<'s, H>, event: HostEvent) {
         let template = stack.template();
         let (target, lun) = match event {
             HostEvent::Added { target, lun } | HostEvent::Removed { target, lun } => (target, lun),
@@ -112,7 +112,11 @@ impl Disks {
 
     /// Lost notices: whatever the full scan no longer finds was removed, whatever it finds
     /// anew was added.
-    fn reconcile<H: ScsiHost>(&mut self, stack: &mut Stack<'_, H>, report: &ScanReport) {
+    fn reconcile<'s, H: ScsiHost<SenseBuf<'s>>>(
+        &mut self,
+        stack: &mut Stack<'s, H>,
+        report: &ScanReport,
+    ) {
         print_scan_errors(&self.host, report);
         let gone: Vec<(u16, Lun)> = self
             .disks
@@ -131,7 +135,12 @@ impl Disks {
         self.add_found(report, " (rescan)");
     }
 
-    fn remove<H: ScsiHost>(&mut self, stack: &mut Stack<'_, H>, target: u16, lun: Lun) {
+    fn remove<'s, H: ScsiHost<SenseBuf<'s>>>(
+        &mut self,
+        stack: &mut Stack<'s, H>,
+        target: u16,
+        lun: Lun,
+    ) {
         let Some(at) = self
             .disks
             .iter()

@@ -36,6 +36,9 @@ use crate::pci::{Bdf, PciFunction};
 pub use crate::dma::Frames;
 /// The midlayer every host is attached to.
 pub type Stack<'s, H> = Midlayer<H, SlabSense<'s, Frames>, KernelClock>;
+/// A command's sense buffer: an object of the host's `scsi_sense` slab cache (`'s` borrows the
+/// cache), which a host holds while the command is in flight.
+pub type SenseBuf<'s> = pools::slab::SlabObject<'s, Frames>;
 
 /// The TSC as the midlayer's and the drivers' clock.
 #[derive(Debug, Clone, Copy, Default)]
@@ -76,7 +79,11 @@ impl fmt::Display for HostInfo {
 /// What a workload does with each host.
 pub trait HostVisitor {
     /// Uses one attached host; returns whether everything it checked passed.
-    fn visit<H: ScsiHost>(&mut self, host: &HostInfo, stack: &mut Stack<'_, H>) -> bool;
+    fn visit<'s, H: ScsiHost<SenseBuf<'s>>>(
+        &mut self,
+        host: &HostInfo,
+        stack: &mut Stack<'s, H>,
+    ) -> bool;
 }
 
 /// Why a host could not be attached or detached cleanly.
@@ -189,52 +196,15 @@ fn driver_for(function: &PciFunction) -> Option<&'static str> {
     }
 }
 
-/// Attaches `host` to a midlayer with sense buffers from a fresh slab cache, runs the visitor,
-/// then lets `detach` stop the adapter and name the dmapools to show before everything is freed.
-fn run_stack<H: ScsiHost>(
-    info: &HostInfo,
-    host: H,
+/// Creates the `scsi_sense` slab cache a host's commands take their sense buffers from, lets
+/// `run` build the host and run its stack on it ([`run_stack`]), then reports the cache and
+/// destroys it. The cache is made first because the host holds its objects.
+fn with_sense_cache(
     frames: Frames,
-    sense: SenseMode,
-    visitor: &mut impl HostVisitor,
-    detach: impl FnOnce(&mut H) -> Vec<PoolInfo>,
+    run: impl FnOnce(&SlabCache<Frames>) -> Result<(bool, usize), StorageError>,
 ) -> Result<bool, StorageError> {
     let cache = SlabCache::create(SlabConfig::new("scsi_sense", SCSI_SENSE_BUFFERSIZE), frames)?;
-    let (passed, outstanding) = {
-        let mut stack: Stack<'_, H> =
-            Midlayer::new(host, SlabSense::new(&cache), sense, KernelClock)?;
-        let template = stack.template();
-        log::info!(
-            "{info}: can_queue={} cmd_per_lun={} sg_tablesize={} max_sectors={} max_target={} max_lun={} sense={sense}",
-            template.can_queue,
-            template.cmd_per_lun,
-            template.sg_tablesize,
-            template.max_sectors,
-            template.max_target,
-            template.max_lun
-        );
-        let passed = visitor.visit(info, &mut stack);
-        let outstanding = stack.outstanding();
-        let stats = stack.stats();
-        let sense_stats = stack.sense_stats();
-        let pools = detach(stack.host_mut());
-        log::info!(
-            "{info}: detached: {} commands ({} failed, absent targets included; {} retries, {} timeouts, {} aborts ({} failed), {} host resets, {} bogus completions); sense: {} slab allocs, {} reserve hits, {} waits",
-            stats.completed,
-            stats.failed,
-            stats.retries,
-            stats.timeouts,
-            stats.aborts,
-            stats.abort_failures,
-            stats.host_resets,
-            stats.bogus_completions,
-            sense_stats.slab_allocs,
-            sense_stats.reserve_hits,
-            sense_stats.waits
-        );
-        print_poolinfo(&pools);
-        (passed, outstanding)
-    };
+    let result = run(&cache);
     let slab = cache.stats();
     log::info!(
         "slab {}: {} objects of {} B in {} slabs, {} in use",
@@ -244,11 +214,60 @@ fn run_stack<H: ScsiHost>(
         slab.slabs,
         slab.objects_in_use
     );
-    cache.destroy()?;
+    // As with the MPT chain pool: the run's error, if any, is the one worth reporting (after
+    // a dead host the cache is busy by design, its buffers leaked).
+    let destroyed = cache.destroy();
+    let (passed, outstanding) = result?;
+    destroyed?;
     if outstanding != 0 {
         return Err(StorageError::Outstanding(outstanding));
     }
     Ok(passed)
+}
+
+/// Attaches `host` to a midlayer with sense buffers from `cache`, runs the visitor, then lets
+/// `detach` stop the adapter and name the dmapools to show before everything is freed.
+/// Returns whether the visitor passed and how many commands were still outstanding.
+fn run_stack<'s, H: ScsiHost<SenseBuf<'s>>>(
+    info: &HostInfo,
+    host: H,
+    cache: &'s SlabCache<Frames>,
+    sense: SenseMode,
+    visitor: &mut impl HostVisitor,
+    detach: impl FnOnce(&mut H) -> Vec<PoolInfo>,
+) -> Result<(bool, usize), StorageError> {
+    let mut stack: Stack<'s, H> = Midlayer::new(host, SlabSense::new(cache), sense, KernelClock)?;
+    let template = stack.template();
+    log::info!(
+        "{info}: can_queue={} cmd_per_lun={} sg_tablesize={} max_sectors={} max_target={} max_lun={} sense={sense}",
+        template.can_queue,
+        template.cmd_per_lun,
+        template.sg_tablesize,
+        template.max_sectors,
+        template.max_target,
+        template.max_lun
+    );
+    let passed = visitor.visit(info, &mut stack);
+    let outstanding = stack.outstanding();
+    let stats = stack.stats();
+    let sense_stats = stack.sense_stats();
+    let pools = detach(stack.host_mut());
+    log::info!(
+        "{info}: detached: {} commands ({} failed, absent targets included; {} retries, {} timeouts, {} aborts ({} failed), {} host resets, {} bogus completions); sense: {} slab allocs, {} reserve hits, {} waits",
+        stats.completed,
+        stats.failed,
+        stats.retries,
+        stats.timeouts,
+        stats.aborts,
+        stats.abort_failures,
+        stats.host_resets,
+        stats.bogus_completions,
+        sense_stats.slab_allocs,
+        sense_stats.reserve_hits,
+        sense_stats.waits
+    );
+    print_poolinfo(&pools);
+    Ok((passed, outstanding))
 }
 
 /// The sysfs `pools` file, at column 0 like the other report lines.

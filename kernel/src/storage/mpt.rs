@@ -24,7 +24,9 @@ use pools::{PoolConfig, PoolInfo};
 use scsi::host::ScsiHost;
 use scsi::sense_alloc::SenseMode;
 
-use super::{Frames, HostInfo, HostVisitor, KernelClock, StorageError, run_stack};
+use super::{
+    Frames, HostInfo, HostVisitor, KernelClock, SenseBuf, StorageError, run_stack, with_sense_cache,
+};
 use crate::arch::paging;
 use crate::console::println;
 use crate::pci::{Bar, PciFunction};
@@ -38,12 +40,13 @@ const REGISTER_WINDOW_BYTES: u64 = 0x48;
 
 type Pool = ScalablePool<Frames>;
 /// The host type the midlayer drives.
-pub type Host<'pool> = MptHost<
+pub type Host<'pool, 's> = MptHost<
     MmioRegisters,
     ClockDelay<KernelClock>,
     drivers::dma::ChunkRegion<Frames>,
     &'pool Pool,
     IdentityMapper,
+    SenseBuf<'s>,
 >;
 
 fn map_registers(function: &PciFunction) -> Result<MmioRegisters, StorageError> {
@@ -131,45 +134,54 @@ fn attach_with_pool(
         facts.number_of_ports,
         mpt.port_facts().max_devices
     );
-    let host = MptHost::new(mpt, IdentityMapper, &mut memory)?;
-    let sg_tablesize = usize::from(host.template().sg_tablesize);
-    let sizing = ChainPoolSizing::new(&layout, sg_tablesize, geometry.can_queue);
-    let got = preallocate(pool, &sizing);
-    log::info!(
-        "{info}: chain pool: {} chains per I/O ({} segments, {} in the request frame, {} per chain frame) x can_queue {} = {} frames of {} B ({} KiB), {} preallocated",
-        sizing.chains_per_io,
-        sg_tablesize,
-        layout.main_slots(),
-        layout.chain_slots(),
-        geometry.can_queue,
-        sizing.frames,
-        sizing.frame_size_bytes,
-        sizing.total_bytes / 1024,
-        got
-    );
-    run_stack(info, host, frames, sense, visitor, |host: &mut Host<'_>| {
-        let adapter = host.adapter_mut();
-        let stats = *adapter.stats();
-        if let Err(err) = adapter.shutdown(|_| {}) {
-            log::error!("{info}: shutdown: {err}");
-        }
+    with_sense_cache(frames, |cache| {
+        let host = MptHost::new(mpt, IdentityMapper, &mut memory)?;
+        let sg_tablesize = usize::from(host.template().sg_tablesize);
+        let sizing = ChainPoolSizing::new(&layout, sg_tablesize, geometry.can_queue);
+        let got = preallocate(pool, &sizing);
         log::info!(
-            "{info}: {} requests, {} turbo replies, {} full replies, {} bad replies, {} resets, at most {} chain frames per I/O",
-            stats.submitted,
-            stats.turbo_replies,
-            stats.address_replies,
-            stats.bad_replies,
-            stats.resets,
-            stats.max_chains_per_io
+            "{info}: chain pool: {} chains per I/O ({} segments, {} in the request frame, {} per chain frame) x can_queue {} = {} frames of {} B ({} KiB), {} preallocated",
+            sizing.chains_per_io,
+            sg_tablesize,
+            layout.main_slots(),
+            layout.chain_slots(),
+            geometry.can_queue,
+            sizing.frames,
+            sizing.frame_size_bytes,
+            sizing.total_bytes / 1024,
+            got
         );
-        println!(
-            "mptsas {}: chain frames per I/O: max {} of {} allowed; chain pool {} frames",
-            info.index,
-            stats.max_chains_per_io,
-            layout.max_chain_depth(),
-            sizing.frames
-        );
-        let infos: vec::Vec<PoolInfo> = vec![adapter.chain_pool().info()];
-        infos
+        run_stack(
+            info,
+            host,
+            cache,
+            sense,
+            visitor,
+            |host: &mut Host<'_, '_>| {
+                let adapter = host.adapter_mut();
+                let stats = *adapter.stats();
+                if let Err(err) = adapter.shutdown(|_| {}) {
+                    log::error!("{info}: shutdown: {err}");
+                }
+                log::info!(
+                    "{info}: {} requests, {} turbo replies, {} full replies, {} bad replies, {} resets, at most {} chain frames per I/O",
+                    stats.submitted,
+                    stats.turbo_replies,
+                    stats.address_replies,
+                    stats.bad_replies,
+                    stats.resets,
+                    stats.max_chains_per_io
+                );
+                println!(
+                    "mptsas {}: chain frames per I/O: max {} of {} allowed; chain pool {} frames",
+                    info.index,
+                    stats.max_chains_per_io,
+                    layout.max_chain_depth(),
+                    sizing.frames
+                );
+                let infos: vec::Vec<PoolInfo> = vec![adapter.chain_pool().info()];
+                infos
+            },
+        )
     })
 }

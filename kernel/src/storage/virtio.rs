@@ -13,7 +13,9 @@ use drivers::virtio_scsi::host::VirtioScsiHost;
 use scsi::sense_alloc::SenseMode;
 use virtio_drivers::transport::pci::PciTransport;
 
-use super::{Frames, HostInfo, HostVisitor, KernelClock, StorageError, run_stack};
+use super::{
+    Frames, HostInfo, HostVisitor, KernelClock, SenseBuf, StorageError, run_stack, with_sense_cache,
+};
 use crate::pci::PciFunction;
 use crate::pci::virtio::KernelHal;
 
@@ -25,7 +27,8 @@ const QUEUE_SIZE: usize = 256;
 const CAN_QUEUE: usize = 64;
 
 /// The host type the midlayer drives.
-pub type Host = VirtioScsiHost<KernelHal, PciTransport, ClockDelay<KernelClock>, QUEUE_SIZE>;
+pub type Host<'s> =
+    VirtioScsiHost<KernelHal, PciTransport, ClockDelay<KernelClock>, SenseBuf<'s>, QUEUE_SIZE>;
 
 /// Brings the device up, hands it to `visitor`, and resets it.
 pub fn attach(
@@ -36,29 +39,31 @@ pub fn attach(
     visitor: &mut impl HostVisitor,
 ) -> Result<bool, StorageError> {
     let transport = crate::pci::virtio::transport(function, DeviceKind::Scsi)?;
-    let mut host = Host::new(transport, ClockDelay(KernelClock), CAN_QUEUE)?;
-    if let Some(device) = host.device_mut() {
-        let config = device.config();
-        log::info!(
-            "{info}: virtio-scsi num_queues={} seg_max={} max_sectors={} cmd_per_lun={} max_target={} max_lun={} features {:?}",
-            config.num_queues,
-            config.seg_max,
-            config.max_sectors,
-            config.cmd_per_lun,
-            config.max_target,
-            config.max_lun,
-            device.features()
-        );
-    }
-    run_stack(info, host, frames, sense, visitor, |host: &mut Host| {
-        log::info!(
-            "{}: {} device resets, {} bad responses",
-            info,
-            host.device_resets,
-            host.bad_responses
-        );
-        // No dmapool: request headers live in the driver's preallocated set. The device is
-        // reset when the transport drops, before its queues are freed.
-        Vec::new()
+    with_sense_cache(frames, |cache| {
+        let mut host = Host::new(transport, ClockDelay(KernelClock), CAN_QUEUE)?;
+        if let Some(device) = host.device_mut() {
+            let config = device.config();
+            log::info!(
+                "{info}: virtio-scsi num_queues={} seg_max={} max_sectors={} cmd_per_lun={} max_target={} max_lun={} features {:?}",
+                config.num_queues,
+                config.seg_max,
+                config.max_sectors,
+                config.cmd_per_lun,
+                config.max_target,
+                config.max_lun,
+                device.features()
+            );
+        }
+        run_stack(info, host, cache, sense, visitor, |host: &mut Host<'_>| {
+            log::info!(
+                "{}: {} device resets, {} bad responses",
+                info,
+                host.device_resets,
+                host.bad_responses
+            );
+            // No dmapool: request headers live in the driver's preallocated set. The device is
+            // reset when the transport drops, before its queues are freed.
+            Vec::new()
+        })
     })
 }

@@ -18,7 +18,7 @@ use crate::arch::insn_marker::{self, Counted};
 use crate::cmdline::Cmdline;
 use crate::console::println;
 use crate::storage::report::print_scan;
-use crate::storage::{self, HostInfo, HostVisitor, Stack};
+use crate::storage::{self, HostInfo, HostVisitor, SenseBuf, Stack};
 
 struct Device<'c> {
     job: &'c scsi::workload::JobParams,
@@ -27,7 +27,11 @@ struct Device<'c> {
 }
 
 impl HostVisitor for Device<'_> {
-    fn visit<H: ScsiHost>(&mut self, host: &HostInfo, stack: &mut Stack<'_, H>) -> bool {
+    fn visit<'s, H: ScsiHost<SenseBuf<'s>>>(
+        &mut self,
+        host: &HostInfo,
+        stack: &mut Stack<'s, H>,
+    ) -> bool {
         let report = stack.scan();
         let disks = print_scan(host, &report, &mut self.next_disk);
         let Some(disk) = disks.first() else {

@@ -35,15 +35,15 @@ use crate::net::server::{Server, ServerStats};
 use crate::net::stats::{self, Snapshot};
 use crate::storage::hotplug::Disks;
 use crate::storage::report::{NamedDisk, print_scan};
-use crate::storage::{self, HostInfo, HostVisitor, Stack};
+use crate::storage::{self, HostInfo, HostVisitor, SenseBuf, Stack};
 
 /// A scanned disk behind the midlayer, as the NBD export's block device.
-struct ScsiDisk<'s, 'c, H: ScsiHost> {
+struct ScsiDisk<'s, 'c, H: ScsiHost<SenseBuf<'c>>> {
     stack: &'s mut Stack<'c, H>,
     disk: Disk,
 }
 
-impl<H: ScsiHost> BlockDevice for ScsiDisk<'_, '_, H> {
+impl<'c, H: ScsiHost<SenseBuf<'c>>> BlockDevice for ScsiDisk<'_, 'c, H> {
     fn block_bytes(&self) -> u32 {
         self.disk.block_len
     }
@@ -70,12 +70,12 @@ impl<H: ScsiHost> BlockDevice for ScsiDisk<'_, '_, H> {
 }
 
 /// The stats endpoint's text: the server's counters and this host's disks as they are now.
-fn stats_text<H: ScsiHost>(
+fn stats_text<'s, H: ScsiHost<SenseBuf<'s>>>(
     sense_mode: SenseMode,
     export_name: &str,
     server_stats: &ServerStats,
     device: &NetDevice,
-    export: &BlockExport<ScsiDisk<'_, '_, H>>,
+    export: &BlockExport<ScsiDisk<'_, 's, H>>,
     disks: &[NamedDisk],
 ) -> String {
     let stack = &*export.device().stack;
@@ -104,7 +104,11 @@ struct Nbd {
 }
 
 impl HostVisitor for Nbd {
-    fn visit<H: ScsiHost>(&mut self, host: &HostInfo, stack: &mut Stack<'_, H>) -> bool {
+    fn visit<'s, H: ScsiHost<SenseBuf<'s>>>(
+        &mut self,
+        host: &HostInfo,
+        stack: &mut Stack<'s, H>,
+    ) -> bool {
         let report = stack.scan();
         let disks = print_scan(host, &report, &mut self.next_disk);
         if self.served {
@@ -151,7 +155,7 @@ impl HostVisitor for Nbd {
         let mut disks = Disks::new(*host, disks);
         let serve = |server: &mut Server,
                      device: &mut NetDevice,
-                     export: &mut BlockExport<ScsiDisk<'_, '_, H>>,
+                     export: &mut BlockExport<ScsiDisk<'_, 's, H>>,
                      disks: &mut Disks| {
             server.poll(device, export, &mut |stats, device, export| {
                 stats_text(sense_mode, name, stats, device, export, disks.list())

@@ -33,7 +33,7 @@ use crate::cmdline::Cmdline;
 use crate::console::println;
 use crate::json::JsonObject;
 use crate::storage::report::{NamedDisk, print_scan};
-use crate::storage::{self, HostInfo, HostVisitor, Stack};
+use crate::storage::{self, HostInfo, HostVisitor, SenseBuf, Stack};
 use crate::verify_plan::{Range, fill, first_mismatch, plan};
 
 /// Largest logical block the plan handles (SBC allows more; no QEMU disk uses it).
@@ -53,9 +53,9 @@ struct Verify {
 }
 
 impl Verify {
-    fn check_range<H: ScsiHost>(
+    fn check_range<'s, H: ScsiHost<SenseBuf<'s>>>(
         &mut self,
-        stack: &mut Stack<'_, H>,
+        stack: &mut Stack<'s, H>,
         disk: &NamedDisk,
         seed: u64,
         range: Range,
@@ -95,7 +95,11 @@ impl Verify {
         Ok(())
     }
 
-    fn verify_disk<H: ScsiHost>(&mut self, stack: &mut Stack<'_, H>, disk: &NamedDisk) -> bool {
+    fn verify_disk<'s, H: ScsiHost<SenseBuf<'s>>>(
+        &mut self,
+        stack: &mut Stack<'s, H>,
+        disk: &NamedDisk,
+    ) -> bool {
         let seed = self.seed ^ u64::from(disk.target);
         // The block length comes from the device: a value no command can carry is reported,
         // not trusted with a buffer allocation.
@@ -152,7 +156,10 @@ impl Verify {
 /// The unit serial number (VPD page 80h, SPC-5 §7.7.18), printable ASCII with the padding
 /// trimmed; empty when the device has none or the INQUIRY fails (the plan is still printed, and
 /// xtask reports that it matches no image).
-fn unit_serial<H: ScsiHost>(stack: &mut Stack<'_, H>, disk: &NamedDisk) -> String {
+fn unit_serial<'s, H: ScsiHost<SenseBuf<'s>>>(
+    stack: &mut Stack<'s, H>,
+    disk: &NamedDisk,
+) -> String {
     const ALLOC_LEN: u16 = 255;
     let cdb = Cdb::Inquiry {
         evpd: true,
@@ -200,7 +207,10 @@ fn print_plan(disk: &NamedDisk, serial: &str, seed: u64, plan: &[Range]) {
 /// ADDRESS OUT OF RANGE (SBC-4: ASC 21h). The midlayer sees the sense key only if the
 /// adapter delivered the sense data: virtio-scsi in its response, the SAS1068 by autosense DMA
 /// straight into the midlayer's sense buffer, a slab object in DMA frames.
-fn check_sense<H: ScsiHost>(stack: &mut Stack<'_, H>, disk: &NamedDisk) -> Result<(), String> {
+fn check_sense<'s, H: ScsiHost<SenseBuf<'s>>>(
+    stack: &mut Stack<'s, H>,
+    disk: &NamedDisk,
+) -> Result<(), String> {
     let cdb = Cdb::read(Lba(disk.disk.blocks), scsi::wire::BlockCount(1));
     let data = vec![0u8; disk.disk.block_len as usize];
     let mut request = Request::new(disk.disk.device, cdb, data);
@@ -225,8 +235,8 @@ fn check_sense<H: ScsiHost>(stack: &mut Stack<'_, H>, disk: &NamedDisk) -> Resul
 }
 
 /// SYNCHRONIZE CACHE(10) over the whole medium, so the writes are in the image before exit.
-fn synchronize_cache<H: ScsiHost>(
-    stack: &mut Stack<'_, H>,
+fn synchronize_cache<'s, H: ScsiHost<SenseBuf<'s>>>(
+    stack: &mut Stack<'s, H>,
     disk: &NamedDisk,
 ) -> Result<(), ScsiError> {
     let cdb = Cdb::SynchronizeCache10 {
@@ -239,7 +249,11 @@ fn synchronize_cache<H: ScsiHost>(
 }
 
 impl HostVisitor for Verify {
-    fn visit<H: ScsiHost>(&mut self, host: &HostInfo, stack: &mut Stack<'_, H>) -> bool {
+    fn visit<'s, H: ScsiHost<SenseBuf<'s>>>(
+        &mut self,
+        host: &HostInfo,
+        stack: &mut Stack<'s, H>,
+    ) -> bool {
         let report = stack.scan();
         let disks = print_scan(host, &report, &mut self.next_disk);
         if disks.is_empty() {

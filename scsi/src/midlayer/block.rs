@@ -21,7 +21,7 @@ pub struct Disk {
     pub blocks: u64,
 }
 
-impl<H: ScsiHost, A: ElementAllocator, C: Clock> Midlayer<H, A, C>
+impl<H: ScsiHost<A::Element>, A: ElementAllocator, C: Clock> Midlayer<H, A, C>
 where
     A::Element: SenseStorage,
 {

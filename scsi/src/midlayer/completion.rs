@@ -1,23 +1,31 @@
-//! The way out of a slot: a host completion is classified (GOOD from the status byte alone;
-//! sense read only for CHECK CONDITION, SAM-5 §5.3), then completed, retried with the same tag,
-//! data and sense buffer, or parked; [`Midlayer::complete`] is the single exit that frees the
-//! sense buffer and the tag, so every command is reported exactly once.
+//! The way out of a slot: a host completion hands the command's buffers back into its slot and
+//! is classified (GOOD from the status byte alone; sense read only for CHECK CONDITION, SAM-5
+//! §5.3), then completed, retried with the same tag, data and sense buffer, or parked;
+//! [`Midlayer::complete`] is the single exit that frees the sense buffer and the tag, so every
+//! command is reported exactly once.
 
 use super::command::BUSY_DELAY_NS;
 use super::error::{Disposition, classify};
 use super::{Completion, Done, Midlayer, ScsiError, SlotState};
 use crate::clock::Clock;
-use crate::host::{HostCompletion, HostError, ScsiHost};
+use crate::host::{Completed, HostError, ScsiHost};
 use crate::sense_alloc::SenseStorage;
 use crate::wire::{SCSI_SENSE_BUFFERSIZE, Tag};
 use alloc::vec::Vec;
 use pools::ElementAllocator;
 
-impl<H: ScsiHost, A: ElementAllocator, C: Clock> Midlayer<H, A, C>
+impl<H: ScsiHost<A::Element>, A: ElementAllocator, C: Clock> Midlayer<H, A, C>
 where
     A::Element: SenseStorage,
 {
-    pub(super) fn finish(&mut self, completion: HostCompletion, out: &mut Vec<Done>) {
+    /// Ends one host completion: the buffers go back into the slot, then the command is
+    /// classified. A host that kept the buffers (the device may still write them) fails the
+    /// command with `ResetFailed`, whatever else it said.
+    pub(super) fn finish(&mut self, completed: Completed<A::Element>, out: &mut Vec<Done>) {
+        let Completed {
+            mut completion,
+            buffers,
+        } = completed;
         let tag = completion.tag;
         let in_flight = self
             .slots
@@ -25,7 +33,13 @@ where
             .is_some_and(|s| s.state == SlotState::InFlight);
         if !in_flight {
             self.stats.bogus_completions += 1;
+            // Whose buffers these are cannot be known: leaked, never reused.
+            core::mem::forget(buffers);
             return;
+        }
+        match buffers {
+            Some(buffers) => self.take_back(tag, buffers),
+            None => completion.host_error = Some(HostError::ResetFailed),
         }
         let disposition = if completion.status == 0 && completion.host_error.is_none() {
             Disposition::Success { recovered: false }
@@ -88,23 +102,14 @@ where
     ) {
         let slot = &mut self.slots[usize::from(tag.0)];
         slot.state = SlotState::Free;
-        // After a reset the device did not confirm, it may still write this command's data
-        // and sense buffers (a host may give the sense buffer to the device for autosense):
-        // neither is freed or handed back. The caller gets an empty data buffer, and the
-        // sense buffer stays counted as in use, which is what it is.
-        let device_may_write = matches!(result, Err(ScsiError::Host(HostError::ResetFailed)));
+        // After a reset the device did not confirm, the host kept (leaked) the command's data
+        // and sense buffers: the device may still write them. The caller gets an empty data
+        // buffer, and the sense buffer stays counted as in use, which is what it is.
         if let Some(buf) = slot.sense.take() {
-            if device_may_write {
-                core::mem::forget(buf);
-            } else {
-                self.sense.free(buf);
-                self.sense_frees += 1;
-            }
+            self.sense.free(buf);
+            self.sense_frees += 1;
         }
-        let mut data = core::mem::take(&mut slot.data);
-        if device_may_write {
-            core::mem::forget(core::mem::take(&mut data));
-        }
+        let data = core::mem::take(&mut slot.data);
         let user_data = slot.user_data;
         let device = &mut self.devices[usize::from(slot.device)];
         device.in_flight -= 1;

@@ -33,7 +33,7 @@ pub use tags::TagPool;
 
 use crate::clock::Clock;
 use crate::host::{
-    DataDirection, HostCompletion, HostTemplate, InFlight, SEGMENT_BYTES, ScsiCmd, ScsiHost,
+    CmdBuffers, Completed, DataDirection, HostTemplate, SEGMENT_BYTES, ScsiCmd, ScsiHost,
 };
 use crate::sense_alloc::{ReserveFailed, SenseAllocator, SenseMode, SenseStats, SenseStorage};
 use crate::wire::{CdbBytes, Lun, Tag};
@@ -74,7 +74,10 @@ struct Slot<E> {
     lun: Lun,
     cdb: CdbBytes,
     direction: DataDirection,
+    /// The data buffer while the midlayer holds the command (empty while the host does).
     data: Vec<u8>,
+    /// The sense buffer while the midlayer holds the command (`None` while the host does, or
+    /// while the command waits for one).
     sense: Option<E>,
     user_data: u64,
     timeout_ns: u64,
@@ -103,7 +106,7 @@ struct DeviceState {
 }
 
 /// The midlayer for one host. `A` supplies sense buffers (see [`crate::sense_alloc`]).
-pub struct Midlayer<H: ScsiHost, A: ElementAllocator, C: Clock>
+pub struct Midlayer<H: ScsiHost<A::Element>, A: ElementAllocator, C: Clock>
 where
     A::Element: SenseStorage,
 {
@@ -118,7 +121,7 @@ where
     /// Bumped on every sense-buffer free: parked commands retry allocation only after one.
     sense_frees: u64,
     devices: Vec<DeviceState>,
-    host_done: Vec<HostCompletion>,
+    host_done: Vec<Completed<A::Element>>,
     deferred: VecDeque<Tag>,
     /// Completions found by synchronous helpers for other commands, returned by the next poll.
     stash: Vec<Done>,
@@ -128,29 +131,7 @@ where
     stats: MidlayerStats,
 }
 
-/// [`InFlight`] over the slot table, for drivers that deliver sense during `poll`.
-struct SlotView<'a, E> {
-    slots: &'a mut [Slot<E>],
-}
-
-impl<E: SenseStorage> InFlight for SlotView<'_, E> {
-    fn sense_mut(&mut self, tag: Tag) -> Option<&mut dyn SenseStorage> {
-        let slot = self
-            .slots
-            .get_mut(usize::from(tag.0))
-            .filter(|s| s.state == SlotState::InFlight)?;
-        slot.sense.as_mut().map(|s| s as &mut dyn SenseStorage)
-    }
-    fn data_mut(&mut self, tag: Tag) -> Option<&mut [u8]> {
-        let slot = self
-            .slots
-            .get_mut(usize::from(tag.0))
-            .filter(|s| s.state == SlotState::InFlight)?;
-        Some(&mut slot.data[..])
-    }
-}
-
-impl<H: ScsiHost, A: ElementAllocator, C: Clock> Midlayer<H, A, C>
+impl<H: ScsiHost<A::Element>, A: ElementAllocator, C: Clock> Midlayer<H, A, C>
 where
     A::Element: SenseStorage,
 {
@@ -328,9 +309,10 @@ where
     }
 
     /// Hands a slot that has its sense buffer to the host (or parks it if the host is busy).
+    /// The data and sense buffers move into the host with the command.
     fn issue(&mut self, tag: Tag) {
         let slot = &mut self.slots[usize::from(tag.0)];
-        let Some(sense) = slot.sense.as_mut() else {
+        let Some(sense) = slot.sense.take() else {
             // Every caller hands over a slot that holds its sense buffer; should one not, the
             // command waits for a buffer rather than being lost.
             self.park(tag, 0);
@@ -343,15 +325,25 @@ where
             tag,
             target: slot.target,
             lun: slot.lun,
-            cdb: &slot.cdb,
+            cdb: slot.cdb,
             direction: slot.direction,
-            data: &mut slot.data[..],
-            sense,
+            buffers: CmdBuffers {
+                data: core::mem::take(&mut slot.data),
+                sense,
+            },
         };
-        if self.host.queue_command(cmd).is_err() {
+        if let Err(refused) = self.host.queue_command(cmd) {
+            self.take_back(tag, refused.buffers);
             self.stats.requeues += 1;
             self.park(tag, BUSY_DELAY_NS);
         }
+    }
+
+    /// Puts buffers the host handed back into the slot of `tag`.
+    fn take_back(&mut self, tag: Tag, buffers: CmdBuffers<A::Element>) {
+        let slot = &mut self.slots[usize::from(tag.0)];
+        slot.data = buffers.data;
+        slot.sense = Some(buffers.sense);
     }
 
     /// Collects finished commands into `out` and returns how many were added. Also re-offers
@@ -360,13 +352,10 @@ where
         let before = out.len();
         out.append(&mut self.stash);
         self.now_ns = self.clock.now_ns();
-        let mut view = SlotView {
-            slots: &mut self.slots,
-        };
-        self.host.poll(&mut view, &mut self.host_done);
+        self.host.poll(&mut self.host_done);
         let mut done = core::mem::take(&mut self.host_done);
-        for completion in done.drain(..) {
-            self.finish(completion, out);
+        for completed in done.drain(..) {
+            self.finish(completed, out);
         }
         self.host_done = done;
         if !self.deferred.is_empty() {

@@ -5,13 +5,13 @@
 use super::error::Disposition;
 use super::{Done, Midlayer, ScsiError, SlotState, UNSTAMPED};
 use crate::clock::Clock;
-use crate::host::ScsiHost;
+use crate::host::{HostError, ScsiHost};
 use crate::sense_alloc::SenseStorage;
 use crate::wire::Tag;
 use alloc::vec::Vec;
 use pools::ElementAllocator;
 
-impl<H: ScsiHost, A: ElementAllocator, C: Clock> Midlayer<H, A, C>
+impl<H: ScsiHost<A::Element>, A: ElementAllocator, C: Clock> Midlayer<H, A, C>
 where
     A::Element: SenseStorage,
 {
@@ -75,9 +75,12 @@ where
             let tag = Tag(index as u16);
             self.stats.timeouts += 1;
             self.stats.aborts += 1;
-            if self.host.abort(tag).is_err() {
-                self.stats.abort_failures += 1;
-                self.reset_host(out);
+            match self.host.abort(tag) {
+                Ok(buffers) => self.take_back(tag, buffers),
+                Err(_) => {
+                    self.stats.abort_failures += 1;
+                    self.reset_host(out);
+                }
             }
             if self.slots[index].state == SlotState::InFlight {
                 self.dispose(
@@ -95,33 +98,46 @@ where
 
     /// Resets the host; every in-flight command is retried or failed with `Host(Reset)`.
     ///
-    /// If the reset fails the device may still write the in-flight commands' buffers: each
-    /// of them completes once with `Host(ResetFailed)` and its data buffer is leaked (in
-    /// `complete`); parked commands are unaffected.
+    /// If the reset fails the device may still write the in-flight commands' buffers, which
+    /// the host keeps (leaked): each of those commands completes once with
+    /// `Host(ResetFailed)` and an empty data buffer; parked commands are unaffected.
     pub fn reset_host(&mut self, out: &mut Vec<Done>) {
         self.stats.host_resets += 1;
-        if let Err(failed) = self.host.reset() {
-            log::error!("{failed}: failing the in-flight commands, leaking their buffers");
-            for index in 0..self.slots.len() {
-                if self.slots[index].state == SlotState::InFlight {
-                    let error = ScsiError::Host(crate::host::HostError::ResetFailed);
-                    self.complete(Tag(index as u16), Err(error), out);
-                }
+        let mut returned = core::mem::take(&mut self.host_done);
+        let reset = self.host.reset(&mut returned);
+        for completed in returned.drain(..) {
+            let tag = completed.completion.tag;
+            let in_flight = self
+                .slots
+                .get(usize::from(tag.0))
+                .is_some_and(|s| s.state == SlotState::InFlight);
+            match completed.buffers {
+                Some(buffers) if in_flight => self.take_back(tag, buffers),
+                // Not ours to reuse (a host bug): leaked.
+                other => core::mem::forget(other),
             }
-            return;
+        }
+        self.host_done = returned;
+        if let Err(failed) = reset {
+            log::error!("{failed}: failing the in-flight commands; the host leaks their buffers");
         }
         for index in 0..self.slots.len() {
-            if self.slots[index].state == SlotState::InFlight {
-                let error = ScsiError::Host(crate::host::HostError::Reset);
+            let tag = Tag(index as u16);
+            let slot = &mut self.slots[index];
+            if slot.state != SlotState::InFlight {
+                continue;
+            }
+            // No buffers back: the device may still write them (`Err`, or a host that kept
+            // them against the contract).
+            if reset.is_err() || slot.sense.is_none() {
+                self.complete(tag, Err(ScsiError::Host(HostError::ResetFailed)), out);
+            } else if slot.retries_left == 0 {
+                self.complete(tag, Err(ScsiError::Host(HostError::Reset)), out);
+            } else {
                 // Park rather than issue: the slot loop must not see a command twice.
-                let slot = &mut self.slots[index];
-                if slot.retries_left == 0 {
-                    self.complete(Tag(index as u16), Err(error), out);
-                } else {
-                    slot.retries_left -= 1;
-                    self.stats.retries += 1;
-                    self.park(Tag(index as u16), 0);
-                }
+                slot.retries_left -= 1;
+                self.stats.retries += 1;
+                self.park(tag, 0);
             }
         }
     }

@@ -43,7 +43,7 @@ pub struct ScanReport {
     pub sequential_fallbacks: u16,
 }
 
-impl<H: ScsiHost, A: ElementAllocator, C: Clock> Midlayer<H, A, C>
+impl<H: ScsiHost<A::Element>, A: ElementAllocator, C: Clock> Midlayer<H, A, C>
 where
     A::Element: SenseStorage,
 {

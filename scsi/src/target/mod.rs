@@ -23,10 +23,12 @@ pub use params::{
 
 use crate::clock::Clock;
 use crate::host::{
-    AbortFailed, HostCompletion, HostResetFailed, HostTemplate, InFlight, QueueError, ScsiCmd,
-    ScsiHost,
+    AbortFailed, CmdBuffers, Completed, DataDirection, HostError, HostResetFailed, HostTemplate,
+    QueueError, Refused, ScsiCmd, ScsiHost,
 };
-use crate::wire::Tag;
+use crate::sense_alloc::SenseStorage;
+use crate::wire::{CdbBytes, Lun, SCSI_SENSE_BUFFERSIZE, Tag};
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -36,6 +38,18 @@ pub(crate) mod ua {
     pub const POWER_ON: u8 = 1;
     pub const BUS_RESET: u8 = 2;
     pub const LUNS_CHANGED: u8 = 4;
+}
+
+/// A command while scsi_debug answers it, inside `queue_command`: its buffers are borrowed
+/// only for the duration of that call (the answer is complete before it returns).
+pub(crate) struct CmdView<'a> {
+    pub tag: Tag,
+    pub target: u16,
+    pub lun: Lun,
+    pub cdb: &'a CdbBytes,
+    pub direction: DataDirection,
+    pub data: &'a mut [u8],
+    pub sense: &'a mut dyn SenseStorage,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -64,8 +78,9 @@ pub struct TargetStats {
     pub resets: u64,
 }
 
-/// The scsi_debug host.
-pub struct ScsiDebug<C: Clock> {
+/// The scsi_debug host, holding the buffers of the commands it has answered but not yet
+/// reported (`S`: the midlayer's sense buffer; by default the heap one).
+pub struct ScsiDebug<C: Clock, S = Box<[u8; SCSI_SENSE_BUFFERSIZE]>> {
     pub(crate) params: ScsiDebugParams,
     pub(crate) clock: C,
     /// The shared RAM store; empty with `fake_rw`.
@@ -75,24 +90,24 @@ pub struct ScsiDebug<C: Clock> {
     pub(crate) luns: Vec<LunState>,
     delay_ns: u64,
     /// Completions not yet reported, in due-time order (the delay is the same for all).
-    pending: VecDeque<(u64, HostCompletion)>,
-    /// Completions due at once (zero delay): handed out in one copy at the next poll.
-    ready: Vec<HostCompletion>,
+    pending: VecDeque<(u64, Completed<S>)>,
+    /// Completions due at once (zero delay): handed out in one move at the next poll.
+    ready: Vec<Completed<S>>,
     /// Commands `OPT_TIMEOUT` swallowed; they leave only through `abort` or `reset`.
-    swallowed: Vec<Tag>,
+    swallowed: Vec<(Tag, CmdBuffers<S>)>,
     pub(crate) cmnd_count: u64,
     pub(crate) power_on_ns: u64,
     pub(crate) stats: TargetStats,
 }
 
-impl<C: Clock> ScsiDebug<C> {
+impl<C: Clock, S> ScsiDebug<C, S> {
     /// Creates the host "at power on": every LUN has a POWER ON UNIT ATTENTION pending.
     ///
     /// # Panics
     ///
     /// When `params` fail [`ScsiDebugParams::validate`] or the store cannot be allocated; use
     /// [`try_new`](Self::try_new) for parameters that came from a user.
-    pub fn new(params: ScsiDebugParams, clock: C) -> ScsiDebug<C> {
+    pub fn new(params: ScsiDebugParams, clock: C) -> ScsiDebug<C, S> {
         match ScsiDebug::try_new(params, clock) {
             Ok(host) => host,
             Err(error) => panic!("ScsiDebug::new: {error}"),
@@ -102,7 +117,7 @@ impl<C: Clock> ScsiDebug<C> {
     /// Creates the host "at power on" after checking `params` (fields may have been written
     /// directly) and allocating the store fallibly: a `dev_size_mb` the heap cannot hold is
     /// [`ParamError::StoreAlloc`], not an allocation abort.
-    pub fn try_new(params: ScsiDebugParams, clock: C) -> Result<ScsiDebug<C>, ParamError> {
+    pub fn try_new(params: ScsiDebugParams, clock: C) -> Result<ScsiDebug<C, S>, ParamError> {
         params.validate()?;
         let mut store = Vec::new();
         if !params.fake_rw {
@@ -139,7 +154,7 @@ impl<C: Clock> ScsiDebug<C> {
     }
 
     /// Parses `key=value` parameters and creates the host.
-    pub fn from_params(text: &str, clock: C) -> Result<ScsiDebug<C>, ParamError> {
+    pub fn from_params(text: &str, clock: C) -> Result<ScsiDebug<C, S>, ParamError> {
         ScsiDebug::try_new(ScsiDebugParams::parse(text)?, clock)
     }
 
@@ -201,7 +216,7 @@ impl<C: Clock> ScsiDebug<C> {
     }
 }
 
-impl<C: Clock> ScsiHost for ScsiDebug<C> {
+impl<C: Clock, S: SenseStorage> ScsiHost<S> for ScsiDebug<C, S> {
     fn template(&self) -> HostTemplate {
         HostTemplate {
             can_queue: self.params.host_can_queue(),
@@ -213,70 +228,103 @@ impl<C: Clock> ScsiHost for ScsiDebug<C> {
         }
     }
 
-    fn queue_command(&mut self, mut cmd: ScsiCmd<'_>) -> Result<(), QueueError> {
+    fn queue_command(&mut self, cmd: ScsiCmd<S>) -> Result<(), Refused<S>> {
+        let ScsiCmd {
+            tag,
+            target,
+            lun,
+            cdb,
+            direction,
+            mut buffers,
+        } = cmd;
         if self.outstanding() >= usize::from(self.params.host_can_queue()) {
-            return Err(QueueError::HostBusy);
+            let error = QueueError::HostBusy;
+            return Err(Refused { error, buffers });
         }
         self.stats.commands += 1;
-        let tag = cmd.tag;
-        let lun = if cmd.target < self.params.num_tgts {
-            self.lun_index(cmd.target, cmd.lun)
+        let lun_index = if target < self.params.num_tgts {
+            self.lun_index(target, lun)
         } else {
             None
         };
-        let Some(completion) = self.respond(&mut cmd, lun) else {
-            self.swallowed.push(tag);
+        let mut view = CmdView {
+            tag,
+            target,
+            lun,
+            cdb: &cdb,
+            direction,
+            data: &mut buffers.data,
+            sense: &mut buffers.sense,
+        };
+        let Some(completion) = self.respond(&mut view, lun_index) else {
+            self.swallowed.push((tag, buffers));
             return Ok(());
         };
+        let completed = Completed::returned(completion, buffers);
         if self.delay_ns == 0 {
-            self.ready.push(completion);
+            self.ready.push(completed);
         } else {
             let due = self.clock.now_ns() + self.delay_ns;
-            self.pending.push_back((due, completion));
+            self.pending.push_back((due, completed));
         }
         Ok(())
     }
 
-    fn poll(&mut self, _inflight: &mut dyn InFlight, done: &mut Vec<HostCompletion>) -> usize {
+    fn poll(&mut self, done: &mut Vec<Completed<S>>) -> usize {
         let mut count = self.ready.len();
-        done.extend_from_slice(&self.ready);
-        self.ready.clear();
+        done.append(&mut self.ready);
         if !self.pending.is_empty() {
             let now = self.clock.now_ns();
-            while let Some(&(due, completion)) = self.pending.front() {
-                if due > now {
+            while let Some((due, _)) = self.pending.front() {
+                if *due > now {
                     break;
                 }
-                self.pending.pop_front();
-                done.push(completion);
-                count += 1;
+                if let Some((_, completed)) = self.pending.pop_front() {
+                    done.push(completed);
+                    count += 1;
+                }
             }
         }
         self.stats.completions += count as u64;
         count
     }
 
-    fn abort(&mut self, tag: Tag) -> Result<(), AbortFailed> {
-        if let Some(at) = self.swallowed.iter().position(|&t| t == tag) {
-            self.swallowed.swap_remove(at);
-            self.stats.aborted += 1;
-        } else if let Some(at) = self.ready.iter().position(|c| c.tag == tag) {
-            self.ready.remove(at);
-            self.stats.aborted += 1;
-        } else if let Some(at) = self.pending.iter().position(|(_, c)| c.tag == tag) {
-            self.pending.remove(at);
-            self.stats.aborted += 1;
-        }
-        // A tag the target does not hold has nothing left to complete: the abort succeeded.
-        Ok(())
+    fn abort(&mut self, tag: Tag) -> Result<CmdBuffers<S>, AbortFailed> {
+        let buffers = if let Some(at) = self.swallowed.iter().position(|(t, _)| *t == tag) {
+            Some(self.swallowed.swap_remove(at).1)
+        } else if let Some(at) = self.ready.iter().position(|c| c.completion.tag == tag) {
+            self.ready.remove(at).buffers
+        } else if let Some(at) = self
+            .pending
+            .iter()
+            .position(|(_, c)| c.completion.tag == tag)
+        {
+            self.pending.remove(at).and_then(|(_, c)| c.buffers)
+        } else {
+            None
+        };
+        // A tag the target does not hold has no buffers to hand back: the abort fails.
+        let buffers = buffers.ok_or(AbortFailed(tag))?;
+        self.stats.aborted += 1;
+        Ok(buffers)
     }
 
-    fn reset(&mut self) -> Result<(), HostResetFailed> {
+    fn reset(&mut self, returned: &mut Vec<Completed<S>>) -> Result<(), HostResetFailed> {
         self.stats.resets += 1;
         self.stats.reset_dropped += self.outstanding() as u64;
-        self.ready.clear();
-        self.pending.clear();
-        self.swallowed.clear();
+        let reset = |tag, buffers| Completed::host_error(tag, HostError::Reset, buffers);
+        for (tag, buffers) in self.swallowed.drain(..) {
+            returned.push(reset(tag, buffers));
+        }
+        let finished = self
+            .ready
+            .drain(..)
+            .chain(self.pending.drain(..).map(|(_, c)| c));
+        for completed in finished {
+            if let Some(buffers) = completed.buffers {
+                returned.push(reset(completed.completion.tag, buffers));
+            }
+        }
         for lun in &mut self.luns {
             lun.ua |= ua::BUS_RESET;
         }

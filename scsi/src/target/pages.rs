@@ -4,10 +4,11 @@
 //! with the `wire` encoders into small vectors and let `data_in` truncate to the allocation
 //! length.
 
+use super::CmdView;
 use super::respond::data_in;
 use super::{ScsiDebug, ua};
 use crate::clock::Clock;
-use crate::host::{HostCompletion, ScsiCmd};
+use crate::host::HostCompletion;
 use crate::wire::{
     Designator, DeviceType, INQUIRY_STANDARD_LEN, InquiryData, Lun, ModePage, ModeParameters,
     ModeSenseFormat, PageControl, ReportLunsData, Sense, SenseFormat, SenseKey, VpdPage, padded,
@@ -18,10 +19,10 @@ use alloc::vec::Vec;
 /// SKSV | C/D (the error is in the CDB) for a sense-key specific field pointer.
 pub(crate) const FIELD_IN_CDB: u8 = 0xc0;
 
-impl<C: Clock> ScsiDebug<C> {
+impl<C: Clock, S> ScsiDebug<C, S> {
     pub(crate) fn inquiry(
         &mut self,
-        cmd: &mut ScsiCmd<'_>,
+        cmd: &mut CmdView<'_>,
         lun: Option<usize>,
         evpd: bool,
         page: u8,
@@ -91,7 +92,7 @@ impl<C: Clock> ScsiDebug<C> {
         data_in(cmd, &bytes, alloc_len)
     }
 
-    pub(crate) fn report_luns(&mut self, cmd: &mut ScsiCmd<'_>, alloc_len: u32) -> HostCompletion {
+    pub(crate) fn report_luns(&mut self, cmd: &mut CmdView<'_>, alloc_len: u32) -> HostCompletion {
         if alloc_len < 16 {
             // SPC-5 §6.33: an allocation length under 16 is an error.
             return self.check(
@@ -111,7 +112,7 @@ impl<C: Clock> ScsiDebug<C> {
 
     pub(crate) fn request_sense(
         &mut self,
-        cmd: &mut ScsiCmd<'_>,
+        cmd: &mut CmdView<'_>,
         lun: usize,
         desc: bool,
         alloc_len: u8,
@@ -144,7 +145,7 @@ impl<C: Clock> ScsiDebug<C> {
     )]
     pub(crate) fn mode_sense(
         &mut self,
-        cmd: &mut ScsiCmd<'_>,
+        cmd: &mut CmdView<'_>,
         format: ModeSenseFormat,
         dbd: bool,
         pc: PageControl,

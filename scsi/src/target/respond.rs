@@ -1,10 +1,11 @@
 //! How the scsi_debug target answers each CDB: the response functions of Linux scsi_debug
 //! (`resp_inquiry`, `resp_readcap16`, `resp_read_dt0`, ...) in one dispatch.
 
+use super::CmdView;
 use super::params::*;
 use super::{ScsiDebug, ua};
 use crate::clock::Clock;
-use crate::host::{DataDirection, HostCompletion, HostError, ScsiCmd};
+use crate::host::{DataDirection, HostCompletion, HostError};
 use crate::wire::{
     BlockCount, Cdb, Lba, ModeSenseFormat, ReadCapacity10Data, ReadCapacity16Data,
     SCSI_SENSE_BUFFERSIZE, Sense, SenseFormat, SenseKey, Status, WireError,
@@ -13,12 +14,12 @@ use crate::wire::{
 /// SKSV | C/D (the error is in the CDB) for a sense-key specific field pointer.
 use super::pages::FIELD_IN_CDB;
 
-impl<C: Clock> ScsiDebug<C> {
+impl<C: Clock, S> ScsiDebug<C, S> {
     /// Answers `cmd`; `None` when an injected timeout swallows it. `lun` is the index of the
     /// addressed logical unit if it exists.
     pub(crate) fn respond(
         &mut self,
-        cmd: &mut ScsiCmd<'_>,
+        cmd: &mut CmdView<'_>,
         lun: Option<usize>,
     ) -> Option<HostCompletion> {
         self.cmnd_count += 1;
@@ -108,7 +109,7 @@ impl<C: Clock> ScsiDebug<C> {
 
     /// A READ or WRITE under `fake_rw`: GOOD, nothing moved, the residual of a buffer longer
     /// than the transfer (Linux schedules the response with no `resp_*` function).
-    fn fake_rw_done(&self, cmd: &ScsiCmd<'_>, blocks: BlockCount) -> HostCompletion {
+    fn fake_rw_done(&self, cmd: &CmdView<'_>, blocks: BlockCount) -> HostCompletion {
         let bytes = blocks.0 as usize * self.params.sector_size as usize;
         HostCompletion {
             residual_bytes: cmd.data.len().saturating_sub(bytes) as u32,
@@ -126,7 +127,7 @@ impl<C: Clock> ScsiDebug<C> {
 
     fn unit_attention(
         &mut self,
-        cmd: &mut ScsiCmd<'_>,
+        cmd: &mut CmdView<'_>,
         lun: usize,
         inject: bool,
     ) -> Option<HostCompletion> {
@@ -148,7 +149,7 @@ impl<C: Clock> ScsiDebug<C> {
         Some(self.check(cmd, SenseKey::UnitAttention, asc, ascq, None, None))
     }
 
-    fn dispatch(&mut self, cmd: &mut ScsiCmd<'_>, lun: usize, cdb: Cdb) -> HostCompletion {
+    fn dispatch(&mut self, cmd: &mut CmdView<'_>, lun: usize, cdb: Cdb) -> HostCompletion {
         let stopped = self.luns[lun].stopped;
         match cdb {
             Cdb::TestUnitReady => {
@@ -254,7 +255,7 @@ impl<C: Clock> ScsiDebug<C> {
 
     fn read_write(
         &mut self,
-        cmd: &mut ScsiCmd<'_>,
+        cmd: &mut CmdView<'_>,
         lun: usize,
         write: bool,
         lba: Lba,
@@ -309,7 +310,7 @@ impl<C: Clock> ScsiDebug<C> {
         }
     }
 
-    fn cdb_error(&mut self, cmd: &mut ScsiCmd<'_>, error: WireError) -> HostCompletion {
+    fn cdb_error(&mut self, cmd: &mut CmdView<'_>, error: WireError) -> HostCompletion {
         match error {
             WireError::UnsupportedOpcode(_) => self.check(
                 cmd,
@@ -337,7 +338,7 @@ impl<C: Clock> ScsiDebug<C> {
     #[inline(never)]
     pub(crate) fn check(
         &self,
-        cmd: &mut ScsiCmd<'_>,
+        cmd: &mut CmdView<'_>,
         key: SenseKey,
         asc: u8,
         ascq: u8,
@@ -371,7 +372,7 @@ impl<C: Clock> ScsiDebug<C> {
 }
 
 /// Copies a data-in payload, truncated to the allocation length and the buffer.
-pub(crate) fn data_in(cmd: &mut ScsiCmd<'_>, payload: &[u8], alloc_len: usize) -> HostCompletion {
+pub(crate) fn data_in(cmd: &mut CmdView<'_>, payload: &[u8], alloc_len: usize) -> HostCompletion {
     if cmd.direction == DataDirection::ToDevice && !cmd.data.is_empty() {
         return HostCompletion::host_error(cmd.tag, HostError::DataOverrun);
     }

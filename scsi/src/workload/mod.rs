@@ -179,7 +179,7 @@ pub fn run<H, A, C>(
     job: &JobParams,
 ) -> Result<WorkloadReport, WorkloadError>
 where
-    H: ScsiHost,
+    H: ScsiHost<A::Element>,
     A: ElementAllocator,
     A::Element: SenseStorage,
     C: Clock,

@@ -3,11 +3,11 @@
 
 use scsi::clock::ManualClock;
 use scsi::host::{
-    AbortFailed, HostCompletion, HostResetFailed, HostTemplate, InFlight, QueueError, ScsiCmd,
-    ScsiHost,
+    AbortFailed, CmdBuffers, Completed, HostCompletion, HostResetFailed, HostTemplate, Refused,
+    ScsiCmd, ScsiHost,
 };
 use scsi::midlayer::{Disk, Done, Midlayer, Request, ScanReport};
-use scsi::sense_alloc::{HeapSense, SenseMode};
+use scsi::sense_alloc::{HeapSense, SenseMode, SenseStorage};
 use scsi::target::ScsiDebug;
 use scsi::wire::{Sense, SenseFormat, SenseKey, Status, Tag};
 
@@ -57,7 +57,9 @@ pub fn assert_quiescent(stack: &Stack) {
     assert_target_quiescent(stack.host());
 }
 
-pub fn assert_midlayer_quiescent<H: ScsiHost>(stack: &Midlayer<H, HeapSense, ManualClock>) {
+pub fn assert_midlayer_quiescent<H: ScsiHost<SenseBuf>>(
+    stack: &Midlayer<H, HeapSense, ManualClock>,
+) {
     let m = stack.stats();
     assert_eq!(m.submitted, m.completed, "{m:?}");
     assert_eq!(m.succeeded + m.failed, m.completed, "{m:?}");
@@ -88,7 +90,7 @@ pub struct Meddler<H> {
     pub bogus_once: bool,
     /// Make every reset report failure (the device could not be shown to have stopped).
     pub reset_fails: bool,
-    own: Vec<HostCompletion>,
+    own: Vec<Completed<SenseBuf>>,
 }
 
 impl<H> Meddler<H> {
@@ -105,17 +107,21 @@ impl<H> Meddler<H> {
     }
 }
 
-impl<H: ScsiHost> ScsiHost for Meddler<H> {
+/// The heap sense buffer the scenario tests' midlayers use.
+pub type SenseBuf = Box<[u8; 96]>;
+
+impl<H: ScsiHost<SenseBuf>> ScsiHost<SenseBuf> for Meddler<H> {
     fn template(&self) -> HostTemplate {
         self.inner.template()
     }
-    fn queue_command(&mut self, cmd: ScsiCmd<'_>) -> Result<(), QueueError> {
+    fn queue_command(&mut self, mut cmd: ScsiCmd<SenseBuf>) -> Result<(), Refused<SenseBuf>> {
         if self.busy > 0 {
             self.busy -= 1;
-            self.own.push(HostCompletion {
+            let busy = HostCompletion {
                 status: Status::Busy.code(),
                 ..HostCompletion::good(cmd.tag)
-            });
+            };
+            self.own.push(Completed::returned(busy, cmd.buffers));
             return Ok(());
         }
         if Some(cmd.cdb.as_slice()[0]) == self.reject_opcode {
@@ -123,40 +129,53 @@ impl<H: ScsiHost> ScsiHost for Meddler<H> {
             let len = Sense::new(SenseFormat::Fixed, SenseKey::IllegalRequest, 0x20, 0)
                 .encode(&mut buf)
                 .unwrap();
-            cmd.sense.store(&buf[..len]);
-            self.own.push(HostCompletion {
+            cmd.buffers.sense.store(&buf[..len]);
+            let check = HostCompletion {
                 status: Status::CheckCondition.code(),
                 sense_len: len as u8,
                 ..HostCompletion::good(cmd.tag)
-            });
+            };
+            self.own.push(Completed::returned(check, cmd.buffers));
             return Ok(());
         }
         self.inner.queue_command(cmd)
     }
-    fn poll(&mut self, inflight: &mut dyn InFlight, done: &mut Vec<HostCompletion>) -> usize {
+    fn poll(&mut self, done: &mut Vec<Completed<SenseBuf>>) -> usize {
         let own = self.own.len();
         done.append(&mut self.own);
-        let mut n = own + self.inner.poll(inflight, done);
+        let mut n = own + self.inner.poll(done);
         if self.bogus_once && n > 0 {
             self.bogus_once = false;
-            done.push(HostCompletion::good(Tag(
-                self.inner.template().can_queue - 1
-            )));
+            let tag = Tag(self.inner.template().can_queue - 1);
+            done.push(Completed {
+                completion: HostCompletion::good(tag),
+                buffers: None,
+            });
             n += 1;
         }
         n
     }
-    fn abort(&mut self, tag: Tag) -> Result<(), AbortFailed> {
+    fn abort(&mut self, tag: Tag) -> Result<CmdBuffers<SenseBuf>, AbortFailed> {
         if self.abort_fails {
             Err(AbortFailed(tag))
         } else {
             self.inner.abort(tag)
         }
     }
-    fn reset(&mut self) -> Result<(), HostResetFailed> {
-        self.own.clear();
-        self.inner.reset()?;
+    fn reset(&mut self, returned: &mut Vec<Completed<SenseBuf>>) -> Result<(), HostResetFailed> {
+        let before = returned.len();
+        for own in self.own.drain(..) {
+            if let Some(buffers) = own.buffers {
+                let reset = scsi::host::HostError::Reset;
+                returned.push(Completed::host_error(own.completion.tag, reset, buffers));
+            }
+        }
+        self.inner.reset(returned)?;
         if self.reset_fails {
+            // As a device that could not be shown to have stopped: its buffers are leaked.
+            for completed in returned.drain(before..) {
+                core::mem::forget(completed.buffers);
+            }
             return Err(HostResetFailed { reason: "meddler" });
         }
         Ok(())
@@ -187,7 +206,7 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
 }
 
 /// [`assert_midlayer_quiescent`] for any host and sense allocator.
-pub fn assert_midlayer_quiescent_any<H: ScsiHost, A: pools::ElementAllocator>(
+pub fn assert_midlayer_quiescent_any<H: ScsiHost<A::Element>, A: pools::ElementAllocator>(
     stack: &Midlayer<H, A, ManualClock>,
 ) where
     A::Element: scsi::sense_alloc::SenseStorage,

@@ -7,14 +7,15 @@
 
 use alloc::vec::Vec;
 
-use scsi::host::{HostCompletion, HostError, HostResetFailed, InFlight};
+use scsi::host::{Completed, HostCompletion, HostError, HostResetFailed};
+use scsi::sense_alloc::SenseStorage;
 use scsi::wire::Tag;
 
 use crate::delay::Delay;
 use crate::dma::DmaMemory;
 use crate::dma::mapping::DataMapper;
 
-use super::{DEAD, MptHost, SENSE_BYTES};
+use super::{DEAD, MptHost, SENSE_BYTES, TagState};
 use crate::mpt::command::{Completion, Outcome};
 use crate::mpt::mpi::ioc_status;
 use crate::mpt::mpi::scsi_io::scsi_state;
@@ -34,27 +35,23 @@ fn host_error_of(ioc: u16) -> HostError {
     }
 }
 
-impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> MptHost<R, D, M, P, X> {
-    /// Turns one adapter completion into a midlayer completion (`None` if swallowed).
-    pub(super) fn finish(
-        &mut self,
-        done: Completion,
-        inflight: Option<&mut dyn InFlight>,
-    ) -> Option<HostCompletion> {
+impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: SenseStorage>
+    MptHost<R, D, M, P, X, S>
+{
+    /// Turns one adapter completion into a midlayer completion, with the command's buffers
+    /// (`None` if it matches no outstanding command).
+    pub(super) fn finish(&mut self, done: Completion) -> Option<Completed<S>> {
         let tag = Tag(u16::try_from(done.tag).ok()?);
-        let state = self.tags.get_mut(usize::from(tag.0))?.take()?;
-        let mut inflight = inflight;
-        let data = inflight.as_mut().and_then(|f| f.data_mut(tag));
-        if let Some(mapping) = state.mapping {
+        let mut state = self.tags.get_mut(usize::from(tag.0))?.take()?;
+        if let Some(mapping) = state.mapping.take() {
+            let data = Some(state.buffers.data.as_mut_slice());
             self.mapper.unmap(mapping, data, state.direction);
         }
-        if state.aborting {
-            return None;
-        }
+        let data_len = state.buffers.data.len() as u32;
         let mut completion = HostCompletion::good(tag);
         match done.outcome {
             Outcome::Success { transfer_bytes } => {
-                completion.residual_bytes = state.data_len.saturating_sub(transfer_bytes);
+                completion.residual_bytes = data_len.saturating_sub(transfer_bytes);
             }
             Outcome::Scsi {
                 scsi_status,
@@ -65,66 +62,71 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> MptHo
                 ..
             } => {
                 if flags & scsi_state::NO_SCSI_STATUS != 0 {
-                    return Some(HostCompletion::host_error(tag, host_error_of(ioc)));
-                }
-                if ioc == ioc_status::SCSI_DATA_OVERRUN {
-                    return Some(HostCompletion::host_error(tag, HostError::DataOverrun));
-                }
-                completion.status = scsi_status;
-                completion.residual_bytes = state.data_len.saturating_sub(transfer_bytes);
-                if flags & scsi_state::AUTOSENSE_VALID != 0 {
-                    let len = (sense_bytes as usize).min(SENSE_BYTES);
-                    completion.sense_len = len as u8;
-                    if state.own_sense {
-                        let mut bytes = [0u8; SENSE_BYTES];
-                        let offset = usize::from(tag.0) * SENSE_BYTES;
-                        let copied = self
-                            .sense
-                            .as_ref()
-                            .is_some_and(|s| s.read_at(offset, &mut bytes[..len]).is_ok());
-                        match inflight.as_mut().and_then(|f| f.sense_mut(tag)) {
-                            Some(storage) if copied => storage.store(&bytes[..len]),
-                            _ => completion.sense_len = 0,
-                        }
+                    completion = HostCompletion::host_error(tag, host_error_of(ioc));
+                } else if ioc == ioc_status::SCSI_DATA_OVERRUN {
+                    completion = HostCompletion::host_error(tag, HostError::DataOverrun);
+                } else {
+                    completion.status = scsi_status;
+                    completion.residual_bytes = data_len.saturating_sub(transfer_bytes);
+                    if flags & scsi_state::AUTOSENSE_VALID != 0 {
+                        completion.sense_len = self.sense_of(tag, &mut state, sense_bytes);
                     }
                 }
             }
             Outcome::TaskMgmt { .. } | Outcome::BadReply { .. } => {
-                return Some(HostCompletion::host_error(tag, HostError::Transport));
+                completion = HostCompletion::host_error(tag, HostError::Transport);
             }
-            Outcome::HostReset => return Some(HostCompletion::host_error(tag, HostError::Reset)),
+            Outcome::HostReset => completion = HostCompletion::host_error(tag, HostError::Reset),
         }
-        Some(completion)
+        Some(Completed::returned(completion, state.buffers))
     }
 
-    /// Resets the IOC; outstanding commands end as `HostError::Reset` (delivered) or are
-    /// dropped (`deliver == false`, the trait's `reset`). If the IOC does not come back the
-    /// host dies ([`Self::die`]) and `Err` is returned.
-    pub(super) fn recover(&mut self, deliver: bool) -> Result<(), HostResetFailed> {
+    /// Valid sense bytes of a command the IOC gave autosense for: already in its own buffer
+    /// when the IOC wrote there, else copied from this host's fallback buffer of `tag`.
+    fn sense_of(&self, tag: Tag, state: &mut TagState<X::Mapping, S>, sense_bytes: u32) -> u8 {
+        let len = (sense_bytes as usize).min(SENSE_BYTES);
+        if !state.own_sense {
+            return len as u8;
+        }
+        let mut bytes = [0u8; SENSE_BYTES];
+        let offset = usize::from(tag.0) * SENSE_BYTES;
+        let copied = self
+            .sense
+            .as_ref()
+            .is_some_and(|s| s.read_at(offset, &mut bytes[..len]).is_ok());
+        if !copied {
+            return 0;
+        }
+        state.buffers.sense.store(&bytes[..len]);
+        len as u8
+    }
+
+    /// Resets the IOC; outstanding commands are held as `HostError::Reset` with their
+    /// buffers. If the IOC does not come back the host dies ([`Self::die`]) and `Err` is
+    /// returned.
+    pub(super) fn recover(&mut self) -> Result<(), HostResetFailed> {
         if self.dead {
             return Err(DEAD);
         }
         let mut failed = Vec::new();
         if let Err(error) = self.mpt.recover(|c| failed.push(c)) {
             log::error!("mptsas: recovery failed: {error}");
-            self.die(failed, deliver);
+            self.die(failed);
             return Err(DEAD);
         }
         for done in failed {
-            if let Some(c) = self.finish(done, None) {
-                if deliver {
-                    self.held.push(c);
-                }
+            if let Some(c) = self.finish(done) {
+                self.held.push(c);
             }
         }
         Ok(())
     }
 
     /// The IOC was abandoned with `outstanding` still in its hands: their data mappings
-    /// (bounce buffers the IOC may write) and the fallback sense buffers are leaked, and
-    /// each command completes once with `HostError::ResetFailed` when `deliver` (dropped
-    /// otherwise: `reset` returns `Err` and the midlayer fails them itself).
-    fn die(&mut self, outstanding: Vec<Completion>, deliver: bool) {
+    /// (bounce buffers the IOC may write), their data and sense buffers and the fallback
+    /// sense buffers are leaked, and each command is held as `HostError::ResetFailed`
+    /// without buffers.
+    fn die(&mut self, outstanding: Vec<Completion>) {
         self.dead = true;
         if let Some(sense) = self.sense.take() {
             core::mem::forget(sense);
@@ -136,13 +138,8 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> MptHo
             let Some(state) = self.tags.get_mut(usize::from(tag.0)).and_then(Option::take) else {
                 continue;
             };
-            if let Some(mapping) = state.mapping {
-                core::mem::forget(mapping);
-            }
-            if deliver {
-                self.held
-                    .push(HostCompletion::host_error(tag, HostError::ResetFailed));
-            }
+            core::mem::forget(state);
+            self.held.push(Completed::leaked(tag));
         }
         log::error!("mptsas: IOC abandoned; outstanding buffers leaked, the host is dead");
     }
@@ -154,7 +151,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> MptHo
             log::error!("mptsas: {error}; resetting the IOC");
             self.completions = batch;
             // A failed recovery leaves ResetFailed completions in `held` instead.
-            let _ = self.recover(true);
+            let _ = self.recover();
             return;
         }
         self.completions = batch;

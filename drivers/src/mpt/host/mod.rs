@@ -27,9 +27,10 @@
 use alloc::vec::Vec;
 
 use scsi::host::{
-    AbortFailed, DataDirection as ScsiDirection, HostCompletion, HostError, HostResetFailed,
-    HostTemplate, InFlight, QueueError, SEGMENT_BYTES, ScsiCmd, ScsiHost,
+    AbortFailed, CmdBuffers, Completed, DataDirection as ScsiDirection, HostError, HostResetFailed,
+    HostTemplate, QueueError, Refused, SEGMENT_BYTES, ScsiCmd, ScsiHost,
 };
+use scsi::sense_alloc::SenseStorage;
 use scsi::wire::Tag;
 
 use crate::delay::Delay;
@@ -50,31 +51,35 @@ const MAX_SEGMENTS: usize = 256;
 /// How long `abort` waits for the task management reply.
 const ABORT_TIMEOUT_US: u32 = 1_000_000;
 
-struct TagState<X> {
+/// A command the IOC holds: its context, its data mapping, and its buffers, which stay here
+/// (the IOC writes the data buffer, and the sense buffer when it has a bus address in the
+/// sense window) until the completion hands them back.
+struct TagState<X, S> {
     context: u32,
     target: u8,
     lun: [u8; 8],
     mapping: Option<X>,
     direction: MapDirection,
-    data_len: u32,
     own_sense: bool,
-    aborting: bool,
+    buffers: CmdBuffers<S>,
 }
 
-/// [`Mpt`] behind the midlayer's host trait.
-pub struct MptHost<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> {
+/// [`Mpt`] behind the midlayer's host trait, holding the buffers (sense type `S`) of the
+/// commands in flight.
+pub struct MptHost<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S> {
     mpt: Mpt<R, D, M, P>,
     mapper: X,
     /// Fallback sense buffers; `None` once leaked (the host is dead and the IOC may still
     /// write them).
     sense: Option<M>,
-    tags: Vec<Option<TagState<X::Mapping>>>,
+    tags: Vec<Option<TagState<X::Mapping, S>>>,
     segments: Vec<Segment>,
     completions: Vec<Completion>,
-    /// Adapter completions collected while `abort` waited, finished at the next `poll`
-    /// (which has the buffers to copy data and sense into).
+    /// Adapter completions collected while `abort` waited, finished at the next `poll`.
     deferred: Vec<Completion>,
-    held: Vec<HostCompletion>,
+    /// Completions decided outside the reply queue (refused commands, recoveries), handed
+    /// out by the next `poll`.
+    held: Vec<Completed<S>>,
     /// Bus address of the fallback sense buffers.
     sense_base: DmaAddr,
     /// The IOC could not be brought back and was abandoned.
@@ -93,7 +98,9 @@ fn map_direction(direction: ScsiDirection) -> (MapDirection, DataDirection) {
     }
 }
 
-impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> MptHost<R, D, M, P, X> {
+impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S>
+    MptHost<R, D, M, P, X, S>
+{
     /// Wraps a brought-up adapter. `memory` supplies the per-tag fallback sense buffers,
     /// which must lie in the sense window the adapter was configured with.
     pub fn new(
@@ -145,6 +152,15 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> MptHo
         self.dead
     }
 
+    /// Takes a finished-but-unpolled command's buffers out of `held`.
+    fn take_held(&mut self, tag: Tag) -> Option<CmdBuffers<S>> {
+        let at = self
+            .held
+            .iter()
+            .position(|c| c.completion.tag == tag && c.buffers.is_some())?;
+        self.held.remove(at).buffers
+    }
+
     fn sense_segment(&self, tag: Tag) -> Segment {
         Segment {
             addr: self
@@ -162,8 +178,8 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
     }
 }
 
-impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiHost
-    for MptHost<R, D, M, P, X>
+impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: SenseStorage>
+    ScsiHost<S> for MptHost<R, D, M, P, X, S>
 {
     fn template(&self) -> HostTemplate {
         let sg = self.mpt.layout().max_segments().min(MAX_SEGMENTS);
@@ -178,30 +194,38 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
         }
     }
 
-    fn queue_command(&mut self, cmd: ScsiCmd<'_>) -> Result<(), QueueError> {
+    fn queue_command(&mut self, cmd: ScsiCmd<S>) -> Result<(), Refused<S>> {
         let tag = cmd.tag;
         let index = usize::from(tag.0);
         // A dead host touches nothing: the command never reaches the IOC.
         if self.dead {
             self.held
-                .push(HostCompletion::host_error(tag, HostError::Dead));
+                .push(Completed::host_error(tag, HostError::Dead, cmd.buffers));
             return Ok(());
         }
         if self.tags.get(index).is_none_or(Option::is_some) || cmd.target > 255 {
-            self.held
-                .push(HostCompletion::host_error(tag, HostError::NoConnect));
+            self.held.push(Completed::host_error(
+                tag,
+                HostError::NoConnect,
+                cmd.buffers,
+            ));
             return Ok(());
         }
         let (map_dir, direction) = map_direction(cmd.direction);
         self.segments.clear();
+        let data = &cmd.buffers.data;
         let Some(mapping) = self
             .mapper
-            .map(cmd.data, map_dir, SEGMENT_BYTES, &mut self.segments)
+            .map(data, map_dir, SEGMENT_BYTES, &mut self.segments)
         else {
-            return Err(QueueError::HostBusy);
+            let error = QueueError::HostBusy;
+            return Err(Refused {
+                error,
+                buffers: cmd.buffers,
+            });
         };
         let window = self.mpt.config_sense_high32();
-        let (sense, own_sense) = match cmd.sense.dma_addr() {
+        let (sense, own_sense) = match cmd.buffers.sense.dma_addr() {
             Some(addr) if DmaAddr(addr).high32() == window => (
                 Segment {
                     addr: DmaAddr(addr),
@@ -215,7 +239,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
             target: cmd.target as u8,
             lun: cmd.lun.to_bytes(),
             cdb: cmd.cdb.as_slice(),
-            direction: if cmd.data.is_empty() {
+            direction: if data.is_empty() {
                 DataDirection::None
             } else {
                 direction
@@ -225,6 +249,8 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
             tag: u64::from(tag.0),
         };
         match self.mpt.submit(&io) {
+            // The buffers move into the tag table, where the IOC's addresses keep pointing
+            // (moving a Vec or a sense buffer handle does not move the memory).
             Ok(context) => {
                 self.tags[index] = Some(TagState {
                     context,
@@ -232,9 +258,8 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
                     lun: io.lun,
                     mapping: Some(mapping),
                     direction: map_dir,
-                    data_len: cmd.data.len() as u32,
                     own_sense,
-                    aborting: false,
+                    buffers: cmd.buffers,
                 });
                 Ok(())
             }
@@ -243,12 +268,16 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
                 match error {
                     MptError::QueueFull { .. }
                     | MptError::Sgl(super::sgl::SglError::ChainPoolExhausted { .. }) => {
-                        Err(QueueError::HostBusy)
+                        Err(Refused {
+                            error: QueueError::HostBusy,
+                            buffers: cmd.buffers,
+                        })
                     }
                     other => {
                         log::warn!("mptsas: tag {}: {other}", tag.0);
+                        let error = HostError::Transport;
                         self.held
-                            .push(HostCompletion::host_error(tag, HostError::Transport));
+                            .push(Completed::host_error(tag, error, cmd.buffers));
                         Ok(())
                     }
                 }
@@ -256,7 +285,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
         }
     }
 
-    fn poll(&mut self, inflight: &mut dyn InFlight, done: &mut Vec<HostCompletion>) -> usize {
+    fn poll(&mut self, done: &mut Vec<Completed<S>>) -> usize {
         let before = done.len();
         done.append(&mut self.held);
         // A dead IOC is not polled; what it finished before dying is still handed back.
@@ -267,7 +296,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
         let mut batch = core::mem::take(&mut self.completions);
         batch.splice(0..0, self.deferred.drain(..));
         for completion in &batch {
-            if let Some(c) = self.finish(*completion, Some(&mut *inflight)) {
+            if let Some(c) = self.finish(*completion) {
                 done.push(c);
             }
         }
@@ -276,30 +305,23 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
         done.len() - before
     }
 
-    fn abort(&mut self, tag: Tag) -> Result<(), AbortFailed> {
+    fn abort(&mut self, tag: Tag) -> Result<CmdBuffers<S>, AbortFailed> {
         let failed = AbortFailed(tag);
         if self.dead {
             return Err(failed);
         }
-        // Already finished but not yet polled: drop the completion; the command is over.
-        if let Some(at) = self.held.iter().position(|c| c.tag == tag) {
-            self.held.remove(at);
-            return Ok(());
+        // Already finished but not yet polled: the command is over; its buffers go back.
+        if let Some(buffers) = self.take_held(tag) {
+            return Ok(buffers);
         }
-        let Some(Some(state)) = self.tags.get_mut(usize::from(tag.0)) else {
+        let Some(Some(state)) = self.tags.get(usize::from(tag.0)) else {
             return Err(failed);
         };
         let context = state.context;
         if let Some(at) = self.deferred.iter().position(|c| c.context == context) {
-            state.aborting = true;
             let done = self.deferred.remove(at);
-            let _ = self.finish(done, None);
-            return Ok(());
+            return self.finish(done).and_then(|c| c.buffers).ok_or(failed);
         }
-        let Some(Some(state)) = self.tags.get_mut(usize::from(tag.0)) else {
-            return Err(failed);
-        };
-        state.aborting = true;
         let (victim, target, lun) = (state.context, state.target, state.lun);
         // The TM request's tag lies beyond the midlayer's tag space, so it cannot collide.
         let tm_tag = u64::from(u16::MAX) + 1;
@@ -309,13 +331,11 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
             .submit_task_mgmt(target, lun, task, tm_tag)
             .is_err()
         {
-            if let Some(Some(state)) = self.tags.get_mut(usize::from(tag.0)) {
-                state.aborting = false;
-            }
             return Err(failed);
         }
         let mut waited = 0u32;
         let mut tm_done = None;
+        let mut victim_buffers = None;
         while tm_done.is_none() && waited < ABORT_TIMEOUT_US && !self.dead {
             self.drain();
             let batch = core::mem::take(&mut self.completions);
@@ -324,7 +344,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
                     tm_done = Some(completion.outcome);
                 } else if completion.context == victim {
                     // Swallowed: `Ok` from abort promises no completion for the tag.
-                    let _ = self.finish(*completion, None);
+                    victim_buffers = self.finish(*completion).and_then(|c| c.buffers);
                 } else {
                     self.deferred.push(*completion);
                 }
@@ -341,32 +361,39 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper> ScsiH
         if self.dead {
             return Err(failed);
         }
-        let victim_gone = self
-            .tags
-            .get(usize::from(tag.0))
-            .is_some_and(Option::is_none);
-        // The victim's completion was swallowed (it ended, or the IOC terminated it, or a
-        // recovery failed it): no completion will follow, whatever the TM reply said. If it
-        // is still outstanding, the abort failed and the midlayer escalates to a reset.
-        if victim_gone {
-            return Ok(());
-        }
-        if let Some(Some(state)) = self.tags.get_mut(usize::from(tag.0)) {
-            state.aborting = false;
-        }
-        Err(failed)
+        // The victim's completion was swallowed (it ended, or the IOC terminated it), or a
+        // recovery during the wait ended it (held as `Reset`): no completion will follow,
+        // whatever the TM reply said. If it is still outstanding, the abort failed and the
+        // midlayer escalates to a reset.
+        victim_buffers.or_else(|| self.take_held(tag)).ok_or(failed)
     }
 
-    fn reset(&mut self) -> Result<(), HostResetFailed> {
-        self.held.clear();
+    fn reset(&mut self, returned: &mut Vec<Completed<S>>) -> Result<(), HostResetFailed> {
         if self.dead {
+            for completed in self.held.drain(..) {
+                core::mem::forget(completed.buffers);
+            }
             return Err(DEAD);
         }
-        // Completions collected during an abort are dropped too: after a reset nothing
-        // that was outstanding may complete.
+        // Completions collected during an abort end too: after a reset nothing that was
+        // outstanding may complete.
         for done in core::mem::take(&mut self.deferred) {
-            let _ = self.finish(done, None);
+            if let Some(completed) = self.finish(done) {
+                self.held.push(completed);
+            }
         }
-        self.recover(false)
+        let reset = self.recover();
+        for completed in self.held.drain(..) {
+            let tag = completed.completion.tag;
+            match (&reset, completed.buffers) {
+                (Ok(()), Some(buffers)) => {
+                    returned.push(Completed::host_error(tag, HostError::Reset, buffers));
+                }
+                // The IOC may still write them (or, for a command it never saw, the midlayer
+                // fails it as one it may write): leaked.
+                (_, buffers) => core::mem::forget(buffers),
+            }
+        }
+        reset
     }
 }
