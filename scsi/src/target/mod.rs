@@ -228,39 +228,34 @@ impl<C: Clock, S: SenseStorage> ScsiHost<S> for ScsiDebug<C, S> {
         }
     }
 
-    fn queue_command(&mut self, cmd: ScsiCmd<S>) -> Result<(), Refused<S>> {
-        let ScsiCmd {
-            tag,
-            target,
-            lun,
-            cdb,
-            direction,
-            mut buffers,
-        } = cmd;
+    fn queue_command(&mut self, mut cmd: ScsiCmd<S>) -> Result<(), Refused<S>> {
         if self.outstanding() >= usize::from(self.params.host_can_queue()) {
             let error = QueueError::HostBusy;
-            return Err(Refused { error, buffers });
+            return Err(Refused {
+                error,
+                buffers: cmd.buffers,
+            });
         }
         self.stats.commands += 1;
-        let lun_index = if target < self.params.num_tgts {
-            self.lun_index(target, lun)
+        let lun_index = if cmd.target < self.params.num_tgts {
+            self.lun_index(cmd.target, cmd.lun)
         } else {
             None
         };
         let mut view = CmdView {
-            tag,
-            target,
-            lun,
-            cdb: &cdb,
-            direction,
-            data: &mut buffers.data,
-            sense: &mut buffers.sense,
+            tag: cmd.tag,
+            target: cmd.target,
+            lun: cmd.lun,
+            cdb: &cmd.cdb,
+            direction: cmd.direction,
+            data: &mut cmd.buffers.data,
+            sense: &mut cmd.buffers.sense,
         };
         let Some(completion) = self.respond(&mut view, lun_index) else {
-            self.swallowed.push((tag, buffers));
+            self.swallowed.push((cmd.tag, cmd.buffers));
             return Ok(());
         };
-        let completed = Completed::returned(completion, buffers);
+        let completed = Completed::returned(completion, cmd.buffers);
         if self.delay_ns == 0 {
             self.ready.push(completed);
         } else {
@@ -272,7 +267,13 @@ impl<C: Clock, S: SenseStorage> ScsiHost<S> for ScsiDebug<C, S> {
 
     fn poll(&mut self, done: &mut Vec<Completed<S>>) -> usize {
         let mut count = self.ready.len();
-        done.append(&mut self.ready);
+        if done.is_empty() {
+            // The usual case (the midlayer polls into an empty vector): hand the whole batch
+            // over without copying it; both vectors keep their capacity.
+            core::mem::swap(done, &mut self.ready);
+        } else {
+            done.append(&mut self.ready);
+        }
         if !self.pending.is_empty() {
             let now = self.clock.now_ns();
             while let Some((due, _)) = self.pending.front() {
