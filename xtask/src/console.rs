@@ -9,6 +9,7 @@
 //! - `test NAME ... ok` / `test NAME ... FAILED: reason`: the guest test runner, closed by a plain
 //!   `N passed, N failed` line;
 //! - `VERIFY-PLAN {json}`: one range `workload=verify` writes (checked in the image afterwards);
+//! - `TEST-LIST {json}`: one entry of the kernel's test table (a `test=list` boot);
 //! - `FAULT …` (CPU exception report), `PANIC …` (Rust panic), `CMDLINE ERROR: key '…': …`.
 
 use serde_json::{Map, Value};
@@ -24,6 +25,8 @@ pub enum Line<'a> {
     Boot(&'a str),
     /// The JSON text after `VERIFY-PLAN `.
     VerifyPlan(&'a str),
+    /// The JSON text after `TEST-LIST `.
+    TestList(&'a str),
     TestOk {
         name: &'a str,
     },
@@ -54,6 +57,9 @@ pub fn classify(line: &str) -> Line<'_> {
     }
     if let Some(json) = line.strip_prefix("VERIFY-PLAN ") {
         return Line::VerifyPlan(json.trim());
+    }
+    if let Some(json) = line.strip_prefix("TEST-LIST ") {
+        return Line::TestList(json.trim());
     }
     if let Some(rest) = line.strip_prefix("test ") {
         if let Some((name, outcome)) = rest.split_once(" ... ") {
@@ -110,7 +116,9 @@ pub struct Report {
     pub cmdline_errors: Vec<String>,
     /// The `VERIFY-PLAN` objects, in order.
     pub verify_plan: Vec<Map<String, Value>>,
-    /// `RESULT`, `BOOT` or `VERIFY-PLAN` lines that were not JSON objects.
+    /// The `TEST-LIST` objects of a `test=list` boot, in order.
+    pub test_list: Vec<Map<String, Value>>,
+    /// `RESULT`, `BOOT`, `VERIFY-PLAN` or `TEST-LIST` lines that were not JSON objects.
     pub bad_results: Vec<Error>,
 }
 
@@ -128,6 +136,10 @@ impl Report {
             },
             Line::VerifyPlan(json) => match parse_result(json) {
                 Ok(object) => self.verify_plan.push(object),
+                Err(error) => self.bad_results.push(error),
+            },
+            Line::TestList(json) => match parse_result(json) {
+                Ok(object) => self.test_list.push(object),
                 Err(error) => self.bad_results.push(error),
             },
             Line::TestOk { name } => self.tests_ok.push(name.to_owned()),

@@ -22,6 +22,10 @@
 //! Every `VERIFY-PLAN` line a boot prints is checked against the disk images too (the plan's
 //! ranges hold the pattern, the rest of each image is zero), whatever the table says.
 //!
+//! The kernel's own test table is the registry of in-guest tests: the boots of tests that end
+//! in a report (`fault-pf`, `panic`, ...) come from it ([`registry`]), so the table here names
+//! such a test only to add settings (a profile, `smp`).
+//!
 //! A `pass` boot runs the in-guest test runner (`test=all` runs every normal test in one boot): it
 //! passes when QEMU exits with the success status, the runner's closing line is
 //! `N passed, 0 failed` with N ≥ 1, and nothing faulted or panicked; its in-guest tests are what is
@@ -48,6 +52,8 @@ use crate::profile::{self, Profile};
 use crate::symbols;
 use crate::workspace;
 
+pub mod registry;
+
 /// One boot of the guest test table.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -57,8 +63,10 @@ pub struct GuestTest {
     pub args: Option<String>,
     #[serde(default = "default_profile")]
     pub profile: String,
+    /// `None` in the table: `pass`, unless the kernel's table says the test ends in a report
+    /// (see [`registry`]).
     #[serde(default)]
-    pub expect: Expect,
+    pub expect: Option<Expect>,
     #[serde(default)]
     pub expect_line: Option<String>,
     /// More required line prefixes (each must start some console line), for boots whose
@@ -78,6 +86,30 @@ pub struct GuestTest {
     /// Load the instruction-count plugin; every `RESULT` must then carry `insns_per_op`.
     #[serde(default)]
     pub count_insns: bool,
+}
+
+impl GuestTest {
+    /// A boot of `test=NAME` on the default profile with every setting at its default.
+    pub fn named(name: &str) -> GuestTest {
+        GuestTest {
+            name: name.into(),
+            args: None,
+            profile: default_profile(),
+            expect: None,
+            expect_line: None,
+            expect_lines: Vec::new(),
+            timeout_secs: None,
+            smp: None,
+            verify_disks: None,
+            image_check: Vec::new(),
+            count_insns: false,
+        }
+    }
+
+    /// How the boot must end.
+    pub fn expect(&self) -> Expect {
+        self.expect.unwrap_or_default()
+    }
 }
 
 /// How a guest test must end.
@@ -230,7 +262,7 @@ fn overrides(test: &GuestTest) -> Result<Overrides> {
 /// The in-guest counts of a `pass` boot (from its closing line), else `None`.
 fn counted(test: &GuestTest, outcome: &Outcome) -> Option<Tally> {
     let (passed, failed) = outcome.report.summary?;
-    (test.expect == Expect::Pass).then_some(Tally { passed, failed })
+    (test.expect() == Expect::Pass).then_some(Tally { passed, failed })
 }
 
 /// Echoes the guest runner's `test NAME ... ok|FAILED` lines, indented, in order.
@@ -297,7 +329,7 @@ fn judge_console(test: &GuestTest, outcome: &Outcome) -> Result<String, String> 
     if matches!(outcome.verdict, Verdict::Crash(_) | Verdict::Timeout(_)) {
         return Err(format!("guest {}", outcome.verdict));
     }
-    match test.expect {
+    match test.expect() {
         Expect::Pass => {
             if let Some(line) = report.faults.first().or(report.panics.first()) {
                 return Err(line.clone());
@@ -380,17 +412,8 @@ mod tests {
 
     fn test(expect: Expect) -> GuestTest {
         GuestTest {
-            name: "t".into(),
-            args: None,
-            profile: default_profile(),
-            expect,
-            expect_line: None,
-            expect_lines: Vec::new(),
-            timeout_secs: None,
-            smp: None,
-            verify_disks: None,
-            image_check: Vec::new(),
-            count_insns: false,
+            expect: Some(expect),
+            ..GuestTest::named("t")
         }
     }
 

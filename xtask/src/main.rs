@@ -247,7 +247,18 @@ fn test(args: TestArgs) -> Result<ExitCode> {
         } else {
             match Guest::prepare(args.accel, args.kernel) {
                 Ok(guest) => {
-                    let mut tally = guest_tests::run(&guest, &tests, args.filter.as_deref());
+                    let derived = guest_tests::registry::query(&guest)
+                        .and_then(|kernel| guest_tests::registry::derive(&tests, &kernel));
+                    let mut tally = match derived {
+                        Ok(tests) => guest_tests::run(&guest, &tests, args.filter.as_deref()),
+                        Err(error) => {
+                            println!("guest tests: cannot list the kernel's tests: {error}");
+                            Tally {
+                                passed: 0,
+                                failed: 1,
+                            }
+                        }
+                    };
                     // The NBD server boots in the background while host clients talk to it.
                     if args
                         .filter

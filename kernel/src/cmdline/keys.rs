@@ -88,6 +88,7 @@ pub const KEYS: &[Key<Cmdline>] = &[
             // (`check_tests`): the table's setters know nothing of the runner.
             c.tests = Some(match v {
                 "all" => TestSelection::All,
+                "list" => TestSelection::List,
                 _ => TestSelection::Named(v.split(',').map(String::from).collect()),
             });
             Ok(())
@@ -213,7 +214,7 @@ pub(super) fn check_tests(cmdline: &Cmdline, known_tests: &[&str]) -> Result<(),
             "test",
             name,
             alloc::format!(
-                "expected all or a comma-separated list of {}",
+                "expected all, list or a comma-separated list of {}",
                 known_tests.join(", ")
             ),
         )),

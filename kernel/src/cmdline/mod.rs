@@ -80,6 +80,9 @@ pub enum SmpInject {
 pub enum TestSelection {
     /// Every test that is expected to pass (`test=all`).
     All,
+    /// Print the test table (`test=list`), run nothing: xtask builds its guest test list from
+    /// it, so a test is registered only in the kernel.
+    List,
     /// The named tests, in the order given.
     Named(Vec<String>),
 }
@@ -100,7 +103,7 @@ pub struct Cmdline {
     /// `dmapool=shared|per-node`; unset, `workload=numa` runs both side by side and
     /// `workload=dmapool` uses a shared pool.
     pub dmapool: Option<DmapoolMode>,
-    /// `test=all|NAME[,NAME...]`: run the guest test runner instead of the workload.
+    /// `test=all|list|NAME[,NAME...]`: run the guest test runner instead of the workload.
     pub tests: Option<TestSelection>,
     /// `loglevel=off|error|warn|info|debug|trace` (or 0..=5).
     pub loglevel: log::LevelFilter,

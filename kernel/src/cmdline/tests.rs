@@ -32,6 +32,7 @@ fn every_known_key_is_applied() {
     );
     assert_eq!(c.loglevel, log::LevelFilter::Debug);
     assert_eq!(parse("test=all").unwrap().tests, Some(TestSelection::All));
+    assert_eq!(parse("test=list").unwrap().tests, Some(TestSelection::List));
     assert_eq!(parse("loglevel=0").unwrap().loglevel, log::LevelFilter::Off);
     let smp = parse("maxcpus=2 smp_inject=ap-no-stack").unwrap();
     assert_eq!(

@@ -7,6 +7,9 @@
 //! boot through the fault or panic handler, so they are never part of `all`, and the runner
 //! announces them with `test NAME ... expecting FAULT` (or `PANIC`) before triggering them.
 //! xtask passes such a boot when QEMU's status is the failure code and the expected line appears.
+//!
+//! This table is the only registry of guest tests: `test=list` prints it and xtask derives the
+//! boots of the `Report` tests from it (tests/guest.toml only adds per-boot settings).
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -14,6 +17,7 @@ use alloc::vec::Vec;
 use crate::arch::exit::ExitCode;
 use crate::cmdline::TestSelection;
 use crate::console::println;
+use crate::json::JsonObject;
 
 mod faults;
 mod memory;
@@ -160,9 +164,28 @@ pub fn names() -> Vec<&'static str> {
     TESTS.iter().map(|test| test.name).collect()
 }
 
+/// Prints one `TEST-LIST {"name":…,"expect":…}` line per test (`expect` is `pass` or the
+/// report prefix, e.g. `FAULT #PF`). xtask boots `test=list` first and derives its guest test
+/// list from these lines: each `Report` test becomes a boot expecting that report.
+fn list() -> ExitCode {
+    for test in TESTS {
+        let expect = match test.expect {
+            Expect::Pass => "pass",
+            Expect::Report(prefix) => prefix,
+        };
+        let line = JsonObject::new()
+            .str("name", test.name)
+            .str("expect", expect)
+            .finish();
+        println!("TEST-LIST {line}");
+    }
+    ExitCode::Success
+}
+
 /// Runs the selected tests and returns the verdict for the exit port.
 pub fn run(selection: &TestSelection) -> ExitCode {
     let selected: Vec<&GuestTest> = match selection {
+        TestSelection::List => return list(),
         TestSelection::All => TESTS
             .iter()
             .filter(|test| test.expect == Expect::Pass)
