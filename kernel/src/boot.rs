@@ -8,9 +8,9 @@ use crate::arch::pvh::StartInfo;
 use crate::arch::{apic, gdt, idt, paging, serial, time};
 use crate::cmdline::{Cmdline, SmpInject};
 use crate::console::{self, println};
-use crate::json::JsonObject;
 use crate::topology::Topology;
 use crate::{acpi, heap, memory, pci, smp, tests, topology_report, workload};
+use pools::json::JsonObject;
 
 const MIB: u64 = 1 << 20;
 

@@ -28,7 +28,6 @@ extern crate alloc;
 // Pure logic: built on the host too, where only the unit tests use it.
 mod cmdline;
 mod frames;
-mod json;
 mod memmap;
 mod net;
 mod node_frames;

@@ -17,6 +17,7 @@ use lock_api::RawMutex;
 
 use crate::dmapool::{DmaPool, PoolAlgorithm, PoolConfig, RawBlock};
 use crate::error::PoolError;
+use crate::json::JsonObject;
 
 pub use crate::clock::Clock;
 
@@ -259,21 +260,24 @@ impl FillDrain {
 
     /// The result as one JSON object with another `bench` name.
     pub fn to_json_as(&self, bench: &str, place: &str) -> alloc::string::String {
-        alloc::format!(
-            "{{\"bench\":\"{}\",\"impl\":\"{}\",\"n\":{},\"size\":{},\"align\":{},\"alloc_ns_per_op\":{:.3},\"free_ns_per_op\":{:.3},\"alloc_total_ms\":{:.6},\"free_total_ms\":{:.6},\"destroy_ms\":{:.6},\"pages\":{},\"where\":\"{}\"}}",
-            bench,
-            self.impl_name,
-            self.n,
-            self.size,
-            self.align,
-            self.alloc_ns_per_op,
-            self.free_ns_per_op,
-            self.alloc_total_ms,
-            self.free_total_ms,
-            self.destroy_ms,
-            self.pages,
-            place
-        )
+        self.json_object(bench, self.impl_name, place).finish()
+    }
+
+    /// The result's members, with `bench` and `impl` named by the caller.
+    fn json_object(&self, bench: &str, impl_name: &str, place: &str) -> JsonObject {
+        JsonObject::new()
+            .str("bench", bench)
+            .str("impl", impl_name)
+            .u64("n", self.n as u64)
+            .u64("size", self.size as u64)
+            .u64("align", self.align as u64)
+            .f64("alloc_ns_per_op", self.alloc_ns_per_op, 3)
+            .f64("free_ns_per_op", self.free_ns_per_op, 3)
+            .f64("alloc_total_ms", self.alloc_total_ms, 6)
+            .f64("free_total_ms", self.free_total_ms, 6)
+            .f64("destroy_ms", self.destroy_ms, 6)
+            .u64("pages", self.pages as u64)
+            .str("where", place)
     }
 }
 
@@ -317,31 +321,76 @@ impl MinOfReps {
     /// One JSON object: [`FillDrain::to_json_as`] with `impl` set to `impl_name`, plus
     /// `stat` ("min"), `reps` and the medians.
     pub fn to_json(&self, bench: &str, impl_name: &str, place: &str) -> alloc::string::String {
-        let json = self.best.to_json_as(bench, place).replacen(
-            &alloc::format!("\"impl\":\"{}\"", self.best.impl_name),
-            &alloc::format!("\"impl\":\"{impl_name}\""),
-            1,
-        );
-        alloc::format!(
-            "{},\"stat\":\"min\",\"reps\":{},\"alloc_ns_per_op_median\":{:.3},\"free_ns_per_op_median\":{:.3}}}",
-            json.trim_end_matches('}'),
-            self.reps,
-            self.alloc_ns_per_op_median,
-            self.free_ns_per_op_median
-        )
+        self.json_object(bench, impl_name, place).finish()
+    }
+
+    /// [`Self::to_json`]'s members, for a line that adds fields of its own.
+    pub fn json_object(&self, bench: &str, impl_name: &str, place: &str) -> JsonObject {
+        self.best
+            .json_object(bench, impl_name, place)
+            .str("stat", "min")
+            .u64("reps", self.reps as u64)
+            .f64("alloc_ns_per_op_median", self.alloc_ns_per_op_median, 3)
+            .f64("free_ns_per_op_median", self.free_ns_per_op_median, 3)
     }
 }
 
 impl PairResult {
     /// The result as one JSON object.
     pub fn to_json(&self, place: &str) -> alloc::string::String {
-        alloc::format!(
-            "{{\"bench\":\"dmapool_pairs\",\"impl\":\"{}\",\"live\":{},\"pairs\":{},\"ns_per_pair\":{:.3},\"where\":\"{}\"}}",
-            self.impl_name,
-            self.live,
-            self.pairs,
-            self.ns_per_pair,
-            place
-        )
+        JsonObject::new()
+            .str("bench", "dmapool_pairs")
+            .str("impl", self.impl_name)
+            .u64("live", self.live as u64)
+            .u64("pairs", self.pairs as u64)
+            .f64("ns_per_pair", self.ns_per_pair, 3)
+            .str("where", place)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(alloc_ns_per_op: f64) -> FillDrain {
+        FillDrain {
+            impl_name: "scalable",
+            n: 1000,
+            size: CHAIN_SIZE,
+            align: CHAIN_ALIGN,
+            alloc_ns_per_op,
+            free_ns_per_op: 20.0,
+            alloc_total_ms: 0.0123456789,
+            free_total_ms: 0.02,
+            destroy_ms: 0.5,
+            pages: 32,
+        }
+    }
+
+    #[test]
+    fn result_lines_keep_their_fields_order_and_precision() {
+        assert_eq!(
+            sample(12.34567).to_json("host"),
+            concat!(
+                r#"{"bench":"dmapool","impl":"scalable","n":1000,"size":128,"align":16,"#,
+                r#""alloc_ns_per_op":12.346,"free_ns_per_op":20.000,"alloc_total_ms":0.012346,"#,
+                r#""free_total_ms":0.020000,"destroy_ms":0.500000,"pages":32,"where":"host"}"#
+            )
+        );
+        let summary = MinOfReps::of(&[sample(30.0), sample(10.0), sample(20.0)]).unwrap();
+        let line = summary.to_json("dmapool", "scalable-min", "guest");
+        assert!(
+            line.starts_with(r#"{"bench":"dmapool","impl":"scalable-min","n":1000,"#),
+            "{line}"
+        );
+        assert!(
+            line.ends_with(concat!(
+                r#""where":"guest","stat":"min","reps":3,"#,
+                r#""alloc_ns_per_op_median":20.000,"free_ns_per_op_median":20.000}"#
+            )),
+            "{line}"
+        );
+        assert!(line.contains(r#""alloc_ns_per_op":10.000"#), "{line}");
     }
 }

@@ -16,7 +16,8 @@
 //! node sets), [`slab`] (kmem_cache-like object cache), [`magazine`] (a per-CPU front of free
 //! objects for any allocator), [`mempool`] (reserve with Linux semantics), [`poolinfo`] (the
 //! sysfs `pools` file format), [`bench`](mod@bench) (the benchmark workload shared by host and
-//! guest), [`clock`] (the one monotonic clock trait of the stack; `scsi` re-exports it).
+//! guest), [`clock`] (the one monotonic clock trait of the stack; `scsi` re-exports it),
+//! [`json`] (the one-line JSON writer every crate's `RESULT` lines use).
 #![no_std]
 
 extern crate alloc;
@@ -30,6 +31,7 @@ pub mod dmapool;
 mod error;
 #[cfg(any(test, feature = "std"))]
 pub mod host;
+pub mod json;
 pub mod magazine;
 pub mod mempool;
 pub mod poolinfo;

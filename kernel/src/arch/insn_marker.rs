@@ -12,8 +12,8 @@
 //! the plugin recognises by its bytes when it translates the block. Compilers pad with the same
 //! NOP only with displacement 0. Without the plugin (or under KVM) markers do nothing.
 
-use core::fmt;
 use core::sync::atomic::{AtomicU32, Ordering};
+use pools::json::JsonObject;
 
 use crate::sync::spinlock::CountingMutex;
 
@@ -91,12 +91,12 @@ pub struct Counted {
     pub ops: u64,
 }
 
-impl fmt::Display for Counted {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            ",\"insn_window\":{},\"insn_slot\":{},\"insn_ops\":{}",
-            self.window, self.slot, self.ops
-        )
+impl Counted {
+    /// The members a `RESULT` line carries for xtask to join with the plugin's count.
+    pub fn json_object(&self) -> JsonObject {
+        JsonObject::new()
+            .u64("insn_window", u64::from(self.window))
+            .u64("insn_slot", u64::from(self.slot))
+            .u64("insn_ops", self.ops)
     }
 }

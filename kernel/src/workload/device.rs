@@ -9,8 +9,7 @@
 //! disk (qemu/*-null.toml) reads move no data on the host side, so the figures measure the
 //! adapter emulation, the driver and the stack.
 
-use alloc::format;
-
+use pools::json::JsonObject;
 use scsi::host::ScsiHost;
 
 use crate::arch::exit::ExitCode;
@@ -46,17 +45,13 @@ impl HostVisitor for Device<'_> {
                     slot: report.sense_mode.slot(),
                     ops: report.ios + report.errors,
                 };
-                let mut json = report.to_json("guest");
-                json.pop();
                 // The report's object, with the adapter and disk in front.
-                let fields = json.strip_prefix('{').unwrap_or(&json);
-                println!(
-                    "RESULT {}",
-                    format!(
-                        "{{\"device\":\"{}\",\"disk\":\"{}\",{fields}{counted}}}",
-                        host.driver, disk.name
-                    )
-                );
+                let line = JsonObject::new()
+                    .str("device", host.driver)
+                    .str("disk", &disk.name)
+                    .extend(report.json_object("guest"))
+                    .extend(counted.json_object());
+                println!("RESULT {}", line.finish());
                 log::info!(
                     "{host} {}: {} iodepth={} bs={}: {} IOPS, latency mean {} us, p99 {} us, {} errors",
                     disk.name,

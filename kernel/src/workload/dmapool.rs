@@ -161,15 +161,16 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         let Some(summary) = MinOfReps::of(reps) else {
             continue;
         };
-        let mut json = summary.to_json("dmapool", summary.best.impl_name, "guest");
-        json.pop();
         // Every counted repetition did n allocations and n frees.
         let counted = Counted {
             window,
             slot: slot(*which),
             ops: 2 * (n * reps.len()) as u64,
         };
-        println!("RESULT {json}{counted}}}");
+        let line = summary
+            .json_object("dmapool", summary.best.impl_name, "guest")
+            .extend(counted.json_object());
+        println!("RESULT {}", line.finish());
     }
     let summaries: Vec<MinOfReps> = runs.iter().filter_map(|r| MinOfReps::of(r)).collect();
     if let [legacy, scalable] = summaries.as_slice() {

@@ -24,6 +24,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use pools::dmapool::{Scalable, SideStack};
+use pools::json::JsonObject;
 use pools::{DmaPool, NodeId, NodePoolSet, PoolConfig, PoolError, RawBlock};
 
 use crate::arch::exit::ExitCode;
@@ -296,25 +297,44 @@ fn report(
             ops: total.ops,
         };
         let best = total.ops_per_sec.iter().copied().fold(0.0, f64::max);
-        println!(
-            "RESULT {{\"bench\":\"numa\",\"mode\":\"{mode}\",\"cpus\":{cpus},\"nodes\":{nodes},\"n\":{per_cpu},\"batch\":{BATCH},\"reps\":{},\"ops_per_sec\":{best:.0},\"ops_per_sec_median\":{:.0},\"acquisitions\":{},\"contended\":{},\"contended_share\":{:.6},\"wait_cycles\":{},\"wait_cycles_per_op\":{:.2},\"where\":\"guest\"{counted}}}",
-            total.ops_per_sec.len(),
-            median(&total.ops_per_sec),
-            total.locks.acquisitions,
-            total.locks.contended,
-            share(&total.locks),
-            total.locks.wait_cycles,
-            total.locks.wait_cycles as f64 / total.ops.max(1) as f64,
-        );
+        let line = JsonObject::new()
+            .str("bench", "numa")
+            .str("mode", mode)
+            .u64("cpus", cpus as u64)
+            .u64("nodes", u64::from(nodes))
+            .u64("n", per_cpu as u64)
+            .u64("batch", BATCH as u64)
+            .u64("reps", total.ops_per_sec.len() as u64)
+            .f64("ops_per_sec", best, 0)
+            .f64("ops_per_sec_median", median(&total.ops_per_sec), 0)
+            .u64("acquisitions", total.locks.acquisitions)
+            .u64("contended", total.locks.contended)
+            .f64("contended_share", share(&total.locks), 6)
+            .u64("wait_cycles", total.locks.wait_cycles)
+            .f64(
+                "wait_cycles_per_op",
+                total.locks.wait_cycles as f64 / total.ops.max(1) as f64,
+                2,
+            )
+            .str("where", "guest")
+            .extend(counted.json_object());
+        println!("RESULT {}", line.finish());
         for (name, node, stats) in &total.pools {
-            let node = node.map_or(String::from("null"), |node| format!("{}", node.0));
-            println!(
-                "RESULT {{\"bench\":\"numa_pool\",\"mode\":\"{mode}\",\"pool\":\"{name}\",\"node\":{node},\"acquisitions\":{},\"contended\":{},\"contended_share\":{:.6},\"wait_cycles\":{},\"where\":\"guest\"}}",
-                stats.acquisitions,
-                stats.contended,
-                share(stats),
-                stats.wait_cycles
-            );
+            let line = JsonObject::new()
+                .str("bench", "numa_pool")
+                .str("mode", mode)
+                .str("pool", name);
+            let line = match node {
+                Some(node) => line.u64("node", u64::from(node.0)),
+                None => line.null("node"),
+            };
+            let line = line
+                .u64("acquisitions", stats.acquisitions)
+                .u64("contended", stats.contended)
+                .f64("contended_share", share(stats), 6)
+                .u64("wait_cycles", stats.wait_cycles)
+                .str("where", "guest");
+            println!("RESULT {}", line.finish());
         }
     }
     if let [shared, per_node] = totals {
@@ -333,9 +353,17 @@ fn report(
             shared_share * 100.0,
             node_share * 100.0
         );
-        println!(
-            "RESULT {{\"bench\":\"numa_ratio\",\"cpus\":{cpus},\"nodes\":{nodes},\"throughput_ratio\":{throughput:.3},\"contended_share_shared\":{shared_share:.6},\"contended_share_per_node\":{node_share:.6},\"contended_share_reduction\":{reduction:.4},\"wait_cycles_shared\":{},\"wait_cycles_per_node\":{},\"where\":\"guest\"}}",
-            shared.locks.wait_cycles, per_node.locks.wait_cycles
-        );
+        let line = JsonObject::new()
+            .str("bench", "numa_ratio")
+            .u64("cpus", cpus as u64)
+            .u64("nodes", u64::from(nodes))
+            .f64("throughput_ratio", throughput, 3)
+            .f64("contended_share_shared", shared_share, 6)
+            .f64("contended_share_per_node", node_share, 6)
+            .f64("contended_share_reduction", reduction, 4)
+            .u64("wait_cycles_shared", shared.locks.wait_cycles)
+            .u64("wait_cycles_per_node", per_node.locks.wait_cycles)
+            .str("where", "guest");
+        println!("RESULT {}", line.finish());
     }
 }

@@ -65,14 +65,13 @@ fn print_case(case: &str, summary: &[ModeSummary]) {
     // Every mode's windows have closed: hand their counts to the plugin (one slot per mode).
     let window = insn_marker::publish();
     for s in summary {
-        let mut json = s.to_json("guest", case);
-        json.pop();
         let counted = Counted {
             window,
             slot: s.mode.slot(),
             ops: s.commands,
         };
-        println!("RESULT {json}{counted}}}");
+        let line = s.json_object("guest", case).extend(counted.json_object());
+        println!("RESULT {}", line.finish());
     }
 }
 

@@ -9,10 +9,10 @@ use crate::clock::Clock;
 use crate::midlayer::Midlayer;
 use crate::sense_alloc::{SenseMode, SenseStorage};
 use crate::target::ScsiDebug;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
-use core::fmt::Write;
 use pools::ElementAllocator;
+use pools::json::JsonObject;
 
 /// The modes compared, in output order; `slab` is the baseline.
 pub const MODES: [SenseMode; 3] = [SenseMode::Slab, SenseMode::Mempool(2), SenseMode::Prealloc];
@@ -43,36 +43,31 @@ pub struct ModeSummary {
 impl ModeSummary {
     /// One JSON object for `RESULT` lines; `case` names the workload variant.
     pub fn to_json(&self, place: &str, case: &str) -> String {
-        let mut out = String::with_capacity(384);
-        let _ = write!(
-            out,
-            concat!(
-                "{{\"bench\":\"sense-reserve\",\"where\":\"{}\",\"case\":\"{}\",\"sense_mode\":\"{}\",",
-                "\"iops\":{},\"ratio_vs_slab\":{:.4},\"best_iops\":{},\"best_ratio_vs_slab\":{:.4},",
-                "\"reserve_bytes\":{},\"reserve_vs_mempool2\":{:.1},",
-                "\"reps\":{},\"numjobs\":{},\"iodepth\":{},\"bs\":{},\"recovered\":{},",
-                "\"sense_slab_allocs\":{},\"sense_reserve_hits\":{},\"sense_waits\":{},\"lat_p99_ns\":{}}}"
-            ),
-            place,
-            case,
-            self.mode,
-            self.median_iops,
-            self.ratio_vs_slab,
-            self.best_iops,
-            self.best_ratio_vs_slab,
-            self.reserve_bytes,
-            self.reserve_vs_mempool2,
-            self.reps,
-            self.last.job.numjobs,
-            self.last.job.iodepth,
-            self.last.job.bs,
-            self.last.recovered,
-            self.last.sense.slab_allocs,
-            self.last.sense.reserve_hits,
-            self.last.sense.waits,
-            self.last.latency.quantile_ns(990),
-        );
-        out
+        self.json_object(place, case).finish()
+    }
+
+    /// The summary's members, for a line that adds fields of its own.
+    pub fn json_object(&self, place: &str, case: &str) -> JsonObject {
+        JsonObject::new()
+            .str("bench", "sense-reserve")
+            .str("where", place)
+            .str("case", case)
+            .str("sense_mode", &self.mode.to_string())
+            .u64("iops", self.median_iops)
+            .f64("ratio_vs_slab", self.ratio_vs_slab, 4)
+            .u64("best_iops", self.best_iops)
+            .f64("best_ratio_vs_slab", self.best_ratio_vs_slab, 4)
+            .u64("reserve_bytes", self.reserve_bytes as u64)
+            .f64("reserve_vs_mempool2", self.reserve_vs_mempool2, 1)
+            .u64("reps", u64::from(self.reps))
+            .u64("numjobs", u64::from(self.last.job.numjobs))
+            .u64("iodepth", u64::from(self.last.job.iodepth))
+            .u64("bs", u64::from(self.last.job.bs))
+            .u64("recovered", self.last.recovered)
+            .u64("sense_slab_allocs", self.last.sense.slab_allocs)
+            .u64("sense_reserve_hits", self.last.sense.reserve_hits)
+            .u64("sense_waits", self.last.sense.waits)
+            .u64("lat_p99_ns", self.last.latency.quantile_ns(990))
     }
 }
 
@@ -187,6 +182,16 @@ mod tests {
         );
         assert!(summary.iter().all(|s| s.commands == 3 * 2000));
         let json = summary[1].to_json("guest", "every_nth");
+        // Every member, in order, with the precision the RESULT line always had.
+        assert_eq!(
+            json,
+            concat!(
+                r#"{"bench":"sense-reserve","where":"guest","case":"every_nth","sense_mode":"mempool:2","io"#,
+                r#"ps":0,"ratio_vs_slab":0.0000,"best_iops":0,"best_ratio_vs_slab":0.0000,"reserve_bytes":1"#,
+                r#"92,"reserve_vs_mempool2":1.0,"reps":3,"numjobs":1,"iodepth":32,"bs":4096,"recovered":40,"#,
+                r#""sense_slab_allocs":2000,"sense_reserve_hits":0,"sense_waits":0,"lat_p99_ns":0}"#,
+            )
+        );
         assert!(json.contains("\"sense_mode\":\"mempool:2\""), "{json}");
         assert!(json.contains("\"reserve_bytes\":192"), "{json}");
     }

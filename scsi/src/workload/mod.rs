@@ -25,11 +25,11 @@ use crate::midlayer::{Disk, Done, Midlayer, MidlayerStats, Request, ScsiError};
 use crate::sense_alloc::{ReserveFailed, SenseMode, SenseStats, SenseStorage};
 use crate::target::{ParamError, ScsiDebug};
 use crate::wire::{BlockCount, Cdb, Lba};
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
-use core::fmt::Write;
 use pools::ElementAllocator;
+use pools::json::JsonObject;
 
 /// Why a workload could not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -90,42 +90,36 @@ impl WorkloadReport {
 
     /// One JSON object (no trailing newline); `place` is `"host"` or `"guest"`.
     pub fn to_json(&self, place: &str) -> String {
-        let mut out = String::with_capacity(512);
+        self.json_object(place).finish()
+    }
+
+    /// The report's members, for a line that adds fields of its own.
+    pub fn json_object(&self, place: &str) -> JsonObject {
         let s = &self.sense;
-        let _ = write!(
-            out,
-            concat!(
-                "{{\"where\":\"{}\",\"rw\":\"{}\",\"numjobs\":{},\"iodepth\":{},\"bs\":{},\"sense_mode\":\"{}\",",
-                "\"ios\":{},\"reads\":{},\"writes\":{},\"errors\":{},\"recovered\":{},\"elapsed_ns\":{},\"iops\":{},",
-                "\"lat_mean_ns\":{},\"lat_p99_ns\":{},\"lat_max_ns\":{},",
-                "\"sense_slab_allocs\":{},\"sense_reserve_hits\":{},\"sense_waits\":{},",
-                "\"reserve_bytes\":{},\"sense_in_use_bytes\":{},\"retries\":{},\"timeouts\":{}}}"
-            ),
-            place,
-            self.job.rw.name(),
-            self.job.numjobs,
-            self.job.iodepth,
-            self.job.bs,
-            self.sense_mode,
-            self.ios,
-            self.reads,
-            self.writes,
-            self.errors,
-            self.recovered,
-            self.elapsed_ns,
-            self.iops(),
-            self.latency.mean_ns(),
-            self.latency.quantile_ns(990),
-            self.latency.max_ns(),
-            s.slab_allocs,
-            s.reserve_hits,
-            s.waits,
-            s.reserve_bytes(),
-            s.in_use_bytes(),
-            self.midlayer.retries,
-            self.midlayer.timeouts,
-        );
-        out
+        JsonObject::new()
+            .str("where", place)
+            .str("rw", self.job.rw.name())
+            .u64("numjobs", u64::from(self.job.numjobs))
+            .u64("iodepth", u64::from(self.job.iodepth))
+            .u64("bs", u64::from(self.job.bs))
+            .str("sense_mode", &self.sense_mode.to_string())
+            .u64("ios", self.ios)
+            .u64("reads", self.reads)
+            .u64("writes", self.writes)
+            .u64("errors", self.errors)
+            .u64("recovered", self.recovered)
+            .u64("elapsed_ns", self.elapsed_ns)
+            .u64("iops", self.iops())
+            .u64("lat_mean_ns", self.latency.mean_ns())
+            .u64("lat_p99_ns", self.latency.quantile_ns(990))
+            .u64("lat_max_ns", self.latency.max_ns())
+            .u64("sense_slab_allocs", s.slab_allocs)
+            .u64("sense_reserve_hits", s.reserve_hits)
+            .u64("sense_waits", s.waits)
+            .u64("reserve_bytes", s.reserve_bytes() as u64)
+            .u64("sense_in_use_bytes", s.in_use_bytes() as u64)
+            .u64("retries", self.midlayer.retries)
+            .u64("timeouts", self.midlayer.timeouts)
     }
 }
 

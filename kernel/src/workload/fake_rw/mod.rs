@@ -22,8 +22,8 @@ mod check;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::fmt::Write;
 
+use pools::json::JsonObject;
 use pools::slab::SlabConfig;
 use pools::{Magazine, MagazineStats, SlabCache};
 use scsi::midlayer::Midlayer;
@@ -158,31 +158,23 @@ fn result_json(
     runs: &[QueueRun],
     lock: &LockStats,
     magazine: usize,
-) -> String {
-    let mut json = report.to_json("guest");
-    json.pop();
+) -> JsonObject {
     let hits: u64 = runs.iter().map(|run| run.magazine.hits).sum();
     let per_cpu: Vec<String> = runs
         .iter()
         .map(|run| format!("{}", run.report.iops()))
         .collect();
-    let _ = write!(
-        json,
-        concat!(
-            ",\"bench\":\"fake-rw\",\"queues\":{},\"cpus_online\":{},\"per_queue_iops\":\"{}\",",
-            "\"sense_magazine\":{},\"magazine_hits\":{},\"slab_lock_acquisitions\":{},\"slab_lock_contended\":{},",
-            "\"slab_lock_wait_cycles\":{}}}"
-        ),
-        runs.len(),
-        smp::online_count().max(1),
-        per_cpu.join("/"),
-        magazine,
-        hits,
-        lock.acquisitions,
-        lock.contended,
-        lock.wait_cycles,
-    );
-    json
+    report
+        .json_object("guest")
+        .str("bench", "fake-rw")
+        .u64("queues", runs.len() as u64)
+        .u64("cpus_online", smp::online_count().max(1) as u64)
+        .str("per_queue_iops", &per_cpu.join("/"))
+        .u64("sense_magazine", magazine as u64)
+        .u64("magazine_hits", hits)
+        .u64("slab_lock_acquisitions", lock.acquisitions)
+        .u64("slab_lock_contended", lock.contended)
+        .u64("slab_lock_wait_cycles", lock.wait_cycles)
 }
 
 /// One readable summary of a (summed) report.
@@ -308,9 +300,8 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         slot: params.sense.slot(),
         ops: report.ios + report.errors,
     };
-    let mut json = result_json(&report, &runs, &lock, params.sense_magazine);
-    json.pop();
-    println!("RESULT {json}{counted}}}");
+    let line = result_json(&report, &runs, &lock, params.sense_magazine);
+    println!("RESULT {}", line.extend(counted.json_object()).finish());
     let failures = check::check(params, &runs);
     drop(runs);
     if let Err(error) = cache.destroy() {
