@@ -87,7 +87,8 @@ fn small_buffers_and_long_frames_are_refused_with_the_buffer_back() {
     assert_eq!(net.frames_in_flight(), 0);
 }
 
-/// issue #11: an unknown receive token came back on every poll, so receiving stopped for good.
+/// An unknown used token cannot be popped: without a reset it would come back on every poll and
+/// receiving would stop for good.
 #[test]
 fn an_unknown_receive_token_resets_the_device_and_receiving_goes_on() {
     let (fake, mut net) = net(4);
@@ -111,7 +112,7 @@ fn an_unknown_receive_token_resets_the_device_and_receiving_goes_on() {
     assert_eq!(received.frame(), frame(7));
 }
 
-/// issue #11: an unknown transmit token stopped transmit completions for good.
+/// The same on the transmit queue: without a reset, completions would stop for good.
 #[test]
 fn an_unknown_transmit_token_resets_the_device_and_sending_goes_on() {
     let (fake, mut net) = net(2);

@@ -19,6 +19,7 @@
 //! guest), [`clock`] (the one monotonic clock trait of the stack; `scsi` re-exports it),
 //! [`json`] (the one-line JSON writer every crate's `RESULT` lines use).
 #![no_std]
+#![warn(missing_docs)]
 
 extern crate alloc;
 #[cfg(any(test, feature = "std"))]

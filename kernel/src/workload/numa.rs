@@ -1,5 +1,5 @@
 //! `workload=numa`: a dmapool alloc/free storm from every CPU at once, one shared pool against
-//! a per-node pool set, side by side in one boot (issue 6).
+//! a per-node pool set, side by side in one boot.
 //!
 //! The 2025 NVMe change this reproduces split the PRP-list dmapools per NUMA node because one
 //! device-wide pool lock was contended from every CPU. Here each online CPU runs the same

@@ -25,7 +25,7 @@
 //!   O(pages) per operation and O(n²) for the mpt3sas pattern. It is the baseline.
 //!
 //! Clients use [`DmaPool`], which puts the algorithm behind a lock the kernel supplies
-//! (`lock_api::RawMutex`). Ownership follows STYLE.md: [`DmaPool::alloc`] returns a
+//! (`lock_api::RawMutex`). DMA memory has an owner: [`DmaPool::alloc`] returns a
 //! [`DmaBlock`] guard that frees itself on drop. Drivers that hand bus addresses to a device
 //! and get them back later use the raw API instead — [`DmaPool::alloc_raw`] returns a
 //! [`RawBlock`] (a copyable handle) and [`DmaPool::free_raw`], [`DmaPool::free_dma`] and

@@ -5,7 +5,9 @@
 /// An ASC/ASCQ pair, printed as `29h/00h (POWER ON, ...)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AscAscq {
+    /// ADDITIONAL SENSE CODE.
     pub asc: u8,
+    /// ADDITIONAL SENSE CODE QUALIFIER.
     pub ascq: u8,
 }
 

@@ -31,13 +31,17 @@ struct Capacity16 {
 /// READ CAPACITY(10) data, 8 bytes. `last_lba == u32::MAX` means "use READ CAPACITY(16)".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadCapacity10Data {
+    /// RETURNED LOGICAL BLOCK ADDRESS: the last block, not the count.
     pub last_lba: u32,
+    /// LOGICAL BLOCK LENGTH IN BYTES.
     pub block_len: u32,
 }
 
 impl ReadCapacity10Data {
+    /// Bytes of parameter data (SBC-4 §5.15.2).
     pub const LEN: usize = 8;
 
+    /// Decodes the first [`Self::LEN`] bytes; a shorter buffer is `Truncated`.
     pub fn parse(buf: &[u8]) -> Result<Self, WireError> {
         let (raw, _) = Capacity10::read_from_prefix(buf).map_err(|_| WireError::Truncated {
             what: "READ CAPACITY(10) data",
@@ -50,6 +54,7 @@ impl ReadCapacity10Data {
         })
     }
 
+    /// Writes the parameter data into `out`; returns the bytes written or `BufferTooSmall`.
     pub fn encode(&self, out: &mut [u8]) -> Result<usize, WireError> {
         room("READ CAPACITY(10) data", out, Self::LEN)?;
         let raw = Capacity10 {
@@ -64,20 +69,29 @@ impl ReadCapacity10Data {
 /// READ CAPACITY(16) data, 32 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ReadCapacity16Data {
+    /// RETURNED LOGICAL BLOCK ADDRESS: the last block, not the count.
     pub last_lba: Lba,
+    /// LOGICAL BLOCK LENGTH IN BYTES.
     pub block_len: u32,
+    /// PROT_EN: protection information is enabled.
     pub prot_en: bool,
+    /// P_TYPE: the protection type (meaningful with `prot_en`).
     pub p_type: u8,
+    /// LOGICAL BLOCKS PER PHYSICAL BLOCK EXPONENT: 2^n logical blocks per physical block.
     pub logical_per_physical_exp: u8,
     /// Logical block provisioning management enabled (thin provisioning).
     pub lbpme: bool,
+    /// LBPRZ: unmapped blocks read back as zeroes.
     pub lbprz: bool,
+    /// LOWEST ALIGNED LOGICAL BLOCK ADDRESS (14 bits).
     pub lowest_aligned_lba: u16,
 }
 
 impl ReadCapacity16Data {
+    /// Bytes of parameter data (SBC-4 §5.16.2).
     pub const LEN: usize = 32;
 
+    /// Decodes the first [`Self::LEN`] bytes; a shorter buffer is `Truncated`.
     pub fn parse(buf: &[u8]) -> Result<Self, WireError> {
         // Linux asks for 32 bytes but only needs the first 12; accept any length holding those.
         need("READ CAPACITY(16) data", buf, 12)?;
@@ -102,6 +116,7 @@ impl ReadCapacity16Data {
         })
     }
 
+    /// Writes the parameter data into `out`; returns the bytes written or `BufferTooSmall`.
     pub fn encode(&self, out: &mut [u8]) -> Result<usize, WireError> {
         room("READ CAPACITY(16) data", out, Self::LEN)?;
         let raw = Capacity16 {
@@ -131,6 +146,7 @@ pub struct ReportLunsData {
 }
 
 impl ReportLunsData {
+    /// Bytes before the first LUN (LUN LIST LENGTH and reserved, SPC-5 §6.33.2).
     pub const HEADER_LEN: usize = 8;
 
     /// True when the target holds more LUNs than the buffer carried.
@@ -138,6 +154,8 @@ impl ReportLunsData {
         self.luns.len() * 8 < self.list_len_bytes as usize
     }
 
+    /// Decodes the header and every whole LUN the buffer holds; a list length that is not a
+    /// multiple of 8 is `InvalidField`.
     pub fn parse(buf: &[u8]) -> Result<Self, WireError> {
         need("REPORT LUNS data", buf, Self::HEADER_LEN)?;
         let list_len_bytes = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);

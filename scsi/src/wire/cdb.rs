@@ -13,19 +13,33 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// Operation codes (SPC-5 Annex E, SBC-4 §5).
 pub mod opcode {
+    /// TEST UNIT READY (SPC-5 §6.47).
     pub const TEST_UNIT_READY: u8 = 0x00;
+    /// REQUEST SENSE (SPC-5 §6.39).
     pub const REQUEST_SENSE: u8 = 0x03;
+    /// INQUIRY (SPC-5 §6.6).
     pub const INQUIRY: u8 = 0x12;
+    /// MODE SENSE(6) (SPC-5 §6.14).
     pub const MODE_SENSE_6: u8 = 0x1a;
+    /// START STOP UNIT (SBC-4 §5.25).
     pub const START_STOP_UNIT: u8 = 0x1b;
+    /// READ CAPACITY(10) (SBC-4 §5.15).
     pub const READ_CAPACITY_10: u8 = 0x25;
+    /// READ(10) (SBC-4 §5.11).
     pub const READ_10: u8 = 0x28;
+    /// WRITE(10) (SBC-4 §5.35).
     pub const WRITE_10: u8 = 0x2a;
+    /// SYNCHRONIZE CACHE(10) (SBC-4 §5.27).
     pub const SYNCHRONIZE_CACHE_10: u8 = 0x35;
+    /// MODE SENSE(10) (SPC-5 §6.15).
     pub const MODE_SENSE_10: u8 = 0x5a;
+    /// READ(16) (SBC-4 §5.13).
     pub const READ_16: u8 = 0x88;
+    /// WRITE(16) (SBC-4 §5.37).
     pub const WRITE_16: u8 = 0x8a;
+    /// SERVICE ACTION IN(16): READ CAPACITY(16) and other service actions (SBC-4 §5.16).
     pub const SERVICE_ACTION_IN_16: u8 = 0x9e;
+    /// REPORT LUNS (SPC-5 §6.33).
     pub const REPORT_LUNS: u8 = 0xa0;
     /// Service action of SERVICE ACTION IN(16) for READ CAPACITY(16).
     pub const SAI_READ_CAPACITY_16: u8 = 0x10;
@@ -80,9 +94,13 @@ impl CdbBytes {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum PageControl {
+    /// The values in effect now.
     Current = 0,
+    /// A mask of the bits MODE SELECT may change.
     Changeable = 1,
+    /// The values the device starts with.
     Default = 2,
+    /// The values saved to the medium (a device without saved pages answers SAVING PARAMETERS NOT SUPPORTED).
     Saved = 3,
 }
 
@@ -100,7 +118,9 @@ impl PageControl {
 /// Fields of READ(10)/WRITE(10) (SBC-4 §5.11, §5.35).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rw10 {
+    /// First logical block.
     pub lba: u32,
+    /// Blocks to transfer; 0 transfers none (SBC-4: not "65536").
     pub blocks: u16,
     /// Force unit access: the data must reach (or come from) the medium.
     pub fua: bool,
@@ -111,9 +131,13 @@ pub struct Rw10 {
 /// Fields of READ(16)/WRITE(16) (SBC-4 §5.13, §5.37).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rw16 {
+    /// First logical block.
     pub lba: Lba,
+    /// Blocks to transfer; 0 transfers none.
     pub blocks: BlockCount,
+    /// Force unit access, as in [`Rw10::fua`].
     pub fua: bool,
+    /// Disable page out, as in [`Rw10::dpo`].
     pub dpo: bool,
 }
 
@@ -124,40 +148,66 @@ pub enum Cdb {
     TestUnitReady,
     /// INQUIRY (SPC-5 §6.6): the standard page when `evpd` is false (then `page` must be 0).
     Inquiry {
+        /// Enable vital product data: return the VPD page `page` instead.
         evpd: bool,
+        /// VPD page code (0 when `evpd` is false).
         page: u8,
+        /// Most bytes the initiator accepts.
         alloc_len: u16,
     },
     /// REQUEST SENSE (SPC-5 §6.39); `desc` asks for descriptor-format sense.
-    RequestSense { desc: bool, alloc_len: u8 },
+    RequestSense {
+        /// Ask for descriptor-format (72h) rather than fixed-format (70h) sense.
+        desc: bool,
+        /// Most bytes the initiator accepts.
+        alloc_len: u8,
+    },
     /// MODE SENSE(6) (SPC-5 §6.14). `page` is the 6-bit page code.
     ModeSense6 {
+        /// Disable block descriptors: return none.
         dbd: bool,
+        /// Which values to return.
         pc: PageControl,
+        /// Page code (6 bits; 3Fh returns every page).
         page: u8,
+        /// Subpage code (0 for the page itself, FFh for all subpages).
         subpage: u8,
+        /// Most bytes the initiator accepts.
         alloc_len: u8,
     },
     /// MODE SENSE(10) (SPC-5 §6.15).
     ModeSense10 {
+        /// Long LBA accepted: the device may return 16-byte block descriptors.
         llbaa: bool,
+        /// Disable block descriptors: return none.
         dbd: bool,
+        /// Which values to return.
         pc: PageControl,
+        /// Page code (6 bits; 3Fh returns every page).
         page: u8,
+        /// Subpage code (0 for the page itself, FFh for all subpages).
         subpage: u8,
+        /// Most bytes the initiator accepts.
         alloc_len: u16,
     },
     /// START STOP UNIT (SBC-4 §5.25). `power_condition` is the 4-bit field.
     StartStopUnit {
+        /// Return before the operation completes.
         immed: bool,
+        /// POWER CONDITION (0: governed by `start` and `loej`).
         power_condition: u8,
+        /// Load or eject the medium (with `start`).
         loej: bool,
+        /// Make the logical unit ready (true) or stop it (false).
         start: bool,
     },
     /// READ CAPACITY(10) (SBC-4 §5.15).
     ReadCapacity10,
     /// READ CAPACITY(16) (SBC-4 §5.16).
-    ReadCapacity16 { alloc_len: u32 },
+    ReadCapacity16 {
+        /// Most bytes the initiator accepts (32 for the whole parameter data).
+        alloc_len: u32,
+    },
     /// READ(10).
     Read10(Rw10),
     /// READ(16).
@@ -167,9 +217,21 @@ pub enum Cdb {
     /// WRITE(16).
     Write16(Rw16),
     /// SYNCHRONIZE CACHE(10) (SBC-4 §5.27); `blocks == 0` means to the end of the medium.
-    SynchronizeCache10 { immed: bool, lba: u32, blocks: u16 },
+    SynchronizeCache10 {
+        /// Return before the cache is written.
+        immed: bool,
+        /// First logical block to write back.
+        lba: u32,
+        /// Blocks to write back; 0 means to the end of the medium.
+        blocks: u16,
+    },
     /// REPORT LUNS (SPC-5 §6.33).
-    ReportLuns { select_report: u8, alloc_len: u32 },
+    ReportLuns {
+        /// SELECT REPORT: 0 = the logical units that are addressable, 2 = all of them.
+        select_report: u8,
+        /// Most bytes the initiator accepts (at least 16, SPC-5 §6.33).
+        alloc_len: u32,
+    },
 }
 
 fn read<T: FromBytes + KnownLayout + Immutable>(

@@ -13,9 +13,13 @@ pub struct DeviceType(pub u8);
 impl DeviceType {
     /// Direct access block device (a disk).
     pub const DISK: DeviceType = DeviceType(0x00);
+    /// Sequential access device (a tape).
     pub const TAPE: DeviceType = DeviceType(0x01);
+    /// CD/DVD device (MMC).
     pub const CDROM: DeviceType = DeviceType(0x05);
+    /// Enclosure services device (SES).
     pub const ENCLOSURE: DeviceType = DeviceType(0x0d);
+    /// Well-known logical unit (such as REPORT LUNS at LUN C101h).
     pub const WELL_KNOWN_LU: DeviceType = DeviceType(0x1e);
     /// Unknown or no device type.
     pub const NONE: DeviceType = DeviceType(0x1f);
@@ -46,18 +50,23 @@ struct StandardInquiry {
 pub struct InquiryData {
     /// 0 = connected, 1 = not connected now, 3 = no device at this LUN.
     pub qualifier: u8,
+    /// PERIPHERAL DEVICE TYPE.
     pub device_type: DeviceType,
+    /// RMB: the medium is removable.
     pub removable: bool,
     /// Claimed standard: 6 = SPC-4, 7 = SPC-5.
     pub version: u8,
     /// Must be 2 in current standards.
     pub response_format: u8,
+    /// HISUP: LUNs use the hierarchical addressing of SAM-5.
     pub hisup: bool,
     /// Command queueing supported.
     pub cmdque: bool,
     /// T10 vendor identification, space padded ASCII.
     pub vendor: [u8; 8],
+    /// Product identification, space padded ASCII.
     pub product: [u8; 16],
+    /// Product revision level, space padded ASCII.
     pub revision: [u8; 4],
 }
 

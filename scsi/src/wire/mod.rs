@@ -39,8 +39,11 @@ pub enum WireError {
     /// The buffer is shorter than the structure (or its own length field) requires.
     #[error("{what}: need {need} bytes, got {got}")]
     Truncated {
+        /// The structure.
         what: &'static str,
+        /// Bytes it needs.
         need: usize,
+        /// Bytes there were.
         got: usize,
     },
     /// The operation code is not one this crate decodes.
@@ -48,15 +51,28 @@ pub enum WireError {
     UnsupportedOpcode(u8),
     /// The operation code is known but its service action is not.
     #[error("opcode {opcode:#04x}: unsupported service action {service_action:#04x}")]
-    UnsupportedServiceAction { opcode: u8, service_action: u8 },
+    UnsupportedServiceAction {
+        /// The operation code.
+        opcode: u8,
+        /// The service action it carried.
+        service_action: u8,
+    },
     /// A field holds a value the standard does not allow, or one too large for the encoding.
     #[error("{what}: invalid value {value:#x}")]
-    InvalidField { what: &'static str, value: u64 },
+    InvalidField {
+        /// The field.
+        what: &'static str,
+        /// The value it held.
+        value: u64,
+    },
     /// The destination buffer cannot hold the encoded structure.
     #[error("{what}: output buffer holds {got} bytes, need {need}")]
     BufferTooSmall {
+        /// The structure.
         what: &'static str,
+        /// Bytes it needs.
         need: usize,
+        /// Bytes there were.
         got: usize,
     },
 }

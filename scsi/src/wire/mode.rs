@@ -18,13 +18,24 @@ pub enum ModeSenseFormat {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ModePage {
     /// Caching mode page: write cache enabled, read cache disabled.
-    Caching { wce: bool, rcd: bool },
+    Caching {
+        /// WCE: write cache enabled.
+        wce: bool,
+        /// RCD: read cache disabled.
+        rcd: bool,
+    },
     /// Control mode page: D_SENSE selects descriptor-format sense.
-    Control { d_sense: bool },
+    Control {
+        /// D_SENSE: report sense in descriptor format.
+        d_sense: bool,
+    },
     /// Another page (or subpage), body bytes after its page-length field.
     Other {
+        /// Page code.
         page: u8,
+        /// Subpage code, for a page in SUB_PAGE format.
         subpage: Option<u8>,
+        /// The page body after its length field.
         data: Vec<u8>,
     },
 }
@@ -32,7 +43,9 @@ pub enum ModePage {
 /// Mode parameter data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModeParameters {
+    /// Whether the data came from MODE SENSE(6) or (10).
     pub format: ModeSenseFormat,
+    /// MEDIUM TYPE (0 for a disk).
     pub medium_type: u8,
     /// WP bit of the device-specific parameter.
     pub write_protect: bool,
@@ -40,6 +53,7 @@ pub struct ModeParameters {
     pub dpofua: bool,
     /// Short (8-byte) block descriptor: number of blocks (saturated at u32::MAX) and length.
     pub block_descriptor: Option<(u32, u32)>,
+    /// The mode pages, in the order returned.
     pub pages: Vec<ModePage>,
 }
 

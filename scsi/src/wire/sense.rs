@@ -18,22 +18,37 @@ pub const SCSI_SENSE_BUFFERSIZE: usize = 96;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum SenseKey {
+    /// No error to report (or only a flag such as FILEMARK).
     NoSense = 0x0,
+    /// The command succeeded after recovery by the device.
     RecoveredError = 0x1,
+    /// The logical unit cannot be accessed now.
     NotReady = 0x2,
+    /// A flaw in the medium or the recorded data.
     MediumError = 0x3,
+    /// A non-recoverable device failure.
     HardwareError = 0x4,
+    /// A bad CDB field or parameter; the command was not executed.
     IllegalRequest = 0x5,
+    /// The device was reset, or its medium or parameters changed.
     UnitAttention = 0x6,
+    /// The block is write-protected or otherwise not accessible.
     DataProtect = 0x7,
+    /// A blank or format-defined end of data was found.
     BlankCheck = 0x8,
+    /// Vendor-specific condition.
     VendorSpecific = 0x9,
+    /// An EXTENDED COPY was aborted.
     CopyAborted = 0xa,
+    /// The device aborted the command; the initiator may retry it.
     AbortedCommand = 0xb,
     /// Obsolete EQUAL (SPC-2); kept so every 4-bit value decodes.
     Equal = 0xc,
+    /// A buffered device reached the end of the partition.
     VolumeOverflow = 0xd,
+    /// Source and medium data differ (VERIFY, COMPARE AND WRITE).
     Miscompare = 0xe,
+    /// A command completed and sense data reports its completion (SPC-5).
     Completed = 0xf,
 }
 
@@ -104,11 +119,15 @@ pub enum SenseFormat {
 /// Decoded sense data: the facts an initiator acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sense {
+    /// Fixed or descriptor format, as the response code said.
     pub format: SenseFormat,
     /// Deferred error (71h/73h) rather than current (70h/72h).
     pub deferred: bool,
+    /// The sense key (SPC-5 §4.4.2, table 49).
     pub key: SenseKey,
+    /// ADDITIONAL SENSE CODE (SPC-5 Annex F.2).
     pub asc: u8,
+    /// ADDITIONAL SENSE CODE QUALIFIER.
     pub ascq: u8,
     /// The INFORMATION field when marked valid (fixed VALID bit, or an information descriptor
     /// with VALID set): for medium errors, the failing LBA.

@@ -8,6 +8,7 @@ use alloc::vec::Vec;
 /// One designation descriptor of the Device Identification page (SPC-5 §7.7.6.1, table 460).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Designator {
+    /// PROTOCOL IDENTIFIER (meaningful with `piv`; SPC-5 table 479).
     pub protocol_id: u8,
     /// 1 = binary, 2 = ASCII, 3 = UTF-8.
     pub code_set: u8,
@@ -17,6 +18,7 @@ pub struct Designator {
     pub association: u8,
     /// 1 = T10 vendor ID, 2 = EUI-64, 3 = NAA, 8 = SCSI name string, ...
     pub designator_type: u8,
+    /// The designator bytes, as the code set encodes them.
     pub value: Vec<u8>,
 }
 
@@ -30,7 +32,12 @@ pub enum VpdPage {
     /// 83h: designation descriptors naming the logical unit and its ports.
     DeviceIdentification(Vec<Designator>),
     /// Any other page, undecoded.
-    Other { page: u8, data: Vec<u8> },
+    Other {
+        /// The page code.
+        page: u8,
+        /// The page body after its 4-byte header.
+        data: Vec<u8>,
+    },
 }
 
 const HEADER_LEN: usize = 4;

@@ -1,8 +1,8 @@
 //! The sense-reserve comparison: `slab`, `mempool:2` and `prealloc` side by side on one
 //! workload, in one run, repetitions alternating between the modes (and the order flipping each
-//! round) so that drift and noise hit all three alike. The result is what the issue asks of
-//! `bench sense-reserve`: median IOPS, the median of per-round ratios against `slab`, and the
-//! bytes each reserve holds. Host example and guest kernel share this code.
+//! round) so that drift and noise hit all three alike. The result is what `bench sense-reserve`
+//! reports: median IOPS, the median of per-round ratios against `slab`, and the bytes each
+//! reserve holds. Host example and guest kernel share this code.
 
 use super::{WorkloadError, WorkloadParams, WorkloadReport, run};
 use crate::clock::Clock;

@@ -1,13 +1,13 @@
 //! `cargo xtask bench numa`: a dmapool alloc/free storm from every CPU at once, one shared pool
-//! against a per-node pool set (issue 6, the 2025 NVMe per-node PRP pools).
+//! against a per-node pool set (the 2025 NVMe change that split the PRP-list pools per node).
 //!
 //! One boot of the `numa2` profile (2 nodes × 1 CPU; xtask runs TCG multi-threaded at smp 2)
 //! with `workload=numa n=N`: each CPU allocates and frees up to N blocks of 128 B per run (a
 //! run ends after 20 ms, so the vCPUs overlap on a busy host), the two modes alternate over
 //! seven rounds after a warm-up, and every pool's counting spinlock reports
 //! acquisitions, contended acquisitions and TSC cycles spent waiting. Prints the per-mode and
-//! per-pool tables and the verdict against the issue's target (per-node at least halves the
-//! contended share and does not lose throughput), writes `target/bench/numa.json` and draws
+//! per-pool tables and the verdict against the target the design exists for (per-node at least
+//! halves the contended share and does not lose throughput), writes `target/bench/numa.json` and draws
 //! `numa.svg` (median ops/s per mode).
 
 use std::time::Duration;
