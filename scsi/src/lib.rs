@@ -30,13 +30,9 @@ extern crate std;
 pub mod clock;
 #[expect(missing_docs, reason = "not all items documented yet")]
 pub mod host;
-#[expect(missing_docs, reason = "not all items documented yet")]
 pub mod midlayer;
 pub mod param;
-#[expect(missing_docs, reason = "not all items documented yet")]
 pub mod sense_alloc;
-#[expect(missing_docs, reason = "not all items documented yet")]
 pub mod target;
 pub mod wire;
-#[expect(missing_docs, reason = "not all items documented yet")]
 pub mod workload;

@@ -14,6 +14,7 @@ use pools::ElementAllocator;
 /// A direct-access logical unit ready for I/O (what a scan finds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Disk {
+    /// The logical unit.
     pub device: DeviceId,
     /// Logical block size in bytes.
     pub block_len: u32,

@@ -15,11 +15,15 @@ pub(crate) const BUSY_DELAY_NS: u64 = 10_000;
 /// A command to submit.
 #[derive(Debug)]
 pub struct Request {
+    /// The logical unit, as the scan named it.
     pub device: DeviceId,
+    /// The encoded command.
     pub cdb: CdbBytes,
+    /// Which way `data` moves; must match the CDB ([`Request::new`] derives it).
     pub direction: DataDirection,
     /// The data buffer (empty for none); returned in [`Done::data`].
     pub data: Vec<u8>,
+    /// Time allowed per attempt; on expiry the command is aborted and retried or failed.
     pub timeout_ns: u64,
     /// Retries allowed for retryable errors.
     pub retries: u8,
@@ -51,6 +55,7 @@ impl Request {
 /// A successful command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Completion {
+    /// Bytes of the buffer the device did not transfer (SAM residual).
     pub residual_bytes: u32,
     /// The device reported RECOVERED ERROR: the data is good.
     pub recovered: bool,
@@ -61,25 +66,35 @@ pub struct Completion {
 /// The one completion of a submitted command.
 #[derive(Debug)]
 pub struct Done {
+    /// The tag the command ran under (free again by the time this is seen).
     pub tag: Tag,
+    /// The request's [`Request::user_data`], unchanged.
     pub user_data: u64,
+    /// How the command ended, after any retries.
     pub result: Result<Completion, ScsiError>,
+    /// The request's buffer, handed back (filled for a read that succeeded).
     pub data: Vec<u8>,
 }
 
 /// A request the midlayer did not accept, handed back with the reason.
 #[derive(Debug)]
 pub struct Rejected {
+    /// Why it was not accepted (queue full, unknown device, transfer too large, ...).
     pub error: ScsiError,
+    /// The request, untouched, to submit again or drop.
     pub request: Request,
 }
 
 /// Midlayer counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MidlayerStats {
+    /// Requests accepted.
     pub submitted: u64,
+    /// Requests completed (each exactly once: `succeeded + failed`).
     pub completed: u64,
+    /// Completions with `Ok`.
     pub succeeded: u64,
+    /// Completions with `Err`.
     pub failed: u64,
     /// Re-sends counted against a command's retries.
     pub retries: u64,
@@ -87,9 +102,13 @@ pub struct MidlayerStats {
     pub requeues: u64,
     /// Successful commands whose device reported RECOVERED ERROR.
     pub recovered: u64,
+    /// Attempts that ran out of time.
     pub timeouts: u64,
+    /// ABORT TASK requests sent to the host after a timeout.
     pub aborts: u64,
+    /// Aborts the host could not carry out (each escalates to a host reset).
     pub abort_failures: u64,
+    /// Host resets, after a failed abort or a host that asked for one.
     pub host_resets: u64,
     /// Times a command parked because no sense buffer was available.
     pub sense_waits: u64,

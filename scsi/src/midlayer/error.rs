@@ -12,9 +12,13 @@ pub enum ScsiError {
     /// CHECK CONDITION whose sense says the command failed (or retries ran out).
     #[error("CHECK CONDITION: {key} {}", AscAscq { asc: *asc, ascq: *ascq })]
     CheckCondition {
+        /// The sense key.
         key: SenseKey,
+        /// ADDITIONAL SENSE CODE.
         asc: u8,
+        /// ADDITIONAL SENSE CODE QUALIFIER.
         ascq: u8,
+        /// The INFORMATION field when valid (for a medium error, the failing LBA).
         information: Option<u64>,
     },
     /// A non-GOOD status other than CHECK CONDITION (e.g. RESERVATION CONFLICT, or BUSY
@@ -26,13 +30,21 @@ pub enum ScsiError {
     UnknownStatus(u8),
     /// CHECK CONDITION with sense data that does not parse.
     #[error("CHECK CONDITION with unusable sense ({sense_len} bytes): {error}")]
-    BadSense { sense_len: u8, error: WireError },
+    BadSense {
+        /// Sense bytes the host returned.
+        sense_len: u8,
+        /// Why they do not parse.
+        error: WireError,
+    },
     /// The host adapter failed the command.
     #[error("host: {0}")]
     Host(HostError),
     /// The command timed out (and was aborted) on every allowed attempt.
     #[error("command {tag:?} timed out")]
-    Timeout { tag: Tag },
+    Timeout {
+        /// The tag of the last attempt.
+        tag: Tag,
+    },
     /// No sense buffer could be had before the command's time ran out (slab mode without a
     /// reserve, with the slab failing).
     #[error("no sense buffer available")]
@@ -40,21 +52,42 @@ pub enum ScsiError {
     /// `can_queue` or `cmd_per_lun` commands are outstanding.
     #[error("queue full")]
     QueueFull,
+    /// The request names a device the midlayer does not know (never scanned, or removed).
     #[error("no device {0:?}")]
     NoSuchDevice(DeviceId),
+    /// The buffer is larger than the host can transfer in one command
+    /// ([`Midlayer::max_transfer_bytes`](super::Midlayer::max_transfer_bytes)).
     #[error("transfer of {bytes} bytes exceeds the host limit of {max_bytes}")]
-    TransferTooLarge { bytes: usize, max_bytes: usize },
+    TransferTooLarge {
+        /// Bytes asked for.
+        bytes: usize,
+        /// The host's limit.
+        max_bytes: usize,
+    },
+    /// A block operation reaches past the end of the disk.
     #[error("LBA range {lba}+{blocks} beyond capacity {capacity}")]
     OutOfRange {
+        /// First block.
         lba: u64,
+        /// Blocks asked for.
         blocks: u64,
+        /// Blocks the disk has.
         capacity: u64,
     },
+    /// A block operation's buffer is not a whole number of blocks.
     #[error("buffer of {len_bytes} bytes is not a multiple of the {block_len}-byte block")]
-    BadBufferLength { len_bytes: usize, block_len: u32 },
+    BadBufferLength {
+        /// The buffer's length.
+        len_bytes: usize,
+        /// The disk's block length.
+        block_len: u32,
+    },
     /// A command moved less data than asked.
     #[error("short transfer: {residual_bytes} bytes not transferred")]
-    ShortTransfer { residual_bytes: u32 },
+    ShortTransfer {
+        /// Bytes not transferred.
+        residual_bytes: u32,
+    },
     /// A response payload (INQUIRY, READ CAPACITY, ...) did not parse.
     #[error("bad response payload: {0}")]
     Wire(WireError),

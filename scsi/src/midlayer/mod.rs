@@ -186,27 +186,34 @@ where
         })
     }
 
+    /// The host's limits, as it reported them at attach.
     pub fn template(&self) -> HostTemplate {
         self.template
     }
+    /// The host adapter.
     pub fn host(&self) -> &H {
         &self.host
     }
+    /// The host adapter, mutably (for driver-specific controls; commands go through the midlayer).
     pub fn host_mut(&mut self) -> &mut H {
         &mut self.host
     }
+    /// The clock timeouts are measured with.
     pub fn clock(&self) -> &C {
         &self.clock
     }
+    /// Counters so far.
     pub fn stats(&self) -> MidlayerStats {
         MidlayerStats {
             succeeded: self.stats.completed - self.stats.failed,
             ..self.stats
         }
     }
+    /// The sense allocator's counters.
     pub fn sense_stats(&self) -> SenseStats {
         self.sense.stats()
     }
+    /// The sense allocator.
     pub fn sense_allocator(&self) -> &SenseAllocator<A> {
         &self.sense
     }

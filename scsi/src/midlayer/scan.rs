@@ -25,9 +25,13 @@ const SPINUP_BUDGET_NS: u64 = 100_000_000_000;
 /// One logical unit found by a scan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScannedLun {
+    /// The name I/O uses for it.
     pub device: DeviceId,
+    /// Its target id.
     pub target: u16,
+    /// Its LUN.
     pub lun: Lun,
+    /// Its standard INQUIRY data.
     pub inquiry: InquiryData,
     /// Capacity, for direct-access units that answered READ CAPACITY.
     pub disk: Option<Disk>,
@@ -36,6 +40,7 @@ pub struct ScannedLun {
 /// The result of a scan: what was found and what went wrong on the way.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScanReport {
+    /// The logical units found, in target and LUN order.
     pub luns: Vec<ScannedLun>,
     /// Failures that skipped a target or LUN (target, LUN, error).
     pub errors: Vec<(u16, Lun, ScsiError)>,

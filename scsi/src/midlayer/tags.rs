@@ -40,6 +40,7 @@ impl TagPool {
         usize::from(self.can_queue) - self.free.len()
     }
 
+    /// Tags in all (the host's `can_queue`).
     pub fn can_queue(&self) -> u16 {
         self.can_queue
     }

@@ -30,6 +30,7 @@ pub const SENSE_MAGAZINE_OBJECTS: usize = 64;
 /// How sense buffers are reserved, chosen at host creation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SenseMode {
+    /// Every buffer from the slab; no reserve (a failed allocation waits or fails the command).
     Slab,
     /// Slab plus a mempool reserve of this many buffers.
     Mempool(usize),
@@ -97,9 +98,11 @@ pub struct SenseStats {
 }
 
 impl SenseStats {
+    /// Bytes held in reserve (buffers × [`SCSI_SENSE_BUFFERSIZE`]).
     pub fn reserve_bytes(&self) -> usize {
         self.reserve_held * SCSI_SENSE_BUFFERSIZE
     }
+    /// Bytes owned by commands now.
     pub fn in_use_bytes(&self) -> usize {
         self.in_use * SCSI_SENSE_BUFFERSIZE
     }
@@ -109,7 +112,9 @@ impl SenseStats {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("sense reserve of {wanted} buffers: slab supplied only {have}")]
 pub struct ReserveFailed {
+    /// Buffers the reserve needs.
     pub wanted: usize,
+    /// Buffers the slab supplied before it failed.
     pub have: usize,
 }
 
@@ -212,6 +217,7 @@ where
         Ok(allocator)
     }
 
+    /// The mode chosen at creation.
     pub fn mode(&self) -> SenseMode {
         self.mode
     }
@@ -295,6 +301,7 @@ where
         }
     }
 
+    /// Counters so far.
     pub fn stats(&self) -> SenseStats {
         self.stats
     }

@@ -80,6 +80,7 @@ pub struct HeapSense {
 }
 
 impl HeapSense {
+    /// An allocator that succeeds until [`Self::set_failing`].
     pub fn new() -> Self {
         HeapSense::default()
     }
@@ -107,12 +108,14 @@ pub struct Failing<A> {
 }
 
 impl<A> Failing<A> {
+    /// Wraps `inner`, passing every call through until [`Self::set_failing`].
     pub fn new(inner: A) -> Self {
         Failing {
             inner,
             failing: Cell::new(false),
         }
     }
+    /// From now on every allocation fails (or is passed through again).
     pub fn set_failing(&self, failing: bool) {
         self.failing.set(failing);
     }

@@ -68,13 +68,17 @@ pub struct TargetStats {
     pub completions: u64,
     /// Commands swallowed by `OPT_TIMEOUT`.
     pub injected_timeouts: u64,
+    /// Commands answered RECOVERED ERROR by `OPT_RECOVERED_ERR`.
     pub injected_recovered: u64,
+    /// UNIT ATTENTIONs injected by `OPT_UNIT_ATTENTION`.
     pub injected_unit_attentions: u64,
+    /// Reads that hit the simulated bad sectors (`OPT_MEDIUM_ERR`).
     pub medium_errors: u64,
     /// Commands removed by `abort`.
     pub aborted: u64,
     /// Commands dropped by `reset`.
     pub reset_dropped: u64,
+    /// Host resets.
     pub resets: u64,
 }
 
@@ -158,10 +162,12 @@ impl<C: Clock, S> ScsiDebug<C, S> {
         ScsiDebug::try_new(ScsiDebugParams::parse(text)?, clock)
     }
 
+    /// The parameters the target was built with.
     pub fn params(&self) -> &ScsiDebugParams {
         &self.params
     }
 
+    /// Counters so far.
     pub fn stats(&self) -> TargetStats {
         self.stats
     }

@@ -53,19 +53,34 @@ pub const MEDIUM_ERR_NUM: u64 = 10;
 /// A bad parameter; names the key and the value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParamError {
+    /// A key scsi_debug does not have.
     #[error("unknown scsi_debug parameter `{key}`")]
-    UnknownKey { key: String },
+    UnknownKey {
+        /// The key as written.
+        key: String,
+    },
+    /// A key without `=value`.
     #[error("scsi_debug parameter `{key}` has no value (expected {key}=...)")]
-    MissingValue { key: String },
+    MissingValue {
+        /// The key.
+        key: String,
+    },
+    /// A value the key does not take.
     #[error("scsi_debug parameter `{key}={value}`: {reason}")]
     BadValue {
+        /// The key.
         key: &'static str,
+        /// The value as written.
         value: String,
+        /// What is wrong with it.
         reason: ValueError,
     },
     /// The RAM store (`fake_rw=0`) could not be allocated.
     #[error("cannot allocate the {dev_size_mb} MiB scsi_debug store (fake_rw=1 needs none)")]
-    StoreAlloc { dev_size_mb: u32 },
+    StoreAlloc {
+        /// The store size asked for.
+        dev_size_mb: u32,
+    },
 }
 
 /// The parameters, with scsi_debug's defaults.
@@ -75,6 +90,7 @@ pub struct ScsiDebugParams {
     pub dev_size_mb: u32,
     /// Logical block size: 512, 1024, 2048 or 4096.
     pub sector_size: u32,
+    /// Targets on the host (ids 0..num_tgts).
     pub num_tgts: u16,
     /// LUNs per target.
     pub max_luns: u16,
@@ -99,8 +115,10 @@ pub struct ScsiDebugParams {
     pub dsense: bool,
     /// TEST UNIT READY reports NOT READY 04h/01h for this long after power on.
     pub tur_ms_to_ready: u32,
-    /// Host template limits (not scsi_debug parameters in Linux, where they are fixed).
+    /// Host template limit (not a scsi_debug parameter in Linux, where it is fixed): data
+    /// segments per command.
     pub sg_tablesize: u16,
+    /// Host template limit, like `sg_tablesize`: 512-byte sectors per command.
     pub max_sectors: u32,
 }
 

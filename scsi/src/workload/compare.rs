@@ -20,7 +20,9 @@ pub const MODES: [SenseMode; 3] = [SenseMode::Slab, SenseMode::Mempool(2), Sense
 /// One mode's outcome.
 #[derive(Debug, Clone)]
 pub struct ModeSummary {
+    /// The sense allocator mode.
     pub mode: SenseMode,
+    /// Median IOPS over the mode's repetitions.
     pub median_iops: u64,
     /// Median over rounds of this mode's IOPS divided by `slab`'s in the same round.
     pub ratio_vs_slab: f64,
@@ -29,9 +31,11 @@ pub struct ModeSummary {
     pub best_iops: u64,
     /// `best_iops` over `slab`'s `best_iops`.
     pub best_ratio_vs_slab: f64,
+    /// Bytes the mode holds in reserve (0 for `slab`, 2 × 96 for `mempool:2`).
     pub reserve_bytes: usize,
     /// This mode's reserve bytes over `mempool:2`'s.
     pub reserve_vs_mempool2: f64,
+    /// Repetitions run.
     pub reps: u32,
     /// Commands completed (I/Os and errors) over all repetitions: the operations this mode's
     /// timed windows covered.

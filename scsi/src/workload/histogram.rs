@@ -66,14 +66,17 @@ impl Histogram {
     }
 
     #[inline]
+    /// Adds one sample of `ns`.
     pub fn record(&mut self, ns: u64) {
         self.record_n(ns, 1);
     }
 
+    /// Samples recorded.
     pub fn count(&self) -> u64 {
         self.total
     }
 
+    /// The exact mean (from the running sum, not the buckets); 0 when empty.
     pub fn mean_ns(&self) -> u64 {
         if self.total == 0 {
             0
@@ -82,6 +85,7 @@ impl Histogram {
         }
     }
 
+    /// The largest sample, exactly.
     pub fn max_ns(&self) -> u64 {
         self.max_ns
     }
@@ -102,6 +106,7 @@ impl Histogram {
         self.max_ns
     }
 
+    /// Adds `other`'s samples (to sum the histograms of several jobs or queues).
     pub fn merge(&mut self, other: &Histogram) {
         for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
             *a += b;

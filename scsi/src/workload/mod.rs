@@ -34,30 +34,53 @@ use pools::json::JsonObject;
 /// Why a workload could not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WorkloadError {
+    /// A `key=value` word whose key no workload or target parameter has.
     #[error("unknown workload parameter `{key}`")]
-    UnknownKey { key: String },
+    UnknownKey {
+        /// The key as written.
+        key: String,
+    },
+    /// A known key with a value it does not take.
     #[error("workload parameter `{key}={value}`: {reason}")]
     BadValue {
+        /// The key.
         key: &'static str,
+        /// The value as written.
         value: String,
+        /// What is wrong with it.
         reason: crate::param::ValueError,
     },
+    /// A scsi_debug target parameter was rejected.
     #[error(transparent)]
     Target(#[from] ParamError),
+    /// The sense allocator could not set up its reserve.
     #[error(transparent)]
     Reserve(#[from] ReserveFailed),
+    /// The scan found no disk to run on.
     #[error("scan found no disk")]
     NoDisk,
+    /// More commands would be in flight than the host can queue.
     #[error("numjobs × iodepth = {in_flight} exceeds the host's can_queue {can_queue}")]
-    TooDeep { in_flight: usize, can_queue: u16 },
+    TooDeep {
+        /// `numjobs × iodepth`.
+        in_flight: usize,
+        /// The host's limit.
+        can_queue: u16,
+    },
     #[error(
         "bs={bs} must be a multiple of the {block_len}-byte block and at most {max_bytes} bytes"
     )]
+    /// The block size is not a whole number of disk blocks, or too large for one command.
     BlockSize {
+        /// The block size asked for.
         bs: u32,
+        /// The disk's block length.
         block_len: u32,
+        /// The largest transfer the host takes.
         max_bytes: usize,
     },
+    /// A SCSI error outside the measured I/O; errors of the run's own commands are counted in
+    /// the report, not returned.
     #[error("I/O failed: {0}")]
     Scsi(#[from] ScsiError),
 }
@@ -65,16 +88,27 @@ pub enum WorkloadError {
 /// What a run measured.
 #[derive(Debug, Clone)]
 pub struct WorkloadReport {
+    /// The job that ran.
     pub job: JobParams,
+    /// The sense allocator mode it ran with.
     pub sense_mode: SenseMode,
+    /// Commands completed successfully.
     pub ios: u64,
+    /// Of which reads.
     pub reads: u64,
+    /// Of which writes.
     pub writes: u64,
+    /// Commands that completed with an error.
     pub errors: u64,
+    /// Successful commands whose device reported RECOVERED ERROR.
     pub recovered: u64,
+    /// Clock time from the start of the run (before the first submission) to the last completion.
     pub elapsed_ns: u64,
+    /// Submission-to-completion latency of every command.
     pub latency: Histogram,
+    /// The sense allocator's counters.
     pub sense: SenseStats,
+    /// The midlayer's counters.
     pub midlayer: MidlayerStats,
 }
 

@@ -12,13 +12,16 @@ use alloc::string::ToString;
 /// The I/O pattern (fio `rw=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RwMode {
+    /// Random reads (fio `randread`).
     RandRead,
+    /// Random writes (fio `randwrite`).
     RandWrite,
     /// 50/50 random reads and writes.
     RandRw,
 }
 
 impl RwMode {
+    /// The fio spelling (`randread`, `randwrite`, `randrw`), as `rw=` takes it.
     pub fn name(self) -> &'static str {
         match self {
             RwMode::RandRead => "randread",
@@ -40,12 +43,17 @@ pub enum Limit {
 /// The job description.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobParams {
+    /// Independent jobs, each with its own random stream and `iodepth` commands (fio `numjobs`).
     pub numjobs: u16,
+    /// Commands each job keeps in flight (fio `iodepth`).
     pub iodepth: u16,
     /// Block size in bytes (fio `bs`).
     pub bs: u32,
+    /// The I/O pattern.
     pub rw: RwMode,
+    /// When the run stops issuing (`runtime=` or `ios=`).
     pub limit: Limit,
+    /// Seed of the LBA streams: the same seed gives the same sequence of commands.
     pub seed: u64,
     /// Per-command timeout (Linux's `/sys/block/sdX/device/timeout`, default 30 s); injected
     /// timeouts (`opts=4`) take this long to be aborted.
@@ -98,7 +106,9 @@ impl JobParams {
 /// Everything a fake_rw run needs: the job, the sense allocator mode, the target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkloadParams {
+    /// The fio-style job.
     pub job: JobParams,
+    /// Where sense buffers come from (`sense=`).
     pub sense: SenseMode,
     /// Free sense buffers each queue's per-CPU magazine keeps in front of the slab
     /// (`sense_magazine=`, default [`SENSE_MAGAZINE_OBJECTS`]); 0 sends every allocation and
