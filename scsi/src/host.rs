@@ -49,6 +49,7 @@ pub struct HostTemplate {
 /// Data transfer direction (Linux `dma_data_direction`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DataDirection {
+    /// No data phase.
     None,
     /// Device to memory (READ).
     FromDevice,
@@ -77,10 +78,15 @@ impl<S> core::fmt::Debug for CmdBuffers<S> {
 /// into the host with it.
 #[derive(Debug)]
 pub struct ScsiCmd<S> {
+    /// The tag the completion must carry back.
     pub tag: Tag,
+    /// Target id.
     pub target: u16,
+    /// Logical unit.
     pub lun: Lun,
+    /// The encoded CDB.
     pub cdb: CdbBytes,
+    /// Which way the data moves.
     pub direction: DataDirection,
     /// See [`ScsiCmd::segments`].
     pub buffers: CmdBuffers<S>,
@@ -130,6 +136,7 @@ pub enum HostError {
 /// How one command ended (the status part of a [`Completed`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HostCompletion {
+    /// The tag of the command that ended.
     pub tag: Tag,
     /// The raw status byte from the device; the midlayer validates it.
     pub status: u8,
@@ -166,6 +173,7 @@ impl HostCompletion {
 /// A command the host is done with: how it ended, and its buffers handed back.
 #[derive(Debug)]
 pub struct Completed<S> {
+    /// How the command ended.
     pub completion: HostCompletion,
     /// The command's buffers, back with the caller. `None` only when the device could not be
     /// shown to have stopped using them ([`HostError::ResetFailed`]): the host leaked them.
@@ -207,7 +215,9 @@ pub enum QueueError {
 /// A command [`ScsiHost::queue_command`] did not take, with its buffers handed back.
 #[derive(Debug)]
 pub struct Refused<S> {
+    /// Why it was not taken.
     pub error: QueueError,
+    /// The command's buffers, untouched by the device.
     pub buffers: CmdBuffers<S>,
 }
 

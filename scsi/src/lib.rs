@@ -28,7 +28,6 @@ extern crate alloc;
 extern crate std;
 
 pub mod clock;
-#[expect(missing_docs, reason = "not all items documented yet")]
 pub mod host;
 pub mod midlayer;
 pub mod param;

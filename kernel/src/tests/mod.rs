@@ -17,7 +17,7 @@ use alloc::vec::Vec;
 use crate::arch::exit::ExitCode;
 use crate::cmdline::TestSelection;
 use crate::console::println;
-use crate::json::JsonObject;
+use ::pools::json::JsonObject;
 
 mod faults;
 mod memory;
