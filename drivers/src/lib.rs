@@ -11,8 +11,8 @@
 //! the host with it (`scsi::host::ScsiCmd`) and only leave with its completion, an abort or a
 //! confirmed reset, and are leaked when a reset is not confirmed. That split is what lets the host
 //! tests drive every path, including a misbehaving device, against in-memory fakes
-//! (`mpt::fake` and `dma::fake` behind the `fake` feature; a fake virtio-scsi device in
-//! `tests/virtio_fake`).
+//! (`mpt::fake` and `dma::fake` behind the `fake` feature; fake virtio-scsi and virtio-net
+//! devices over one fake split-virtqueue implementation in `tests/virtio_fake`).
 //!
 //! Modules: [`delay`] (bounded waits), [`dma`] (bus addresses, DMA memory, data mapping,
 //! owned packet buffers, `pools` glue), [`mpt`] (LSI SAS1068: MPI layouts, registers,

@@ -2,12 +2,13 @@
 //! device that returns tokens it was never given, lies about lengths or never finishes a
 //! reset. None of it may panic, spin, or stop a queue for good.
 
-mod virtio_net_fake;
+mod virtio_fake;
 
 use drivers::delay::CountingDelay;
 use drivers::virtio_net::device::{NetError, QueueKind, VirtioNet};
 use drivers::virtio_net::wire::{RECEIVE_QUEUE, TRANSMIT_QUEUE, feature};
-use virtio_net_fake::{FakeNet, HEADER, HeapHal};
+use virtio_fake::HeapHal;
+use virtio_fake::net::{FakeNet, HEADER};
 
 type Net = VirtioNet<HeapHal, FakeNet, Box<[u8]>, CountingDelay, 16>;
 

@@ -7,15 +7,15 @@
 use alloc::boxed::Box;
 
 use virtio_drivers::Hal;
-use virtio_drivers::transport::{DeviceStatus, Transport};
+use virtio_drivers::transport::Transport;
 use zerocopy::IntoBytes;
 
 use super::super::wire::{self, TmfReq, TmfResp, queue};
 use super::{VirtioScsi, VirtioScsiError};
 use crate::delay::{Delay, poll_until};
 
-/// How long the device may take to finish a reset.
-pub const RESET_TIMEOUT_US: u64 = 1_000_000;
+/// How long the device may take to finish a reset (the budget every virtio driver uses).
+pub use crate::virtio::RESET_TIMEOUT_US;
 
 impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D, T, QSIZE> {
     /// Sends a task management function and waits (bounded) for its response code.
@@ -78,12 +78,7 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
     /// every buffer it was given (queues, headers, data, event and TMF buffers). None of them
     /// may be freed or reused; [`Self::abandon`] leaks them.
     pub fn reset_device(&mut self) -> Result<(), VirtioScsiError> {
-        self.transport.set_status(DeviceStatus::empty());
-        let transport = &self.transport;
-        poll_until(&mut self.delay, RESET_TIMEOUT_US, 10, || {
-            transport.get_status().is_empty().then_some(())
-        })
-        .map_err(|timeout| {
+        crate::virtio::reset(&mut self.transport, &mut self.delay).map_err(|timeout| {
             log::error!(
                 "virtio-scsi: device did not finish its reset in {} us",
                 timeout.waited_us

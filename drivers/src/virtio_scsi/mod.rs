@@ -7,10 +7,11 @@
 //! residual beyond the transfer is an error on that command (or, for an unknown id, on the
 //! queue), never a panic and never an access outside a buffer.
 //!
-//! Wiring in the kernel (done in `kernel/src/storage/virtio.rs`): find a device whose
-//! `virtio_device_type` is `ScsiHost` (QEMU's `1af4:1048`, or `1af4:1004` transitional), enable
-//! bus mastering through the kernel's port-I/O `ConfigurationAccess`, build
-//! `PciTransport::new::<KernelHal, _>(&mut root, device_function)`, then
+//! Wiring in the kernel (done in `kernel/src/storage/virtio.rs`): find a function that
+//! [`crate::virtio::pci::DeviceKind::of`] calls `Scsi` (QEMU's `1af4:1048`, or `1af4:1004`
+//! transitional), build its transport with the PCI bring-up every virtio driver shares
+//! ([`crate::virtio::pci::transport`], after the kernel has turned on bus mastering and mapped
+//! the BARs), then
 //! [`host::VirtioScsiHost`]`::<KernelHal, _, _, 256>::new(transport, ClockDelay(clock),
 //! can_queue)` and hand it to the midlayer. `VIRTIO_F_RING_EVENT_IDX` is declined
 //! (virtio-drivers 0.13 mishandles the index wrap, see [`device::VirtioScsi::new`]). Hot-plug
