@@ -38,8 +38,17 @@ struct RawMemmapEntry {
 /// Why the start info could not be used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum StartInfoError {
-    /// `%ebx` did not point at a start info block.
-    #[error("bad hvm_start_info magic {found:#x} at {addr:#x} (expected 0x336ec578)")]
+    /// `%ebx` did not point at a start info block, or something overwrote it. QEMU 7.2 puts
+    /// the `-append` text just below the block, so a command line over about 4200 bytes
+    /// overwrites the magic with text (measured: 4300 `x`s leave 0x78787878).
+    #[error(
+        "bad hvm_start_info magic {found:#x} at {addr:#x} (expected 0x336ec578){}",
+        if found.to_le_bytes().iter().all(u8::is_ascii_graphic) {
+            "; it reads as text: the command line is too long and overran it (keep it under 4096 bytes)"
+        } else {
+            ""
+        }
+    )]
     BadMagic {
         /// Where it was read.
         addr: u64,
