@@ -23,7 +23,7 @@ where
     /// command with `ResetFailed`, whatever else it said.
     pub(super) fn finish(&mut self, completed: Completed<A::Element>, out: &mut Vec<Done>) {
         let Completed {
-            mut completion,
+            completion,
             buffers,
         } = completed;
         let tag = completion.tag;
@@ -37,10 +37,26 @@ where
             core::mem::forget(buffers);
             return;
         }
-        match buffers {
-            Some(buffers) => self.take_back(tag, buffers),
-            None => completion.host_error = Some(HostError::ResetFailed),
-        }
+        let buffers = match buffers {
+            // GOOD: the buffers go straight out with the `Done`, not through the slot.
+            Some(buffers) if completion.status == 0 && completion.host_error.is_none() => {
+                let slot = &self.slots[usize::from(tag.0)];
+                let result = Ok(Completion {
+                    residual_bytes: completion.residual_bytes,
+                    recovered: slot.recovered,
+                    attempts: slot.attempts,
+                });
+                self.end(tag, result, buffers.data, Some(buffers.sense), out);
+                return;
+            }
+            Some(buffers) => buffers,
+            None => {
+                let result = Err(ScsiError::Host(HostError::ResetFailed));
+                self.end(tag, result, Vec::new(), None, out);
+                return;
+            }
+        };
+        self.take_back(tag, buffers);
         let disposition = if completion.status == 0 && completion.host_error.is_none() {
             Disposition::Success { recovered: false }
         } else {
@@ -101,15 +117,29 @@ where
         out: &mut Vec<Done>,
     ) {
         let slot = &mut self.slots[usize::from(tag.0)];
-        slot.state = SlotState::Free;
-        // After a reset the device did not confirm, the host kept (leaked) the command's data
-        // and sense buffers: the device may still write them. The caller gets an empty data
-        // buffer, and the sense buffer stays counted as in use, which is what it is.
-        if let Some(buf) = slot.sense.take() {
+        let sense = slot.sense.take();
+        let data = core::mem::take(&mut slot.data);
+        self.end(tag, result, data, sense, out);
+    }
+
+    /// [`Self::complete`] with the command's buffers already out of its slot: `sense` is
+    /// `None` when the host kept (leaked) it after a reset the device did not confirm (the
+    /// device may still write it; it stays counted as in use, which is what it is), and the
+    /// caller then gets an empty data buffer.
+    fn end(
+        &mut self,
+        tag: Tag,
+        result: Result<Completion, ScsiError>,
+        data: Vec<u8>,
+        sense: Option<A::Element>,
+        out: &mut Vec<Done>,
+    ) {
+        if let Some(buf) = sense {
             self.sense.free(buf);
             self.sense_frees += 1;
         }
-        let data = core::mem::take(&mut slot.data);
+        let slot = &mut self.slots[usize::from(tag.0)];
+        slot.state = SlotState::Free;
         let user_data = slot.user_data;
         let device = &mut self.devices[usize::from(slot.device)];
         device.in_flight -= 1;
