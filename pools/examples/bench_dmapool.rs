@@ -5,8 +5,8 @@
 //!
 //! Runs `pools::bench` — the same code the guest kernel runs — over a pre-faulted arena so
 //! that page-allocation cost does not blur the comparison. Implementations alternate within
-//! each repetition, so every comparison comes from one run (the O(1) implementations get
-//! three times the repetitions; legacy at large n fewer). After all repetitions it prints
+//! each repetition, so every comparison comes from one run, and every implementation runs the
+//! same number of repetitions at every n. After all repetitions it prints
 //! one `RESULT {json}` line per (implementation, n) on stdout with the *minimum* over the
 //! repetitions (the estimate least disturbed by other load on a shared machine) and the
 //! median beside it; progress goes to stderr.
@@ -36,7 +36,6 @@ struct Args {
     sweep: Vec<usize>,
     reps: usize,
     pairs: usize,
-    quick: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -80,25 +79,12 @@ fn parse_args() -> Result<Args, String> {
         sweep: sweep.unwrap_or(default_sweep),
         reps: reps.unwrap_or(if quick { 3 } else { 5 }),
         pairs: pairs.unwrap_or(if quick { 2_000_000 } else { 10_000_000 }),
-        quick,
     })
 }
-
-/// Repetitions of the O(1) implementations per repetition of legacy.
-const CHEAP_REPS_FACTOR: usize = 3;
 
 type ScalableAlgo<'a> = Scalable<&'a HostArena, SideStack>;
 type InBlockAlgo<'a> = Scalable<&'a HostArena, InBlock>;
 type LegacyAlgo<'a> = Legacy<&'a HostArena>;
-
-/// Legacy's free loop is O(n²): large n run fewer times.
-fn legacy_runs(n: usize, rep: usize, quick: bool) -> bool {
-    match n {
-        n if n <= 16_384 => true,
-        CHAIN_COUNT if quick => rep == 0,
-        _ => rep < 2,
-    }
-}
 
 /// The minimum over repetitions as the result, with the median and count beside it.
 fn summarize(name: &str, runs: &[FillDrain]) -> String {
@@ -123,9 +109,9 @@ fn main() {
     let arena = HostArena::new((max_n / 32 + 64) * 4096);
     let mut slots = Vec::new();
     let mut results: Vec<(String, usize, Vec<FillDrain>)> = Vec::new();
-    // The O(1) pools take milliseconds per run: give them more repetitions (a better minimum
-    // on a busy machine) while legacy keeps `reps` (or fewer at large n).
-    for rep in 0..args.reps * CHEAP_REPS_FACTOR {
+    // Every implementation runs `reps` times at every n, so that minima and medians compare
+    // like with like (legacy's O(n²) free loop makes the sweep take seconds per repetition).
+    for rep in 0..args.reps {
         for &n in &args.sweep {
             // Alternate the order so that no implementation always runs on a warmer cache.
             let order = if rep % 2 == 0 {
@@ -134,9 +120,7 @@ fn main() {
                 ["inblock", "scalable", "legacy"]
             };
             for which in order {
-                if !args.impls.iter().any(|i| i == which)
-                    || (which == "legacy" && (rep >= args.reps || !legacy_runs(n, rep, args.quick)))
-                {
+                if !args.impls.iter().any(|i| i == which) {
                     continue;
                 }
                 for locking in [Locking::PerOp, Locking::None] {

@@ -1,8 +1,9 @@
 //! The one place in `pools` that reads and writes block memory.
 //!
 //! Block memory is shared with devices, so the pool treats it as untrusted: it only ever
-//! *writes* poison and (in the in-block designs) free-list links there, and every value it
-//! reads back is validated by the caller before use. All accesses are volatile so that the
+//! *writes* poison and (in the in-block designs) free-list links there, and the scalable pool
+//! reads nothing back. The Linux models read their links back as Linux does: legacy
+//! range-checks them; in-block trusts them (as Linux 6.4 does) except in debug mode. All accesses are volatile so that the
 //! compiler makes no assumption about bytes a device may change behind its back.
 
 use core::ptr::NonNull;

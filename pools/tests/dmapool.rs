@@ -2,7 +2,7 @@
 
 use pools::dmapool::{InBlock, Legacy, Scalable, SideStack};
 use pools::host::{HOST_DMA_OFFSET, HostBacking, HostRawMutex};
-use pools::{DmaAddr, DmaPool, NodeId, PoolAlgorithm, PoolConfig, PoolError};
+use pools::{DmaAddr, DmaPool, NodeId, PoolAlgorithm, PoolConfig, PoolError, RawBlock};
 
 type Pool<A> = DmaPool<A, HostRawMutex>;
 
@@ -71,8 +71,21 @@ fn blocks_are_distinct_aligned_and_bus_addresses_differ<
     assert_eq!(backing.outstanding(), 0);
 }
 
+/// The scalable pool always detects a double free; the Linux models (in-block, legacy) only in
+/// debug mode, as Linux does (`DMAPOOL_DEBUG`, 6.4's `pool_block_err`).
 fn double_free_is_an_error_and_changes_nothing<A: PoolAlgorithm<Backing = &'static HostBacking>>() {
-    let p: Pool<A> = pool(leak_backing(), PoolConfig::new("t", 64));
+    let debug_modes: &[bool] = if A::NAME == "scalable" {
+        &[false, true]
+    } else {
+        &[true]
+    };
+    for &debug in debug_modes {
+        double_free_in::<A>(PoolConfig::new("t", 64).debug(debug));
+    }
+}
+
+fn double_free_in<A: PoolAlgorithm<Backing = &'static HostBacking>>(config: PoolConfig) {
+    let p: Pool<A> = pool(leak_backing(), config);
     let a = p.alloc_raw().unwrap();
     let b = p.alloc_raw().unwrap();
     p.free_raw(a).unwrap();
@@ -285,18 +298,26 @@ fn device_scribbling_over_freed_blocks_cannot_corrupt_the_scalable_pool() {
     p.check_invariants().unwrap();
 }
 
+/// In debug mode the in-block list checks every link before following it (out of the pool,
+/// or a live block: an error); legacy range-checks its offsets always. Without debug mode the
+/// in-block list trusts its links as Linux 6.4 does, so this is a debug-mode test.
 #[test]
 fn device_scribbling_breaks_in_block_designs_detectably() {
     let legacy: Pool<Legacy<&HostBacking>> = pool(leak_backing(), PoolConfig::new("t", 128));
-    for scribble in [0xffu8, 0x00] {
+    for live_target in [false, true] {
         let inblock: Pool<Scalable<&HostBacking, InBlock>> =
-            pool(leak_backing(), PoolConfig::new("t", 128));
+            pool(leak_backing(), PoolConfig::new("t", 128).debug(true));
+        let live = inblock.alloc_raw().unwrap();
         let a = inblock.alloc_raw().unwrap();
         inblock.free_raw(a).unwrap();
-        // SAFETY: host memory of a freed block.
-        unsafe { a.cpu_ptr().as_ptr().write_bytes(scribble, 8) };
+        let link = if live_target {
+            live.cpu_ptr().as_ptr() as u64
+        } else {
+            u64::MAX
+        };
+        // SAFETY: host memory of a freed block: the "device" rewrites its link.
+        unsafe { a.cpu_ptr().as_ptr().cast::<u64>().write_unaligned(link) };
         let r = inblock.alloc_raw().and_then(|_| inblock.alloc_raw());
-        // 0xff.. is out of range; 0 names block 0, which is live by then: both detected.
         assert!(
             matches!(r, Err(PoolError::FreeListCorrupted { .. })),
             "{r:?}"
@@ -345,4 +366,29 @@ fn a_handle_with_a_key_valid_in_another_pool_is_foreign() {
     );
     set.free_raw(on0).unwrap();
     assert!(set.pools().all(|p| p.info().active == 0));
+}
+
+/// Linux 6.4's `struct dma_block`: a free block holds the next free block's address and its
+/// own bus address, and a pop hands out exactly what the block held (LIFO).
+#[test]
+fn inblock_free_blocks_hold_the_next_address_and_their_bus_address() {
+    let p: Pool<Scalable<&HostBacking, InBlock>> = pool(leak_backing(), PoolConfig::new("t", 64));
+    let a = p.alloc_raw().unwrap();
+    let b = p.alloc_raw().unwrap();
+    p.free_raw(a).unwrap();
+    p.free_raw(b).unwrap();
+    let words = |block: &RawBlock| {
+        let at = block.cpu_ptr().as_ptr().cast::<u64>();
+        // SAFETY: host memory of a freed block of 64 bytes, read by the test only.
+        unsafe { (at.read_unaligned(), at.add(1).read_unaligned()) }
+    };
+    assert_eq!(words(&b), (a.cpu_ptr().as_ptr() as u64, b.dma_addr().0));
+    assert_eq!(words(&a).1, a.dma_addr().0);
+    let again = p.alloc_raw().unwrap();
+    assert_eq!(
+        (again.cpu_ptr(), again.dma_addr()),
+        (b.cpu_ptr(), b.dma_addr())
+    );
+    p.free_raw(again).unwrap();
+    p.check_invariants().unwrap();
 }

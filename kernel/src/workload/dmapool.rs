@@ -29,15 +29,14 @@ fn slot(which: PoolImpl) -> u8 {
     }
 }
 
-/// Timed repetitions of `which` at `n`, after the warm-up. The O(1) pool takes milliseconds per
-/// run, so it gets several (a better minimum on a busy host); legacy's free loop is O(n²), so
-/// large n runs it fewer times, as the host benchmark does.
-fn reps(which: PoolImpl, n: usize) -> usize {
-    match (which, n) {
-        (PoolImpl::Legacy, n) if n > 128_000 => 1,
-        (PoolImpl::Legacy, n) if n > 16_384 => 2,
-        (PoolImpl::Legacy, _) => 5,
-        _ => 10,
+/// Timed repetitions at `n`, after the warm-up: the same for every implementation, so that
+/// minima and medians compare like with like. Legacy's free loop is O(n²) (12 s at n=373959
+/// under TCG), so large n runs fewer.
+fn reps(n: usize) -> usize {
+    match n {
+        n if n > 128_000 => 2,
+        n if n > 16_384 => 3,
+        _ => 5,
     }
 }
 
@@ -104,7 +103,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
     let (free_before, _) = frames.usage();
     let mut slots: Vec<RawBlock> = Vec::new();
     let mut runs: Vec<Vec<FillDrain>> = impls.iter().map(|_| Vec::new()).collect();
-    let rounds = impls.iter().map(|&which| reps(which, n)).max().unwrap_or(0);
+    let rounds = reps(n);
     for round in 0..=rounds {
         if round == 1 {
             // The warm-up's counts (another n for legacy) are published and dropped: no
@@ -125,9 +124,6 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
                 PoolImpl::Legacy if warm_up => n.min(1000),
                 _ => n,
             };
-            if !warm_up && round > reps(which, n) {
-                continue;
-            }
             match run_once(which, frames, config.clone(), count, &mut slots) {
                 Ok(result) if warm_up => log::debug!("dmapool {} warm-up done", result.impl_name),
                 Ok(result) => {

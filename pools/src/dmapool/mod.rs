@@ -16,13 +16,16 @@
 //!   (also O(1): a fixed six levels), built on the first such free so that handle-only
 //!   clients never pay for it. A device that scribbles over freed blocks can change nothing
 //!   the pool relies on.
-//! - [`Scalable`] with [`InBlock`] ([`InBlockPool`]): Linux 6.4's design, the free-stack
-//!   link written inside each free block. Kept only to measure that the side stack loses no
-//!   speed; links read back are range-checked so corruption is an error, not undefined
-//!   behaviour.
+//! - [`Scalable`] with [`InBlock`] ([`InBlockPool`]): Linux 6.4's design, kept only to measure
+//!   the side stack against it. A free block holds what Linux's `struct dma_block` holds (the
+//!   next free block's address and its own bus address); a pop reads both and does no lookup.
+//!   Like Linux it checks nothing unless [`PoolConfig::debug`] is on: then it keeps the live
+//!   bitmap and validates every link before following it, so corruption is an error.
 //! - [`Legacy`] ([`LegacyPool`]): Linux before 6.4, a page list with per-page in-block free
 //!   lists. Alloc walks the list for a page with room, free walks it for the block's page:
-//!   O(pages) per operation and O(n²) for the mpt3sas pattern. It is the baseline.
+//!   O(pages) per operation and O(n²) for the mpt3sas pattern. It is the baseline. As before
+//!   6.4 without `DMAPOOL_DEBUG`, free walks the page's free chain (to catch a double free)
+//!   only in debug mode.
 //!
 //! Clients use [`DmaPool`], which puts the algorithm behind a lock the kernel supplies
 //! (`lock_api::RawMutex`). DMA memory has an owner: [`DmaPool::alloc`] returns a

@@ -74,7 +74,18 @@ impl Pages {
 
     /// The page holding CPU address `cpu`, and the offset into it.
     pub fn find_cpu(&mut self, cpu: u64) -> Option<(usize, usize)> {
-        let page = self.maps().by_cpu.get(cpu >> FRAME_SHIFT)? as usize;
+        self.maps();
+        self.lookup_cpu(cpu)
+    }
+
+    /// Builds the address maps if they are not built yet.
+    pub fn ensure_maps(&mut self) {
+        self.maps();
+    }
+
+    /// [`find_cpu`](Self::find_cpu) without building the maps: `None` until they exist.
+    pub fn lookup_cpu(&self, cpu: u64) -> Option<(usize, usize)> {
+        let page = self.maps.as_ref()?.by_cpu.get(cpu >> FRAME_SHIFT)? as usize;
         let base = self.chunks[page].cpu.as_ptr() as u64;
         let offset = cpu.checked_sub(base)? as usize;
         (offset < self.allocation).then_some((page, offset))

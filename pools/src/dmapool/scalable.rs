@@ -1,10 +1,13 @@
 //! The scalable dmapool: O(1) alloc and free, bookkeeping out of the device's reach.
 //!
-//! A block is named by a `u32` key, `page << key_shift | index`. Free blocks are a LIFO of
-//! keys — on a side stack ([`SideStack`], the default) or, for comparison with Linux 6.4,
-//! threaded through the free blocks themselves ([`InBlock`]). A bitmap over keys says which
-//! blocks are live, so a free checks its handle against the page table and the bitmap in
+//! A block is named by a `u32` key, `page << key_shift | index`. Free blocks are a LIFO — of
+//! keys on a side stack ([`SideStack`], the default), or, for comparison with Linux 6.4,
+//! threaded through the free blocks themselves ([`InBlock`]: each holds the next block's
+//! address and its own bus address, so a pop needs no lookup). With the side stack a bitmap
+//! over keys says which blocks are live, so a free checks its handle against the bitmap in
 //! O(1): a double free, a forged handle or a foreign address is an error and changes nothing.
+//! The in-block list, like Linux 6.4, keeps no per-block state and checks nothing unless the
+//! pool is in debug mode; then it tracks live blocks too and validates every link it follows.
 //!
 //! LIFO order keeps recently freed, cache-hot blocks in use, as Linux's stack does.
 
@@ -19,7 +22,11 @@ use crate::backing::{Backing, DmaAddr};
 use crate::error::PoolError;
 use crate::raw;
 
-use super::free_list::{FreeList, SideStack};
+use super::free_list::{FreeList, Popped, SideStack};
+
+/// The key of a handle from an in-block pool outside debug mode: such a pool, like Linux
+/// 6.4, does not know which block it handed out, only where.
+const NO_KEY: u32 = u32::MAX;
 
 /// The scalable pool algorithm: O(1) alloc and free with side-table bookkeeping; see
 /// [`crate::dmapool`].
@@ -42,6 +49,21 @@ fn is_live_in(live: &[u64], key: u32) -> bool {
         .is_some_and(|w| w & (1 << (key % 64)) != 0)
 }
 
+/// The key of the block at `cpu`, if the address maps have it (debug mode builds them).
+fn key_at(geo: &Geometry, pages: &Pages, cpu: NonNull<u8>) -> Option<u32> {
+    let (page, offset) = pages.lookup_cpu(cpu.as_ptr() as u64)?;
+    Some(geo.key(page, geo.index_of(offset)?))
+}
+
+/// The key of the block at `cpu` by scanning the pages (for the invariant walker).
+fn key_by_scan(geo: &Geometry, pages: &Pages, cpu: NonNull<u8>) -> Option<u32> {
+    let cpu = cpu.as_ptr() as u64;
+    pages.iter().enumerate().find_map(|(page, chunk)| {
+        let offset = usize::try_from(cpu.checked_sub(chunk.cpu.as_ptr() as u64)?).ok()?;
+        (offset < geo.allocation).then(|| Some(geo.key(page, geo.index_of(offset)?)))?
+    })
+}
+
 /// CPU and bus address of block `key`, if the key names a block of the pool.
 fn locate_in(geo: &Geometry, pages: &Pages, key: u32) -> Option<(NonNull<u8>, DmaAddr)> {
     let (page, index) = geo.split(key);
@@ -61,6 +83,12 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
 
     fn is_live(&self, key: u32) -> bool {
         is_live_in(&self.live, key)
+    }
+
+    /// Whether the live bitmap is kept: always with the side stack, only in debug mode with
+    /// the in-block list (Linux 6.4 keeps nothing per block).
+    fn tracks_live(&self) -> bool {
+        F::YIELDS_KEYS || self.config.debug
     }
 
     fn locate(&self, key: u32) -> Option<(NonNull<u8>, DmaAddr)> {
@@ -93,32 +121,43 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
         let (geo, pages) = (&self.geo, &self.pages);
         let keys = (0..geo.per_page).map(|index| geo.key(page, index));
         // SAFETY: the keys are the blocks of the page just added, all free and pool-owned,
-        // and `locate_in` gives each one's address.
-        unsafe {
-            self.free
-                .push_page(keys, |key| locate_in(geo, pages, key).map(|(cpu, _)| cpu))
-        };
+        // and `locate_in` gives each one's addresses.
+        unsafe { self.free.push_page(keys, |key| locate_in(geo, pages, key)) };
         Ok(())
     }
 
-    /// Pops a free key; a corrupted in-block link is reported with the block that held it.
+    /// Pops a free block: its key (`NO_KEY` from an in-block list outside debug mode) and
+    /// addresses. In debug mode an in-block link is checked before it is followed, and the
+    /// bus address read from the block against the block's own.
     #[inline]
-    fn pop_free(&mut self) -> Result<Option<u32>, PoolError> {
-        let head = self.free.peek();
+    fn pop_free(&mut self) -> Result<Option<(u32, NonNull<u8>, DmaAddr)>, PoolError> {
+        let checked = self.config.debug && !F::YIELDS_KEYS;
         let (geo, pages, live) = (&self.geo, &self.pages, &self.live);
-        let resolve = |key: u32| {
-            if is_live_in(live, key) {
-                None
-            } else {
-                locate_in(geo, pages, key).map(|(cpu, _)| cpu)
+        let valid =
+            |cpu: NonNull<u8>| key_at(geo, pages, cpu).is_some_and(|key| !is_live_in(live, key));
+        let corrupted = |dma, link| PoolError::FreeListCorrupted { dma, link };
+        let popped = self
+            .free
+            .pop(if checked { Some(&valid) } else { None })
+            .map_err(|link| corrupted(DmaAddr(0), link))?;
+        match popped {
+            None => Ok(None),
+            Some(Popped::Key(key)) => {
+                let (cpu, dma) = self.locate(key).ok_or(PoolError::Inconsistent {
+                    what: "free key names no block",
+                })?;
+                Ok(Some((key, cpu, dma)))
             }
-        };
-        self.free.pop(resolve).map_err(|link| {
-            let dma = head
-                .and_then(|k| locate_in(geo, pages, k))
-                .map_or(DmaAddr(0), |(_, dma)| dma);
-            PoolError::FreeListCorrupted { dma, link }
-        })
+            Some(Popped::Block { cpu, dma }) if checked => {
+                let link = cpu.as_ptr() as u64;
+                let key = key_at(geo, pages, cpu).ok_or(corrupted(dma, link))?;
+                match locate_in(geo, pages, key) {
+                    Some((_, own)) if own == dma => Ok(Some((key, cpu, dma))),
+                    _ => Err(corrupted(dma, link)),
+                }
+            }
+            Some(Popped::Block { cpu, dma }) => Ok(Some((NO_KEY, cpu, dma))),
+        }
     }
 
     /// Debug mode: checks the poison of a block about to be handed out, then marks it new.
@@ -141,16 +180,20 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
     /// Frees block `key` at `cpu`/`dma` (as `locate` gave them).
     #[inline]
     fn release(&mut self, key: u32, cpu: NonNull<u8>, dma: DmaAddr) -> Result<(), PoolError> {
-        let bit = 1u64 << (key % 64);
-        match self.live.get_mut(key as usize / 64) {
-            Some(word) if *word & bit != 0 => *word &= !bit,
-            _ => return Err(double_free(dma)),
+        if self.tracks_live() {
+            let bit = 1u64 << (key % 64);
+            match self.live.get_mut(key as usize / 64) {
+                Some(word) if *word & bit != 0 => *word &= !bit,
+                _ => return Err(double_free(dma)),
+            }
         }
         if self.config.debug {
             self.poison_freed(cpu);
         }
-        // SAFETY: `cpu` is the block named by `key`, now free and pool-owned.
-        unsafe { self.free.push(key, cpu) };
+        // SAFETY: `cpu` is the block named by `key` (or, from an in-block pool outside debug
+        // mode, a block this pool handed out: the handle's pool id was checked), now free and
+        // pool-owned; `dma` is its bus address.
+        unsafe { self.free.push(key, cpu, dma) };
         Ok(())
     }
 
@@ -202,8 +245,13 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
 
     fn create(config: PoolConfig, backing: B) -> Result<Self, PoolError> {
         let geo = Geometry::new(&config)?;
+        let mut pages = Pages::new(geo.allocation);
+        if config.debug && !F::YIELDS_KEYS {
+            // Debug mode validates in-block links through the address maps.
+            pages.ensure_maps();
+        }
         Ok(Self {
-            pages: Pages::new(geo.allocation),
+            pages,
             config,
             geo,
             backing,
@@ -218,8 +266,8 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
     // Inlined into `DmaPool::alloc_raw` (see there); growth and debug checks are out of line.
     #[inline(always)]
     fn alloc(&mut self) -> Result<RawBlock, PoolError> {
-        let key = match self.pop_free()? {
-            Some(key) => key,
+        let (key, cpu, dma) = match self.pop_free()? {
+            Some(popped) => popped,
             None => {
                 self.grow()?;
                 self.pop_free()?.ok_or(PoolError::Inconsistent {
@@ -227,20 +275,15 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
                 })?
             }
         };
-        let Some((cpu, dma)) = self.locate(key) else {
-            // Unreachable for the side stack; for in-block, `pop_free` validated the key.
-            return Err(PoolError::FreeListCorrupted {
-                dma: DmaAddr(0),
-                link: u64::from(key),
-            });
-        };
-        // `locate` accepted the key, so its page exists and the bitmap covers it.
-        let Some(word) = self.live.get_mut(key as usize / 64) else {
-            return Err(PoolError::Inconsistent {
-                what: "free key beyond the live bitmap",
-            });
-        };
-        *word |= 1u64 << (key % 64);
+        if key != NO_KEY {
+            // `pop_free` located the key, so its page exists and the bitmap covers it.
+            let Some(word) = self.live.get_mut(key as usize / 64) else {
+                return Err(PoolError::Inconsistent {
+                    what: "free key beyond the live bitmap",
+                });
+            };
+            *word |= 1u64 << (key % 64);
+        }
         if self.config.debug {
             self.check_poison(cpu, dma);
         }
@@ -256,9 +299,8 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
             return Err(foreign_handle(block.cpu_ptr(), block.dma_addr()));
         }
         let key = block.key();
-        debug_assert_eq!(
-            self.locate(key),
-            Some((block.cpu_ptr(), block.dma_addr())),
+        debug_assert!(
+            key == NO_KEY || self.locate(key) == Some((block.cpu_ptr(), block.dma_addr())),
             "a handle of this pool names its block"
         );
         self.release(key, block.cpu_ptr(), block.dma_addr())
@@ -332,15 +374,8 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
     fn check_invariants(&self) -> Result<(), String> {
         use alloc::format;
         let total = self.pages.len() * self.geo.per_page;
-        let (geo, pages, live) = (&self.geo, &self.pages, &self.live);
-        let resolve = |key: u32| {
-            if is_live_in(live, key) {
-                None
-            } else {
-                locate_in(geo, pages, key).map(|(cpu, _)| cpu)
-            }
-        };
-        let keys = self.free.keys(resolve);
+        let (geo, pages) = (&self.geo, &self.pages);
+        let keys = self.free.keys(|cpu| key_by_scan(geo, pages, cpu));
         if keys.len() != self.free.len() || keys.len() > total {
             return Err(format!(
                 "free list walk {} / len {} / total {total}",
@@ -354,12 +389,14 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
             if page >= self.pages.len() || index >= self.geo.per_page {
                 return Err(format!("free key {key:#x} outside the pool"));
             }
-            if self.is_live(key) || core::mem::replace(&mut seen[key as usize], true) {
+            if (self.tracks_live() && self.is_live(key))
+                || core::mem::replace(&mut seen[key as usize], true)
+            {
                 return Err(format!("free key {key:#x} is live or listed twice"));
             }
         }
         let live_count: usize = self.live.iter().map(|w| w.count_ones() as usize).sum();
-        if live_count != self.active() {
+        if self.tracks_live() && live_count != self.active() {
             return Err(format!(
                 "live bitmap {live_count} != total {total} - free {}",
                 self.free.len()

@@ -6,6 +6,9 @@
 //! - Guest (`--guest`): one boot per n with `workload=dmapool impl=both n=N size=128 align=16`,
 //!   so both implementations run in the same guest, on real page frames, alternating.
 //!
+//! Every implementation runs the same number of repetitions at every n; the table shows the
+//! minimum per op (least disturbed by other load) with the median beside it.
+//!
 //! Both print the same table, write the same fields (`target/bench/dmapool.json` or
 //! `dmapool-guest.json`, the latter marked `"where": "guest"` plus the accelerator) and draw
 //! ns/op against n on log-log axes to `dmapool.svg` / `dmapool-guest.svg`.
@@ -126,7 +129,7 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
     Ok(set)
 }
 
-const COLUMNS: [Column<'static>; 10] = [
+const COLUMNS: [Column<'static>; 13] = [
     Column {
         header: "bench",
         key: "bench",
@@ -158,6 +161,18 @@ const COLUMNS: [Column<'static>; 10] = [
     Column {
         header: "insns/op",
         key: "insns_per_op",
+    },
+    Column {
+        header: "alloc median",
+        key: "alloc_ns_per_op_median",
+    },
+    Column {
+        header: "free median",
+        key: "free_ns_per_op_median",
+    },
+    Column {
+        header: "reps",
+        key: "reps",
     },
     Column {
         header: "alloc ms",
