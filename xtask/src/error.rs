@@ -86,6 +86,11 @@ pub enum Error {
     #[error("--count-insns: {reason}")]
     Plugin { reason: String },
 
+    /// `cargo xtask bench linux` could not prepare or run a stock Linux guest: `step` names
+    /// what it was doing (fetching packages, building fio, booting 6.1, …).
+    #[error("bench linux: {step}: {reason}")]
+    Linux { step: String, reason: String },
+
     /// A guest boot did not end the way it had to (used by `run` and `bench`).
     #[error("guest {verdict}")]
     Guest { verdict: String },

@@ -121,6 +121,9 @@ enum BenchCommand {
     /// fio-style random I/O through the midlayer to scsi_debug with fake_rw=1 (IOPS, latency,
     /// sense allocator statistics; numjobs 1 and 2 at --smp 2 for the scaling factor).
     FakeRw(bench::fake_rw::Options),
+    /// The same workloads on stock Debian kernels (6.1 and 6.12) beside sensepool's, in the same
+    /// QEMU: scsi_debug fake_rw and virtio-scsi with fio, and the mpt3sas dmapool pattern.
+    Linux(bench::linux::Options),
     /// Sense buffers from slab vs mempool:2 vs prealloc (can_queue=1519), alternating.
     SenseReserve(bench::sense_reserve::Options),
     /// A dmapool alloc/free storm from every CPU: one shared pool vs per-node pools (numa2
@@ -145,6 +148,9 @@ fn main() -> ExitCode {
         }
         Command::Bench(BenchCommand::FakeRw(options)) => {
             bench::fake_rw::run(&options).map(|()| ExitCode::SUCCESS)
+        }
+        Command::Bench(BenchCommand::Linux(options)) => {
+            bench::linux::run(&options).map(|()| ExitCode::SUCCESS)
         }
         Command::Bench(BenchCommand::SenseReserve(options)) => {
             bench::sense_reserve::run(&options).map(|()| ExitCode::SUCCESS)

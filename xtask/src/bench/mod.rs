@@ -9,6 +9,7 @@
 pub mod device;
 pub mod dmapool;
 pub mod fake_rw;
+pub mod linux;
 pub mod nbd;
 pub mod numa;
 pub mod plot;

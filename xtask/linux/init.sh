@@ -1,0 +1,122 @@
+#!/bin/busybox sh
+# /init of the stock-Linux guest of `cargo xtask bench linux` (busybox sh).
+#
+# The host passes the cases on the kernel command line, `sp_cases=C1,C2,...`:
+#   fio:TARGET:BS:NUMJOBS:ENGINE   fio randread, iodepth 32, on the first sd disk of TARGET
+#                                  (scsi_debug: fake_rw=1 delay=0; virtio: virtio-scsi disk)
+#   dmapool:N                      the sp_dmapool module (mpt3sas chain pool, N blocks)
+# and `sp_runtime=SECONDS`. Every result is one line (xtask parses them):
+#   SPLINUX-INFO kernel=... fio=... cpus=...
+#   SPLINUX case=fio target=... bs=... iodepth=32 numjobs=... ioengine=... json=<fio JSON>
+#   SPLINUX case=dmapool rep=... n=... size=... align=... alloc_ns=... free_ns=...
+#   SPLINUX-ERROR case=... reason=...   (then SPLINUX-STDERR lines: fio's stderr)
+#   SPLINUX-DONE
+# and the guest leaves through isa-debug-exit: 0x10 (QEMU exits 33) when every case produced
+# its line, 0x11 (35) otherwise.
+
+/bin/busybox mkdir -p /proc /sys /dev /tmp
+/bin/busybox mount -t proc proc /proc
+/bin/busybox --install -s /bin
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+# Only our lines on the console.
+echo 1 > /proc/sys/kernel/printk
+
+failed=0
+arg() {
+	for word in $(cat /proc/cmdline); do
+		case "$word" in "$1"=*) echo "${word#*=}" ;; esac
+	done
+}
+
+leave() {
+	echo "SPLINUX-DONE failed=$failed"
+	code='\020'
+	[ "$failed" = 0 ] || code='\021'
+	# One byte to port 0xf4 (isa-debug-exit); poweroff if the port is not there.
+	printf "$code" | dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null
+	poweroff -f
+}
+
+error() {
+	failed=1
+	echo "SPLINUX-ERROR case=$1 reason=$2"
+}
+
+# Loads the modules listed in /etc/sp/$1.modules (dependencies first), skipping loaded ones.
+load() {
+	list=/etc/sp/$1.modules
+	[ -f "$list" ] || { error "$1" "no module list $list in the initramfs"; return 1; }
+	for file in $(cat "$list"); do
+		name=${file%.ko}
+		[ -d "/sys/module/$name" ] && continue
+		shift_args=""
+		[ "$name" = scsi_debug ] && shift_args="fake_rw=1 delay=0 submit_queues=$(nproc)"
+		out=$(insmod "/lib/modules/$file" $shift_args 2>&1) || {
+			error "$1" "insmod $file: $out"
+			return 1
+		}
+	done
+}
+
+# The first sd disk, waiting up to 20 s for the scan.
+disk() {
+	for _ in $(seq 1 200); do
+		for dev in /sys/block/sd*; do
+			[ -e "$dev" ] && { echo "/dev/${dev##*/}"; return 0; }
+		done
+		sleep 0.1
+	done
+	return 1
+}
+
+run_fio() {
+	target=$1 bs=$2 numjobs=$3 engine=$4
+	case_name="fio:$target:$bs:$numjobs:$engine"
+	load "$target" || return
+	dev=$(disk) || { error "$case_name" "no sd disk appeared after loading $target"; return; }
+	runtime=$(arg sp_runtime)
+	fio --name=randread --filename="$dev" --rw=randread --bs="$bs" --iodepth=32 \
+		--numjobs="$numjobs" --cpus_allowed=0-$(($(nproc) - 1)) --cpus_allowed_policy=split \
+		--direct=1 --ioengine="$engine" --norandommap --randrepeat=0 \
+		--time_based --runtime="${runtime:-2}" --group_reporting \
+		--output-format=json --output=/tmp/fio.json 2>/tmp/fio.err
+	rc=$?
+	if [ "$rc" != 0 ] || ! grep -q '"jobs"' /tmp/fio.json; then
+		error "$case_name" "fio exited with status $rc"
+		while IFS= read -r line; do echo "SPLINUX-STDERR $line"; done < /tmp/fio.err
+		return
+	fi
+	echo "SPLINUX case=fio target=$target bs=$bs iodepth=32 numjobs=$numjobs ioengine=$engine json=$(tr -d '\n\t' < /tmp/fio.json)"
+}
+
+run_dmapool() {
+	n=$1
+	[ -f /lib/modules/sp_dmapool.ko ] || {
+		error "dmapool:$n" "$(cat /etc/sp/dmapool.missing 2>/dev/null || echo 'sp_dmapool.ko not built')"
+		return
+	}
+	dmesg -c > /dev/null
+	out=$(insmod /lib/modules/sp_dmapool.ko n="$n" reps=1 2>&1) || {
+		error "dmapool:$n" "insmod sp_dmapool.ko: $out $(dmesg | grep 'sp_dmapool: error=')"
+		return
+	}
+	rmmod sp_dmapool
+	lines=$(dmesg | grep -E 'sp_dmapool: (rep|error)=')
+	echo "$lines" | grep -q 'error=' && { error "dmapool:$n" "$(echo "$lines" | grep error=)"; return; }
+	echo "$lines" | grep -q 'alloc_ns=' || { error "dmapool:$n" "the module printed no result"; return; }
+	echo "$lines" | sed -n 's/.*sp_dmapool: /SPLINUX case=dmapool /p'
+}
+
+echo "SPLINUX-INFO kernel=$(uname -r) fio=$(fio --version) cpus=$(nproc)"
+for case in $(arg sp_cases | tr ',' ' '); do
+	IFS=: read -r kind a b c d <<EOF
+$case
+EOF
+	case "$kind" in
+	fio) run_fio "$a" "$b" "$c" "$d" ;;
+	dmapool) run_dmapool "$a" ;;
+	*) error "$case" "unknown case kind" ;;
+	esac
+done
+leave

@@ -1,0 +1,141 @@
+//! `cargo xtask bench linux`: sensepool's workloads beside the same workloads on stock Debian
+//! kernels, in the same QEMU with the same accelerator, in one run.
+//!
+//! Set-up ([`prepare`]), all cached under `target/linux/`: Debian's `linux-image-amd64` from
+//! bookworm (6.1) and bookworm-backports (6.12) through private apt lists ([`apt`], [`kernel`]);
+//! busybox-static, a static fio from Debian's fio source package and the `sp_dmapool` module built
+//! against each kernel's headers ([`tools`]); one initramfs per kernel ([`initramfs`], [`cpio`])
+//! whose `/init` (`xtask/linux/init.sh`) runs the cases named on the kernel command line and
+//! prints one line per result ([`results`]).
+//!
+//! Cases (2 vCPUs each): scsi_debug `fake_rw=1 delay=0` with fio randread bs 4k and 512,
+//! iodepth 32, numjobs 1 and 2 (one per vCPU), `--direct=1`, libaio and io_uring, against
+//! sensepool's `workload=fake-rw` with the same bs/iodepth/numjobs; virtio-scsi on a `null-co`
+//! disk (profile `virtio-scsi-null`), 4k randread iodepth 32, numjobs 1 and 2, against
+//! `workload=device` (numjobs 1: sensepool's device workload has one job); the mpt3sas chain
+//! pool (373959 × 128 B, align 16) through Linux's dmapool against `workload=dmapool
+//! impl=both`. Each repetition boots, per group, Linux 6.1, sensepool and Linux 6.12 in an order
+//! that rotates with the repetition ([`run`]); the report takes medians ([`report`]).
+
+mod apt;
+mod cpio;
+mod initramfs;
+mod kernel;
+mod report;
+mod results;
+mod run;
+mod tools;
+
+use std::path::{Path, PathBuf};
+
+use crate::accel::AccelRequest;
+use crate::error::{Error, Result};
+use crate::guest::Guest;
+use crate::workspace;
+
+pub use kernel::Release;
+
+/// Options of `cargo xtask bench linux`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Options {
+    /// Only this stock kernel (repeat for both; default both).
+    #[arg(long = "kernel", value_enum)]
+    pub kernels: Vec<Release>,
+    /// Short runs: 1 s per fio case, one repetition, libaio only for 512 B.
+    #[arg(long)]
+    pub quick: bool,
+    /// Repetitions of every case (alternating sides); default 3, 1 with --quick.
+    #[arg(long)]
+    pub reps: Option<u32>,
+    /// Blocks for the dmapool case (mpt3sas: 373959).
+    #[arg(long, default_value_t = 373_959)]
+    pub dmapool_n: u64,
+    /// Accelerator for both guests.
+    #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
+    pub accel: AccelRequest,
+    /// Boot this sensepool kernel ELF instead of building one.
+    #[arg(long, value_name = "ELF")]
+    pub sensepool_kernel: Option<PathBuf>,
+}
+
+/// One stock kernel made ready to boot.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    pub kernel: kernel::Kernel,
+    pub initramfs: PathBuf,
+}
+
+/// Where everything is cached: `target/linux/`.
+fn base() -> Result<PathBuf> {
+    workspace::output_dir("linux")
+}
+
+/// Fetches, builds and packs everything the stock guests need.
+pub fn prepare(releases: &[Release], base: &Path) -> Result<Vec<Prepared>> {
+    let apt = apt::Apt::prepare(&base.join("apt"))?;
+    let busybox = tools::busybox(&apt, base)?;
+    let fio = tools::fio(&apt, base)?;
+    let mut prepared = Vec::new();
+    for &release in releases {
+        let kernel = kernel::Kernel::fetch(&apt, release, base)?;
+        let (host_compiler, same) = tools::compiler_match(&kernel);
+        eprintln!(
+            "xtask: Linux {} is {} built with `{}`; this host's compiler: `{host_compiler}` ({})",
+            release.label(),
+            kernel.abi,
+            kernel.compiler,
+            if same { "the same" } else { "different" }
+        );
+        let dmapool = tools::dmapool_module(&apt, &kernel, base).map_err(|error| error.to_string());
+        if let Err(reason) = &dmapool {
+            eprintln!(
+                "xtask: the dmapool case will be skipped on {}: {reason}",
+                release.label()
+            );
+        }
+        let contents = initramfs::Contents {
+            busybox: &busybox,
+            fio: &fio,
+            dmapool: dmapool.clone(),
+        };
+        let initramfs = initramfs::build(&kernel, &contents, base)?;
+        let size = std::fs::metadata(&initramfs).map_or(0, |meta| meta.len());
+        eprintln!(
+            "xtask: {} ({:.1} MB)",
+            initramfs.display(),
+            size as f64 / 1e6
+        );
+        prepared.push(Prepared { kernel, initramfs });
+    }
+    Ok(prepared)
+}
+
+/// Runs the benchmark and reports it; a partial run still writes what it measured.
+pub fn run(options: &Options) -> Result<()> {
+    let releases = if options.kernels.is_empty() {
+        vec![Release::Bookworm, Release::Backports]
+    } else {
+        options.kernels.clone()
+    };
+    let guest = Guest::prepare(options.accel, options.sensepool_kernel.clone())?;
+    let base = base()?;
+    let prepared = prepare(&releases, &base)?;
+    let plan = run::Plan::new(options);
+    let (set, problems) = run::all(&guest, &prepared, &plan);
+    report::write(&set, &problems)?;
+    if set.results.is_empty() {
+        return Err(Error::NoResults {
+            what: "bench linux".into(),
+        });
+    }
+    if !problems.is_empty() {
+        return Err(Error::Linux {
+            step: "run".into(),
+            reason: format!(
+                "{} case(s) failed (listed above); the JSON holds what was measured",
+                problems.len()
+            ),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,340 @@
+//! Booting both sides, group by group, repetition by repetition.
+//!
+//! A group is a set of cases that share a QEMU machine: scsi_debug (no disk), virtio-scsi
+//! (profile `virtio-scsi-null`) and the dmapool pattern. One Linux boot runs all of a group's
+//! cases (a stock kernel's boot costs seconds under TCG); sensepool boots once per case, as its
+//! own benchmarks do. Within a repetition the sides go in rotated order (6.1, sensepool, 6.12;
+//! then sensepool, 6.12, 6.1; …), so drift on a shared host hits every side alike. A failed
+//! boot or case is recorded as a problem and the run goes on.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::results::{self, GuestLine};
+use super::{Options, Prepared};
+use crate::bench::{Record, ResultSet};
+use crate::boot::{self, Echo, Verdict};
+use crate::error::Result;
+use crate::guest::{Guest, Overrides};
+use crate::profile::{self, Profile};
+use crate::qemu::Machine;
+use crate::workspace;
+
+/// vCPUs of every boot, both sides.
+pub const VCPUS: u32 = 2;
+/// fio's and sensepool's queue depth.
+pub const IODEPTH: u32 = 32;
+
+/// A group of cases sharing one machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    ScsiDebug,
+    Virtio,
+    Dmapool,
+}
+
+impl Group {
+    fn profile(self) -> &'static str {
+        match self {
+            Group::Virtio => "virtio-scsi-null",
+            Group::ScsiDebug | Group::Dmapool => "default",
+        }
+    }
+}
+
+/// What one run measures.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub reps: u32,
+    pub runtime_secs: u32,
+    pub dmapool_n: u64,
+    pub quick: bool,
+}
+
+impl Plan {
+    pub fn new(options: &Options) -> Self {
+        Self {
+            reps: options
+                .reps
+                .unwrap_or(if options.quick { 1 } else { 3 })
+                .max(1),
+            runtime_secs: if options.quick { 1 } else { 3 },
+            dmapool_n: options.dmapool_n,
+            quick: options.quick,
+        }
+    }
+
+    /// The Linux guest's case words (`init.sh`) for a group.
+    pub fn linux_cases(&self, group: Group) -> Vec<String> {
+        let mut cases = Vec::new();
+        match group {
+            Group::ScsiDebug => {
+                for bs in [4096, 512] {
+                    for numjobs in [1, VCPUS] {
+                        cases.push(format!("fio:scsi_debug:{bs}:{numjobs}:libaio"));
+                        if bs == 4096 || !self.quick {
+                            cases.push(format!("fio:scsi_debug:{bs}:{numjobs}:io_uring"));
+                        }
+                    }
+                }
+            }
+            Group::Virtio => {
+                for numjobs in [1, VCPUS] {
+                    cases.push(format!("fio:virtio:4096:{numjobs}:libaio"));
+                }
+            }
+            Group::Dmapool => cases.push(format!("dmapool:{}", self.dmapool_n)),
+        }
+        cases
+    }
+
+    /// sensepool's kernel command lines for a group, each with the case key its results get.
+    pub fn sensepool_cases(&self, group: Group) -> Vec<(String, String)> {
+        let runtime = format!("{}s", self.runtime_secs);
+        match group {
+            Group::ScsiDebug => [4096, 512]
+                .iter()
+                .flat_map(|bs| [1, VCPUS].map(|numjobs| (*bs, numjobs)))
+                .map(|(bs, numjobs)| {
+                    (
+                        format!("workload=fake-rw runtime={runtime} bs={bs} iodepth={IODEPTH} numjobs={numjobs}"),
+                        case_key("scsi_debug", bs, numjobs),
+                    )
+                })
+                .collect(),
+            Group::Virtio => vec![(
+                format!("workload=device rw=randread bs=4k iodepth={IODEPTH} runtime={runtime}"),
+                case_key("virtio", 4096, 1),
+            )],
+            Group::Dmapool => vec![(
+                format!("workload=dmapool impl=both n={} size=128 align=16", self.dmapool_n),
+                format!("dmapool n={}", self.dmapool_n),
+            )],
+        }
+    }
+
+    fn linux_timeout(&self, group: Group) -> Duration {
+        let cases = self.linux_cases(group).len() as u64;
+        match group {
+            Group::Dmapool => Duration::from_secs(1800),
+            _ => Duration::from_secs(180 + cases * (u64::from(self.runtime_secs) + 30)),
+        }
+    }
+}
+
+/// The table's key for an I/O case.
+pub fn case_key(target: &str, bs: u64, numjobs: u32) -> String {
+    let target = if target == "virtio" {
+        "virtio-scsi"
+    } else {
+        "scsi_debug"
+    };
+    format!("{target} randread bs={bs} qd{IODEPTH} j{numjobs}")
+}
+
+/// The 1-minute load average, for every row.
+fn host_load() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse().ok())
+        .unwrap_or(-1.0)
+}
+
+/// One side of a repetition.
+#[derive(Clone, Copy)]
+enum Side<'a> {
+    Linux(&'a Prepared),
+    Sensepool,
+}
+
+/// Runs every group and repetition; returns what was measured and what went wrong.
+pub fn all(guest: &Guest, kernels: &[Prepared], plan: &Plan) -> (ResultSet, Vec<String>) {
+    let accel = guest.accel.accel.to_string();
+    let mut set = ResultSet::new("linux", "linux", "guest", Some(accel));
+    let mut problems = Vec::new();
+    for rep in 0..plan.reps {
+        for group in [Group::ScsiDebug, Group::Virtio, Group::Dmapool] {
+            let mut sides: Vec<Side> = kernels.iter().map(Side::Linux).collect();
+            sides.insert(1.min(sides.len()), Side::Sensepool);
+            let turn = rep as usize % sides.len();
+            sides.rotate_left(turn);
+            for side in sides {
+                let outcome = match side {
+                    Side::Linux(kernel) => linux(guest, kernel, plan, group),
+                    Side::Sensepool => sensepool(guest, plan, group),
+                };
+                let (records, mut failed) =
+                    outcome.unwrap_or_else(|error| (Vec::new(), vec![error.to_string()]));
+                for problem in &failed {
+                    eprintln!("xtask: bench linux: {problem}");
+                }
+                problems.append(&mut failed);
+                set.extend(records.into_iter().map(|mut record| {
+                    record.insert("bench".into(), Value::from("linux"));
+                    record.insert("rep".into(), Value::from(rep));
+                    record.insert("vcpus".into(), Value::from(VCPUS));
+                    record.insert("host_load".into(), Value::from(host_load()));
+                    record
+                }));
+            }
+        }
+    }
+    (set, problems)
+}
+
+/// sensepool's boots for a group.
+fn sensepool(guest: &Guest, plan: &Plan, group: Group) -> Result<(Vec<Record>, Vec<String>)> {
+    let profile = profile::load(group.profile())?;
+    let (mut records, mut problems) = (Vec::new(), Vec::new());
+    for (args, key) in plan.sensepool_cases(group) {
+        let overrides = Overrides {
+            smp: Some(VCPUS),
+            timeout: Some(Duration::from_secs(if group == Group::Dmapool {
+                1800
+            } else {
+                120
+            })),
+            kernel_args: Some(args.clone()),
+            ..Overrides::default()
+        };
+        match crate::bench::run_guest_case(guest, &profile, &overrides) {
+            Ok(results) => records.extend(results.into_iter().map(|mut record| {
+                record.insert("side".into(), Value::from("sensepool"));
+                record.insert("release".into(), Value::from("sensepool"));
+                record.insert("case".into(), Value::from(key.as_str()));
+                rename(&mut record, "alloc_total_ms", "alloc_ms");
+                rename(&mut record, "free_total_ms", "free_ms");
+                record
+            })),
+            Err(error) => problems.push(format!("sensepool `{args}`: {error}")),
+        }
+    }
+    Ok((records, problems))
+}
+
+fn rename(record: &mut Record, from: &str, to: &str) {
+    if let Some(value) = record.remove(from) {
+        record.insert(to.into(), value);
+    }
+}
+
+/// One Linux boot running a group's cases.
+fn linux(
+    guest: &Guest,
+    kernel: &Prepared,
+    plan: &Plan,
+    group: Group,
+) -> Result<(Vec<Record>, Vec<String>)> {
+    let label = kernel.kernel.release.label();
+    let mut profile: Profile = profile::load(group.profile())?;
+    profile.args.push("-initrd".into());
+    profile
+        .args
+        .push(kernel.initramfs.to_string_lossy().into_owned());
+    let cases = plan.linux_cases(group);
+    let machine = Machine {
+        profile: &profile,
+        kernel: &kernel.kernel.vmlinuz,
+        cmdline: format!(
+            "console=ttyS0 quiet loglevel=1 panic=-1 sp_cases={} sp_runtime={}",
+            cases.join(","),
+            plan.runtime_secs
+        ),
+        accel: guest.accel.accel,
+        smp: VCPUS,
+        memory_mb: profile.memory_mb.max(512),
+        images_dir: workspace::output_dir("images")?,
+        counting: None,
+    };
+    eprintln!("xtask: Linux {label}: {}", cases.join(" "));
+    let outcome = boot::boot(&machine, plan.linux_timeout(group), Echo::Quiet)?;
+    let (mut records, mut problems, mut info, mut done) =
+        (Vec::new(), Vec::new(), Record::new(), false);
+    for line in &outcome.console {
+        match results::classify(line) {
+            Ok(GuestLine::Info(fields)) => info = fields,
+            Ok(GuestLine::Result(mut record)) => {
+                let case = describe_linux(&mut record, plan);
+                eprintln!("xtask: Linux {label}: {case}: {}", summary(&record));
+                record.insert("case".into(), Value::from(case));
+                record.insert("side".into(), Value::from("linux"));
+                record.insert("release".into(), Value::from(label));
+                for (key, value) in &info {
+                    record.entry(key.as_str()).or_insert_with(|| value.clone());
+                }
+                records.push(record);
+            }
+            Ok(GuestLine::Error { case, reason }) => {
+                problems.push(format!("Linux {label} {case}: {reason}"))
+            }
+            Ok(GuestLine::Stderr(text)) => {
+                if let Some(last) = problems.last_mut() {
+                    last.push_str(&format!("\n    fio: {text}"));
+                }
+            }
+            Ok(GuestLine::Done { .. }) => done = true,
+            Ok(GuestLine::Other) => {}
+            Err(error) => problems.push(format!("Linux {label}: {error}")),
+        }
+    }
+    if !done || !matches!(outcome.verdict, Verdict::Pass | Verdict::Fail) {
+        let tail: Vec<&str> = outcome
+            .console
+            .iter()
+            .rev()
+            .take(8)
+            .rev()
+            .map(String::as_str)
+            .collect();
+        problems.push(format!(
+            "Linux {label} guest {} before finishing its cases; last console lines:\n    {}",
+            outcome.verdict,
+            tail.join("\n    ")
+        ));
+    }
+    Ok((records, problems))
+}
+
+/// Gives a Linux result its table key (and dmapool's times in ms); returns the key.
+fn describe_linux(record: &mut Record, plan: &Plan) -> String {
+    let text = |record: &Record, key: &str| {
+        record
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    let number = |record: &Record, key: &str| record.get(key).and_then(Value::as_u64).unwrap_or(0);
+    if text(record, "case") == "dmapool" {
+        for (from, to) in [("alloc_ns", "alloc_ms"), ("free_ns", "free_ms")] {
+            let ms = number(record, from) as f64 / 1e6;
+            record.insert(to.into(), Value::from((ms * 1000.0).round() / 1000.0));
+        }
+        record.insert("impl".into(), Value::from("linux"));
+        return format!("dmapool n={}", plan.dmapool_n);
+    }
+    let numjobs = u32::try_from(number(record, "numjobs")).unwrap_or(0);
+    case_key(&text(record, "target"), number(record, "bs"), numjobs)
+}
+
+fn summary(record: &Record) -> String {
+    let number = |key: &str| record.get(key).and_then(Value::as_f64).unwrap_or(0.0);
+    if record.contains_key("iops") {
+        let engine = record
+            .get("ioengine")
+            .and_then(Value::as_str)
+            .unwrap_or("?");
+        format!(
+            "{engine} {:.0} IOPS, mean {:.1} us",
+            number("iops"),
+            number("lat_mean_ns") / 1000.0
+        )
+    } else {
+        format!(
+            "alloc {:.1} ms, free {:.1} ms",
+            number("alloc_ms"),
+            number("free_ms")
+        )
+    }
+}
