@@ -5,7 +5,8 @@
 #   fio:TARGET:BS:NUMJOBS:ENGINE   fio randread, iodepth 32, on the first sd disk of TARGET
 #                                  (scsi_debug: fake_rw=1 delay=0; virtio: virtio-scsi disk)
 #   dmapool:N                      the sp_dmapool module (mpt3sas chain pool, N blocks)
-# and `sp_runtime=SECONDS`. Every result is one line (xtask parses them):
+# and `sp_runtime=SECONDS`, or `sp_number_ios=N` to run exactly N I/Os instead (for instruction
+# counts: two boots that differ only in N). Every result is one line (xtask parses them):
 #   SPLINUX-INFO kernel=... fio=... cpus=...
 #   SPLINUX case=fio target=... bs=... iodepth=32 numjobs=... ioengine=... json=<fio JSON>
 #   SPLINUX case=dmapool rep=... n=... size=... align=... alloc_ns=... free_ns=...
@@ -76,10 +77,16 @@ run_fio() {
 	load "$target" || return
 	dev=$(disk) || { error "$case_name" "no sd disk appeared after loading $target"; return; }
 	runtime=$(arg sp_runtime)
+	number_ios=$(arg sp_number_ios)
+	if [ -n "$number_ios" ]; then
+		span="--io_size=1T --number_ios=$number_ios"
+	else
+		span="--time_based --runtime=${runtime:-2}"
+	fi
 	fio --name=randread --filename="$dev" --rw=randread --bs="$bs" --iodepth=32 \
 		--numjobs="$numjobs" --cpus_allowed=0-$(($(nproc) - 1)) --cpus_allowed_policy=split \
 		--direct=1 --ioengine="$engine" --norandommap --randrepeat=0 \
-		--time_based --runtime="${runtime:-2}" --group_reporting \
+		$span --group_reporting \
 		--output-format=json --output=/tmp/fio.json 2>/tmp/fio.err
 	rc=$?
 	if [ "$rc" != 0 ] || ! grep -q '"jobs"' /tmp/fio.json; then

@@ -18,6 +18,7 @@
 //! that rotates with the repetition ([`run`]); the report takes medians ([`report`]).
 
 mod apt;
+mod counts;
 mod cpio;
 mod initramfs;
 mod kernel;
@@ -31,6 +32,7 @@ use std::path::{Path, PathBuf};
 use crate::accel::AccelRequest;
 use crate::error::{Error, Result};
 use crate::guest::Guest;
+use crate::insns::CountOptions;
 use crate::workspace;
 
 pub use kernel::Release;
@@ -56,6 +58,10 @@ pub struct Options {
     /// Boot this sensepool kernel ELF instead of building one.
     #[arg(long, value_name = "ELF")]
     pub sensepool_kernel: Option<PathBuf>,
+    /// Instructions per I/O on both sides (4 KiB fake_rw, one job): a counted sensepool boot,
+    /// and two counted boots per kernel that differ only in fio's --number_ios.
+    #[command(flatten)]
+    pub count: CountOptions,
 }
 
 /// One stock kernel made ready to boot.
@@ -70,14 +76,25 @@ fn base() -> Result<PathBuf> {
     workspace::output_dir("linux")
 }
 
-/// Fetches, builds and packs everything the stock guests need.
-pub fn prepare(releases: &[Release], base: &Path) -> Result<Vec<Prepared>> {
+/// Fetches, builds and packs everything the stock guests need. A kernel that cannot be had is
+/// skipped with the reason (the second list); the others still run.
+pub fn prepare(releases: &[Release], base: &Path) -> Result<(Vec<Prepared>, Vec<String>)> {
     let apt = apt::Apt::prepare(&base.join("apt"))?;
     let busybox = tools::busybox(&apt, base)?;
     let fio = tools::fio(&apt, base)?;
-    let mut prepared = Vec::new();
+    let (mut prepared, mut skipped) = (Vec::new(), Vec::new());
     for &release in releases {
-        let kernel = kernel::Kernel::fetch(&apt, release, base)?;
+        let kernel = match kernel::Kernel::fetch(&apt, release, base) {
+            Ok(kernel) => kernel,
+            Err(error) => {
+                eprintln!(
+                    "xtask: bench linux: Linux {} skipped: {error}",
+                    release.label()
+                );
+                skipped.push(format!("Linux {} skipped: {error}", release.label()));
+                continue;
+            }
+        };
         let (host_compiler, same) = tools::compiler_match(&kernel);
         eprintln!(
             "xtask: Linux {} is {} built with `{}`; this host's compiler: `{host_compiler}` ({})",
@@ -107,7 +124,13 @@ pub fn prepare(releases: &[Release], base: &Path) -> Result<Vec<Prepared>> {
         );
         prepared.push(Prepared { kernel, initramfs });
     }
-    Ok(prepared)
+    if prepared.is_empty() {
+        return Err(Error::Linux {
+            step: "kernels".into(),
+            reason: skipped.join("; "),
+        });
+    }
+    Ok((prepared, skipped))
 }
 
 /// Runs the benchmark and reports it; a partial run still writes what it measured.
@@ -118,10 +141,27 @@ pub fn run(options: &Options) -> Result<()> {
         options.kernels.clone()
     };
     let guest = Guest::prepare(options.accel, options.sensepool_kernel.clone())?;
+    let plugin = options.count.plugin(&guest)?;
     let base = base()?;
-    let prepared = prepare(&releases, &base)?;
+    let (prepared, skipped) = prepare(&releases, &base)?;
     let plan = run::Plan::new(options);
-    let (set, problems) = run::all(&guest, &prepared, &plan);
+    // Counted boots first: a plugin problem shows before the long part of the run.
+    let counted = plugin
+        .as_ref()
+        .map(|plugin| counts::measure(&guest, &prepared, &plan, plugin));
+    let (mut set, mut problems) = run::all(&guest, &prepared, &plan);
+    problems.splice(0..0, skipped);
+    if let Some((records, mut failed)) = counted {
+        for problem in &failed {
+            eprintln!("xtask: bench linux: {problem}");
+        }
+        problems.append(&mut failed);
+        set.extend(records.into_iter().map(|mut record| {
+            record.insert("bench".into(), serde_json::Value::from("linux"));
+            record.insert("vcpus".into(), serde_json::Value::from(run::VCPUS));
+            record
+        }));
+    }
     report::write(&set, &problems)?;
     if set.results.is_empty() {
         return Err(Error::NoResults {

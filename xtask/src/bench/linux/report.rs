@@ -105,6 +105,7 @@ pub fn rows(set: &ResultSet) -> Vec<Row> {
             linux_6_12: linux("6.12"),
         });
     }
+    rows.extend(insns_rows(set));
     let dmapool_cases: Vec<String> = set
         .results
         .iter()
@@ -141,6 +142,39 @@ pub fn rows(set: &ResultSet) -> Vec<Row> {
         }
     }
     rows
+}
+
+/// Instructions per I/O (`--count-insns`), one row per counted case.
+fn insns_rows(set: &ResultSet) -> Vec<Row> {
+    let mut cases: Vec<&str> = Vec::new();
+    for record in set
+        .results
+        .iter()
+        .filter(|r| r.contains_key("insns_per_io"))
+    {
+        if !cases.contains(&text(record, "case")) {
+            cases.push(text(record, "case"));
+        }
+    }
+    cases
+        .into_iter()
+        .map(|case| {
+            let of = |release: &str| {
+                median_of(
+                    set,
+                    |r| text(r, "case") == case && text(r, "release") == release,
+                    "insns_per_io",
+                )
+            };
+            Row {
+                case: format!("{case} libaio"),
+                unit: "insns/IO",
+                sensepool: of("sensepool"),
+                linux_6_1: of("6.1"),
+                linux_6_12: of("6.12"),
+            }
+        })
+        .collect()
 }
 
 fn cell(value: Option<f64>) -> String {
@@ -216,7 +250,7 @@ pub fn print_rows(rows: &[Row]) {
     }
 }
 
-const RAW_COLUMNS: [Column<'static>; 10] = [
+const RAW_COLUMNS: [Column<'static>; 11] = [
     Column {
         header: "rep",
         key: "rep",
@@ -252,6 +286,10 @@ const RAW_COLUMNS: [Column<'static>; 10] = [
     Column {
         header: "free ms",
         key: "free_ms",
+    },
+    Column {
+        header: "insns/IO",
+        key: "insns_per_io",
     },
     Column {
         header: "load",

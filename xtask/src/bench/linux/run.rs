@@ -17,6 +17,7 @@ use crate::bench::{Record, ResultSet};
 use crate::boot::{self, Echo, Verdict};
 use crate::error::Result;
 use crate::guest::{Guest, Overrides};
+use crate::insns::Counting;
 use crate::profile::{self, Profile};
 use crate::qemu::Machine;
 use crate::workspace;
@@ -226,29 +227,57 @@ fn linux(
     plan: &Plan,
     group: Group,
 ) -> Result<(Vec<Record>, Vec<String>)> {
+    boot_linux(
+        guest,
+        kernel,
+        plan,
+        group,
+        &plan.linux_cases(group),
+        "",
+        None,
+    )
+}
+
+/// One Linux boot on `group`'s machine running `cases`, with `extra` words on the kernel
+/// command line and, with `counting`, the instruction-count plugin loaded.
+pub fn boot_linux(
+    guest: &Guest,
+    kernel: &Prepared,
+    plan: &Plan,
+    group: Group,
+    cases: &[String],
+    extra: &str,
+    counting: Option<&Counting>,
+) -> Result<(Vec<Record>, Vec<String>)> {
     let label = kernel.kernel.release.label();
     let mut profile: Profile = profile::load(group.profile())?;
     profile.args.push("-initrd".into());
     profile
         .args
         .push(kernel.initramfs.to_string_lossy().into_owned());
-    let cases = plan.linux_cases(group);
     let machine = Machine {
         profile: &profile,
         kernel: &kernel.kernel.vmlinuz,
         cmdline: format!(
-            "console=ttyS0 quiet loglevel=1 panic=-1 sp_cases={} sp_runtime={}",
+            "console=ttyS0 quiet loglevel=1 panic=-1 sp_cases={} sp_runtime={} {extra}",
             cases.join(","),
             plan.runtime_secs
-        ),
+        )
+        .trim_end()
+        .to_owned(),
         accel: guest.accel.accel,
         smp: VCPUS,
         memory_mb: profile.memory_mb.max(512),
         images_dir: workspace::output_dir("images")?,
-        counting: None,
+        counting,
     };
     eprintln!("xtask: Linux {label}: {}", cases.join(" "));
-    let outcome = boot::boot(&machine, plan.linux_timeout(group), Echo::Quiet)?;
+    let timeout = match counting {
+        // The plugin's callbacks slow TCG down several times.
+        Some(_) => plan.linux_timeout(group) * 4,
+        None => plan.linux_timeout(group),
+    };
+    let outcome = boot::boot(&machine, timeout, Echo::Quiet)?;
     let (mut records, mut problems, mut info, mut done) =
         (Vec::new(), Vec::new(), Record::new(), false);
     for line in &outcome.console {

@@ -1,0 +1,187 @@
+//! Instructions per I/O on both sides (`--count-insns`), with the TCG plugin of
+//! [`crate::insns`].
+//!
+//! sensepool marks its timed window, so one counted `workload=fake-rw` boot gives instructions
+//! per operation directly. A stock kernel has no markers: it boots twice, identical except for
+//! fio's `--number_ios` (the plugin's whole-boot totals then differ only by the extra I/Os, so
+//! boot, module loading and fio's start-up cancel), and instructions per I/O is the difference of
+//! the totals over the difference of the I/O counts. Both sides count every vCPU; Linux's count
+//! includes fio itself (the submitting process), as an application's I/O would.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::Prepared;
+use super::run::{self, Group, Plan, VCPUS};
+use crate::bench::Record;
+use crate::error::{Error, Result};
+use crate::guest::{Guest, Overrides};
+use crate::insns::Counting;
+use crate::profile;
+
+/// The counted case: scsi_debug fake_rw, 4 KiB randread, iodepth 32, one job, libaio.
+const FIO_CASE: &str = "fio:scsi_debug:4096:1:libaio";
+
+/// The two I/O counts of the Linux boots.
+pub fn number_ios(quick: bool) -> [u64; 2] {
+    if quick {
+        [4_000, 12_000]
+    } else {
+        [10_000, 30_000]
+    }
+}
+
+/// Instructions per I/O from two whole-boot totals: `(total_b - total_a) / (ios_b - ios_a)`.
+pub fn per_io(totals: [u64; 2], ios: [u64; 2]) -> Option<f64> {
+    let extra_ios = ios[1].checked_sub(ios[0]).filter(|&n| n > 0)?;
+    let extra_insns = totals[1].checked_sub(totals[0])?;
+    Some(extra_insns as f64 / extra_ios as f64)
+}
+
+fn fail(reason: String) -> Error {
+    Error::Linux {
+        step: "instruction counts".into(),
+        reason,
+    }
+}
+
+/// Counts both sides; returns the records and the problems met.
+pub fn measure(
+    guest: &Guest,
+    kernels: &[Prepared],
+    plan: &Plan,
+    plugin: &Path,
+) -> (Vec<Record>, Vec<String>) {
+    let (mut records, mut problems) = (Vec::new(), Vec::new());
+    match sensepool(guest, plan, plugin) {
+        Ok(record) => records.push(record),
+        Err(error) => problems.push(format!("sensepool instruction count: {error}")),
+    }
+    for kernel in kernels {
+        match linux(guest, kernel, plan, plugin) {
+            Ok(record) => records.push(record),
+            Err(error) => problems.push(format!(
+                "Linux {} instruction count: {error}",
+                kernel.kernel.release.label()
+            )),
+        }
+    }
+    (records, problems)
+}
+
+fn case() -> String {
+    run::case_key("scsi_debug", 4096, 1)
+}
+
+fn sensepool(guest: &Guest, plan: &Plan, plugin: &Path) -> Result<Record> {
+    let profile = profile::load("default")?;
+    let overrides = Overrides {
+        smp: Some(VCPUS),
+        timeout: Some(Duration::from_secs(300)),
+        kernel_args: Some(format!(
+            "workload=fake-rw runtime={}s bs=4096 iodepth={} numjobs=1",
+            plan.runtime_secs,
+            run::IODEPTH
+        )),
+        counting: Some(Counting::next_boot(plugin, false)?),
+        ..Overrides::default()
+    };
+    let records = crate::bench::run_guest_case(guest, &profile, &overrides)?;
+    let per_op = records
+        .iter()
+        .find_map(|record| record.get("insns_per_op").and_then(Value::as_f64))
+        .ok_or_else(|| fail("the counted fake-rw boot reported no insns_per_op".into()))?;
+    Ok(row("sensepool", per_op, Record::new()))
+}
+
+fn linux(guest: &Guest, kernel: &Prepared, plan: &Plan, plugin: &Path) -> Result<Record> {
+    let ios = number_ios(plan.quick);
+    let mut totals = [0u64; 2];
+    let mut info = Record::new();
+    for (slot, &n) in ios.iter().enumerate() {
+        let counting = Counting::next_boot(plugin, false)?;
+        let extra = format!("sp_number_ios={n}");
+        let (results, problems) = run::boot_linux(
+            guest,
+            kernel,
+            plan,
+            Group::ScsiDebug,
+            &[FIO_CASE.to_owned()],
+            &extra,
+            Some(&counting),
+        )?;
+        if let Some(problem) = problems.into_iter().next() {
+            return Err(fail(problem));
+        }
+        let done = results
+            .first()
+            .and_then(|r| r.get("ios"))
+            .and_then(Value::as_u64);
+        if done != Some(n) {
+            return Err(fail(format!(
+                "fio was asked for {n} I/Os and reported {done:?}"
+            )));
+        }
+        let log = counting.read_log()?;
+        if !log.started {
+            return Err(fail(format!(
+                "the plugin never started (see {})",
+                counting.log.display()
+            )));
+        }
+        totals[slot] = log.total_insns.ok_or_else(|| {
+            fail(format!(
+                "the plugin printed no total (see {})",
+                counting.log.display()
+            ))
+        })?;
+        info = results.into_iter().next().unwrap_or_default();
+    }
+    let per_io = per_io(totals, ios).ok_or_else(|| {
+        fail(format!(
+            "the boot with more I/Os executed fewer instructions ({totals:?})"
+        ))
+    })?;
+    let mut extra = Record::new();
+    extra.insert("release".into(), Value::from(kernel.kernel.release.label()));
+    for key in ["kernel", "fio", "ioengine"] {
+        if let Some(value) = info.get(key) {
+            extra.insert(key.into(), value.clone());
+        }
+    }
+    extra.insert("number_ios".into(), Value::from(ios.to_vec()));
+    extra.insert("boot_insns".into(), Value::from(totals.to_vec()));
+    Ok(row("linux", per_io, extra))
+}
+
+fn row(side: &str, per_io: f64, mut record: Record) -> Record {
+    record.insert("side".into(), Value::from(side));
+    record.entry("release").or_insert_with(|| Value::from(side));
+    record.insert("case".into(), Value::from(case()));
+    record.insert(
+        "insns_per_io".into(),
+        Value::from((per_io * 10.0).round() / 10.0),
+    );
+    record
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_io_is_the_difference_over_the_extra_ios() {
+        assert_eq!(
+            per_io([1_000_000, 3_000_000], [10_000, 30_000]),
+            Some(100.0)
+        );
+        assert_eq!(
+            per_io([5, 4], [1, 2]),
+            None,
+            "fewer instructions for more I/Os"
+        );
+        assert_eq!(per_io([1, 2], [3, 3]), None, "no extra I/Os");
+    }
+}
