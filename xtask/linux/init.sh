@@ -60,13 +60,15 @@ load() {
 	done
 }
 
-# The first sd disk, waiting up to 20 s for the scan.
+# The first sd disk, waiting up to 20 s for the (asynchronous) scan. Whole seconds: each poll
+# starts a process, and the instruction counts of two boots must not differ by how many polls
+# a loaded host needed.
 disk() {
-	for _ in $(seq 1 200); do
+	for _ in $(seq 1 20); do
 		for dev in /sys/block/sd*; do
 			[ -e "$dev" ] && { echo "/dev/${dev##*/}"; return 0; }
 		done
-		sleep 0.1
+		sleep 1
 	done
 	return 1
 }

@@ -62,6 +62,9 @@ pub struct Options {
     /// and two counted boots per kernel that differ only in fio's --number_ios.
     #[command(flatten)]
     pub count: CountOptions,
+    /// With --count-insns: only the instruction counts, no timed cases.
+    #[arg(long, requires = "count_insns")]
+    pub insns_only: bool,
 }
 
 /// One stock kernel made ready to boot.
@@ -149,7 +152,13 @@ pub fn run(options: &Options) -> Result<()> {
     let counted = plugin
         .as_ref()
         .map(|plugin| counts::measure(&guest, &prepared, &plan, plugin));
-    let (mut set, mut problems) = run::all(&guest, &prepared, &plan);
+    let (mut set, mut problems) = if options.insns_only {
+        let accel = guest.accel.accel.to_string();
+        let set = crate::bench::ResultSet::new("linux", "linux", "guest", Some(accel));
+        (set, Vec::new())
+    } else {
+        run::all(&guest, &prepared, &plan)
+    };
     problems.splice(0..0, skipped);
     if let Some((records, mut failed)) = counted {
         for problem in &failed {
