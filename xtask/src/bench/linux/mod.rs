@@ -168,6 +168,10 @@ pub fn run(options: &Options) -> Result<()> {
         set.extend(records.into_iter().map(|mut record| {
             record.insert("bench".into(), serde_json::Value::from("linux"));
             record.insert("vcpus".into(), serde_json::Value::from(run::VCPUS));
+            record.insert(
+                "host_load".into(),
+                serde_json::Value::from(run::host_load()),
+            );
             record
         }));
     }

@@ -135,7 +135,7 @@ pub fn case_key(target: &str, bs: u64, numjobs: u32) -> String {
 }
 
 /// The 1-minute load average, for every row.
-fn host_load() -> f64 {
+pub fn host_load() -> f64 {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|text| text.split_whitespace().next()?.parse().ok())
