@@ -2,9 +2,9 @@
 //!
 //! [`CountingSpinLock`] implements `lock_api::RawMutex`, so it drops into every `pools` type
 //! (`DmaPool<A, CountingSpinLock>`, `SlabCache<B, CountingSpinLock>`, ...) and into
-//! `lock_api::Mutex`. Each lock keeps three counters, the figures issue 6 asks every pool to
-//! report: acquisitions, contended acquisitions (the first attempt found the lock held), and
-//! TSC cycles spent spinning before a contended acquisition succeeded.
+//! `lock_api::Mutex`. Each lock keeps three counters, the figures that show whether a pool's
+//! lock is contended: acquisitions, contended acquisitions (the first attempt found the lock
+//! held), and TSC cycles spent spinning before a contended acquisition succeeded.
 //!
 //! Why a ticket lock rather than test-and-set: Linux's spinlocks have been fair since 2.6.25
 //! (tickets, now qspinlock), and fairness changes what contention looks like. Measured here at

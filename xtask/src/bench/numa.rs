@@ -166,7 +166,8 @@ fn text<'a>(record: &'a Record, key: &str) -> &'a str {
     record.get(key).and_then(|v| v.as_str()).unwrap_or("")
 }
 
-/// The target: per-node at least halves the contended share and loses no throughput.
+/// The target the per-node design exists for: it at least halves the contended share and
+/// loses no throughput.
 pub fn verdicts(set: &ResultSet) -> Vec<String> {
     let Some(ratio) = set.matching("bench", "numa_ratio").next() else {
         return vec!["no numa_ratio result (one mode only?)".into()];
