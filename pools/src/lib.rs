@@ -27,6 +27,7 @@ extern crate std;
 
 pub mod backing;
 pub mod bench;
+pub mod budget;
 pub mod clock;
 pub mod dmapool;
 mod error;
@@ -41,6 +42,7 @@ mod raw;
 pub mod slab;
 
 pub use backing::{Backing, Chunk, DmaAddr, NodeId};
+pub use budget::{BudgetBacking, BudgetStats, PageBudget};
 pub use dmapool::{
     DmaBlock, DmaPool, InBlockPool, LegacyPool, NodePoolSet, PoolAlgorithm, PoolConfig, PoolInfo,
     RawBlock, ScalablePool,

@@ -27,7 +27,7 @@ fn run(
     )
     .unwrap();
     let clock = ManualClock::new(10_000);
-    let target = ScsiDebug::from_params("delay=0 fake_rw=1 max_queue=64", clock.clone()).unwrap();
+    let target = ScsiDebug::from_params("delay=0 fake_rw=0 max_queue=64", clock.clone()).unwrap();
     let mut stack =
         Midlayer::new(target, Failing::new(SlabSense::new(&cache)), mode, clock).unwrap();
     let report = stack.scan();

@@ -11,6 +11,11 @@ pub const DEFAULT_TIMEOUT_NS: u64 = 30_000_000_000;
 pub const DEFAULT_RETRIES: u8 = 5;
 /// Delay before re-offering a command the host or device was too busy to take.
 pub(crate) const BUSY_DELAY_NS: u64 = 10_000;
+/// How long a command parked without a sense buffer waits before trying again when no buffer
+/// was freed meanwhile: blk-mq reruns a queue that returned `BLK_STS_RESOURCE` with nothing in
+/// flight after `BLK_MQ_RESOURCE_DELAY` (3 ms), so a failing allocation is retried even when no
+/// completion will ever free one.
+pub(crate) const SENSE_RETRY_DELAY_NS: u64 = 3_000_000;
 
 /// A command to submit.
 #[derive(Debug)]
@@ -112,6 +117,9 @@ pub struct MidlayerStats {
     pub host_resets: u64,
     /// Times a command parked because no sense buffer was available.
     pub sense_waits: u64,
+    /// Total time commands spent parked without a sense buffer (from the midlayer's poll
+    /// clock, so to within one poll).
+    pub sense_parked_ns: u64,
     /// Completions for tags that were not in flight (device bugs), dropped.
     pub bogus_completions: u64,
 }

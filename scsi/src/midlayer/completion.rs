@@ -135,7 +135,7 @@ where
         out: &mut Vec<Done>,
     ) {
         if let Some(buf) = sense {
-            self.sense.free(buf);
+            self.sense.free_for(tag, buf);
             self.sense_frees += 1;
         }
         let slot = &mut self.slots[usize::from(tag.0)];

@@ -88,6 +88,8 @@ struct Slot<E> {
     not_before_ns: u64,
     /// Parked without a sense buffer: the free generation it last tried at.
     sense_gen: u64,
+    /// Parked without a sense buffer: since when.
+    sense_wait_since_ns: u64,
     retries_left: u8,
     attempts: u8,
     recovered: bool,
@@ -155,6 +157,7 @@ where
                 deadline_ns: 0,
                 not_before_ns: 0,
                 sense_gen: 0,
+                sense_wait_since_ns: 0,
                 retries_left: 0,
                 attempts: 0,
                 recovered: false,
@@ -295,10 +298,11 @@ where
         slot.retries_left = request.retries;
         slot.attempts = 0;
         slot.recovered = false;
-        slot.sense = self.sense.alloc();
+        slot.sense = self.sense.alloc_for(tag);
         if slot.sense.is_none() {
             self.stats.sense_waits += 1;
             slot.sense_gen = self.sense_frees;
+            slot.sense_wait_since_ns = self.now_ns;
             self.park(tag, 0);
         } else {
             self.issue(tag);

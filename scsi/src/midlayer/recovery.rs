@@ -2,6 +2,7 @@
 //! delays), aborting commands past their deadline, and resetting the host when an abort fails
 //! (Linux `scsi_eh`: abort, then escalate).
 
+use super::command::SENSE_RETRY_DELAY_NS;
 use super::error::Disposition;
 use super::{Done, Midlayer, ScsiError, SlotState, UNSTAMPED};
 use crate::clock::Clock;
@@ -37,21 +38,23 @@ where
                 self.complete(tag, Err(error), out);
                 continue;
             }
-            if self.now_ns < slot.not_before_ns {
-                self.deferred.push_back(tag);
-                continue;
-            }
             if slot.sense.is_none() {
-                if slot.sense_gen == self.sense_frees {
+                // Try again once a buffer was freed, or after the blk-mq resource delay.
+                if slot.sense_gen == self.sense_frees && self.now_ns < slot.not_before_ns {
                     self.deferred.push_back(tag);
                     continue;
                 }
                 slot.sense_gen = self.sense_frees;
-                slot.sense = self.sense.alloc();
+                slot.sense = self.sense.alloc_for(tag);
                 if slot.sense.is_none() {
+                    slot.not_before_ns = self.now_ns.saturating_add(SENSE_RETRY_DELAY_NS);
                     self.deferred.push_back(tag);
                     continue;
                 }
+                self.stats.sense_parked_ns += self.now_ns.saturating_sub(slot.sense_wait_since_ns);
+            } else if self.now_ns < slot.not_before_ns {
+                self.deferred.push_back(tag);
+                continue;
             }
             self.issue(tag);
         }

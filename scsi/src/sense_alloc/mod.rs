@@ -8,6 +8,9 @@
 //!   that finds both empty *waits* (the midlayer parks it until a completion frees a buffer).
 //! - `prealloc`: a per-host list of `can_queue` buffers filled at creation and used first, the
 //!   2008 v1 approach whose memory cost (1519 × 96 bytes per host) this project measures.
+//! - `pertag`: one buffer bound to each tag at host creation, as blk-mq's
+//!   `scsi_mq_init_request` does since Linux 3.17: a command uses its tag's buffer, and no
+//!   command ever allocates. It holds as much memory as `prealloc`.
 //!
 //! Storage is abstract ([`SenseStorage`]): the command path never touches the bytes of a sense
 //! buffer unless a command ends in CHECK CONDITION, so access is by copy, which lets a buffer be a
@@ -16,9 +19,9 @@
 
 mod storage;
 
-pub use storage::{Failing, HeapSense, SenseStorage, SlabSense};
+pub use storage::{Failing, HeapSense, Reclaim, SenseStorage, SlabSense};
 
-use crate::wire::SCSI_SENSE_BUFFERSIZE;
+use crate::wire::{SCSI_SENSE_BUFFERSIZE, Tag};
 use alloc::vec::Vec;
 use core::cell::Cell;
 use pools::{AllocMode, ElementAllocator, Mempool};
@@ -36,35 +39,53 @@ pub enum SenseMode {
     Mempool(usize),
     /// A per-host list of `can_queue` buffers.
     Prealloc,
+    /// One buffer per tag, bound at creation.
+    Pertag,
 }
 
 impl SenseMode {
-    /// A small number per mode (slab 0, mempool 1, prealloc 2): which counter a timed window
-    /// of this mode feeds ([`Clock::window_begin`](crate::clock::Clock::window_begin)).
+    /// A small number per mode, distinct for the modes of `bench sense-reserve` (slab 0,
+    /// mempool:1/2/4/16 1–4, pertag 5, prealloc 6, any other mempool 7): which counter a timed
+    /// window of this mode feeds ([`Clock::window_begin`](crate::clock::Clock::window_begin)).
     pub fn slot(self) -> u8 {
         match self {
             SenseMode::Slab => 0,
-            SenseMode::Mempool(_) => 1,
-            SenseMode::Prealloc => 2,
+            SenseMode::Mempool(1) => 1,
+            SenseMode::Mempool(2) => 2,
+            SenseMode::Mempool(4) => 3,
+            SenseMode::Mempool(16) => 4,
+            SenseMode::Pertag => 5,
+            SenseMode::Prealloc => 6,
+            SenseMode::Mempool(_) => 7,
+        }
+    }
+
+    /// Buffers the reserve holds when idle on a host with `can_queue` tags.
+    pub fn reserve_entries(self, can_queue: usize) -> usize {
+        match self {
+            SenseMode::Slab => 0,
+            SenseMode::Mempool(n) => n,
+            SenseMode::Prealloc | SenseMode::Pertag => can_queue,
         }
     }
 }
 
-/// A `sense=` value that is not `slab`, `mempool[:N]` or `prealloc`.
+/// A `sense=` value that is not `slab`, `mempool[:N]` (N ≥ 1), `prealloc` or `pertag`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("sense mode must be slab, mempool[:N] or prealloc")]
+#[error("sense mode must be slab, mempool[:N] with N >= 1, prealloc or pertag")]
 pub struct BadSenseMode;
 
 impl SenseMode {
-    /// Parses `slab`, `mempool`, `mempool:N` or `prealloc`.
+    /// Parses `slab`, `mempool`, `mempool:N` (N ≥ 1), `prealloc` or `pertag`.
     pub fn parse(text: &str) -> Result<SenseMode, BadSenseMode> {
         match text {
             "slab" => Ok(SenseMode::Slab),
             "mempool" => Ok(SenseMode::Mempool(2)),
             "prealloc" => Ok(SenseMode::Prealloc),
+            "pertag" => Ok(SenseMode::Pertag),
             _ => {
                 let n = text.strip_prefix("mempool:").ok_or(BadSenseMode)?;
-                crate::param::number::count(n, 0, usize::MAX as u64)
+                crate::param::number::count(n, 1, usize::MAX as u64)
                     .map(SenseMode::Mempool)
                     .map_err(|_| BadSenseMode)
             }
@@ -78,6 +99,7 @@ impl core::fmt::Display for SenseMode {
             SenseMode::Slab => f.write_str("slab"),
             SenseMode::Mempool(n) => write!(f, "mempool:{n}"),
             SenseMode::Prealloc => f.write_str("prealloc"),
+            SenseMode::Pertag => f.write_str("pertag"),
         }
     }
 }
@@ -149,6 +171,24 @@ enum Backend<A: ElementAllocator> {
         list: Vec<A::Element>,
         min_nr: usize,
     },
+    /// Indexed by tag; `None` while the tag's command holds the buffer.
+    Pertag {
+        slab: A,
+        by_tag: Vec<Option<A::Element>>,
+    },
+}
+
+/// Takes `count` buffers from `slab`, or says how many it got.
+fn fill<A: ElementAllocator>(slab: &A, count: usize) -> Result<Vec<A::Element>, ReserveFailed> {
+    let mut list = Vec::with_capacity(count);
+    while list.len() < count {
+        let have = list.len();
+        list.push(slab.try_alloc().ok_or(ReserveFailed {
+            wanted: count,
+            have,
+        })?);
+    }
+    Ok(list)
 }
 
 /// The per-host sense-buffer allocator. See the [module docs](self).
@@ -186,27 +226,17 @@ where
                     })?;
                 Backend::Mempool(pool)
             }
-            SenseMode::Prealloc => {
-                let mut list = Vec::with_capacity(can_queue);
-                while list.len() < can_queue {
-                    let have = list.len();
-                    list.push(slab.try_alloc().ok_or(ReserveFailed {
-                        wanted: can_queue,
-                        have,
-                    })?);
-                }
-                Backend::Prealloc {
-                    slab,
-                    list,
-                    min_nr: can_queue,
-                }
-            }
+            SenseMode::Prealloc => Backend::Prealloc {
+                list: fill(&slab, can_queue)?,
+                slab,
+                min_nr: can_queue,
+            },
+            SenseMode::Pertag => Backend::Pertag {
+                by_tag: fill(&slab, can_queue)?.into_iter().map(Some).collect(),
+                slab,
+            },
         };
-        let min_nr = match mode {
-            SenseMode::Slab => 0,
-            SenseMode::Mempool(n) => n,
-            SenseMode::Prealloc => can_queue,
-        };
+        let min_nr = mode.reserve_entries(can_queue);
         let mut allocator = SenseAllocator {
             mode,
             min_nr,
@@ -227,6 +257,51 @@ where
             Backend::Slab(_) => 0,
             Backend::Mempool(pool) => pool.stats().reserve_len,
             Backend::Prealloc { list, .. } => list.len(),
+            Backend::Pertag { by_tag, .. } => by_tag.iter().filter(|b| b.is_some()).count(),
+        }
+    }
+
+    /// Takes the buffer for the command with `tag`: its own in `pertag` mode, else as
+    /// [`alloc`](Self::alloc). `None` means "wait for a free and try again".
+    pub fn alloc_for(&mut self, tag: Tag) -> Option<A::Element> {
+        let Backend::Pertag { slab, by_tag } = &mut self.backend else {
+            return self.alloc();
+        };
+        if let Some(buf) = by_tag.get_mut(usize::from(tag.0)).and_then(Option::take) {
+            self.stats.reserve_hits += 1;
+            self.stats.reserve_held -= 1;
+            self.stats.in_use += 1;
+            return Some(buf);
+        }
+        // The tag lost its buffer (withheld after a failed host reset, which the device may
+        // still write): the slab replaces it, and the free gives the tag a buffer again.
+        match slab.try_alloc() {
+            Some(buf) => {
+                self.stats.slab_allocs += 1;
+                self.stats.in_use += 1;
+                Some(buf)
+            }
+            None => {
+                self.stats.waits += 1;
+                None
+            }
+        }
+    }
+
+    /// Gives back the buffer of the command with `tag`: to the tag in `pertag` mode (a tag
+    /// beyond the table, or one whose slot is taken, sends it to the slab), else as
+    /// [`free`](Self::free).
+    pub fn free_for(&mut self, tag: Tag, buf: A::Element) {
+        let Backend::Pertag { slab, by_tag } = &mut self.backend else {
+            return self.free(buf);
+        };
+        self.stats.in_use -= 1;
+        match by_tag.get_mut(usize::from(tag.0)) {
+            Some(slot @ None) => {
+                *slot = Some(buf);
+                self.stats.reserve_held += 1;
+            }
+            _ => slab.free(buf),
         }
     }
 
@@ -263,6 +338,15 @@ where
                 }
                 None => slab.try_alloc().inspect(|_| self.stats.slab_allocs += 1),
             },
+            // Untagged callers in pertag mode take any bound buffer.
+            Backend::Pertag { by_tag, .. } => match by_tag.iter_mut().find_map(Option::take) {
+                Some(buf) => {
+                    self.stats.reserve_hits += 1;
+                    self.stats.reserve_held -= 1;
+                    Some(buf)
+                }
+                None => None,
+            },
         };
         match got {
             Some(_) => self.stats.in_use += 1,
@@ -298,6 +382,13 @@ where
                     slab.free(buf);
                 }
             }
+            Backend::Pertag { slab, by_tag } => match by_tag.iter_mut().find(|b| b.is_none()) {
+                Some(slot) => {
+                    *slot = Some(buf);
+                    self.stats.reserve_held += 1;
+                }
+                None => slab.free(buf),
+            },
         }
     }
 
@@ -309,7 +400,9 @@ where
     /// The slab (or other allocator) behind the allocator.
     pub fn slab(&self) -> &A {
         match &self.backend {
-            Backend::Slab(slab) | Backend::Prealloc { slab, .. } => slab,
+            Backend::Slab(slab) | Backend::Prealloc { slab, .. } | Backend::Pertag { slab, .. } => {
+                slab
+            }
             Backend::Mempool(pool) => &pool.allocator().inner,
         }
     }

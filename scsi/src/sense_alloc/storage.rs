@@ -43,6 +43,37 @@ impl<B: pools::Backing, R: lock_api::RawMutex> SenseStorage for pools::slab::Sla
     }
 }
 
+/// What a shrinker can take back from a sense allocator's backing: empty slab pages, after
+/// per-CPU caches are flushed into the slab (SLUB's `__kmem_cache_shrink` runs `flush_all`
+/// first). Allocators with nothing to give back keep the default.
+pub trait Reclaim {
+    /// Gives every empty page back to the page source; returns how many slabs went.
+    fn reclaim(&self) -> usize {
+        0
+    }
+}
+
+impl<'cache, B: pools::Backing, R: lock_api::RawMutex> Reclaim for SlabSense<'cache, B, R> {
+    fn reclaim(&self) -> usize {
+        self.cache.shrink()
+    }
+}
+
+impl<A: ElementAllocator + Reclaim> Reclaim for pools::Magazine<A> {
+    fn reclaim(&self) -> usize {
+        self.drain();
+        self.inner().reclaim()
+    }
+}
+
+impl Reclaim for HeapSense {}
+
+impl<A: Reclaim> Reclaim for Failing<A> {
+    fn reclaim(&self) -> usize {
+        self.inner.reclaim()
+    }
+}
+
 /// A `pools::SlabCache` handing out owning [`pools::slab::SlabObject`]s (which free themselves
 /// on drop) instead of raw addresses, so the buffers are usable from safe code.
 pub struct SlabSense<

@@ -9,12 +9,53 @@ fn modes_parse_and_print() {
         ("mempool", SenseMode::Mempool(2)),
         ("mempool:7", SenseMode::Mempool(7)),
         ("prealloc", SenseMode::Prealloc),
+        ("pertag", SenseMode::Pertag),
     ] {
         assert_eq!(SenseMode::parse(text), Ok(mode));
+        assert_eq!(
+            mode.to_string(),
+            if text == "mempool" { "mempool:2" } else { text }
+        );
     }
+    assert_eq!(SenseMode::parse("mempool:0"), Err(BadSenseMode));
+    let slots: alloc::vec::Vec<u8> = [1, 2, 4, 16]
+        .map(SenseMode::Mempool)
+        .into_iter()
+        .chain([SenseMode::Slab, SenseMode::Pertag, SenseMode::Prealloc])
+        .map(SenseMode::slot)
+        .collect();
+    assert_eq!(
+        slots,
+        [1, 2, 3, 4, 0, 5, 6],
+        "one instruction-count slot per matrix mode"
+    );
     assert_eq!(SenseMode::Mempool(2).to_string(), "mempool:2");
     assert_eq!(SenseMode::parse("mempool:x"), Err(BadSenseMode));
     assert_eq!(SenseMode::parse("pool"), Err(BadSenseMode));
+}
+
+/// `pertag` binds one buffer to each tag at creation (blk-mq's `scsi_mq_init_request`): with
+/// the slab failing everything, every tag still has its buffer, and no command allocates.
+#[test]
+fn pertag_gives_each_tag_its_own_buffer_and_never_touches_the_slab() {
+    let mut a = SenseAllocator::new(SenseMode::Pertag, HeapSense::new(), 4).unwrap();
+    assert_eq!(a.stats().reserve_bytes(), 4 * 96);
+    a.slab().set_failing(true);
+    let mut held: alloc::vec::Vec<_> = (0..4)
+        .map(|t| (t, a.alloc_for(crate::wire::Tag(t)).unwrap()))
+        .collect();
+    let s = a.stats();
+    assert_eq!(
+        (s.slab_allocs, s.reserve_hits, s.in_use, s.reserve_held),
+        (0, 4, 4, 0)
+    );
+    // A tag whose buffer is out gets one from the slab only (here failing): nothing.
+    assert!(a.alloc_for(crate::wire::Tag(1)).is_none());
+    for (t, buf) in held.drain(..) {
+        a.free_for(crate::wire::Tag(t), buf);
+    }
+    let s = a.stats();
+    assert_eq!((s.in_use, s.reserve_held, s.waits), (0, 4, 1));
 }
 
 #[test]

@@ -23,6 +23,7 @@ impl MidlayerStats {
             abort_failures: self.abort_failures + other.abort_failures,
             host_resets: self.host_resets + other.host_resets,
             sense_waits: self.sense_waits + other.sense_waits,
+            sense_parked_ns: self.sense_parked_ns + other.sense_parked_ns,
             bogus_completions: self.bogus_completions + other.bogus_completions,
         }
     }
@@ -44,6 +45,7 @@ impl MidlayerStats {
             abort_failures: self.abort_failures.saturating_sub(earlier.abort_failures),
             host_resets: self.host_resets.saturating_sub(earlier.host_resets),
             sense_waits: self.sense_waits.saturating_sub(earlier.sense_waits),
+            sense_parked_ns: self.sense_parked_ns.saturating_sub(earlier.sense_parked_ns),
             bogus_completions: self
                 .bogus_completions
                 .saturating_sub(earlier.bogus_completions),

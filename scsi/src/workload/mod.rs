@@ -11,18 +11,25 @@
 //! sense allocator's statistics, and prints itself as one JSON object.
 
 mod aggregate;
-mod compare;
 mod histogram;
+mod matrix;
 mod params;
+mod pressure;
 
-pub use compare::{MODES, ModeSummary, compare_sense_modes};
 pub use histogram::Histogram;
+pub use matrix::{
+    CAN_QUEUE_2008, Case, Cell, MATRIX_MODES, STALL_MS_DEFAULT, Verdict, run_matrix,
+    sense_reserve_cases, sense_reserve_defaults, table_header,
+};
 pub use params::{JobParams, Limit, RwMode, WorkloadParams};
+pub use pressure::{
+    DEFAULT_MEM_BUDGET_PAGES, Pressure, PressureMode, WRITEBACK_WRITES_PER_PAGE, mem_budget_pages,
+};
 
 use crate::clock::Clock;
 use crate::host::ScsiHost;
 use crate::midlayer::{Disk, Done, Midlayer, MidlayerStats, Request, ScsiError};
-use crate::sense_alloc::{ReserveFailed, SenseMode, SenseStats, SenseStorage};
+use crate::sense_alloc::{Reclaim, ReserveFailed, SenseMode, SenseStats, SenseStorage};
 use crate::target::{ParamError, ScsiDebug};
 use crate::wire::{BlockCount, Cdb, Lba};
 use alloc::string::{String, ToString};
@@ -59,6 +66,9 @@ pub enum WorkloadError {
     /// The scan found no disk to run on.
     #[error("scan found no disk")]
     NoDisk,
+    /// The sense slab could not be created (its backing refused the cache's metadata).
+    #[error("cannot create the scsi_sense_cache slab: {0}")]
+    SenseSlab(pools::PoolError),
     /// More commands would be in flight than the host can queue.
     #[error("numjobs × iodepth = {in_flight} exceeds the host's can_queue {can_queue}")]
     TooDeep {
@@ -110,6 +120,47 @@ pub struct WorkloadReport {
     pub sense: SenseStats,
     /// The midlayer's counters.
     pub midlayer: MidlayerStats,
+    /// Set when the stall watchdog (`stall_ms=`) ended the job.
+    pub stall: Option<Stall>,
+}
+
+/// What the stall watchdog saw: no command completed for `stall_ms` while commands were
+/// outstanding. The job then stops issuing, relieves any pressure and drains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stall {
+    /// When it fired, from the start of the job.
+    pub at_ns: u64,
+    /// Commands submitted and not completed at that moment.
+    pub outstanding: usize,
+    /// Of those, the ones parked without a sense buffer.
+    pub parked: usize,
+    /// Commands completed (good or failed) before it.
+    pub completed: u64,
+}
+
+/// What a job lets an outside actor do between its steps (memory pressure, see
+/// [`Pressure`]); `()` does nothing.
+pub trait Hooks<A> {
+    /// Once per pass of the loop, after the submissions and before the poll.
+    fn tick(&mut self, _slab: &A) {}
+    /// A write completed.
+    fn write_completed(&mut self) {}
+    /// The stall watchdog fired: let the parked commands finish.
+    fn relieve(&mut self) {}
+}
+
+impl<A> Hooks<A> for () {}
+
+impl<A: Reclaim> Hooks<A> for Pressure<'_> {
+    fn tick(&mut self, slab: &A) {
+        Pressure::tick(self, slab);
+    }
+    fn write_completed(&mut self) {
+        Pressure::write_completed(self);
+    }
+    fn relieve(&mut self) {
+        Pressure::relieve(self);
+    }
 }
 
 impl WorkloadReport {
@@ -212,6 +263,23 @@ where
     A::Element: SenseStorage,
     C: Clock,
 {
+    run_with(stack, disk, job, &mut ())
+}
+
+/// [`run`] with `hooks` called between the loop's steps (memory pressure on the sense slab).
+pub fn run_with<H, A, C, P>(
+    stack: &mut Midlayer<H, A, C>,
+    disk: &Disk,
+    job: &JobParams,
+    hooks: &mut P,
+) -> Result<WorkloadReport, WorkloadError>
+where
+    H: ScsiHost,
+    A: ElementAllocator,
+    A::Element: SenseStorage,
+    C: Clock,
+    P: Hooks<A>,
+{
     let template = stack.template();
     let in_flight = usize::from(job.numjobs) * usize::from(job.iodepth);
     if in_flight > usize::from(template.can_queue) {
@@ -266,6 +334,7 @@ where
         latency: Histogram::default(),
         sense: SenseStats::default(),
         midlayer: MidlayerStats::default(),
+        stall: None,
     };
     let begin = stack.clock().now_ns();
     let slot = report.sense_mode.slot();
@@ -285,8 +354,9 @@ where
     }
     let mut done: Vec<Done> = Vec::with_capacity(usize::from(template.can_queue));
     let mut outstanding = 0usize;
+    let mut last_progress_ns = begin;
     loop {
-        while !stop_issuing(issued, now) {
+        while report.stall.is_none() && !stop_issuing(issued, now) {
             let Some((j, buf)) = spare.pop() else { break };
             let rng = &mut jobs[usize::from(j)].rng;
             let roll = rng.next();
@@ -320,15 +390,29 @@ where
                 }
             }
         }
+        hooks.tick(stack.sense_allocator().slab());
         if outstanding == 0 {
             break;
         }
         stack.poll(&mut done);
         now = stack.clock().now_ns();
         if done.is_empty() {
+            if report.stall.is_none()
+                && let Some(stall_ns) = job.stall_ns
+                && now - last_progress_ns >= stall_ns
+            {
+                report.stall = Some(Stall {
+                    at_ns: now - begin,
+                    outstanding,
+                    parked: outstanding.saturating_sub(stack.sense_stats().in_use),
+                    completed: report.ios + report.errors,
+                });
+                hooks.relieve();
+            }
             stack.clock().relax();
             continue;
         }
+        last_progress_ns = now;
         for d in done.drain(..) {
             outstanding -= 1;
             latency.record(now - start_ns[usize::from(d.tag.0)]);
@@ -337,7 +421,8 @@ where
                     report.ios += 1;
                     report.recovered += u64::from(c.recovered);
                     if d.user_data & 1 == 1 {
-                        report.writes += 1
+                        report.writes += 1;
+                        hooks.write_completed();
                     } else {
                         report.reads += 1
                     }

@@ -3,6 +3,7 @@
 //! words such as a kernel command line.
 
 use super::WorkloadError;
+use super::pressure::{DEFAULT_MEM_BUDGET_PAGES, PressureMode, mem_budget_pages};
 use crate::param::number::{self, NumberError, count};
 use crate::param::{self, Key, ValueError, choice};
 use crate::sense_alloc::{SENSE_MAGAZINE_OBJECTS, SenseMode};
@@ -58,6 +59,9 @@ pub struct JobParams {
     /// Per-command timeout (Linux's `/sys/block/sdX/device/timeout`, default 30 s); injected
     /// timeouts (`opts=4`) take this long to be aborted.
     pub timeout_ns: u64,
+    /// The stall watchdog (`stall_ms=`): end the job when no command completes for this long
+    /// while commands are outstanding. Off unless set; `workload=sense-reserve` sets 500 ms.
+    pub stall_ns: Option<u64>,
 }
 
 impl Default for JobParams {
@@ -70,6 +74,7 @@ impl Default for JobParams {
             limit: Limit::RuntimeNs(1_000_000_000),
             seed: 1,
             timeout_ns: crate::midlayer::DEFAULT_TIMEOUT_NS,
+            stall_ns: None,
         }
     }
 }
@@ -114,6 +119,10 @@ pub struct WorkloadParams {
     /// (`sense_magazine=`, default [`SENSE_MAGAZINE_OBJECTS`]); 0 sends every allocation and
     /// free to the shared slab and its lock.
     pub sense_magazine: usize,
+    /// `pressure=`, when given (`workload=sense-reserve` runs every case otherwise).
+    pub pressure: Option<PressureMode>,
+    /// Pages the sense slab may take (`mem_budget=`, bytes).
+    pub mem_budget_pages: usize,
     /// Defaults differ from scsi_debug's in two places, as in the usual fio recipe
     /// `modprobe scsi_debug delay=0 fake_rw=1`: `delay=0` and `fake_rw=1`.
     pub target: ScsiDebugParams,
@@ -130,6 +139,8 @@ impl Default for WorkloadParams {
             job: JobParams::default(),
             sense: SenseMode::Mempool(2),
             sense_magazine: SENSE_MAGAZINE_OBJECTS,
+            pressure: None,
+            mem_budget_pages: DEFAULT_MEM_BUDGET_PAGES,
             target,
         }
     }
@@ -207,8 +218,9 @@ const TABLE: &[Key<WorkloadParams>] = &[
         name: "sense",
         aliases: &[],
         set: |p, v| {
-            p.sense = SenseMode::parse(v)
-                .map_err(|_| ValueError::expected("slab, mempool[:N] or prealloc"))?;
+            p.sense = SenseMode::parse(v).map_err(|_| {
+                ValueError::expected("slab, mempool[:N] with N >= 1, prealloc or pertag")
+            })?;
             Ok(())
         },
     },
@@ -217,6 +229,35 @@ const TABLE: &[Key<WorkloadParams>] = &[
         aliases: &[],
         set: |p, v| {
             p.sense_magazine = count(v, 0, 4096)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "pressure",
+        aliases: &[],
+        set: |p, v| {
+            p.pressure = Some(PressureMode::parse(v)?);
+            Ok(())
+        },
+    },
+    Key {
+        name: "mem_budget",
+        aliases: &[],
+        set: |p, v| {
+            p.mem_budget_pages = mem_budget_pages(v)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "stall_ms",
+        aliases: &[],
+        set: |p, v| {
+            p.job.stall_ns = Some(number::duration_ns(
+                v,
+                1_000_000,
+                1_000_000,
+                3_600_000_000_000,
+            )?);
             Ok(())
         },
     },

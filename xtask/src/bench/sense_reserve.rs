@@ -1,18 +1,23 @@
-//! `cargo xtask bench sense-reserve`: the 2008 sense-buffer question. `slab`, `mempool:2` and
-//! `prealloc` (a reserve of can_queue = 1519 buffers) run the same fake-rw job side by side in
-//! one guest boot (`workload=sense-reserve`), repetitions alternating between the modes, clean
-//! and with `every_nth` RECOVERED ERROR injection so sense buffers are really written. Reports
-//! median IOPS, the ratio against `slab`, and the bytes each reserve holds; checks the two
-//! claims the comparison exists to test (mempool:2 costs nothing measurable, within 1% of slab;
-//! prealloc holds ≥ 700× mempool:2's bytes) and says so.
+//! `cargo xtask bench sense-reserve`: how many sense-buffer reserve entries are enough. In one
+//! guest boot (`workload=sense-reserve`), every sense mode (`slab`, `mempool:1/2/4/16`,
+//! `pertag`, `prealloc` with can_queue 1519) runs the same fake-rw job under each memory
+//! pressure case (`none`, `fail:0.01`, `fail:0.5`, `writeback`, then `errors`: no pressure,
+//! RECOVERED ERROR every 50th command with `fake_rw=0`), in rotated rounds. Reports per cell
+//! the median IOPS with its min–max, the ratio to `slab` with its spread, p50/p99/p99.9
+//! latency, reserve hits, waits, parked time, failed commands, the verdict (OK or STALL) and
+//! the bytes the reserve holds idle; then states whether each expectation held (every mode within
+//! 2% of slab without pressure, slab stalling and every mempool:N completing under write-back,
+//! prealloc and pertag holding at least 700× mempool:2's bytes), with the numbers.
 //!
 //! `--where host` runs the `scsi` crate's `sense_reserve` example instead. Writes
-//! `target/bench/sense-reserve.json` (`sense-reserve-host.json`) and a bar chart of the ratios.
+//! `target/bench/sense-reserve.json` (`sense-reserve-host.json`) and three plots: IOPS and p99
+//! against reserve size (one line per pressure case) and the bytes held (log scales).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::fake_rw::Place;
-use super::plot::{self, BarChart};
+use super::plot::{self, LineChart, Series};
 use super::{Column, Record, ResultSet, number};
 use crate::accel::AccelRequest;
 use crate::error::Result;
@@ -26,7 +31,7 @@ pub struct Options {
     /// In the guest under QEMU (default) or natively on the host.
     #[arg(long = "where", value_enum, default_value_t = Place::Guest)]
     pub place: Place,
-    /// 30 ms repetitions instead of 100 ms.
+    /// 20 ms rounds instead of 100 ms.
     #[arg(long)]
     pub quick: bool,
     /// Accelerator for the guest.
@@ -39,10 +44,11 @@ pub struct Options {
     pub count: CountOptions,
 }
 
-/// The job both places run.
+/// The job both places run (the rest are `workload=sense-reserve`'s defaults: can_queue=1519,
+/// stall_ms=500, 7 rotated rounds).
 fn job(quick: bool) -> String {
-    let runtime = if quick { "30ms" } else { "100ms" };
-    format!("can_queue=1519 iodepth=32 bs=4k runtime={runtime}")
+    let runtime = if quick { "20ms" } else { "100ms" };
+    format!("iodepth=32 bs=4k runtime={runtime}")
 }
 
 /// Runs the benchmark and reports it.
@@ -53,7 +59,7 @@ pub fn run(options: &Options) -> Result<()> {
             let profile = profile::load("default")?;
             let plugin = options.count.plugin(&guest)?;
             let overrides = Overrides {
-                timeout: Some(Duration::from_secs(300)),
+                timeout: Some(Duration::from_secs(600)),
                 kernel_args: Some(format!("workload=sense-reserve {}", job(options.quick))),
                 counting: insns::for_boot(plugin.as_deref(), false)?,
                 ..Overrides::default()
@@ -85,8 +91,6 @@ pub fn run(options: &Options) -> Result<()> {
                 "--",
             ]);
             command.args(job(options.quick).split(' '));
-            // As many rounds as the guest runs (kernel/src/workload/sense_reserve.rs).
-            command.arg("reps=11");
             command.current_dir(workspace::root());
             let records = super::run_host_program(&mut command)?;
             let mut set = ResultSet::new("sense-reserve", "sense-reserve-host", "host", None);
@@ -97,91 +101,195 @@ pub fn run(options: &Options) -> Result<()> {
     report(&set)
 }
 
-const COLUMNS: [Column<'static>; 11] = [
-    Column {
-        header: "case",
-        key: "case",
-    },
-    Column {
-        header: "sense",
-        key: "sense_mode",
-    },
-    Column {
-        header: "IOPS (median)",
-        key: "iops",
-    },
-    Column {
-        header: "ratio vs slab",
-        key: "ratio_vs_slab",
-    },
-    Column {
-        header: "insns/IO",
-        key: "insns_per_op",
-    },
-    Column {
-        header: "insns ratio",
-        key: "insns_ratio",
-    },
-    Column {
-        header: "best IOPS",
-        key: "best_iops",
-    },
-    Column {
-        header: "best ratio",
-        key: "best_ratio_vs_slab",
-    },
-    Column {
-        header: "reserve bytes",
-        key: "reserve_bytes",
-    },
-    Column {
-        header: "× mempool:2",
-        key: "reserve_vs_mempool2",
-    },
-    Column {
-        header: "recovered",
-        key: "recovered",
-    },
+macro_rules! columns {
+    ($($header:literal => $key:literal),* $(,)?) => {
+        [$(Column { header: $header, key: $key }),*]
+    };
+}
+
+const COLUMNS: [Column<'static>; 19] = columns![
+    "case" => "case",
+    "sense" => "sense_mode",
+    "verdict" => "verdict",
+    "IOPS (median)" => "iops",
+    "min" => "iops_min",
+    "max" => "iops_max",
+    "ratio vs slab" => "ratio_vs_slab",
+    "min" => "ratio_min",
+    "max" => "ratio_max",
+    "p50 ns" => "lat_p50_ns",
+    "p99 ns" => "lat_p99_ns",
+    "p99.9 ns" => "lat_p999_ns",
+    "reserve B" => "reserve_bytes",
+    "hits" => "reserve_hits",
+    "waits" => "waits",
+    "parked ns" => "parked_ns",
+    "failed" => "failed",
+    "insns/IO" => "insns_per_op",
+    "insns ratio" => "insns_ratio",
 ];
 
 fn field<'a>(record: &'a Record, key: &str) -> &'a str {
     record.get(key).and_then(|v| v.as_str()).unwrap_or("")
 }
 
-/// The two claims the comparison tests (mempool:2 costs nothing measurable; prealloc holds far
-/// more memory), judged on the clean case.
+fn cell<'a>(set: &'a ResultSet, case: &str, mode: &str) -> Option<&'a Record> {
+    set.results
+        .iter()
+        .find(|r| field(r, "case") == case && field(r, "sense_mode") == mode)
+}
+
+/// What a reserve is expected to do (the numbers decide): each expectation said to hold or
+/// not, with the figures.
 pub fn verdicts(set: &ResultSet) -> Vec<String> {
-    let clean = |mode: &str| {
-        set.results
-            .iter()
-            .find(|r| field(r, "case") == "clean" && field(r, "sense_mode") == mode)
-    };
     let mut lines = Vec::new();
-    if let Some(mempool) = clean("mempool:2") {
-        let ratio = number(mempool, "ratio_vs_slab").unwrap_or(0.0);
-        let best = number(mempool, "best_ratio_vs_slab").unwrap_or(0.0);
-        let within = (1.0 - ratio).abs() <= 0.01;
+    let none: Vec<&Record> = set
+        .results
+        .iter()
+        .filter(|r| field(r, "case") == "none")
+        .collect();
+    if !none.is_empty() {
+        let outside: Vec<String> = none
+            .iter()
+            .filter(|r| number(r, "ratio_vs_slab").is_none_or(|x| (1.0 - x).abs() > 0.02))
+            .map(|r| {
+                let ratio = number(r, "ratio_vs_slab").map_or("-".into(), |x| format!("{x:.4}"));
+                format!("{} {ratio}", field(r, "sense_mode"))
+            })
+            .collect();
+        lines.push(if outside.is_empty() {
+            "pressure=none: every mode within 2% of slab (median ratio): confirmed".to_string()
+        } else {
+            format!(
+                "pressure=none: outside 2% of slab: {}: refuted",
+                outside.join(", ")
+            )
+        });
+    }
+    if let Some(slab) = cell(set, "writeback", "slab") {
+        let verdict = field(slab, "verdict");
         lines.push(format!(
-            "mempool:2 vs slab: {ratio:.4} (median), {best:.4} (best): {} the 1% target",
-            if within { "within" } else { "outside" }
+            "pressure=writeback: slab ends in {verdict}: {}",
+            if verdict == "STALL" {
+                "confirmed"
+            } else {
+                "refuted"
+            }
         ));
-        if let Some(insns) = number(mempool, "insns_ratio") {
-            lines.push(format!(
-                "mempool:2 / slab in instructions per I/O: {insns:.4} (IOPS ratio {ratio:.4})"
-            ));
+        let mempools: Vec<&Record> = set
+            .results
+            .iter()
+            .filter(|r| field(r, "case") == "writeback")
+            .filter(|r| field(r, "sense_mode").starts_with("mempool:"))
+            .collect();
+        let bad: Vec<String> = mempools
+            .iter()
+            .filter(|r| field(r, "verdict") != "OK" || number(r, "failed") != Some(0.0))
+            .map(|r| format!("{} {}", field(r, "sense_mode"), field(r, "verdict")))
+            .collect();
+        lines.push(if bad.is_empty() {
+            format!(
+                "pressure=writeback: all {} mempool:N complete with 0 failed: confirmed",
+                mempools.len()
+            )
+        } else {
+            format!("pressure=writeback: {}: refuted", bad.join(", "))
+        });
+    }
+    if let Some(mempool) = cell(set, "none", "mempool:2") {
+        let bytes = |r: &Record| number(r, "reserve_bytes").unwrap_or(0.0);
+        for mode in ["pertag", "prealloc"] {
+            if let Some(big) = cell(set, "none", mode) {
+                let times = bytes(big) / bytes(mempool).max(1.0);
+                lines.push(format!(
+                    "{mode} holds {:.0} B = {times:.1}× mempool:2's {:.0} B: {} (≥ 700×)",
+                    bytes(big),
+                    bytes(mempool),
+                    if times >= 700.0 {
+                        "confirmed"
+                    } else {
+                        "refuted"
+                    }
+                ));
+            }
         }
     }
-    if let (Some(mempool), Some(prealloc)) = (clean("mempool:2"), clean("prealloc")) {
-        let bytes = |r| number(r, "reserve_bytes").unwrap_or(0.0);
-        let times = bytes(prealloc) / bytes(mempool).max(1.0);
-        lines.push(format!(
-            "prealloc reserves {:.0} B = {times:.1}× mempool:2's {:.0} B ({} the 700× target)",
-            bytes(prealloc),
-            bytes(mempool),
-            if times >= 700.0 { "meets" } else { "misses" }
-        ));
-    }
     lines
+}
+
+/// Reserve entries + 1 (so `slab`'s 0 sits on a log axis).
+fn entries_axis(record: &Record) -> f64 {
+    number(record, "reserve_entries").unwrap_or(0.0) + 1.0
+}
+
+/// One line per pressure case of `key` against reserve size (pertag overlaps prealloc: left out).
+fn by_pressure(set: &ResultSet, key: &str) -> Vec<Series> {
+    let mut cases: Vec<&str> = Vec::new();
+    for r in &set.results {
+        if !cases.contains(&field(r, "case")) {
+            cases.push(field(r, "case"));
+        }
+    }
+    cases
+        .iter()
+        .enumerate()
+        .map(|(color, case)| Series {
+            label: (*case).to_string(),
+            points: set
+                .results
+                .iter()
+                .filter(|r| field(r, "case") == *case && field(r, "sense_mode") != "pertag")
+                .map(|r| (entries_axis(r), number(r, key).unwrap_or(0.0)))
+                .collect(),
+            color,
+            dashed: false,
+        })
+        .collect()
+}
+
+fn draw(set: &ResultSet) -> Result<Vec<PathBuf>> {
+    let dir = workspace::output_dir("bench")?;
+    let place = set.place_label();
+    let x_label = "reserve entries + 1 (slab 1, mempool:N N+1, prealloc can_queue+1)".to_string();
+    let bytes = Series {
+        label: "bytes held by the reserve when idle".into(),
+        points: set
+            .results
+            .iter()
+            .filter(|r| field(r, "case") == "none")
+            .map(|r| (entries_axis(r), number(r, "reserve_bytes").unwrap_or(0.0)))
+            .collect(),
+        color: 0,
+        dashed: false,
+    };
+    let charts = [
+        (
+            "iops",
+            "IOPS (median of rotated rounds; STALL cells missing)",
+            by_pressure(set, "iops"),
+        ),
+        (
+            "p99",
+            "p99 completion latency, ns",
+            by_pressure(set, "lat_p99_ns"),
+        ),
+        ("bytes", "bytes held by the reserve when idle", vec![bytes]),
+    ];
+    let mut paths = Vec::new();
+    for (suffix, y_label, series) in charts {
+        let path = dir.join(format!("{}-{suffix}.svg", set.file_stem));
+        plot::draw_log_log(
+            &path,
+            &LineChart {
+                title: format!("sense reserve size: {y_label}, fake_rw 4k qd32, {place}"),
+                x_label: x_label.clone(),
+                y_label: y_label.to_string(),
+                series,
+            },
+        )?;
+        paths.push(path);
+    }
+    Ok(paths)
 }
 
 fn report(set: &ResultSet) -> Result<()> {
@@ -192,32 +300,11 @@ fn report(set: &ResultSet) -> Result<()> {
     }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
-    let svg = dir.join(format!("{}.svg", set.file_stem));
-    let bars = set
-        .results
-        .iter()
-        .map(|r| {
-            let case = if field(r, "case") == "clean" {
-                "clean"
-            } else {
-                "inject"
-            };
-            (
-                format!("{} {case}", field(r, "sense_mode")),
-                number(r, "ratio_vs_slab").unwrap_or(0.0),
-            )
-        })
-        .collect();
-    let place = set.place_label();
-    plot::draw_bars(
-        &svg,
-        &BarChart {
-            title: format!("sense buffers: IOPS relative to slab, fake_rw 4k qd32, {place}"),
-            y_label: "IOPS / slab IOPS (median of alternating rounds)".into(),
-            bars,
-        },
-    )?;
-    println!("wrote {} and {}", json.display(), svg.display());
+    let svgs = draw(set)?;
+    println!("wrote {}", json.display());
+    for svg in svgs {
+        println!("wrote {}", svg.display());
+    }
     Ok(())
 }
 
@@ -226,19 +313,31 @@ mod tests {
     use super::*;
     use crate::console::parse_result;
 
-    #[test]
-    fn verdicts_judge_the_clean_case() {
+    fn set(lines: &[&str]) -> ResultSet {
         let mut set = ResultSet::new("sense-reserve", "sense-reserve", "guest", None);
-        let lines = [
-            r#"{"case":"clean","sense_mode":"slab","ratio_vs_slab":1.0,"best_ratio_vs_slab":1.0,"reserve_bytes":0}"#,
-            r#"{"case":"clean","sense_mode":"mempool:2","ratio_vs_slab":0.995,"best_ratio_vs_slab":0.98,"reserve_bytes":192}"#,
-            r#"{"case":"clean","sense_mode":"prealloc","ratio_vs_slab":0.99,"best_ratio_vs_slab":0.99,"reserve_bytes":145824}"#,
-        ];
         set.extend(lines.iter().map(|line| parse_result(line).unwrap()));
+        set
+    }
+
+    #[test]
+    fn verdicts_say_which_expectation_held() {
+        let set = set(&[
+            r#"{"case":"none","sense_mode":"slab","ratio_vs_slab":1.0,"reserve_bytes":0,"verdict":"OK","failed":0}"#,
+            r#"{"case":"none","sense_mode":"mempool:2","ratio_vs_slab":0.995,"reserve_bytes":192,"verdict":"OK","failed":0}"#,
+            r#"{"case":"none","sense_mode":"prealloc","ratio_vs_slab":0.97,"reserve_bytes":145824,"verdict":"OK","failed":0}"#,
+            r#"{"case":"writeback","sense_mode":"slab","ratio_vs_slab":null,"reserve_bytes":0,"verdict":"STALL","failed":0}"#,
+            r#"{"case":"writeback","sense_mode":"mempool:1","ratio_vs_slab":null,"reserve_bytes":96,"verdict":"OK","failed":0}"#,
+            r#"{"case":"writeback","sense_mode":"mempool:2","ratio_vs_slab":null,"reserve_bytes":192,"verdict":"OK","failed":3}"#,
+        ]);
         let lines = verdicts(&set);
-        assert!(lines[0].contains("within the 1% target"), "{lines:?}");
+        assert!(lines[0].contains("prealloc 0.9700: refuted"), "{lines:?}");
         assert!(
-            lines[1].contains("759.5×") && lines[1].contains("meets"),
+            lines[1].contains("slab ends in STALL: confirmed"),
+            "{lines:?}"
+        );
+        assert!(lines[2].contains("mempool:2 OK: refuted"), "{lines:?}");
+        assert!(
+            lines[3].contains("759.5×") && lines[3].contains("confirmed"),
             "{lines:?}"
         );
     }

@@ -228,6 +228,12 @@ pub fn print_summary(
 /// `workload=fake-rw`.
 pub fn run(cmdline: &Cmdline) -> ExitCode {
     let params = &cmdline.io;
+    if params.pressure.is_some()
+        || params.mem_budget_pages != scsi::workload::DEFAULT_MEM_BUDGET_PAGES
+    {
+        println!("fake-rw: FAILED: pressure= and mem_budget= apply to workload=sense-reserve");
+        return ExitCode::Failure;
+    }
     let Some(frames) = crate::dma::frames() else {
         log::error!("fake-rw: no DMA frame allocator");
         return ExitCode::Failure;

@@ -1,0 +1,250 @@
+//! A page budget shared between a pool's backing and a competing memory consumer, to put a pool
+//! under memory pressure that is real and reproducible.
+//!
+//! [`PageBudget`] counts pages: a fixed total, those the pool's backing holds, those a consumer
+//! holds, and the rest free. [`BudgetBacking`] wraps any [`Backing`] so that every chunk the pool
+//! asks for is charged to the budget: when the budget has no free page left the request fails
+//! (`BackingError::Exhausted`) exactly as a page allocator out of memory does, and with a failure
+//! probability set, each refill also fails at random (seeded, so a run repeats exactly).
+//!
+//! The consumer side models dirty page cache under write-back: [`PageBudget::consume_free`] takes
+//! every free page, and [`PageBudget::give_back`] returns pages one at a time as the caller
+//! decides (one per K completed writes). Reclaiming the pool's own empty pages is the pool's job
+//! (`SlabCache::shrink`); its freed chunks come back to the budget's free count, where the
+//! consumer can take them.
+
+use lock_api::{Mutex, RawMutex};
+
+use crate::backing::{Backing, Chunk, NodeId};
+use crate::dmapool::DefaultRawMutex;
+use crate::error::BackingError;
+
+/// The page size the budget counts in.
+pub const PAGE_BYTES: usize = 4096;
+
+/// A snapshot of the budget.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BudgetStats {
+    /// Pages in the budget.
+    pub total_pages: usize,
+    /// Pages the pool's backing holds.
+    pub pool_pages: usize,
+    /// Pages the consumer holds.
+    pub consumer_pages: usize,
+    /// Chunk requests from the pool.
+    pub refills: u64,
+    /// Requests that failed because no page was free.
+    pub refills_no_memory: u64,
+    /// Requests that failed by the random failure probability.
+    pub refills_injected: u64,
+    /// Pages the consumer gave back.
+    pub given_back: u64,
+}
+
+impl BudgetStats {
+    /// Pages neither the pool nor the consumer holds.
+    #[must_use]
+    pub fn free_pages(&self) -> usize {
+        self.total_pages - self.pool_pages - self.consumer_pages
+    }
+}
+
+struct State {
+    stats: BudgetStats,
+    /// Refill failure probability in parts per million.
+    fail_ppm: u32,
+    rng: u64,
+}
+
+/// See the [module docs](self).
+pub struct BudgetState<R: RawMutex = DefaultRawMutex> {
+    state: Mutex<R, State>,
+}
+
+/// The usual budget, with the default spin lock.
+pub type PageBudget = BudgetState<DefaultRawMutex>;
+
+fn pages_for(len_bytes: usize) -> usize {
+    len_bytes.div_ceil(PAGE_BYTES).max(1)
+}
+
+impl<R: RawMutex> BudgetState<R> {
+    /// A budget of `total_pages`, all free; refills fail with probability `fail_ppm` / 10⁶,
+    /// drawn from a generator seeded with `seed`.
+    #[must_use]
+    pub fn new(total_pages: usize, fail_ppm: u32, seed: u64) -> Self {
+        BudgetState {
+            state: Mutex::new(State {
+                stats: BudgetStats {
+                    total_pages,
+                    ..BudgetStats::default()
+                },
+                fail_ppm: fail_ppm.min(1_000_000),
+                rng: seed | 1,
+            }),
+        }
+    }
+
+    /// Changes the refill failure probability (parts per million).
+    pub fn set_fail_ppm(&self, fail_ppm: u32) {
+        self.state.lock().fail_ppm = fail_ppm.min(1_000_000);
+    }
+
+    /// Counters and page counts now.
+    pub fn stats(&self) -> BudgetStats {
+        self.state.lock().stats
+    }
+
+    /// The consumer takes every free page; returns how many it took.
+    pub fn consume_free(&self) -> usize {
+        let mut state = self.state.lock();
+        let free = state.stats.free_pages();
+        state.stats.consumer_pages += free;
+        free
+    }
+
+    /// The consumer gives back up to `pages` (write-back finished); returns how many.
+    pub fn give_back(&self, pages: usize) -> usize {
+        let mut state = self.state.lock();
+        let n = pages.min(state.stats.consumer_pages);
+        state.stats.consumer_pages -= n;
+        state.stats.given_back += n as u64;
+        n
+    }
+
+    /// The consumer gives back everything it holds (pressure relieved).
+    pub fn release_all(&self) -> usize {
+        let held = self.state.lock().stats.consumer_pages;
+        self.give_back(held)
+    }
+
+    /// Charges `pages` to the pool; `false` when the refill fails.
+    fn charge(&self, pages: usize) -> bool {
+        let mut state = self.state.lock();
+        state.stats.refills += 1;
+        if state.fail_ppm > 0 {
+            // xorshift64*: cheap and seedable; the roll is uniform over 0..10⁶.
+            state.rng ^= state.rng >> 12;
+            state.rng ^= state.rng << 25;
+            state.rng ^= state.rng >> 27;
+            let roll = state.rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
+            if ((u128::from(roll) * 1_000_000) >> 64) < u128::from(state.fail_ppm) {
+                state.stats.refills_injected += 1;
+                return false;
+            }
+        }
+        if state.stats.free_pages() < pages {
+            state.stats.refills_no_memory += 1;
+            return false;
+        }
+        state.stats.pool_pages += pages;
+        true
+    }
+
+    fn uncharge(&self, pages: usize) {
+        let mut state = self.state.lock();
+        state.stats.pool_pages = state.stats.pool_pages.saturating_sub(pages);
+    }
+}
+
+/// A [`Backing`] whose chunks are charged to a [`BudgetState`]. See the [module docs](self).
+pub struct BudgetBacking<'budget, B: Backing, R: RawMutex = DefaultRawMutex> {
+    inner: B,
+    budget: &'budget BudgetState<R>,
+}
+
+impl<'budget, B: Backing, R: RawMutex> BudgetBacking<'budget, B, R> {
+    /// Charges every chunk of `inner` to `budget`.
+    pub fn new(inner: B, budget: &'budget BudgetState<R>) -> Self {
+        BudgetBacking { inner, budget }
+    }
+}
+
+// SAFETY: every chunk comes unchanged from `inner`, which upholds the contract; the budget only
+// decides whether to ask for it.
+unsafe impl<B: Backing, R: RawMutex + Send + Sync> Backing for BudgetBacking<'_, B, R> {
+    fn alloc_chunk(
+        &self,
+        len_bytes: usize,
+        align_bytes: usize,
+        node: Option<NodeId>,
+    ) -> Result<Chunk, BackingError> {
+        let exhausted = BackingError::Exhausted {
+            len_bytes,
+            align_bytes,
+            node,
+        };
+        let pages = pages_for(len_bytes);
+        if !self.budget.charge(pages) {
+            return Err(exhausted);
+        }
+        self.inner
+            .alloc_chunk(len_bytes, align_bytes, node)
+            .inspect_err(|_| self.budget.uncharge(pages))
+    }
+
+    unsafe fn free_chunk(&self, chunk: Chunk) {
+        let pages = pages_for(chunk.len_bytes);
+        // SAFETY: the caller's promise about `chunk` is passed through to the backing it came
+        // from.
+        unsafe { self.inner.free_chunk(chunk) };
+        self.budget.uncharge(pages);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::HostBacking;
+    use crate::slab::{SlabCache, SlabConfig};
+
+    #[test]
+    fn a_slab_grows_only_from_free_pages_and_the_consumer_takes_the_rest() {
+        let budget = PageBudget::new(4, 0, 1);
+        let cache: SlabCache<_> = SlabCache::create(
+            SlabConfig::new("sense", 96),
+            BudgetBacking::new(HostBacking::new(), &budget),
+        )
+        .unwrap();
+        let first = cache.alloc().unwrap();
+        assert_eq!(budget.stats().pool_pages, 1);
+        assert_eq!(budget.consume_free(), 3);
+        // 32 objects of stride 128 per page: the 33rd needs a page nobody can give.
+        let held: alloc::vec::Vec<_> = (0..31).map(|_| cache.alloc().unwrap()).collect();
+        assert!(cache.alloc().is_err());
+        assert_eq!(budget.stats().refills_no_memory, 1);
+        assert_eq!(budget.give_back(1), 1);
+        let extra = cache.alloc().unwrap();
+        assert_eq!(budget.stats().pool_pages, 2);
+        drop((first, held, extra));
+        // A shrinker reclaims the empty pages; the consumer takes them.
+        assert_eq!(cache.shrink(), 2);
+        assert_eq!(budget.consume_free(), 2);
+        assert_eq!(budget.stats().free_pages(), 0);
+        assert_eq!(budget.release_all(), 4);
+    }
+
+    #[test]
+    fn refills_fail_at_the_given_rate_and_repeat_with_the_seed() {
+        let failures = |seed| {
+            let budget = PageBudget::new(1 << 20, 250_000, seed);
+            let backing = BudgetBacking::new(HostBacking::new(), &budget);
+            let mut failed = 0;
+            for _ in 0..4000 {
+                match backing.alloc_chunk(4096, 4096, None) {
+                    // SAFETY: the chunk came from this backing and is not used.
+                    Ok(chunk) => unsafe { backing.free_chunk(chunk) },
+                    Err(_) => failed += 1,
+                }
+            }
+            assert_eq!(budget.stats().refills_injected, failed);
+            failed
+        };
+        let a = failures(7);
+        assert!((800..1200).contains(&a), "{a} of 4000 failed at p = 0.25");
+        assert_eq!(a, failures(7));
+        let budget = PageBudget::new(8, 1_000_000, 3);
+        let backing = BudgetBacking::new(HostBacking::new(), &budget);
+        assert!(backing.alloc_chunk(4096, 4096, None).is_err());
+    }
+}
