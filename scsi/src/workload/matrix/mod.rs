@@ -401,5 +401,4 @@ where
 }
 
 #[cfg(test)]
-#[path = "matrix_tests.rs"]
 mod tests;
