@@ -274,7 +274,7 @@ pub fn run_with<H, A, C, P>(
     hooks: &mut P,
 ) -> Result<WorkloadReport, WorkloadError>
 where
-    H: ScsiHost,
+    H: ScsiHost<A::Element>,
     A: ElementAllocator,
     A::Element: SenseStorage,
     C: Clock,
