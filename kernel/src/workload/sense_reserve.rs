@@ -36,14 +36,13 @@ fn print_case(case: &str, cells: &[Cell]) {
     // (one slot per mode, `SenseMode::slot`), so `--count-insns` adds insns_per_op per cell.
     let window = insn_marker::publish();
     for c in cells {
-        let mut json = c.to_json("guest", case);
-        json.pop();
         let counted = Counted {
             window,
             slot: c.mode.slot(),
             ops: c.ios + c.failed,
         };
-        println!("RESULT {json}{counted}}}");
+        let line = c.json_object("guest", case).extend(counted.json_object());
+        println!("RESULT {}", line.finish());
     }
 }
 

@@ -32,12 +32,19 @@ pub const DEFAULT_MEM_BUDGET_PAGES: usize = 1024;
 /// `pressure=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PressureMode {
+    /// No pressure: the budget only caps the slab.
     #[default]
     None,
-    /// Each refill fails with this probability, in parts per million.
-    Fail { ppm: u32 },
-    /// One page back per `writes_per_page` completed writes.
-    Writeback { writes_per_page: u32 },
+    /// Each slab page refill fails at random.
+    Fail {
+        /// The failure probability in parts per million.
+        ppm: u32,
+    },
+    /// A consumer takes every free page and gives pages back only as writes complete.
+    Writeback {
+        /// Completed writes per page given back (K).
+        writes_per_page: u32,
+    },
 }
 
 impl PressureMode {
@@ -133,10 +140,12 @@ impl<'budget> Pressure<'budget> {
         }
     }
 
+    /// The pressure this actor applies.
     pub fn mode(&self) -> PressureMode {
         self.mode
     }
 
+    /// The page budget it acts on.
     pub fn budget(&self) -> &'budget PageBudget {
         self.budget
     }

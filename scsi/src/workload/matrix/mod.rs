@@ -20,8 +20,10 @@ use crate::sense_alloc::{SenseMode, SlabSense};
 use crate::target::{OPT_RECOVERED_ERR, ScsiDebug};
 use crate::wire::SCSI_SENSE_BUFFERSIZE;
 use alloc::string::String;
+use alloc::string::ToString;
 use alloc::vec::Vec;
 use core::fmt::Write;
+use pools::json::JsonObject;
 use pools::slab::SlabConfig;
 use pools::{Backing, BudgetBacking, BudgetStats, Magazine, PageBudget, SlabCache};
 
@@ -64,8 +66,11 @@ pub fn sense_reserve_defaults(mut params: WorkloadParams) -> WorkloadParams {
 /// One row group of the benchmark: a pressure case and the parameters it runs with.
 #[derive(Debug, Clone)]
 pub struct Case {
+    /// The case's name in the output: the pressure's name, or `errors`.
     pub name: String,
+    /// The memory pressure on every mode's sense slab.
     pub pressure: PressureMode,
+    /// The job and target the case runs.
     pub params: WorkloadParams,
 }
 
@@ -142,9 +147,13 @@ pub enum Verdict {
 /// One mode under one pressure case.
 #[derive(Debug, Clone)]
 pub struct Cell {
+    /// The pressure case.
     pub pressure: PressureMode,
+    /// The sense mode.
     pub mode: SenseMode,
+    /// The host's can_queue (the size of `prealloc` and `pertag`).
     pub can_queue: usize,
+    /// How it ended.
     pub verdict: Verdict,
     /// Rounds that ran to their end.
     pub rounds: u32,
@@ -155,13 +164,17 @@ pub struct Cell {
     pub ratio_vs_slab: Option<[f64; 3]>,
     /// All rounds' completion latencies.
     pub latency: Histogram,
-    /// Sums over all rounds.
+    /// Commands completed successfully, summed over all rounds (as are the counts below).
     pub ios: u64,
+    /// Commands that failed.
     pub failed: u64,
     /// Commands that completed with RECOVERED ERROR (sense data written).
     pub recovered: u64,
+    /// Buffers taken from the reserve (mempool reserve, prealloc list, pertag binding).
     pub reserve_hits: u64,
+    /// Allocations that found no buffer (the command parked).
     pub waits: u64,
+    /// Time commands spent parked without a sense buffer.
     pub parked_ns: u64,
     /// Bytes the reserve holds with the host idle, after the last round.
     pub reserve_bytes: usize,
@@ -254,65 +267,59 @@ impl Cell {
         }
     }
 
-    /// One JSON object for `RESULT` lines.
-    pub fn to_json(&self, place: &str, case: &str) -> String {
-        let mut out = String::with_capacity(768);
-        let ratio = |i: usize| match self.ratio_vs_slab {
-            Some(r) => alloc::format!("{:.4}", r[i]),
-            None => String::from("null"),
+    /// The cell as one JSON object for `RESULT` lines (`ratio_*` are null without a ratio).
+    pub fn json_object(&self, place: &str, case: &str) -> JsonObject {
+        let ratio = |object: JsonObject, key: &str, i: usize| match self.ratio_vs_slab {
+            Some(r) => object.f64(key, r[i], 4),
+            None => object.null(key),
         };
         let (stall_at, stall_outstanding, stall_parked) = match self.verdict {
             Verdict::Stall(s) => (s.at_ns, s.outstanding, s.parked),
             Verdict::Ok => (0, 0, 0),
         };
-        let _ = write!(
-            out,
-            concat!(
-                "{{\"bench\":\"sense-reserve\",\"where\":\"{}\",\"case\":\"{}\",\"pressure\":\"{}\",",
-                "\"sense_mode\":\"{}\",\"reserve_entries\":{},\"can_queue\":{},\"verdict\":\"{}\",",
-                "\"rounds\":{},\"iops\":{},\"iops_min\":{},\"iops_max\":{},",
-                "\"ratio_vs_slab\":{},\"ratio_min\":{},\"ratio_max\":{},",
-                "\"lat_p50_ns\":{},\"lat_p99_ns\":{},\"lat_p999_ns\":{},",
-                "\"reserve_bytes\":{},\"reserve_hits\":{},\"waits\":{},\"parked_ns\":{},",
-                "\"failed\":{},\"recovered\":{},\"ios\":{},\"stall_at_ns\":{},\"stall_outstanding\":{},",
-                "\"stall_parked\":{},\"budget_pages\":{},\"slab_pages\":{},\"refills\":{},",
-                "\"refills_no_memory\":{},\"refills_injected\":{},\"pages_given_back\":{}}}"
-            ),
-            place,
-            case,
-            self.pressure.name(),
-            self.mode,
-            self.mode.reserve_entries(self.can_queue),
-            self.can_queue,
-            self.verdict_name(),
-            self.rounds,
-            self.iops[0],
-            self.iops[1],
-            self.iops[2],
-            ratio(0),
-            ratio(1),
-            ratio(2),
-            self.latency.quantile_ns(500),
-            self.latency.quantile_ns(990),
-            self.latency.quantile_ns(999),
-            self.reserve_bytes,
-            self.reserve_hits,
-            self.waits,
-            self.parked_ns,
-            self.failed,
-            self.recovered,
-            self.ios,
-            stall_at,
-            stall_outstanding,
-            stall_parked,
-            self.budget.total_pages,
-            self.budget.pool_pages,
-            self.budget.refills,
-            self.budget.refills_no_memory,
-            self.budget.refills_injected,
-            self.budget.given_back,
-        );
-        out
+        let object = JsonObject::new()
+            .str("bench", "sense-reserve")
+            .str("where", place)
+            .str("case", case)
+            .str("pressure", &self.pressure.name())
+            .str("sense_mode", &self.mode.to_string())
+            .u64(
+                "reserve_entries",
+                self.mode.reserve_entries(self.can_queue) as u64,
+            )
+            .u64("can_queue", self.can_queue as u64)
+            .str("verdict", self.verdict_name())
+            .u64("rounds", u64::from(self.rounds))
+            .u64("iops", self.iops[0])
+            .u64("iops_min", self.iops[1])
+            .u64("iops_max", self.iops[2]);
+        let object = ratio(object, "ratio_vs_slab", 0);
+        let object = ratio(object, "ratio_min", 1);
+        ratio(object, "ratio_max", 2)
+            .u64("lat_p50_ns", self.latency.quantile_ns(500))
+            .u64("lat_p99_ns", self.latency.quantile_ns(990))
+            .u64("lat_p999_ns", self.latency.quantile_ns(999))
+            .u64("reserve_bytes", self.reserve_bytes as u64)
+            .u64("reserve_hits", self.reserve_hits)
+            .u64("waits", self.waits)
+            .u64("parked_ns", self.parked_ns)
+            .u64("failed", self.failed)
+            .u64("recovered", self.recovered)
+            .u64("ios", self.ios)
+            .u64("stall_at_ns", stall_at)
+            .u64("stall_outstanding", stall_outstanding as u64)
+            .u64("stall_parked", stall_parked as u64)
+            .u64("budget_pages", self.budget.total_pages as u64)
+            .u64("slab_pages", self.budget.pool_pages as u64)
+            .u64("refills", self.budget.refills)
+            .u64("refills_no_memory", self.budget.refills_no_memory)
+            .u64("refills_injected", self.budget.refills_injected)
+            .u64("pages_given_back", self.budget.given_back)
+    }
+
+    /// [`json_object`](Self::json_object) as text.
+    pub fn to_json(&self, place: &str, case: &str) -> String {
+        self.json_object(place, case).finish()
     }
 }
 
