@@ -67,7 +67,8 @@ pub fn run(options: &Options) -> Result<()> {
             let mut records = super::run_guest_case(&guest, &profile, &overrides)?;
             insns::add_ratios(
                 &mut records,
-                |r| field(r, "sense_mode") == "slab",
+                // A stalled slab spun for stall_ms on a handful of commands: no baseline.
+                |r| field(r, "sense_mode") == "slab" && field(r, "verdict") == "OK",
                 |a, b| field(a, "case") == field(b, "case"),
             );
             let mut set = ResultSet::new(
