@@ -158,8 +158,19 @@ pub fn verdicts(set: &ResultSet) -> Vec<String> {
                 format!("{} {ratio}", field(r, "sense_mode"))
             })
             .collect();
+        // A spread of per-round ratios wider than the 2% band around 1.0 on both sides cannot
+        // tell a 2% difference from noise: the verdict says so instead of refuting.
+        let noisy = none.iter().any(|r| {
+            number(r, "ratio_min").is_some_and(|min| min < 0.98)
+                && number(r, "ratio_max").is_some_and(|max| max > 1.02)
+        });
         lines.push(if outside.is_empty() {
             "pressure=none: every mode within 2% of slab (median ratio): confirmed".to_string()
+        } else if noisy {
+            format!(
+                "pressure=none: outside 2% of slab: {}; per-round ratios spread across 1.0 ± 2%, so noise, not the allocator, decides: not shown",
+                outside.join(", ")
+            )
         } else {
             format!(
                 "pressure=none: outside 2% of slab: {}: refuted",
@@ -332,6 +343,14 @@ mod tests {
         ]);
         let lines = verdicts(&set);
         assert!(lines[0].contains("prealloc 0.9700: refuted"), "{lines:?}");
+        let mut noisy = set.clone();
+        noisy.results[2].insert("ratio_min".into(), 0.5.into());
+        noisy.results[2].insert("ratio_max".into(), 1.5.into());
+        assert!(
+            verdicts(&noisy)[0].ends_with("not shown"),
+            "{:?}",
+            verdicts(&noisy)
+        );
         assert!(
             lines[1].contains("slab ends in STALL: confirmed"),
             "{lines:?}"
