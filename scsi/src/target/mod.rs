@@ -12,6 +12,7 @@
 //! not on INQUIRY, REPORT LUNS or REQUEST SENSE, Linux `F_SKIP_UA`), and it injects errors every
 //! `every_nth` command according to `opts`.
 
+mod opts;
 mod pages;
 mod params;
 mod respond;

@@ -12,11 +12,13 @@
 
 mod aggregate;
 mod histogram;
+mod hooks;
 mod matrix;
 mod params;
 mod pressure;
 
 pub use histogram::Histogram;
+pub use hooks::{Hooks, Stall};
 pub use matrix::{
     CAN_QUEUE_2008, Case, Cell, MATRIX_MODES, STALL_MS_DEFAULT, Verdict, run_matrix,
     sense_reserve_cases, sense_reserve_defaults, table_header,
@@ -29,7 +31,7 @@ pub use pressure::{
 use crate::clock::Clock;
 use crate::host::ScsiHost;
 use crate::midlayer::{Disk, Done, Midlayer, MidlayerStats, Request, ScsiError};
-use crate::sense_alloc::{Reclaim, ReserveFailed, SenseMode, SenseStats, SenseStorage};
+use crate::sense_alloc::{ReserveFailed, SenseMode, SenseStats, SenseStorage};
 use crate::target::{ParamError, ScsiDebug};
 use crate::wire::{BlockCount, Cdb, Lba};
 use alloc::string::{String, ToString};
@@ -122,45 +124,6 @@ pub struct WorkloadReport {
     pub midlayer: MidlayerStats,
     /// Set when the stall watchdog (`stall_ms=`) ended the job.
     pub stall: Option<Stall>,
-}
-
-/// What the stall watchdog saw: no command completed for `stall_ms` while commands were
-/// outstanding. The job then stops issuing, relieves any pressure and drains.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stall {
-    /// When it fired, from the start of the job.
-    pub at_ns: u64,
-    /// Commands submitted and not completed at that moment.
-    pub outstanding: usize,
-    /// Of those, the ones parked without a sense buffer.
-    pub parked: usize,
-    /// Commands completed (good or failed) before it.
-    pub completed: u64,
-}
-
-/// What a job lets an outside actor do between its steps (memory pressure, see
-/// [`Pressure`]); `()` does nothing.
-pub trait Hooks<A> {
-    /// Once per pass of the loop, after the submissions and before the poll.
-    fn tick(&mut self, _slab: &A) {}
-    /// A write completed.
-    fn write_completed(&mut self) {}
-    /// The stall watchdog fired: let the parked commands finish.
-    fn relieve(&mut self) {}
-}
-
-impl<A> Hooks<A> for () {}
-
-impl<A: Reclaim> Hooks<A> for Pressure<'_> {
-    fn tick(&mut self, slab: &A) {
-        Pressure::tick(self, slab);
-    }
-    fn write_completed(&mut self) {
-        Pressure::write_completed(self);
-    }
-    fn relieve(&mut self) {
-        Pressure::relieve(self);
-    }
 }
 
 impl WorkloadReport {

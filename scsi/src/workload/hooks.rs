@@ -1,0 +1,44 @@
+//! The stall watchdog's report and the hooks through which an outside actor (memory pressure
+//! on the sense slab) gets its turns during a job.
+
+use super::Pressure;
+use crate::sense_alloc::Reclaim;
+
+/// What the stall watchdog saw: no command completed for `stall_ms` while commands were
+/// outstanding. The job then stops issuing, relieves any pressure and drains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stall {
+    /// When it fired, from the start of the job.
+    pub at_ns: u64,
+    /// Commands submitted and not completed at that moment.
+    pub outstanding: usize,
+    /// Of those, the ones parked without a sense buffer.
+    pub parked: usize,
+    /// Commands completed (good or failed) before it.
+    pub completed: u64,
+}
+
+/// What a job lets an outside actor do between its steps (memory pressure, see
+/// [`Pressure`]); `()` does nothing.
+pub trait Hooks<A> {
+    /// Once per pass of the loop, after the submissions and before the poll.
+    fn tick(&mut self, _slab: &A) {}
+    /// A write completed.
+    fn write_completed(&mut self) {}
+    /// The stall watchdog fired: let the parked commands finish.
+    fn relieve(&mut self) {}
+}
+
+impl<A> Hooks<A> for () {}
+
+impl<A: Reclaim> Hooks<A> for Pressure<'_> {
+    fn tick(&mut self, slab: &A) {
+        Pressure::tick(self, slab);
+    }
+    fn write_completed(&mut self) {
+        Pressure::write_completed(self);
+    }
+    fn relieve(&mut self) {
+        Pressure::relieve(self);
+    }
+}
