@@ -6,7 +6,8 @@
 #                                  (scsi_debug: fake_rw=1 delay=0; virtio: virtio-scsi disk)
 #   dmapool:N                      the sp_dmapool module (mpt3sas chain pool, N blocks)
 # and `sp_runtime=SECONDS`, or `sp_number_ios=N` to run exactly N I/Os instead (for instruction
-# counts: two boots that differ only in N). Every result is one line (xtask parses them):
+# counts: two boots that differ only in N), with `sp_count=1` fio runs pinned to CPU 0 inside a
+# counted window (sp_marker begin/end/publish). Every result is one line (xtask parses them):
 #   SPLINUX-INFO kernel=... fio=... cpus=...
 #   SPLINUX case=fio target=... bs=... iodepth=32 numjobs=... ioengine=... json=<fio JSON>
 #   SPLINUX case=dmapool rep=... n=... size=... align=... alloc_ns=... free_ns=...
@@ -85,11 +86,17 @@ run_fio() {
 	else
 		span="--time_based --runtime=${runtime:-2}"
 	fi
-	fio --name=randread --filename="$dev" --rw=randread --bs="$bs" --iodepth=32 \
+	set -- --name=randread --filename="$dev" --rw=randread --bs="$bs" --iodepth=32 \
 		--numjobs="$numjobs" --cpus_allowed=0-$(($(nproc) - 1)) --cpus_allowed_policy=split \
 		--direct=1 --ioengine="$engine" --norandommap --randrepeat=0 \
-		$span --group_reporting \
-		--output-format=json --output=/tmp/fio.json 2>/tmp/fio.err
+		$span --group_reporting --output-format=json --output=/tmp/fio.json
+	if [ "$(arg sp_count)" = 1 ]; then
+		# The plugin's window is per vCPU: fio and the markers all on CPU 0.
+		taskset 1 sh -c 'sp_marker begin; fio "$@" 2>/tmp/fio.err; rc=$?; sp_marker end
+			sp_marker publish; exit $rc' sh "$@"
+	else
+		fio "$@" 2>/tmp/fio.err
+	fi
 	rc=$?
 	if [ "$rc" != 0 ] || ! grep -q '"jobs"' /tmp/fio.json; then
 		error "$case_name" "fio exited with status $rc"

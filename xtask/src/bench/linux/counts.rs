@@ -2,11 +2,13 @@
 //! [`crate::insns`].
 //!
 //! sensepool marks its timed window, so one counted `workload=fake-rw` boot gives instructions
-//! per operation directly. A stock kernel has no markers: it boots twice, identical except for
-//! fio's `--number_ios` (the plugin's whole-boot totals then differ only by the extra I/Os, so
-//! boot, module loading and fio's start-up cancel), and instructions per I/O is the difference of
-//! the totals over the difference of the I/O counts. Both sides count every vCPU; Linux's count
-//! includes fio itself (the submitting process), as an application's I/O would.
+//! per operation directly. A stock kernel has no markers of its own: the guest runs fio pinned
+//! to CPU 0 between two user-space markers (`xtask/linux/sp_marker.c`), and boots twice,
+//! identical except for fio's `--number_ios`; instructions per I/O is the difference of the two
+//! windows over the difference of the I/O counts (fio's start-up and exit cancel). The window
+//! leaves out the boot, whose whole-boot total moved by hundreds of millions of instructions
+//! between identical boots on a loaded host. Linux's count includes fio itself (the submitting
+//! process), as an application's I/O would; work the kernel does on the other vCPU is not in it.
 
 use std::path::Path;
 use std::time::Duration;
@@ -104,7 +106,7 @@ fn linux(guest: &Guest, kernel: &Prepared, plan: &Plan, plugin: &Path) -> Result
     let mut info = Record::new();
     for (slot, &n) in ios.iter().enumerate() {
         let counting = Counting::next_boot(plugin, false)?;
-        let extra = format!("sp_number_ios={n}");
+        let extra = format!("sp_number_ios={n} sp_count=1");
         let (results, problems) = run::boot_linux(
             guest,
             kernel,
@@ -133,12 +135,13 @@ fn linux(guest: &Guest, kernel: &Prepared, plan: &Plan, plugin: &Path) -> Result
                 counting.log.display()
             )));
         }
-        totals[slot] = log.total_insns.ok_or_else(|| {
+        let window = log.publishes.iter().find(|p| p.slot == 0).ok_or_else(|| {
             fail(format!(
-                "the plugin printed no total (see {})",
+                "the plugin published no window around fio (see {})",
                 counting.log.display()
             ))
         })?;
+        totals[slot] = window.insns;
         info = results.into_iter().next().unwrap_or_default();
     }
     let per_io = per_io(totals, ios).ok_or_else(|| {
@@ -154,7 +157,7 @@ fn linux(guest: &Guest, kernel: &Prepared, plan: &Plan, plugin: &Path) -> Result
         }
     }
     extra.insert("number_ios".into(), Value::from(ios.to_vec()));
-    extra.insert("boot_insns".into(), Value::from(totals.to_vec()));
+    extra.insert("window_insns".into(), Value::from(totals.to_vec()));
     Ok(row("linux", per_io, extra))
 }
 

@@ -20,6 +20,8 @@ pub const TARGETS: [(&str, &[&str]); 2] = [
 pub struct Contents<'a> {
     pub busybox: &'a Path,
     pub fio: &'a Path,
+    /// `sp_marker`, for counted boots.
+    pub marker: &'a Path,
     /// The built module, or why there is none (the guest prints it for the dmapool case).
     pub dmapool: std::result::Result<PathBuf, String>,
 }
@@ -52,6 +54,7 @@ pub fn build(kernel: &Kernel, contents: &Contents<'_>, base: &Path) -> Result<Pa
     archive.file("/bin/busybox", 0o755, &read(contents.busybox)?);
     archive.symlink("/bin/sh", "busybox");
     archive.file("/bin/fio", 0o755, &read(contents.fio)?);
+    archive.file("/bin/sp_marker", 0o755, &read(contents.marker)?);
     let init = workspace::root().join("xtask/linux/init.sh");
     archive.file("/init", 0o755, &read(&init)?);
     let mut added: Vec<String> = Vec::new();

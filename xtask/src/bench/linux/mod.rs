@@ -85,6 +85,7 @@ pub fn prepare(releases: &[Release], base: &Path) -> Result<(Vec<Prepared>, Vec<
     let apt = apt::Apt::prepare(&base.join("apt"))?;
     let busybox = tools::busybox(&apt, base)?;
     let fio = tools::fio(&apt, base)?;
+    let marker = tools::marker(base)?;
     let (mut prepared, mut skipped) = (Vec::new(), Vec::new());
     for &release in releases {
         let kernel = match kernel::Kernel::fetch(&apt, release, base) {
@@ -116,6 +117,7 @@ pub fn prepare(releases: &[Release], base: &Path) -> Result<(Vec<Prepared>, Vec<
         let contents = initramfs::Contents {
             busybox: &busybox,
             fio: &fio,
+            marker: &marker,
             dmapool: dmapool.clone(),
         };
         let initramfs = initramfs::build(&kernel, &contents, base)?;

@@ -86,6 +86,23 @@ pub fn fio(apt: &Apt, base: &Path) -> Result<PathBuf> {
     Ok(built)
 }
 
+/// `sp_marker` (`xtask/linux/sp_marker.c`), built static with the host's C compiler: it executes
+/// the instruction-count plugin's markers from the Linux guest's user space.
+pub fn marker(base: &Path) -> Result<PathBuf> {
+    let built = base.join("sp_marker");
+    let source = workspace::root().join("xtask/linux/sp_marker.c");
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    if let (Some(built_at), Some(written_at)) = (modified(&built), modified(&source))
+        && built_at >= written_at
+    {
+        return Ok(built);
+    }
+    let mut gcc = Command::new("gcc");
+    gcc.args(["-static", "-O2", "-o"]).arg(&built).arg(&source);
+    process::output(&mut gcc).map_err(|error| fail("sp_marker", format!("{error}")))?;
+    Ok(built)
+}
+
 /// The compiler the headers' kbuild will call, and whether it is the one Debian built the kernel
 /// with (`CONFIG_CC_VERSION_TEXT`, e.g. `gcc-12 (Debian 12.2.0-14+deb12u1) 12.2.0`).
 pub fn compiler_match(kernel: &Kernel) -> (String, bool) {
