@@ -6,9 +6,9 @@
 
 use divan::Bencher;
 use drivers::dma::{DmaAddr, Segment};
-use drivers::mpt::sgl::build::Direction;
 use drivers::mpt::sgl::{SglLayout, build};
 use pools::host::HostBacking;
+use scsi::host::DataDirection;
 
 fn main() {
     divan::main();
@@ -33,7 +33,7 @@ fn build_sgl(bencher: Bencher, segments: usize) {
         let offset = build(
             &layout,
             divan::black_box(&list),
-            Direction::ToHost,
+            DataDirection::FromDevice,
             &mut frame,
             &mut chain_pool,
             &mut chains,

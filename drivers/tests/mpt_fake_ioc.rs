@@ -13,7 +13,8 @@ use drivers::mpt::fake::FakeIocConfig;
 use drivers::mpt::ioc::MptConfig;
 use drivers::mpt::mpi::scsi_io::{scsi_state, tm_response};
 use drivers::mpt::mpi::{IocState, ioc_status};
-use drivers::mpt::{DataDirection, MptError, Outcome, ScsiIo, TaskMgmt};
+use drivers::mpt::{MptError, Outcome, ScsiIo, TaskMgmt};
+use scsi::host::DataDirection;
 
 #[test]
 fn bring_up_resets_first_and_sizes_from_facts() {
@@ -44,7 +45,7 @@ fn chained_write_then_read_moves_the_bytes() {
         target: 0,
         lun: [0; 8],
         cdb: &cdb,
-        direction: DataDirection::Write,
+        direction: DataDirection::ToDevice,
         segments: &out_segs,
         sense: None,
         tag: 7,
@@ -64,7 +65,7 @@ fn chained_write_then_read_moves_the_bytes() {
     let cdb = rw10(0x28, 100, 64);
     let io = ScsiIo {
         cdb: &cdb,
-        direction: DataDirection::Read,
+        direction: DataDirection::FromDevice,
         segments: &back_segs,
         tag: 8,
         ..io
@@ -273,7 +274,7 @@ fn chain_pool_exhaustion_is_a_retryable_value() {
         target: 0,
         lun: [0; 8],
         cdb: &cdb,
-        direction: DataDirection::Read,
+        direction: DataDirection::FromDevice,
         segments: &segs,
         sense: None,
         tag: 6,
@@ -307,7 +308,7 @@ fn shutdown_stops_the_ioc_and_returns_the_chain_frames() {
         target: 0,
         lun: [0; 8],
         cdb: &cdb,
-        direction: DataDirection::Read,
+        direction: DataDirection::FromDevice,
         segments: &segs,
         sense: None,
         tag: 9,

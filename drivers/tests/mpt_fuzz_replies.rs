@@ -10,9 +10,10 @@ use std::collections::BTreeSet;
 use drivers::dma::Segment;
 use drivers::mpt::fake::FakeIocConfig;
 use drivers::mpt::ioc::MptConfig;
-use drivers::mpt::{Completion, DataDirection, ScsiIo};
+use drivers::mpt::{Completion, ScsiIo};
 use mpt_rig::*;
 use proptest::prelude::*;
+use scsi::host::DataDirection;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -63,7 +64,7 @@ proptest! {
                         target: 0,
                         lun: [0; 8],
                         cdb: &cdb,
-                        direction: DataDirection::Read,
+                        direction: DataDirection::FromDevice,
                         segments: &segs[..usize::from(blocks)],
                         sense: Some(Segment { addr: segs[39].addr, len_bytes: 96 }),
                         tag: next_tag,

@@ -12,7 +12,8 @@ use drivers::dma::fake::FakeDmaSpace;
 use drivers::mpt::fake::{FakeIoc, FakeIocConfig};
 use drivers::mpt::ioc::MptConfig;
 use drivers::mpt::mpi::IocState;
-use drivers::mpt::{DataDirection, Mpt, MptError, Outcome, ScsiIo};
+use drivers::mpt::{Mpt, MptError, Outcome, ScsiIo};
+use scsi::host::DataDirection;
 
 #[test]
 fn unknown_and_stale_contexts_are_errors_then_recovery_fails_outstanding_commands() {
@@ -84,7 +85,7 @@ fn inflated_transfer_count_fails_that_command_only() {
         target: 0,
         lun: [0; 8],
         cdb: &cdb,
-        direction: DataDirection::Read,
+        direction: DataDirection::FromDevice,
         segments: &segs,
         sense: None,
         tag: 4,

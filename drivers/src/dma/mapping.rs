@@ -9,18 +9,9 @@
 
 use alloc::vec::Vec;
 
-use super::{DmaAddr, Segment};
+use scsi::host::DataDirection;
 
-/// Data direction, as the mapper needs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MapDirection {
-    /// No data.
-    None,
-    /// Device writes the buffer.
-    FromDevice,
-    /// Device reads the buffer.
-    ToDevice,
-}
+use super::{DmaAddr, Segment};
 
 /// Turns a data buffer into device segments and back.
 pub trait DataMapper {
@@ -31,13 +22,13 @@ pub trait DataMapper {
     fn map(
         &mut self,
         data: &[u8],
-        direction: MapDirection,
+        direction: DataDirection,
         segment_bytes: usize,
         segments: &mut Vec<Segment>,
     ) -> Option<Self::Mapping>;
     /// Ends the mapping. `data` is the command's buffer when the command completed (the
     /// mapper may copy device-written bytes into it), `None` when it was dropped.
-    fn unmap(&mut self, mapping: Self::Mapping, data: Option<&mut [u8]>, direction: MapDirection);
+    fn unmap(&mut self, mapping: Self::Mapping, data: Option<&mut [u8]>, direction: DataDirection);
 }
 
 /// Bus address = CPU address (the kernel's identity map).
@@ -50,7 +41,7 @@ impl DataMapper for IdentityMapper {
     fn map(
         &mut self,
         data: &[u8],
-        _direction: MapDirection,
+        _direction: DataDirection,
         segment_bytes: usize,
         segments: &mut Vec<Segment>,
     ) -> Option<()> {
@@ -66,7 +57,7 @@ impl DataMapper for IdentityMapper {
         Some(())
     }
 
-    fn unmap(&mut self, _mapping: (), _data: Option<&mut [u8]>, _direction: MapDirection) {}
+    fn unmap(&mut self, _mapping: (), _data: Option<&mut [u8]>, _direction: DataDirection) {}
 }
 
 #[cfg(any(test, feature = "fake"))]
@@ -78,7 +69,7 @@ mod bounce {
 
     use super::super::fake::{FakeDmaSpace, FakeRegion};
     use super::super::{DmaMemory, Segment};
-    use super::{DataMapper, MapDirection};
+    use super::{DataDirection, DataMapper};
 
     /// Copies through a fresh [`FakeRegion`] per command.
     #[derive(Debug, Clone)]
@@ -93,7 +84,7 @@ mod bounce {
         fn map(
             &mut self,
             data: &[u8],
-            direction: MapDirection,
+            direction: DataDirection,
             segment_bytes: usize,
             segments: &mut Vec<Segment>,
         ) -> Option<Self::Mapping> {
@@ -101,7 +92,7 @@ mod bounce {
                 return Some(None);
             }
             let mut region = self.space.alloc(data.len(), 4096);
-            if direction == MapDirection::ToDevice {
+            if direction == DataDirection::ToDevice {
                 region.write_at(0, data).ok()?;
             }
             let base = region.bus_addr();
@@ -120,9 +111,10 @@ mod bounce {
             &mut self,
             mapping: Self::Mapping,
             data: Option<&mut [u8]>,
-            direction: MapDirection,
+            direction: DataDirection,
         ) {
-            if let (Some(region), Some(data), MapDirection::FromDevice) = (mapping, data, direction)
+            if let (Some(region), Some(data), DataDirection::FromDevice) =
+                (mapping, data, direction)
             {
                 let len = data.len().min(region.len_bytes());
                 let _ = region.read_at(0, &mut data[..len]);

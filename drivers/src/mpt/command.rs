@@ -1,18 +1,9 @@
 //! What the adapter takes and gives back: SCSI commands, task management requests, and
 //! completions with their outcomes.
 
-use crate::dma::Segment;
+use scsi::host::DataDirection;
 
-/// Data direction of a SCSI command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DataDirection {
-    /// No data phase.
-    None,
-    /// Device to host.
-    Read,
-    /// Host to device.
-    Write,
-}
+use crate::dma::Segment;
 
 /// A SCSI command for the adapter.
 #[derive(Debug, Clone, Copy)]

@@ -16,14 +16,16 @@ use crate::delay::Delay;
 use crate::dma::{BusAddr, DmaAddr, DmaMemory, Segment};
 
 use super::adapter::Mpt;
-use super::command::{Completion, DataDirection, Outcome, ScsiIo, TaskMgmt};
+use scsi::host::DataDirection;
+
+use super::command::{Completion, Outcome, ScsiIo, TaskMgmt};
 use super::error::MptError;
 use super::mpi::scsi_io::{ScsiIoRequest, TaskMgmtRequest, control};
 use super::mpi::{DefaultReply, function};
 use super::regs::{MptRegisters, REPLY_FIFO_EMPTY, Register};
 use super::reply::{BusyView, decode_reply};
 use super::sgl::ChainPool;
-use super::sgl::build::{Direction, build};
+use super::sgl::build::build;
 
 const GENERATION_MASK: u32 = 0x1FFF;
 /// Reply post FIFO bit 31: the rest is a reply frame address shifted right by one.
@@ -131,10 +133,10 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             });
         }
         let slot = self.take_slot(Kind::Io)?;
-        let (dir, ctl) = match io.direction {
-            DataDirection::None => (Direction::ToHost, control::NO_DATA_TRANSFER),
-            DataDirection::Read => (Direction::ToHost, control::READ),
-            DataDirection::Write => (Direction::ToDevice, control::WRITE),
+        let ctl = match io.direction {
+            DataDirection::None => control::NO_DATA_TRANSFER,
+            DataDirection::FromDevice => control::READ,
+            DataDirection::ToDevice => control::WRITE,
         };
         let mut header = ScsiIoRequest {
             target_id: io.target,
@@ -157,7 +159,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         let built = build(
             &self.layout,
             io.segments,
-            dir,
+            io.direction,
             &mut self.frame_buf,
             &mut self.pool,
             &mut chains,

@@ -23,6 +23,8 @@ use virtio_drivers::queue::VirtQueue;
 use virtio_drivers::transport::{DeviceType, Transport};
 use zerocopy::{FromZeros, IntoBytes};
 
+use scsi::host::DataDirection;
+
 use super::tracker::{RequestTable, TrackError};
 use super::wire::{self, CmdReq, CmdResp, Event, config_offset, feature, queue};
 use crate::delay::Delay;
@@ -259,8 +261,7 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
         self.table.has_room() && !self.spare_headers.is_empty()
     }
 
-    /// Adds a command whose data the device reads (`device_writes_data == false`) or
-    /// writes, moving `data` into the request table until the command pops
+    /// Adds a command whose data moves in `direction`, moving `data` into the request table until the command pops
     /// ([`Self::next_finished`] hands it back), an abort takes it back
     /// ([`Self::mark_aborted`]), or a confirmed reset does ([`Self::drain_after_reset`]).
     /// Returns the used-ring id.
@@ -271,8 +272,9 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
         tag_u64: u64,
         cdb: &[u8],
         mut data: Vec<u8>,
-        device_writes_data: bool,
+        direction: DataDirection,
     ) -> Result<u16, NotAdded> {
+        let device_writes_data = direction == DataDirection::FromDevice;
         let headers = match self.table.reserve() {
             Ok(()) => self.spare_headers.pop(),
             Err(_) => None,

@@ -19,8 +19,8 @@
 use alloc::vec::Vec;
 
 use scsi::host::{
-    AbortFailed, CmdBuffers, Completed, DataDirection, HostCompletion, HostError, HostEvent,
-    HostResetFailed, HostTemplate, QueueError, Refused, SEGMENT_BYTES, ScsiCmd, ScsiHost,
+    AbortFailed, CmdBuffers, Completed, HostCompletion, HostError, HostEvent, HostResetFailed,
+    HostTemplate, QueueError, Refused, SEGMENT_BYTES, ScsiCmd, ScsiHost,
 };
 use scsi::sense_alloc::SenseStorage;
 use scsi::wire::Tag;
@@ -256,16 +256,8 @@ impl<H: Hal, Tr: Transport, D: Delay, S: SenseStorage, const QSIZE: usize> ScsiH
             return Err(Refused { error, buffers });
         }
         let lun = lun_bytes(target, lun);
-        let device_writes = direction == DataDirection::FromDevice;
         let CmdBuffers { data, sense } = buffers;
-        let added = device.add_command(
-            tag,
-            lun,
-            u64::from(tag.0),
-            cdb.as_slice(),
-            data,
-            device_writes,
-        );
+        let added = device.add_command(tag, lun, u64::from(tag.0), cdb.as_slice(), data, direction);
         match added {
             Ok(id) => {
                 self.tags[index] = TagState {

@@ -27,17 +27,17 @@
 use alloc::vec::Vec;
 
 use scsi::host::{
-    AbortFailed, CmdBuffers, Completed, DataDirection as ScsiDirection, HostError, HostResetFailed,
-    HostTemplate, QueueError, Refused, SEGMENT_BYTES, ScsiCmd, ScsiHost,
+    AbortFailed, CmdBuffers, Completed, DataDirection, HostError, HostResetFailed, HostTemplate,
+    QueueError, Refused, SEGMENT_BYTES, ScsiCmd, ScsiHost,
 };
 use scsi::sense_alloc::SenseStorage;
 use scsi::wire::Tag;
 
 use crate::delay::Delay;
-use crate::dma::mapping::{DataMapper, MapDirection};
+use crate::dma::mapping::DataMapper;
 use crate::dma::{BusAddr, DmaAddr, DmaAlloc, DmaMemory, Segment};
 
-use super::command::{Completion, DataDirection, ScsiIo, TaskMgmt};
+use super::command::{Completion, ScsiIo, TaskMgmt};
 use super::regs::MptRegisters;
 use super::sgl::ChainPool;
 use super::{Mpt, MptError};
@@ -59,7 +59,7 @@ struct TagState<X, S> {
     target: u8,
     lun: [u8; 8],
     mapping: Option<X>,
-    direction: MapDirection,
+    direction: DataDirection,
     own_sense: bool,
     buffers: CmdBuffers<S>,
 }
@@ -89,14 +89,6 @@ pub struct MptHost<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: Dat
 const DEAD: HostResetFailed = HostResetFailed {
     reason: "MPT IOC did not come back from a reset; host is dead",
 };
-
-fn map_direction(direction: ScsiDirection) -> (MapDirection, DataDirection) {
-    match direction {
-        ScsiDirection::None => (MapDirection::None, DataDirection::None),
-        ScsiDirection::FromDevice => (MapDirection::FromDevice, DataDirection::Read),
-        ScsiDirection::ToDevice => (MapDirection::ToDevice, DataDirection::Write),
-    }
-}
 
 impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S>
     MptHost<R, D, M, P, X, S>
@@ -211,12 +203,12 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
             ));
             return Ok(());
         }
-        let (map_dir, direction) = map_direction(cmd.direction);
+        let direction = cmd.direction;
         self.segments.clear();
         let data = &cmd.buffers.data;
         let Some(mapping) = self
             .mapper
-            .map(data, map_dir, SEGMENT_BYTES, &mut self.segments)
+            .map(data, direction, SEGMENT_BYTES, &mut self.segments)
         else {
             let error = QueueError::HostBusy;
             return Err(Refused {
@@ -257,14 +249,14 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
                     target: io.target,
                     lun: io.lun,
                     mapping: Some(mapping),
-                    direction: map_dir,
+                    direction,
                     own_sense,
                     buffers: cmd.buffers,
                 });
                 Ok(())
             }
             Err(error) => {
-                self.mapper.unmap(mapping, None, map_dir);
+                self.mapper.unmap(mapping, None, direction);
                 match error {
                     MptError::QueueFull { .. }
                     | MptError::Sgl(super::sgl::SglError::ChainPoolExhausted { .. }) => {

@@ -4,6 +4,7 @@ use alloc::vec::Vec;
 
 use super::MAX_FRAME_BYTES;
 
+use scsi::host::DataDirection;
 use zerocopy::IntoBytes;
 
 use crate::dma::{DmaMemory, Segment};
@@ -11,15 +12,6 @@ use crate::dma::{DmaMemory, Segment};
 use super::super::mpi::scsi_io::SCSI_IO_SGL_OFFSET;
 use super::super::mpi::sge::{MAX_SIMPLE_LEN_BYTES, SGE64_LEN_BYTES, Sge64, flags};
 use super::{ChainPool, SglError, SglLayout};
-
-/// Data direction of the transfer, which every simple element repeats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    /// Device to host (or no data).
-    ToHost,
-    /// Host to device.
-    ToDevice,
-}
 
 /// Builds the SGL for `segments`.
 ///
@@ -31,14 +23,15 @@ pub enum Direction {
 pub fn build<P: ChainPool>(
     layout: &SglLayout,
     segments: &[Segment],
-    direction: Direction,
+    direction: DataDirection,
     main_frame: &mut [u8],
     pool: &mut P,
     chains: &mut Vec<P::Frame>,
 ) -> Result<u8, SglError> {
+    // Every simple element repeats the direction; a no-data command has no elements.
     let dir = match direction {
-        Direction::ToHost => 0,
-        Direction::ToDevice => flags::HOST_TO_IOC,
+        DataDirection::None | DataDirection::FromDevice => 0,
+        DataDirection::ToDevice => flags::HOST_TO_IOC,
     };
     if main_frame.len() < layout.frame_size_bytes() {
         return Err(SglError::Dma(crate::dma::OutOfBounds {

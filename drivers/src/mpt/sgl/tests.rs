@@ -4,6 +4,7 @@
 use alloc::vec::Vec;
 
 use proptest::prelude::*;
+use scsi::host::DataDirection;
 
 use super::*;
 use crate::dma::fake::{FakeDmaSpace, FakeRegion};
@@ -54,7 +55,7 @@ fn round_trip(
     let offset = build(
         layout,
         &segs,
-        build::Direction::ToDevice,
+        DataDirection::ToDevice,
         &mut frame,
         &mut pool,
         &mut chains,
@@ -133,7 +134,7 @@ fn exhausted_pool_is_a_value_and_returns_what_it_took() {
     let err = build(
         &layout,
         &segments(n),
-        build::Direction::ToHost,
+        DataDirection::FromDevice,
         &mut frame,
         &mut pool,
         &mut chains,
@@ -178,7 +179,7 @@ fn bad_segments_are_refused() {
         build(
             &layout,
             &segs,
-            build::Direction::ToHost,
+            DataDirection::FromDevice,
             &mut frame,
             &mut pool,
             &mut chains
@@ -190,7 +191,7 @@ fn bad_segments_are_refused() {
         build(
             &layout,
             &segs,
-            build::Direction::ToHost,
+            DataDirection::FromDevice,
             &mut frame,
             &mut pool,
             &mut chains
@@ -216,7 +217,7 @@ fn flags_mark_the_chain_and_the_end() {
     let offset = build(
         &layout,
         &segments(8),
-        build::Direction::ToHost,
+        DataDirection::FromDevice,
         &mut frame,
         &mut pool,
         &mut chains,
@@ -312,7 +313,7 @@ fn chains_from_a_real_scalable_dmapool_round_trip_and_go_back() {
     let offset = build(
         &layout,
         &segs,
-        build::Direction::ToHost,
+        DataDirection::FromDevice,
         &mut frame,
         &mut chain_pool,
         &mut chains,
