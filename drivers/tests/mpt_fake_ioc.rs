@@ -375,7 +375,7 @@ fn sizing_follows_the_facts_not_the_defaults() {
 
 #[test]
 fn unusable_facts_are_refused_by_name() {
-    let space = drivers::dma::fake::FakeDmaSpace::new(0x1_0000_0000);
+    let space = drivers::dma::fake::FakeDmaSpace::new(drivers::dma::DmaAddr(0x1_0000_0000));
     let facts = FakeIocConfig {
         global_credits: 1,
         ..FakeIocConfig::default()

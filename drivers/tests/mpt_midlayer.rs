@@ -28,7 +28,7 @@ impl ChainPool for Pool {
 type Host = MptHost<FakeIoc, CountingDelay, FakeRegion, Pool, BounceMapper, Box<[u8; 96]>>;
 
 fn stack() -> (FakeIoc, Midlayer<Host, HeapSense, ManualClock>) {
-    let space = FakeDmaSpace::new(0x1_0000_0000);
+    let space = FakeDmaSpace::new(drivers::dma::DmaAddr(0x1_0000_0000));
     let ioc = FakeIoc::new(space.clone(), FakeIocConfig::default());
     ioc.model().targets.insert(0, FakeDisk::new(4096));
     ioc.model().targets.insert(3, FakeDisk::new(100));

@@ -129,7 +129,7 @@ fn fault_is_reported_and_recovered() {
 
 #[test]
 fn silent_doorbell_times_out() {
-    let space = FakeDmaSpace::new(0x1_0000_0000);
+    let space = FakeDmaSpace::new(drivers::dma::DmaAddr(0x1_0000_0000));
     let ioc = FakeIoc::new(space.clone(), FakeIocConfig::default());
     ioc.model().doorbell_silent = true;
     let pool = Pool::new(&space, 128, 0);

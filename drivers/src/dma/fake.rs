@@ -23,10 +23,10 @@ pub struct FakeDmaSpace(Rc<RefCell<Space>>);
 
 /// A fake device touched memory no live region covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("fake DMA of {len_bytes} bytes at {addr:#x} hits no mapped region")]
+#[error("fake DMA of {len_bytes} bytes at {:#x} hits no mapped region", addr.0)]
 pub struct Unmapped {
     /// Bus address of the access.
-    pub addr: u64,
+    pub addr: DmaAddr,
     /// Length of the access.
     pub len_bytes: usize,
 }
@@ -35,10 +35,10 @@ impl FakeDmaSpace {
     /// A space whose first region starts at `base` (pick one above 4 GiB to exercise the
     /// high-address paths).
     #[must_use]
-    pub fn new(base: u64) -> Self {
+    pub fn new(base: DmaAddr) -> Self {
         Self(Rc::new(RefCell::new(Space {
             regions: BTreeMap::new(),
-            next: base,
+            next: base.0,
         })))
     }
 
@@ -60,7 +60,7 @@ impl FakeDmaSpace {
 
     fn with_range<R>(
         &self,
-        addr: u64,
+        addr: DmaAddr,
         len: usize,
         f: impl FnOnce(&mut [u8]) -> R,
     ) -> Result<R, Unmapped> {
@@ -71,22 +71,22 @@ impl FakeDmaSpace {
         };
         let (&base, bytes) = space
             .regions
-            .range_mut(..=addr)
+            .range_mut(..=addr.0)
             .next_back()
             .ok_or(unmapped)?;
-        let offset = usize::try_from(addr - base).map_err(|_| unmapped)?;
+        let offset = usize::try_from(addr.0 - base).map_err(|_| unmapped)?;
         let end = offset.checked_add(len).ok_or(unmapped)?;
         let slice = bytes.get_mut(offset..end).ok_or(unmapped)?;
         Ok(f(slice))
     }
 
     /// The device reads `out.len()` bytes at `addr`.
-    pub fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), Unmapped> {
+    pub fn read(&self, addr: DmaAddr, out: &mut [u8]) -> Result<(), Unmapped> {
         self.with_range(addr, out.len(), |bytes| out.copy_from_slice(bytes))
     }
 
     /// The device writes `data` at `addr`.
-    pub fn write(&self, addr: u64, data: &[u8]) -> Result<(), Unmapped> {
+    pub fn write(&self, addr: DmaAddr, data: &[u8]) -> Result<(), Unmapped> {
         self.with_range(addr, data.len(), |bytes| bytes.copy_from_slice(data))
     }
 
@@ -141,7 +141,7 @@ impl DmaMemory for FakeRegion {
     fn write_at(&mut self, offset: usize, bytes: &[u8]) -> Result<(), OutOfBounds> {
         check_range(offset, bytes.len(), self.len)?;
         self.space
-            .write(self.base + offset as u64, bytes)
+            .write(DmaAddr(self.base + offset as u64), bytes)
             .expect("a live region is mapped");
         Ok(())
     }
@@ -149,7 +149,7 @@ impl DmaMemory for FakeRegion {
     fn read_at(&self, offset: usize, out: &mut [u8]) -> Result<(), OutOfBounds> {
         check_range(offset, out.len(), self.len)?;
         self.space
-            .read(self.base + offset as u64, out)
+            .read(DmaAddr(self.base + offset as u64), out)
             .expect("a live region is mapped");
         Ok(())
     }
@@ -161,16 +161,16 @@ mod tests {
 
     #[test]
     fn accesses_are_bounds_checked_and_dropped_regions_unmap() {
-        let space = FakeDmaSpace::new(0x1_0000_0000);
+        let space = FakeDmaSpace::new(DmaAddr(0x1_0000_0000));
         let mut region = space.alloc(64, 64);
         assert!(region.write_at(60, &[1, 2, 3, 4]).is_ok());
         assert!(region.write_at(61, &[1, 2, 3, 4]).is_err());
-        let addr = region.bus_addr().0;
+        let addr = region.bus_addr();
         let mut four = [0; 4];
-        space.read(addr + 60, &mut four).unwrap();
+        space.read(DmaAddr(addr.0 + 60), &mut four).unwrap();
         assert_eq!(four, [1, 2, 3, 4]);
         assert!(
-            space.read(addr + 62, &mut four).is_err(),
+            space.read(DmaAddr(addr.0 + 62), &mut four).is_err(),
             "crosses the region end"
         );
         drop(region);

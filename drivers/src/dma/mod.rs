@@ -28,6 +28,8 @@ pub use pools::DmaAddr;
 /// them, and overflow-checked offsets. An extension of `pools::DmaAddr`, which is the one
 /// bus-address type of the stack.
 pub trait BusAddr: Sized {
+    /// The address MPI's high and low address fields describe together.
+    fn from_halves(high32: u32, low32: u32) -> Self;
     /// The low 32 bits.
     fn low32(self) -> u32;
     /// The high 32 bits.
@@ -37,6 +39,10 @@ pub trait BusAddr: Sized {
 }
 
 impl BusAddr for DmaAddr {
+    fn from_halves(high32: u32, low32: u32) -> Self {
+        DmaAddr(u64::from(high32) << 32 | u64::from(low32))
+    }
+
     fn low32(self) -> u32 {
         self.0 as u32
     }

@@ -82,7 +82,7 @@ pub struct Rig {
 }
 
 pub fn rig_with(config: FakeIocConfig, mpt_config: MptConfig, pool_frames: usize) -> Rig {
-    let space = FakeDmaSpace::new(0x1_0000_0000);
+    let space = FakeDmaSpace::new(drivers::dma::DmaAddr(0x1_0000_0000));
     let ioc = FakeIoc::new(space.clone(), config);
     ioc.model().targets.insert(0, FakeDisk::new(2048));
     ioc.model().targets.insert(3, FakeDisk::new(64));

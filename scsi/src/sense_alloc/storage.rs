@@ -4,7 +4,7 @@
 use crate::wire::SCSI_SENSE_BUFFERSIZE;
 use alloc::boxed::Box;
 use core::cell::Cell;
-use pools::ElementAllocator;
+use pools::{DmaAddr, ElementAllocator};
 
 /// A sense buffer. Copies in and out, so DMA memory behind it needs no `&mut` alias.
 pub trait SenseStorage {
@@ -14,7 +14,7 @@ pub trait SenseStorage {
     /// Copies the buffer out.
     fn load(&self, out: &mut [u8; SCSI_SENSE_BUFFERSIZE]);
     /// The bus address, for HBAs that DMA sense data themselves (MPT `SenseBufferLowAddr`).
-    fn dma_addr(&self) -> Option<u64> {
+    fn dma_addr(&self) -> Option<DmaAddr> {
         None
     }
 }
@@ -38,8 +38,8 @@ impl<B: pools::Backing, R: lock_api::RawMutex> SenseStorage for pools::slab::Sla
         let len = SCSI_SENSE_BUFFERSIZE.min(self.len_bytes());
         self.read_at(0, &mut out[..len]);
     }
-    fn dma_addr(&self) -> Option<u64> {
-        Some(self.dma_addr().0)
+    fn dma_addr(&self) -> Option<DmaAddr> {
+        Some(self.dma_addr())
     }
 }
 

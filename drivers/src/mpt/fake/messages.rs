@@ -6,6 +6,8 @@ use alloc::vec::Vec;
 
 use zerocopy::{FromBytes, IntoBytes};
 
+use crate::dma::{BusAddr, DmaAddr};
+
 use super::super::mpi::ioc::{
     EventNotificationReply, IocFactsReply, IocInitReply, IocInitRequest, PORT_PROTOCOL_INITIATOR,
     PORT_TYPE_SAS, PortEnableReply, PortFactsReply,
@@ -108,23 +110,23 @@ impl IocModel {
     }
 
     /// Reads bytes the way a bus master does: unmapped parts read as zero.
-    fn read_lenient(&mut self, addr: u64, len: usize) -> Vec<u8> {
+    fn read_lenient(&mut self, addr: DmaAddr, len: usize) -> Vec<u8> {
         let mut out = vec![0u8; len];
         for (index, chunk) in out.chunks_mut(4).enumerate() {
-            let _ = self.space.read(addr + (index * 4) as u64, chunk);
+            let _ = self.space.read(DmaAddr(addr.0 + (index * 4) as u64), chunk);
         }
         out
     }
 
     /// Whether the request at `mfa` is a SCSI_IO_REQUEST.
     pub(super) fn is_scsi_io(&mut self, mfa: u32) -> bool {
-        let addr = u64::from(self.mfa_high) << 32 | u64::from(mfa);
+        let addr = DmaAddr::from_halves(self.mfa_high, mfa);
         self.read_lenient(addr, 4)[3] == function::SCSI_IO_REQUEST
     }
 
     /// Fetches and executes the request at low address `mfa`.
     pub(super) fn process_request(&mut self, mfa: u32) {
-        let addr = u64::from(self.mfa_high) << 32 | u64::from(mfa);
+        let addr = DmaAddr::from_halves(self.mfa_high, mfa);
         let frame = self.read_lenient(addr, usize::from(self.config.request_frame_size_dwords) * 4);
         match frame[3] {
             function::SCSI_IO_REQUEST => self.scsi_io(&frame),
@@ -164,7 +166,7 @@ impl IocModel {
         let space = self.space.clone();
         let depth = usize::from(self.config.max_chain_depth);
         let decoded = decode(frame, request.chain_offset, depth, |addr, out| {
-            space.read(addr.0, out).is_ok()
+            space.read(addr, out).is_ok()
         });
         let data_length = request.data_length.get();
         let segments = match decoded {
@@ -195,7 +197,7 @@ impl IocModel {
         let sense_len = sense.len().min(usize::from(request.sense_buffer_length));
         if sense_len > 0 {
             let sense_addr =
-                u64::from(self.sense_high) << 32 | u64::from(request.sense_buffer_low_addr.get());
+                DmaAddr::from_halves(self.sense_high, request.sense_buffer_low_addr.get());
             if space.write(sense_addr, &sense[..sense_len]).is_err() {
                 self.dma_errors += 1;
             }
@@ -238,7 +240,7 @@ impl IocModel {
             let target = request.task_msg_context.get();
             let mut kept = alloc::collections::VecDeque::new();
             while let Some(mfa) = self.request_fifo.pop_front() {
-                let addr = u64::from(self.mfa_high) << 32 | u64::from(mfa);
+                let addr = DmaAddr::from_halves(self.mfa_high, mfa);
                 let head = self.read_lenient(addr, 48);
                 let context = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
                 if head[3] == function::SCSI_IO_REQUEST && context == target {

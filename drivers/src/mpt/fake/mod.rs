@@ -21,6 +21,7 @@ use alloc::vec::Vec;
 use core::cell::{RefCell, RefMut};
 
 use crate::dma::fake::FakeDmaSpace;
+use crate::dma::{BusAddr, DmaAddr};
 
 use super::mpi::{IocState, ioc_status};
 use super::regs::{MptRegisters, REPLY_FIFO_EMPTY, Register, doorbell, his};
@@ -332,7 +333,7 @@ impl IocModel {
             self.fault(ioc_status::INSUFFICIENT_RESOURCES);
             return;
         };
-        let addr = u64::from(self.mfa_high) << 32 | u64::from(low);
+        let addr = DmaAddr::from_halves(self.mfa_high, low);
         let len = reply.len().min(usize::from(self.reply_frame_size));
         if self.space.write(addr, &reply[..len]).is_err() {
             self.dma_errors += 1;

@@ -4,8 +4,8 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::dma::Segment;
 use crate::dma::fake::FakeDmaSpace;
+use crate::dma::{DmaAddr, Segment};
 
 /// A RAM disk of 512-byte blocks.
 #[derive(Debug, Clone)]
@@ -133,7 +133,7 @@ impl FakeDisk {
 fn walk(
     segments: &[Segment],
     len: usize,
-    mut step: impl FnMut(usize, u64, usize) -> bool,
+    mut step: impl FnMut(usize, DmaAddr, usize) -> bool,
 ) -> usize {
     let mut offset = 0;
     let mut errors = 0;
@@ -142,7 +142,7 @@ fn walk(
             break;
         }
         let n = (segment.len_bytes as usize).min(len - offset);
-        if !step(offset, segment.addr.0, n) {
+        if !step(offset, segment.addr, n) {
             errors += 1;
         }
         offset += n;

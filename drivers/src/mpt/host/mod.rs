@@ -218,9 +218,9 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
         };
         let window = self.mpt.config_sense_high32();
         let (sense, own_sense) = match cmd.buffers.sense.dma_addr() {
-            Some(addr) if DmaAddr(addr).high32() == window => (
+            Some(addr) if addr.high32() == window => (
                 Segment {
-                    addr: DmaAddr(addr),
+                    addr,
                     len_bytes: SENSE_BYTES as u32,
                 },
                 false,

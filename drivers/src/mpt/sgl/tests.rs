@@ -43,7 +43,7 @@ fn round_trip(
     n: usize,
     pool_frames: usize,
 ) -> Result<(usize, decode::Decoded), SglError> {
-    let space = FakeDmaSpace::new(0x2_0000_0000);
+    let space = FakeDmaSpace::new(DmaAddr(0x2_0000_0000));
     let mut pool = FakePool {
         space: space.clone(),
         frame: layout.frame_size_bytes(),
@@ -61,7 +61,7 @@ fn round_trip(
         &mut chains,
     )?;
     let decoded = decode(&frame, offset, layout.max_chain_depth(), |addr, out| {
-        space.read(addr.0, out).is_ok()
+        space.read(addr, out).is_ok()
     })
     .expect("what build writes must decode");
     assert_eq!(decoded.segments, segs, "round trip of {n} segments");
@@ -123,7 +123,7 @@ fn exhausted_pool_is_a_value_and_returns_what_it_took() {
     let layout = SglLayout::new(128, 8).unwrap();
     let n = SglLayout::new(128, 3).unwrap().max_segments() + 1;
     assert_eq!(layout.chains_needed(n), 4);
-    let space = FakeDmaSpace::new(0x2_0000_0000);
+    let space = FakeDmaSpace::new(DmaAddr(0x2_0000_0000));
     let mut pool = FakePool {
         space: space.clone(),
         frame: 128,
@@ -165,7 +165,7 @@ fn no_data_gets_one_terminating_empty_element() {
 #[test]
 fn bad_segments_are_refused() {
     let layout = SglLayout::new(128, 4).unwrap();
-    let space = FakeDmaSpace::new(0x2_0000_0000);
+    let space = FakeDmaSpace::new(DmaAddr(0x2_0000_0000));
     let mut pool = FakePool {
         space,
         frame: 128,
@@ -206,7 +206,7 @@ fn bad_segments_are_refused() {
 #[test]
 fn flags_mark_the_chain_and_the_end() {
     let layout = SglLayout::new(128, 4).unwrap();
-    let space = FakeDmaSpace::new(0x2_0000_0000);
+    let space = FakeDmaSpace::new(DmaAddr(0x2_0000_0000));
     let mut pool = FakePool {
         space,
         frame: 128,
@@ -249,7 +249,7 @@ fn flags_mark_the_chain_and_the_end() {
 #[test]
 fn decoder_rejects_a_chain_loop_beyond_the_depth() {
     // A chain frame whose chain element points at itself: the walk must stop at the depth.
-    let space = FakeDmaSpace::new(0x3_0000_0000);
+    let space = FakeDmaSpace::new(DmaAddr(0x3_0000_0000));
     let mut chain = space.alloc(128, 16);
     let me = chain.bus_addr().0;
     let mut frame = alloc::vec![0u8; 128];
@@ -261,7 +261,7 @@ fn decoder_rejects_a_chain_loop_beyond_the_depth() {
     looped[0..12].copy_from_slice(simple(512, flags::LAST_ELEMENT).as_bytes());
     looped[12..24].copy_from_slice(crate::mpt::mpi::sge::Sge64::chain(me, 24, 3).as_bytes());
     chain.write_at(0, &looped).unwrap();
-    let result = decode(&frame, 15, 5, |addr, out| space.read(addr.0, out).is_ok());
+    let result = decode(&frame, 15, 5, |addr, out| space.read(addr, out).is_ok());
     assert_eq!(result, Err(DecodeError::TooDeep { max_chain_depth: 5 }));
 }
 
