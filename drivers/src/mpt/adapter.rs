@@ -23,9 +23,11 @@ use crate::dma::{BusAddr, DmaAddr, DmaAlloc, DmaMemory};
 use super::command::{Completion, Outcome};
 use super::error::MptError;
 use super::ioc::{self, Geometry, IocFacts, MptConfig, PortFacts};
-use super::queue::Slot;
 use super::regs::{MptRegisters, Register, him};
 use super::sgl::{ChainPool, SglLayout};
+use queue::Slot;
+
+mod queue;
 
 /// Counters for the adapter's life.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -46,32 +48,32 @@ pub struct MptStats {
 
 /// One MPT adapter.
 pub struct Mpt<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> {
-    pub(super) regs: R,
-    pub(super) delay: D,
-    pub(super) config: MptConfig,
-    pub(super) facts: IocFacts,
-    pub(super) port: PortFacts,
-    pub(super) geometry: Geometry,
-    pub(super) layout: SglLayout,
+    regs: R,
+    delay: D,
+    config: MptConfig,
+    facts: IocFacts,
+    port: PortFacts,
+    geometry: Geometry,
+    layout: SglLayout,
     /// Request frames; leaked (never dropped) once the adapter is dead.
-    pub(super) requests: ManuallyDrop<M>,
+    requests: ManuallyDrop<M>,
     /// Reply frames; leaked (never dropped) once the adapter is dead.
-    pub(super) replies: ManuallyDrop<M>,
-    pub(super) window_high32: u32,
-    pub(super) pool: P,
-    pub(super) slots: Vec<Slot<P::Frame>>,
-    pub(super) free_slots: Vec<u16>,
-    pub(super) outstanding_io: usize,
+    replies: ManuallyDrop<M>,
+    window_high32: u32,
+    pool: P,
+    slots: Vec<Slot<P::Frame>>,
+    free_slots: Vec<u16>,
+    outstanding_io: usize,
     /// `true` while the IOC holds reply frame `i` (posted to the free FIFO).
-    pub(super) reply_with_ioc: Vec<bool>,
-    pub(super) frame_buf: Vec<u8>,
-    pub(super) operational: bool,
+    reply_with_ioc: Vec<bool>,
+    frame_buf: Vec<u8>,
+    operational: bool,
     /// Set once the IOC has been reset for good, so Drop need not reset it again.
-    pub(super) stopped: bool,
+    stopped: bool,
     /// The IOC failed to come back and was abandoned: its memory is leaked and nothing
     /// touches it again.
-    pub(super) dead: bool,
-    pub(super) stats: MptStats,
+    dead: bool,
+    stats: MptStats,
 }
 
 impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> core::fmt::Debug for Mpt<R, D, M, P> {
@@ -361,6 +363,11 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
     /// built on [`Mpt::poll`]).
     pub fn pause_us(&mut self, us: u32) {
         self.delay.delay_us(us);
+    }
+
+    /// The sense window (high 32 bits) given to IOC_INIT.
+    pub fn config_sense_high32(&self) -> u32 {
+        self.config.sense_high32
     }
 
     /// The chain pool (for its statistics).

@@ -27,7 +27,8 @@
 //!    it to the midlayer.
 //!
 //! Layout: `mpi` (wire structs), `regs` (register trait, MMIO), `handshake`, `sgl` (chain
-//! building and decoding), `ioc` (bring-up), `queue` (request slots and replies).
+//! building and decoding), `ioc` (bring-up), `adapter` (the [`Mpt`] adapter, with its request slots and replies
+//! in `adapter::queue`).
 
 pub mod adapter;
 pub mod command;
@@ -36,7 +37,6 @@ pub mod handshake;
 pub mod host;
 pub mod ioc;
 pub mod mpi;
-pub mod queue;
 pub mod regs;
 mod reply;
 pub mod sgl;

@@ -8,15 +8,16 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use virtio_drivers::Hal;
+use virtio_drivers::queue::VirtQueue;
 use virtio_drivers::transport::Transport;
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use scsi::host::HostEvent;
 use scsi::wire::Lun;
 
-use super::device::{VirtioScsi, VirtioScsiError};
+use super::device::{SMALL_QUEUE, VirtioScsiError};
+use super::tracker::RequestTable;
 use super::wire::{Event, event, queue};
-use crate::delay::Delay;
 
 /// A decoded event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,38 +66,72 @@ impl ResetReason {
     }
 }
 
-impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D, T, QSIZE> {
-    pub(super) fn post_event_buffer(
+/// The event queue and the buffers posted on it, each owned by the table under its
+/// descriptor id from `add` until it pops.
+pub struct EventQueue<H: Hal> {
+    queue: VirtQueue<H, SMALL_QUEUE>,
+    buffers: RequestTable<Box<Event>>,
+}
+
+impl<H: Hal> EventQueue<H> {
+    /// Sets up the event queue (before `DRIVER_OK`); [`Self::post_all`] fills it after.
+    pub(super) fn new(
+        transport: &mut impl Transport,
+        event_idx: bool,
+    ) -> Result<Self, VirtioScsiError> {
+        Ok(Self {
+            queue: VirtQueue::new(transport, queue::EVENT, false, event_idx)?,
+            buffers: RequestTable::new(SMALL_QUEUE, SMALL_QUEUE),
+        })
+    }
+
+    /// Posts `SMALL_QUEUE` empty event buffers.
+    pub(super) fn post_all(
         &mut self,
+        transport: &mut impl Transport,
+    ) -> Result<(), VirtioScsiError> {
+        for _ in 0..SMALL_QUEUE {
+            self.post(transport, Box::new(Event::new_zeroed()))?;
+        }
+        Ok(())
+    }
+
+    fn post(
+        &mut self,
+        transport: &mut impl Transport,
         mut buffer: Box<Event>,
     ) -> Result<(), VirtioScsiError> {
-        // SAFETY: the buffer is a heap allocation owned by `event_bufs` (below) from now until
-        // it is popped with the same buffer in `poll_events`; if it cannot be recorded there,
+        // SAFETY: the buffer is a heap allocation owned by `buffers` (below) from now until
+        // it is popped with the same buffer in `poll`; if it cannot be recorded there,
         // `insert` leaks it. Nothing else touches it.
-        let token = unsafe { self.events.add(&[], &mut [buffer.as_mut_bytes()]) }?;
-        self.event_bufs.insert(token, buffer)?;
-        if self.events.should_notify() {
-            self.transport.notify(queue::EVENT);
+        let token = unsafe { self.queue.add(&[], &mut [buffer.as_mut_bytes()]) }?;
+        self.buffers.insert(token, buffer)?;
+        if self.queue.should_notify() {
+            transport.notify(queue::EVENT);
         }
         Ok(())
     }
 
     /// Pops delivered events, decodes them and re-posts their buffers.
-    pub fn poll_events(&mut self, out: &mut Vec<ScsiEvent>) -> Result<(), VirtioScsiError> {
-        while let Some(token) = self.events.peek_used() {
-            let events = &mut self.events;
+    pub(super) fn poll(
+        &mut self,
+        transport: &mut impl Transport,
+        out: &mut Vec<ScsiEvent>,
+    ) -> Result<(), VirtioScsiError> {
+        while let Some(token) = self.queue.peek_used() {
+            let queue = &mut self.queue;
             // The buffer leaves its slot only once the pop succeeded: until then its
             // descriptor is still posted and the device may write it.
-            let (mut buffer, used) = self.event_bufs.pop_with(token, |buffer| {
-                // SAFETY: `buffer` is the one added under `token` in post_event_buffer.
-                unsafe { events.pop_used(token, &[], &mut [buffer.as_mut_bytes()]) }
+            let (mut buffer, used) = self.buffers.pop_with(token, |buffer| {
+                // SAFETY: `buffer` is the one added under `token` in `post`.
+                unsafe { queue.pop_used(token, &[], &mut [buffer.as_mut_bytes()]) }
                     .map_err(VirtioScsiError::from)
             })?;
             if used as usize >= core::mem::size_of::<Event>() {
                 out.push(decode_event(&buffer));
             }
             *buffer = Event::new_zeroed();
-            self.post_event_buffer(buffer)?;
+            self.post(transport, buffer)?;
         }
         Ok(())
     }

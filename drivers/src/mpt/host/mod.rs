@@ -163,13 +163,6 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S>
     }
 }
 
-impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
-    /// The sense window (high 32 bits) given to IOC_INIT.
-    pub fn config_sense_high32(&self) -> u32 {
-        self.config.sense_high32
-    }
-}
-
 impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: SenseStorage>
     ScsiHost<S> for MptHost<R, D, M, P, X, S>
 {

@@ -10,9 +10,9 @@ use virtio_drivers::Hal;
 use virtio_drivers::transport::Transport;
 use zerocopy::IntoBytes;
 
-use super::super::wire::{self, TmfReq, TmfResp, queue};
 use super::{VirtioScsi, VirtioScsiError};
 use crate::delay::{Delay, poll_until};
+use crate::virtio_scsi::wire::{self, TmfReq, TmfResp, queue};
 
 /// How long the device may take to finish a reset (the budget every virtio driver uses).
 pub use crate::virtio::RESET_TIMEOUT_US;

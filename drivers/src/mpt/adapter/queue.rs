@@ -15,17 +15,17 @@ use zerocopy::{FromBytes, IntoBytes};
 use crate::delay::Delay;
 use crate::dma::{BusAddr, DmaAddr, DmaMemory, Segment};
 
-use super::adapter::Mpt;
+use super::Mpt;
 use scsi::host::DataDirection;
 
-use super::command::{Completion, Outcome, ScsiIo, TaskMgmt};
-use super::error::MptError;
-use super::mpi::scsi_io::{ScsiIoRequest, TaskMgmtRequest, control};
-use super::mpi::{DefaultReply, function};
-use super::regs::{MptRegisters, REPLY_FIFO_EMPTY, Register};
-use super::reply::{BusyView, decode_reply};
-use super::sgl::ChainPool;
-use super::sgl::build::build;
+use crate::mpt::command::{Completion, Outcome, ScsiIo, TaskMgmt};
+use crate::mpt::error::MptError;
+use crate::mpt::mpi::scsi_io::{ScsiIoRequest, TaskMgmtRequest, control};
+use crate::mpt::mpi::{DefaultReply, function};
+use crate::mpt::regs::{MptRegisters, REPLY_FIFO_EMPTY, Register};
+use crate::mpt::reply::{BusyView, decode_reply};
+use crate::mpt::sgl::ChainPool;
+use crate::mpt::sgl::build::build;
 
 const GENERATION_MASK: u32 = 0x1FFF;
 /// Reply post FIFO bit 31: the rest is a reply frame address shifted right by one.
@@ -150,7 +150,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             sense_buffer_low_addr: sense.addr.low32().into(),
             // 64-bit sense addressing: the IOC adds SenseBufferHighAddr from IOC_INIT (what
             // Linux mptscsih sets for 64-bit DMA; QEMU always does this).
-            msg_flags: super::mpi::scsi_io::MSGFLAGS_SENSE_WIDTH_64,
+            msg_flags: crate::mpt::mpi::scsi_io::MSGFLAGS_SENSE_WIDTH_64,
             ..Default::default()
         };
         header.cdb[..io.cdb.len()].copy_from_slice(io.cdb);
@@ -204,10 +204,12 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         let slot = self.take_slot(Kind::TaskMgmt)?;
         let (task_type, task_context) = match task {
             TaskMgmt::AbortTask { context } => {
-                (super::mpi::scsi_io::task_type::ABORT_TASK, context)
+                (crate::mpt::mpi::scsi_io::task_type::ABORT_TASK, context)
             }
-            TaskMgmt::LogicalUnitReset => (super::mpi::scsi_io::task_type::LOGICAL_UNIT_RESET, 0),
-            TaskMgmt::TargetReset => (super::mpi::scsi_io::task_type::TARGET_RESET, 0),
+            TaskMgmt::LogicalUnitReset => {
+                (crate::mpt::mpi::scsi_io::task_type::LOGICAL_UNIT_RESET, 0)
+            }
+            TaskMgmt::TargetReset => (crate::mpt::mpi::scsi_io::task_type::TARGET_RESET, 0),
         };
         let request = TaskMgmtRequest {
             target_id: target,
