@@ -140,11 +140,10 @@ const WORKLOADS: &[(&str, Workload)] = &[
 fn loglevel(value: &str) -> Result<log::LevelFilter, ValueError> {
     use log::LevelFilter as L;
     let levels = [L::Off, L::Error, L::Warn, L::Info, L::Debug, L::Trace];
-    if let Ok(digit) = value.parse::<usize>() {
-        return levels
-            .get(digit)
-            .copied()
-            .ok_or_else(|| ValueError::expected("0..=5 or off|error|warn|info|debug|trace"));
+    if value.starts_with(|c: char| c.is_ascii_digit()) {
+        let level: usize = count(value, 0, 5)
+            .map_err(|_| ValueError::expected("0..=5 or off|error|warn|info|debug|trace"))?;
+        return Ok(levels[level]);
     }
     let names = ["off", "error", "warn", "info", "debug", "trace"];
     choice(
