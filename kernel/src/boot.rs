@@ -7,9 +7,12 @@ use crate::arch::exit::ExitCode;
 use crate::arch::pvh::StartInfo;
 use crate::arch::{apic, gdt, idt, paging, serial, time};
 use crate::cmdline::{Cmdline, SmpInject};
-use crate::console::{self, println};
-use crate::topology::Topology;
-use crate::{acpi, heap, memory, pci, smp, tests, topology_report, workload};
+use crate::memory::{self, heap};
+use crate::platform::console::{self, println};
+use crate::platform::topology::Topology;
+use crate::platform::topology::report as topology_report;
+use crate::platform::{acpi, pci, smp};
+use crate::{tests, workload};
 use pools::json::JsonObject;
 
 const MIB: u64 = 1 << 20;
@@ -77,14 +80,14 @@ pub fn boot(start_info: u64) -> ExitCode {
             (Topology::single(bsp_apic_id), None)
         }
     };
-    let Some(layout) = memory::init(&info, &topology) else {
+    let Some(layout) = memory::layout::init(&info, &topology) else {
         panic!("e820 reports no usable RAM below 4 GiB");
     };
     log_layout(&layout);
     let above_4g: u64 = info
         .memmap
         .iter()
-        .filter(|entry| entry.kind == crate::memmap::E820Kind::Ram)
+        .filter(|entry| entry.kind == crate::memory::memmap::E820Kind::Ram)
         .map(|entry| entry.end().saturating_sub(entry.start.max(1 << 32)))
         .sum();
     if above_4g > 0 {
@@ -103,7 +106,7 @@ pub fn boot(start_info: u64) -> ExitCode {
     let ram_bytes: u64 = info
         .memmap
         .iter()
-        .filter(|e| e.kind == crate::memmap::E820Kind::Ram)
+        .filter(|e| e.kind == crate::memory::memmap::E820Kind::Ram)
         .map(|e| e.len_bytes)
         .sum();
     topology_report::log(&topology, &layout, &smp_report, ram_bytes);
@@ -144,7 +147,7 @@ pub fn boot(start_info: u64) -> ExitCode {
     }
 }
 
-fn log_layout(layout: &memory::Layout) {
+fn log_layout(layout: &memory::layout::Layout) {
     let kernel = layout.kernel;
     log::info!(
         "kernel image {:#x}-{:#x} ({} KiB)",

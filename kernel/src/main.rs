@@ -25,41 +25,23 @@
 
 extern crate alloc;
 
-// Pure logic: built on the host too, where only the unit tests use it.
+// Grouped by concept. The pure parts (command line, memory map, frame bitmaps, PCI decoding,
+// topology tables, NBD protocol, verify plan) are built on the host too, where only their unit
+// tests use them; each group gates its hardware modules on `target_os = "none"`.
 mod cmdline;
-mod frames;
-mod memmap;
+mod memory;
 mod net;
-mod node_frames;
-mod pci;
-mod sync;
-mod topology;
-mod verify_plan;
+mod platform;
+mod workload;
 
-#[cfg(target_os = "none")]
-mod acpi;
 #[cfg(target_os = "none")]
 mod arch;
 #[cfg(target_os = "none")]
 mod boot;
 #[cfg(target_os = "none")]
-mod console;
-#[cfg(target_os = "none")]
-mod dma;
-#[cfg(target_os = "none")]
-mod heap;
-#[cfg(target_os = "none")]
-mod memory;
-#[cfg(target_os = "none")]
-mod smp;
-#[cfg(target_os = "none")]
 mod storage;
 #[cfg(target_os = "none")]
 mod tests;
-#[cfg(target_os = "none")]
-mod topology_report;
-#[cfg(target_os = "none")]
-mod workload;
 
 #[cfg(not(target_os = "none"))]
 fn main() {
@@ -84,7 +66,7 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
     let mut out = arch::serial::force_writer();
     let _ = write!(out, "\nPANIC ");
     #[cfg(target_os = "none")]
-    if let Some(cpu) = smp::percpu::current().filter(|cpu| cpu.context().index != 0) {
+    if let Some(cpu) = platform::smp::percpu::current().filter(|cpu| cpu.context().index != 0) {
         let _ = write!(out, "on CPU {} ", cpu.context().index);
     }
     match info.location() {

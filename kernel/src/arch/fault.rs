@@ -80,7 +80,7 @@ extern "C" fn exception_report(frame: &TrapFrame) -> ! {
         frame.cs,
         frame.rflags,
         frame.rsp,
-        crate::smp::current_index()
+        crate::platform::smp::current_index()
     );
     if frame.vector == 14 {
         let cr2 = x86_64::registers::control::Cr2::read_raw();
@@ -128,7 +128,7 @@ fn on_a_stack(addr: u64) -> bool {
     addr % 8 == 0
         && ((bottom..top.saturating_sub(16)).contains(&addr)
             || (ist_bottom..ist_top.saturating_sub(16)).contains(&addr)
-            || crate::smp::on_current_stack(addr))
+            || crate::platform::smp::on_current_stack(addr))
 }
 
 fn stack_trace(out: &mut impl Write, frame: &TrapFrame) {

@@ -15,7 +15,7 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 use pools::json::JsonObject;
 
-use crate::sync::spinlock::CountingMutex;
+use crate::platform::sync::spinlock::CountingMutex;
 
 const BEGIN: u32 = 1;
 const END: u32 = 2;
@@ -67,7 +67,7 @@ pub fn end(slot: u8) {
 static PUBLISHED: AtomicU32 = AtomicU32::new(0);
 /// Keeps the counter and the marker in one order when two CPUs publish at once.
 static PUBLISH_LOCK: CountingMutex<()> = CountingMutex::const_new(
-    <crate::sync::spinlock::CountingSpinLock as lock_api::RawMutex>::INIT,
+    <crate::platform::sync::spinlock::CountingSpinLock as lock_api::RawMutex>::INIT,
     (),
 );
 

@@ -59,7 +59,7 @@ unsafe fn entry(table_phys: u64, index: u64) -> *mut u64 {
 }
 
 fn new_table() -> Result<u64, PagingError> {
-    let phys = crate::dma::alloc_zeroed_page().ok_or(PagingError::NoFrames)?;
+    let phys = crate::memory::dma::alloc_zeroed_page().ok_or(PagingError::NoFrames)?;
     TABLE_PAGES.fetch_add(1, Ordering::Relaxed);
     Ok(phys)
 }

@@ -6,7 +6,7 @@
 
 use alloc::vec::Vec;
 
-use crate::memmap::{E820Entry, E820Kind, PhysRange};
+use crate::memory::memmap::{E820Entry, E820Kind, PhysRange};
 
 const MAGIC: u32 = 0x336e_c578;
 /// The most command-line bytes the kernel reads (Linux's x86 `COMMAND_LINE_SIZE` is 2048).

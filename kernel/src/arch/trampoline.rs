@@ -98,7 +98,7 @@ ap_trampoline_end:
     base = const TRAMPOLINE_PHYS,
     cr3 = sym AP_CR3,
     stacks = sym AP_STACK_TOPS,
-    entry = sym crate::smp::ap_main,
+    entry = sym crate::platform::smp::ap_main,
     options(att_syntax)
 );
 

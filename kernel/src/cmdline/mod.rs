@@ -182,7 +182,7 @@ impl CmdlineError {
 }
 
 /// Most CPUs `maxcpus=` accepts (the kernel's per-CPU table size).
-pub const MAX_CPUS: u64 = crate::topology::MAX_CPUS as u64;
+pub const MAX_CPUS: u64 = crate::platform::topology::MAX_CPUS as u64;
 
 /// The command line in the loader's buffer: the bytes before the first NUL of `window` (the
 /// bytes the kernel may read at `cmdline_paddr`), which must be UTF-8. A window without a NUL

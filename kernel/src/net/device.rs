@@ -1,7 +1,7 @@
 //! `drivers::virtio_net` as a smoltcp `phy::Device`.
 //!
 //! The function is found on PCI and brought up through the virtio PCI bring-up every virtio
-//! driver shares ([`crate::pci::virtio::transport`]); the driver owns the protocol. This module
+//! driver shares ([`crate::platform::pci::virtio::transport`]); the driver owns the protocol. This module
 //! only supplies the packet buffers and adapts the driver to smoltcp's token interface. Buffers
 //! are 2 KiB blocks from two scalable dmapools on the DMA frames, `virtio-net-rx` (every
 //! receive descriptor keeps one posted) and `virtio-net-tx` (one per frame in flight), handed
@@ -28,8 +28,8 @@ use smoltcp::phy::{self, DeviceCapabilities, Medium};
 use smoltcp::time::Instant;
 use virtio_drivers::transport::pci::PciTransport;
 
-use crate::pci::PciFunction;
-use crate::pci::virtio::{KernelHal, VirtioPciError};
+use crate::platform::pci::PciFunction;
+use crate::platform::pci::virtio::{KernelHal, VirtioPciError};
 use crate::storage::{Frames, KernelClock};
 
 /// Receive and transmit queue size (one descriptor per buffer).
@@ -115,11 +115,11 @@ pub struct NetDevice {
 impl NetDevice {
     /// Finds the first virtio-net function and brings it up with every receive buffer posted.
     pub fn probe() -> Result<NetDevice, NetDeviceError> {
-        let function = crate::pci::config::devices()
+        let function = crate::platform::pci::config::devices()
             .find(|f| DeviceKind::of(f.vendor_id, f.device_id) == Some(DeviceKind::Net))
             .ok_or(NetDeviceError::Missing)?;
-        let frames = crate::dma::frames().ok_or(NetDeviceError::NoFrames)?;
-        let transport = crate::pci::virtio::transport(function, DeviceKind::Net)?;
+        let frames = crate::memory::dma::frames().ok_or(NetDeviceError::NoFrames)?;
+        let transport = crate::platform::pci::virtio::transport(function, DeviceKind::Net)?;
         let mut net = Net::new(transport, ClockDelay(KernelClock))?;
         let rx_pool = Arc::new(Pool::with_config(
             PoolConfig::new("virtio-net-rx", BUFFER_BYTES),

@@ -4,7 +4,7 @@
 //! [`nbd`] (the protocol, sans I/O) and [`config`] (the command-line words) are pure and built on
 //! the host, where they are tested; the rest runs in the guest: [`device`] binds
 //! `drivers::virtio_net` to the virtio-net PCI function (through the shared virtio PCI bring-up,
-//! `crate::pci::virtio`), supplies its packet buffers and presents it to smoltcp as a polled
+//! `crate::platform::pci::virtio`), supplies its packet buffers and presents it to smoltcp as a polled
 //! `phy::Device`; [`server`] runs the TCP listeners and moves
 //! bytes between sockets and NBD sessions; [`stats`] formats the stats endpoint's text.
 

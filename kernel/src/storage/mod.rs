@@ -3,7 +3,7 @@
 //!
 //! Probing walks the functions PCI enumeration found, in bus order. A virtio-scsi function
 //! (`1af4:1004` transitional or `1af4:1048`) gets `drivers::virtio_scsi` over virtio-drivers'
-//! PCI transport (the shared bring-up, [`crate::pci::virtio`]); an LSI SAS1068 (`1000:0054`) gets `drivers::mpt` over its BAR1 MMIO
+//! PCI transport (the shared bring-up, [`crate::platform::pci::virtio`]); an LSI SAS1068 (`1000:0054`) gets `drivers::mpt` over its BAR1 MMIO
 //! window, with its chain pool a scalable dmapool sized the mpt3sas way ([`mpt`]). Every
 //! adapter gets a midlayer whose 96-byte sense buffers come from a slab cache on DMA frames
 //! (so the MPT IOC can DMA autosense straight into them), behind the sense allocator mode
@@ -30,10 +30,10 @@ use scsi::sense_alloc::{ReserveFailed, SenseMode, SlabSense};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 
 use crate::arch::{insn_marker, time};
-use crate::console::println;
-use crate::pci::{Bdf, PciFunction};
+use crate::platform::console::println;
+use crate::platform::pci::{Bdf, PciFunction};
 
-pub use crate::dma::Frames;
+pub use crate::memory::dma::Frames;
 /// The midlayer every host is attached to.
 pub type Stack<'s, H> = Midlayer<H, SlabSense<'s, Frames>, KernelClock>;
 /// A command's sense buffer: an object of the host's `scsi_sense` slab cache (`'s` borrows the
@@ -91,7 +91,7 @@ pub trait HostVisitor {
 pub enum StorageError {
     /// The virtio PCI bring-up failed.
     #[error("virtio PCI bring-up: {0}")]
-    VirtioPci(#[from] crate::pci::virtio::VirtioPciError),
+    VirtioPci(#[from] crate::platform::pci::virtio::VirtioPciError),
     /// The virtio-scsi device refused to come up.
     #[error("virtio-scsi: {0}")]
     VirtioScsi(#[from] drivers::virtio_scsi::device::VirtioScsiError),
@@ -140,12 +140,12 @@ pub struct Summary {
 /// Attaches every supported adapter in turn, lets `visitor` use it, and detaches it.
 pub fn for_each_host(visitor: &mut impl HostVisitor, sense: SenseMode) -> Summary {
     let mut summary = Summary::default();
-    let Some(frames) = crate::dma::frames() else {
+    let Some(frames) = crate::memory::dma::frames() else {
         log::error!("storage: no DMA frame allocator");
         summary.failed += 1;
         return summary;
     };
-    for function in crate::pci::config::devices() {
+    for function in crate::platform::pci::config::devices() {
         let Some(driver) = driver_for(function) else {
             continue;
         };

@@ -28,8 +28,8 @@ use super::{
     Frames, HostInfo, HostVisitor, KernelClock, SenseBuf, StorageError, run_stack, with_sense_cache,
 };
 use crate::arch::paging;
-use crate::console::println;
-use crate::pci::{Bar, PciFunction};
+use crate::platform::console::println;
+use crate::platform::pci::{Bar, PciFunction};
 
 /// The driver's name in reports.
 pub const DRIVER: &str = "mptsas";
@@ -82,7 +82,7 @@ pub fn attach(
     sense: SenseMode,
     visitor: &mut impl HostVisitor,
 ) -> Result<bool, StorageError> {
-    crate::pci::config::enable_device(function.bdf);
+    crate::platform::pci::config::enable_device(function.bdf);
     let regs = map_registers(function)?;
     let pool = Pool::with_config(PoolConfig::new("mpt_chain", FRAME_BYTES).align(16), frames)?;
     let result = attach_with_pool(info, regs, &pool, frames, sense, visitor);

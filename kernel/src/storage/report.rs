@@ -15,8 +15,8 @@ use scsi::midlayer::{Disk, ScanReport, ScannedLun};
 use scsi::wire::{DeviceType, Lun};
 
 use super::HostInfo;
-use crate::console::println;
-use crate::verify_plan::disk_name;
+use crate::platform::console::println;
+use crate::workload::verify_plan::disk_name;
 
 /// A disk the scan found, with the name it was given.
 #[derive(Debug, Clone)]

@@ -1,7 +1,7 @@
 //! Binding `drivers::virtio_scsi` to a virtio-scsi PCI function.
 //!
 //! The transport comes from the virtio PCI bring-up both virtio drivers share
-//! ([`crate::pci::virtio::transport`]), then the device gets a 256-entry request queue. `can_queue` is 64: three direct descriptors per command fit 85 in the
+//! ([`crate::platform::pci::virtio::transport`]), then the device gets a 256-entry request queue. `can_queue` is 64: three direct descriptors per command fit 85 in the
 //! ring, so no indirect tables (which virtio-drivers allocates per command) are needed, and 64
 //! covers fio-style iodepth 32 with room for a second job.
 
@@ -16,8 +16,8 @@ use virtio_drivers::transport::pci::PciTransport;
 use super::{
     Frames, HostInfo, HostVisitor, KernelClock, SenseBuf, StorageError, run_stack, with_sense_cache,
 };
-use crate::pci::PciFunction;
-use crate::pci::virtio::KernelHal;
+use crate::platform::pci::PciFunction;
+use crate::platform::pci::virtio::KernelHal;
 
 /// The driver's name in reports.
 pub const DRIVER: &str = "virtio-scsi";
@@ -38,7 +38,7 @@ pub fn attach(
     sense: SenseMode,
     visitor: &mut impl HostVisitor,
 ) -> Result<bool, StorageError> {
-    let transport = crate::pci::virtio::transport(function, DeviceKind::Scsi)?;
+    let transport = crate::platform::pci::virtio::transport(function, DeviceKind::Scsi)?;
     with_sense_cache(frames, |cache| {
         let mut host = Host::new(transport, ClockDelay(KernelClock), CAN_QUEUE)?;
         if let Some(device) = host.device_mut() {

@@ -16,7 +16,7 @@ use alloc::vec::Vec;
 
 use crate::arch::exit::ExitCode;
 use crate::cmdline::TestSelection;
-use crate::console::println;
+use crate::platform::console::println;
 use ::pools::json::JsonObject;
 
 mod faults;

@@ -16,10 +16,10 @@ use spin::Mutex as SpinMutex;
 
 use super::ensure;
 use super::memory::Rng;
-use crate::dma::Frames;
-use crate::smp;
-use crate::sync::barrier::SpinBarrier;
-use crate::sync::spinlock::{CountingSpinLock, LockStats};
+use crate::memory::dma::Frames;
+use crate::platform::smp;
+use crate::platform::sync::barrier::SpinBarrier;
+use crate::platform::sync::spinlock::{CountingSpinLock, LockStats};
 
 type Set = NodePoolSet<Scalable<Frames, SideStack>, CountingSpinLock>;
 
@@ -37,7 +37,7 @@ fn text(err: PoolError) -> String {
 }
 
 fn setup() -> Result<(Frames, u16, Set), String> {
-    let frames = crate::dma::frames().ok_or("no DMA frame allocator")?;
+    let frames = crate::memory::dma::frames().ok_or("no DMA frame allocator")?;
     let nodes = smp::topology().map_or(1, |topology| topology.nodes.max(1));
     let set = Set::create(&PoolConfig::new("numa-set", 128).align(16), nodes, |_| {
         frames

@@ -11,10 +11,10 @@ use pools::{DmaPool, PoolAlgorithm, PoolConfig, PoolError, SlabCache, SlabConfig
 
 use super::ensure;
 use super::memory::Rng;
-use crate::dma::Frames;
+use crate::memory::dma::Frames;
 
 fn frames() -> Result<Frames, String> {
-    crate::dma::frames().ok_or_else(|| "no DMA frame allocator".to_string())
+    crate::memory::dma::frames().ok_or_else(|| "no DMA frame allocator".to_string())
 }
 
 fn text(err: PoolError) -> String {

@@ -16,10 +16,10 @@ use spin::mutex::SpinMutex;
 use super::ensure;
 use super::memory::Rng;
 use crate::arch::apic;
-use crate::dma::DmaFrames;
-use crate::smp::{self, CpuContext, percpu};
-use crate::sync::barrier::SpinBarrier;
-use crate::sync::spinlock::{CountingMutex, CountingSpinLock};
+use crate::memory::dma::DmaFrames;
+use crate::platform::smp::{self, CpuContext, percpu};
+use crate::platform::sync::barrier::SpinBarrier;
+use crate::platform::sync::spinlock::{CountingMutex, CountingSpinLock};
 
 /// Every CPU of the topology came online and has its own stacks.
 pub fn online() -> Result<(), String> {
@@ -164,7 +164,7 @@ pub fn spinlock() -> Result<(), String> {
 }
 
 fn frames() -> Result<&'static DmaFrames, String> {
-    crate::dma::frames().ok_or_else(|| "no DMA frame allocator".to_string())
+    crate::memory::dma::frames().ok_or_else(|| "no DMA frame allocator".to_string())
 }
 
 /// Chunks asked for on node N lie in N's SRAT memory; chunks asked for without a node come from
@@ -276,7 +276,7 @@ pub fn dmapool_stress() -> Result<(), String> {
     const MAX_LIVE: usize = 96;
     let frames = frames()?;
     let (free_before, _) = frames.usage();
-    let heap_before = crate::heap::lock_stats();
+    let heap_before = crate::memory::heap::lock_stats();
     let pool: StressPool =
         DmaPool::with_config(PoolConfig::new("smp-stress", 64).align(16), frames)
             .map_err(|err| err.to_string())?;
@@ -357,7 +357,7 @@ pub fn dmapool_stress() -> Result<(), String> {
     let info = pool.info();
     ensure!(info.active == 0, "{} blocks still active", info.active);
     pool.check_invariants()?;
-    let heap = crate::heap::lock_stats().since(&heap_before);
+    let heap = crate::memory::heap::lock_stats().since(&heap_before);
     log::info!(
         "smp-dmapool-stress: {cpus} CPUs, {allocs} allocs + {frees} frees, {} pages, {} held at the barrier; heap lock {} acquisitions, {} contended",
         info.pages,

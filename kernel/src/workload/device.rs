@@ -15,7 +15,7 @@ use scsi::host::ScsiHost;
 use crate::arch::exit::ExitCode;
 use crate::arch::insn_marker::{self, Counted};
 use crate::cmdline::Cmdline;
-use crate::console::println;
+use crate::platform::console::println;
 use crate::storage::report::print_scan;
 use crate::storage::{self, HostInfo, HostVisitor, SenseBuf, Stack};
 

@@ -17,8 +17,8 @@ use pools::{DmaPool, PoolAlgorithm, PoolConfig, PoolError, RawBlock};
 use crate::arch::exit::ExitCode;
 use crate::arch::insn_marker::{self, Counted};
 use crate::cmdline::{Cmdline, DmapoolMode, PoolImpl};
-use crate::console::println;
-use crate::dma::Frames;
+use crate::memory::dma::Frames;
+use crate::platform::console::println;
 use crate::storage::KernelClock;
 
 /// The instruction-count slot of an implementation.
@@ -80,7 +80,7 @@ fn run_once(
 /// run warms them for all). Then the implementations alternate, in alternating order, and
 /// each `RESULT` line carries the minimum over its repetitions with the median beside it.
 pub fn run(cmdline: &Cmdline) -> ExitCode {
-    let Some(frames) = crate::dma::frames() else {
+    let Some(frames) = crate::memory::dma::frames() else {
         log::error!("dmapool: no DMA frame allocator");
         return ExitCode::Failure;
     };
@@ -96,7 +96,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
     // `dmapool=per-node`: the pool of this CPU's node in a per-node set; shared (the default):
     // the device's pool, on node 0.
     let node = match cmdline.dmapool {
-        Some(DmapoolMode::PerNode) => crate::smp::current_node(),
+        Some(DmapoolMode::PerNode) => crate::platform::smp::current_node(),
         _ => pools::NodeId(0),
     };
     let config = PoolConfig::new("bench", size).align(align).node(node);

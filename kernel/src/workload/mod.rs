@@ -1,17 +1,29 @@
-//! Workloads: what a boot without `test=` does.
+//! Workloads: what a boot without `test=` does. Only [`verify_plan`], the verify workload's pure
+//! part, is built on the host too.
 
+#[cfg(target_os = "none")]
 use crate::arch::exit::ExitCode;
+#[cfg(target_os = "none")]
 use crate::cmdline::{Cmdline, Workload};
 
+#[cfg(target_os = "none")]
 mod device;
+#[cfg(target_os = "none")]
 mod dmapool;
+#[cfg(target_os = "none")]
 mod fake_rw;
+#[cfg(target_os = "none")]
 mod nbd;
+#[cfg(target_os = "none")]
 mod numa;
+#[cfg(target_os = "none")]
 mod sense_reserve;
+#[cfg(target_os = "none")]
 mod verify;
+pub mod verify_plan;
 
 /// Runs the workload the command line selected.
+#[cfg(target_os = "none")]
 pub fn run(cmdline: &Cmdline) -> ExitCode {
     match cmdline.workload {
         Workload::None => {

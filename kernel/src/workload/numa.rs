@@ -31,11 +31,11 @@ use crate::arch::exit::ExitCode;
 use crate::arch::insn_marker::{self, Counted};
 use crate::arch::time;
 use crate::cmdline::{Cmdline, DmapoolMode};
-use crate::console::println;
-use crate::dma::Frames;
-use crate::smp;
-use crate::sync::barrier::SpinBarrier;
-use crate::sync::spinlock::{CountingSpinLock, LockStats};
+use crate::memory::dma::Frames;
+use crate::platform::console::println;
+use crate::platform::smp;
+use crate::platform::sync::barrier::SpinBarrier;
+use crate::platform::sync::spinlock::{CountingSpinLock, LockStats};
 
 type Pool = DmaPool<Scalable<Frames, SideStack>, CountingSpinLock>;
 type PoolSet = NodePoolSet<Scalable<Frames, SideStack>, CountingSpinLock>;
@@ -119,7 +119,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
 }
 
 fn storm(cmdline: &Cmdline) -> Result<(), String> {
-    let frames = crate::dma::frames().ok_or("no DMA frame allocator")?;
+    let frames = crate::memory::dma::frames().ok_or("no DMA frame allocator")?;
     let nodes = smp::topology().map_or(1, |topology| topology.nodes.max(1));
     let cpus = smp::online_count();
     let per_cpu = cmdline.n;

@@ -19,7 +19,7 @@ use scsi::workload::{
 use crate::arch::exit::ExitCode;
 use crate::arch::insn_marker::{self, Counted};
 use crate::cmdline::Cmdline;
-use crate::console::println;
+use crate::platform::console::println;
 use crate::storage::KernelClock;
 
 /// Rounds per case: with 7 modes, each mode takes each position once.
@@ -71,7 +71,7 @@ fn check(case: &str, params: &WorkloadParams, cells: &[Cell]) -> Option<String> 
 
 /// `workload=sense-reserve`.
 pub fn run(cmdline: &Cmdline) -> ExitCode {
-    let Some(frames) = crate::dma::frames() else {
+    let Some(frames) = crate::memory::dma::frames() else {
         log::error!("sense-reserve: no DMA frame allocator");
         return ExitCode::Failure;
     };

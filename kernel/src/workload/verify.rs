@@ -30,10 +30,10 @@ use scsi::wire::{Cdb, Lba, VpdPage};
 use crate::arch::exit::ExitCode;
 use crate::arch::time;
 use crate::cmdline::Cmdline;
-use crate::console::println;
+use crate::platform::console::println;
 use crate::storage::report::{NamedDisk, print_scan};
 use crate::storage::{self, HostInfo, HostVisitor, SenseBuf, Stack};
-use crate::verify_plan::{Range, fill, first_mismatch, plan};
+use crate::workload::verify_plan::{Range, fill, first_mismatch, plan};
 use pools::json::JsonObject;
 
 /// Largest logical block the plan handles (SBC allows more; no QEMU disk uses it).

@@ -35,12 +35,12 @@ use scsi::workload::{self, WorkloadError, WorkloadParams, WorkloadReport};
 use crate::arch::exit::ExitCode;
 use crate::arch::insn_marker::{self, Counted};
 use crate::cmdline::Cmdline;
-use crate::console::println;
-use crate::smp;
+use crate::platform::console::println;
+use crate::platform::smp;
+use crate::platform::sync::barrier::SpinBarrier;
+use crate::platform::sync::spinlock::{CountingSpinLock, LockStats};
 use crate::storage::report::print_scan;
 use crate::storage::{Frames, HostInfo, KernelClock};
-use crate::sync::barrier::SpinBarrier;
-use crate::sync::spinlock::{CountingSpinLock, LockStats};
 
 /// The shared sense slab, with a counting lock so contention shows in the results.
 pub type SenseCache = SlabCache<Frames, CountingSpinLock>;
@@ -61,7 +61,7 @@ fn host_info() -> HostInfo {
     HostInfo {
         index: 0,
         driver: "scsi_debug",
-        bdf: crate::pci::Bdf {
+        bdf: crate::platform::pci::Bdf {
             bus: 0,
             device: 0,
             function: 0,
@@ -234,7 +234,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         println!("fake-rw: FAILED: pressure= and mem_budget= apply to workload=sense-reserve");
         return ExitCode::Failure;
     }
-    let Some(frames) = crate::dma::frames() else {
+    let Some(frames) = crate::memory::dma::frames() else {
         log::error!("fake-rw: no DMA frame allocator");
         return ExitCode::Failure;
     };
@@ -264,9 +264,9 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         u8::from(params.target.fake_rw),
         params.job.numjobs
     );
-    let heap_before = crate::heap::lock_stats();
+    let heap_before = crate::memory::heap::lock_stats();
     let outcomes = run_queues(params, queues, &cache);
-    let heap = crate::heap::lock_stats().since(&heap_before);
+    let heap = crate::memory::heap::lock_stats().since(&heap_before);
     let mut runs = Vec::with_capacity(outcomes.len());
     for (cpu, outcome) in outcomes.into_iter().enumerate() {
         match outcome {

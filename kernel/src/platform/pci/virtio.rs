@@ -18,7 +18,7 @@ use virtio_drivers::{BufferDirection, Hal, PhysAddr};
 
 use super::{Bdf, PciFunction, config};
 use crate::arch::paging;
-use crate::memmap::PAGE_BYTES;
+use crate::memory::memmap::PAGE_BYTES;
 
 /// The virtio-drivers HAL over the kernel's identity map and DMA frames.
 #[derive(Debug)]
@@ -31,10 +31,10 @@ pub struct KernelHal;
 // needed and unshare has nothing to copy back.
 unsafe impl Hal for KernelHal {
     fn dma_alloc(pages: usize, _direction: BufferDirection) -> (PhysAddr, NonNull<u8>) {
-        let run = crate::dma::frames().and_then(|frames| {
+        let run = crate::memory::dma::frames().and_then(|frames| {
             frames
                 .nodes()
-                .alloc(pages, PAGE_BYTES, crate::smp::current_node())
+                .alloc(pages, PAGE_BYTES, crate::platform::smp::current_node())
         });
         let Some(run) = run else {
             // virtio-drivers turns a zero address into `Error::DmaError`.
@@ -49,7 +49,7 @@ unsafe impl Hal for KernelHal {
     }
 
     unsafe fn dma_dealloc(paddr: PhysAddr, _vaddr: NonNull<u8>, pages: usize) -> i32 {
-        let Some(frames) = crate::dma::frames() else {
+        let Some(frames) = crate::memory::dma::frames() else {
             return -1;
         };
         match frames.nodes().free(paddr, pages) {

@@ -9,7 +9,7 @@
 use talc::TalcLock;
 use talc::source::Manual;
 
-type RawLock = crate::sync::spinlock::CountingSpinLock;
+type RawLock = crate::platform::sync::spinlock::CountingSpinLock;
 
 #[global_allocator]
 static ALLOCATOR: TalcLock<RawLock, Manual> = TalcLock::new(Manual);
@@ -42,7 +42,7 @@ pub unsafe fn add_region(start: u64, len_bytes: u64) -> bool {
 }
 
 /// The heap lock's counters. Reading them takes the lock once, which is itself counted.
-pub fn lock_stats() -> crate::sync::spinlock::LockStats {
+pub fn lock_stats() -> crate::platform::sync::spinlock::LockStats {
     let talc = ALLOCATOR.lock();
     let mutex = lock_api::MutexGuard::mutex(&talc);
     // SAFETY: only the counters are read; the raw lock is not unlocked through this reference.

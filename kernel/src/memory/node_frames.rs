@@ -2,7 +2,7 @@
 //! [`CountingSpinLock`], and the fallback rule.
 //!
 //! An allocation for node N tries N's arenas first, then the other nodes nearest first (the
-//! order comes from the SLIT through [`crate::topology::Topology::fallback_order`]), like
+//! order comes from the SLIT through [`crate::platform::topology::Topology::fallback_order`]), like
 //! Linux's zonelists. Taking memory from another node is counted and warned about once, so a
 //! benchmark that meant to be node-local can see that it was not. Separate locks per node keep
 //! CPUs on different nodes from contending on the frame allocator. Pure bookkeeping,
@@ -13,9 +13,9 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use pools::NodeId;
 
-use crate::frames::{FrameBitmap, FrameError};
-use crate::memmap::PhysRange;
-use crate::sync::spinlock::{CountingMutex, LockStats};
+use crate::memory::frames::{FrameBitmap, FrameError};
+use crate::memory::memmap::PhysRange;
+use crate::platform::sync::spinlock::{CountingMutex, LockStats};
 
 /// One contiguous range of frames on one node.
 #[derive(Debug)]
@@ -185,7 +185,7 @@ impl NodeFrames {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memmap::PAGE_BYTES;
+    use crate::memory::memmap::PAGE_BYTES;
 
     const MIB: u64 = 1 << 20;
 

@@ -17,7 +17,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::memmap::{PAGE_BYTES, PhysRange};
+use crate::memory::memmap::{PAGE_BYTES, PhysRange};
 
 /// Why a free was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]

@@ -14,7 +14,7 @@ use spin::Once;
 use x86_64::VirtAddr;
 use x86_64::registers::model_specific::GsBase;
 
-use crate::topology::Topology;
+use crate::platform::topology::Topology;
 
 /// What a job sees of the CPU it runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -26,8 +26,8 @@ pub use percpu::{CpuContext, PerCpu, current_index, current_node};
 use crate::arch::trampoline::{self, AP_STACK_TOPS, TRAMPOLINE_PHYS};
 use crate::arch::{apic, gdt, idt, paging, time};
 use crate::cmdline::SmpInject;
-use crate::memmap::{E820Entry, E820Kind, PhysRange};
-use crate::topology::Topology;
+use crate::memory::memmap::{E820Entry, E820Kind, PhysRange};
+use crate::platform::topology::Topology;
 
 /// Bytes of each AP's kernel stack (above a 4 KiB guard page).
 pub const AP_STACK_BYTES: usize = 128 * 1024;

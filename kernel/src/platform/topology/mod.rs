@@ -8,13 +8,15 @@
 //! Memory that no SRAT entry covers is put on node 0, and a CPU without an affinity entry too,
 //! as Linux does with `NUMA_NO_NODE` fallbacks.
 
+#[cfg(target_os = "none")]
+pub mod report;
 pub mod tables;
 
 use alloc::vec::Vec;
 
 use pools::NodeId;
 
-use crate::memmap::PhysRange;
+use crate::memory::memmap::PhysRange;
 pub use tables::{Slit, Srat};
 
 /// Most CPUs the kernel starts (per-CPU tables are sized by it).

@@ -3,7 +3,7 @@
 //! the SLIT for distances.
 //!
 //! The `acpi` crate (5.x) finds and checksums the tables and walks the MADT; the SRAT and SLIT
-//! bytes go to [`crate::topology::tables`]. Tables live below 4 GiB in QEMU and on PCs, inside
+//! bytes go to [`crate::platform::topology::tables`]. Tables live below 4 GiB in QEMU and on PCs, inside
 //! the boot identity map, so the crate's handler maps nothing; a table above 4 GiB is mapped on
 //! demand with `map_mmio` (uncached, which is slow but correct for a one-time read).
 
@@ -15,8 +15,8 @@ use acpi::{AcpiHandler, AcpiTable, AcpiTables, PhysicalMapping};
 use alloc::vec::Vec;
 
 use crate::arch::paging;
-use crate::topology::tables::{self, MADT_ENTRIES_AT};
-use crate::topology::{MadtCpu, Topology};
+use crate::platform::topology::tables::{self, MADT_ENTRIES_AT};
+use crate::platform::topology::{MadtCpu, Topology};
 
 /// The local APIC's architectural default base (SDM Vol. 3A §11.4.1).
 const DEFAULT_LAPIC_BASE: u64 = 0xFEE0_0000;

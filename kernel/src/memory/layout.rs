@@ -14,8 +14,8 @@ use alloc::vec::Vec;
 use crate::arch::pvh::StartInfo;
 use pools::NodeId;
 
-use crate::memmap::{PAGE_BYTES, PhysRange, usable_ram};
-use crate::topology::Topology;
+use crate::memory::memmap::{PAGE_BYTES, PhysRange, usable_ram};
+use crate::platform::topology::Topology;
 
 unsafe extern "C" {
     static __kernel_start: u8;
@@ -90,9 +90,9 @@ pub fn init(info: &StartInfo, topology: &Topology) -> Option<Layout> {
     for range in &heap {
         // SAFETY: `usable_ram` excluded everything in use (kernel, loader data, low memory,
         // unmapped memory above 4 GiB) and the ranges are disjoint from every DMA range.
-        unsafe { crate::heap::add_region(range.start, range.len_bytes()) };
+        unsafe { crate::memory::heap::add_region(range.start, range.len_bytes()) };
     }
     // SAFETY: each DMA range is the upper half of a usable range, disjoint from the heap's.
-    unsafe { crate::dma::init(&dma, topology) };
+    unsafe { crate::memory::dma::init(&dma, topology) };
     Some(Layout { kernel, heap, dma })
 }

@@ -15,9 +15,9 @@ use pools::BackingError;
 use pools::backing::{Backing, Chunk, DmaAddr, NodeId};
 use spin::Once;
 
-use crate::memmap::{PAGE_BYTES, PhysRange};
-use crate::node_frames::NodeFrames;
-use crate::topology::Topology;
+use crate::memory::memmap::{PAGE_BYTES, PhysRange};
+use crate::memory::node_frames::NodeFrames;
+use crate::platform::topology::Topology;
 
 /// The DMA frame allocator as a `pools` backing (what every dmapool and slab in the guest sits on).
 pub type Frames = &'static DmaFrames;
@@ -75,7 +75,7 @@ unsafe fn zero_frames(start: *mut u64, words: usize) {
 pub fn alloc_zeroed_page() -> Option<u64> {
     let run = frames()?
         .frames
-        .alloc(1, PAGE_BYTES, crate::smp::current_node())?;
+        .alloc(1, PAGE_BYTES, crate::platform::smp::current_node())?;
     // SAFETY: the frame was just allocated, so nothing else uses it; it is identity mapped.
     unsafe { core::ptr::write_bytes(run.phys as *mut u8, 0, PAGE_BYTES as usize) };
     Some(run.phys)
@@ -121,7 +121,7 @@ unsafe impl Backing for DmaFrames {
             align_bytes,
             node,
         };
-        let preferred = node.unwrap_or_else(crate::smp::current_node);
+        let preferred = node.unwrap_or_else(crate::platform::smp::current_node);
         let run = self
             .frames
             .alloc(pages, align_bytes as u64, preferred)

@@ -14,10 +14,10 @@ use core::fmt::Write;
 
 use pools::NodeId;
 
-use crate::console::println;
-use crate::memory::Layout;
-use crate::smp::{ApOutcome, StartReport};
-use crate::topology::Topology;
+use crate::memory::layout::Layout;
+use crate::platform::console::println;
+use crate::platform::smp::{ApOutcome, StartReport};
+use crate::platform::topology::Topology;
 
 const MIB: u64 = 1 << 20;
 

@@ -13,8 +13,8 @@ use crate::arch::time::now_ns;
 
 /// Prints a line to COM1 with no timestamp.
 macro_rules! println {
-    () => { $crate::console::print_line(format_args!("")) };
-    ($($arg:tt)*) => { $crate::console::print_line(format_args!($($arg)*)) };
+    () => { $crate::platform::console::print_line(format_args!("")) };
+    ($($arg:tt)*) => { $crate::platform::console::print_line(format_args!($($arg)*)) };
 }
 pub(crate) use println;
 

@@ -1,0 +1,18 @@
+//! Memory: the e820 map and the RAM split at boot, the heap, and the DMA frames the pools sit on.
+//!
+//! - `memmap`: the loader's e820 map, page-aligned usable ranges (pure, host-tested);
+//! - `layout`: RAM split per NUMA node between the talc heap and the DMA frame allocator;
+//! - `heap`: the talc global allocator (bootstrap arena, then the RAM `layout` gives it);
+//! - `frames` and `node_frames`: the frame bitmap and one allocator per node (pure);
+//! - `dma`: `DmaFrames`, the frames as the `pools` backing every dmapool and slab uses.
+
+pub mod frames;
+pub mod memmap;
+pub mod node_frames;
+
+#[cfg(target_os = "none")]
+pub mod dma;
+#[cfg(target_os = "none")]
+pub mod heap;
+#[cfg(target_os = "none")]
+pub mod layout;

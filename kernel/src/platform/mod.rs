@@ -1,0 +1,14 @@
+//! The machine below the storage stack: ACPI tables and the CPU/NUMA topology they describe,
+//! PCI enumeration, the other CPUs (SMP bring-up, per-CPU data, cross-CPU calls), the kernel's
+//! locks, and the console. The CPU itself (boot stub, GDT/IDT, paging, APIC, TSC) is `arch`.
+
+pub mod pci;
+pub mod sync;
+pub mod topology;
+
+#[cfg(target_os = "none")]
+pub mod acpi;
+#[cfg(target_os = "none")]
+pub mod console;
+#[cfg(target_os = "none")]
+pub mod smp;
