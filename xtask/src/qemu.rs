@@ -10,6 +10,10 @@
 //!   (failure), which QEMU turns into exit status `(v << 1) | 1` = 33 or 35. Any other status
 //!   (0 after a triple fault with `-no-reboot`, 1 for a QEMU error, a signal) is a crash.
 //! - `-nic none` unless the profile adds a NIC: QEMU's default e1000 would only add noise to PCI.
+//!   A profile's NIC (`-nic` syntax, `TYPE,model=DEVICE,...`) becomes `-netdev TYPE,id=nic0,...`
+//!   plus `-device DEVICE,netdev=nic0`: QEMU 7.2's pc machine builds `-nic` NICs before MSI is
+//!   usable, so a `-nic` virtio-net-pci has `vectors = 0` (no MSI-X; `info qtree`), while the
+//!   same device from `-device` has 4 and can wake the idle guest.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,6 +23,30 @@ use crate::error::Result;
 use crate::insns::Counting;
 use crate::process;
 use crate::profile::{Disk, DiskFormat, Profile};
+
+/// `-nic TYPE,model=DEVICE,REST` as its `-netdev TYPE,id=nic0,REST` and `-device DEVICE,
+/// netdev=nic0` pair (see the module comment); `None` for a NIC without a model (left to `-nic`).
+fn nic_as_device(nic: &str) -> Option<[String; 2]> {
+    let (backend, options) = nic.split_once(',')?;
+    let mut model = None;
+    let rest: Vec<&str> = options
+        .split(',')
+        .filter(|option| match option.strip_prefix("model=") {
+            Some(name) => {
+                model = Some(name);
+                false
+            }
+            None => true,
+        })
+        .collect();
+    let model = model?;
+    let mut netdev = format!("{backend},id=nic0");
+    for option in rest {
+        netdev.push(',');
+        netdev.push_str(option);
+    }
+    Some([netdev, format!("{model},netdev=nic0")])
+}
 
 /// QEMU's exit status when the guest wrote 0x10 to the debug-exit port.
 pub const EXIT_SUCCESS: i32 = (0x10 << 1) | 1;
@@ -103,7 +131,14 @@ impl<'a> Machine<'a> {
         if let Some(cpu) = self.cpu_model() {
             command.args(["-cpu", cpu]);
         }
-        command.args(["-nic", self.profile.nic.as_deref().unwrap_or("none")]);
+        match self.profile.nic.as_deref().and_then(nic_as_device) {
+            Some([netdev, device]) => {
+                command.args(["-netdev", &netdev, "-device", &device]);
+            }
+            None => {
+                command.args(["-nic", self.profile.nic.as_deref().unwrap_or("none")]);
+            }
+        }
         for device in &self.profile.devices {
             command.args(["-device", device]);
         }
@@ -229,6 +264,23 @@ mod tests {
         assert!(has_pair(&args, "-m", "128"));
         assert!(args.iter().any(|arg| arg == "-no-reboot"));
         assert!(!args.iter().any(|arg| arg == "-cpu"));
+    }
+
+    #[test]
+    fn a_nic_with_a_model_becomes_netdev_and_device() {
+        let nic = profile(
+            r#"nic = "user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:1-:2,hostfwd=tcp:127.0.0.1:3-:4""#,
+        );
+        let args = args(&machine(&nic, Accel::Tcg, 1));
+        assert!(has_pair(
+            &args,
+            "-netdev",
+            "user,id=nic0,hostfwd=tcp:127.0.0.1:1-:2,hostfwd=tcp:127.0.0.1:3-:4"
+        ));
+        assert!(has_pair(&args, "-device", "virtio-net-pci,netdev=nic0"));
+        assert!(!args.iter().any(|arg| arg == "-nic"));
+        assert_eq!(nic_as_device("user"), None);
+        assert_eq!(nic_as_device("user,hostfwd=x"), None);
     }
 
     #[test]

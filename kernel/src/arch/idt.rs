@@ -6,8 +6,9 @@
 //! and calls [`super::fault::exception_report`] with a pointer to the [`TrapFrame`]. Nothing
 //! returns: in this kernel every exception and every unexpected interrupt is fatal and reported.
 //! The double fault runs on its own IST stack (see [`super::gdt`]) so stack overflows are
-//! reported too. Two vectors return instead: the APIC wake-up IPI and the spurious vector, which
-//! only idle APs (the one place interrupts are enabled) ever take.
+//! reported too. Four vectors return instead: the APIC wake-up IPI, the APIC timer, device
+//! MSI-X messages (all three only acknowledge) and the spurious vector, which only idle CPUs
+//! (the one place interrupts are enabled, [`super::idle`]) ever take.
 
 use core::arch::global_asm;
 
@@ -94,7 +95,8 @@ exception_common:
     call exception_report
     ud2
 
-    /* The wake-up IPI (see apic.rs): acknowledge and return to the interrupted `hlt`. */
+    /* The wake-up IPI, the timer and device messages (see apic.rs): acknowledge and return to
+       the interrupted `hlt`; the woken code polls for what happened. */
     .global apic_wake_stub
 apic_wake_stub:
     pushq %rax
@@ -157,9 +159,11 @@ pub fn init() {
             for vector in 32..=255u8 {
                 idt[vector].set_handler_addr(stub(u64::from(vector)));
             }
-            // These two return: they run only on idle APs between `sti; hlt` and `cli`.
-            idt[super::apic::WAKE_VECTOR]
-                .set_handler_addr(VirtAddr::from_ptr(core::ptr::addr_of!(apic_wake_stub)));
+            // These return: they run only on idle CPUs between `sti; hlt` and `cli`.
+            let wake = VirtAddr::from_ptr(core::ptr::addr_of!(apic_wake_stub));
+            idt[super::apic::WAKE_VECTOR].set_handler_addr(wake);
+            idt[super::apic::TIMER_VECTOR].set_handler_addr(wake);
+            idt[super::apic::DEVICE_VECTOR].set_handler_addr(wake);
             idt[super::apic::SPURIOUS_VECTOR]
                 .set_handler_addr(VirtAddr::from_ptr(core::ptr::addr_of!(apic_spurious_stub)));
         }

@@ -8,6 +8,7 @@ pub mod boot;
 pub mod exit;
 pub mod fault;
 pub mod gdt;
+pub mod idle;
 pub mod idt;
 pub mod insn_marker;
 pub mod paging;

@@ -8,7 +8,10 @@
 //! to the driver by ownership ([`PooledBuffer`]); their `poolinfo` lines are what the stats
 //! endpoint shows live.
 //!
-//! Nothing is interrupt driven: smoltcp polls. A receive token owns a filled buffer and posts
+//! smoltcp polls; interrupts only wake the idle CPU. Both virtqueues raise MSI-X entry 0,
+//! pointed at the BSP's [`crate::arch::apic::DEVICE_VECTOR`] ([`crate::platform::pci::msix`]), so a
+//! frame or a transmit completion ends the server's idle `hlt`; a device without MSI-X (or one
+//! that refuses the vector) is polled at the idle loop's timer period instead. A receive token owns a filled buffer and posts
 //! it again once smoltcp has read the frame. A transmit does not wait for the device: the frame
 //! is queued and its buffer reclaimed on a later poll, so a burst of TCP segments costs one
 //! device round trip, not one per segment. A device that misbehaves is reset by the driver
@@ -21,7 +24,7 @@ use drivers::delay::ClockDelay;
 use drivers::dma::PooledBuffer;
 use drivers::virtio::pci::DeviceKind;
 use drivers::virtio_net::device::{NetError, Received, VirtioNet};
-use drivers::virtio_net::wire::MAX_FRAME_BYTES;
+use drivers::virtio_net::wire::{MAX_FRAME_BYTES, RECEIVE_QUEUE, TRANSMIT_QUEUE};
 use pools::dmapool::{Scalable, SideStack};
 use pools::{DmaPool, PoolConfig, PoolError, PoolInfo};
 use smoltcp::phy::{self, DeviceCapabilities, Medium};
@@ -110,6 +113,8 @@ pub struct NetDevice {
     inner: RefCell<Inner>,
     /// Where it sits on PCI.
     pub function: &'static PciFunction,
+    /// Whether its queues raise MSI-X messages that wake an idle CPU.
+    pub interrupts: bool,
 }
 
 impl NetDevice {
@@ -133,6 +138,19 @@ impl NetDevice {
             net.post_receive(Buffer::alloc(&rx_pool)?)
                 .map_err(|refused| refused.error)?;
         }
+        let interrupts = match crate::platform::pci::msix::enable(function, 1).and_then(|_| {
+            crate::platform::pci::msix::route_virtqueues(
+                function,
+                &[RECEIVE_QUEUE, TRANSMIT_QUEUE],
+                0,
+            )
+        }) {
+            Ok(()) => true,
+            Err(err) => {
+                log::warn!("virtio-net: no interrupts ({err}); the idle loop polls on its timer");
+                false
+            }
+        };
         Ok(NetDevice {
             inner: RefCell::new(Inner {
                 net,
@@ -141,6 +159,7 @@ impl NetDevice {
                 stats: DeviceStats::default(),
             }),
             function,
+            interrupts,
         })
     }
 

@@ -40,6 +40,11 @@ const NBD_TX_BYTES: usize = 256 << 10;
 const STATS_BUFFER_BYTES: usize = 16 << 10;
 /// A connection that sends nothing for this long before its handshake completes is reset.
 const HANDSHAKE_IDLE_NS: u64 = 30_000_000_000;
+/// The longest idle wait when the device interrupts: it bounds how late the handshake timeout,
+/// hot-plug notices and a lost interrupt are noticed.
+const IDLE_WAIT_NS: u64 = 100_000_000;
+/// The longest idle wait when the device cannot interrupt: the latency a frame may wait.
+const IDLE_WAIT_POLLED_NS: u64 = 1_000_000;
 
 /// What the stats endpoint reports about the server.
 #[derive(Debug, Clone, Copy, Default)]
@@ -156,6 +161,23 @@ impl Server {
         }
         stats.device = device.stats();
         stats
+    }
+
+    /// Until when the server may sleep after a round that moved no frame: smoltcp's next timer
+    /// (retransmission, delayed ACK; now if a socket has data to send), capped by the idle
+    /// period (short when `device` cannot interrupt, so frames are still seen soon).
+    pub fn next_deadline_ns(&mut self, device: &NetDevice) -> u64 {
+        let now_ns = time::now_ns();
+        let cap_ns = if device.interrupts {
+            IDLE_WAIT_NS
+        } else {
+            IDLE_WAIT_POLLED_NS
+        };
+        let delay_ns = self
+            .iface
+            .poll_delay(now(), &self.sockets)
+            .map_or(u64::MAX, |delay| delay.total_micros().saturating_mul(1000));
+        now_ns.saturating_add(delay_ns.min(cap_ns))
     }
 
     /// Whether a client asked the server to stop.

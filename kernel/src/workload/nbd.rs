@@ -7,7 +7,9 @@
 //! commands kept `cmd_per_lun` deep). On shutdown the device's cache is flushed (SYNCHRONIZE
 //! CACHE) and the kernel exits with success, so the image holds every acknowledged write.
 //!
-//! While serving, the host's hot-plug notices are applied between polls
+//! Between rounds that move no frame the CPU halts ([`idle::wait_until`]) until the NIC
+//! interrupts, smoltcp's next timer, or the server's idle period (100 ms with interrupts), so
+//! an idle server leaves the host CPU alone. While serving, the host's hot-plug notices are applied between polls
 //! ([`crate::storage::hotplug`]): a disk added or removed is printed on the console and the stats
 //! port lists the disks as they are now. The export stays the disk it started with.
 //!
@@ -24,6 +26,7 @@ use scsi::sense_alloc::SenseMode;
 use scsi::wire::{Cdb, Lba};
 
 use crate::arch::exit::ExitCode;
+use crate::arch::idle;
 use crate::arch::time;
 use crate::cmdline::Cmdline;
 use crate::net::config::NetConfig;
@@ -157,12 +160,19 @@ impl HostVisitor for Nbd {
                      device: &mut NetDevice,
                      export: &mut BlockExport<ScsiDisk<'_, 's, H>>,
                      disks: &mut Disks| {
+            let before = device.stats();
             server.poll(device, export, &mut |stats, device, export| {
                 stats_text(sense_mode, name, stats, device, export, disks.list())
             });
             // Hot-plug notices from the adapter: scan what appeared, forget what went away.
             disks.poll(export.device_mut().stack);
+            let after = device.stats();
+            if (after.rx_frames, after.tx_frames) == (before.rx_frames, before.tx_frames) {
+                // Nothing moved: halt until a frame, smoltcp's next timer or the idle period.
+                idle::wait_until(server.next_deadline_ns(device));
+            }
         };
+        let (serve_start_ns, idle_start) = (time::now_ns(), idle::stats());
         while !server.shutdown_requested() {
             serve(&mut server, &mut device, &mut export, &mut disks);
         }
@@ -171,6 +181,19 @@ impl HostVisitor for Nbd {
         while time::now_ns() < deadline {
             serve(&mut server, &mut device, &mut export, &mut disks);
         }
+        let serve_ns = time::now_ns() - serve_start_ns;
+        let halted_ns = idle::stats().halted_ns - idle_start.halted_ns;
+        println!(
+            "NBD idle: halted {:.1}% of {} ms serving, {} wake-ups, device interrupts {}",
+            100.0 * halted_ns as f64 / serve_ns.max(1) as f64,
+            serve_ns / 1_000_000,
+            idle::stats().wakeups - idle_start.wakeups,
+            if device.interrupts {
+                "on (MSI-X)"
+            } else {
+                "off (timer poll)"
+            }
+        );
         let flushed = export.flush();
         let totals = server.stats(&device);
         println!(

@@ -11,6 +11,8 @@ use core::fmt;
 #[cfg(target_os = "none")]
 pub mod config;
 #[cfg(target_os = "none")]
+pub mod msix;
+#[cfg(target_os = "none")]
 pub mod virtio;
 
 /// A decoded base address register.

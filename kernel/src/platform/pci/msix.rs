@@ -1,0 +1,163 @@
+//! MSI-X (PCI Local Bus 3.0 §6.8.2) and the virtio vector assignment that uses it.
+//!
+//! A device's MSI-X table lives in one of its memory BARs; entry `n` holds the message address
+//! and data the device writes to raise vector `n`. The kernel points entries at one local APIC
+//! vector ([`crate::arch::apic::DEVICE_VECTOR`]) on the BSP: its handler only acknowledges, and
+//! the woken loop polls its queues, so one vector serves every queue. A virtio device is told
+//! which entry each virtqueue uses through `queue_msix_vector` in its common configuration
+//! (virtio 1.2 §4.1.4.3); reading back `NO_VECTOR` (0xffff) means the device refused it.
+
+use super::{Bar, PciFunction, config};
+use crate::arch::{apic, paging};
+
+/// PCI capability ID of MSI-X.
+const CAP_MSIX: u8 = 0x11;
+/// PCI capability ID of vendor-specific capabilities (virtio's structure locations).
+const CAP_VENDOR: u8 = 0x09;
+/// Status register bit 4: the capability list is present.
+const STATUS_CAP_LIST: u32 = 1 << 20;
+/// Message control bit 15: MSI-X enable; bit 14: function mask.
+const MSIX_ENABLE: u32 = 1 << 31;
+const MSIX_FUNCTION_MASK: u32 = 1 << 30;
+/// virtio `cfg_type` of the common configuration structure.
+const VIRTIO_PCI_CAP_COMMON_CFG: u32 = 1;
+/// Offsets in the common configuration (virtio 1.2 §4.1.4.3).
+const COMMON_QUEUE_SELECT: u64 = 0x16;
+const COMMON_QUEUE_MSIX_VECTOR: u64 = 0x1A;
+
+/// Why interrupts could not be routed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MsixError {
+    /// The function has no MSI-X capability.
+    #[error("no MSI-X capability")]
+    NoCapability,
+    /// The table (or the virtio common configuration) lies in a BAR that is not mapped memory.
+    #[error("MSI-X table or virtio common configuration in BAR {bar}, which is not memory")]
+    BadBar {
+        /// The BAR index the capability names.
+        bar: u8,
+    },
+    /// The table's BAR could not be mapped.
+    #[error("mapping BAR {bar}: {source}")]
+    Map {
+        /// The BAR index.
+        bar: u8,
+        /// The paging error.
+        source: paging::PagingError,
+    },
+    /// The virtio function has no common configuration capability.
+    #[error("no virtio common configuration capability")]
+    NoCommonConfig,
+    /// The device read back `NO_VECTOR` for a queue: it refused the vector.
+    #[error("virtqueue {queue}: the device refused MSI-X entry {entry} (read back {read_back:#x})")]
+    Refused {
+        /// The virtqueue.
+        queue: u16,
+        /// The entry asked for.
+        entry: u16,
+        /// What the device read back.
+        read_back: u16,
+    },
+}
+
+/// The configuration-space offsets of `function`'s capabilities with ID `id`.
+fn capabilities(function: &PciFunction, id: u8) -> impl Iterator<Item = u8> + '_ {
+    let bdf = function.bdf;
+    let mut next = if config::read(bdf, 0x04) & STATUS_CAP_LIST != 0 {
+        (config::read(bdf, 0x34) & 0xfc) as u8
+    } else {
+        0
+    };
+    // At most 48 capabilities fit in the 192 bytes after the header: a looping list ends.
+    let mut budget = 48;
+    core::iter::from_fn(move || {
+        while next != 0 && budget > 0 {
+            budget -= 1;
+            let offset = next;
+            let header = config::read(bdf, offset);
+            next = ((header >> 8) & 0xfc) as u8;
+            if header as u8 == id {
+                return Some(offset);
+            }
+        }
+        None
+    })
+}
+
+/// The mapped address of `offset` inside memory BAR `bar` of `function`.
+fn bar_address(function: &PciFunction, bar: u8, offset: u64) -> Result<u64, MsixError> {
+    let Some(Some(Bar::Memory {
+        addr, len_bytes, ..
+    })) = function.bars.get(usize::from(bar))
+    else {
+        return Err(MsixError::BadBar { bar });
+    };
+    if *addr == 0 || offset >= *len_bytes {
+        return Err(MsixError::BadBar { bar });
+    }
+    let base =
+        paging::map_mmio(*addr, *len_bytes).map_err(|source| MsixError::Map { bar, source })?;
+    Ok(base as u64 + offset)
+}
+
+/// Points the first `entries` MSI-X table entries of `function` at [`apic::DEVICE_VECTOR`] on
+/// the calling CPU, unmasks them and enables MSI-X (INTx goes quiet). Returns the table size.
+pub fn enable(function: &PciFunction, entries: u16) -> Result<u16, MsixError> {
+    let cap = capabilities(function, CAP_MSIX)
+        .next()
+        .ok_or(MsixError::NoCapability)?;
+    let bdf = function.bdf;
+    let control = config::read(bdf, cap);
+    let table_size = ((control >> 16) & 0x7ff) as u16 + 1;
+    let table = config::read(bdf, cap + 4);
+    let table = bar_address(function, (table & 7) as u8, u64::from(table & !7))?;
+    let address = apic::msi_address(apic::id());
+    for entry in 0..entries.min(table_size) {
+        let slot = table + u64::from(entry) * 16;
+        // SAFETY: `slot` is entry `entry` (< the table size the capability states) of the MSI-X
+        // table inside the BAR just mapped uncached; each field is an aligned 32-bit register.
+        unsafe {
+            ((slot) as *mut u32).write_volatile(address as u32);
+            ((slot + 4) as *mut u32).write_volatile((address >> 32) as u32);
+            ((slot + 8) as *mut u32).write_volatile(u32::from(apic::DEVICE_VECTOR));
+            ((slot + 12) as *mut u32).write_volatile(0); // vector control: unmasked
+        }
+    }
+    config::write(bdf, cap, (control & !MSIX_FUNCTION_MASK) | MSIX_ENABLE);
+    Ok(table_size)
+}
+
+/// Assigns MSI-X entry `entry` to each virtqueue in `queues` of the virtio `function` (whose
+/// MSI-X is [`enable`]d), checking the device's read-back.
+pub fn route_virtqueues(
+    function: &PciFunction,
+    queues: &[u16],
+    entry: u16,
+) -> Result<(), MsixError> {
+    let cap = capabilities(function, CAP_VENDOR)
+        .find(|&cap| (config::read(function.bdf, cap) >> 24) & 0xff == VIRTIO_PCI_CAP_COMMON_CFG)
+        .ok_or(MsixError::NoCommonConfig)?;
+    let bar = (config::read(function.bdf, cap + 4) & 0xff) as u8;
+    let offset = config::read(function.bdf, cap + 8);
+    let common = bar_address(function, bar, u64::from(offset))?;
+    for &queue in queues {
+        // SAFETY: `common` is the device's common configuration structure (its capability names
+        // the BAR and offset) in the BAR just mapped uncached; queue_select and
+        // queue_msix_vector are aligned 16-bit registers in it. The transport that also drives
+        // this structure is not in use while the caller holds the device.
+        let read_back = unsafe {
+            ((common + COMMON_QUEUE_SELECT) as *mut u16).write_volatile(queue);
+            let vector = (common + COMMON_QUEUE_MSIX_VECTOR) as *mut u16;
+            vector.write_volatile(entry);
+            vector.read_volatile()
+        };
+        if read_back != entry {
+            return Err(MsixError::Refused {
+                queue,
+                entry,
+                read_back,
+            });
+        }
+    }
+    Ok(())
+}
