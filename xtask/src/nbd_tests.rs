@@ -1,7 +1,8 @@
 //! The NBD half of `cargo xtask test`: boot the `nbd` profile in the background, talk to the
 //! guest's NBD server with real clients (`qemu-img`, `qemu-io`, and `nbdinfo`/`nbdcopy` from
 //! Debian's libnbd-bin, installed here when missing and running as root) and with [`nbd_client`]'s
-//! deliberately bad ones, read the stats endpoint, hot-plug a second disk through QMP and watch the
+//! deliberately bad ones, measure the host CPU QEMU uses while no client talks to it
+//! ([`idle`]), read the stats endpoint, hot-plug a second disk through QMP and watch the
 //! guest list it ([`hotplug`]), send `shutdown`, and check the disk image after QEMU exits.
 //!
 //! qemu/nbd.toml forwards host ports 40809 (NBD) and 40810 (stats) on 127.0.0.1 only; the tests
@@ -21,6 +22,7 @@ use crate::profile::{self, Profile};
 
 mod bad_clients;
 mod hotplug;
+pub mod idle;
 mod tools;
 
 use bad_clients::{bad_handshake, bad_requests, pipelined, torn_write};
@@ -45,6 +47,8 @@ const NBDCOPY_LEN: usize = 64 << 10;
 const BOOT_TIMEOUT: Duration = Duration::from_secs(900);
 const READY_TIMEOUT: Duration = Duration::from_secs(180);
 const TOOL_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long the server is left alone while QEMU's CPU time is measured.
+pub const IDLE_WINDOW: Duration = Duration::from_secs(10);
 
 fn addr(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
@@ -158,6 +162,7 @@ pub fn run(guest: &Guest) -> Tally {
             expected_zero.push((TORN_OFFSET, 4096usize));
             report("pipelined", pipelined());
             report("two-clients-at-once", two_clients());
+            report("idle-cpu", idle_cpu());
             report("stats", stats());
             report("hotplug", hotplug::hotplug());
         }
@@ -237,6 +242,11 @@ fn pattern_write() -> Result<String, String> {
         "{PATTERN_LEN} B written, read back, flushed; export {} B",
         client_size()?
     ))
+}
+
+/// QEMU's host CPU over [`IDLE_WINDOW`] with no client (after every client above has gone).
+fn idle_cpu() -> Result<String, String> {
+    idle::measure(NBD_PORT.load(Ordering::Relaxed), IDLE_WINDOW).map(|idle| idle.to_string())
 }
 
 /// Two connections open together: a write through one is read back through the other.

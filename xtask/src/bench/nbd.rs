@@ -7,7 +7,9 @@
 //! reads at iodepth 2 for the bulk rate. Informational: the path is mostly QEMU's slirp and the
 //! emulated NIC, so the figures say what the stack costs end to end, not what it could do.
 //!
-//! Writes `target/bench/nbd.json` and `nbd.svg` (MiB/s per case).
+//! After the cases it leaves the server idle (3 s with `--quick`, else 10 s) and prints the host
+//! CPU QEMU used meanwhile ([`nbd_tests::idle`]). Writes `target/bench/nbd.json` and `nbd.svg`
+//! (MiB/s per case).
 
 use std::time::{Duration, Instant};
 
@@ -152,6 +154,11 @@ pub fn run(options: &Options) -> Result<()> {
     let profile = profile::load("nbd")?;
     let guest = Guest::prepare(options.accel, None)?;
     let duration = Duration::from_secs(if options.quick { 1 } else { 5 });
+    let idle_window = if options.quick {
+        Duration::from_secs(3)
+    } else {
+        nbd_tests::IDLE_WINDOW
+    };
     let mut set = ResultSet::new("nbd", "nbd", "guest", Some(guest.accel.accel.to_string()));
     let profile =
         nbd_tests::with_free_ports(&profile).map_err(|verdict| Error::Guest { verdict })?;
@@ -168,6 +175,11 @@ pub fn run(options: &Options) -> Result<()> {
                 .map(|case| measure(case, duration).map_err(|e| format!("{}: {e}", case.name)))
                 .collect()
         });
+        // After the cases, the server is left alone: what does it cost the host to idle?
+        match nbd_tests::idle::measure(nbd_tests::nbd_addr().port(), idle_window) {
+            Ok(idle) => println!("idle {idle}"),
+            Err(error) => println!("idle: not measured ({error})"),
+        }
         let _ = nbd_tests::shutdown();
         let outcome = boot.join();
         (records, outcome)
