@@ -46,7 +46,11 @@ pub fn qemu_pid(nbd_port: u16) -> Result<u32, String> {
     let forward = format!("hostfwd=tcp:127.0.0.1:{nbd_port}-:");
     let entries = std::fs::read_dir("/proc").map_err(|e| format!("/proc: {e}"))?;
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
             continue;
         };
         let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
@@ -60,7 +64,9 @@ pub fn qemu_pid(nbd_port: u16) -> Result<u32, String> {
             return Ok(pid);
         }
     }
-    Err(format!("no qemu-system-x86_64 forwarding 127.0.0.1:{nbd_port}"))
+    Err(format!(
+        "no qemu-system-x86_64 forwarding 127.0.0.1:{nbd_port}"
+    ))
 }
 
 /// User + system ticks from the text of `/proc/PID/stat`. The command name (field 2) may hold
@@ -92,7 +98,9 @@ pub fn measure(nbd_port: u16, window: Duration) -> Result<IdleCpu, String> {
     let (start, before) = (Instant::now(), cpu_ticks(pid)?);
     std::thread::sleep(window);
     let (after, wall) = (cpu_ticks(pid)?, start.elapsed());
-    let ticks = after.checked_sub(before).ok_or("QEMU's CPU time went backwards")?;
+    let ticks = after
+        .checked_sub(before)
+        .ok_or("QEMU's CPU time went backwards")?;
     Ok(IdleCpu {
         pid,
         wall,
