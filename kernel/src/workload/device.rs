@@ -53,14 +53,14 @@ impl HostVisitor for Device<'_> {
                     .extend(counted.json_object());
                 println!("RESULT {}", line.finish());
                 log::info!(
-                    "{host} {}: {} iodepth={} bs={}: {} IOPS, latency mean {} us, p99 {} us, {} errors",
+                    "{host} {}: {} iodepth={} bs={}: {} IOPS, latency mean {} ns, {}, {} errors",
                     disk.name,
                     report.job.rw.name(),
                     report.job.iodepth,
                     report.job.bs,
                     report.iops(),
-                    report.latency.mean_ns() / 1000,
-                    report.latency.quantile_ns(990) / 1000,
+                    report.latency.mean_ns(),
+                    report.latency.summary(),
                     report.errors
                 );
                 self.runs += 1;

@@ -5,6 +5,16 @@ const SUB_BITS: u32 = 4;
 const SUB: usize = 1 << SUB_BITS;
 const BUCKETS: usize = 64 * SUB;
 
+/// The reported percentiles (fio's default completion-latency set): label and quantile in parts
+/// per million.
+pub const PERCENTILES: [(&str, u64); 5] = [
+    ("p50", 500_000),
+    ("p90", 900_000),
+    ("p99", 990_000),
+    ("p99.9", 999_000),
+    ("p99.99", 999_900),
+];
+
 /// Latencies in nanoseconds.
 #[derive(Clone)]
 pub struct Histogram {
@@ -92,10 +102,18 @@ impl Histogram {
 
     /// The `per_mille`/1000 quantile (990 for p99).
     pub fn quantile_ns(&self, per_mille: u64) -> u64 {
+        self.quantile_ppm_ns(per_mille * 1000)
+    }
+
+    /// The `ppm`/1 000 000 quantile (999 900 for p99.99); the bucket's lower bound, so within
+    /// 1/16 below the true value.
+    pub fn quantile_ppm_ns(&self, ppm: u64) -> u64 {
         if self.total == 0 {
             return 0;
         }
-        let rank = (self.total * per_mille).div_ceil(1000).max(1);
+        let rank = (u128::from(self.total) * u128::from(ppm))
+            .div_ceil(1_000_000)
+            .max(1) as u64;
         let mut seen = 0;
         for (index, &count) in self.counts.iter().enumerate() {
             seen += count;
@@ -106,6 +124,17 @@ impl Histogram {
         self.max_ns
     }
 
+    /// The percentiles fio prints by default for completion latency, as
+    /// `(name, ppm, value_ns)`: p50, p90, p99, p99.9, p99.99.
+    pub fn percentiles(&self) -> [(&'static str, u64, u64); 5] {
+        PERCENTILES.map(|(name, ppm)| (name, ppm, self.quantile_ppm_ns(ppm)))
+    }
+
+    /// `p50 N, p90 N, p99 N, p99.9 N, p99.99 N, max N ns` for a console line.
+    pub fn summary(&self) -> Summary<'_> {
+        Summary(self)
+    }
+
     /// Adds `other`'s samples (to sum the histograms of several jobs or queues).
     pub fn merge(&mut self, other: &Histogram) {
         for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
@@ -114,6 +143,18 @@ impl Histogram {
         self.total += other.total;
         self.sum_ns += other.sum_ns;
         self.max_ns = self.max_ns.max(other.max_ns);
+    }
+}
+
+/// A histogram's percentiles and maximum as text (see [`Histogram::summary`]).
+pub struct Summary<'a>(&'a Histogram);
+
+impl core::fmt::Display for Summary<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for (name, _, ns) in self.0.percentiles() {
+            write!(f, "{name} {ns}, ")?;
+        }
+        write!(f, "max {} ns", self.0.max_ns())
     }
 }
 
@@ -147,5 +188,27 @@ mod tests {
         assert!((990_000 - 990_000 / 16..=990_000).contains(&p99), "{p99}");
         assert_eq!(h.mean_ns(), 500_500);
         assert_eq!(h.count(), 1000);
+    }
+
+    #[test]
+    fn tail_percentiles_see_one_slow_command_in_ten_thousand() {
+        let mut h = Histogram::default();
+        for _ in 0..9_999 {
+            h.record(1_024);
+        }
+        h.record(1 << 20);
+        let [p50, p90, p99, p999, p9999] = h.percentiles().map(|(_, _, ns)| ns);
+        assert_eq!((p50, p90, p99, p999), (1_024, 1_024, 1_024, 1_024));
+        assert_eq!(p9999, 1_024, "rank 9999 of 10000 is still fast");
+        h.record(1 << 20);
+        assert!(
+            h.quantile_ppm_ns(999_900) == 1 << 20,
+            "two slow of 10001 reach p99.99"
+        );
+        assert_eq!(h.max_ns(), 1 << 20);
+        assert_eq!(
+            alloc::format!("{}", h.summary()),
+            "p50 1024, p90 1024, p99 1024, p99.9 1024, p99.99 1048576, max 1048576 ns"
+        );
     }
 }

@@ -131,7 +131,7 @@ pub fn run(options: &Options) -> Result<()> {
     report(&set)
 }
 
-const COLUMNS: [Column<'static>; 10] = [
+const COLUMNS: [Column<'static>; 15] = [
     Column {
         header: "device",
         key: "device",
@@ -161,8 +161,28 @@ const COLUMNS: [Column<'static>; 10] = [
         key: "lat_mean_ns",
     },
     Column {
+        header: "p50 ns",
+        key: "lat_p50_ns",
+    },
+    Column {
+        header: "p90 ns",
+        key: "lat_p90_ns",
+    },
+    Column {
         header: "p99 ns",
         key: "lat_p99_ns",
+    },
+    Column {
+        header: "p99.9 ns",
+        key: "lat_p999_ns",
+    },
+    Column {
+        header: "p99.99 ns",
+        key: "lat_p9999_ns",
+    },
+    Column {
+        header: "max ns",
+        key: "lat_max_ns",
     },
     Column {
         header: "I/Os",

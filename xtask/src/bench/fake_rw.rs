@@ -233,7 +233,7 @@ fn breakdown(
     Ok(())
 }
 
-const COLUMNS: [Column<'static>; 16] = [
+const COLUMNS: [Column<'static>; 19] = [
     Column {
         header: "smp",
         key: "smp",
@@ -267,8 +267,20 @@ const COLUMNS: [Column<'static>; 16] = [
         key: "lat_mean_ns",
     },
     Column {
+        header: "p50 ns",
+        key: "lat_p50_ns",
+    },
+    Column {
         header: "p99 ns",
         key: "lat_p99_ns",
+    },
+    Column {
+        header: "p99.99 ns",
+        key: "lat_p9999_ns",
+    },
+    Column {
+        header: "max ns",
+        key: "lat_max_ns",
     },
     Column {
         header: "I/Os",

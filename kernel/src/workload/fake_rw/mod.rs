@@ -187,7 +187,7 @@ pub fn print_summary(
 ) {
     let s = &report.sense;
     println!(
-        "fake-rw: {} bs={} iodepth={} numjobs={} ({} queue{}) sense={}: {} IOPS, latency mean {} ns, p99 {} ns",
+        "fake-rw: {} bs={} iodepth={} numjobs={} ({} queue{}) sense={}: {} IOPS, latency mean {} ns, {}",
         report.job.rw.name(),
         report.job.bs,
         report.job.iodepth,
@@ -197,7 +197,7 @@ pub fn print_summary(
         report.sense_mode,
         report.iops(),
         report.latency.mean_ns(),
-        report.latency.quantile_ns(990)
+        report.latency.summary()
     );
     println!(
         "fake-rw: {} I/Os ({} reads, {} writes), {} errors, {} recovered, {} retries, {} timeouts in {}.{:03} ms",
