@@ -233,19 +233,16 @@ fn judge_counted(
     outcome: &Outcome,
     detail: String,
 ) -> Result<String, String> {
-    match overrides.as_ref().ok().and_then(|o| o.counting.as_ref()) {
-        Some(counting) => insns::judge_counted(counting, outcome)
-            .map(|counted| format!("{detail}; {counted}"))
-            .map_err(|error| error.to_string()),
-        None => Ok(detail),
-    }
+    let Some(counting) = overrides.as_ref().ok().and_then(|o| o.counting.as_ref()) else {
+        return Ok(detail);
+    };
+    let counted = insns::judge_counted(counting, outcome).map_err(|e| e.to_string())?;
+    Ok(format!("{detail}; {counted}"))
 }
 
 fn overrides(test: &GuestTest) -> Result<Overrides> {
-    let counting = match test.count_insns {
-        true => insns::for_boot(Some(&insns::build_plugin()?), false)?,
-        false => None,
-    };
+    let plugin = test.count_insns.then(insns::build_plugin).transpose()?;
+    let counting = insns::for_boot(plugin.as_deref(), false)?;
     Ok(Overrides {
         smp: test.smp,
         memory_mb: None,

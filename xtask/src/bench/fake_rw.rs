@@ -190,47 +190,16 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
         }
     }
     if options.breakdown {
-        breakdown(&guest, &profile, plugin.as_deref(), runtime)?;
+        let args = format!("workload=fake-rw runtime={runtime} bs=4096 iodepth=32 numjobs=1");
+        breakdown::run(
+            &guest,
+            &profile,
+            plugin.as_deref(),
+            &args,
+            "fake-rw-breakdown",
+        )?;
     }
     Ok(set)
-}
-
-/// The `--breakdown` boot: bs 4096, iodepth 32, one job on one vCPU, every executed block
-/// recorded; prints the layer table and writes `target/bench/fake-rw-breakdown.json`.
-fn breakdown(
-    guest: &Guest,
-    profile: &profile::Profile,
-    plugin: Option<&std::path::Path>,
-    runtime: &str,
-) -> Result<()> {
-    let args = format!("workload=fake-rw runtime={runtime} bs=4096 iodepth=32 numjobs=1");
-    let overrides = Overrides {
-        smp: Some(1),
-        timeout: Some(Duration::from_secs(300)),
-        kernel_args: Some(args.clone()),
-        counting: insns::for_boot(plugin, true)?,
-        ..Overrides::default()
-    };
-    let (records, log) = super::run_counted_case(guest, profile, &overrides)?;
-    let (Some(log), Some(record)) = (log, records.first()) else {
-        return Err(Error::NoResults {
-            what: "the breakdown boot".into(),
-        });
-    };
-    let ops = record.get("insn_ops").and_then(Value::as_u64).unwrap_or(0);
-    let counted = record.get("insns").and_then(Value::as_u64).unwrap_or(0);
-    let attributed = breakdown::from_log(&log, &guest.kernel)?;
-    let mut json = breakdown::report(&attributed, ops, counted, 15);
-    json["command"] = Value::from(ResultSet::new("", "", "guest", None).command);
-    json["case"] = Value::from(args);
-    let path = workspace::output_dir("bench")?.join("fake-rw-breakdown.json");
-    let text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
-    std::fs::write(&path, text).map_err(|source| Error::Write {
-        path: path.clone(),
-        source,
-    })?;
-    println!("wrote {}", path.display());
-    Ok(())
 }
 
 const COLUMNS: [Column<'static>; 19] = [

@@ -16,12 +16,17 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::log::{Block, PluginLog};
+use crate::bench::{self, ResultSet};
 use crate::error::{Error, Result};
+use crate::guest::{Guest, Overrides};
+use crate::profile::Profile;
 use crate::symbols::{self, InlineFrame, SymbolTable};
+use crate::workspace;
 
 /// The layers of the fake_rw I/O path, in the order the table prints them.
 pub const LAYERS: [&str; 9] = [
@@ -135,6 +140,44 @@ pub fn attribute(
             .collect(),
         functions,
     }
+}
+
+/// A breakdown boot of `args` on one vCPU with every executed block recorded: prints the
+/// layer table and the top functions and writes `target/bench/<file_stem>.json`.
+pub fn run(
+    guest: &Guest,
+    profile: &Profile,
+    plugin: Option<&Path>,
+    args: &str,
+    file_stem: &str,
+) -> Result<()> {
+    let overrides = Overrides {
+        smp: Some(1),
+        timeout: Some(Duration::from_secs(300)),
+        kernel_args: Some(args.to_owned()),
+        counting: super::for_boot(plugin, true)?,
+        ..Overrides::default()
+    };
+    let (records, log) = bench::run_counted_case(guest, profile, &overrides)?;
+    let (Some(log), Some(record)) = (log, records.first()) else {
+        return Err(Error::NoResults {
+            what: "the breakdown boot".into(),
+        });
+    };
+    let ops = record.get("insn_ops").and_then(Value::as_u64).unwrap_or(0);
+    let counted = record.get("insns").and_then(Value::as_u64).unwrap_or(0);
+    let attributed = from_log(&log, &guest.kernel)?;
+    let mut json = report(&attributed, ops, counted, 15);
+    json["command"] = Value::from(ResultSet::new("", "", "guest", None).command);
+    json["case"] = Value::from(args);
+    let path = workspace::output_dir("bench")?.join(format!("{file_stem}.json"));
+    let text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
+    std::fs::write(&path, text).map_err(|source| Error::Write {
+        path: path.clone(),
+        source,
+    })?;
+    println!("wrote {}", path.display());
+    Ok(())
 }
 
 /// Attributes a breakdown boot's blocks with the kernel ELF's symbols and line tables.
