@@ -304,6 +304,31 @@ pub fn scaling(set: &ResultSet) -> Option<(f64, f64)> {
     Some((median, best))
 }
 
+/// With instruction counts: the two-job case without the per-CPU magazine against the same case
+/// with it, in instructions per I/O and in IOPS (best runs).
+pub fn magazine_comparison(set: &ResultSet) -> Option<String> {
+    let two_jobs = |magazine_off: bool| {
+        set.results
+            .iter()
+            .filter(|r| number(r, "smp") == Some(2.0) && number(r, "numjobs") == Some(2.0))
+            .filter(move |r| (number(r, "sense_magazine") == Some(0.0)) == magazine_off)
+    };
+    let best = |magazine_off: bool, key: &'static str| {
+        two_jobs(magazine_off).filter_map(move |r| number(r, key))
+    };
+    let insns_off = best(true, "insns_per_op").next()?;
+    let insns_on = best(false, "insns_per_op").fold(f64::INFINITY, f64::min);
+    let iops_off = best(true, "iops").fold(0.0, f64::max);
+    let iops_on = best(false, "iops").fold(0.0, f64::max);
+    (insns_on.is_finite() && iops_on > 0.0).then(|| {
+        format!(
+            "sense_magazine=0 / magazine (smp 2, numjobs 2): {:.3}× instructions per I/O ({insns_off:.1} vs {insns_on:.1}; a contended lock's spinning counts), {:.3}× IOPS (best runs)",
+            insns_off / insns_on,
+            iops_off / iops_on
+        )
+    })
+}
+
 fn label(record: &Record) -> String {
     let field = |key| number(record, key).unwrap_or(0.0);
     let magazine = if number(record, "sense_magazine") == Some(0.0) {
@@ -346,6 +371,9 @@ fn report(set: &ResultSet) -> Result<()> {
             );
         }
     }
+    if let Some(line) = magazine_comparison(set) {
+        println!("{line}");
+    }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
     let svg = dir.join(format!("{}.svg", set.file_stem));
@@ -382,6 +410,21 @@ mod tests {
     use crate::console::parse_result;
 
     #[test]
+    fn the_magazine_comparison_pairs_the_two_job_cases() {
+        let mut set = ResultSet::new("fake-rw", "fake-rw", "guest", None);
+        let lines = [
+            r#"{"smp":2,"numjobs":2,"sense_magazine":0,"iops":50.0,"insns_per_op":1300.0}"#,
+            r#"{"smp":2,"numjobs":2,"sense_magazine":64,"iops":100.0,"insns_per_op":870.0}"#,
+            r#"{"smp":2,"numjobs":2,"sense_magazine":64,"iops":200.0,"insns_per_op":871.0}"#,
+            r#"{"smp":1,"numjobs":1,"sense_magazine":64,"iops":900.0,"insns_per_op":800.0}"#,
+        ];
+        set.extend(lines.iter().map(|line| parse_result(line).unwrap()));
+        let line = magazine_comparison(&set).unwrap();
+        assert!(line.contains("1.494× instructions"), "{line}");
+        assert!(line.contains("0.250× IOPS"), "{line}");
+    }
+
+    #[test]
     fn scaling_pairs_repetitions() {
         let mut set = ResultSet::new("fake-rw", "fake-rw", "guest", None);
         let lines = [
@@ -393,6 +436,10 @@ mod tests {
         ];
         set.extend(lines.iter().map(|line| parse_result(line).unwrap()));
         let (median, best) = scaling(&set).unwrap();
+        assert!(
+            magazine_comparison(&set).is_none(),
+            "no counts, no comparison"
+        );
         assert!((best - 1.5).abs() < 1e-9, "{best}");
         assert!((median - 1.8).abs() < 1e-9, "{median}");
     }
