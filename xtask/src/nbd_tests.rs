@@ -1,8 +1,10 @@
 //! The NBD half of `cargo xtask test`: boot the `nbd` profile in the background, talk to the
 //! guest's NBD server with real clients (`qemu-img`, `qemu-io`, and `nbdinfo`/`nbdcopy` from
 //! Debian's libnbd-bin, installed here when missing and running as root) and with [`nbd_client`]'s
-//! deliberately bad ones, measure the host CPU QEMU uses while no client talks to it
-//! ([`idle`]), read the stats endpoint, hot-plug a second disk through QMP and watch the
+//! deliberately bad ones (a WRITE_ZEROES flood beside a reader, [`flood`]; half-closed and held
+//! stats queries, clients over the limit and a shutdown with a client connected, [`lifecycle`]),
+//! measure the host CPU QEMU uses while no client talks to it ([`idle`]), read the stats endpoint,
+//! hot-plug a second disk through QMP and watch the
 //! guest list it ([`hotplug`]), send `shutdown`, and check the disk image after QEMU exits.
 //!
 //! qemu/nbd.toml forwards host ports 40809 (NBD) and 40810 (stats) on 127.0.0.1 only; the tests
@@ -21,8 +23,10 @@ use crate::nbd_client::{self as nbd, Client};
 use crate::profile::{self, Profile};
 
 mod bad_clients;
+mod flood;
 mod hotplug;
 pub mod idle;
+mod lifecycle;
 mod tools;
 
 use bad_clients::{bad_handshake, bad_requests, pipelined, torn_write};
@@ -44,7 +48,7 @@ const PATTERN_LEN: usize = 256 << 10;
 const TORN_OFFSET: u64 = 16 << 20;
 /// What nbdcopy writes at offset 0 (a 64 KiB file of 0x5c).
 const NBDCOPY_LEN: usize = 64 << 10;
-const BOOT_TIMEOUT: Duration = Duration::from_secs(900);
+const BOOT_TIMEOUT: Duration = Duration::from_secs(1800);
 const READY_TIMEOUT: Duration = Duration::from_secs(180);
 const TOOL_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long the server is left alone while QEMU's CPU time is measured.
@@ -151,6 +155,8 @@ pub fn run(guest: &Guest) -> Tally {
         report("ready", ready.clone());
         let mut expected_zero = Vec::new();
         if ready.is_ok() {
+            // First: the flood zeroes the whole export, under the other cases' data.
+            report("flood", flood::flood());
             report("pattern-write", pattern_write());
             report("qemu-img-convert", qemu_img_convert());
             report("qemu-io-write", qemu_io_write());
@@ -165,8 +171,15 @@ pub fn run(guest: &Guest) -> Tally {
             report("idle-cpu", idle_cpu());
             report("stats", stats());
             report("hotplug", hotplug::hotplug());
+            report("stats-half-close", lifecycle::half_close());
+            report("stats-idle-hold", lifecycle::idle_hold());
+            report("idle-clients", lifecycle::idle_clients());
         }
-        let stopped = shutdown();
+        let stopped = if ready.is_ok() {
+            lifecycle::shutdown()
+        } else {
+            shutdown()
+        };
         report("shutdown", stopped);
         let outcome = boot.join().map_err(|_| "boot thread panicked".to_owned());
         // QEMU leaves its monitor socket behind when it is killed; the name is this run's.
@@ -353,6 +366,19 @@ fn check_image(outcome: &Outcome, zero: &[(u64, usize)]) -> Result<String, Strin
     }
     if at(QEMU_IO_OFFSET, QEMU_IO_LEN).iter().any(|&b| b != 0xab) {
         return Err("the qemu-io range is not 0xab in the image".into());
+    }
+    let asked = outcome
+        .console
+        .iter()
+        .any(|l| l.contains("NBD shutdown requested by"));
+    if !asked {
+        return Err("no `NBD shutdown requested by PEER` line".into());
+    }
+    if at(lifecycle::SHUTDOWN_OFFSET, 4096)
+        .iter()
+        .any(|&b| b != lifecycle::SHUTDOWN_BYTE)
+    {
+        return Err("the write acknowledged before shutdown is not in the image".into());
     }
     if at(PATTERN_OFFSET, PATTERN_LEN) != &pattern()[..] {
         return Err("the pattern range differs in the image".into());

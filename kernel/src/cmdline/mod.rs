@@ -38,7 +38,8 @@ pub enum Workload {
     /// clean and with `every_nth` error injection (`workload::sense_reserve`).
     SenseReserve,
     /// Serve the first disk of the scan over NBD on virtio-net, with a stats port, until told
-    /// to stop (`workload::nbd`; `ip=`, `gw=`, `nbd_port=`, `stats_port=`).
+    /// to stop (`workload::nbd`; `ip=`, `gw=`, `nbd_port=`, `stats_port=`, `nbd_max_clients=`,
+    /// `nbd_idle_s=`).
     Nbd,
     /// Boot, print the machine summary and exit.
     None,
@@ -115,7 +116,8 @@ pub struct Cmdline {
     /// `max_queue`, ...), parsed by the `scsi` crate's own parameter table so the guest and
     /// the host examples spell them the same way.
     pub io: scsi::workload::WorkloadParams,
-    /// `ip=`, `gw=`, `nbd_port=`, `stats_port=`: the network for `workload=nbd`.
+    /// `ip=`, `gw=`, `nbd_port=`, `stats_port=`, `nbd_max_clients=`, `nbd_idle_s=`: the network
+    /// for `workload=nbd`.
     pub net: crate::net::config::NetConfig,
 }
 

@@ -1,5 +1,6 @@
 //! The network words of the kernel command line: `ip=ADDR[/PREFIX]`, `gw=ADDR`, `nbd_port=`,
-//! `stats_port=`. The defaults suit QEMU user networking (the guest is 10.0.2.15/24 behind the
+//! `stats_port=`, `nbd_max_clients=` (NBD clients served at once; one more is told it is refused)
+//! and `nbd_idle_s=` (a client in transmission that sends nothing for this long is closed). The defaults suit QEMU user networking (the guest is 10.0.2.15/24 behind the
 //! gateway 10.0.2.2) and the NBD port is the IANA one, 10809.
 
 use scsi::param::number::count;
@@ -18,7 +19,15 @@ pub struct NetConfig {
     pub nbd_port: u16,
     /// The stats endpoint's TCP port.
     pub stats_port: u16,
+    /// NBD clients served at once (1..=[`MAX_NBD_CLIENTS`]).
+    pub nbd_max_clients: u16,
+    /// Seconds a client in transmission may send nothing before it is closed.
+    pub nbd_idle_s: u32,
 }
+
+/// Largest `nbd_max_clients=`: each client's socket holds 512 KiB of buffers, and a session up
+/// to about 9 MiB of requests and replies.
+pub const MAX_NBD_CLIENTS: u16 = 32;
 
 impl Default for NetConfig {
     fn default() -> Self {
@@ -28,6 +37,8 @@ impl Default for NetConfig {
             gateway: [10, 0, 2, 2],
             nbd_port: 10809,
             stats_port: 10810,
+            nbd_max_clients: 8,
+            nbd_idle_s: 600,
         }
     }
 }
@@ -78,6 +89,22 @@ impl NetConfig {
                 Ok(())
             },
         },
+        Key {
+            name: "nbd_max_clients",
+            aliases: &[],
+            set: |net, v| {
+                net.nbd_max_clients = count(v, 1, MAX_NBD_CLIENTS.into())?;
+                Ok(())
+            },
+        },
+        Key {
+            name: "nbd_idle_s",
+            aliases: &[],
+            set: |net, v| {
+                net.nbd_idle_s = count(v, 1, u32::MAX.into())?;
+                Ok(())
+            },
+        },
     ];
 }
 
@@ -112,6 +139,9 @@ mod tests {
         set(&mut config, "ip", "192.168.7.9/16").unwrap();
         set(&mut config, "gw", "192.168.0.1").unwrap();
         set(&mut config, "nbd_port", "10999").unwrap();
+        set(&mut config, "nbd_max_clients", "2").unwrap();
+        set(&mut config, "nbd_idle_s", "30").unwrap();
+        assert_eq!((config.nbd_max_clients, config.nbd_idle_s), (2, 30));
         assert_eq!(config.ip, [192, 168, 7, 9]);
         assert_eq!(config.prefix_len, 16);
         assert_eq!(config.gateway, [192, 168, 0, 1]);
@@ -124,6 +154,10 @@ mod tests {
             ("gw", "x"),
             ("stats_port", "0"),
             ("nbd_port", "65536"),
+            ("nbd_max_clients", "0"),
+            ("nbd_max_clients", "33"),
+            ("nbd_idle_s", "0"),
+            ("nbd_idle_s", "ten"),
         ] {
             assert!(
                 set(&mut NetConfig::default(), key, value).is_err(),

@@ -1,76 +1,94 @@
-//! The TCP side: one smoltcp interface on the virtio-net device, [`NBD_SOCKETS`] sockets
-//! listening on the NBD port and [`STATS_SOCKETS`] on the stats port, all polled from one loop.
+//! The TCP side: one smoltcp interface on the virtio-net device, NBD sockets on the NBD port
+//! and [`STATS_SOCKETS`] on the stats port, all polled from one loop.
 //!
-//! Each NBD socket carries at most one [`Session`]; bytes go from the socket into the session
-//! while it wants input (bounded by [`MAX_PENDING_INPUT`]), the session runs its complete
-//! requests against the export synchronously, and its output drains into the socket as the
-//! peer's window allows. A socket whose peer goes away (reset, or a FIN with a request cut
-//! short) drops its session: a partial write was never started, so nothing reaches the disk. A
-//! closed socket listens again, so clients come one after another (and up to [`NBD_SOCKETS`]
-//! at once). When the server ends a session (a protocol error, `NBD_CMD_DISC`) it closes its
-//! half and resets the connection once its FIN is acknowledged, so a bad client that never closes
-//! its own half cannot hold a socket; nor can one that stays silent for 30 s before its
-//! handshake is complete (a client in transmission may idle as long as it likes).
+//! **Fair turns.** Each [`Server::poll`] gives every NBD connection one turn, starting with a
+//! different one each time (round-robin), and a turn is bounded by a [`Budget`] of commands and
+//! bytes ([`TURN_BUDGET`]): a session's long WRITE_ZEROES continues on its next turn, so a client
+//! pipelining whole-export requests cannot hold the loop. The interface is polled again after
+//! every turn that did work and the stats port is served on every poll, so TCP timers, other
+//! clients and `shutdown` keep moving while one client floods.
 //!
-//! A stats socket gets the text of [`super::stats`] as soon as it connects and is closed after
-//! it; a `shutdown` line received on it asks the server to flush the export and stop.
+//! **Every state ends.** Handshakes idle for [`HANDSHAKE_IDLE_NS`] and transmission sessions idle
+//! for `nbd_idle_s=` (nothing in progress) are closed; keep-alive probes with a timeout reset a
+//! peer that vanished; a socket stuck in a closing state (or a stats query open too long) is reset
+//! after [`linger`]'s limits. Of the NBD sockets, `nbd_max_clients=` serve and one more answers the
+//! next client with a refusal naming the limit (see [`Session::refusing`]). The stats port keeps one
+//! socket listening whatever the others do: when none is, the oldest is reset to make one.
+//!
+//! **Orderly shutdown.** A `shutdown` line on the stats port stops the NBD listeners, lets each
+//! session finish the requests it had received, answers later ones `NBD_ESHUTDOWN`, and closes
+//! each connection when its client disconnects or [`SHUTDOWN_GRACE_NS`] has passed;
+//! [`Server::finished`] then tells the workload to flush the disk and exit.
 
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
+use smoltcp::iface::{Config, Interface, SocketSet};
 use smoltcp::socket::tcp;
-use smoltcp::time::Instant;
-use smoltcp::wire::{EthernetAddress, IpCidr, Ipv4Address};
+use smoltcp::time::{Duration, Instant};
+use smoltcp::wire::{EthernetAddress, IpCidr, IpEndpoint, Ipv4Address};
 
 use super::config::NetConfig;
 use super::device::{DeviceStats, NetDevice};
-use super::nbd::session::{Export, MAX_PAYLOAD_BYTES, NbdStats, Session};
+use super::nbd::session::{Budget, Export, NbdStats};
 use crate::arch::time;
+use crate::platform::console::println;
 
-/// Concurrent NBD connections.
-pub const NBD_SOCKETS: usize = 8;
-/// Concurrent stats connections.
-pub const STATS_SOCKETS: usize = 4;
-/// Most bytes a session may hold unparsed: one maximal write and its header, with slack.
-const MAX_PENDING_INPUT: usize = MAX_PAYLOAD_BYTES as usize + (64 << 10);
+mod linger;
+mod nbd_slot;
+mod stats_slot;
+
+use nbd_slot::NbdSlot;
+use stats_slot::StatsSlot;
+
+/// Concurrent stats connections (one of them is always kept listening).
+pub const STATS_SOCKETS: usize = 8;
+/// NBD sockets beyond `nbd_max_clients=`: they answer a client over the limit with a refusal.
+pub const REFUSAL_SOCKETS: usize = 1;
+/// One connection's turn: at most this many commands and about this many bytes to or from the
+/// disk (1 MiB is a few milliseconds of disk work under TCG, so a 4 KiB read from another client
+/// waits a few turns, not a whole flood).
+pub const TURN_BUDGET: Budget = Budget {
+    commands: 32,
+    bytes: 1 << 20,
+};
+/// A connection that sends nothing for this long before its handshake completes is reset.
+pub const HANDSHAKE_IDLE_NS: u64 = 30_000_000_000;
+/// After `shutdown`, how long a client has to disconnect before the server closes its connection.
+pub const SHUTDOWN_GRACE_NS: u64 = 10_000_000_000;
 const NBD_RX_BYTES: usize = 256 << 10;
 const NBD_TX_BYTES: usize = 256 << 10;
 const STATS_BUFFER_BYTES: usize = 16 << 10;
-/// A connection that sends nothing for this long before its handshake completes is reset.
-const HANDSHAKE_IDLE_NS: u64 = 30_000_000_000;
 /// The longest idle wait when the device interrupts: it bounds how late the handshake timeout,
 /// hot-plug notices and a lost interrupt are noticed.
 const IDLE_WAIT_NS: u64 = 100_000_000;
 /// The longest idle wait when the device cannot interrupt: the latency a frame may wait.
 const IDLE_WAIT_POLLED_NS: u64 = 1_000_000;
+/// Keep-alive probes on an idle connection, and how long a peer may stay silent with data or a
+/// probe outstanding before the connection is reset.
+const KEEP_ALIVE: Duration = Duration::from_secs(60);
+const PEER_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// What the stats endpoint reports about the server.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ServerStats {
     /// NBD connections accepted.
     pub connections: u64,
-    /// Sessions ended by a protocol error or a vanished peer.
+    /// Sessions ended by a protocol error, a vanished peer or a timeout.
     pub dropped: u64,
+    /// Clients refused because `nbd_max_clients=` were being served.
+    pub refused: u64,
     /// Counters of ended sessions plus the live ones.
     pub nbd: NbdStats,
     /// Frame counters of the device.
     pub device: DeviceStats,
 }
 
-struct NbdSlot {
-    handle: SocketHandle,
-    session: Option<Session>,
-    /// When the client last sent anything (TSC ns).
-    last_input_ns: u64,
-}
-
-struct StatsSlot {
-    handle: SocketHandle,
-    /// Text still to send; `None` before the connection arrives.
-    pending: Option<Vec<u8>>,
-    received: Vec<u8>,
+/// A `shutdown` request: who asked, and when (TSC ns).
+#[derive(Debug, Clone, Copy)]
+struct Shutdown {
+    since_ns: u64,
 }
 
 /// The interface, its sockets and the sessions on them.
@@ -83,7 +101,9 @@ pub struct Server {
     export_name: &'static str,
     ended: NbdStats,
     counters: ServerStats,
-    shutdown: bool,
+    shutdown: Option<Shutdown>,
+    /// The NBD slot that takes the first turn of the next poll.
+    next_turn: usize,
 }
 
 fn now() -> Instant {
@@ -98,6 +118,8 @@ fn tcp_socket(rx: usize, tx: usize) -> tcp::Socket<'static> {
     // Replies go out as soon as they are complete; Nagle would hold small ones back behind
     // delayed ACKs.
     socket.set_nagle_enabled(false);
+    socket.set_keep_alive(Some(KEEP_ALIVE));
+    socket.set_timeout(Some(PEER_TIMEOUT));
     socket
 }
 
@@ -123,18 +145,13 @@ impl Server {
             log::warn!("net: default route: {err:?}");
         }
         let mut sockets = SocketSet::new(Vec::new());
-        let nbd = (0..NBD_SOCKETS)
-            .map(|_| NbdSlot {
-                handle: sockets.add(tcp_socket(NBD_RX_BYTES, NBD_TX_BYTES)),
-                session: None,
-                last_input_ns: 0,
-            })
+        let nbd_sockets = usize::from(config.nbd_max_clients) + REFUSAL_SOCKETS;
+        let nbd = (0..nbd_sockets)
+            .map(|_| NbdSlot::new(sockets.add(tcp_socket(NBD_RX_BYTES, NBD_TX_BYTES))))
             .collect();
         let stats = (0..STATS_SOCKETS)
-            .map(|_| StatsSlot {
-                handle: sockets.add(tcp_socket(STATS_BUFFER_BYTES, STATS_BUFFER_BYTES)),
-                pending: None,
-                received: Vec::new(),
+            .map(|_| {
+                StatsSlot::new(sockets.add(tcp_socket(STATS_BUFFER_BYTES, STATS_BUFFER_BYTES)))
             })
             .collect();
         Server {
@@ -146,7 +163,8 @@ impl Server {
             export_name,
             ended: NbdStats::default(),
             counters: ServerStats::default(),
-            shutdown: false,
+            shutdown: None,
+            next_turn: 0,
         }
     }
 
@@ -180,178 +198,68 @@ impl Server {
         now_ns.saturating_add(delay_ns.min(cap_ns))
     }
 
-    /// Whether a client asked the server to stop.
-    pub fn shutdown_requested(&self) -> bool {
-        self.shutdown
+    /// Whether a shutdown was asked and every NBD session has ended.
+    pub fn finished(&self) -> bool {
+        self.shutdown.is_some() && self.nbd.iter().all(|slot| slot.session.is_none())
     }
 
-    /// One round: the interface moves frames, then every socket is serviced. `stats_text`
-    /// builds the stats endpoint's text when a stats client connects.
+    /// One round: the interface moves frames, every NBD connection gets one bounded turn (the
+    /// interface is polled again after each turn that did work), then the stats sockets are
+    /// served. `stats_text` builds the stats endpoint's text when a stats client connects.
+    /// Returns whether any NBD connection did work (then more may be waiting for its turn).
     pub fn poll<E: Export>(
         &mut self,
         device: &mut NetDevice,
         export: &mut E,
         stats_text: &mut impl FnMut(&ServerStats, &NetDevice, &E) -> String,
-    ) {
+    ) -> bool {
         self.iface.poll(now(), device, &mut self.sockets);
-        for index in 0..self.nbd.len() {
-            self.service_nbd(index, export);
+        let count = self.nbd.len();
+        let mut worked = false;
+        for turn in 0..count {
+            let index = (self.next_turn + turn) % count;
+            if self.service_nbd(index, export) {
+                worked = true;
+                self.iface.poll(now(), device, &mut self.sockets);
+            }
         }
+        self.next_turn = (self.next_turn + 1) % count;
         let stats = self.stats(device);
         for index in 0..self.stats.len() {
             self.service_stats(index, &stats, device, export, stats_text);
         }
+        self.keep_a_stats_listener();
+        worked
     }
 
-    fn service_nbd(&mut self, index: usize, export: &mut impl Export) {
-        let slot = &mut self.nbd[index];
-        let socket = self.sockets.get_mut::<tcp::Socket>(slot.handle);
-        if !socket.is_open() {
-            if let Some(session) = slot.session.take() {
-                self.ended.add(&session.stats());
-                if session.closed().is_none() {
-                    self.counters.dropped += 1;
-                    log::warn!("nbd: connection {index} reset by the peer");
-                }
-            }
-            if let Err(err) = socket.listen(self.config.nbd_port) {
-                log::error!("nbd: listen on {}: {err:?}", self.config.nbd_port);
-            }
-            return;
-        }
-        if slot.session.is_none() && socket.state() == tcp::State::Established {
-            self.counters.connections += 1;
-            log::info!(
-                "nbd: connection {index} from {:?}",
-                socket.remote_endpoint()
-            );
-            slot.session = Some(Session::new(self.export_name));
-            slot.last_input_ns = time::now_ns();
-        }
-        let Some(session) = slot.session.as_mut() else {
-            match socket.state() {
-                // Our FIN is acknowledged, so every reply was delivered: a peer that keeps its
-                // half open (a bad client that never reads its EOF) must not hold the socket.
-                tcp::State::FinWait2 | tcp::State::TimeWait => socket.abort(),
-                // The peer came and went before a session was made.
-                tcp::State::CloseWait => socket.close(),
-                _ => {}
-            }
-            return;
-        };
-        while session.wants_input()
-            && session.pending_input() < MAX_PENDING_INPUT
-            && socket.can_recv()
-        {
-            let room = MAX_PENDING_INPUT - session.pending_input();
-            let taken = socket.recv(|bytes| {
-                let take = bytes.len().min(room);
-                session.receive(&bytes[..take]);
-                (take, take)
-            });
-            session.step(export);
-            if !matches!(taken, Ok(n) if n > 0) {
-                break;
-            }
-            slot.last_input_ns = time::now_ns();
-        }
-        if !session.in_transmission()
-            && session.closed().is_none()
-            && time::now_ns().saturating_sub(slot.last_input_ns) > HANDSHAKE_IDLE_NS
-        {
-            // A client stuck in the handshake (or one that never starts it) would hold the
-            // socket forever; a client in transmission may idle as long as it likes.
-            log::warn!("nbd: connection {index}: handshake idle, closed");
-            self.counters.dropped += 1;
-            socket.abort();
-            self.ended.add(&session.stats());
-            slot.session = None;
-            return;
-        }
-        session.step(export);
-        while !session.output().is_empty() && socket.can_send() {
-            match socket.send_slice(session.output()) {
-                Ok(0) | Err(_) => break,
-                Ok(sent) => session.sent(sent),
-            }
-            // Output below the high-water mark may let the session take more requests.
-            session.step(export);
-        }
-        let flushed = session.output().is_empty();
-        if let Some(reason) = session.closed() {
-            if flushed {
-                log::info!("nbd: connection {index} closed: {reason:?}");
-                socket.close();
-                self.ended.add(&session.stats());
-                slot.session = None;
-            }
-        } else if !socket.may_recv() && flushed {
-            // The peer finished sending: anything left unparsed is a request cut short.
-            if session.pending_input() > 0 {
-                log::warn!(
-                    "nbd: connection {index}: peer closed with {} bytes of an incomplete request",
-                    session.pending_input()
-                );
-                self.counters.dropped += 1;
-            }
-            socket.close();
-            self.ended.add(&session.stats());
-            slot.session = None;
-        }
+    /// How many sessions are served (refused ones not counted).
+    fn served_sessions(&self) -> usize {
+        self.nbd
+            .iter()
+            .filter(|slot| slot.session.is_some() && !slot.refused)
+            .count()
     }
 
-    fn service_stats<E: Export>(
-        &mut self,
-        index: usize,
-        stats: &ServerStats,
-        device: &NetDevice,
-        export: &E,
-        stats_text: &mut impl FnMut(&ServerStats, &NetDevice, &E) -> String,
-    ) {
-        let slot = &mut self.stats[index];
-        let socket = self.sockets.get_mut::<tcp::Socket>(slot.handle);
-        if !socket.is_open() {
-            slot.pending = None;
-            slot.received.clear();
-            if let Err(err) = socket.listen(self.config.stats_port) {
-                log::error!("stats: listen on {}: {err:?}", self.config.stats_port);
-            }
+    /// Called when a stats client sends `shutdown`: stop accepting, let sessions drain.
+    fn begin_shutdown(&mut self, peer: Option<IpEndpoint>) {
+        if self.shutdown.is_some() {
             return;
         }
-        if slot.pending.is_none() && socket.state() == tcp::State::Established {
-            slot.pending = Some(stats_text(stats, device, export).into_bytes());
+        match peer {
+            Some(peer) => println!("NBD shutdown requested by {peer} on the stats port"),
+            None => println!("NBD shutdown requested on the stats port (peer unknown)"),
         }
-        while socket.can_recv() {
-            let received = &mut slot.received;
-            let _ = socket.recv(|bytes| {
-                // Only a short command line is of interest; the rest is dropped.
-                let keep = bytes.len().min(64usize.saturating_sub(received.len()));
-                received.extend_from_slice(&bytes[..keep]);
-                (bytes.len(), ())
-            });
-        }
-        if received_shutdown(&slot.received) && !self.shutdown {
-            log::info!("stats: shutdown requested");
-            self.shutdown = true;
-        }
-        if let Some(pending) = slot.pending.as_mut()
-            && !pending.is_empty()
-        {
-            if let Ok(sent) = socket.send_slice(pending) {
-                pending.drain(..sent);
+        self.shutdown = Some(Shutdown {
+            since_ns: time::now_ns(),
+        });
+        for slot in &mut self.nbd {
+            if let Some(session) = slot.session.as_mut() {
+                session.begin_shutdown();
             }
-            if pending.is_empty() {
+            let socket = self.sockets.get_mut::<tcp::Socket>(slot.handle);
+            if socket.is_listening() {
                 socket.close();
             }
         }
-        if socket.state() == tcp::State::TimeWait {
-            socket.abort();
-        }
     }
-}
-
-fn received_shutdown(received: &[u8]) -> bool {
-    received
-        .split(|&b| b == b'\n')
-        .any(|line| line.trim_ascii() == b"shutdown")
 }

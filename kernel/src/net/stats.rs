@@ -7,7 +7,7 @@
 //! pools 0
 //! sense mode=slab slab_allocs=.. reserve_hits=.. waits=.. reserve_held=.. in_use=..
 //! scsi submitted=.. completed=.. succeeded=.. failed=.. retries=.. timeouts=.. aborts=.. resets=..
-//! nbd connections=.. dropped=.. reads=.. writes=.. flushes=.. trims=.. write_zeroes=.. bytes_read=.. bytes_written=.. errors=..
+//! nbd connections=.. dropped=.. refused=.. reads=.. writes=.. flushes=.. trims=.. write_zeroes=.. bytes_read=.. bytes_written=.. errors=..
 //! net rx_frames=.. tx_frames=.. rx_bytes=.. tx_bytes=.. errors=..
 //! disks 2
 //! disk sda hctl=0:0:0:0 blocks=131072 block_len=512 bytes=67108864 (67.1 MB/64.0 MiB) export
@@ -78,9 +78,10 @@ fn write_text(out: &mut String, s: &Snapshot<'_>) -> core::fmt::Result {
     let nbd = &s.server.nbd;
     writeln!(
         out,
-        "nbd connections={} dropped={} reads={} writes={} flushes={} trims={} write_zeroes={} bytes_read={} bytes_written={} errors={}",
+        "nbd connections={} dropped={} refused={} reads={} writes={} flushes={} trims={} write_zeroes={} bytes_read={} bytes_written={} errors={}",
         s.server.connections,
         s.server.dropped,
+        s.server.refused,
         nbd.reads,
         nbd.writes,
         nbd.flushes,

@@ -5,7 +5,8 @@
 //! READ(10/16) commands through virtio-scsi (or the SAS1068) to QEMU's image file. Each NBD
 //! request runs to completion before the next (the midlayer still splits a large one into
 //! commands kept `cmd_per_lun` deep). On shutdown the device's cache is flushed (SYNCHRONIZE
-//! CACHE) and the kernel exits with success, so the image holds every acknowledged write.
+//! CACHE) and the kernel exits with success, so the image holds every acknowledged write. A
+//! shutdown first lets the NBD sessions finish what they had received ([`Server::finished`]).
 //!
 //! When no frame has moved for [`SPIN_AFTER_TRAFFIC_NS`] the CPU halts ([`idle::wait_until`])
 //! until the NIC
@@ -168,14 +169,17 @@ impl HostVisitor for Nbd {
                      disks: &mut Disks,
                      last_traffic_ns: &mut u64| {
             let before = device.stats();
-            server.poll(device, export, &mut |stats, device, export| {
+            // A session with work left (a long WRITE_ZEROES, requests waiting for their turn)
+            // counts as traffic: the loop must not halt under it.
+            let worked = server.poll(device, export, &mut |stats, device, export| {
                 stats_text(sense_mode, name, stats, device, export, disks.list())
             });
             // Hot-plug notices from the adapter: scan what appeared, forget what went away.
             disks.poll(export.device_mut().stack);
             let after = device.stats();
             let now_ns = time::now_ns();
-            if (after.rx_frames, after.tx_frames) != (before.rx_frames, before.tx_frames) {
+            if worked || (after.rx_frames, after.tx_frames) != (before.rx_frames, before.tx_frames)
+            {
                 *last_traffic_ns = now_ns;
             } else if now_ns - *last_traffic_ns > SPIN_AFTER_TRAFFIC_NS {
                 // Nothing moved for a while: halt until a frame, smoltcp's next timer or the
@@ -185,7 +189,8 @@ impl HostVisitor for Nbd {
         };
         let (serve_start_ns, idle_start) = (time::now_ns(), idle::stats());
         let mut last_traffic_ns = serve_start_ns;
-        while !server.shutdown_requested() {
+        // After `shutdown` the server drains its sessions (NBD_ESHUTDOWN to later requests).
+        while !server.finished() {
             serve(
                 &mut server,
                 &mut device,
@@ -218,16 +223,19 @@ impl HostVisitor for Nbd {
                 "off (timer poll)"
             }
         );
-        let flushed = export.flush();
+        // Always SYNCHRONIZE CACHE here, even when the export saw no write since its last flush.
+        let flushed = export.sync_cache();
         let totals = server.stats(&device);
         println!(
-            "NBD stopped: {} connections, {} reads ({} B), {} writes ({} B), {} flushes, {} errors, {} dropped; final flush {}",
+            "NBD stopped: {} connections, {} refused, {} reads ({} B), {} writes ({} B), {} flushes ({} SYNCHRONIZE CACHE), {} errors, {} dropped; final flush {}",
             totals.connections,
+            totals.refused,
             totals.nbd.reads,
             totals.nbd.bytes_read,
             totals.nbd.writes,
             totals.nbd.bytes_written,
             totals.nbd.flushes,
+            export.cache_syncs(),
             totals.nbd.errors,
             totals.dropped,
             match flushed {

@@ -3,6 +3,12 @@
 //! written back (the server advertises a 512-byte minimum block size, so well-behaved clients
 //! never need this, but the protocol does not forbid it). SCSI errors become NBD errno values
 //! here ([`errno_for`]).
+//!
+//! FLUSH coalesces: the export remembers whether anything was written since the last successful
+//! SYNCHRONIZE CACHE, and a flush with nothing written since is answered without a command, so
+//! a client flooding FLUSH costs one cache flush per write it follows, not one per request. (All
+//! requests run to completion one after another, so "written since" covers every write any client
+//! has had acknowledged.) [`BlockExport::sync_cache`] always sends the command.
 
 use alloc::vec;
 
@@ -48,12 +54,34 @@ pub fn errno_for(error: &ScsiError) -> Errno {
 #[derive(Debug)]
 pub struct BlockExport<D> {
     device: D,
+    /// Something was written (or a write was attempted) since the last successful flush.
+    dirty: bool,
+    /// SYNCHRONIZE CACHE commands sent.
+    cache_syncs: u64,
 }
 
 impl<D: BlockDevice> BlockExport<D> {
     /// Wraps `device`.
     pub fn new(device: D) -> Self {
-        BlockExport { device }
+        BlockExport {
+            device,
+            // The disk's cache state before this export is unknown.
+            dirty: true,
+            cache_syncs: 0,
+        }
+    }
+
+    /// SYNCHRONIZE CACHE now, whatever was written (the final flush at shutdown).
+    pub fn sync_cache(&mut self) -> Result<(), Errno> {
+        self.cache_syncs += 1;
+        self.device.flush().map_err(|e| errno_for(&e))?;
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// SYNCHRONIZE CACHE commands sent so far (flushes answered without one are not counted).
+    pub fn cache_syncs(&self) -> u64 {
+        self.cache_syncs
     }
 
     /// The device, for counters.
@@ -80,6 +108,8 @@ impl<D: BlockDevice> BlockExport<D> {
     }
 
     fn write_inner(&mut self, offset: u64, data: &[u8]) -> Result<(), ScsiError> {
+        // Before the command: a failed write may still have changed the medium's cache.
+        self.dirty = true;
         if self.is_aligned(offset, data.len()) {
             let lba = offset / u64::from(self.device.block_bytes());
             return self.device.write_blocks(lba, data);
@@ -139,6 +169,10 @@ impl<D: BlockDevice> Export for BlockExport<D> {
     }
 
     fn flush(&mut self) -> Result<(), Errno> {
-        self.device.flush().map_err(|e| errno_for(&e))
+        if self.dirty {
+            self.sync_cache()
+        } else {
+            Ok(())
+        }
     }
 }

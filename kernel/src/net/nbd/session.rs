@@ -9,6 +9,17 @@
 //! Requests are taken in order as they arrive, so a client may pipeline as many as it likes; the
 //! session stops taking new ones while more than [`OUTPUT_HIGH_WATER`] bytes wait to be sent.
 //!
+//! Work is bounded per call: [`Session::step_within`] stops when its [`Budget`] of commands and
+//! bytes is spent, so a server can take turns between connections. A WRITE_ZEROES runs in chunks
+//! of [`ZERO_CHUNK_BYTES`], each charged to the budget, and continues on the next call; its reply
+//! goes out when the last chunk is written (and, with FUA, flushed).
+//!
+//! [`Session::begin_shutdown`] marks the bytes received so far: requests in them run as usual,
+//! every later request is answered `NBD_ESHUTDOWN` (its payload, if any, is skipped), and
+//! `NBD_CMD_DISC` still ends the session. [`Session::refusing`] makes a session that completes
+//! the greeting but answers every export request `NBD_REP_ERR_POLICY` with a message, so a client
+//! over the server's limit learns why it is not served.
+//!
 //! A malformed message that leaves the stream unsynchronised (a bad magic, unknown client flags,
 //! an option longer than [`MAX_OPTION_BYTES`], a write whose payload exceeds
 //! [`MAX_PAYLOAD_BYTES`]) closes the session after any error reply; a well-formed request the
@@ -18,7 +29,7 @@
 
 use alloc::vec::Vec;
 
-use super::wire::{self, Errno, info, opt, rep, tflag};
+use super::wire::{self, Errno};
 
 /// Largest read or write payload, advertised as the maximum block size. 4 MiB rather than the
 /// customary 32 MiB: a write is buffered whole before it runs and a read reply is built whole,
@@ -29,6 +40,8 @@ pub const MAX_PAYLOAD_BYTES: u32 = 4 << 20;
 pub const MAX_OPTION_BYTES: u32 = 4096;
 /// No new request is taken while this much output is waiting.
 pub const OUTPUT_HIGH_WATER: usize = 1 << 20;
+/// WRITE_ZEROES is written in chunks of this size, one per unit of [`Budget`] bytes.
+pub const ZERO_CHUNK_BYTES: u64 = 1 << 20;
 /// Smallest and preferred block size advertised with `NBD_INFO_BLOCK_SIZE`.
 const MIN_BLOCK_BYTES: u32 = 512;
 const PREFERRED_BLOCK_BYTES: u32 = 4096;
@@ -65,6 +78,8 @@ pub enum CloseReason {
     BadRequestMagic(u32),
     /// A write payload over [`MAX_PAYLOAD_BYTES`]; its bytes cannot be resynchronised.
     OversizeWrite(u32),
+    /// A refused client asked for an export by `NBD_OPT_EXPORT_NAME` (which has no error reply).
+    Refused,
 }
 
 /// Counters of one session (and, summed, of the server).
@@ -122,6 +137,15 @@ pub struct Session {
     /// Export names accepted besides the default `""`.
     name: &'static str,
     stats: NbdStats,
+    /// The WRITE_ZEROES being written, if any; nothing else runs until it is done.
+    zero_run: Option<ZeroRun>,
+    /// Bytes received and parsed since the connection began.
+    received_total: u64,
+    parsed_total: u64,
+    /// Requests starting at or after this many received bytes are answered `NBD_ESHUTDOWN`.
+    shutdown_after: Option<u64>,
+    /// Why every export request is refused (the server is full).
+    refusal: Option<alloc::string::String>,
 }
 
 impl Session {
@@ -141,7 +165,44 @@ impl Session {
             output_sent: 0,
             name,
             stats: NbdStats::default(),
+            zero_run: None,
+            received_total: 0,
+            parsed_total: 0,
+            shutdown_after: None,
+            refusal: None,
         }
+    }
+
+    /// A connection the server will not serve: the handshake runs, and INFO and GO are answered
+    /// `NBD_REP_ERR_POLICY` carrying `message` (`NBD_OPT_EXPORT_NAME`, which has no error reply,
+    /// closes the session).
+    pub fn refusing(name: &'static str, message: alloc::string::String) -> Session {
+        let mut session = Session::new(name);
+        session.refusal = Some(message);
+        session
+    }
+
+    /// Requests received from now on are answered `NBD_ESHUTDOWN`; those already received run.
+    pub fn begin_shutdown(&mut self) {
+        self.shutdown_after.get_or_insert(self.received_total);
+    }
+
+    /// Whether every request received before [`Session::begin_shutdown`] has been answered.
+    pub fn drained_for_shutdown(&self) -> bool {
+        self.zero_run.is_none()
+            && self
+                .shutdown_after
+                .is_some_and(|after| self.parsed_total >= after)
+    }
+
+    /// Whether a WRITE_ZEROES is being written.
+    pub fn writing_zeroes(&self) -> bool {
+        self.zero_run.is_some()
+    }
+
+    /// Whether a request is being worked on or waits in the input or output.
+    pub fn busy(&self) -> bool {
+        self.zero_run.is_some() || self.pending_input() > 0 || !self.output().is_empty()
     }
 
     /// Appends bytes received from the client.
@@ -151,6 +212,7 @@ impl Session {
             self.consumed = 0;
         }
         self.input.extend_from_slice(bytes);
+        self.received_total += bytes.len() as u64;
     }
 
     /// Bytes received and not yet taken by a complete message.
@@ -201,16 +263,30 @@ impl Session {
 
     /// Handles every complete message in the input, in order, until the input runs short, the
     /// output passes the high-water mark, or the session closes.
+    #[cfg(test)]
     pub fn step(&mut self, export: &mut impl Export) {
-        while self.wants_input() {
+        let mut unlimited = Budget::UNLIMITED;
+        self.step_within(export, &mut unlimited);
+    }
+
+    /// [`Session::step`] within `budget`, which is charged for what is done.
+    pub fn step_within(&mut self, export: &mut impl Export, budget: &mut Budget) {
+        while self.wants_input() && !budget.spent() {
+            if self.zero_run.is_some() {
+                self.continue_zero_run(export, budget);
+                continue;
+            }
             let taken = match self.phase {
                 Phase::ClientFlags => self.client_flags(),
                 Phase::Options => self.option(export),
-                Phase::Transmission => self.request(export),
+                Phase::Transmission => self.request(export, budget),
                 Phase::Closed(_) => None,
             };
             match taken {
-                Some(bytes) => self.consumed += bytes,
+                Some(bytes) => {
+                    self.consumed += bytes;
+                    self.parsed_total += bytes as u64;
+                }
                 None => break,
             }
         }
@@ -231,121 +307,6 @@ impl Session {
         self.phase = Phase::Closed(reason);
     }
 
-    /// The client's 32-bit flags. Returns the bytes taken, or `None` for more input.
-    fn client_flags(&mut self) -> Option<usize> {
-        let input = self.unparsed();
-        if input.len() < 4 {
-            return None;
-        }
-        let flags = wire::be_u32(input, 0);
-        if flags & !wire::CLIENT_FLAGS_KNOWN != 0 {
-            self.close(CloseReason::BadClientFlags(flags));
-        } else {
-            self.no_zeroes = flags & u32::from(wire::FLAG_NO_ZEROES) != 0;
-            self.phase = Phase::Options;
-        }
-        Some(4)
-    }
-
-    fn option(&mut self, export: &mut impl Export) -> Option<usize> {
-        let input = self.unparsed();
-        if input.len() < wire::OPTION_HEADER_BYTES {
-            return None;
-        }
-        let magic = wire::be_u64(input, 0);
-        let option = wire::be_u32(input, 8);
-        let len = wire::be_u32(input, 12);
-        if magic != wire::IHAVEOPT {
-            self.close(CloseReason::BadOptionMagic(magic));
-            return Some(0);
-        }
-        if len > MAX_OPTION_BYTES {
-            self.close(CloseReason::OptionTooLong(len));
-            return Some(0);
-        }
-        let total = wire::OPTION_HEADER_BYTES + len as usize;
-        if input.len() < total {
-            return None;
-        }
-        let data = input[wire::OPTION_HEADER_BYTES..total].to_vec();
-        self.stats.options += 1;
-        match option {
-            opt::EXPORT_NAME => {
-                if !self.known_export(&data) {
-                    self.close(CloseReason::UnknownExport);
-                    return Some(total);
-                }
-                self.output
-                    .extend_from_slice(&export.size_bytes().to_be_bytes());
-                self.output
-                    .extend_from_slice(&transmission_flags().to_be_bytes());
-                if !self.no_zeroes {
-                    self.output.extend_from_slice(&[0u8; 124]);
-                }
-                self.phase = Phase::Transmission;
-            }
-            opt::INFO | opt::GO => self.info_or_go(option, &data, export.size_bytes()),
-            opt::LIST => {
-                if data.is_empty() {
-                    let mut entry = Vec::new();
-                    entry.extend_from_slice(&(self.name.len() as u32).to_be_bytes());
-                    entry.extend_from_slice(self.name.as_bytes());
-                    self.option_reply(option, rep::SERVER, &entry);
-                    self.option_reply(option, rep::ACK, &[]);
-                } else {
-                    self.option_reply(option, rep::ERR_INVALID, &[]);
-                }
-            }
-            opt::ABORT => {
-                self.option_reply(option, rep::ACK, &[]);
-                self.close(CloseReason::Disconnect);
-            }
-            _ => self.option_reply(option, rep::ERR_UNSUP, &[]),
-        }
-        Some(total)
-    }
-
-    /// `NBD_OPT_INFO` / `NBD_OPT_GO`: u32 name length, name, u16 count, count × u16 info types.
-    fn info_or_go(&mut self, option: u32, data: &[u8], size_bytes: u64) {
-        let Some(name) = parse_info_request(data) else {
-            self.option_reply(option, rep::ERR_INVALID, &[]);
-            return;
-        };
-        if !self.known_export(name) {
-            self.option_reply(option, rep::ERR_UNKNOWN, &[]);
-            return;
-        }
-        let mut export_info = Vec::with_capacity(12);
-        export_info.extend_from_slice(&info::EXPORT.to_be_bytes());
-        export_info.extend_from_slice(&size_bytes.to_be_bytes());
-        export_info.extend_from_slice(&transmission_flags().to_be_bytes());
-        self.option_reply(option, rep::INFO, &export_info);
-        let mut block_size = Vec::with_capacity(14);
-        block_size.extend_from_slice(&info::BLOCK_SIZE.to_be_bytes());
-        block_size.extend_from_slice(&MIN_BLOCK_BYTES.to_be_bytes());
-        block_size.extend_from_slice(&PREFERRED_BLOCK_BYTES.to_be_bytes());
-        block_size.extend_from_slice(&MAX_PAYLOAD_BYTES.to_be_bytes());
-        self.option_reply(option, rep::INFO, &block_size);
-        self.option_reply(option, rep::ACK, &[]);
-        if option == opt::GO {
-            self.phase = Phase::Transmission;
-        }
-    }
-
-    fn known_export(&self, name: &[u8]) -> bool {
-        name.is_empty() || name == self.name.as_bytes()
-    }
-
-    fn option_reply(&mut self, option: u32, reply: u32, data: &[u8]) {
-        self.output
-            .extend_from_slice(&wire::REPLY_MAGIC.to_be_bytes());
-        self.output.extend_from_slice(&option.to_be_bytes());
-        self.output.extend_from_slice(&reply.to_be_bytes());
-        self.output
-            .extend_from_slice(&(data.len() as u32).to_be_bytes());
-        self.output.extend_from_slice(data);
-    }
-
     fn simple_reply(&mut self, error: Option<Errno>, handle: u64) {
         self.output
             .extend_from_slice(&wire::SIMPLE_REPLY_MAGIC.to_be_bytes());
@@ -358,28 +319,9 @@ impl Session {
     }
 }
 
+mod options;
 mod request;
 
-/// What this server offers on every export.
-fn transmission_flags() -> u16 {
-    tflag::HAS_FLAGS
-        | tflag::SEND_FLUSH
-        | tflag::SEND_FUA
-        | tflag::SEND_TRIM
-        | tflag::SEND_WRITE_ZEROES
-}
-
-/// The export name of an INFO/GO payload, if the payload is well formed.
-fn parse_info_request(data: &[u8]) -> Option<&[u8]> {
-    if data.len() < 6 {
-        return None;
-    }
-    let name_len = wire::be_u32(data, 0) as usize;
-    let name_end = 4usize.checked_add(name_len)?;
-    let count_end = name_end.checked_add(2)?;
-    if data.len() < count_end {
-        return None;
-    }
-    let count = usize::from(wire::be_u16(data, name_end));
-    (data.len() == count_end + 2 * count).then(|| &data[4..name_end])
-}
+pub use budget::Budget;
+use budget::ZeroRun;
+mod budget;

@@ -13,6 +13,8 @@ use super::block::{BlockDevice, BlockExport};
 use super::session::{CloseReason, MAX_OPTION_BYTES, MAX_PAYLOAD_BYTES, Session};
 use super::wire::{self, Errno, cmd, opt, rep};
 
+mod turns;
+
 const BLOCK: u32 = 512;
 
 /// A RAM disk that fails loudly (a test panic) on any out-of-range access and can inject a
@@ -21,6 +23,8 @@ struct RamDisk {
     data: Vec<u8>,
     bad_lba: Option<u64>,
     flushes: usize,
+    /// Bytes written so far.
+    written: u64,
 }
 
 impl RamDisk {
@@ -29,6 +33,7 @@ impl RamDisk {
             data: vec![0; (blocks * u64::from(BLOCK)) as usize],
             bad_lba: None,
             flushes: 0,
+            written: 0,
         }
     }
 
@@ -66,6 +71,7 @@ impl BlockDevice for RamDisk {
     fn write_blocks(&mut self, lba: u64, data: &[u8]) -> Result<(), ScsiError> {
         let range = self.range(lba, data.len())?;
         self.data[range].copy_from_slice(data);
+        self.written += data.len() as u64;
         Ok(())
     }
     fn flush(&mut self) -> Result<(), ScsiError> {

@@ -35,6 +35,7 @@ pub mod rep {
     pub const SERVER: u32 = 2;
     pub const INFO: u32 = 3;
     pub const ERR_UNSUP: u32 = (1 << 31) + 1;
+    pub const ERR_POLICY: u32 = (1 << 31) + 2;
     pub const ERR_INVALID: u32 = (1 << 31) + 3;
     pub const ERR_UNKNOWN: u32 = (1 << 31) + 6;
 }
@@ -89,6 +90,8 @@ impl Errno {
     pub const EOVERFLOW: Errno = Errno(75);
     /// Operation not supported.
     pub const ENOTSUP: Errno = Errno(95);
+    /// The server is shutting down (`NBD_ESHUTDOWN`).
+    pub const ESHUTDOWN: Errno = Errno(108);
 }
 
 /// Size of a transmission request header.

@@ -2,7 +2,7 @@
 //! length), a payload for writes, and a simple reply (magic, error, handle), followed by the data
 //! of a successful read.
 
-use super::{CloseReason, Export, MAX_PAYLOAD_BYTES, Session};
+use super::{Budget, CloseReason, Export, MAX_PAYLOAD_BYTES, Session, ZERO_CHUNK_BYTES, ZeroRun};
 use crate::net::nbd::wire::{self, Errno, cflag, cmd};
 
 /// A parsed request header.
@@ -16,8 +16,12 @@ struct Request {
 }
 
 impl Session {
-    /// Handles one request if it is complete; returns the bytes taken.
-    pub(super) fn request(&mut self, export: &mut impl Export) -> Option<usize> {
+    /// Handles one request if it is complete, charging `budget`; returns the bytes taken.
+    pub(super) fn request(
+        &mut self,
+        export: &mut impl Export,
+        budget: &mut Budget,
+    ) -> Option<usize> {
         let input = self.unparsed();
         if input.len() < wire::REQUEST_BYTES {
             return None;
@@ -34,8 +38,16 @@ impl Session {
             offset: wire::be_u64(input, 16),
             len: wire::be_u32(input, 24),
         };
+        let after_shutdown = self
+            .shutdown_after
+            .is_some_and(|after| self.parsed_total >= after);
         if request.kind != cmd::WRITE {
-            self.command(request, export);
+            budget.charge_command();
+            if after_shutdown && request.kind != cmd::DISC {
+                self.simple_reply(Some(Errno::ESHUTDOWN), request.handle);
+            } else {
+                self.command(request, export, budget);
+            }
             return Some(wire::REQUEST_BYTES);
         }
         if request.len > MAX_PAYLOAD_BYTES {
@@ -48,6 +60,12 @@ impl Session {
         let total = wire::REQUEST_BYTES + request.len as usize;
         if input.len() < total {
             return None;
+        }
+        budget.charge_command();
+        budget.charge_bytes(u64::from(request.len));
+        if after_shutdown {
+            self.simple_reply(Some(Errno::ESHUTDOWN), request.handle);
+            return Some(total);
         }
         let result = match check_range(request, export.size_bytes(), Errno::ENOSPC) {
             Err(errno) => Err(errno),
@@ -66,10 +84,13 @@ impl Session {
     }
 
     /// Every command without a payload.
-    fn command(&mut self, request: Request, export: &mut impl Export) {
+    fn command(&mut self, request: Request, export: &mut impl Export, budget: &mut Budget) {
         let fua = request.flags & cflag::FUA != 0;
         let result = match request.kind {
-            cmd::READ => return self.read(request, export),
+            cmd::READ => {
+                budget.charge_bytes(u64::from(request.len));
+                return self.read(request, export);
+            }
             cmd::DISC => {
                 // No reply: the client closes after sending it (and the server after flushing).
                 self.close(CloseReason::Disconnect);
@@ -81,15 +102,50 @@ impl Session {
             cmd::TRIM => check_range(request, export.size_bytes(), Errno::ENOSPC)
                 .inspect(|()| self.stats.trims += 1),
             cmd::WRITE_ZEROES => {
-                check_range(request, export.size_bytes(), Errno::ENOSPC).and_then(|()| {
-                    export
-                        .write_zeroes(request.offset, u64::from(request.len), fua)
-                        .inspect(|()| self.stats.write_zeroes += 1)
-                })
+                match check_range(request, export.size_bytes(), Errno::ENOSPC) {
+                    Ok(()) => {
+                        // Written in chunks by `continue_zero_run`, which sends the reply.
+                        self.zero_run = Some(ZeroRun {
+                            handle: request.handle,
+                            offset: request.offset,
+                            end: request.offset + u64::from(request.len),
+                            fua,
+                        });
+                        return;
+                    }
+                    Err(errno) => Err(errno),
+                }
             }
             _ => Err(Errno::EINVAL),
         };
         self.simple_reply(result.err(), request.handle);
+    }
+
+    /// Writes the next chunk of the WRITE_ZEROES in progress; replies once it is all written.
+    pub(super) fn continue_zero_run(&mut self, export: &mut impl Export, budget: &mut Budget) {
+        let Some(run) = self.zero_run.as_mut() else {
+            return;
+        };
+        let len = ZERO_CHUNK_BYTES.min(run.end - run.offset);
+        let mut result = if len > 0 {
+            export.write_zeroes(run.offset, len, false)
+        } else {
+            Ok(())
+        };
+        budget.charge_bytes(len.max(1));
+        run.offset += len;
+        let run = *run;
+        if result.is_ok() && run.offset < run.end {
+            return;
+        }
+        if result.is_ok() && run.fua {
+            result = export.flush();
+        }
+        if result.is_ok() {
+            self.stats.write_zeroes += 1;
+        }
+        self.zero_run = None;
+        self.simple_reply(result.err(), run.handle);
     }
 
     fn read(&mut self, request: Request, export: &mut impl Export) {

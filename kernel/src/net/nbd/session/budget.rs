@@ -1,0 +1,41 @@
+//! How much work one turn of a session may do, and the WRITE_ZEROES that spans turns.
+
+/// How much one call of [`super::Session::step_within`] may do: commands started and bytes moved to or
+/// from the export. The call stops before starting work once either is spent; the piece of work
+/// it starts may overshoot (a 4 MiB write against 1 MiB left), so every call makes progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub commands: u32,
+    pub bytes: u64,
+}
+
+impl Budget {
+    /// No limit (the host tests' [`Session::step`]).
+    #[cfg(test)]
+    pub const UNLIMITED: Budget = Budget {
+        commands: u32::MAX,
+        bytes: u64::MAX,
+    };
+
+    /// Whether nothing more may be started.
+    pub fn spent(&self) -> bool {
+        self.commands == 0 || self.bytes == 0
+    }
+
+    pub(super) fn charge_command(&mut self) {
+        self.commands = self.commands.saturating_sub(1);
+    }
+
+    pub(super) fn charge_bytes(&mut self, bytes: u64) {
+        self.bytes = self.bytes.saturating_sub(bytes);
+    }
+}
+
+/// A WRITE_ZEROES in progress: `offset..end` is still to be written.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ZeroRun {
+    pub handle: u64,
+    pub offset: u64,
+    pub end: u64,
+    pub fua: bool,
+}

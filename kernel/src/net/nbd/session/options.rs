@@ -1,0 +1,162 @@
+//! The handshake: the client's flags and the option haggling (fixed newstyle: INFO, GO,
+//! EXPORT_NAME, LIST, ABORT; anything else is answered `NBD_REP_ERR_UNSUP`).
+
+use alloc::vec::Vec;
+
+use super::{
+    CloseReason, Export, MAX_OPTION_BYTES, MAX_PAYLOAD_BYTES, MIN_BLOCK_BYTES,
+    PREFERRED_BLOCK_BYTES, Phase, Session,
+};
+use crate::net::nbd::wire::{self, info, opt, rep, tflag};
+
+impl Session {
+    /// The client's 32-bit flags. Returns the bytes taken, or `None` for more input.
+    pub(super) fn client_flags(&mut self) -> Option<usize> {
+        let input = self.unparsed();
+        if input.len() < 4 {
+            return None;
+        }
+        let flags = wire::be_u32(input, 0);
+        if flags & !wire::CLIENT_FLAGS_KNOWN != 0 {
+            self.close(CloseReason::BadClientFlags(flags));
+        } else {
+            self.no_zeroes = flags & u32::from(wire::FLAG_NO_ZEROES) != 0;
+            self.phase = Phase::Options;
+        }
+        Some(4)
+    }
+
+    pub(super) fn option(&mut self, export: &mut impl Export) -> Option<usize> {
+        let input = self.unparsed();
+        if input.len() < wire::OPTION_HEADER_BYTES {
+            return None;
+        }
+        let magic = wire::be_u64(input, 0);
+        let option = wire::be_u32(input, 8);
+        let len = wire::be_u32(input, 12);
+        if magic != wire::IHAVEOPT {
+            self.close(CloseReason::BadOptionMagic(magic));
+            return Some(0);
+        }
+        if len > MAX_OPTION_BYTES {
+            self.close(CloseReason::OptionTooLong(len));
+            return Some(0);
+        }
+        let total = wire::OPTION_HEADER_BYTES + len as usize;
+        if input.len() < total {
+            return None;
+        }
+        let data = input[wire::OPTION_HEADER_BYTES..total].to_vec();
+        self.stats.options += 1;
+        if let Some(message) = &self.refusal
+            && matches!(option, opt::EXPORT_NAME | opt::INFO | opt::GO)
+        {
+            if option == opt::EXPORT_NAME {
+                self.close(CloseReason::Refused);
+            } else {
+                let message = message.clone().into_bytes();
+                self.option_reply(option, rep::ERR_POLICY, &message);
+            }
+            return Some(total);
+        }
+        match option {
+            opt::EXPORT_NAME => {
+                if !self.known_export(&data) {
+                    self.close(CloseReason::UnknownExport);
+                    return Some(total);
+                }
+                self.output
+                    .extend_from_slice(&export.size_bytes().to_be_bytes());
+                self.output
+                    .extend_from_slice(&transmission_flags().to_be_bytes());
+                if !self.no_zeroes {
+                    self.output.extend_from_slice(&[0u8; 124]);
+                }
+                self.phase = Phase::Transmission;
+            }
+            opt::INFO | opt::GO => self.info_or_go(option, &data, export.size_bytes()),
+            opt::LIST => {
+                if data.is_empty() {
+                    let mut entry = Vec::new();
+                    entry.extend_from_slice(&(self.name.len() as u32).to_be_bytes());
+                    entry.extend_from_slice(self.name.as_bytes());
+                    self.option_reply(option, rep::SERVER, &entry);
+                    self.option_reply(option, rep::ACK, &[]);
+                } else {
+                    self.option_reply(option, rep::ERR_INVALID, &[]);
+                }
+            }
+            opt::ABORT => {
+                self.option_reply(option, rep::ACK, &[]);
+                self.close(CloseReason::Disconnect);
+            }
+            _ => self.option_reply(option, rep::ERR_UNSUP, &[]),
+        }
+        Some(total)
+    }
+
+    /// `NBD_OPT_INFO` / `NBD_OPT_GO`: u32 name length, name, u16 count, count × u16 info types.
+    fn info_or_go(&mut self, option: u32, data: &[u8], size_bytes: u64) {
+        let Some(name) = parse_info_request(data) else {
+            self.option_reply(option, rep::ERR_INVALID, &[]);
+            return;
+        };
+        if !self.known_export(name) {
+            self.option_reply(option, rep::ERR_UNKNOWN, &[]);
+            return;
+        }
+        let mut export_info = Vec::with_capacity(12);
+        export_info.extend_from_slice(&info::EXPORT.to_be_bytes());
+        export_info.extend_from_slice(&size_bytes.to_be_bytes());
+        export_info.extend_from_slice(&transmission_flags().to_be_bytes());
+        self.option_reply(option, rep::INFO, &export_info);
+        let mut block_size = Vec::with_capacity(14);
+        block_size.extend_from_slice(&info::BLOCK_SIZE.to_be_bytes());
+        block_size.extend_from_slice(&MIN_BLOCK_BYTES.to_be_bytes());
+        block_size.extend_from_slice(&PREFERRED_BLOCK_BYTES.to_be_bytes());
+        block_size.extend_from_slice(&MAX_PAYLOAD_BYTES.to_be_bytes());
+        self.option_reply(option, rep::INFO, &block_size);
+        self.option_reply(option, rep::ACK, &[]);
+        if option == opt::GO {
+            self.phase = Phase::Transmission;
+        }
+    }
+
+    fn known_export(&self, name: &[u8]) -> bool {
+        name.is_empty() || name == self.name.as_bytes()
+    }
+
+    fn option_reply(&mut self, option: u32, reply: u32, data: &[u8]) {
+        self.output
+            .extend_from_slice(&wire::REPLY_MAGIC.to_be_bytes());
+        self.output.extend_from_slice(&option.to_be_bytes());
+        self.output.extend_from_slice(&reply.to_be_bytes());
+        self.output
+            .extend_from_slice(&(data.len() as u32).to_be_bytes());
+        self.output.extend_from_slice(data);
+    }
+}
+
+/// What this server offers on every export.
+fn transmission_flags() -> u16 {
+    tflag::HAS_FLAGS
+        | tflag::SEND_FLUSH
+        | tflag::SEND_FUA
+        | tflag::SEND_TRIM
+        | tflag::SEND_WRITE_ZEROES
+}
+
+/// The export name of an INFO/GO payload, if the payload is well formed.
+fn parse_info_request(data: &[u8]) -> Option<&[u8]> {
+    if data.len() < 6 {
+        return None;
+    }
+    let name_len = wire::be_u32(data, 0) as usize;
+    let name_end = 4usize.checked_add(name_len)?;
+    let count_end = name_end.checked_add(2)?;
+    if data.len() < count_end {
+        return None;
+    }
+    let count = usize::from(wire::be_u16(data, name_end));
+    (data.len() == count_end + 2 * count).then(|| &data[4..name_end])
+}

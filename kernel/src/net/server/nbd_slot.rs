@@ -1,0 +1,245 @@
+//! One NBD socket's turn: accept a connection (or refuse it over `nbd_max_clients=`), move bytes
+//! between the socket and the session within the turn's [`Budget`], and end the connection on
+//! every path: the session closed it, the peer went away, a timeout, or a shutdown.
+
+use alloc::format;
+
+use smoltcp::iface::SocketHandle;
+use smoltcp::socket::tcp;
+
+use super::linger::{CLOSING_LIMIT_NS, Linger, is_closing};
+use super::{HANDSHAKE_IDLE_NS, SHUTDOWN_GRACE_NS, Server, TURN_BUDGET};
+use crate::arch::time;
+use crate::net::nbd::session::{Export, MAX_PAYLOAD_BYTES, Session};
+use crate::platform::console::println;
+
+/// Most bytes a session may hold unparsed: one maximal write and its header, with slack.
+const MAX_PENDING_INPUT: usize = MAX_PAYLOAD_BYTES as usize + (64 << 10);
+
+pub(super) struct NbdSlot {
+    pub handle: SocketHandle,
+    pub session: Option<Session>,
+    /// The session answers with a refusal (the server was full when it came).
+    pub refused: bool,
+    /// When the client last sent anything (TSC ns).
+    last_input_ns: u64,
+    /// The last turn ended with its budget spent (complete requests may still wait).
+    turn_spent: bool,
+    linger: Linger,
+}
+
+impl NbdSlot {
+    pub fn new(handle: SocketHandle) -> NbdSlot {
+        NbdSlot {
+            handle,
+            session: None,
+            refused: false,
+            last_input_ns: 0,
+            turn_spent: false,
+            linger: Linger::new(),
+        }
+    }
+}
+
+/// Why the server ends a session itself.
+enum Ending {
+    /// The session closed (protocol error, `NBD_CMD_DISC`): close our half after the output.
+    Close(&'static str),
+    /// The peer went away or timed out: reset.
+    Abort(&'static str),
+}
+
+impl Server {
+    /// Gives NBD socket `index` its turn; returns whether anything moved.
+    pub(super) fn service_nbd(&mut self, index: usize, export: &mut impl Export) -> bool {
+        let now_ns = time::now_ns();
+        let slot = &mut self.nbd[index];
+        let socket = self.sockets.get_mut::<tcp::Socket>(slot.handle);
+        if !socket.is_open() {
+            if let Some(session) = slot.session.take() {
+                self.ended.add(&session.stats());
+                if session.closed().is_none() {
+                    self.counters.dropped += 1;
+                    log::warn!("nbd: connection {index} reset by the peer");
+                }
+            }
+            slot.refused = false;
+            if self.shutdown.is_none()
+                && let Err(err) = socket.listen(self.config.nbd_port)
+            {
+                log::error!("nbd: listen on {}: {err:?}", self.config.nbd_port);
+            }
+            return false;
+        }
+        let in_state_ns = slot.linger.observe(socket.state(), now_ns);
+        if slot.session.is_none() {
+            match socket.state() {
+                tcp::State::Established if self.shutdown.is_none() => {
+                    self.accept(index, now_ns);
+                }
+                // Our FIN is acknowledged, so every reply was delivered: a peer that keeps its
+                // half open (a bad client that never reads its EOF) must not hold the socket.
+                tcp::State::FinWait2 | tcp::State::TimeWait => socket.abort(),
+                // The peer came and went before a session was made (or during a shutdown).
+                tcp::State::CloseWait | tcp::State::Established => socket.close(),
+                state if is_closing(state) && in_state_ns > CLOSING_LIMIT_NS => {
+                    log::warn!("nbd: connection {index} stuck in {state}, reset");
+                    socket.abort();
+                }
+                _ => {}
+            }
+            return false;
+        }
+        let worked = self.run_turn(index, export, now_ns);
+        if let Some(ending) = self.ending(index, now_ns) {
+            self.end_session(index, ending);
+        }
+        worked
+    }
+
+    /// A new connection: a session, or a refusal when `nbd_max_clients=` are served.
+    fn accept(&mut self, index: usize, now_ns: u64) {
+        let max = usize::from(self.config.nbd_max_clients);
+        let full = self.served_sessions() >= max;
+        let slot = &mut self.nbd[index];
+        let peer = self
+            .sockets
+            .get::<tcp::Socket>(slot.handle)
+            .remote_endpoint();
+        slot.last_input_ns = now_ns;
+        slot.refused = full;
+        if full {
+            self.counters.refused += 1;
+            println!(
+                "nbd: connection from {peer:?} refused: {max} clients already served (nbd_max_clients={max})"
+            );
+            slot.session = Some(Session::refusing(
+                self.export_name,
+                format!("server full: {max} clients already served (nbd_max_clients={max})"),
+            ));
+        } else {
+            self.counters.connections += 1;
+            log::info!("nbd: connection {index} from {peer:?}");
+            slot.session = Some(Session::new(self.export_name));
+        }
+    }
+
+    /// Receives what the session may take, then runs and sends within one [`TURN_BUDGET`].
+    fn run_turn(&mut self, index: usize, export: &mut impl Export, now_ns: u64) -> bool {
+        let slot = &mut self.nbd[index];
+        let socket = self.sockets.get_mut::<tcp::Socket>(slot.handle);
+        let Some(session) = slot.session.as_mut() else {
+            return false;
+        };
+        let mut worked = false;
+        while session.wants_input()
+            && session.pending_input() < MAX_PENDING_INPUT
+            && socket.can_recv()
+        {
+            let room = MAX_PENDING_INPUT - session.pending_input();
+            let taken = socket.recv(|bytes| {
+                let take = bytes.len().min(room);
+                session.receive(&bytes[..take]);
+                (take, take)
+            });
+            if !matches!(taken, Ok(n) if n > 0) {
+                break;
+            }
+            slot.last_input_ns = now_ns;
+            worked = true;
+        }
+        let mut budget = TURN_BUDGET;
+        loop {
+            let before = (budget, session.output().len(), session.pending_input());
+            session.step_within(export, &mut budget);
+            while !session.output().is_empty() && socket.can_send() {
+                match socket.send_slice(session.output()) {
+                    Ok(0) | Err(_) => break,
+                    Ok(sent) => session.sent(sent),
+                }
+            }
+            if before == (budget, session.output().len(), session.pending_input()) {
+                break;
+            }
+            worked = true;
+            if budget.spent() {
+                break;
+            }
+        }
+        // With budget left the session stopped for want of input: what remains unparsed is
+        // an incomplete request, not one waiting for its turn.
+        slot.turn_spent = budget.spent();
+        worked
+    }
+
+    /// Whether the session on `index` must end now, and how.
+    fn ending(&self, index: usize, now_ns: u64) -> Option<Ending> {
+        let slot = &self.nbd[index];
+        let socket = self.sockets.get::<tcp::Socket>(slot.handle);
+        let session = slot.session.as_ref()?;
+        let flushed = session.output().is_empty();
+        let idle_ns = now_ns.saturating_sub(slot.last_input_ns);
+        if session.closed().is_some() {
+            return flushed.then_some(Ending::Close("closed by the session"));
+        }
+        if !session.in_transmission() {
+            if idle_ns > HANDSHAKE_IDLE_NS {
+                // A client stuck in the handshake (or one that never starts it) would hold the
+                // socket for ever.
+                return Some(Ending::Abort("handshake idle for 30 s"));
+            }
+            if self.shutdown.is_some() {
+                return Some(Ending::Close("handshake cut by shutdown"));
+            }
+        }
+        if !socket.may_recv() && flushed && !slot.turn_spent && !session.writing_zeroes() {
+            // The peer finished sending and every complete request was answered.
+            return Some(if session.pending_input() > 0 {
+                Ending::Abort("peer closed in the middle of a request")
+            } else {
+                Ending::Close("peer closed")
+            });
+        }
+        if session.busy() {
+            return None;
+        }
+        if let Some(shutdown) = self.shutdown
+            && session.drained_for_shutdown()
+            && now_ns.saturating_sub(shutdown.since_ns) > SHUTDOWN_GRACE_NS
+        {
+            return Some(Ending::Close("shutdown grace over"));
+        }
+        let idle_limit_ns = u64::from(self.config.nbd_idle_s).saturating_mul(1_000_000_000);
+        if session.in_transmission() && idle_ns > idle_limit_ns {
+            return Some(Ending::Close("idle longer than nbd_idle_s"));
+        }
+        None
+    }
+
+    fn end_session(&mut self, index: usize, ending: Ending) {
+        let slot = &mut self.nbd[index];
+        let socket = self.sockets.get_mut::<tcp::Socket>(slot.handle);
+        let Some(session) = slot.session.take() else {
+            return;
+        };
+        match ending {
+            Ending::Close(why) => {
+                log::info!("nbd: connection {index} closed: {why}");
+                socket.close();
+            }
+            Ending::Abort(why) => {
+                log::warn!("nbd: connection {index} reset: {why}");
+                self.counters.dropped += 1;
+                socket.abort();
+            }
+        }
+        if session.pending_input() > 0 && session.closed().is_none() {
+            log::warn!(
+                "nbd: connection {index}: {} bytes of an incomplete request dropped",
+                session.pending_input()
+            );
+        }
+        self.ended.add(&session.stats());
+        slot.refused = false;
+    }
+}

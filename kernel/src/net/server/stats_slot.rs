@@ -1,0 +1,144 @@
+//! One stats socket: the text goes out as soon as a client connects (also when its FIN came
+//! with the SYN's ACK, as `nc -N` sends it), a `shutdown` line asks the server to stop, and the
+//! connection is closed after the text. A query may last [`QUERY_LIMIT_NS`] in any state and
+//! [`FIN_WAIT_LIMIT_NS`] after its text was acknowledged, so clients that never read or never
+//! close cannot hold the port; [`Server::keep_a_stats_listener`] keeps one socket listening for
+//! the next query (and `shutdown`) whatever the others do.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use smoltcp::iface::SocketHandle;
+use smoltcp::socket::tcp;
+
+use super::linger::Linger;
+use super::{Server, ServerStats};
+use crate::arch::time;
+use crate::net::device::NetDevice;
+use crate::net::nbd::session::Export;
+
+/// A stats connection in any one state for this long is reset.
+const QUERY_LIMIT_NS: u64 = 10_000_000_000;
+/// Our FIN is acknowledged: the peer has this long to send a command before the reset.
+const FIN_WAIT_LIMIT_NS: u64 = 2_000_000_000;
+
+pub(super) struct StatsSlot {
+    handle: SocketHandle,
+    /// Text still to send; `None` before the connection arrives.
+    pending: Option<Vec<u8>>,
+    received: Vec<u8>,
+    /// When the connection arrived (TSC ns; 0 while listening), to pick the oldest when all
+    /// sockets are taken.
+    opened_ns: u64,
+    linger: Linger,
+}
+
+impl StatsSlot {
+    pub fn new(handle: SocketHandle) -> StatsSlot {
+        StatsSlot {
+            handle,
+            pending: None,
+            received: Vec::new(),
+            opened_ns: 0,
+            linger: Linger::new(),
+        }
+    }
+}
+
+impl Server {
+    pub(super) fn service_stats<E: Export>(
+        &mut self,
+        index: usize,
+        stats: &ServerStats,
+        device: &NetDevice,
+        export: &E,
+        stats_text: &mut impl FnMut(&ServerStats, &NetDevice, &E) -> String,
+    ) {
+        let now_ns = time::now_ns();
+        let slot = &mut self.stats[index];
+        let socket = self.sockets.get_mut::<tcp::Socket>(slot.handle);
+        if !socket.is_open() {
+            slot.pending = None;
+            slot.received.clear();
+            slot.opened_ns = 0;
+            if let Err(err) = socket.listen(self.config.stats_port) {
+                log::error!("stats: listen on {}: {err:?}", self.config.stats_port);
+            }
+            return;
+        }
+        let state = socket.state();
+        let in_state_ns = slot.linger.observe(state, now_ns);
+        if state != tcp::State::Listen && slot.opened_ns == 0 {
+            slot.opened_ns = now_ns;
+        }
+        if slot.pending.is_none()
+            && matches!(state, tcp::State::Established | tcp::State::CloseWait)
+        {
+            slot.pending = Some(stats_text(stats, device, export).into_bytes());
+        }
+        while socket.can_recv() {
+            let received = &mut slot.received;
+            let _ = socket.recv(|bytes| {
+                // Only a short command line is of interest; the rest is dropped.
+                let keep = bytes.len().min(64usize.saturating_sub(received.len()));
+                received.extend_from_slice(&bytes[..keep]);
+                (bytes.len(), ())
+            });
+        }
+        let shutdown = received_shutdown(&slot.received);
+        let peer = socket.remote_endpoint();
+        if let Some(pending) = slot.pending.as_mut()
+            && !pending.is_empty()
+        {
+            if let Ok(sent) = socket.send_slice(pending) {
+                pending.drain(..sent);
+            }
+            if pending.is_empty() {
+                socket.close();
+            }
+        }
+        let expired = match state {
+            tcp::State::TimeWait => true,
+            tcp::State::FinWait2 => in_state_ns > FIN_WAIT_LIMIT_NS,
+            tcp::State::Listen => false,
+            _ => in_state_ns > QUERY_LIMIT_NS,
+        };
+        if expired {
+            socket.abort();
+        }
+        if shutdown {
+            self.begin_shutdown(peer);
+        }
+    }
+
+    /// Makes sure one stats socket listens: when every one holds a connection, the oldest is
+    /// reset, so a new query and `shutdown` always get through.
+    pub(super) fn keep_a_stats_listener(&mut self) {
+        let sockets = &self.sockets;
+        if self
+            .stats
+            .iter()
+            .any(|slot| sockets.get::<tcp::Socket>(slot.handle).is_listening())
+        {
+            return;
+        }
+        let Some(oldest) = self.stats.iter_mut().min_by_key(|slot| slot.opened_ns) else {
+            return;
+        };
+        log::warn!("stats: every socket busy, the oldest query is reset");
+        let socket = self.sockets.get_mut::<tcp::Socket>(oldest.handle);
+        socket.abort();
+        oldest.pending = None;
+        oldest.received.clear();
+        oldest.opened_ns = 0;
+        if let Err(err) = socket.listen(self.config.stats_port) {
+            log::error!("stats: listen on {}: {err:?}", self.config.stats_port);
+        }
+    }
+}
+
+fn received_shutdown(received: &[u8]) -> bool {
+    received
+        .split(|&b| b == b'\n')
+        .any(|line| line.trim_ascii() == b"shutdown")
+}
