@@ -12,8 +12,10 @@ use std::process::{Child, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::child_guard;
 use crate::console::Report;
 use crate::error::{Error, Result};
+use crate::image_lock;
 use crate::process;
 use crate::qemu::{self, DiskImage, Machine};
 
@@ -99,6 +101,7 @@ enum Event {
 pub fn boot(machine: &Machine, timeout: Duration, echo: Echo) -> Result<Outcome> {
     let images = machine.create_images()?;
     let mut command = machine.command();
+    child_guard::die_with_parent(&mut command);
     let described = process::describe(&command);
     if echo == Echo::Live {
         eprintln!("+ {described}");
@@ -113,6 +116,7 @@ pub fn boot(machine: &Machine, timeout: Duration, echo: Echo) -> Result<Outcome>
             command: described,
             source,
         })?;
+    let _running = child_guard::Running::start();
     let (sender, receiver) = mpsc::channel();
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
@@ -130,8 +134,11 @@ pub fn boot(machine: &Machine, timeout: Duration, echo: Echo) -> Result<Outcome>
     };
     let mut open_streams = 2;
     while open_streams > 0 {
+        if let Some(signal) = child_guard::caught() {
+            stop_for_signal(&mut child, signal);
+        }
         let remaining = deadline.saturating_duration_since(Instant::now());
-        match receiver.recv_timeout(remaining) {
+        match receiver.recv_timeout(remaining.min(SIGNAL_POLL)) {
             Ok(Event::Console(line)) => {
                 if echo == Echo::Live {
                     println!("{line}");
@@ -147,8 +154,23 @@ pub fn boot(machine: &Machine, timeout: Duration, echo: Echo) -> Result<Outcome>
                 outcome.stderr.push(line);
             }
             Ok(Event::Closed) => open_streams -= 1,
+            Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
             Err(_) => break,
         }
+    }
+    if outcome
+        .stderr
+        .iter()
+        .any(|l| l.contains(image_lock::LOCK_ERROR))
+    {
+        for image in &outcome.images {
+            let line = format!("xtask: {}", image_lock::explain(&image.path));
+            eprintln!("{line}");
+            outcome.stderr.push(line);
+        }
+    }
+    if let Some(signal) = child_guard::caught() {
+        stop_for_signal(&mut child, signal);
     }
     let status = wait_until(&mut child, deadline);
     outcome.wall = started.elapsed();
@@ -161,6 +183,26 @@ pub fn boot(machine: &Machine, timeout: Duration, echo: Echo) -> Result<Outcome>
         }
     };
     Ok(outcome)
+}
+
+/// How often the boot loop looks for a caught SIGTERM/SIGINT/SIGHUP.
+const SIGNAL_POLL: Duration = Duration::from_millis(100);
+/// How long QEMU has to exit after the forwarded signal before it is killed.
+const SIGNAL_GRACE: Duration = Duration::from_secs(5);
+
+/// xtask got `signal`: pass it to QEMU, wait for it (SIGKILL after [`SIGNAL_GRACE`]), and exit
+/// with `128 + signal` as the shell would have.
+fn stop_for_signal(child: &mut Child, signal: i32) -> ! {
+    eprintln!(
+        "xtask: caught signal {signal}; stopping QEMU (pid {})",
+        child.id()
+    );
+    child_guard::send(child.id(), signal);
+    if wait_until(child, Instant::now() + SIGNAL_GRACE).is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    std::process::exit(128 + signal);
 }
 
 /// Sends each line of `stream` (lossy UTF-8, without the line ending) and then `Closed`.

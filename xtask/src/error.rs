@@ -35,6 +35,10 @@ pub enum Error {
     QemuStillMissing { tool: &'static str },
 
     /// A file could not be read.
+    /// A disk image is in use by another process (a QEMU left by a killed run).
+    #[error("`{command}` failed: {holders}")]
+    ImageLocked { command: String, holders: String },
+
     #[error("cannot read {path}: {source}")]
     Read { path: PathBuf, source: io::Error },
 

@@ -14,12 +14,14 @@
 mod accel;
 mod bench;
 mod boot;
+mod child_guard;
 mod console;
 mod error;
 mod guest;
 mod guest_tests;
 mod host_tests;
 mod image_check;
+mod image_lock;
 mod insns;
 mod lint;
 mod nbd_client;
@@ -136,6 +138,7 @@ enum BenchCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    child_guard::install_forwarding();
     let result = match cli.command {
         Command::Run(args) => run(args),
         Command::Lint => lint(),

@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::accel::Accel;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::image_lock;
 use crate::insns::Counting;
 use crate::process;
 use crate::profile::{Disk, DiskFormat, Profile};
@@ -108,7 +109,16 @@ impl<'a> Machine<'a> {
             let mut command = Command::new("qemu-img");
             command.args(["create", "-q", "-f", format]);
             command.arg(&path).arg(disk.size_bytes.to_string());
-            process::run(&mut command)?;
+            if let Err(error) = process::run(&mut command) {
+                // The usual cause: a QEMU from a killed run still holds the image's lock.
+                if image_lock::holders(&path).is_empty() {
+                    return Err(error);
+                }
+                return Err(Error::ImageLocked {
+                    command: process::describe(&command),
+                    holders: image_lock::explain(&path),
+                });
+            }
             paths.push(DiskImage {
                 disk: disk.name.clone(),
                 format,
