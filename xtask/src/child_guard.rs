@@ -99,3 +99,24 @@ pub fn send(pid: u32, signal: i32) {
         libc::kill(pid as libc::pid_t, signal);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    #[test]
+    fn a_child_gets_sigterm_when_the_thread_that_spawned_it_ends() {
+        let child = std::thread::spawn(|| {
+            let mut command = Command::new("sleep");
+            command.arg("60");
+            die_with_parent(&mut command);
+            command.spawn().unwrap()
+        })
+        .join()
+        .unwrap();
+        let mut child = child;
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+    }
+}

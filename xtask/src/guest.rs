@@ -33,6 +33,17 @@ pub struct Overrides {
     pub kernel_args: Option<String>,
     /// Load the instruction-count plugin (`--count-insns`).
     pub counting: Option<Counting>,
+    /// Put one disk behind QEMU's `blkdebug` driver (fault injection; `cargo xtask soak`).
+    pub blkdebug: Option<Blkdebug>,
+    /// Boot on the images the previous boot left instead of fresh ones (a restart).
+    pub keep_images: bool,
+}
+
+/// A disk behind `blkdebug`: `disk` is the profile's `[[disk]] name`, `config` the rules file.
+#[derive(Clone, Debug)]
+pub struct Blkdebug {
+    pub disk: String,
+    pub config: PathBuf,
 }
 
 impl Guest {
@@ -70,6 +81,8 @@ impl Guest {
             memory_mb: overrides.memory_mb.unwrap_or(profile.memory_mb),
             images_dir: workspace::output_dir("images")?,
             counting: overrides.counting.as_ref(),
+            blkdebug: overrides.blkdebug.as_ref(),
+            keep_images: overrides.keep_images,
         };
         let timeout = overrides
             .timeout

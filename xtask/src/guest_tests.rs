@@ -253,6 +253,7 @@ fn overrides(test: &GuestTest) -> Result<Overrides> {
                 .unwrap_or_else(|| format!("test={}", test.name)),
         ),
         counting,
+        ..Overrides::default()
     })
 }
 

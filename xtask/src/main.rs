@@ -30,6 +30,7 @@ mod process;
 mod profile;
 mod qemu;
 mod setup;
+mod soak;
 mod symbols;
 mod workspace;
 
@@ -66,6 +67,9 @@ enum Command {
     /// Run a scenario benchmark.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// The NBD server under faults for N minutes (blkdebug EIO, hot-plug, hang-ups, garbage
+    /// connections, kill -9 after a flush), checked against a shadow model.
+    Soak(soak::Options),
     /// Only install what is missing (Rust target, QEMU).
     Setup,
 }
@@ -164,6 +168,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Nbd(options)) => {
             bench::nbd::run(&options).map(|()| ExitCode::SUCCESS)
         }
+        Command::Soak(options) => soak::run(&options).map(|()| ExitCode::SUCCESS),
         Command::Setup => setup::ensure_all().map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|error| {
@@ -275,6 +280,14 @@ fn test(args: TestArgs) -> Result<ExitCode> {
                         .is_none_or(|filter| "nbd".contains(filter))
                     {
                         tally += nbd_tests::run(&guest);
+                    }
+                    // A 30-second soak: faults injected, every acknowledged write checked.
+                    if args
+                        .filter
+                        .as_deref()
+                        .is_none_or(|filter| "soak".contains(filter))
+                    {
+                        tally += soak::test(&guest);
                     }
                     tally
                 }

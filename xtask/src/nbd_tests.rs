@@ -24,7 +24,7 @@ use crate::profile::{self, Profile};
 
 mod bad_clients;
 mod flood;
-mod hotplug;
+pub(crate) mod hotplug;
 pub mod idle;
 mod lifecycle;
 mod tools;

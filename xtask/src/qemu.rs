@@ -20,6 +20,7 @@ use std::process::Command;
 
 use crate::accel::Accel;
 use crate::error::{Error, Result};
+use crate::guest::Blkdebug;
 use crate::image_lock;
 use crate::insns::Counting;
 use crate::process;
@@ -83,6 +84,10 @@ pub struct Machine<'a> {
     pub memory_mb: u32,
     /// Where disk images are created.
     pub images_dir: PathBuf,
+    /// A disk to put behind `blkdebug`.
+    pub blkdebug: Option<&'a Blkdebug>,
+    /// Keep existing image files (a restart) instead of creating them afresh.
+    pub keep_images: bool,
     /// The instruction-count plugin and its log, when counting.
     pub counting: Option<&'a Counting>,
 }
@@ -109,6 +114,14 @@ impl<'a> Machine<'a> {
             let mut command = Command::new("qemu-img");
             command.args(["create", "-q", "-f", format]);
             command.arg(&path).arg(disk.size_bytes.to_string());
+            if self.keep_images && path.exists() {
+                paths.push(DiskImage {
+                    disk: disk.name.clone(),
+                    format,
+                    path,
+                });
+                continue;
+            }
             if let Err(error) = process::run(&mut command) {
                 // The usual cause: a QEMU from a killed run still holds the image's lock.
                 if image_lock::holders(&path).is_empty() {
@@ -203,10 +216,18 @@ impl<'a> Machine<'a> {
                 // because isa-debug-exit ends QEMU without closing its block devices.
                 let file = path.to_string_lossy().replace(',', ",,");
                 let format = format.image_format().unwrap_or("raw");
-                command.args([
-                    "-drive",
-                    &format!("if=none,id={},format={format},file={file}", disk.name),
-                ]);
+                let drive = match self.blkdebug.filter(|b| b.disk == disk.name) {
+                    // The format driver on top of blkdebug, so blkdebug sees its read_aio and
+                    // write_aio events (with blkdebug on top, the format driver emits them below
+                    // it and blkdebug never sees them).
+                    Some(blkdebug) => format!(
+                        "if=none,id={},driver={format},file.driver=blkdebug,file.config={},file.image.driver=file,file.image.filename={file}",
+                        disk.name,
+                        blkdebug.config.to_string_lossy().replace(',', ",,")
+                    ),
+                    None => format!("if=none,id={},format={format},file={file}", disk.name),
+                };
+                command.args(["-drive", &drive]);
             }
         }
         // The disk's name is its unit serial number (VPD page 80h) unless the profile sets one,
@@ -249,7 +270,27 @@ mod tests {
             memory_mb: 128,
             images_dir: PathBuf::from("/img"),
             counting: None,
+            blkdebug: None,
+            keep_images: false,
         }
+    }
+
+    #[test]
+    fn a_blkdebug_disk_puts_the_format_driver_over_blkdebug() {
+        let profile = profile(
+            "description = \"d\"\n[[disk]]\nname = \"disk0\"\nsize = \"1M\"\nformat = \"raw\"\ndevice = \"scsi-hd\"\n",
+        );
+        let blkdebug = Blkdebug {
+            disk: "disk0".into(),
+            config: PathBuf::from("/img/rules.conf"),
+        };
+        let mut with = machine(&profile, Accel::Tcg, 1);
+        with.blkdebug = Some(&blkdebug);
+        assert!(has_pair(
+            &args(&with),
+            "-drive",
+            "if=none,id=disk0,driver=raw,file.driver=blkdebug,file.config=/img/rules.conf,file.image.driver=file,file.image.filename=/img/p-disk0.raw"
+        ));
     }
 
     fn has_pair(args: &[String], flag: &str, value: &str) -> bool {

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use super::{io, nbd_addr};
 use crate::nbd_client::{self as nbd, Client};
 
-/// Whole-export WRITE_ZEROES requests in the flood (the reproducer).
+/// Whole-export WRITE_ZEROES requests in the flood (the count that stalled a reader for 193 s before
+/// the server took turns).
 pub const FLOOD_REQUESTS: u64 = 400;
 const CMD_WRITE_ZEROES: u16 = 6;
 /// Markers written before the flood, which must read back as zeroes after it.

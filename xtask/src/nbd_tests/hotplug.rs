@@ -27,13 +27,13 @@ const QMP_TIMEOUT: Duration = Duration::from_secs(30);
 const GUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A QMP connection (one JSON object per line; asynchronous events are skipped).
-struct Qmp {
+pub(crate) struct Qmp {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
 }
 
 impl Qmp {
-    fn connect(path: &Path) -> Result<Qmp, String> {
+    pub(crate) fn connect(path: &Path) -> Result<Qmp, String> {
         let stream =
             UnixStream::connect(path).map_err(|e| format!("QMP socket {}: {e}", path.display()))?;
         stream
@@ -62,7 +62,7 @@ impl Qmp {
     }
 
     /// Runs one command; its `return` value, or its `error` as the error.
-    fn execute(&mut self, command: &str, arguments: Value) -> Result<Value, String> {
+    pub(crate) fn execute(&mut self, command: &str, arguments: Value) -> Result<Value, String> {
         let request = json!({ "execute": command, "arguments": arguments });
         writeln!(self.writer, "{request}").map_err(|e| format!("QMP write: {e}"))?;
         loop {

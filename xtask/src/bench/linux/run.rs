@@ -270,6 +270,8 @@ pub fn boot_linux(
         memory_mb: profile.memory_mb.max(512),
         images_dir: workspace::output_dir("images")?,
         counting,
+        blkdebug: None,
+        keep_images: false,
     };
     eprintln!("xtask: Linux {label}: {}", cases.join(" "));
     let timeout = match counting {
