@@ -202,6 +202,25 @@ impl<S> Completed<S> {
             buffers: None,
         }
     }
+
+    /// What becomes of a command the host still held when it reset: after a reset that
+    /// succeeded (the device has stopped) its buffers go back as [`HostError::Reset`]; after one
+    /// that failed they are leaked, since the device may still write them, and the command is
+    /// reported by the host's failure path instead. Buffers the host had already leaked stay
+    /// leaked. One rule for every host's [`ScsiHost::reset`].
+    pub fn after_reset(self, reset: &Result<(), HostResetFailed>) -> Option<Completed<S>> {
+        match (reset, self.buffers) {
+            (Ok(()), Some(buffers)) => Some(Completed::host_error(
+                self.completion.tag,
+                HostError::Reset,
+                buffers,
+            )),
+            (_, buffers) => {
+                core::mem::forget(buffers);
+                None
+            }
+        }
+    }
 }
 
 /// Why [`ScsiHost::queue_command`] did not take a command (`SCSI_MLQUEUE_*_BUSY`).
@@ -294,4 +313,48 @@ pub enum HostEvent {
     },
     /// The adapter lost notices: scan everything again (Linux `scsi_scan_host`).
     RescanAll,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::rc::Rc;
+
+    /// A sense stand-in whose strong count shows whether it was dropped, handed back or leaked.
+    fn held(tag: u16, sense: &Rc<()>) -> Completed<Rc<()>> {
+        Completed::leaked(Tag(tag)).with_buffers(CmdBuffers {
+            data: alloc::vec![0; 8],
+            sense: Rc::clone(sense),
+        })
+    }
+
+    impl<S> Completed<S> {
+        fn with_buffers(mut self, buffers: CmdBuffers<S>) -> Self {
+            self.buffers = Some(buffers);
+            self
+        }
+    }
+
+    #[test]
+    fn after_a_good_reset_the_buffers_come_back_as_reset() {
+        let sense = Rc::new(());
+        let back = held(3, &sense).after_reset(&Ok(())).expect("handed back");
+        assert_eq!(back.completion.tag, Tag(3));
+        assert_eq!(back.completion.host_error, Some(HostError::Reset));
+        assert_eq!(back.buffers.map(|b| b.data.len()), Some(8));
+    }
+
+    #[test]
+    fn after_a_failed_reset_the_buffers_are_leaked_not_dropped() {
+        let sense = Rc::new(());
+        let failed = Err(HostResetFailed { reason: "test" });
+        assert!(held(3, &sense).after_reset(&failed).is_none());
+        // Leaked: the clone inside the buffers was neither returned nor dropped.
+        assert_eq!(Rc::strong_count(&sense), 2);
+        assert!(
+            Completed::<Rc<()>>::leaked(Tag(4))
+                .after_reset(&Ok(()))
+                .is_none()
+        );
+    }
 }

@@ -352,15 +352,7 @@ impl<H: Hal, Tr: Transport, D: Delay, S: SenseStorage, const QSIZE: usize> ScsiH
     fn reset(&mut self, returned: &mut Vec<Completed<S>>) -> Result<(), HostResetFailed> {
         let reset = self.rebuild();
         for completed in core::mem::take(&mut self.held) {
-            let tag = completed.completion.tag;
-            match (&reset, completed.buffers) {
-                (Ok(()), Some(buffers)) => {
-                    returned.push(Completed::host_error(tag, HostError::Reset, buffers));
-                }
-                // The device may still write them (or, for a command it never saw, the
-                // midlayer fails it as one it may write): leaked.
-                (_, buffers) => core::mem::forget(buffers),
-            }
+            returned.extend(completed.after_reset(&reset));
         }
         reset
     }

@@ -369,15 +369,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
         }
         let reset = self.recover();
         for completed in self.held.drain(..) {
-            let tag = completed.completion.tag;
-            match (&reset, completed.buffers) {
-                (Ok(()), Some(buffers)) => {
-                    returned.push(Completed::host_error(tag, HostError::Reset, buffers));
-                }
-                // The IOC may still write them (or, for a command it never saw, the midlayer
-                // fails it as one it may write): leaked.
-                (_, buffers) => core::mem::forget(buffers),
-            }
+            returned.extend(completed.after_reset(&reset));
         }
         reset
     }
