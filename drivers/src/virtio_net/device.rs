@@ -160,6 +160,21 @@ impl<H: Hal, T: Transport, B: DmaBuffer, D: Delay, const QSIZE: usize>
         self.running.is_none()
     }
 
+    /// Asks the device to interrupt when it fills a receive buffer (`enable`) or not to
+    /// (virtio 1.2 §2.7.10 `VIRTQ_AVAIL_F_NO_INTERRUPT`, a hint): a poller keeps them off while
+    /// busy and turns them on only before it sleeps. Returns whether a received frame is already
+    /// waiting, so a caller about to sleep polls instead of missing a frame that arrived before
+    /// the device saw the flag.
+    pub fn set_receive_interrupts(&mut self, enable: bool) -> bool {
+        let Some(running) = self.running.as_mut() else {
+            return false;
+        };
+        running.receive.set_dev_notify(enable);
+        // The flag store must be visible before the used index is read (store-load order).
+        core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+        running.receive.can_pop()
+    }
+
     /// Receive buffers the device holds.
     #[must_use]
     pub fn posted_receive_buffers(&self) -> usize {

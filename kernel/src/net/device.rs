@@ -8,9 +8,10 @@
 //! to the driver by ownership ([`PooledBuffer`]); their `poolinfo` lines are what the stats
 //! endpoint shows live.
 //!
-//! smoltcp polls; interrupts only wake the idle CPU. Both virtqueues raise MSI-X entry 0,
-//! pointed at the BSP's [`crate::arch::apic::DEVICE_VECTOR`] ([`crate::platform::pci::msix`]), so a
-//! frame or a transmit completion ends the server's idle `hlt`; a device without MSI-X (or one
+//! smoltcp polls; interrupts only wake the idle CPU. The receive virtqueue raises MSI-X entry
+//! 0, pointed at the BSP's [`crate::arch::apic::DEVICE_VECTOR`] ([`crate::platform::pci::msix`]),
+//! and only while the server sleeps (as in NAPI, they are off while it polls), so a frame
+//! ends the server's idle `hlt`; a device without MSI-X (or one
 //! that refuses the vector) is polled at the idle loop's timer period instead. A receive token owns a filled buffer and posts
 //! it again once smoltcp has read the frame. A transmit does not wait for the device: the frame
 //! is queued and its buffer reclaimed on a later poll, so a burst of TCP segments costs one
@@ -24,7 +25,7 @@ use drivers::delay::ClockDelay;
 use drivers::dma::PooledBuffer;
 use drivers::virtio::pci::DeviceKind;
 use drivers::virtio_net::device::{NetError, Received, VirtioNet};
-use drivers::virtio_net::wire::{MAX_FRAME_BYTES, RECEIVE_QUEUE, TRANSMIT_QUEUE};
+use drivers::virtio_net::wire::{MAX_FRAME_BYTES, RECEIVE_QUEUE};
 use pools::dmapool::{Scalable, SideStack};
 use pools::{DmaPool, PoolConfig, PoolError, PoolInfo};
 use smoltcp::phy::{self, DeviceCapabilities, Medium};
@@ -139,11 +140,7 @@ impl NetDevice {
                 .map_err(|refused| refused.error)?;
         }
         let interrupts = match crate::platform::pci::msix::enable(function, 1).and_then(|_| {
-            crate::platform::pci::msix::route_virtqueues(
-                function,
-                &[RECEIVE_QUEUE, TRANSMIT_QUEUE],
-                0,
-            )
+            crate::platform::pci::msix::route_virtqueues(function, &[RECEIVE_QUEUE], 0)
         }) {
             Ok(()) => true,
             Err(err) => {
@@ -151,6 +148,8 @@ impl NetDevice {
                 false
             }
         };
+        // Interrupts only wake a sleeper; while the server polls they would only cost exits.
+        net.set_receive_interrupts(false);
         Ok(NetDevice {
             inner: RefCell::new(Inner {
                 net,
@@ -161,6 +160,12 @@ impl NetDevice {
             function,
             interrupts,
         })
+    }
+
+    /// Turns receive interrupts on (before sleeping) or off (while polling); returns whether a
+    /// frame is already waiting (then the caller must not sleep). Off by default.
+    pub fn set_receive_interrupts(&mut self, enable: bool) -> bool {
+        self.interrupts && self.inner.get_mut().net.set_receive_interrupts(enable)
     }
 
     /// The device's MAC address.

@@ -184,7 +184,10 @@ impl HostVisitor for Nbd {
             } else if now_ns - *last_traffic_ns > SPIN_AFTER_TRAFFIC_NS {
                 // Nothing moved for a while: halt until a frame, smoltcp's next timer or the
                 // idle period.
-                idle::wait_until(server.next_deadline_ns(device));
+                if !device.set_receive_interrupts(true) {
+                    idle::wait_until(server.next_deadline_ns(device));
+                }
+                device.set_receive_interrupts(false);
             }
         };
         let (serve_start_ns, idle_start) = (time::now_ns(), idle::stats());
