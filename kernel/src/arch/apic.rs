@@ -226,3 +226,13 @@ pub fn send_wake(apic_id: u32) -> Result<(), ApicError> {
         DELIVERY_FIXED | ICR_LEVEL_ASSERT | u32::from(WAKE_VECTOR),
     )
 }
+
+/// A fixed-delivery IPI raising `vector` on `apic_id` (the calling CPU's own id included: the
+/// interrupt then waits in this APIC's IRR until interrupts are enabled). Tests use it to raise
+/// a device vector without a device.
+pub fn send_fixed(apic_id: u32, vector: u8) -> Result<(), ApicError> {
+    send(
+        apic_id,
+        DELIVERY_FIXED | ICR_LEVEL_ASSERT | u32::from(vector),
+    )
+}

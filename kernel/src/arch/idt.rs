@@ -6,9 +6,10 @@
 //! and calls [`super::fault::exception_report`] with a pointer to the [`TrapFrame`]. Nothing
 //! returns: in this kernel every exception and every unexpected interrupt is fatal and reported.
 //! The double fault runs on its own IST stack (see [`super::gdt`]) so stack overflows are
-//! reported too. Four vectors return instead: the APIC wake-up IPI, the APIC timer, device
-//! MSI-X messages (all three only acknowledge) and the spurious vector, which only idle CPUs
-//! (the one place interrupts are enabled, [`super::idle`]) ever take.
+//! reported too. Some vectors return instead: the APIC wake-up IPI, the APIC timer, the shared
+//! device vector (all three only acknowledge), the per-source device vectors of
+//! [`super::irq`] (count, then acknowledge) and the spurious vector, which only idle CPUs (the
+//! one place interrupts are enabled, [`super::idle`]) ever take.
 
 use core::arch::global_asm;
 
@@ -105,6 +106,28 @@ apic_wake_stub:
     popq %rax
     iretq
 
+    /* Device vectors (see irq.rs): one 16-byte stub per vector counts the interrupt in
+       IRQ_VECTOR_COUNTS[slot], then the common tail acknowledges and returns to the `hlt`. A
+       stub is 13 bytes (lock incq rip-relative: 8, jmp rel32: 5); the guest test
+       irq-vector-allocator raises every vector and checks each counts on its own. */
+    .balign 16
+    .global device_irq_stubs
+device_irq_stubs:
+    .set slot, 0
+    .rept 64
+    .balign 16
+    lock incq IRQ_VECTOR_COUNTS + 8 * slot(%rip)
+    jmp device_irq_common
+    .set slot, slot + 1
+    .endr
+    .balign 16
+device_irq_common:
+    pushq %rax
+    movq LAPIC_EOI_ADDR(%rip), %rax
+    movl $0, (%rax)
+    popq %rax
+    iretq
+
     /* Spurious APIC interrupts need no EOI (Intel SDM Vol. 3A 11.9). */
     .global apic_spurious_stub
 apic_spurious_stub:
@@ -117,6 +140,7 @@ unsafe extern "C" {
     static exception_stubs: u8;
     static apic_wake_stub: u8;
     static apic_spurious_stub: u8;
+    static device_irq_stubs: u8;
 }
 
 static IDT: Once<InterruptDescriptorTable> = Once::new();
@@ -129,7 +153,9 @@ pub fn init() {
         let mut idt = InterruptDescriptorTable::new();
         // SAFETY: for each `set_handler_addr`, the address is the vector's stub above, which
         // expects exactly the frame the CPU pushes for that vector (it pushes a dummy error code
-        // where the CPU does not) and never returns.
+        // where the CPU does not) and never returns; the returning stubs (wake, timer, device
+        // vectors, spurious) take no error code, touch only %rax (saved) and a counter, and end
+        // in `iretq`.
         unsafe {
             idt.divide_error.set_handler_addr(stub(0));
             idt.debug.set_handler_addr(stub(1));
@@ -164,6 +190,11 @@ pub fn init() {
             idt[super::apic::WAKE_VECTOR].set_handler_addr(wake);
             idt[super::apic::TIMER_VECTOR].set_handler_addr(wake);
             idt[super::apic::DEVICE_VECTOR].set_handler_addr(wake);
+            let device = core::ptr::addr_of!(device_irq_stubs) as u64;
+            for slot in 0..super::irq::COUNT as u64 {
+                let vector = super::irq::FIRST + slot as u8;
+                idt[vector].set_handler_addr(VirtAddr::new(device + slot * STUB_BYTES));
+            }
             idt[super::apic::SPURIOUS_VECTOR]
                 .set_handler_addr(VirtAddr::from_ptr(core::ptr::addr_of!(apic_spurious_stub)));
         }

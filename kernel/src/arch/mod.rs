@@ -11,6 +11,7 @@ pub mod gdt;
 pub mod idle;
 pub mod idt;
 pub mod insn_marker;
+pub mod irq;
 pub mod paging;
 pub mod pvh;
 pub mod serial;

@@ -20,6 +20,7 @@ use crate::platform::console::println;
 use ::pools::json::JsonObject;
 
 mod faults;
+mod irq;
 mod memory;
 mod numa_pools;
 mod pools;
@@ -131,6 +132,16 @@ pub const TESTS: &[GuestTest] = &[
         name: "numa-pool-set-stress",
         expect: Expect::Pass,
         run: numa_pools::numa_pool_set_stress,
+    },
+    GuestTest {
+        name: "irq-vector-counts",
+        expect: Expect::Pass,
+        run: irq::vector_counts,
+    },
+    GuestTest {
+        name: "irq-vector-allocator",
+        expect: Expect::Pass,
+        run: irq::vector_allocator,
     },
     GuestTest {
         name: "fault-pf",
