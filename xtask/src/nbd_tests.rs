@@ -5,7 +5,8 @@
 //! stats queries, clients over the limit and a shutdown with a client connected, [`lifecycle`]),
 //! measure the host CPU QEMU uses while no client talks to it ([`idle`]), read the stats endpoint,
 //! hot-plug a second disk through QMP and watch the
-//! guest list it ([`hotplug`]), send `shutdown`, and check the disk image after QEMU exits.
+//! guest list it ([`hotplug`]), send `shutdown`, and check the disk image after QEMU exits; then
+//! a second guest resets its NIC under a client ([`nic_reset`]).
 //!
 //! qemu/nbd.toml forwards host ports 40809 (NBD) and 40810 (stats) on 127.0.0.1 only; the tests
 //! move both forwards to free loopback ports picked at run time ([`with_free_ports`]), so two runs
@@ -27,6 +28,7 @@ mod flood;
 pub(crate) mod hotplug;
 pub mod idle;
 mod lifecycle;
+mod nic_reset;
 mod tools;
 
 use bad_clients::{bad_handshake, bad_requests, pipelined, torn_write};
@@ -197,6 +199,8 @@ pub fn run(guest: &Guest) -> Tally {
             Err(error) => report("image", Err(error)),
         }
     });
+    // Its own boot: the reset must not disturb the cases above.
+    report("nic-reset", nic_reset::nic_reset(guest));
     tally
 }
 

@@ -62,7 +62,7 @@ impl<B: DmaBuffer> Received<B> {
 /// Recovery counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NetCounters {
-    /// Device resets after an unknown token.
+    /// Device resets after an unknown token (or asked for, [`VirtioNet::restart_now`]).
     pub resets: u64,
     /// Frames dropped for a used length that did not fit.
     pub bad_lengths: u64,

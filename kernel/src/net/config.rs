@@ -1,6 +1,8 @@
 //! The network words of the kernel command line: `ip=ADDR[/PREFIX]`, `gw=ADDR`, `nbd_port=`,
 //! `stats_port=`, `nbd_max_clients=` (NBD clients served at once; one more is told it is refused)
-//! and `nbd_idle_s=` (a client in transmission that sends nothing for this long is closed). The defaults suit QEMU user networking (the guest is 10.0.2.15/24 behind the
+//! `nbd_idle_s=` (a client in transmission that sends nothing for this long is closed) and
+//! `nic_reset_after=N` (fault injection: reset the NIC once after N received frames, as the
+//! driver does after a misbehaving device; 0, the default, never). The defaults suit QEMU user networking (the guest is 10.0.2.15/24 behind the
 //! gateway 10.0.2.2) and the NBD port is the IANA one, 10809.
 
 use scsi::param::number::count;
@@ -23,6 +25,8 @@ pub struct NetConfig {
     pub nbd_max_clients: u16,
     /// Seconds a client in transmission may send nothing before it is closed.
     pub nbd_idle_s: u32,
+    /// Fault injection: reset the NIC once, after this many received frames (0: never).
+    pub nic_reset_after: u64,
 }
 
 /// Largest `nbd_max_clients=`: each client's socket holds 512 KiB of buffers, and a session up
@@ -39,6 +43,7 @@ impl Default for NetConfig {
             stats_port: 10810,
             nbd_max_clients: 8,
             nbd_idle_s: 600,
+            nic_reset_after: 0,
         }
     }
 }
@@ -105,6 +110,14 @@ impl NetConfig {
                 Ok(())
             },
         },
+        Key {
+            name: "nic_reset_after",
+            aliases: &[],
+            set: |net, v| {
+                net.nic_reset_after = count(v, 0, u64::MAX)?;
+                Ok(())
+            },
+        },
     ];
 }
 
@@ -141,7 +154,9 @@ mod tests {
         set(&mut config, "nbd_port", "10999").unwrap();
         set(&mut config, "nbd_max_clients", "2").unwrap();
         set(&mut config, "nbd_idle_s", "30").unwrap();
+        set(&mut config, "nic_reset_after", "300").unwrap();
         assert_eq!((config.nbd_max_clients, config.nbd_idle_s), (2, 30));
+        assert_eq!(config.nic_reset_after, 300);
         assert_eq!(config.ip, [192, 168, 7, 9]);
         assert_eq!(config.prefix_len, 16);
         assert_eq!(config.gateway, [192, 168, 0, 1]);
@@ -158,6 +173,8 @@ mod tests {
             ("nbd_max_clients", "33"),
             ("nbd_idle_s", "0"),
             ("nbd_idle_s", "ten"),
+            ("nic_reset_after", "-1"),
+            ("nic_reset_after", "many"),
         ] {
             assert!(
                 set(&mut NetConfig::default(), key, value).is_err(),

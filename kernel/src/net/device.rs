@@ -75,6 +75,11 @@ pub struct DeviceStats {
     /// Frames the device failed to take or give, buffers that could not be had, and device
     /// resets after a misbehaving device.
     pub errors: u64,
+    /// Device resets (after a misbehaving device, or injected by `nic_reset_after=`).
+    pub resets: u64,
+    /// Times the receive queue was given its MSI-X entry and the device read it back: once at
+    /// probe and once after each reset (a reset device forgets it, virtio 1.2 §4.1.4.3).
+    pub interrupt_routes: u64,
 }
 
 /// The driver and its buffer pools, behind the `RefCell` the token pair shares.
@@ -116,6 +121,11 @@ pub struct NetDevice {
     pub function: &'static PciFunction,
     /// Whether its queues raise MSI-X messages that wake an idle CPU.
     pub interrupts: bool,
+    /// Fault injection: received frames before one device reset (0: never; see
+    /// [`NetDevice::inject_reset_after`]).
+    reset_after_frames: u64,
+    /// The driver's reset count when the queues were last routed.
+    resets_routed: u64,
 }
 
 impl NetDevice {
@@ -139,18 +149,8 @@ impl NetDevice {
             net.post_receive(Buffer::alloc(&rx_pool)?)
                 .map_err(|refused| refused.error)?;
         }
-        let interrupts = match crate::platform::pci::msix::enable(function, 1).and_then(|_| {
-            crate::platform::pci::msix::route_virtqueues(function, &[RECEIVE_QUEUE], 0)
-        }) {
-            Ok(()) => true,
-            Err(err) => {
-                log::warn!("virtio-net: no interrupts ({err}); the idle loop polls on its timer");
-                false
-            }
-        };
-        // Interrupts only wake a sleeper; while the server polls they would only cost exits.
-        net.set_receive_interrupts(false);
-        Ok(NetDevice {
+        let interrupts = crate::platform::pci::msix::enable(function, 1).map(|_| ());
+        let mut device = NetDevice {
             inner: RefCell::new(Inner {
                 net,
                 rx_pool,
@@ -158,13 +158,69 @@ impl NetDevice {
                 stats: DeviceStats::default(),
             }),
             function,
-            interrupts,
-        })
+            interrupts: true,
+            reset_after_frames: 0,
+            resets_routed: 0,
+        };
+        device.route_interrupts(interrupts);
+        Ok(device)
+    }
+
+    /// Points the receive queue at MSI-X entry 0 (after `enabled`, the table's set-up) and
+    /// turns its interrupts off until the server sleeps; on any refusal the device is polled
+    /// on the idle loop's timer from then on.
+    fn route_interrupts(&mut self, enabled: Result<(), crate::platform::pci::msix::MsixError>) {
+        let routed = enabled.and_then(|()| {
+            crate::platform::pci::msix::route_virtqueues(self.function, &[RECEIVE_QUEUE], 0)
+        });
+        let inner = self.inner.get_mut();
+        match routed {
+            Ok(()) => inner.stats.interrupt_routes += 1,
+            Err(err) => {
+                log::warn!("virtio-net: no interrupts ({err}); the idle loop polls on its timer");
+                self.interrupts = false;
+            }
+        }
+        // Interrupts only wake a sleeper; while the server polls they would only cost exits.
+        inner.net.set_receive_interrupts(false);
+    }
+
+    /// After a device reset (the driver's recovery, or an injected one) the queues have lost
+    /// their MSI-X entries: route them again, or a sleeping server would only wake on its
+    /// timer. Cheap when nothing was reset.
+    fn reroute_after_reset(&mut self) {
+        let resets = self.inner.get_mut().net.counters().resets;
+        if resets == self.resets_routed {
+            return;
+        }
+        self.resets_routed = resets;
+        if self.interrupts {
+            self.route_interrupts(Ok(()));
+        }
+    }
+
+    /// Fault injection (`nic_reset_after=`): reset the device once, after `frames` received
+    /// frames in all (0: never).
+    pub fn inject_reset_after(&mut self, frames: u64) {
+        self.reset_after_frames = frames;
+    }
+
+    /// Runs an injected reset when its frame count is reached.
+    fn injected_reset(&mut self) {
+        let inner = self.inner.get_mut();
+        if self.reset_after_frames == 0 || inner.stats.rx_frames < self.reset_after_frames {
+            return;
+        }
+        self.reset_after_frames = 0;
+        if let Err(error) = inner.net.restart_now() {
+            inner.error(&error);
+        }
     }
 
     /// Turns receive interrupts on (before sleeping) or off (while polling); returns whether a
     /// frame is already waiting (then the caller must not sleep). Off by default.
     pub fn set_receive_interrupts(&mut self, enable: bool) -> bool {
+        self.reroute_after_reset();
         self.interrupts && self.inner.get_mut().net.set_receive_interrupts(enable)
     }
 
@@ -175,7 +231,11 @@ impl NetDevice {
 
     /// Frame counters so far.
     pub fn stats(&self) -> DeviceStats {
-        self.inner.borrow().stats
+        let inner = self.inner.borrow();
+        DeviceStats {
+            resets: inner.net.counters().resets,
+            ..inner.stats
+        }
     }
 
     /// The packet buffer pools, in Linux's poolinfo terms.
@@ -207,6 +267,7 @@ impl phy::Device for NetDevice {
         Self: 'a;
 
     fn receive(&mut self, _timestamp: Instant) -> Option<(RxToken<'_>, TxToken<'_>)> {
+        self.injected_reset();
         let inner = self.inner.get_mut();
         inner.reclaim();
         let received = match inner.net.receive() {

@@ -8,7 +8,7 @@
 //! sense mode=slab slab_allocs=.. reserve_hits=.. waits=.. reserve_held=.. in_use=..
 //! scsi submitted=.. completed=.. succeeded=.. failed=.. retries=.. timeouts=.. aborts=.. resets=..
 //! nbd connections=.. dropped=.. refused=.. reads=.. writes=.. flushes=.. trims=.. write_zeroes=.. bytes_read=.. bytes_written=.. errors=..
-//! net rx_frames=.. tx_frames=.. rx_bytes=.. tx_bytes=.. errors=..
+//! net rx_frames=.. tx_frames=.. rx_bytes=.. tx_bytes=.. errors=.. resets=.. irq=msix|timer irq_routes=..
 //! disks 2
 //! disk sda hctl=0:0:0:0 blocks=131072 block_len=512 bytes=67108864 (67.1 MB/64.0 MiB) export
 //! disk sdb hctl=0:0:1:0 blocks=16384 block_len=512 bytes=8388608 (8.3 MB/8.0 MiB)
@@ -39,6 +39,8 @@ pub struct Snapshot<'a> {
     pub disks: &'a [NamedDisk],
     /// The name of the disk served over NBD.
     pub export: &'a str,
+    /// Whether the NIC wakes the sleeping server by MSI-X (else its timer polls).
+    pub nic_interrupts: bool,
 }
 
 /// Renders `snapshot` as the endpoint's text.
@@ -94,8 +96,15 @@ fn write_text(out: &mut String, s: &Snapshot<'_>) -> core::fmt::Result {
     let dev = &s.server.device;
     writeln!(
         out,
-        "net rx_frames={} tx_frames={} rx_bytes={} tx_bytes={} errors={}",
-        dev.rx_frames, dev.tx_frames, dev.rx_bytes, dev.tx_bytes, dev.errors
+        "net rx_frames={} tx_frames={} rx_bytes={} tx_bytes={} errors={} resets={} irq={} irq_routes={}",
+        dev.rx_frames,
+        dev.tx_frames,
+        dev.rx_bytes,
+        dev.tx_bytes,
+        dev.errors,
+        dev.resets,
+        if s.nic_interrupts { "msix" } else { "timer" },
+        dev.interrupt_routes
     )?;
     writeln!(out, "disks {}", s.disks.len())?;
     for disk in s.disks {

@@ -96,6 +96,7 @@ fn stats_text<'s, H: ScsiHost<SenseBuf<'s>>>(
         server: server_stats,
         disks,
         export: export_name,
+        nic_interrupts: device.interrupts,
     })
 }
 
@@ -137,6 +138,7 @@ impl HostVisitor for Nbd {
                 return false;
             }
         };
+        device.inject_reset_after(self.net.nic_reset_after);
         let name: &'static str = String::leak(named.name.clone());
         let mac = device.mac();
         log::info!(

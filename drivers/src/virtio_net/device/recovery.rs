@@ -30,6 +30,16 @@ impl<H: Hal, T: Transport, B: DmaBuffer, D: Delay, const QSIZE: usize>
         }
     }
 
+    /// Resets the device and sets it up again now, exactly as after an unknown token (counted
+    /// in [`NetCounters::resets`](super::NetCounters)): fault injection for the recovery path
+    /// and for what sits above it (a reset device forgets its MSI-X routing, virtio 1.2
+    /// §4.1.4.3, so its owner must route the queues again).
+    pub fn restart_now(&mut self) -> Result<(), NetError> {
+        log::warn!("virtio-net: resetting the device on request (fault injection)");
+        self.counters.resets += 1;
+        self.restart()
+    }
+
     /// Resets the device (bounded wait), frees what it held, sets it up again and posts the
     /// receive buffers again. Frames in flight are dropped. If the reset is not confirmed the
     /// device is abandoned: everything it holds is leaked.
