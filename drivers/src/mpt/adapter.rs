@@ -25,8 +25,10 @@ use super::error::MptError;
 use super::ioc::{self, Geometry, IocFacts, MptConfig, PortFacts};
 use super::regs::{MptRegisters, Register, him};
 use super::sgl::{ChainPool, SglLayout};
+pub use interrupt::Armed;
 use queue::Slot;
 
+mod interrupt;
 mod queue;
 
 /// Counters for the adapter's life.
@@ -44,6 +46,10 @@ pub struct MptStats {
     pub resets: u64,
     /// Most chain frames one request used.
     pub max_chains_per_io: usize,
+    /// Times the reply interrupt was armed before a halt.
+    pub interrupt_arms: u64,
+    /// Of those, arms whose re-check found replies already waiting (the race it closes).
+    pub arms_with_replies_waiting: u64,
 }
 
 /// One MPT adapter.
@@ -68,6 +74,8 @@ pub struct Mpt<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> {
     reply_with_ioc: Vec<bool>,
     frame_buf: Vec<u8>,
     operational: bool,
+    /// The reply interrupt is unmasked (see `interrupt`).
+    reply_interrupt_on: bool,
     /// Set once the IOC has been reset for good, so Drop need not reset it again.
     stopped: bool,
     /// The IOC failed to come back and was abandoned: its memory is leaked and nothing
@@ -184,6 +192,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             reply_with_ioc: vec![false; geometry.slots],
             frame_buf: vec![0; geometry.frame_size_bytes],
             operational: false,
+            reply_interrupt_on: false,
             stopped: false,
             dead: false,
             stats: MptStats::default(),
@@ -194,11 +203,13 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
 
     /// IOC_INIT, reply priming and PORT_ENABLE on an IOC that is READY.
     fn start(&mut self) -> Result<(), MptError> {
-        // Polled operation: the kernel may unmask interrupts later.
+        // Polled until a waiter arms the reply interrupt (`interrupt`); a reset keeps QEMU's
+        // mask, so it is written here every time.
         self.regs.write32(
             Register::HostInterruptMask,
             him::REPLY_MASK | him::DOORBELL_MASK,
         );
+        self.reply_interrupt_on = false;
         ioc::ioc_init(
             &mut self.regs,
             &mut self.delay,

@@ -44,7 +44,7 @@ pub mod sgl;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
 
-pub use adapter::{Mpt, MptStats};
+pub use adapter::{Armed, Mpt, MptStats};
 
 /// PCI vendor id of LSI Logic.
 pub const PCI_VENDOR_LSI: u16 = 0x1000;

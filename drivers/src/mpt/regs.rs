@@ -47,7 +47,9 @@ pub mod doorbell {
 pub mod his {
     /// The IOC has not yet taken the last doorbell write.
     pub const IOP_DOORBELL_STATUS: u32 = 0x8000_0000;
-    /// A reply is waiting in the reply post FIFO.
+    /// A reply is waiting in the reply post FIFO. Set by every posted reply; cleared only by
+    /// the reply FIFO read that finds the FIFO empty, not by reading a reply out, nor by
+    /// writing this register (QEMU's `mptsas_reply_post_read`; see `adapter::interrupt`).
     pub const REPLY_MESSAGE_INTERRUPT: u32 = 0x0000_0008;
     /// The doorbell wants attention (handshake step done, reply word ready).
     pub const DOORBELL_INTERRUPT: u32 = 0x0000_0001;

@@ -264,12 +264,15 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
     /// the first reply that cannot be matched to a request and returns it as an error
     /// (completions before it were delivered); the caller decides whether to
     /// [`Mpt::recover`]. Returns the number of completions delivered.
-    /// A dead adapter ([`Mpt::is_dead`]) polls nothing.
+    /// A dead adapter ([`Mpt::is_dead`]) polls nothing. An armed reply interrupt is masked
+    /// first: the CPU is polling now (NAPI style, see [`Mpt::arm_reply_interrupt`]); draining
+    /// the FIFO to empty is what acknowledges it.
     pub fn poll(&mut self, mut on_complete: impl FnMut(Completion)) -> Result<usize, MptError> {
         let mut delivered = 0;
         if self.dead {
             return Ok(0);
         }
+        self.mask_reply_interrupt();
         for _ in 0..self.slots.len() * 2 {
             let value = self.regs.read32(Register::ReplyFifo);
             if value == REPLY_FIFO_EMPTY {

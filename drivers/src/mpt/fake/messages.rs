@@ -17,8 +17,9 @@ use super::super::mpi::scsi_io::{
 };
 use super::super::mpi::{IocState, MPI_VERSION_1_5, function, ioc_status};
 use super::super::sgl::decode;
-use super::IocModel;
 use super::target::Execution;
+use super::{DEPTH, IocModel};
+use crate::mpt::regs::his;
 
 /// Length of a reply struct in dwords, as MsgLength carries it.
 fn dwords<T>() -> u8 {
@@ -262,5 +263,38 @@ impl IocModel {
             self.request_fifo = kept;
         }
         self.post_full(reply.as_bytes());
+    }
+}
+
+impl IocModel {
+    /// Posts a context-only reply.
+    pub(crate) fn post_turbo(&mut self, context: u32) {
+        if self.reply_post.len() >= DEPTH {
+            self.fault(ioc_status::INSUFFICIENT_RESOURCES);
+            return;
+        }
+        self.reply_post.push_back(context);
+        self.intr_status |= his::REPLY_MESSAGE_INTERRUPT;
+        self.update_interrupt();
+    }
+
+    /// Writes `reply` into a free reply frame and posts its address.
+    pub(crate) fn post_full(&mut self, reply: &[u8]) {
+        if self.reply_post.len() >= DEPTH {
+            self.fault(ioc_status::INSUFFICIENT_RESOURCES);
+            return;
+        }
+        let Some(low) = self.reply_free.pop_front() else {
+            self.fault(ioc_status::INSUFFICIENT_RESOURCES);
+            return;
+        };
+        let addr = DmaAddr::from_halves(self.mfa_high, low);
+        let len = reply.len().min(usize::from(self.reply_frame_size));
+        if self.space.write(addr, &reply[..len]).is_err() {
+            self.dma_errors += 1;
+        }
+        self.reply_post.push_back(0x8000_0000 | (low >> 1));
+        self.intr_status |= his::REPLY_MESSAGE_INTERRUPT;
+        self.update_interrupt();
     }
 }

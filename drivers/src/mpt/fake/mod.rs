@@ -12,6 +12,7 @@
 //! [`FakeIoc`] is a cheap clonable handle: the driver owns one as its registers while the
 //! test keeps another to inspect and poke the model.
 
+mod interrupt;
 mod messages;
 mod target;
 
@@ -21,11 +22,11 @@ use alloc::vec::Vec;
 use core::cell::{RefCell, RefMut};
 
 use crate::dma::fake::FakeDmaSpace;
-use crate::dma::{BusAddr, DmaAddr};
 
 use super::mpi::{IocState, ioc_status};
-use super::regs::{MptRegisters, REPLY_FIFO_EMPTY, Register, doorbell, his};
+use super::regs::{MptRegisters, REPLY_FIFO_EMPTY, Register, doorbell, him, his};
 
+pub use interrupt::MsiLine;
 pub use target::FakeDisk;
 
 /// FIFO depth, as in QEMU.
@@ -98,10 +99,13 @@ pub struct IocModel {
     pub stuck_in_reset: bool,
     /// IOC_INIT is answered, then the IOC goes to FAULT with this code.
     pub fault_after_init: Option<u16>,
+    /// The MSI line and its knobs (lost, spurious, storm).
+    pub msi: MsiLine,
     pub(crate) state: IocState,
     pub(crate) fault_code: u16,
     doorbell: Doorbell,
     intr_status: u32,
+    intr_mask: u32,
     request_fifo: VecDeque<u32>,
     reply_post: VecDeque<u32>,
     reply_free: VecDeque<u32>,
@@ -135,10 +139,13 @@ impl FakeIoc {
             resets: 0,
             stuck_in_reset: false,
             fault_after_init: None,
+            msi: MsiLine::default(),
             state: IocState::Operational,
             fault_code: 0,
             doorbell: Doorbell::Idle,
             intr_status: 0,
+            // As after QEMU's hard reset: both interrupts masked.
+            intr_mask: him::DOORBELL_MASK | him::REPLY_MASK,
             request_fifo: VecDeque::new(),
             reply_post: VecDeque::new(),
             reply_free: VecDeque::new(),
@@ -252,6 +259,7 @@ impl IocModel {
                             .collect();
                         self.doorbell = Doorbell::Sending { words, next: 0 };
                         self.intr_status |= his::DOORBELL_INTERRUPT;
+                        self.update_interrupt();
                     }
                     None => self.fault(ioc_status::INVALID_FUNCTION),
                 }
@@ -267,6 +275,7 @@ impl IocModel {
                     expected,
                 };
                 self.intr_status |= his::DOORBELL_INTERRUPT;
+                self.update_interrupt();
             }
             _ => {}
         }
@@ -281,12 +290,28 @@ impl IocModel {
             }
             _ => self.intr_status &= !his::DOORBELL_INTERRUPT,
         }
+        self.update_interrupt();
     }
 
     fn reply_fifo_read(&mut self) -> u32 {
         if let Some(value) = self.inject_replies.pop_front() {
             return value;
         }
+        self.run_requests();
+        match self.reply_post.pop_front() {
+            Some(value) => value,
+            None => {
+                // Only the read that finds the FIFO empty clears the reply bit (QEMU's
+                // mptsas_reply_post_read); popping a reply leaves it set.
+                self.intr_status &= !his::REPLY_MESSAGE_INTERRUPT;
+                self.update_interrupt();
+                REPLY_FIFO_EMPTY
+            }
+        }
+    }
+
+    /// Processes what the request FIFO holds, unless requests are held.
+    fn run_requests(&mut self) {
         if !self.hold_requests {
             // One pass over what is queued; held requests rotate to the back, still visible
             // to an ABORT TASK processed in the same pass.
@@ -304,62 +329,36 @@ impl IocModel {
                 }
             }
         }
-        match self.reply_post.pop_front() {
-            Some(value) => value,
-            None => {
-                self.intr_status &= !his::REPLY_MESSAGE_INTERRUPT;
-                REPLY_FIFO_EMPTY
-            }
-        }
-    }
-
-    /// Posts a context-only reply.
-    pub(crate) fn post_turbo(&mut self, context: u32) {
-        if self.reply_post.len() >= DEPTH {
-            self.fault(ioc_status::INSUFFICIENT_RESOURCES);
-            return;
-        }
-        self.reply_post.push_back(context);
-        self.intr_status |= his::REPLY_MESSAGE_INTERRUPT;
-    }
-
-    /// Writes `reply` into a free reply frame and posts its address.
-    pub(crate) fn post_full(&mut self, reply: &[u8]) {
-        if self.reply_post.len() >= DEPTH {
-            self.fault(ioc_status::INSUFFICIENT_RESOURCES);
-            return;
-        }
-        let Some(low) = self.reply_free.pop_front() else {
-            self.fault(ioc_status::INSUFFICIENT_RESOURCES);
-            return;
-        };
-        let addr = DmaAddr::from_halves(self.mfa_high, low);
-        let len = reply.len().min(usize::from(self.reply_frame_size));
-        if self.space.write(addr, &reply[..len]).is_err() {
-            self.dma_errors += 1;
-        }
-        self.reply_post.push_back(0x8000_0000 | (low >> 1));
-        self.intr_status |= his::REPLY_MESSAGE_INTERRUPT;
     }
 }
 
 impl MptRegisters for FakeIoc {
     fn read32(&mut self, register: Register) -> u32 {
         let mut model = self.0.borrow_mut();
+        if model.msi.storm {
+            model.update_interrupt();
+        }
         match register {
             Register::Doorbell => model.doorbell_read(),
             Register::HostInterruptStatus => model.intr_status,
-            Register::HostInterruptMask | Register::RequestPostFifo => 0,
+            Register::HostInterruptMask => model.intr_mask,
+            Register::RequestPostFifo => 0,
             Register::ReplyFifo => model.reply_fifo_read(),
         }
     }
 
     fn write32(&mut self, register: Register, value: u32) {
         let mut model = self.0.borrow_mut();
+        if model.msi.storm {
+            model.update_interrupt();
+        }
         match register {
             Register::Doorbell => model.doorbell_write(value),
             Register::HostInterruptStatus => model.status_write(),
-            Register::HostInterruptMask => {}
+            Register::HostInterruptMask => {
+                model.intr_mask = value & (him::REPLY_MASK | him::DOORBELL_MASK);
+                model.update_interrupt();
+            }
             Register::RequestPostFifo => {
                 if model.state != IocState::Operational {
                     model.fault(ioc_status::INVALID_STATE);

@@ -40,7 +40,7 @@ use crate::dma::{BusAddr, DmaAddr, DmaAlloc, DmaMemory, Segment};
 use super::command::{Completion, ScsiIo, TaskMgmt};
 use super::regs::MptRegisters;
 use super::sgl::ChainPool;
-use super::{Mpt, MptError};
+use super::{Armed, Mpt, MptError};
 
 mod completion;
 
@@ -142,6 +142,22 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S>
     /// Whether the IOC failed to come back from a reset and the host gave it up.
     pub fn is_dead(&self) -> bool {
         self.dead
+    }
+
+    /// Arms the IOC's reply interrupt before the caller halts, and re-checks for work (see
+    /// [`Mpt::arm_reply_interrupt`]). Completions this host already holds (refused commands,
+    /// replies collected during an abort) count as waiting: the next `poll` hands them out, so
+    /// halting on them would stall them until the safety timer. A dead host is
+    /// [`Armed::Unavailable`].
+    pub fn arm_interrupt(&mut self) -> Armed {
+        if self.dead {
+            return Armed::Unavailable;
+        }
+        let armed = self.mpt.arm_reply_interrupt();
+        if armed == Armed::Quiet && !(self.held.is_empty() && self.deferred.is_empty()) {
+            return Armed::RepliesWaiting;
+        }
+        armed
     }
 
     /// Takes a finished-but-unpolled command's buffers out of `held`.
