@@ -15,7 +15,8 @@
 //! devices over one fake split-virtqueue implementation in `tests/virtio_fake`).
 //!
 //! Modules: [`delay`] (bounded waits), [`dma`] (bus addresses, DMA memory, data mapping,
-//! owned packet buffers, `pools` glue), [`mpt`] (LSI SAS1068: MPI layouts, registers,
+//! owned packet buffers, `pools` glue), [`irq`] (the completion-wait policy: poll, halt on the
+//! interrupt, lost/spurious/storm bookkeeping), [`mpt`] (LSI SAS1068: MPI layouts, registers,
 //! handshake, chain SGLs, bring-up, request queue, `MptHost`), [`virtio`] (the PCI bring-up
 //! and bounded reset both virtio drivers share), [`virtio_scsi`] (layouts, request tracking,
 //! the device on virtio-drivers, events, `VirtioScsiHost`), [`virtio_net`] (one queue pair
@@ -33,6 +34,7 @@ extern crate std;
 
 pub mod delay;
 pub mod dma;
+pub mod irq;
 pub mod mpt;
 pub mod virtio;
 pub mod virtio_net;

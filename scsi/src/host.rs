@@ -292,6 +292,65 @@ pub trait ScsiHost<S> {
     fn poll_events(&mut self, out: &mut Vec<HostEvent>) {
         let _ = out;
     }
+
+    /// Turns the completion interrupt on and re-checks for completions, NAPI-style: a waiting
+    /// loop keeps the interrupt off while it polls and calls this just before it halts. A
+    /// completion that arrived between the loop's last poll and the enable raised no interrupt,
+    /// so the re-check reports it ([`InterruptArm::Pending`]) and the loop polls instead of
+    /// halting. The default is a host without completion interrupts: the loop busy-polls.
+    fn enable_completion_interrupt(&mut self) -> InterruptArm {
+        InterruptArm::Unsupported
+    }
+
+    /// Turns the completion interrupt off again (the loop is polling). A host without
+    /// interrupts does nothing.
+    fn disable_completion_interrupt(&mut self) {}
+}
+
+/// What [`ScsiHost::enable_completion_interrupt`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InterruptArm {
+    /// The host has no completion interrupt: poll.
+    Unsupported,
+    /// The interrupt is on and no completion is waiting: halting until it fires is safe.
+    Armed,
+    /// The interrupt is on, but completions are already waiting: poll them, do not halt.
+    Pending,
+}
+
+/// The device side of a completion wait: anything whose completion interrupt can be turned
+/// on (with the re-check) and off. A [`ScsiHost`] is one through [`HostInterrupt`]; other
+/// devices (a network card's receive queue) implement it directly.
+pub trait CompletionInterrupt {
+    /// See [`ScsiHost::enable_completion_interrupt`].
+    fn enable_completion_interrupt(&mut self) -> InterruptArm;
+    /// See [`ScsiHost::disable_completion_interrupt`].
+    fn disable_completion_interrupt(&mut self);
+}
+
+/// A host adapter seen as a [`CompletionInterrupt`] (`S` is its sense buffer type).
+pub struct HostInterrupt<'h, H, S> {
+    host: &'h mut H,
+    _sense: core::marker::PhantomData<fn(S)>,
+}
+
+impl<'h, H: ScsiHost<S>, S> HostInterrupt<'h, H, S> {
+    /// Borrows `host`.
+    pub fn new(host: &'h mut H) -> Self {
+        HostInterrupt {
+            host,
+            _sense: core::marker::PhantomData,
+        }
+    }
+}
+
+impl<H: ScsiHost<S>, S> CompletionInterrupt for HostInterrupt<'_, H, S> {
+    fn enable_completion_interrupt(&mut self) -> InterruptArm {
+        self.host.enable_completion_interrupt()
+    }
+    fn disable_completion_interrupt(&mut self) {
+        self.host.disable_completion_interrupt();
+    }
 }
 
 /// A change of the host's logical units, reported by the adapter (hot-plug).

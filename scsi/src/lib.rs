@@ -14,6 +14,8 @@
 //!   every parameter struct (and the kernel command line) is parsed through.
 //! - [`target`]: scsi_debug, an in-memory host whose disks live in RAM, configured with the
 //!   Linux module's parameter names.
+//! - [`wait`]: how loops wait for completions (`io_mode=`): busy polling, or a policy that
+//!   halts on the host's completion interrupt.
 //! - [`workload`]: the fake_rw benchmark loop shared by the host examples and the guest kernel.
 //!
 //! Nothing here touches hardware or raw memory; drivers and the kernel supply that through the
@@ -33,5 +35,6 @@ pub mod midlayer;
 pub mod param;
 pub mod sense_alloc;
 pub mod target;
+pub mod wait;
 pub mod wire;
 pub mod workload;

@@ -13,6 +13,8 @@ use scsi::param::{self, Key, ValueError, choice};
 use scsi::target::ScsiDebugParams;
 use scsi::workload::WorkloadParams;
 
+use scsi::wait::IoMode;
+
 use super::Workload;
 use super::{Cmdline, CmdlineError, DmapoolMode, MAX_CPUS, PoolImpl, SmpInject, TestSelection};
 use crate::net::config::NetConfig;
@@ -119,6 +121,27 @@ pub const KEYS: &[Key<Cmdline>] = &[
                 ("ap-no-stack", SmpInject::ApNoStack),
             ];
             c.smp_inject = choice(v, &injections)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "io_mode",
+        aliases: &[],
+        set: |c, v| {
+            let modes = [
+                ("poll", IoMode::Poll),
+                ("irq", IoMode::Irq),
+                ("hybrid", IoMode::Hybrid { poll_us: 0 }),
+            ];
+            c.io_mode = Some(choice(v, &modes)?);
+            Ok(())
+        },
+    },
+    Key {
+        name: "poll_us",
+        aliases: &[],
+        set: |c, v| {
+            c.poll_us = Some(count(v, 0, 1_000_000)?);
             Ok(())
         },
     },
@@ -241,6 +264,18 @@ pub(super) fn check_ports(
         &net.nbd_port.to_string(),
         alloc::format!("expected a port other than {other}'s {}", net.nbd_port),
     ))
+}
+
+/// `poll_us=` is hybrid's window: with any other mode it would silently do nothing.
+pub(super) fn check_poll_us(cmdline: &Cmdline) -> Result<(), CmdlineError> {
+    match (cmdline.poll_us, cmdline.io_mode()) {
+        (Some(poll_us), mode) if !matches!(mode, IoMode::Hybrid { .. }) => Err(CmdlineError::bad(
+            "poll_us",
+            &poll_us.to_string(),
+            alloc::format!("only io_mode=hybrid polls for a window (io_mode is {mode})"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

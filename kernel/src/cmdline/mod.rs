@@ -15,6 +15,8 @@
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+use scsi::wait::IoMode;
+
 /// What the kernel runs after boot when no `test=` is given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Workload {
@@ -119,6 +121,31 @@ pub struct Cmdline {
     /// `ip=`, `gw=`, `nbd_port=`, `stats_port=`, `nbd_max_clients=`, `nbd_idle_s=`: the network
     /// for `workload=nbd`.
     pub net: crate::net::config::NetConfig,
+    /// `io_mode=poll|irq|hybrid` as given; [`Cmdline::io_mode`] applies the default.
+    pub io_mode: Option<IoMode>,
+    /// `poll_us=N`: hybrid's polling window, in microseconds.
+    pub poll_us: Option<u32>,
+}
+
+/// Hybrid's polling window when `poll_us=` is not given.
+pub const DEFAULT_POLL_US: u32 = 50;
+
+impl Cmdline {
+    /// How device completions are waited for: `io_mode=` (with `poll_us=`), else `irq`
+    /// wherever a device is driven (`verify`, `device`, `nbd`, `scan`) and `poll` elsewhere
+    /// (`fake-rw` has no device).
+    pub fn io_mode(&self) -> IoMode {
+        match self.io_mode {
+            Some(IoMode::Hybrid { .. }) => IoMode::Hybrid {
+                poll_us: self.poll_us.unwrap_or(DEFAULT_POLL_US),
+            },
+            Some(mode) => mode,
+            None => match self.workload {
+                Workload::Verify | Workload::Device | Workload::Nbd | Workload::Scan => IoMode::Irq,
+                _ => IoMode::Poll,
+            },
+        }
+    }
 }
 
 /// The mpt3sas chain pool: 373959 blocks of 128 bytes, 16-byte aligned.
@@ -139,6 +166,8 @@ impl Default for Cmdline {
             smp_inject: SmpInject::None,
             io: scsi::workload::WorkloadParams::default(),
             net: crate::net::config::NetConfig::default(),
+            io_mode: None,
+            poll_us: None,
         }
     }
 }
@@ -238,6 +267,7 @@ impl Cmdline {
         }
         keys::check_tests(&cmdline, known_tests)?;
         keys::check_ports(&cmdline, |name| seen.iter().any(|(seen, _)| *seen == name))?;
+        keys::check_poll_us(&cmdline)?;
         Ok(cmdline)
     }
 }

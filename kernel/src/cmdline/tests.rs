@@ -255,3 +255,40 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn io_mode_defaults_to_irq_where_a_device_is_driven() {
+    for (line, mode) in [
+        ("workload=verify", IoMode::Irq),
+        ("workload=device", IoMode::Irq),
+        ("workload=nbd", IoMode::Irq),
+        ("workload=fake-rw", IoMode::Poll),
+        ("workload=device io_mode=poll", IoMode::Poll),
+        ("workload=fake-rw io_mode=irq", IoMode::Irq),
+        (
+            "workload=device io_mode=hybrid",
+            IoMode::Hybrid {
+                poll_us: DEFAULT_POLL_US,
+            },
+        ),
+        (
+            "workload=device io_mode=hybrid poll_us=20",
+            IoMode::Hybrid { poll_us: 20 },
+        ),
+    ] {
+        assert_eq!(parse(line).unwrap().io_mode(), mode, "{line}");
+    }
+}
+
+#[test]
+fn bad_io_modes_name_their_key() {
+    let err = parse("io_mode=napi").unwrap_err().to_string();
+    assert!(err.starts_with("key 'io_mode': bad value 'napi'"), "{err}");
+    assert!(err.contains("poll|irq|hybrid"), "{err}");
+    let err = parse("io_mode=hybrid poll_us=-1").unwrap_err().to_string();
+    assert!(err.starts_with("key 'poll_us'"), "{err}");
+    // poll_us= without hybrid would silently do nothing.
+    let err = parse("workload=device poll_us=20").unwrap_err().to_string();
+    assert!(err.starts_with("key 'poll_us': bad value '20'"), "{err}");
+    assert!(err.contains("io_mode is irq"), "{err}");
+}

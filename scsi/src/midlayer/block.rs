@@ -47,7 +47,7 @@ where
             }
             stash.append(&mut done);
             self.stash = stash;
-            self.clock.relax();
+            self.idle();
         }
     }
 
@@ -142,6 +142,7 @@ where
                 break;
             }
             let mut stash = core::mem::take(&mut self.stash);
+            let waiting = in_flight;
             self.poll(&mut done);
             let mut keep = Vec::new();
             for d in done.drain(..) {
@@ -165,8 +166,9 @@ where
             }
             stash.append(&mut keep);
             self.stash = stash;
-            if in_flight > 0 {
-                self.clock.relax();
+            // Nothing of ours finished: wait. Otherwise submit the next chunks first.
+            if in_flight > 0 && in_flight == waiting {
+                self.idle();
             }
         }
         first_error.map_or(Ok(()), Err)

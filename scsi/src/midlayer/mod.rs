@@ -33,10 +33,13 @@ pub use tags::TagPool;
 
 use crate::clock::Clock;
 use crate::host::{
-    CmdBuffers, Completed, DataDirection, HostTemplate, SEGMENT_BYTES, ScsiCmd, ScsiHost,
+    CmdBuffers, Completed, DataDirection, HostInterrupt, HostTemplate, SEGMENT_BYTES, ScsiCmd,
+    ScsiHost,
 };
 use crate::sense_alloc::{ReserveFailed, SenseAllocator, SenseMode, SenseStats, SenseStorage};
+use crate::wait::{CompletionWait, Idle, IoMode, IrqStats};
 use crate::wire::{CdbBytes, Lun, Tag};
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use pools::ElementAllocator;
@@ -131,6 +134,8 @@ where
     sweep_interval_ns: u64,
     next_sweep_ns: u64,
     stats: MidlayerStats,
+    /// How loops wait when a poll found nothing; `None` busy-polls.
+    wait: Option<Box<dyn CompletionWait>>,
 }
 
 impl<H: ScsiHost<A::Element>, A: ElementAllocator, C: Clock> Midlayer<H, A, C>
@@ -186,6 +191,7 @@ where
             sweep_interval_ns: DEFAULT_TIMEOUT_NS / 8,
             next_sweep_ns: now_ns + DEFAULT_TIMEOUT_NS / 8,
             stats: MidlayerStats::default(),
+            wait: None,
         })
     }
 
@@ -363,7 +369,12 @@ where
         let before = out.len();
         out.append(&mut self.stash);
         self.now_ns = self.clock.now_ns();
-        self.host.poll(&mut self.host_done);
+        let found = self.host.poll(&mut self.host_done);
+        if found > 0
+            && let Some(wait) = &mut self.wait
+        {
+            wait.completed(found);
+        }
         let mut done = core::mem::take(&mut self.host_done);
         for completed in done.drain(..) {
             self.finish(completed, out);
@@ -377,5 +388,36 @@ where
             self.sweep_timeouts(out);
         }
         out.len() - before
+    }
+
+    /// Installs `wait` as the policy [`Self::idle`] follows (`io_mode=`); returns the one it
+    /// replaces.
+    pub fn set_completion_wait(
+        &mut self,
+        wait: Box<dyn CompletionWait>,
+    ) -> Option<Box<dyn CompletionWait>> {
+        self.wait.replace(wait)
+    }
+
+    /// The installed policy's mode and counters; `poll` and zeros without one.
+    pub fn completion_wait_stats(&self) -> (IoMode, IrqStats) {
+        match &self.wait {
+            Some(wait) => (wait.io_mode(), wait.stats()),
+            None => (IoMode::Poll, IrqStats::default()),
+        }
+    }
+
+    /// Called by a loop whose last [`Self::poll`] found nothing: busy-polls (`Clock::relax`)
+    /// without a policy; with one, lets it arm the host's completion interrupt and halt. Never
+    /// halts while commands are parked in the midlayer itself: a retry delay or a sense buffer
+    /// wait ends by time or by another completion, not by this host's interrupt.
+    pub fn idle(&mut self) {
+        if let Some(wait) = &mut self.wait
+            && self.deferred.is_empty()
+            && wait.idle(&mut HostInterrupt::new(&mut self.host)) == Idle::Waited
+        {
+            return;
+        }
+        self.clock.relax();
     }
 }

@@ -79,6 +79,8 @@ impl WorkloadReport {
         self.latency.merge(&other.latency);
         self.sense = self.sense.plus(&other.sense);
         self.midlayer = self.midlayer.plus(&other.midlayer);
+        self.irq = self.irq.plus(&other.irq);
+        self.elapsed_cpu_ns += other.elapsed_cpu_ns;
     }
 }
 

@@ -34,6 +34,7 @@ use crate::host::ScsiHost;
 use crate::midlayer::{Disk, Done, Midlayer, MidlayerStats, Request, ScsiError};
 use crate::sense_alloc::{ReserveFailed, SenseMode, SenseStats, SenseStorage};
 use crate::target::{ParamError, ScsiDebug};
+use crate::wait::{IoMode, IrqStats};
 use crate::wire::{BlockCount, Cdb, Lba};
 use alloc::string::{String, ToString};
 use alloc::vec;
@@ -125,6 +126,13 @@ pub struct WorkloadReport {
     pub midlayer: MidlayerStats,
     /// Set when the stall watchdog (`stall_ms=`) ended the job.
     pub stall: Option<Stall>,
+    /// How completions were waited for.
+    pub io_mode: IoMode,
+    /// The completion wait's counters during the run (zeros when busy-polling).
+    pub irq: IrqStats,
+    /// The elapsed time of every CPU that ran a job, summed ([`Self::merge`] adds CPUs): what
+    /// [`Self::busy_pct`] divides by.
+    pub elapsed_cpu_ns: u64,
 }
 
 impl WorkloadReport {
@@ -135,6 +143,16 @@ impl WorkloadReport {
         } else {
             (u128::from(self.ios) * 1_000_000_000 / u128::from(self.elapsed_ns)) as u64
         }
+    }
+
+    /// The share of the run's time its CPUs were not halted, in percent (100 when
+    /// busy-polling): 100 × (elapsed − halted) / elapsed, summed over CPUs.
+    pub fn busy_pct(&self) -> f64 {
+        if self.elapsed_cpu_ns == 0 {
+            return 100.0;
+        }
+        let halted = self.irq.halted_ns.min(self.elapsed_cpu_ns);
+        100.0 * (self.elapsed_cpu_ns - halted) as f64 / self.elapsed_cpu_ns as f64
     }
 
     /// One JSON object (no trailing newline); `place` is `"host"` or `"guest"`.
@@ -173,6 +191,14 @@ impl WorkloadReport {
             .u64("sense_in_use_bytes", s.in_use_bytes() as u64)
             .u64("retries", self.midlayer.retries)
             .u64("timeouts", self.midlayer.timeouts)
+            .str("io_mode", self.io_mode.name())
+            .u64("irq_interrupts", self.irq.interrupts)
+            .u64("irq_spurious", self.irq.spurious)
+            .u64("irq_lost", self.irq.lost)
+            .u64("irq_storms", self.irq.storms)
+            .u64("irq_halts", self.irq.halts)
+            .u64("halted_ns", self.irq.halted_ns)
+            .f64("busy_pct", self.busy_pct(), 1)
     }
 }
 
@@ -303,7 +329,12 @@ where
         sense: SenseStats::default(),
         midlayer: MidlayerStats::default(),
         stall: None,
+        io_mode: IoMode::Poll,
+        irq: IrqStats::default(),
+        elapsed_cpu_ns: 0,
     };
+    let (io_mode, irq_before) = stack.completion_wait_stats();
+    report.io_mode = io_mode;
     let begin = stack.clock().now_ns();
     let slot = report.sense_mode.slot();
     stack.clock().window_begin(slot);
@@ -378,7 +409,8 @@ where
                 });
                 hooks.relieve();
             }
-            stack.clock().relax();
+            // Busy-poll, or halt on the host's interrupt (the policy `io_mode=` installed).
+            stack.idle();
             continue;
         }
         last_progress_ns = now;
@@ -404,6 +436,7 @@ where
     }
     stack.clock().window_end(slot);
     report.elapsed_ns = now - begin;
+    report.elapsed_cpu_ns = report.elapsed_ns;
     report.latency = latency;
     let mut sense = stack.sense_stats();
     sense.slab_allocs -= sense_before.slab_allocs;
@@ -411,6 +444,7 @@ where
     sense.waits -= sense_before.waits;
     report.sense = sense;
     report.midlayer = stack.stats().since(&midlayer_before);
+    report.irq = stack.completion_wait_stats().1.since(&irq_before);
     Ok(report)
 }
 

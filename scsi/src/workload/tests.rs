@@ -23,7 +23,8 @@ fn exact_counts_with_an_ios_limit() {
             r#"{"where":"host","rw":"randrw","numjobs":3,"iodepth":8,"bs":4096,"sense_mode":"mempool:2",""#,
             r#"ios":5000,"reads":2449,"writes":2551,"errors":0,"recovered":0,"elapsed_ns":0,"iops":0,"lat"#,
             r#"_mean_ns":0,"lat_p50_ns":0,"lat_p90_ns":0,"lat_p99_ns":0,"lat_p999_ns":0,"lat_p9999_ns":0,"lat_max_ns":0,"sense_slab_allocs":5000,"sense_reserve_hits":0,"#,
-            r#""sense_waits":0,"reserve_bytes":192,"sense_in_use_bytes":0,"retries":0,"timeouts":0}"#,
+            r#""sense_waits":0,"reserve_bytes":192,"sense_in_use_bytes":0,"retries":0,"timeouts":0,"io_mode":"poll","#,
+            r#""irq_interrupts":0,"irq_spurious":0,"irq_lost":0,"irq_storms":0,"irq_halts":0,"halted_ns":0,"busy_pct":100.0}"#,
         )
     );
 }
@@ -140,4 +141,66 @@ fn an_absurd_sense_reserve_is_an_error() {
             have: 0
         }))
     ));
+}
+
+/// A completion wait that pretends to halt: one relax step of "halted" time per idle call.
+struct PretendHalt {
+    clock: ManualClock,
+    stats: crate::wait::IrqStats,
+}
+
+impl crate::wait::CompletionWait for PretendHalt {
+    fn io_mode(&self) -> crate::wait::IoMode {
+        crate::wait::IoMode::Irq
+    }
+    fn completed(&mut self, _found: usize) {
+        self.stats.interrupts += 1;
+    }
+    fn idle(&mut self, device: &mut dyn crate::host::CompletionInterrupt) -> crate::wait::Idle {
+        // scsi_debug has no completion interrupt: the trait's default says so.
+        assert_eq!(
+            device.enable_completion_interrupt(),
+            crate::host::InterruptArm::Unsupported
+        );
+        let before = self.clock.now_ns();
+        self.clock.relax();
+        self.stats.halts += 1;
+        self.stats.halted_ns += self.clock.now_ns() - before;
+        crate::wait::Idle::Waited
+    }
+    fn stats(&self) -> crate::wait::IrqStats {
+        self.stats
+    }
+}
+
+#[test]
+fn the_loop_waits_through_the_installed_policy_and_reports_it() {
+    let params = WorkloadParams::parse("ios=200 iodepth=4 ndelay=50000").unwrap();
+    let clock = ManualClock::new(1000);
+    let target = ScsiDebug::try_new(params.target.clone(), clock.clone()).unwrap();
+    let mut stack = Midlayer::new(target, HeapSense::new(), params.sense, clock.clone()).unwrap();
+    let disk = stack.scan().luns.iter().find_map(|l| l.disk).unwrap();
+    // Idle time before the run is not the run's.
+    let mut wait = PretendHalt {
+        clock: clock.clone(),
+        stats: crate::wait::IrqStats::default(),
+    };
+    wait.stats.halted_ns = 123_456;
+    stack.set_completion_wait(alloc::boxed::Box::new(wait));
+    let report = run(&mut stack, &disk, &params.job).unwrap();
+    assert_eq!(report.ios, 200);
+    assert_eq!(report.io_mode, crate::wait::IoMode::Irq);
+    // Every empty poll went to the policy (scsi_debug has no interrupt: it said so).
+    assert!(report.irq.halts > 0);
+    assert_eq!(report.irq.halted_ns, report.irq.halts * 1000);
+    assert!(report.irq.interrupts > 0);
+    // The manual clock moves only in the policy's pretend halts: the run was all halted.
+    assert_eq!(report.irq.halted_ns, report.elapsed_ns);
+    assert_eq!(report.busy_pct(), 0.0);
+    let json = report.to_json("host");
+    assert!(json.contains(r#""io_mode":"irq""#), "{json}");
+    assert!(
+        json.contains(&format!(r#""halted_ns":{}"#, report.irq.halted_ns)),
+        "{json}"
+    );
 }

@@ -1,0 +1,261 @@
+//! The completion-wait policy: after a poll that found nothing, spin again or halt on the
+//! device's interrupt, and account for every way an interrupt can mislead.
+//!
+//! [`Waiter`] implements `scsi::wait::CompletionWait` (the midlayer calls it through
+//! `Midlayer::idle`) over two small traits: the interrupt source ([`InterruptSource`]: a
+//! monotonic count of the vector's interrupts, a halt until it changes or a deadline, a mask)
+//! and the device side (`scsi::host::CompletionInterrupt`: turn the completion interrupt on and
+//! re-check, turn it off). The shape is Linux NAPI's: the device interrupt stays off while the
+//! loop polls and is turned on only just before the CPU halts; the re-check after turning it on
+//! closes the race with a completion that slipped in unannounced.
+//!
+//! What the policy counts, and what it does about it:
+//! - *interrupts*: every change of the source's count, whenever it is seen;
+//! - *spurious*: a wake-up by the interrupt after which the poll found nothing. Harmless: the
+//!   loop polls once and halts again;
+//! - *lost*: the slow safety timer ([`WaitConfig::safety_ns`], 10 ms) ended the halt and the
+//!   poll found completions no interrupt announced. They are recovered by that poll; a device
+//!   that loses every interrupt still makes progress, at one command per safety period;
+//! - *storms*: in one [`WaitConfig::storm_window_ns`], more interrupts after which the poll
+//!   found nothing than completions found, by over [`WaitConfig::storm_interrupts`] (a busy
+//!   device may raise about one spurious interrupt per completion, from the re-check race; a
+//!   storming one raises thousands per completion). The source is masked, the loop polls on a short timer
+//!   ([`WaitConfig::storm_poll_ns`]) and the source is unmasked after
+//!   [`WaitConfig::storm_backoff_ns`]; a device that keeps storming is masked again and counted
+//!   again. Never a hang, never an interrupt-bound livelock;
+//! - *halts* and *halted ns*, from which a report derives the CPU's busy share.
+//!
+//! Pure logic without `unsafe`: the kernel supplies the source (an APIC vector and its MSI-X
+//! entry), host tests a fake one with a manual clock.
+
+pub use scsi::host::{CompletionInterrupt, InterruptArm};
+pub use scsi::wait::{CompletionWait, Idle, IoMode, IrqStats};
+
+/// Where completion interrupts arrive: one vector (or line) and its mask.
+pub trait InterruptSource {
+    /// Interrupts taken so far; only grows.
+    fn count(&self) -> u64;
+    /// The clock the deadlines are on.
+    fn now_ns(&self) -> u64;
+    /// Halts until [`Self::count`] differs from `seen` or `deadline_ns` passes (or earlier,
+    /// when the source cannot halt); returns the count then.
+    fn wait(&mut self, seen: u64, deadline_ns: u64) -> u64;
+    /// Masks (`true`) or unmasks the source at the interrupt controller or MSI-X entry.
+    fn set_masked(&mut self, masked: bool);
+}
+
+/// The policy's timings and thresholds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitConfig {
+    /// The longest halt: a lost interrupt costs at most this.
+    pub safety_ns: u64,
+    /// The window storms are counted in.
+    pub storm_window_ns: u64,
+    /// Interrupts without work in one window, beyond the completions found in it, that make
+    /// a storm.
+    pub storm_interrupts: u64,
+    /// How long a storming source stays masked.
+    pub storm_backoff_ns: u64,
+    /// The poll period while masked.
+    pub storm_poll_ns: u64,
+}
+
+impl Default for WaitConfig {
+    fn default() -> Self {
+        WaitConfig {
+            safety_ns: 10_000_000,
+            storm_window_ns: 10_000_000,
+            storm_interrupts: 64,
+            storm_backoff_ns: 100_000_000,
+            storm_poll_ns: 200_000,
+        }
+    }
+}
+
+/// What ended the last halt, judged by the next poll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wake {
+    /// No halt since the last poll, or one that needs no judging (timed polling while masked,
+    /// a source that could not halt).
+    Unjudged,
+    /// The source's count changed.
+    Interrupt,
+    /// The safety timer: nothing announced.
+    SafetyTimer,
+}
+
+/// The completion-wait policy for one interrupt source (see the [module docs](self)).
+#[derive(Debug)]
+pub struct Waiter<S> {
+    mode: IoMode,
+    source: S,
+    config: WaitConfig,
+    stats: IrqStats,
+    /// The source's count already accounted for.
+    seen: u64,
+    wake: Wake,
+    /// First empty poll of the current idle streak (hybrid polls from here).
+    idle_since_ns: Option<u64>,
+    window_start_ns: u64,
+    window_idle_interrupts: u64,
+    window_completions: u64,
+    /// Set while the source is masked after a storm: when to unmask it.
+    masked_until_ns: Option<u64>,
+}
+
+impl<S: InterruptSource> Waiter<S> {
+    /// A policy in `mode` over `source`.
+    pub fn new(mode: IoMode, source: S, config: WaitConfig) -> Self {
+        let (seen, now) = (source.count(), source.now_ns());
+        Waiter {
+            mode,
+            source,
+            config,
+            stats: IrqStats::default(),
+            seen,
+            wake: Wake::Unjudged,
+            idle_since_ns: None,
+            window_start_ns: now,
+            window_idle_interrupts: 0,
+            window_completions: 0,
+            masked_until_ns: None,
+        }
+    }
+
+    /// The interrupt source.
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    /// Whether the source is masked after a storm.
+    pub fn storm_masked(&self) -> bool {
+        self.masked_until_ns.is_some()
+    }
+
+    /// Counts the interrupts taken since the last look; returns how many.
+    fn account(&mut self) -> u64 {
+        let count = self.source.count();
+        let fresh = count.saturating_sub(self.seen);
+        self.seen = count;
+        self.stats.interrupts += fresh;
+        fresh
+    }
+
+    /// Halts until the source fires or `deadline_ns`; returns whether it fired.
+    fn halt(&mut self, now_ns: u64, deadline_ns: u64) -> bool {
+        let count = self.source.wait(self.seen, deadline_ns);
+        let after = self.source.now_ns();
+        self.stats.halts += 1;
+        self.stats.halted_ns += after.saturating_sub(now_ns);
+        if count != self.seen {
+            self.wake = Wake::Interrupt;
+            true
+        } else {
+            self.wake = if after >= deadline_ns {
+                Wake::SafetyTimer
+            } else {
+                Wake::Unjudged
+            };
+            false
+        }
+    }
+
+    /// Storm bookkeeping for an empty poll that saw `fresh` new interrupts. Returns whether the
+    /// source is (now) masked, after unmasking it when its back-off is over.
+    fn storm_check(&mut self, now_ns: u64, fresh: u64) -> bool {
+        if now_ns.saturating_sub(self.window_start_ns) >= self.config.storm_window_ns {
+            self.window_start_ns = now_ns;
+            self.window_idle_interrupts = 0;
+            self.window_completions = 0;
+        }
+        self.window_idle_interrupts += fresh;
+        if let Some(until) = self.masked_until_ns {
+            if now_ns < until {
+                return true;
+            }
+            self.masked_until_ns = None;
+            self.source.set_masked(false);
+            log::info!("irq: interrupt source unmasked after a storm back-off");
+            return false;
+        }
+        if self.window_idle_interrupts > self.window_completions + self.config.storm_interrupts {
+            self.stats.storms += 1;
+            self.source.set_masked(true);
+            self.masked_until_ns = Some(now_ns + self.config.storm_backoff_ns);
+            log::warn!(
+                "irq: interrupt storm ({} interrupts without work in {} us, {} completions): \
+                 masked for {} ms, polling every {} us",
+                self.window_idle_interrupts,
+                now_ns.saturating_sub(self.window_start_ns) / 1000,
+                self.window_completions,
+                self.config.storm_backoff_ns / 1_000_000,
+                self.config.storm_poll_ns / 1000
+            );
+            self.window_start_ns = now_ns;
+            self.window_idle_interrupts = 0;
+            self.window_completions = 0;
+            return true;
+        }
+        false
+    }
+}
+
+impl<S: InterruptSource> CompletionWait for Waiter<S> {
+    fn io_mode(&self) -> IoMode {
+        self.mode
+    }
+
+    fn completed(&mut self, found: usize) {
+        self.account();
+        if self.wake == Wake::SafetyTimer {
+            self.stats.lost += 1;
+        }
+        self.wake = Wake::Unjudged;
+        self.idle_since_ns = None;
+        self.window_completions += found as u64;
+    }
+
+    fn idle(&mut self, device: &mut dyn CompletionInterrupt) -> Idle {
+        let now = self.source.now_ns();
+        let fresh = self.account();
+        if self.wake == Wake::Interrupt {
+            self.stats.spurious += 1;
+        }
+        self.wake = Wake::Unjudged;
+        if self.storm_check(now, fresh) {
+            // Timed polling while the source is masked: a short halt, then poll.
+            self.halt(now, now + self.config.storm_poll_ns);
+            self.wake = Wake::Unjudged;
+            return Idle::Waited;
+        }
+        match self.mode {
+            IoMode::Poll => return Idle::Spin,
+            IoMode::Hybrid { poll_us } => {
+                let since = *self.idle_since_ns.get_or_insert(now);
+                if now.saturating_sub(since) < u64::from(poll_us) * 1000 {
+                    return Idle::Spin;
+                }
+            }
+            IoMode::Irq => {}
+        }
+        match device.enable_completion_interrupt() {
+            InterruptArm::Unsupported => return Idle::Spin,
+            InterruptArm::Pending => {
+                // Completions slipped in before the enable: poll them now.
+                device.disable_completion_interrupt();
+                return Idle::Spin;
+            }
+            InterruptArm::Armed => {}
+        }
+        self.halt(now, now + self.config.safety_ns);
+        device.disable_completion_interrupt();
+        Idle::Waited
+    }
+
+    fn stats(&self) -> IrqStats {
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,120 @@
+//! How a loop waits for completions: the `io_mode=` choice and the hook through which the
+//! kernel plugs its interrupt policy into the midlayer.
+//!
+//! Every loop that waits for a command (the workload loop, [`crate::midlayer::Midlayer::execute`],
+//! the block transfers, the scan) calls [`crate::midlayer::Midlayer::idle`] when a poll found
+//! nothing. Without a [`CompletionWait`] installed that is a busy poll (`Clock::relax`), as it
+//! always was. With one, the policy decides: spin again, or turn the host's completion
+//! interrupt on ([`crate::host::ScsiHost::enable_completion_interrupt`], which re-checks for
+//! completions that slipped in before the enable), halt the CPU until the interrupt or a slow
+//! safety timer, and turn the interrupt off again for the next polling pass (Linux NAPI's
+//! shape). The policy itself is pure logic over an interrupt source (`drivers::irq`); this
+//! module only names the choice, the counters, and the trait the midlayer calls.
+
+use crate::host::CompletionInterrupt;
+use core::fmt;
+
+/// How a host's completions are waited for (`io_mode=`, and `poll_us=` for hybrid).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoMode {
+    /// Busy-poll: lowest latency, one CPU at 100% (SPDK's choice).
+    Poll,
+    /// Halt on the completion interrupt after every poll that found nothing (Linux's default).
+    Irq,
+    /// Keep polling for `poll_us` once a poll finds nothing, then halt on the interrupt (in
+    /// the spirit of Linux's hybrid polling, `io_poll_delay`).
+    Hybrid {
+        /// How long to keep polling before halting, in microseconds.
+        poll_us: u32,
+    },
+}
+
+impl IoMode {
+    /// The `io_mode=` word: `poll`, `irq` or `hybrid`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            IoMode::Poll => "poll",
+            IoMode::Irq => "irq",
+            IoMode::Hybrid { .. } => "hybrid",
+        }
+    }
+}
+
+impl fmt::Display for IoMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IoMode::Hybrid { poll_us } => write!(f, "hybrid(poll_us={poll_us})"),
+            mode => f.write_str(mode.name()),
+        }
+    }
+}
+
+/// What a completion wait did so far. All counts only grow; a report takes differences
+/// ([`IrqStats::since`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IrqStats {
+    /// Completion interrupts taken.
+    pub interrupts: u64,
+    /// Wake-ups by the interrupt after which the poll found nothing.
+    pub spurious: u64,
+    /// Safety-timer wake-ups whose poll found completions no interrupt announced (recovered).
+    pub lost: u64,
+    /// Interrupt storms: the source was masked and the loop fell back to timed polling.
+    pub storms: u64,
+    /// Halts.
+    pub halts: u64,
+    /// Time spent halted.
+    pub halted_ns: u64,
+}
+
+impl IrqStats {
+    /// The counts since `before` was taken.
+    pub fn since(&self, before: &IrqStats) -> IrqStats {
+        IrqStats {
+            interrupts: self.interrupts.saturating_sub(before.interrupts),
+            spurious: self.spurious.saturating_sub(before.spurious),
+            lost: self.lost.saturating_sub(before.lost),
+            storms: self.storms.saturating_sub(before.storms),
+            halts: self.halts.saturating_sub(before.halts),
+            halted_ns: self.halted_ns.saturating_sub(before.halted_ns),
+        }
+    }
+
+    /// Both counts added (jobs that ran side by side).
+    pub fn plus(&self, other: &IrqStats) -> IrqStats {
+        IrqStats {
+            interrupts: self.interrupts + other.interrupts,
+            spurious: self.spurious + other.spurious,
+            lost: self.lost + other.lost,
+            storms: self.storms + other.storms,
+            halts: self.halts + other.halts,
+            halted_ns: self.halted_ns + other.halted_ns,
+        }
+    }
+}
+
+/// What [`CompletionWait::idle`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Idle {
+    /// Nothing: the caller relaxes and polls again (busy polling).
+    Spin,
+    /// It waited (halted, or polled on a timer); the caller polls again at once.
+    Waited,
+}
+
+/// A completion-wait policy, installed in a midlayer with
+/// [`crate::midlayer::Midlayer::set_completion_wait`].
+pub trait CompletionWait {
+    /// The mode it implements (for reports).
+    fn io_mode(&self) -> IoMode;
+
+    /// A poll found `found` (> 0) completions: the last wake-up was useful, the device is busy.
+    fn completed(&mut self, found: usize);
+
+    /// A poll found nothing: spin, or arm `device`'s interrupt and halt. When it returns the
+    /// device's interrupt is off again (the caller polls).
+    fn idle(&mut self, device: &mut dyn CompletionInterrupt) -> Idle;
+
+    /// The counters so far.
+    fn stats(&self) -> IrqStats;
+}
