@@ -224,6 +224,12 @@ fn a_host_holding_completions_tells_the_waiter_to_poll() {
     };
     let mut host: MptHost<_, _, _, _, _, Sense> =
         MptHost::new(mpt, mapper, &mut memory).expect("host");
+    assert_eq!(
+        host.arm_interrupt(),
+        Armed::Unavailable,
+        "no interrupt until the kernel routes it"
+    );
+    host.set_interrupt_routed(true);
     assert_eq!(host.arm_interrupt(), Armed::Quiet);
     // Target 300 does not exist on this adapter: the host completes the command itself, and
     // holds that completion for the next poll; no reply (and no interrupt) will announce it.

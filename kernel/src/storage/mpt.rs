@@ -7,6 +7,12 @@
 //! (`sg_tablesize` segments, so the largest transfer the host advertises) times `can_queue`,
 //! all preallocated, so I/O never waits for a page. Its poolinfo line is printed at detach,
 //! after the IOC has been reset and every frame is back.
+//!
+//! The IOC's interrupt is MSI (QEMU `mptsas1068,msi=on|auto`, the default): one message,
+//! pointed at a device vector of this CPU ([`crate::arch::irq`]); the reply interrupt itself is
+//! armed only before a halt (`drivers::mpt::adapter::interrupt`). Without an MSI capability
+//! (`msi=off`) there is no interrupt: INTx would need the IOAPIC, which this kernel does not
+//! drive, so the host polls and says so. At detach MSI is turned off before the vector is freed.
 
 use alloc::vec;
 use core::ptr::NonNull;
@@ -27,8 +33,9 @@ use scsi::sense_alloc::SenseMode;
 use super::{
     Frames, HostInfo, HostVisitor, KernelClock, SenseBuf, StorageError, run_stack, with_sense_cache,
 };
-use crate::arch::paging;
+use crate::arch::{irq, paging};
 use crate::platform::console::println;
+use crate::platform::pci::msi::Msi;
 use crate::platform::pci::{Bar, PciFunction};
 
 /// The driver's name in reports.
@@ -74,6 +81,45 @@ fn map_registers(function: &PciFunction) -> Result<MmioRegisters, StorageError> 
     Ok(unsafe { MmioRegisters::new(base) })
 }
 
+/// The IOC's MSI, pointed at its own device vector.
+struct Interrupt {
+    msi: Msi,
+    vector: irq::DeviceVector,
+}
+
+/// Points the function's MSI at a fresh vector of this CPU, or says why the host will poll.
+fn route_interrupt(info: &HostInfo, function: &PciFunction) -> Option<Interrupt> {
+    let routed = irq::allocate_here()
+        .map_err(|err| alloc::format!("{err}"))
+        .and_then(|vector| {
+            let msi = Msi::find(function).map_err(|err| alloc::format!("{err}"))?;
+            msi.route(vector.msi_address(), vector.msi_data())
+                .map_err(|err| alloc::format!("{err}"))?;
+            Ok(Interrupt { msi, vector })
+        });
+    match routed {
+        Ok(interrupt) => {
+            log::info!(
+                "{info}: MSI ({}-bit address) -> vector {:#04x} on APIC {}",
+                if interrupt.msi.layout().is_64bit {
+                    64
+                } else {
+                    32
+                },
+                interrupt.vector.vector(),
+                interrupt.vector.apic_id()
+            );
+            Some(interrupt)
+        }
+        Err(why) => {
+            println!(
+                "{info}: no interrupt ({why}); INTx needs an IOAPIC driver, which this kernel does not have: completions are polled"
+            );
+            None
+        }
+    }
+}
+
 /// Brings the IOC up with its chain pool, hands it to `visitor`, and shuts it down.
 pub fn attach(
     info: &HostInfo,
@@ -85,7 +131,20 @@ pub fn attach(
     crate::platform::pci::config::enable_device(function.bdf);
     let regs = map_registers(function)?;
     let pool = Pool::with_config(PoolConfig::new("mpt_chain", FRAME_BYTES).align(16), frames)?;
-    let result = attach_with_pool(info, regs, &pool, frames, sense, visitor);
+    let interrupt = route_interrupt(info, function);
+    let result = attach_with_pool(
+        info,
+        regs,
+        &pool,
+        interrupt.as_ref(),
+        frames,
+        sense,
+        visitor,
+    );
+    if let Some(interrupt) = interrupt {
+        // The IOC is reset (or dead) by now; it must not signal a vector that goes back.
+        interrupt.msi.set_enabled(false);
+    }
     // Every frame is back once the adapter has been dropped inside `attach_with_pool`, unless
     // the IOC died: its chain frames were then leaked on purpose, and `destroy` reports the
     // pool busy and keeps their pages, which the IOC may still write. The attach error, if
@@ -100,6 +159,7 @@ fn attach_with_pool(
     info: &HostInfo,
     regs: MmioRegisters,
     pool: &Pool,
+    interrupt: Option<&Interrupt>,
     frames: Frames,
     sense: SenseMode,
     visitor: &mut impl HostVisitor,
@@ -135,7 +195,9 @@ fn attach_with_pool(
         mpt.port_facts().max_devices
     );
     with_sense_cache(frames, |cache| {
-        let host = MptHost::new(mpt, IdentityMapper, &mut memory)?;
+        let mut host = MptHost::new(mpt, IdentityMapper, &mut memory)?;
+        host.set_interrupt_routed(interrupt.is_some());
+        let interrupts_before = interrupt.map(|i| i.vector.count());
         let sg_tablesize = usize::from(host.template().sg_tablesize);
         let sizing = ChainPoolSizing::new(&layout, sg_tablesize, geometry.can_queue);
         let got = preallocate(pool, &sizing);
@@ -179,6 +241,16 @@ fn attach_with_pool(
                     layout.max_chain_depth(),
                     sizing.frames
                 );
+                if let (Some(interrupt), Some(before)) = (interrupt, interrupts_before) {
+                    println!(
+                        "mptsas {}: interrupts: {} on vector {:#04x}; reply interrupt armed {} times, {} of them with replies already waiting",
+                        info.index,
+                        interrupt.vector.count().wrapping_sub(before),
+                        interrupt.vector.vector(),
+                        stats.interrupt_arms,
+                        stats.arms_with_replies_waiting
+                    );
+                }
                 let infos: vec::Vec<PoolInfo> = vec![adapter.chain_pool().info()];
                 infos
             },

@@ -84,6 +84,8 @@ pub struct MptHost<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: Dat
     sense_base: DmaAddr,
     /// The IOC could not be brought back and was abandoned.
     dead: bool,
+    /// The IOC's interrupt reaches a CPU (the kernel routed its MSI): arming it means something.
+    interrupt_routed: bool,
 }
 
 const DEAD: HostResetFailed = HostResetFailed {
@@ -126,6 +128,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S>
             deferred: Vec::new(),
             held: Vec::new(),
             dead: false,
+            interrupt_routed: false,
         })
     }
 
@@ -144,13 +147,23 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S>
         self.dead
     }
 
+    /// Says whether the IOC's interrupt reaches a CPU (the kernel routed its MSI). Until it
+    /// does, [`Self::arm_interrupt`] is [`Armed::Unavailable`] and touches no register: the
+    /// waiter polls.
+    pub fn set_interrupt_routed(&mut self, routed: bool) {
+        self.interrupt_routed = routed;
+        if !routed {
+            self.mpt.mask_reply_interrupt();
+        }
+    }
+
     /// Arms the IOC's reply interrupt before the caller halts, and re-checks for work (see
     /// [`Mpt::arm_reply_interrupt`]). Completions this host already holds (refused commands,
     /// replies collected during an abort) count as waiting: the next `poll` hands them out, so
-    /// halting on them would stall them until the safety timer. A dead host is
-    /// [`Armed::Unavailable`].
+    /// halting on them would stall them until the safety timer. A dead host, or one whose
+    /// interrupt is not routed, is [`Armed::Unavailable`].
     pub fn arm_interrupt(&mut self) -> Armed {
-        if self.dead {
+        if self.dead || !self.interrupt_routed {
             return Armed::Unavailable;
         }
         let armed = self.mpt.arm_reply_interrupt();

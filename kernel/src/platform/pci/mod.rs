@@ -10,6 +10,7 @@ use core::fmt;
 
 #[cfg(target_os = "none")]
 pub mod config;
+pub mod msi;
 #[cfg(target_os = "none")]
 pub mod msix;
 #[cfg(target_os = "none")]

@@ -67,7 +67,7 @@ pub enum MsixError {
 }
 
 /// The configuration-space offsets of `function`'s capabilities with ID `id`.
-fn capabilities(function: &PciFunction, id: u8) -> impl Iterator<Item = u8> + '_ {
+pub(super) fn capabilities(function: &PciFunction, id: u8) -> impl Iterator<Item = u8> + '_ {
     let bdf = function.bdf;
     let mut next = if config::read(bdf, 0x04) & STATUS_CAP_LIST != 0 {
         (config::read(bdf, 0x34) & 0xfc) as u8
