@@ -28,7 +28,7 @@ use alloc::vec::Vec;
 
 use scsi::host::{
     AbortFailed, CmdBuffers, Completed, DataDirection, HostError, HostResetFailed, HostTemplate,
-    QueueError, Refused, SEGMENT_BYTES, ScsiCmd, ScsiHost,
+    InterruptArm, QueueError, Refused, SEGMENT_BYTES, ScsiCmd, ScsiHost,
 };
 use scsi::sense_alloc::SenseStorage;
 use scsi::wire::Tag;
@@ -43,6 +43,7 @@ use super::sgl::ChainPool;
 use super::{Armed, Mpt, MptError};
 
 mod completion;
+mod interrupt;
 
 /// Sense bytes per command: the midlayer's buffer size.
 const SENSE_BYTES: usize = scsi::wire::SCSI_SENSE_BUFFERSIZE;
@@ -145,32 +146,6 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S>
     /// Whether the IOC failed to come back from a reset and the host gave it up.
     pub fn is_dead(&self) -> bool {
         self.dead
-    }
-
-    /// Says whether the IOC's interrupt reaches a CPU (the kernel routed its MSI). Until it
-    /// does, [`Self::arm_interrupt`] is [`Armed::Unavailable`] and touches no register: the
-    /// waiter polls.
-    pub fn set_interrupt_routed(&mut self, routed: bool) {
-        self.interrupt_routed = routed;
-        if !routed {
-            self.mpt.mask_reply_interrupt();
-        }
-    }
-
-    /// Arms the IOC's reply interrupt before the caller halts, and re-checks for work (see
-    /// [`Mpt::arm_reply_interrupt`]). Completions this host already holds (refused commands,
-    /// replies collected during an abort) count as waiting: the next `poll` hands them out, so
-    /// halting on them would stall them until the safety timer. A dead host, or one whose
-    /// interrupt is not routed, is [`Armed::Unavailable`].
-    pub fn arm_interrupt(&mut self) -> Armed {
-        if self.dead || !self.interrupt_routed {
-            return Armed::Unavailable;
-        }
-        let armed = self.mpt.arm_reply_interrupt();
-        if armed == Armed::Quiet && !(self.held.is_empty() && self.deferred.is_empty()) {
-            return Armed::RepliesWaiting;
-        }
-        armed
     }
 
     /// Takes a finished-but-unpolled command's buffers out of `held`.
@@ -380,6 +355,18 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
         // whatever the TM reply said. If it is still outstanding, the abort failed and the
         // midlayer escalates to a reset.
         victim_buffers.or_else(|| self.take_held(tag)).ok_or(failed)
+    }
+
+    fn enable_completion_interrupt(&mut self) -> InterruptArm {
+        match self.arm_interrupt() {
+            Armed::Quiet => InterruptArm::Armed,
+            Armed::RepliesWaiting => InterruptArm::Pending,
+            Armed::Unavailable => InterruptArm::Unsupported,
+        }
+    }
+
+    fn disable_completion_interrupt(&mut self) {
+        self.mpt.mask_reply_interrupt();
     }
 
     fn reset(&mut self, returned: &mut Vec<Completed<S>>) -> Result<(), HostResetFailed> {
