@@ -19,6 +19,7 @@ mod mpt;
 pub mod report;
 mod virtio;
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::fmt;
 
@@ -27,6 +28,7 @@ use pools::{PoolError, PoolInfo, SlabCache};
 use scsi::host::ScsiHost;
 use scsi::midlayer::Midlayer;
 use scsi::sense_alloc::{ReserveFailed, SenseMode, SlabSense};
+use scsi::wait::{CompletionWait, IoMode};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 
 use crate::arch::{insn_marker, time};
@@ -138,7 +140,7 @@ pub struct Summary {
 }
 
 /// Attaches every supported adapter in turn, lets `visitor` use it, and detaches it.
-pub fn for_each_host(visitor: &mut impl HostVisitor, sense: SenseMode) -> Summary {
+pub fn for_each_host(visitor: &mut impl HostVisitor, sense: SenseMode, io_mode: IoMode) -> Summary {
     let mut summary = Summary::default();
     let Some(frames) = crate::memory::dma::frames() else {
         log::error!("storage: no DMA frame allocator");
@@ -158,7 +160,7 @@ pub fn for_each_host(visitor: &mut impl HostVisitor, sense: SenseMode) -> Summar
         let (free_before, _) = frames.usage();
         let tables_before = crate::arch::paging::table_pages();
         let result = match driver {
-            mpt::DRIVER => mpt::attach(&info, function, frames, sense, visitor),
+            mpt::DRIVER => mpt::attach(&info, function, frames, sense, io_mode, visitor),
             _ => virtio::attach(&info, function, frames, sense, visitor),
         };
         match result {
@@ -236,7 +238,24 @@ fn run_stack<'s, H: ScsiHost<SenseBuf<'s>>>(
     visitor: &mut impl HostVisitor,
     detach: impl FnOnce(&mut H) -> Vec<PoolInfo>,
 ) -> Result<(bool, usize), StorageError> {
+    run_stack_with_wait(info, host, cache, sense, visitor, None, detach)
+}
+
+/// [`run_stack`] with a completion-wait policy (`io_mode=`) installed in the midlayer: the
+/// loops then let it arm the host's interrupt and halt instead of busy-polling.
+fn run_stack_with_wait<'s, H: ScsiHost<SenseBuf<'s>>>(
+    info: &HostInfo,
+    host: H,
+    cache: &'s SlabCache<Frames>,
+    sense: SenseMode,
+    visitor: &mut impl HostVisitor,
+    wait: Option<Box<dyn CompletionWait>>,
+    detach: impl FnOnce(&mut H) -> Vec<PoolInfo>,
+) -> Result<(bool, usize), StorageError> {
     let mut stack: Stack<'s, H> = Midlayer::new(host, SlabSense::new(cache), sense, KernelClock)?;
+    if let Some(wait) = wait {
+        stack.set_completion_wait(wait);
+    }
     let template = stack.template();
     log::info!(
         "{info}: can_queue={} cmd_per_lun={} sg_tablesize={} max_sectors={} max_target={} max_lun={} sense={sense}",

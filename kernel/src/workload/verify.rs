@@ -290,7 +290,7 @@ pub fn run(cmdline: &Cmdline, io: bool) -> ExitCode {
         failures: 0,
     };
     let start = time::now_ns();
-    let summary = storage::for_each_host(&mut verify, cmdline.io.sense);
+    let summary = storage::for_each_host(&mut verify, cmdline.io.sense, cmdline.io_mode());
     let elapsed_ms = (time::now_ns() - start) as f64 / 1e6;
     let passed = summary.hosts > 0 && summary.failed == 0 && verify.failures == 0;
     let line = JsonObject::new()
