@@ -15,15 +15,15 @@
 //! Each guest record carries `qemu_host_cpus`, the host CPU time QEMU used over its wall time:
 //! two vCPUs can only scale on a host that gives QEMU two CPUs.
 //!
-//! Writes `target/bench/fake-rw.json` (`fake-rw-host.json` for the host) and a bar chart of
-//! IOPS per case beside it.
+//! Writes `target/bench/fake-rw.json` (`fake-rw-host.json` for the host), the same runs in
+//! fio's JSON layout as `fake-rw.fio.json` ([`super::fio`]) and a bar chart of IOPS per case.
 
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::plot::{self, BarChart};
-use super::{Column, Record, ResultSet, number};
+use super::{Column, Record, ResultSet, fio, number};
 use crate::accel::AccelRequest;
 use crate::error::{Error, Result};
 use crate::guest::{Guest, Overrides};
@@ -395,7 +395,26 @@ fn report(set: &ResultSet) -> Result<()> {
             bars,
         },
     )?;
-    println!("wrote {} and {}", json.display(), svg.display());
+    let runs: Vec<fio::Run<'_>> = set
+        .results
+        .iter()
+        .map(|record| fio::Run {
+            name: match number(record, "rep") {
+                Some(rep) => format!("fake-rw {} rep {rep}", label(record)),
+                None => format!("fake-rw {}", label(record)),
+            },
+            engine: "sensepool workload=fake-rw (scsi_debug fake_rw=1)",
+            option_keys: &["smp", "sense_mode", "sense_magazine", "io_mode"],
+            record,
+        })
+        .collect();
+    let fio_json = fio::write(&dir, &set.file_stem, &fio::document(&runs))?;
+    println!(
+        "wrote {}, {} and {}",
+        json.display(),
+        fio_json.display(),
+        svg.display()
+    );
     if set.results.is_empty() {
         return Err(Error::NoResults {
             what: "fake-rw".into(),

@@ -9,10 +9,12 @@
 pub mod device;
 pub mod dmapool;
 pub mod fake_rw;
+pub mod fio;
 pub mod linux;
 pub mod nbd;
 pub mod numa;
 pub mod plot;
+pub mod qemu_cpu;
 pub mod sense_reserve;
 
 use std::io::{BufRead, BufReader, Write};
@@ -100,14 +102,7 @@ impl ResultSet {
 
     /// Writes `<dir>/<name>.json` and returns its path.
     pub fn write_json(&self, dir: &Path) -> Result<PathBuf> {
-        let path = dir.join(format!("{}.json", self.file_stem));
-        let mut text = serde_json::to_string_pretty(&self.to_json()).unwrap_or_default();
-        text.push('\n');
-        std::fs::write(&path, text).map_err(|source| Error::Write {
-            path: path.clone(),
-            source,
-        })?;
-        Ok(path)
+        write_document(dir, &self.file_stem, &self.to_json())
     }
 
     /// Results whose `key` equals `value`.
@@ -120,6 +115,18 @@ impl ResultSet {
             .iter()
             .filter(move |record| record.get(key).and_then(Value::as_str) == Some(value))
     }
+}
+
+/// Writes `document` to `<dir>/<stem>.json` and returns its path.
+pub fn write_document(dir: &Path, stem: &str, document: &Value) -> Result<PathBuf> {
+    let path = dir.join(format!("{stem}.json"));
+    let mut text = serde_json::to_string_pretty(document).unwrap_or_default();
+    text.push('\n');
+    std::fs::write(&path, text).map_err(|source| Error::Write {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(path)
 }
 
 /// A table column: a header and the result field it shows.
@@ -299,7 +306,18 @@ pub fn run_counted_case(
     profile: &Profile,
     overrides: &Overrides,
 ) -> Result<(Vec<Record>, Option<PluginLog>)> {
-    let outcome = guest.boot(profile, overrides, Echo::Live)?;
+    run_case(guest, profile, overrides, Echo::Live)
+}
+
+/// [`run_counted_case`] with the console shown or kept (`echo`). A failed boot's error carries
+/// the guest's own complaint (its `CMDLINE ERROR`, `PANIC` or `FAULT` line) when it printed one.
+pub fn run_case(
+    guest: &Guest,
+    profile: &Profile,
+    overrides: &Overrides,
+    echo: Echo,
+) -> Result<(Vec<Record>, Option<PluginLog>)> {
+    let outcome = guest.boot(profile, overrides, echo)?;
     let args = overrides
         .kernel_args
         .as_deref()
@@ -310,8 +328,17 @@ pub fn run_counted_case(
         {
             return Err(error);
         }
+        let report = &outcome.report;
+        let complaint = report
+            .cmdline_errors
+            .iter()
+            .chain(&report.panics)
+            .chain(&report.faults)
+            .next()
+            .map(|line| format!(": {line}"))
+            .unwrap_or_default();
         return Err(Error::Guest {
-            verdict: format!("{} with `{args}`", outcome.verdict),
+            verdict: format!("{} with `{args}`{complaint}", outcome.verdict),
         });
     }
     if let Some(bad) = outcome.report.bad_results.into_iter().next() {

@@ -8,15 +8,16 @@
 //! emulated NIC, so the figures say what the stack costs end to end, not what it could do.
 //!
 //! After the cases it leaves the server idle (3 s with `--quick`, else 10 s) and prints the host
-//! CPU QEMU used meanwhile ([`nbd_tests::idle`]). Writes `target/bench/nbd.json` and `nbd.svg`
-//! (MiB/s per case).
+//! CPU QEMU used meanwhile ([`nbd_tests::idle`]). The client times every request (send to
+//! reply) and reports min, mean, p50 … p99.99 and max. Writes `target/bench/nbd.json`,
+//! `nbd.fio.json` (fio's layout, [`super::fio`]) and `nbd.svg` (MiB/s per case).
 
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::plot::{self, BarChart};
-use super::{Column, Record, ResultSet, number};
+use super::{Column, Record, ResultSet, fio, number};
 use crate::accel::AccelRequest;
 use crate::error::{Error, Result};
 use crate::guest::{Guest, Overrides};
@@ -102,7 +103,7 @@ fn measure(case: &Case, duration: Duration) -> std::io::Result<Record> {
         client.request(nbd::CMD_READ, handle, offset(), case.bs, &[])?;
         sent.push(Instant::now());
     }
-    let (mut done, mut latency_ns) = (0u64, 0u128);
+    let mut latencies_ns: Vec<u64> = Vec::new();
     loop {
         let (error, handle) = client.reply()?;
         if error != 0 {
@@ -111,21 +112,22 @@ fn measure(case: &Case, duration: Duration) -> std::io::Result<Record> {
             )));
         }
         client.bytes(case.bs as usize)?;
-        done += 1;
-        latency_ns += sent[handle as usize].elapsed().as_nanos();
+        latencies_ns.push(sent[handle as usize].elapsed().as_nanos() as u64);
         if start.elapsed() >= duration {
             break;
         }
         client.request(nbd::CMD_READ, handle, offset(), case.bs, &[])?;
         sent[handle as usize] = Instant::now();
     }
+    let elapsed = start.elapsed();
     // Drain what is still in flight before hanging up.
     for _ in 1..case.iodepth {
         client.reply()?;
         client.bytes(case.bs as usize)?;
     }
-    let seconds = start.elapsed().as_secs_f64();
     client.disconnect()?;
+    let done = latencies_ns.len() as u64;
+    let seconds = elapsed.as_secs_f64();
     let mut record = Record::new();
     record.insert("case".into(), Value::from(case.name));
     record.insert(
@@ -135,6 +137,7 @@ fn measure(case: &Case, duration: Duration) -> std::io::Result<Record> {
     record.insert("bs".into(), Value::from(case.bs));
     record.insert("iodepth".into(), Value::from(case.iodepth));
     record.insert("ios".into(), Value::from(done));
+    record.insert("elapsed_ns".into(), Value::from(elapsed.as_nanos() as u64));
     record.insert("iops".into(), Value::from((done as f64 / seconds).round()));
     record.insert(
         "mib_per_s".into(),
@@ -142,11 +145,37 @@ fn measure(case: &Case, duration: Duration) -> std::io::Result<Record> {
             ((done * u64::from(case.bs)) as f64 / seconds / 1048576.0 * 100.0).round() / 100.0,
         ),
     );
-    record.insert(
-        "lat_mean_us".into(),
-        Value::from((latency_ns / u128::from(done.max(1)) / 1000) as u64),
-    );
+    let mean_ns = latencies_ns.iter().sum::<u64>() / done.max(1);
+    record.insert("lat_mean_us".into(), Value::from(mean_ns / 1000));
+    record.extend(latency_fields(&mut latencies_ns));
     Ok(record)
+}
+
+/// Exact request latencies as the guest reports its own: `lat_min_ns`, `lat_mean_ns`, the
+/// percentiles `lat_p50_ns` … `lat_p9999_ns` (the sample of rank ⌈q·n⌉, the rule the guest's
+/// histogram uses) and `lat_max_ns`. Empty for no samples.
+fn latency_fields(latencies_ns: &mut [u64]) -> Record {
+    let mut fields = Record::new();
+    latencies_ns.sort_unstable();
+    let (Some(&min), Some(&max)) = (latencies_ns.first(), latencies_ns.last()) else {
+        return fields;
+    };
+    let n = latencies_ns.len() as u64;
+    let mean = latencies_ns.iter().sum::<u64>() / n;
+    fields.insert("lat_min_ns".into(), Value::from(min));
+    fields.insert("lat_mean_ns".into(), Value::from(mean));
+    for (key, ppm) in [
+        ("lat_p50_ns", 500_000u64),
+        ("lat_p90_ns", 900_000),
+        ("lat_p99_ns", 990_000),
+        ("lat_p999_ns", 999_000),
+        ("lat_p9999_ns", 999_900),
+    ] {
+        let rank = (n * ppm).div_ceil(1_000_000).max(1);
+        fields.insert(key.into(), Value::from(latencies_ns[rank as usize - 1]));
+    }
+    fields.insert("lat_max_ns".into(), Value::from(max));
+    fields
 }
 
 /// Boots the server, runs every case, stops the guest, prints and writes the results.
@@ -211,6 +240,22 @@ pub fn run(options: &Options) -> Result<()> {
                 header: "mean lat us",
                 key: "lat_mean_us",
             },
+            Column {
+                header: "p50 ns",
+                key: "lat_p50_ns",
+            },
+            Column {
+                header: "p99 ns",
+                key: "lat_p99_ns",
+            },
+            Column {
+                header: "p99.99 ns",
+                key: "lat_p9999_ns",
+            },
+            Column {
+                header: "max ns",
+                key: "lat_max_ns",
+            },
         ],
     );
     let dir = workspace::output_dir("bench")?;
@@ -235,6 +280,45 @@ pub fn run(options: &Options) -> Result<()> {
                 .collect(),
         },
     )?;
-    println!("wrote {} and {}", json.display(), svg.display());
+    let runs: Vec<fio::Run<'_>> = set
+        .results
+        .iter()
+        .map(|record| fio::Run {
+            name: format!(
+                "nbd {}",
+                record.get("case").and_then(Value::as_str).unwrap_or("?")
+            ),
+            engine: "nbd client (xtask) over QEMU user networking",
+            option_keys: &[],
+            record,
+        })
+        .collect();
+    let fio_json = fio::write(&dir, &set.file_stem, &fio::document(&runs))?;
+    println!(
+        "wrote {}, {} and {}",
+        json.display(),
+        fio_json.display(),
+        svg.display()
+    );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_percentiles_take_the_rank_the_guest_takes() {
+        let mut samples: Vec<u64> = (1..=1000).rev().collect();
+        let fields = latency_fields(&mut samples);
+        let get = |key: &str| fields[key].as_u64().unwrap();
+        assert_eq!((get("lat_min_ns"), get("lat_max_ns")), (1, 1000));
+        assert_eq!(get("lat_mean_ns"), 500);
+        assert_eq!(get("lat_p50_ns"), 500);
+        assert_eq!(get("lat_p90_ns"), 900);
+        assert_eq!(get("lat_p99_ns"), 990);
+        assert_eq!(get("lat_p999_ns"), 999);
+        assert_eq!(get("lat_p9999_ns"), 1000);
+        assert!(latency_fields(&mut []).is_empty());
+    }
 }

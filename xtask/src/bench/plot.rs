@@ -1,9 +1,11 @@
 //! SVG charts for the benchmarks, drawn with plotters (pure Rust, no font libraries: the SVG
 //! carries its text as text).
 //!
-//! Two shapes cover the benchmarks: [`LineChart`] for a cost against a size on log-log axes
-//! (dmapool's ns/op against n, where O(n) and O(1) separate as slopes), and [`BarChart`] for
-//! side-by-side cases (fake-rw IOPS per configuration, sense-reserve modes).
+//! Three shapes cover the benchmarks: [`LineChart`] for a cost against a size on log-log axes
+//! (dmapool's ns/op against n, where O(n) and O(1) separate as slopes), [`BarChart`] for
+//! side-by-side cases (fake-rw IOPS per configuration, sense-reserve modes), and
+//! [`GroupedBars`] for a matrix: several measures stacked in panels over the same groups, one
+//! colored bar per series in each group, with a min–max whisker (bench device's io_modes).
 
 use std::fmt::Display;
 use std::path::Path;
@@ -51,6 +53,30 @@ pub struct BarChart {
     pub title: String,
     pub y_label: String,
     pub bars: Vec<(String, f64)>,
+}
+
+/// One bar of a [`GroupedBars`] panel: the median and the spread around it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bar {
+    pub value: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// One measure of a [`GroupedBars`] chart: `bars[group][series]`, `None` where not measured.
+#[derive(Clone, Debug)]
+pub struct Panel {
+    pub y_label: String,
+    pub bars: Vec<Vec<Option<Bar>>>,
+}
+
+/// Panels stacked over shared groups (x) and series (colors).
+#[derive(Clone, Debug)]
+pub struct GroupedBars {
+    pub title: String,
+    pub groups: Vec<String>,
+    pub series: Vec<String>,
+    pub panels: Vec<Panel>,
 }
 
 const SIZE: (u32, u32) = (960, 640);
@@ -222,6 +248,100 @@ pub fn draw_bars(path: &Path, chart: &BarChart) -> Result<()> {
     root.present().map_err(|e| fail(&e))
 }
 
+/// Draws each panel of `chart` in its own band, top to bottom. A panel with no bar says so
+/// instead of drawing empty axes.
+pub fn draw_grouped(path: &Path, chart: &GroupedBars) -> Result<()> {
+    let fail = plot_error(path);
+    let height = 120 + 330 * chart.panels.len() as u32;
+    let root = SVGBackend::new(path, (1200, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| fail(&e))?;
+    let root = root
+        .titled(&chart.title, ("sans-serif", 22))
+        .map_err(|e| fail(&e))?;
+    let bands = root.split_evenly((chart.panels.len().max(1), 1));
+    for (panel, band) in chart.panels.iter().zip(&bands) {
+        draw_panel(band, chart, panel).map_err(|e| fail(&e))?;
+    }
+    root.present().map_err(|e| fail(&e))
+}
+
+type Band<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+type DrawResult = std::result::Result<(), Box<dyn std::error::Error>>;
+
+fn draw_panel(band: &Band<'_>, chart: &GroupedBars, panel: &Panel) -> DrawResult {
+    let top = panel
+        .bars
+        .iter()
+        .flatten()
+        .flatten()
+        .map(|bar| bar.max.max(bar.value))
+        .filter(|value| value.is_finite())
+        .fold(0.0_f64, f64::max);
+    if top <= 0.0 {
+        band.draw(&Text::new(
+            format!("{}: not reported by this guest", panel.y_label),
+            (80, 40),
+            ("sans-serif", 18),
+        ))?;
+        return Ok(());
+    }
+    let groups = chart.groups.len().max(1);
+    let mut context = ChartBuilder::on(band)
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(80)
+        .build_cartesian_2d(-0.5..groups as f64 - 0.5, 0.0..top * 1.1)?;
+    let label_of = |x: &f64| {
+        let index = x.round();
+        if (x - index).abs() < 1e-6 && index >= 0.0 {
+            chart
+                .groups
+                .get(index as usize)
+                .cloned()
+                .unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    context
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(groups)
+        .x_label_formatter(&label_of)
+        .y_desc(&panel.y_label)
+        .y_label_formatter(&|value| tick(value))
+        .draw()?;
+    let width = 0.8 / chart.series.len().max(1) as f64;
+    for (index, name) in chart.series.iter().enumerate() {
+        let color = COLORS[index % COLORS.len()];
+        let bars: Vec<(f64, Bar)> = panel
+            .bars
+            .iter()
+            .enumerate()
+            .filter_map(|(group, row)| Some((group as f64, (*row.get(index)?)?)))
+            .collect();
+        let left = move |group: f64| group - 0.4 + width * index as f64;
+        context
+            .draw_series(bars.iter().map(|(group, bar)| {
+                let x = left(*group);
+                Rectangle::new([(x, 0.0), (x + width * 0.9, bar.value)], color.filled())
+            }))?
+            .label(name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+        context.draw_series(bars.iter().map(|(group, bar)| {
+            let x = left(*group) + width * 0.45;
+            PathElement::new(vec![(x, bar.min), (x, bar.max)], BLACK.stroke_width(2))
+        }))?;
+    }
+    context
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,6 +380,38 @@ mod tests {
             bars: vec![("slab".into(), 10.0), ("mempool:2".into(), 9.5)],
         };
         draw_bars(&dir.join("bars.svg"), &bars).unwrap();
+        let bar = |value: f64| {
+            Some(Bar {
+                value,
+                min: value * 0.9,
+                max: value * 1.1,
+            })
+        };
+        let grouped = GroupedBars {
+            title: "t".into(),
+            groups: vec!["virtio qd1 j1".into(), "mpt qd1 j1".into()],
+            series: vec!["poll".into(), "irq".into()],
+            panels: vec![
+                Panel {
+                    y_label: "IOPS".into(),
+                    bars: vec![vec![bar(10.0), bar(8.0)], vec![bar(5.0), None]],
+                },
+                Panel {
+                    y_label: "guest busy %".into(),
+                    bars: vec![vec![None, None], vec![None, None]],
+                },
+            ],
+        };
+        draw_grouped(&dir.join("grouped.svg"), &grouped).unwrap();
+        let svg = std::fs::read_to_string(dir.join("grouped.svg")).unwrap();
+        assert!(
+            svg.contains("mpt qd1 j1") && svg.contains("irq"),
+            "labels and legend"
+        );
+        assert!(
+            svg.contains("guest busy %: not reported"),
+            "an empty panel says so"
+        );
         assert!(
             std::fs::read_to_string(dir.join("bars.svg"))
                 .unwrap()

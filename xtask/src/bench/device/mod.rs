@@ -1,0 +1,281 @@
+//! `cargo xtask bench device`: random 4 KiB reads through a real QEMU host adapter, as a matrix
+//! of how the guest waits for completions against how much it submits.
+//!
+//! Cells: adapter (virtio-scsi, the LSI SAS1068 `mptsas`) × `io_mode` (poll, irq, hybrid) ×
+//! iodepth (1, 32) × numjobs (1, 2), every one a boot of the `virtio-scsi-null` or
+//! `mptsas-null` profile (one 1 GiB `null-co` target: reads return zeroes without touching a
+//! host file) at `--smp 2`, so numjobs 1 and 2 run on the same two-vCPU machine. The guest
+//! runs `workload=device rw=randread bs=4k iodepth=N numjobs=J io_mode=M runtime=…` and prints
+//! one RESULT line: IOPS, completion-latency percentiles and, where the kernel reports them,
+//! its CPU busy fraction (`busy_pct`) and halted time. Beside each run xtask records the host
+//! CPU QEMU got over the job ([`super::qemu_cpu`]).
+//!
+//! Rounds: every round boots every cell once, a comparison group (one adapter and iodepth) back
+//! to back, groups and cells rotated by one per round ([`matrix::round_order`]). Each cell is
+//! summarised by its median with the min–max spread over rounds; ratios (numjobs 2 / 1, irq /
+//! poll, hybrid / poll) are taken within a round and summarised the same way. A cell whose boot
+//! fails (say the kernel rejects a key it does not know yet) is reported with the guest's
+//! complaint, and the matrix goes on; the command then exits non-zero.
+//!
+//! Writes `target/bench/device.json` (every run, the per-cell summary and the ratios),
+//! `device.fio.json` (fio's JSON layout, [`super::fio`]) and one plot, `device.svg`.
+
+pub mod matrix;
+mod report;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use self::matrix::{Cell, IO_MODES, IoMode, SMP};
+use super::{Record, ResultSet, number, qemu_cpu};
+use crate::accel::AccelRequest;
+use crate::boot::Echo;
+use crate::error::{Error, Result};
+use crate::guest::{Guest, Overrides};
+use crate::insns::{self, CountOptions};
+use crate::profile::{self, Profile};
+
+/// Which adapter to measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Device {
+    /// virtio-scsi-pci (profile `virtio-scsi-null`): one request queue per vCPU.
+    VirtioScsi,
+    /// mptsas1068 (profile `mptsas-null`): one request queue; two jobs share it.
+    Mptsas,
+}
+
+impl Device {
+    /// The name the guest reports in its RESULT line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Device::VirtioScsi => "virtio-scsi",
+            Device::Mptsas => "mptsas",
+        }
+    }
+
+    fn profile(self) -> &'static str {
+        match self {
+            Device::VirtioScsi => "virtio-scsi-null",
+            Device::Mptsas => "mptsas-null",
+        }
+    }
+}
+
+/// Options of `cargo xtask bench device`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Options {
+    /// The adapter(s) to measure (repeat the option for several); default: both.
+    #[arg(long, value_enum)]
+    pub device: Vec<Device>,
+    /// The io_mode(s) to measure (repeat for several); default: poll, irq and hybrid.
+    #[arg(long = "io-mode", value_enum)]
+    pub io_mode: Vec<IoMode>,
+    /// 300 ms per run and one round, for a smoke test.
+    #[arg(long)]
+    pub quick: bool,
+    /// Rounds (every cell once per round); default 3, 1 with --quick.
+    #[arg(long, alias = "reps", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub rounds: Option<u32>,
+    /// Show every boot's console instead of one line per run.
+    #[arg(long)]
+    pub console: bool,
+    /// Accelerator for the guest.
+    #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
+    pub accel: AccelRequest,
+    /// Boot this kernel ELF instead of building one.
+    #[arg(long, value_name = "ELF")]
+    pub kernel: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub count: CountOptions,
+}
+
+/// What every run shares.
+struct Bench<'a> {
+    guest: &'a Guest,
+    profiles: Vec<(Device, Profile)>,
+    runtime: &'static str,
+    plugin: Option<std::path::PathBuf>,
+    echo: Echo,
+}
+
+/// Runs the matrix and reports it.
+pub fn run(options: &Options) -> Result<()> {
+    let devices = if options.device.is_empty() {
+        vec![Device::VirtioScsi, Device::Mptsas]
+    } else {
+        options.device.clone()
+    };
+    let io_modes = if options.io_mode.is_empty() {
+        IO_MODES.to_vec()
+    } else {
+        options.io_mode.clone()
+    };
+    let guest = Guest::prepare(options.accel, options.kernel.clone())?;
+    let bench = Bench {
+        guest: &guest,
+        profiles: devices
+            .iter()
+            .map(|&device| Ok((device, profile::load(device.profile())?)))
+            .collect::<Result<_>>()?,
+        runtime: if options.quick { "300ms" } else { "2s" },
+        plugin: options.count.plugin(&guest)?,
+        echo: if options.console {
+            Echo::Live
+        } else {
+            Echo::Quiet
+        },
+    };
+    let rounds = options.rounds.unwrap_or(if options.quick { 1 } else { 3 }) as usize;
+    let groups = matrix::groups(&devices, &io_modes);
+    let mut set = ResultSet::new(
+        "device",
+        "device",
+        "guest",
+        Some(guest.accel.accel.to_string()),
+    );
+    let total = rounds * groups.iter().map(Vec::len).sum::<usize>();
+    for round in 0..rounds {
+        for (position, cell) in matrix::round_order(&groups, round).iter().enumerate() {
+            let mut record = bench.measure(cell);
+            record.insert("round".into(), Value::from(round));
+            record.insert("position".into(), Value::from(position));
+            println!(
+                "[{}/{total}] round {round} {}: {}",
+                set.results.len() + 1,
+                cell.label(),
+                report::one_line(&record)
+            );
+            set.extend([record]);
+        }
+    }
+    report::report(&set, &groups)
+}
+
+impl Bench<'_> {
+    /// Boots `cell` once: its record, or a record with `error` saying why there is none.
+    fn measure(&self, cell: &Cell) -> Record {
+        let mut record = self.boot(cell).unwrap_or_else(|error| {
+            let mut record = Record::new();
+            record.insert("error".into(), Value::from(error.to_string()));
+            record
+        });
+        cell.tag(&mut record);
+        record
+    }
+
+    fn boot(&self, cell: &Cell) -> Result<Record> {
+        let profile = self
+            .profiles
+            .iter()
+            .find(|(device, _)| *device == cell.device)
+            .map(|(_, profile)| profile)
+            .expect("a profile was loaded for every device measured");
+        let overrides = Overrides {
+            smp: Some(SMP),
+            timeout: Some(Duration::from_secs(120)),
+            kernel_args: Some(cell.kernel_args(self.runtime)),
+            counting: insns::for_boot(self.plugin.as_deref(), false)?,
+            ..Overrides::default()
+        };
+        let stop = AtomicBool::new(false);
+        let (outcome, samples) = std::thread::scope(|scope| {
+            let sampler = scope.spawn(|| qemu_cpu::sample_child(&stop));
+            let outcome = super::run_case(self.guest, profile, &overrides, self.echo);
+            stop.store(true, Ordering::Relaxed);
+            (outcome, sampler.join().unwrap_or_default())
+        });
+        let (records, _) = outcome?;
+        let mut record = one_record(records, cell)?;
+        let elapsed = number(&record, "elapsed_ns").unwrap_or(0.0);
+        if let Some(cpus) = qemu_cpu::cpus_over_last(&samples, Duration::from_nanos(elapsed as u64))
+        {
+            record.insert(
+                "qemu_host_cpus".into(),
+                Value::from((cpus * 100.0).round() / 100.0),
+            );
+        }
+        Ok(record)
+    }
+}
+
+/// The one RESULT of a cell's boot, checked to be the run that was asked for: the profile's
+/// adapter, the job count and (when the kernel reports it) the io_mode.
+fn one_record(records: Vec<Record>, cell: &Cell) -> Result<Record> {
+    let wrong = |record: &Record, reason: String| Error::ResultLine {
+        line: Value::Object(record.clone()).to_string(),
+        reason,
+    };
+    let mut records = records.into_iter();
+    let (Some(record), None) = (records.next(), records.next()) else {
+        return Err(Error::NoResults {
+            what: format!("exactly one RESULT line from {}", cell.label()),
+        });
+    };
+    if record.get("device").and_then(Value::as_str) != Some(cell.device.name()) {
+        let reason = format!(
+            "the {} profile should report that device",
+            cell.device.name()
+        );
+        return Err(wrong(&record, reason));
+    }
+    if number(&record, "numjobs") != Some(f64::from(cell.numjobs)) {
+        let reason = format!("asked for numjobs={}", cell.numjobs);
+        return Err(wrong(&record, reason));
+    }
+    if let Some(mode) = record.get("io_mode").and_then(Value::as_str)
+        && mode != cell.io_mode.name()
+    {
+        let reason = format!("asked for io_mode={}", cell.io_mode.name());
+        return Err(wrong(&record, reason));
+    }
+    Ok(record)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::console::parse_result;
+
+    fn cell() -> Cell {
+        Cell {
+            device: Device::VirtioScsi,
+            io_mode: IoMode::Irq,
+            iodepth: 32,
+            numjobs: 2,
+        }
+    }
+
+    #[test]
+    fn a_run_must_be_the_one_asked_for() {
+        let good = r#"{"device":"virtio-scsi","numjobs":2,"io_mode":"irq","iops":5}"#;
+        let parse = |line: &str| parse_result(line).unwrap();
+        assert!(one_record(vec![parse(good)], &cell()).is_ok());
+        // A kernel that does not report io_mode yet is taken at its word.
+        let silent = r#"{"device":"virtio-scsi","numjobs":2,"iops":5}"#;
+        assert!(one_record(vec![parse(silent)], &cell()).is_ok());
+        for (line, says) in [
+            (r#"{"device":"mptsas","numjobs":2}"#, "that device"),
+            (r#"{"device":"virtio-scsi","numjobs":1}"#, "numjobs=2"),
+            (
+                r#"{"device":"virtio-scsi","numjobs":2,"io_mode":"poll"}"#,
+                "io_mode=irq",
+            ),
+        ] {
+            let error = one_record(vec![parse(line)], &cell()).unwrap_err();
+            assert!(error.to_string().contains(says), "{error}");
+        }
+        assert!(one_record(vec![], &cell()).is_err());
+        assert!(one_record(vec![parse(good), parse(good)], &cell()).is_err());
+    }
+
+    #[test]
+    fn a_failed_boot_becomes_an_error_record_of_its_cell() {
+        let mut record = Record::new();
+        record.insert("error".into(), Value::from("guest failed: CMDLINE ERROR"));
+        cell().tag(&mut record);
+        assert!(cell().matches(&record));
+        assert_eq!(matrix::runs(&[record], &cell()).count(), 0);
+    }
+}
