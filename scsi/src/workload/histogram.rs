@@ -1,5 +1,8 @@
 //! A latency histogram with log-linear buckets (16 per power of two, so a reported percentile is
-//! within 1/16 of the true value), fixed size and allocation-free to record into.
+//! within 1/16 of the true value), fixed size and allocation-free to record into. Beside the
+//! buckets it keeps the exact count, sum, sum of squares, minimum and maximum, so mean, standard
+//! deviation and the extremes are exact; [`Histogram::bins`] hands the non-empty buckets out in
+//! the shape of fio's json+ `bins` (lower bound in ns, count) for tools that read those.
 
 const SUB_BITS: u32 = 4;
 const SUB: usize = 1 << SUB_BITS;
@@ -21,6 +24,10 @@ pub struct Histogram {
     counts: [u64; BUCKETS],
     total: u64,
     sum_ns: u128,
+    /// Sum of squared samples: 2^128 holds 10^8 samples of 100 s each.
+    sum_squares_ns: u128,
+    /// `u64::MAX` while empty.
+    min_ns: u64,
     max_ns: u64,
 }
 
@@ -30,6 +37,8 @@ impl Default for Histogram {
             counts: [0; BUCKETS],
             total: 0,
             sum_ns: 0,
+            sum_squares_ns: 0,
+            min_ns: u64::MAX,
             max_ns: 0,
         }
     }
@@ -72,6 +81,10 @@ impl Histogram {
         self.counts[bucket(ns)] += n;
         self.total += n;
         self.sum_ns += u128::from(ns) * u128::from(n);
+        self.sum_squares_ns = self
+            .sum_squares_ns
+            .saturating_add(u128::from(ns) * u128::from(ns) * u128::from(n));
+        self.min_ns = self.min_ns.min(ns);
         self.max_ns = self.max_ns.max(ns);
     }
 
@@ -98,6 +111,33 @@ impl Histogram {
     /// The largest sample, exactly.
     pub fn max_ns(&self) -> u64 {
         self.max_ns
+    }
+
+    /// The smallest sample, exactly; 0 when empty.
+    pub fn min_ns(&self) -> u64 {
+        if self.total == 0 { 0 } else { self.min_ns }
+    }
+
+    /// The population standard deviation (fio's `stddev`), from the exact sums, rounded down to
+    /// whole ns; 0 when empty.
+    pub fn stddev_ns(&self) -> u64 {
+        if self.total == 0 {
+            return 0;
+        }
+        let n = u128::from(self.total);
+        let mean = self.sum_ns / n;
+        // E[x²] − mean², both rounded down: the error is under 1 ns² of variance.
+        let variance = (self.sum_squares_ns / n).saturating_sub(mean * mean);
+        variance.isqrt() as u64
+    }
+
+    /// The non-empty buckets as (lower bound in ns, samples), in increasing order.
+    pub fn bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, count)| **count > 0)
+            .map(|(index, count)| (bucket_floor(index), *count))
     }
 
     /// The `per_mille`/1000 quantile (990 for p99).
@@ -142,7 +182,23 @@ impl Histogram {
         }
         self.total += other.total;
         self.sum_ns += other.sum_ns;
+        self.sum_squares_ns = self.sum_squares_ns.saturating_add(other.sum_squares_ns);
+        self.min_ns = self.min_ns.min(other.min_ns);
         self.max_ns = self.max_ns.max(other.max_ns);
+    }
+}
+
+/// The non-empty buckets as `floor:count,floor:count` (ns), the compact form a RESULT line
+/// carries (see [`Histogram::bins`]).
+pub struct BinsText<'a>(pub &'a Histogram);
+
+impl core::fmt::Display for BinsText<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for (index, (floor, count)) in self.0.bins().enumerate() {
+            let comma = if index == 0 { "" } else { "," };
+            write!(f, "{comma}{floor}:{count}")?;
+        }
+        Ok(())
     }
 }
 
@@ -176,6 +232,29 @@ mod tests {
                 prop_assert!(bucket(ns - 1) <= b);
             }
         }
+    }
+
+    #[test]
+    fn min_stddev_and_bins_are_exact() {
+        let mut h = Histogram::default();
+        assert_eq!((h.min_ns(), h.stddev_ns(), h.bins().count()), (0, 0, 0));
+        for ns in [2_000u64, 4_000, 4_000, 4_000, 5_000, 5_000, 7_000, 9_000] {
+            h.record(ns);
+        }
+        assert_eq!((h.min_ns(), h.max_ns(), h.mean_ns()), (2_000, 9_000, 5_000));
+        assert_eq!(h.stddev_ns(), 2_000, "the textbook example: sigma 2");
+        let mut other = Histogram::default();
+        other.record_n(1_000, 2);
+        h.merge(&other);
+        assert_eq!(h.min_ns(), 1_000);
+        let bins: alloc::vec::Vec<(u64, u64)> = h.bins().collect();
+        assert_eq!(bins.iter().map(|b| b.1).sum::<u64>(), 10);
+        assert!(bins.windows(2).all(|w| w[0].0 < w[1].0), "increasing");
+        assert_eq!(bins[0], (bucket_floor(bucket(1_000)), 2));
+        assert_eq!(
+            alloc::format!("{}", BinsText(&other)),
+            alloc::format!("{}:2", bucket_floor(bucket(1_000)))
+        );
     }
 
     #[test]

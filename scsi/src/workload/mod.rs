@@ -18,7 +18,7 @@ mod matrix;
 mod params;
 mod pressure;
 
-pub use histogram::Histogram;
+pub use histogram::{BinsText, Histogram};
 pub use hooks::{Hooks, Stall};
 pub use matrix::{
     CAN_QUEUE_2008, Case, Cell, MATRIX_MODES, STALL_MS_DEFAULT, Verdict, run_matrix,
@@ -184,6 +184,9 @@ impl WorkloadReport {
             .u64("lat_p999_ns", self.latency.quantile_ppm_ns(999_000))
             .u64("lat_p9999_ns", self.latency.quantile_ppm_ns(999_900))
             .u64("lat_max_ns", self.latency.max_ns())
+            .u64("lat_min_ns", self.latency.min_ns())
+            .u64("lat_stddev_ns", self.latency.stddev_ns())
+            .str("lat_bins", &BinsText(&self.latency).to_string())
             .u64("sense_slab_allocs", s.slab_allocs)
             .u64("sense_reserve_hits", s.reserve_hits)
             .u64("sense_waits", s.waits)

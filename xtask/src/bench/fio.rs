@@ -10,12 +10,19 @@
 //!   the run's own settings (`io_mode`, `device`, …).
 //! - `read` / `write` / `trim`: `io_bytes`, `io_kbytes`, `bw_bytes`, `bw` (KiB/s), `iops`,
 //!   `runtime` (ms), `total_ios`; a direction with no I/O is all zeroes, as fio prints it.
-//! - `clat_ns` / `lat_ns`: `min` (when measured), `max`, `mean`, `N`, and in `clat_ns` the
-//!   `percentile` object for 50, 90, 99, 99.9 and 99.99 (fio's keys, `"99.900000"`; fio prints
-//!   more, we measure these). Our latency is stamped just before submission and at completion,
+//! - `clat_ns` / `lat_ns`: `min`, `max`, `mean`, `stddev` (when the run reports them), `N`,
+//!   and in `clat_ns` the `percentile` object for 50, 90, 99, 99.9 and 99.99 (fio's keys,
+//!   `"99.900000"`; fio prints more, we measure these) and, when the run carries its histogram
+//!   (`lat_bins`), fio's json+ `bins` (bucket lower bound in ns → count; our buckets are 16 per
+//!   power of two, fio's 64). Our latency is stamped just before submission and at completion,
 //!   so it is fio's `lat` (submission + completion); `clat_ns` carries the same figures because
-//!   that is where fio tools look. `slat_ns`, `stddev` and the `latency_*` distributions are
-//!   left out: they are not measured.
+//!   that is where fio tools look. `slat_ns` is left out: it is not measured.
+//! - `latency_ns` / `latency_us` / `latency_ms`: fio's latency distribution (percent of I/Os per
+//!   range), computed from the bins (a bucket counts in the range of its lower bound, so within
+//!   1/16 of a range edge) when the run carries them.
+//! - `iops_*` / `bw_*` (`_min`, `_max`, `_mean`, `_stddev`, `_samples`): fio samples these every
+//!   500 ms; we do not, so they are 0 with `_samples` 0, which is how fio prints a job it did not
+//!   sample.
 //! - `usr_cpu` / `sys_cpu`: the guest has no user mode, so `usr_cpu` is 0 and `sys_cpu` is the
 //!   guest's CPU busy percentage (`busy_pct`, 100 × (elapsed − halted) / elapsed), present only
 //!   when the kernel reports it. Beside them, not in fio: `guest_busy_pct`,
@@ -134,18 +141,84 @@ fn job(run: &Run<'_>) -> Option<Value> {
         "job_runtime": runtime_ms as u64,
     });
     cpu(record, elapsed_ns, &mut job);
+    if let Some(bins) = bins(record) {
+        for (key, table) in distributions(&bins) {
+            job[key] = table;
+        }
+    }
     Some(job)
+}
+
+/// The run's histogram from its `lat_bins` field (`floor:count,…`), if it has a readable one.
+fn bins(record: &Record) -> Option<Vec<(u64, u64)>> {
+    let text = record.get("lat_bins")?.as_str()?;
+    text.split(',')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (floor, count) = pair.split_once(':')?;
+            Some((floor.parse().ok()?, count.parse().ok()?))
+        })
+        .collect()
+}
+
+/// fio's range edges for `latency_ns` and `latency_us` (the key is the range's upper bound).
+const EDGES: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+
+/// fio's `latency_ns`, `latency_us` and `latency_ms` from histogram bins: the percentage of
+/// I/Os in each range, a non-zero share under 0.01% shown as 0.01 (fio's `stat_calc_lat`).
+fn distributions(bins: &[(u64, u64)]) -> [(&'static str, Value); 3] {
+    let total: u64 = bins.iter().map(|bin| bin.1).sum();
+    let mut ns = [0u64; 10];
+    let mut us = [0u64; 10];
+    let mut ms = [0u64; 12];
+    for &(floor, count) in bins {
+        let slot = |value: u64| EDGES.iter().position(|edge| value < *edge);
+        match floor {
+            0..1_000 => ns[slot(floor).unwrap_or(9)] += count,
+            1_000..1_000_000 => us[slot(floor / 1_000).unwrap_or(9)] += count,
+            _ => {
+                let millis = floor / 1_000_000;
+                let index = slot(millis).unwrap_or(if millis < 2_000 { 10 } else { 11 });
+                ms[index] += count;
+            }
+        }
+    }
+    let percent = |count: u64| {
+        let share = 100.0 * count as f64 / total.max(1) as f64;
+        if count > 0 && share < 0.01 {
+            0.01
+        } else {
+            share
+        }
+    };
+    let table = |counts: &[u64], keys: &[String]| -> Value {
+        let pairs = keys
+            .iter()
+            .zip(counts)
+            .map(|(k, c)| (k.clone(), Value::from(percent(*c))));
+        Value::Object(pairs.collect())
+    };
+    let mut keys: Vec<String> = EDGES.iter().map(u64::to_string).collect();
+    let (ns, us) = (table(&ns, &keys), table(&us, &keys));
+    keys.extend(["2000".to_owned(), ">=2000".to_owned()]);
+    [
+        ("latency_ns", ns),
+        ("latency_us", us),
+        ("latency_ms", table(&ms, &keys)),
+    ]
 }
 
 /// A `read`/`write`/`trim` object for `ios` commands of `bs` bytes in `elapsed_ns`.
 fn direction(record: &Record, ios: f64, bs: f64, elapsed_ns: f64) -> Value {
     if ios <= 0.0 {
-        let zero = json!({"min": 0, "max": 0, "mean": 0.0, "N": 0});
-        return json!({
+        let zero = json!({"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0});
+        let mut object = json!({
             "io_bytes": 0, "io_kbytes": 0, "bw_bytes": 0, "bw": 0, "iops": 0.0,
             "runtime": 0, "total_ios": 0, "short_ios": 0, "drop_ios": 0,
             "clat_ns": zero, "lat_ns": zero,
         });
+        not_sampled(&mut object);
+        return object;
     }
     let seconds = elapsed_ns / 1e9;
     let io_bytes = ios * bs;
@@ -157,6 +230,9 @@ fn direction(record: &Record, ios: f64, bs: f64, elapsed_ns: f64) -> Value {
     }
     if let Some(mean) = number(record, "lat_mean_ns") {
         latency.insert("mean".into(), Value::from(mean));
+    }
+    if let Some(stddev) = number(record, "lat_stddev_ns") {
+        latency.insert("stddev".into(), Value::from(stddev));
     }
     latency.insert("N".into(), Value::from(ios as u64));
     let lat_ns = Value::Object(latency.clone());
@@ -172,7 +248,13 @@ fn direction(record: &Record, ios: f64, bs: f64, elapsed_ns: f64) -> Value {
     if !percentiles.is_empty() {
         latency.insert("percentile".into(), Value::Object(percentiles));
     }
-    json!({
+    if let Some(bins) = bins(record) {
+        let bins = bins
+            .into_iter()
+            .map(|(floor, count)| (floor.to_string(), Value::from(count)));
+        latency.insert("bins".into(), Value::Object(bins.collect()));
+    }
+    let mut object = json!({
         "io_bytes": io_bytes as u64,
         "io_kbytes": (io_bytes / 1024.0) as u64,
         "bw_bytes": (io_bytes / seconds) as u64,
@@ -184,7 +266,26 @@ fn direction(record: &Record, ios: f64, bs: f64, elapsed_ns: f64) -> Value {
         "drop_ios": 0,
         "clat_ns": Value::Object(latency),
         "lat_ns": lat_ns,
-    })
+    });
+    not_sampled(&mut object);
+    object
+}
+
+/// fio's periodic bandwidth and IOPS samples, as fio prints them for a job it never sampled.
+fn not_sampled(direction: &mut Value) {
+    for key in [
+        "bw_min",
+        "bw_max",
+        "bw_samples",
+        "iops_min",
+        "iops_max",
+        "iops_samples",
+    ] {
+        direction[key] = Value::from(0);
+    }
+    for key in ["bw_agg", "bw_mean", "bw_dev", "iops_mean", "iops_stddev"] {
+        direction[key] = Value::from(0.0);
+    }
 }
 
 /// fio's CPU fields from the guest's busy and halted figures, and the host CPUs QEMU got.
@@ -207,7 +308,7 @@ mod tests {
     use super::*;
     use crate::console::parse_result;
 
-    const DEVICE: &str = r#"{"device":"virtio-scsi","rw":"randread","numjobs":2,"iodepth":32,"bs":4096,"ios":200000,"reads":200000,"writes":0,"errors":0,"elapsed_ns":2000000000,"iops":100000,"lat_mean_ns":300000,"lat_p50_ns":155648,"lat_p90_ns":180224,"lat_p99_ns":4063232,"lat_p999_ns":8388608,"lat_p9999_ns":11010048,"lat_max_ns":11481682,"io_mode":"irq","busy_pct":40.0,"halted_ns":1200000000,"qemu_host_cpus":1.9}"#;
+    const DEVICE: &str = r#"{"device":"virtio-scsi","rw":"randread","numjobs":2,"iodepth":32,"bs":4096,"ios":200000,"reads":200000,"writes":0,"errors":0,"elapsed_ns":2000000000,"iops":100000,"lat_mean_ns":300000,"lat_p50_ns":155648,"lat_p90_ns":180224,"lat_p99_ns":4063232,"lat_p999_ns":8388608,"lat_p9999_ns":11010048,"lat_max_ns":11481682,"lat_min_ns":900,"lat_stddev_ns":250000,"lat_bins":"900:1,1500:19,155648:150000,180224:49000,4063232:960,2600000000:20","io_mode":"irq","busy_pct":40.0,"halted_ns":1200000000,"qemu_host_cpus":1.9}"#;
 
     /// Reads `document` the way fio tooling does (`jobs[0].read.iops` and friends).
     fn read_like_fio_tools(document: &Value) -> (f64, u64, u64, u64, u64, u64) {
@@ -248,6 +349,22 @@ mod tests {
         assert_eq!(job["jobname"], "virtio-scsi irq qd32 j2");
         let clat = &job["read"]["clat_ns"];
         assert_eq!(clat["max"], 11481682);
+        assert_eq!(clat["min"], 900);
+        assert_eq!(clat["stddev"], 250000.0);
+        assert_eq!(clat["bins"]["155648"], 150000);
+        assert_eq!(clat["bins"].as_object().unwrap().len(), 6);
+        assert_eq!(
+            job["read"]["iops_samples"], 0,
+            "fio's way of saying: not sampled"
+        );
+        assert_eq!(
+            job["latency_ns"]["1000"], 0.01,
+            "1 of 200000 shows as fio's 0.01"
+        );
+        assert_eq!(job["latency_us"]["2"], 0.01, "1.5 us: 19 of 200000");
+        assert_eq!(job["latency_us"]["250"], 99.5);
+        assert_eq!(job["latency_ms"]["10"], 0.48);
+        assert_eq!(job["latency_ms"][">=2000"], 0.01);
         assert_eq!(clat["mean"], 300000.0);
         assert_eq!(clat["N"], 200000);
         for (key, value) in [

@@ -166,7 +166,9 @@ pub fn print_tables(records: &[Record], known: &[(&str, &[Column<'_>])]) {
 fn derived_columns(records: &[Record]) -> Vec<Column<'_>> {
     let mut columns: Vec<Column<'_>> = Vec::new();
     for key in records.iter().flat_map(|record| record.keys()) {
-        if ["where", "accel"].contains(&key.as_str()) || columns.iter().any(|c| c.key == key) {
+        // The histogram (`lat_bins`) is for the fio JSON, not for a table cell.
+        let hidden = ["where", "accel", "lat_bins"].contains(&key.as_str());
+        if hidden || columns.iter().any(|c| c.key == key) {
             continue;
         }
         columns.push(Column { header: key, key });
@@ -400,10 +402,11 @@ mod tests {
 
     #[test]
     fn unknown_benches_get_a_column_per_field() {
-        let records: Vec<Record> = [r#"{"bench":"pairs","impl":"vec","live":10,"where":"host"}"#]
-            .iter()
-            .map(|line| console::parse_result(line).unwrap())
-            .collect();
+        let records: Vec<Record> =
+            [r#"{"bench":"pairs","impl":"vec","live":10,"where":"host","lat_bins":"1:2"}"#]
+                .iter()
+                .map(|line| console::parse_result(line).unwrap())
+                .collect();
         let keys: Vec<&str> = derived_columns(&records).iter().map(|c| c.key).collect();
         assert_eq!(keys, ["bench", "impl", "live"]);
     }
