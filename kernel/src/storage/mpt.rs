@@ -188,12 +188,14 @@ pub fn attach(
         IoMode::Poll => None,
         _ => route_interrupt(info, function),
     };
-    let msi = interrupt.as_ref().map(|i| i.msi);
+    // The vector stays held here until MSI is off, whatever path the attach took.
+    let routed = interrupt.as_ref().map(|i| (i.msi, i.vector.clone()));
     let wait = interrupt.map(|i| Waiter::new(io_mode, i, WaitConfig::default()));
     let result = attach_with_pool(info, regs, &pool, wait, frames, sense, visitor);
-    if let Some(msi) = msi {
+    if let Some((msi, vector)) = routed {
         // The IOC is reset (or dead) by now; it must not signal a vector that goes back.
         msi.set_enabled(false);
+        drop(vector);
     }
     // Every frame is back once the adapter has been dropped inside `attach_with_pool`, unless
     // the IOC died: its chain frames were then leaked on purpose, and `destroy` reports the
