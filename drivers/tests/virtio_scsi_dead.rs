@@ -109,9 +109,8 @@ fn a_reset_that_never_finishes_is_reported_as_a_typed_error() {
     let fake = FakeScsi::new();
     let mut host = Host::new(fake.clone(), CountingDelay::default(), 32).expect("device up");
     fake.state().never_reset = true;
-    let device = host.device_mut().expect("device");
     assert_eq!(
-        device.reset_device(),
+        host.device_mut().expect("device").reset_device(),
         Err(VirtioScsiError::ResetTimeout {
             waited_us: drivers::virtio_scsi::device::RESET_TIMEOUT_US
         })

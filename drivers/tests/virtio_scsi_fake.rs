@@ -91,11 +91,10 @@ fn a_burst_of_commands_costs_one_notify() {
 fn io_keeps_completing_across_the_ring_index_wrap() {
     let (fake, mut stack) = stack();
     let disk = stack.scan().luns[0].disk.expect("disk");
-    let device = stack.host_mut().device_mut().expect("device");
+    // The device is locked while its view lives: read the features and let it go.
+    let features = stack.host_mut().device_mut().expect("device").features();
     assert!(
-        !device
-            .features()
-            .contains(drivers::virtio_scsi::device::Features::RING_EVENT_IDX),
+        !features.contains(drivers::virtio_scsi::device::Features::RING_EVENT_IDX),
         "EVENT_IDX offered by the device must be declined"
     );
     let total = 70_000u64;

@@ -4,13 +4,19 @@
 //! the control queue (§5.6.6.2) and reset (a zero write to the device status, §2.1) are in
 //! the `control` submodule; the event queue (§5.6.6.3) is an [`EventQueue`] (`events`).
 //!
-//! Commands go to the first request queue; each carries a driver-owned request and
-//! response header (from a preallocated set, so the hot path does not allocate) plus the
-//! caller's data buffer as one descriptor (memory is identity-mapped, so a buffer is
-//! physically contiguous). Completion is by polling the used ring: peek the next id, look
-//! the command up in the [`RequestTable`], pop it with the same buffers, check the
-//! response. An id that matches nothing wedges the queue (virtio-drivers can only pop the
-//! head of the used ring); that is an error the host answers with a device reset.
+//! [`VirtioScsi`] is the device-wide part: the transport, the control and event queues and
+//! the configuration. Each request queue is a [`RequestQueue`] of its own, owned by whoever
+//! submits on it (one per CPU in multi-queue use, see `super::shared`), so the hot path
+//! touches nothing another CPU writes. Initialization sets up as many request queues as
+//! asked for (at most the device's `num_queues`) and hands them out.
+//!
+//! A command carries a driver-owned request and response header (from a preallocated set,
+//! so the hot path does not allocate) plus the caller's data buffer as one descriptor
+//! (memory is identity-mapped, so a buffer is physically contiguous). Completion is by
+//! polling the used ring: peek the next id, look the command up in the [`super::tracker::RequestTable`],
+//! pop it with the same buffers, check the response. An id that matches nothing wedges the
+//! queue (virtio-drivers can only pop the head of the used ring); that is an error the host
+//! answers with a device reset.
 //!
 //! Every wait (task management) is bounded by a [`Delay`] budget, unlike
 //! virtio-drivers' own `add_notify_wait_pop`, which spins forever.
@@ -23,15 +29,15 @@ use virtio_drivers::queue::VirtQueue;
 use virtio_drivers::transport::{DeviceType, Transport};
 
 use super::events::{EventQueue, ScsiEvent};
-use super::tracker::{RequestTable, TrackError};
+use super::tracker::TrackError;
 use super::wire::{self, config_offset, feature, queue};
 use crate::delay::Delay;
 
 mod control;
 mod requests;
 
+pub use requests::RequestQueue;
 pub(super) use requests::{Finished, NotAdded};
-use requests::{Headers, Slot, new_headers};
 
 pub use control::RESET_TIMEOUT_US;
 
@@ -80,7 +86,8 @@ pub enum VirtioScsiError {
         waited_us: u64,
     },
     /// The device did not read its status back as 0 after a reset: it may still be using
-    /// every buffer it was given. The device must be abandoned ([`VirtioScsi::abandon`]).
+    /// every buffer it was given. The device must be abandoned: its queues and buffers
+    /// leaked, never freed ([`RequestQueue::abandon`], `core::mem::forget` of the device).
     #[error("device did not finish its reset within {waited_us} us")]
     ResetTimeout {
         /// Budget spent.
@@ -105,29 +112,36 @@ pub struct ScsiConfig {
     pub max_lun: u32,
 }
 
-/// A virtio-scsi device with `QSIZE`-entry request queue, tracking commands by `T` (the
-/// caller's tag type).
-pub struct VirtioScsi<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> {
+/// The device-wide part of a virtio-scsi device: transport, control and event queues.
+pub struct VirtioScsi<H: Hal, Tr: Transport, D: Delay> {
     transport: Tr,
     delay: D,
     config: ScsiConfig,
     features: Features,
     control: VirtQueue<H, SMALL_QUEUE>,
     events: EventQueue<H>,
-    requests: VirtQueue<H, QSIZE>,
-    table: RequestTable<Slot<T>>,
+    /// Task management buffers whose request timed out: the device may still answer into
+    /// them, so they live until a confirmed reset (dropped with this value after it) or are
+    /// leaked with the device when the reset fails.
     #[expect(
         clippy::vec_box,
-        reason = "the device holds the headers' addresses; a Box keeps them in place while it moves between this set and a slot"
+        reason = "the device holds the buffers' addresses; a Box keeps them in place"
     )]
-    spare_headers: Vec<Box<Headers>>,
-    /// Commands added since the last notify (batched: one notify per poll or flush).
-    unnotified: usize,
+    unanswered_tmfs: Vec<Box<control::TmfBuffers>>,
 }
 
-impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D, T, QSIZE> {
-    /// Negotiates features, reads the configuration, sets up the queues, posts event
-    /// buffers and sets DRIVER_OK. `can_queue` caps commands in flight.
+/// A device brought up: its device-wide part and the request queues it set up.
+pub struct Initialized<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> {
+    /// Transport, control and event queues.
+    pub device: VirtioScsi<H, Tr, D>,
+    /// Request queue `i` is virtqueue `2 + i`.
+    pub queues: Vec<RequestQueue<H, T, QSIZE>>,
+}
+
+impl<H: Hal, Tr: Transport, D: Delay> VirtioScsi<H, Tr, D> {
+    /// Negotiates features, reads the configuration, sets up the control and event queues
+    /// and `min(queues, num_queues)` request queues (at least one) of `QSIZE` entries, posts
+    /// event buffers and sets DRIVER_OK. `can_queue` caps commands in flight per queue.
     ///
     /// A command takes up to three descriptors (request, response, data). Indirect
     /// descriptors are asked for only when `can_queue` commands would not fit directly:
@@ -140,7 +154,12 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
     /// waits for a notify: the queue hangs. Measured under QEMU: a randread run stalled
     /// between 60000 and 66000 commands. With the used ring's NO_NOTIFY flag instead, the
     /// driver still notifies once per flushed batch.
-    pub fn new(mut transport: Tr, delay: D, can_queue: usize) -> Result<Self, VirtioScsiError> {
+    pub fn init<T, const QSIZE: usize>(
+        mut transport: Tr,
+        delay: D,
+        can_queue: usize,
+        queues: usize,
+    ) -> Result<Initialized<H, Tr, D, T, QSIZE>, VirtioScsiError> {
         if transport.device_type() != DeviceType::ScsiHost {
             return Err(VirtioScsiError::WrongDevice(transport.device_type()));
         }
@@ -149,42 +168,36 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
             supported |= Features::RING_INDIRECT_DESC;
         }
         let features = transport.begin_init(supported);
-        let read = |t: &Tr, offset: usize| t.read_config_space::<u32>(offset);
-        let config = ScsiConfig {
-            num_queues: read(&transport, 0)?,
-            seg_max: read(&transport, 4)?,
-            max_sectors: read(&transport, 8)?,
-            cmd_per_lun: read(&transport, 12)?,
-            max_target: transport.read_config_space::<u16>(30)?,
-            max_lun: read(&transport, 32)?,
-        };
-        if config.num_queues == 0 {
-            return Err(VirtioScsiError::BadConfig {
-                what: "num_queues",
-                value: 0,
-            });
-        }
+        let config = read_config(&transport)?;
         transport.write_config_space::<u32>(config_offset::SENSE_SIZE, wire::SENSE_SIZE as u32)?;
         transport.write_config_space::<u32>(config_offset::CDB_SIZE, wire::CDB_SIZE as u32)?;
         let indirect = features.contains(Features::RING_INDIRECT_DESC);
         let event_idx = features.contains(Features::RING_EVENT_IDX);
         let control = VirtQueue::new(&mut transport, queue::CONTROL, false, event_idx)?;
         let mut events = EventQueue::new(&mut transport, event_idx)?;
-        let requests = VirtQueue::new(&mut transport, queue::REQUEST, indirect, event_idx)?;
+        let limit = can_queue.min(if indirect { QSIZE } else { QSIZE / 3 });
+        // num_queues is at least 1 (read_config); virtqueue numbers are 16-bit.
+        let count = queues.clamp(1, config.num_queues as usize).min(0x1000);
+        let mut requests = Vec::with_capacity(count);
+        for index in 0..count as u16 {
+            let number = queue::REQUEST + index;
+            let ring = VirtQueue::new(&mut transport, number, indirect, event_idx)?;
+            requests.push(RequestQueue::new(ring, index, limit));
+        }
         transport.finish_init();
         events.post_all(&mut transport)?;
-        let limit = can_queue.min(if indirect { QSIZE } else { QSIZE / 3 });
-        Ok(Self {
+        let device = Self {
             transport,
             delay,
             config,
             features,
             control,
             events,
-            requests,
-            table: RequestTable::new(QSIZE, limit),
-            spare_headers: (0..limit).map(|_| new_headers()).collect(),
-            unnotified: 0,
+            unanswered_tmfs: Vec::new(),
+        };
+        Ok(Initialized {
+            device,
+            queues: requests,
         })
     }
 
@@ -203,54 +216,16 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
         self.features
     }
 
-    /// Most commands in flight at once (the host's can_queue).
-    pub fn can_queue(&self) -> usize {
-        self.table.limit()
-    }
-
-    /// Commands in flight.
-    pub fn in_flight(&self) -> usize {
-        self.table.in_flight()
-    }
-
-    /// Whether another command fits now.
-    pub fn has_room(&self) -> bool {
-        self.table.has_room() && !self.spare_headers.is_empty()
-    }
-
-    /// Notifies the device of commands added since the last notify, if it wants to hear.
-    pub fn flush(&mut self) {
-        if self.unnotified > 0 {
-            self.unnotified = 0;
-            if self.requests.should_notify() {
-                self.transport.notify(queue::REQUEST);
-            }
-        }
-    }
-
-    /// Gives up on a device that could not be reset ([`VirtioScsiError::ResetTimeout`]):
-    /// returns the tags of the outstanding commands (leaving out commands an abort already
-    /// answered for) and leaks everything the device may still read or write: the queues'
-    /// DMA memory, each command's headers and data (or abort scratch) buffer, the event
-    /// buffers, and the transport (dropping virtio-drivers' `PciTransport` would spin forever
-    /// waiting for the same reset). Freeing any of it could let the device write into reused
-    /// memory.
-    pub fn abandon(mut self) -> Vec<T> {
-        let slots: Vec<Slot<T>> = self.table.drain().collect();
-        let mut tags = Vec::with_capacity(slots.len());
-        for slot in slots {
-            if !slot.aborted {
-                tags.push(slot.tag);
-            }
-            core::mem::forget(slot.headers);
-            core::mem::forget(slot.data);
-        }
-        core::mem::forget(self);
-        tags
+    /// Notifies the device through the transport (for request queues without a doorbell of
+    /// their own: virtio-drivers' `PciTransport::notify` selects the queue in the common
+    /// configuration, so it must not run concurrently with other users of that register).
+    pub fn notify(&mut self, queue: u16) {
+        self.transport.notify(queue);
     }
 
     /// Gives back the transport and delay (after [`Self::reset_device`] succeeded), to build
-    /// a new device.
+    /// a new device. Buffers of unanswered task management requests are freed: the reset
+    /// stopped the device.
     pub fn into_parts(self) -> (Tr, D) {
         (self.transport, self.delay)
     }
@@ -259,4 +234,23 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
     pub fn pause_us(&mut self, us: u32) {
         self.delay.delay_us(us);
     }
+}
+
+fn read_config(transport: &impl Transport) -> Result<ScsiConfig, VirtioScsiError> {
+    let read = |offset: usize| transport.read_config_space::<u32>(offset);
+    let config = ScsiConfig {
+        num_queues: read(0)?,
+        seg_max: read(4)?,
+        max_sectors: read(8)?,
+        cmd_per_lun: read(12)?,
+        max_target: transport.read_config_space::<u16>(30)?,
+        max_lun: read(32)?,
+    };
+    if config.num_queues == 0 {
+        return Err(VirtioScsiError::BadConfig {
+            what: "num_queues",
+            value: 0,
+        });
+    }
+    Ok(config)
 }

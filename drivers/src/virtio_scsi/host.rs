@@ -1,42 +1,79 @@
-//! virtio-scsi as a midlayer host: `scsi::host::ScsiHost` over [`VirtioScsi`].
+//! virtio-scsi as a midlayer host: `scsi::host::ScsiHost` over one request queue.
 //!
-//! Commands are added to the request queue and the device is notified once per `poll`
-//! (batching: one notify for a whole submission burst). A command's data buffer moves into
-//! the device's request table with it and its sense buffer into this host's per-tag table;
-//! `poll` pops used commands in ring order, checks the response (`tracker::check_response`),
-//! copies sense into the command's sense buffer and hands both buffers back in the
-//! completion. A device that returns an id nobody owns is reset and rebuilt; its outstanding
-//! commands come back with `HostError::Reset` and their buffers.
+//! A [`VirtioScsiHost`] is a handle on one request queue of a device; a single-queue host
+//! is one handle ([`VirtioScsiHost::new`]), a multi-queue host is one handle per request
+//! queue ([`VirtioScsiHost::new_queues`]), each attached to its own midlayer on its own CPU
+//! (Linux's blk-mq hardware contexts: `virtscsi_queuecommand` picks the queue of the
+//! submitting CPU). A handle owns its ring, request table and header set, so submission and
+//! completion take no lock; the device-wide part (transport, control and event queues) is
+//! shared behind a lock that only task management, events and resets take
+//! ([`super::shared`], which also says what a reset means with several queues). A queue
+//! with a [`Doorbell`] (the kernel computes the queue's notify address from the virtio PCI
+//! notify capability) is notified without the lock; without one the notify goes through the
+//! shared transport.
+//!
+//! Commands are added to the ring and the device is notified once per `poll` (batching: one
+//! notify for a whole submission burst). A command's data buffer moves into the queue's
+//! request table with it and its sense buffer into this host's per-tag table; `poll` pops
+//! used commands in ring order, checks the response (`tracker::check_response`), copies
+//! sense into the command's sense buffer and hands both buffers back in the completion. A
+//! device that returns an id nobody owns is reset and rebuilt; the outstanding commands of
+//! every queue come back with `HostError::Reset` and their buffers. The device's tag field
+//! is `queue << 16 | tag` (Linux's `blk_mq_unique_tag`), so ABORT TASK names one command
+//! even though every queue's midlayer numbers its tags from 0.
 //!
 //! If the device never finishes a reset (its status does not read back 0 in time), it may
-//! still write any buffer it holds. The host then abandons it ([`VirtioScsi::abandon`]
-//! leaks the queues, headers, data, event and TMF buffers; this host leaks the sense
-//! buffers), completes every outstanding command exactly once with `HostError::ResetFailed`
-//! and no buffers, or reports `HostResetFailed` from `reset`, and is dead from then on: new
-//! commands complete with `HostError::Dead`, `abort` fails, `reset` fails, and nothing
-//! touches the device.
+//! still write any buffer it holds. Every handle then abandons its queue (the ring, headers,
+//! data and sense buffers are leaked), completes each outstanding command exactly once with
+//! `HostError::ResetFailed` and no buffers, or reports `HostResetFailed` from `reset`, and
+//! is dead from then on: new commands complete with `HostError::Dead`, `abort` fails,
+//! `reset` fails, and nothing touches the device.
 
+mod completion;
+mod recovery;
+mod view;
+
+pub use view::DeviceMut;
+
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use lock_api::{MutexGuard, RawMutex};
+use pools::dmapool::DefaultRawMutex;
 use scsi::host::{
-    AbortFailed, CmdBuffers, Completed, HostCompletion, HostError, HostEvent, HostResetFailed,
-    HostTemplate, QueueError, Refused, SEGMENT_BYTES, ScsiCmd, ScsiHost,
+    AbortFailed, CmdBuffers, Completed, HostError, HostEvent, HostResetFailed, HostTemplate,
+    QueueError, Refused, SEGMENT_BYTES, ScsiCmd, ScsiHost,
 };
 use scsi::sense_alloc::SenseStorage;
 use scsi::wire::Tag;
 use virtio_drivers::Hal;
 use virtio_drivers::transport::Transport;
 
-use super::device::{Finished, NotAdded, VirtioScsi, VirtioScsiError};
+use super::device::{Initialized, NotAdded, RequestQueue, ScsiConfig, VirtioScsi, VirtioScsiError};
 use super::events::host_event;
-use super::tracker::check_response;
-use super::wire::{lun_bytes, response, tmf};
+use super::shared::Shared;
+use super::wire::lun_bytes;
 use crate::delay::Delay;
 
-/// How long an ABORT TASK may take.
-const TMF_TIMEOUT_US: u64 = 1_000_000;
 /// Largest transfer advertised, in 4 KiB segments.
 const MAX_SEGMENTS: u32 = 256;
+
+/// Tells the device that a request queue has new requests, without the shared lock: a
+/// write of the queue number to the queue's own notify address (virtio 1.2 §4.1.4.4).
+pub trait Doorbell: Send {
+    /// Notifies virtqueue `queue` (the one this doorbell was made for).
+    fn ring(&self, queue: u16);
+}
+
+/// No doorbell: notifies go through the shared transport, under its lock.
+#[derive(Debug, Clone, Copy)]
+pub enum NoDoorbell {}
+
+impl Doorbell for NoDoorbell {
+    fn ring(&self, _queue: u16) {
+        match *self {}
+    }
+}
 
 /// What the host keeps per tag while the command is outstanding.
 struct TagState<S> {
@@ -47,16 +84,33 @@ struct TagState<S> {
     sense: Option<S>,
 }
 
-/// [`VirtioScsi`] behind the midlayer's host trait, holding the sense buffers `S` of the
-/// commands in flight (their data buffers are in the device's request table).
-pub struct VirtioScsiHost<H: Hal, Tr: Transport, D: Delay, S, const QSIZE: usize> {
-    device: Option<VirtioScsi<H, Tr, D, Tag, QSIZE>>,
+/// One request queue of a virtio-scsi device behind the midlayer's host trait, holding the
+/// sense buffers `S` of its commands in flight (their data buffers are in the queue's
+/// request table). `R` locks the device-wide part; `Db` notifies the queue.
+pub struct VirtioScsiHost<
+    H: Hal,
+    Tr: Transport,
+    D: Delay,
+    S,
+    const QSIZE: usize,
+    R: RawMutex = DefaultRawMutex,
+    Db: Doorbell = NoDoorbell,
+> {
+    shared: Arc<Shared<H, Tr, D, R, QSIZE>>,
+    /// `None` once abandoned, or when re-initialisation after a reset failed.
+    queue: Option<RequestQueue<H, Tag, QSIZE>>,
+    /// Request queue number (0-based).
+    index: u16,
+    /// The shared reset generation this handle has caught up with.
+    generation: u64,
+    doorbell: Option<Db>,
+    config: ScsiConfig,
     can_queue: usize,
     tags: Vec<TagState<S>>,
     /// Completions decided outside the used ring (refused commands, resets), handed out by
     /// the next `poll`.
     held: Vec<Completed<S>>,
-    /// Resets after a misbehaving device.
+    /// Resets this handle asked for after a misbehaving device.
     pub device_resets: u64,
     /// Commands failed by a response that could not be believed.
     pub bad_responses: u64,
@@ -70,49 +124,97 @@ const DEAD: HostResetFailed = HostResetFailed {
     reason: "virtio-scsi device did not finish its reset; host is dead",
 };
 
-fn host_error_of(code: u8) -> HostError {
-    match code {
-        response::OVERRUN => HostError::DataOverrun,
-        response::ABORTED | response::RESET => HostError::Reset,
-        response::BAD_TARGET | response::INCORRECT_LUN => HostError::NoConnect,
-        response::BUSY => HostError::Busy,
-        _ => HostError::Transport,
-    }
-}
-
-impl<H: Hal, Tr: Transport, D: Delay, S: SenseStorage, const QSIZE: usize>
-    VirtioScsiHost<H, Tr, D, S, QSIZE>
+impl<
+    H: Hal,
+    Tr: Transport,
+    D: Delay,
+    S: SenseStorage,
+    const QSIZE: usize,
+    R: RawMutex,
+    Db: Doorbell,
+> VirtioScsiHost<H, Tr, D, S, QSIZE, R, Db>
 {
-    /// Brings the device up with at most `can_queue` commands in flight.
+    /// Brings the device up with one request queue and at most `can_queue` commands in
+    /// flight.
     pub fn new(transport: Tr, delay: D, can_queue: usize) -> Result<Self, VirtioScsiError> {
-        let device = VirtioScsi::new(transport, delay, can_queue.min(usize::from(u16::MAX)))?;
-        let can_queue = device.can_queue();
-        Ok(Self {
-            device: Some(device),
-            can_queue,
-            tags: (0..can_queue)
-                .map(|_| TagState {
-                    id: None,
-                    lun: [0; 8],
-                    sense: None,
-                })
-                .collect(),
-            held: Vec::new(),
-            device_resets: 0,
-            bad_responses: 0,
-            events_broken: false,
-            dead: false,
+        let hosts = Self::new_queues(transport, delay, can_queue, 1, |_| None)?;
+        hosts.into_iter().next().ok_or(VirtioScsiError::BadConfig {
+            what: "num_queues",
+            value: 0,
         })
     }
 
-    /// The device (configuration, events).
-    pub fn device_mut(&mut self) -> Option<&mut VirtioScsi<H, Tr, D, Tag, QSIZE>> {
-        self.device.as_mut()
+    /// Brings the device up with `min(queues, num_queues)` request queues (at least one) of
+    /// at most `can_queue` commands each, and returns one handle per queue, in queue order.
+    /// `doorbell(virtqueue)` gives a queue its own notify path, or `None` to notify through
+    /// the shared transport.
+    pub fn new_queues(
+        transport: Tr,
+        delay: D,
+        can_queue: usize,
+        queues: usize,
+        mut doorbell: impl FnMut(u16) -> Option<Db>,
+    ) -> Result<Vec<Self>, VirtioScsiError> {
+        let can_queue = can_queue.min(usize::from(u16::MAX));
+        let Initialized { device, queues } =
+            VirtioScsi::init::<Tag, QSIZE>(transport, delay, can_queue, queues)?;
+        let config = *device.config();
+        let shared = Arc::new(Shared::new(device, queues.len(), can_queue));
+        let hosts = queues.into_iter().map(|queue| {
+            let can_queue = queue.can_queue();
+            Self {
+                shared: Arc::clone(&shared),
+                index: queue.index(),
+                doorbell: doorbell(queue.virtqueue()),
+                queue: Some(queue),
+                generation: 0,
+                config,
+                can_queue,
+                tags: (0..can_queue)
+                    .map(|_| TagState {
+                        id: None,
+                        lun: [0; 8],
+                        sense: None,
+                    })
+                    .collect(),
+                held: Vec::new(),
+                device_resets: 0,
+                bad_responses: 0,
+                events_broken: false,
+                dead: false,
+            }
+        });
+        Ok(hosts.collect())
+    }
+
+    /// The device-wide part, locked, with this handle's queue; `None` once the device is
+    /// gone (abandoned, or not re-initialised after a reset).
+    pub fn device_mut(&mut self) -> Option<DeviceMut<'_, H, Tr, D, R, QSIZE>> {
+        let queue = self.queue.as_ref()?;
+        let state = self.shared.lock();
+        let device = MutexGuard::try_map(state, |state| state.device.as_mut()).ok()?;
+        Some(DeviceMut { device, queue })
+    }
+
+    /// Request queue number of this handle (0-based; its virtqueue is `2 + index`).
+    pub fn queue_index(&self) -> u16 {
+        self.index
+    }
+
+    /// Commands in flight on this handle's queue.
+    pub fn in_flight(&self) -> usize {
+        self.queue.as_ref().map_or(0, RequestQueue::in_flight)
     }
 
     /// Whether the device was abandoned after a failed reset.
     pub fn is_dead(&self) -> bool {
         self.dead
+    }
+
+    /// The tag the device sees: the queue number above the midlayer's tag, so that tags of
+    /// different queues never collide at the device (ABORT TASK finds commands by it).
+    fn wire_tag(&self, tag: Tag) -> u64 {
+        (u64::from(self.index) << 16) | u64::from(tag.0)
     }
 
     /// The buffers of `tag` back together: `data` from the device, sense from the table.
@@ -123,112 +225,51 @@ impl<H: Hal, Tr: Transport, D: Delay, S: SenseStorage, const QSIZE: usize>
         Some(CmdBuffers { data, sense })
     }
 
-    /// Abandons a device that could not be reset: its memory is leaked (the sense buffers
-    /// of its outstanding commands too), and each of them is held as
-    /// `HostError::ResetFailed` without buffers.
-    fn die(&mut self, device: VirtioScsi<H, Tr, D, Tag, QSIZE>) {
-        self.dead = true;
-        for tag in device.abandon() {
-            if let Some(state) = self.tags.get_mut(usize::from(tag.0)) {
-                state.id = None;
-                core::mem::forget(state.sense.take());
-            }
-            self.held.push(Completed::leaked(tag));
-        }
-        log::error!("virtio-scsi: device abandoned; its memory is leaked, the host is dead");
-    }
-
-    /// Resets the device and sets it up again; outstanding commands are held as
-    /// `HostError::Reset` with their buffers. If the reset fails the device is abandoned
-    /// ([`Self::die`]) and `Err` returned.
-    fn rebuild(&mut self) -> Result<(), HostResetFailed> {
-        if self.dead {
-            return Err(DEAD);
-        }
-        self.device_resets += 1;
-        let Some(mut device) = self.device.take() else {
-            return Ok(());
+    /// Notifies the device of the commands added since the last flush.
+    fn flush(&mut self) {
+        let Some(queue) = self.queue.as_mut() else {
+            return;
         };
-        if device.reset_device().is_err() {
-            self.die(device);
-            return Err(DEAD);
-        }
-        for (tag, data) in device.drain_after_reset() {
-            if let Some(buffers) = self.buffers(tag, data) {
-                self.held
-                    .push(Completed::host_error(tag, HostError::Reset, buffers));
+        match &self.doorbell {
+            Some(doorbell) => queue.flush(|virtqueue| doorbell.ring(virtqueue)),
+            None => {
+                let shared = &self.shared;
+                queue.flush(|virtqueue| {
+                    if let Some(device) = shared.lock().device.as_mut() {
+                        device.notify(virtqueue);
+                    }
+                });
             }
         }
-        let (transport, delay) = device.into_parts();
-        match VirtioScsi::new(transport, delay, self.can_queue) {
-            Ok(device) => self.device = Some(device),
-            Err(error) => log::error!("virtio-scsi: re-initialisation failed: {error}"),
-        }
-        Ok(())
-    }
-
-    /// Ends one popped command: `None` for one an abort already answered for.
-    fn complete(&mut self, finished: Finished<Tag>) -> Option<Completed<S>> {
-        let tag = finished.tag;
-        let checked = check_response(
-            zerocopy::IntoBytes::as_bytes(&finished.headers.resp),
-            finished.used_len,
-            finished.data_out,
-            finished.data_in,
-        );
-        if let Some(device) = self.device.as_mut() {
-            device.recycle(finished.headers);
-        }
-        // The abort handed the buffers back; the tag may already carry its retry, whose
-        // used id and sense buffer must stay.
-        if finished.aborted {
-            return None;
-        }
-        let Some(mut buffers) = self.buffers(tag, finished.data) else {
-            log::error!("virtio-scsi: tag {} popped without its sense buffer", tag.0);
-            return None;
-        };
-        let checked = match checked {
-            Ok(checked) => checked,
-            Err(error) => {
-                self.bad_responses += 1;
-                log::warn!("virtio-scsi: tag {}: {error}", tag.0);
-                return Some(Completed::host_error(tag, HostError::Transport, buffers));
-            }
-        };
-        if checked.response != response::OK {
-            let error = host_error_of(checked.response);
-            return Some(Completed::host_error(tag, error, buffers));
-        }
-        let mut completion = HostCompletion::good(tag);
-        completion.status = checked.status;
-        completion.residual_bytes = checked.resid;
-        if checked.sense_len > 0 {
-            buffers.sense.store(&checked.sense[..checked.sense_len]);
-            completion.sense_len = checked.sense_len as u8;
-        }
-        Some(Completed::returned(completion, buffers))
     }
 }
 
-impl<H: Hal, Tr: Transport, D: Delay, S: SenseStorage, const QSIZE: usize> ScsiHost<S>
-    for VirtioScsiHost<H, Tr, D, S, QSIZE>
+impl<
+    H: Hal,
+    Tr: Transport,
+    D: Delay,
+    S: SenseStorage,
+    const QSIZE: usize,
+    R: RawMutex,
+    Db: Doorbell,
+> ScsiHost<S> for VirtioScsiHost<H, Tr, D, S, QSIZE, R, Db>
 {
     fn template(&self) -> HostTemplate {
-        let config = self.device.as_ref().map(|d| *d.config());
-        let seg_max = config.map_or(1, |c| c.seg_max.clamp(1, MAX_SEGMENTS));
+        let config = self.config;
+        let seg_max = config.seg_max.clamp(1, MAX_SEGMENTS);
         let sectors = (seg_max as usize * SEGMENT_BYTES / 512) as u32;
         HostTemplate {
             can_queue: self.can_queue as u16,
-            cmd_per_lun: config.map_or(1, |c| c.cmd_per_lun.clamp(1, self.can_queue as u32) as u16),
+            cmd_per_lun: config.cmd_per_lun.clamp(1, self.can_queue.max(1) as u32) as u16,
             sg_tablesize: seg_max as u16,
-            max_sectors: config.map_or(sectors, |c| c.max_sectors.clamp(8, sectors)),
-            max_target: config.map_or(1, |c| c.max_target.saturating_add(1)),
-            max_lun: config.map_or(1, |c| (c.max_lun.saturating_add(1)).min(256) as u16),
+            max_sectors: config.max_sectors.clamp(8, sectors.max(8)),
+            max_target: config.max_target.saturating_add(1),
+            max_lun: (config.max_lun.saturating_add(1)).min(256) as u16,
         }
     }
 
     fn queue_command(&mut self, cmd: ScsiCmd<S>) -> Result<(), Refused<S>> {
+        self.check_generation();
         let ScsiCmd {
             tag,
             target,
@@ -244,21 +285,21 @@ impl<H: Hal, Tr: Transport, D: Delay, S: SenseStorage, const QSIZE: usize> ScsiH
             self.held.push(refused);
             return Ok(());
         };
-        // No device (abandoned, or its re-initialisation failed): the command never
-        // reaches one.
-        let Some(device) = self.device.as_mut() else {
+        let wire_tag = self.wire_tag(tag);
+        // No queue (abandoned, or its re-initialisation failed): the command never
+        // reaches a device.
+        let Some(queue) = self.queue.as_mut() else {
             self.held
                 .push(Completed::host_error(tag, HostError::Dead, buffers));
             return Ok(());
         };
-        if !device.has_room() {
+        if !queue.has_room() {
             let error = QueueError::HostBusy;
             return Err(Refused { error, buffers });
         }
         let lun = lun_bytes(target, lun);
         let CmdBuffers { data, sense } = buffers;
-        let added = device.add_command(tag, lun, u64::from(tag.0), cdb.as_slice(), data, direction);
-        match added {
+        match queue.add_command(tag, lun, wire_tag, cdb.as_slice(), data, direction) {
             Ok(id) => {
                 self.tags[index] = TagState {
                     id: Some(id),
@@ -285,14 +326,13 @@ impl<H: Hal, Tr: Transport, D: Delay, S: SenseStorage, const QSIZE: usize> ScsiH
     }
 
     fn poll(&mut self, done: &mut Vec<Completed<S>>) -> usize {
+        self.check_generation();
         let before = done.len();
         done.append(&mut self.held);
+        self.flush();
         let mut wedged = None;
-        if let Some(device) = self.device.as_mut() {
-            device.flush();
-        }
-        while let Some(device) = self.device.as_mut() {
-            let finished = match device.next_finished() {
+        while let Some(queue) = self.queue.as_mut() {
+            let finished = match queue.next_finished() {
                 Ok(Some(finished)) => finished,
                 Ok(None) => break,
                 Err(error) => {
@@ -305,7 +345,10 @@ impl<H: Hal, Tr: Transport, D: Delay, S: SenseStorage, const QSIZE: usize> ScsiH
             }
         }
         if let Some(error) = wedged {
-            log::error!("virtio-scsi: {error}; resetting the device");
+            log::error!(
+                "virtio-scsi queue {}: {error}; resetting the device",
+                self.index
+            );
             // A failed reset leaves ResetFailed completions in `held` instead.
             let _ = self.rebuild();
             done.append(&mut self.held);
@@ -314,39 +357,7 @@ impl<H: Hal, Tr: Transport, D: Delay, S: SenseStorage, const QSIZE: usize> ScsiH
     }
 
     fn abort(&mut self, tag: Tag) -> Result<CmdBuffers<S>, AbortFailed> {
-        let index = usize::from(tag.0);
-        let failed = AbortFailed(tag);
-        // Already finished but not yet polled: the command is over; its buffers go back.
-        let finished = self.held.iter().position(|c| c.completion.tag == tag);
-        if let Some(at) = finished.filter(|&at| self.held[at].buffers.is_some()) {
-            return self.held.remove(at).buffers.ok_or(failed);
-        }
-        let Some(TagState {
-            id: Some(id), lun, ..
-        }) = self.tags.get(index)
-        else {
-            return Err(failed);
-        };
-        let (id, lun) = (*id, *lun);
-        let device = self.device.as_mut().ok_or(failed)?;
-        match device.task_management(tmf::ABORT_TASK, lun, u64::from(tag.0), TMF_TIMEOUT_US) {
-            // FUNCTION COMPLETE (0) or SUCCEEDED: the device has finished with the command
-            // (it completes aborted requests before the TMF); its used entry pops later into
-            // a scratch buffer and is swallowed.
-            Ok(response::OK | response::FUNCTION_SUCCEEDED) => {
-                let data = device.mark_aborted(id).map_err(|_| failed)?;
-                self.buffers(tag, data).ok_or(failed)
-            }
-            Ok(_) => Err(failed),
-            Err(VirtioScsiError::ResetTimeout { .. }) => {
-                // The TMF timed out and so did the reset after it: give the device up.
-                if let Some(device) = self.device.take() {
-                    self.die(device);
-                }
-                Err(failed)
-            }
-            Err(_) => Err(failed),
-        }
+        self.abort_task(tag)
     }
 
     fn reset(&mut self, returned: &mut Vec<Completed<S>>) -> Result<(), HostResetFailed> {
@@ -358,14 +369,15 @@ impl<H: Hal, Tr: Transport, D: Delay, S: SenseStorage, const QSIZE: usize> ScsiH
     }
 
     fn poll_events(&mut self, out: &mut Vec<HostEvent>) {
-        if self.events_broken {
+        // One event queue per device: the first queue's handle listens to it.
+        if self.events_broken || self.dead || self.index != 0 {
             return;
         }
-        let Some(device) = self.device.as_mut() else {
-            return;
-        };
         let mut raw = Vec::new();
-        let polled = device.poll_events(&mut raw);
+        let polled = match self.shared.lock().device.as_mut() {
+            Some(device) => device.poll_events(&mut raw),
+            None => return,
+        };
         out.extend(raw.into_iter().filter_map(host_event));
         if let Err(error) = polled {
             // The same bad entry would fail every later poll: stop listening, say so once.

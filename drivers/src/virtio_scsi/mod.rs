@@ -12,9 +12,11 @@
 //! transitional), build its transport with the PCI bring-up every virtio driver shares
 //! ([`crate::virtio::pci::transport`], after the kernel has turned on bus mastering and mapped
 //! the BARs), then
-//! [`host::VirtioScsiHost`]`::<KernelHal, _, _, 256>::new(transport, ClockDelay(clock),
-//! can_queue)` and hand it to the midlayer. `VIRTIO_F_RING_EVENT_IDX` is declined
-//! (virtio-drivers 0.13 mishandles the index wrap, see [`device::VirtioScsi::new`]). Hot-plug
+//! [`host::VirtioScsiHost`]`::<KernelHal, _, _, _, 256>::new(transport, ClockDelay(clock),
+//! can_queue)` and hand it to the midlayer, or `new_queues` for one handle per request
+//! queue, each on its own CPU with its own midlayer ([`shared`] says what they share and
+//! what a reset means then). `VIRTIO_F_RING_EVENT_IDX` is declined
+//! (virtio-drivers 0.13 mishandles the index wrap, see [`device::VirtioScsi::init`]). Hot-plug
 //! notices from the event queue reach the midlayer's user as `scsi::host::HostEvent`s through
 //! `ScsiHost::poll_events` ([`events::host_event`]); the kernel scans an added LUN, forgets a
 //! removed one and rescans everything after `EventsMissed` (`kernel/src/storage/hotplug.rs`).
@@ -22,5 +24,6 @@
 pub mod device;
 pub mod events;
 pub mod host;
+pub mod shared;
 pub mod tracker;
 pub mod wire;

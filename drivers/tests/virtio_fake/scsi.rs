@@ -16,6 +16,7 @@ use super::ring::{Piece, Queue, read_bytes, write_bytes};
 /// A request the device holds back.
 #[derive(Debug, Clone)]
 struct Held {
+    queue: u16,
     head: u16,
     pieces: Vec<Piece>,
     tag: u64,
@@ -31,8 +32,14 @@ pub struct FakeState {
     /// Hold every request instead of completing it.
     pub hold: bool,
     held: Vec<Held>,
-    /// Used entries pushed before the next real one.
+    /// Used entries pushed before the next real one (on request queue `inject_queue`).
     pub inject_used: Vec<(u32, u32)>,
+    /// The virtqueue `inject_used` goes to (2, the first request queue, unless set).
+    pub inject_queue: u16,
+    /// Requests completed, by virtqueue.
+    pub completed_on: BTreeMap<u16, usize>,
+    /// The tag field of every request the device saw, with its virtqueue.
+    pub tags_seen: Vec<(u16, u64)>,
     /// Added to the next real used length, then cleared.
     pub used_len_bonus: u32,
     /// Requests completed.
@@ -76,6 +83,9 @@ impl FakeScsi {
             hold: false,
             held: Vec::new(),
             inject_used: Vec::new(),
+            inject_queue: 2,
+            completed_on: BTreeMap::new(),
+            tags_seen: Vec::new(),
             used_len_bonus: 0,
             completed: 0,
             request_notifies: 0,
@@ -102,28 +112,32 @@ impl FakeState {
             .push_used(id, len);
     }
 
-    fn process_requests(&mut self) {
-        for (id, len) in std::mem::take(&mut self.inject_used) {
-            self.push_used(2, id, len);
+    fn process_requests(&mut self, queue: u16) {
+        if queue == self.inject_queue {
+            for (id, len) in std::mem::take(&mut self.inject_used) {
+                self.push_used(queue, id, len);
+            }
         }
-        while let Some((head, pieces)) = self.pop_avail(2) {
+        while let Some((head, pieces)) = self.pop_avail(queue) {
             let req = CmdReq::read_from_prefix(&read_bytes(pieces[0].addr, pieces[0].len as usize))
                 .unwrap()
                 .0;
+            self.tags_seen.push((queue, req.tag.get()));
             if self.hold {
                 self.held.push(Held {
+                    queue,
                     head,
                     pieces,
                     tag: req.tag.get(),
                 });
                 continue;
             }
-            self.complete(head, &pieces, response::OK);
+            self.complete(queue, head, &pieces, response::OK);
         }
     }
 
     /// Executes (or, for `ABORTED`, just answers) one request and pushes it to the used ring.
-    fn complete(&mut self, head: u16, pieces: &[Piece], code: u8) {
+    fn complete(&mut self, queue: u16, head: u16, pieces: &[Piece], code: u8) {
         let req = CmdReq::read_from_prefix(&read_bytes(pieces[0].addr, pieces[0].len as usize))
             .unwrap()
             .0;
@@ -160,8 +174,9 @@ impl FakeState {
         }
         write_bytes(ins[0].addr, resp.as_bytes());
         let used_len = 108 + in_len + out_len + std::mem::take(&mut self.used_len_bonus);
-        self.push_used(2, u32::from(head), used_len);
+        self.push_used(queue, u32::from(head), used_len);
         self.completed += 1;
+        *self.completed_on.entry(queue).or_default() += 1;
     }
 
     fn process_control(&mut self) {
@@ -173,7 +188,7 @@ impl FakeState {
                 // Like QEMU: the aborted request completes (ABORTED) before the TMF does.
                 if let Some(i) = self.held.iter().position(|h| h.tag == tmf.tag.get()) {
                     let held = self.held.remove(i);
-                    self.complete(held.head, &held.pieces, response::ABORTED);
+                    self.complete(held.queue, held.head, &held.pieces, response::ABORTED);
                 }
             }
             write_bytes(pieces[1].addr, &[response::OK]);
@@ -184,7 +199,7 @@ impl FakeState {
     /// Releases held requests and completes them normally.
     pub fn release_held(&mut self) {
         for held in std::mem::take(&mut self.held) {
-            self.complete(held.head, &held.pieces, response::OK);
+            self.complete(held.queue, held.head, &held.pieces, response::OK);
         }
     }
 
@@ -259,7 +274,7 @@ impl Transport for FakeScsi {
         DeviceType::ScsiHost
     }
     fn read_device_features(&mut self) -> u64 {
-        // What QEMU offers too; the driver must decline EVENT_IDX (see `VirtioScsi::new`).
+        // What QEMU offers too; the driver must decline EVENT_IDX (see `VirtioScsi::init`).
         feature::VERSION_1 | feature::HOTPLUG | feature::RING_EVENT_IDX
     }
     fn write_driver_features(&mut self, _driver_features: u64) {}
@@ -271,9 +286,9 @@ impl Transport for FakeScsi {
         match queue {
             0 if state.ignore_control => {}
             0 => state.process_control(),
-            2 => {
+            request if request >= 2 => {
                 state.request_notifies += 1;
-                state.process_requests();
+                state.process_requests(request);
             }
             _ => {}
         }

@@ -1,19 +1,23 @@
-//! The request queue (virtio 1.2 §5.6.6.1): adding a command with its driver-owned headers
+//! A request queue (virtio 1.2 §5.6.6.1): adding a command with its driver-owned headers
 //! and the data buffer it owns while the device may use it, popping used commands with the
 //! same buffers, and giving buffers back after an abort or a confirmed reset.
+//!
+//! A [`RequestQueue`] owns everything its commands need (the virtqueue, the request table,
+//! the header set), so one CPU can drive it without touching state another CPU writes;
+//! telling the device about new requests is left to the owner ([`RequestQueue::flush`]
+//! takes the notify as a closure: a doorbell of the queue's own, or the shared transport).
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use scsi::host::DataDirection;
 use virtio_drivers::Hal;
-use virtio_drivers::transport::Transport;
+use virtio_drivers::queue::VirtQueue;
 use zerocopy::{FromZeros, IntoBytes};
 
-use super::{VirtioScsi, VirtioScsiError};
-use crate::delay::Delay;
-use crate::virtio_scsi::tracker::TrackError;
-use crate::virtio_scsi::wire::{self, CmdReq, CmdResp};
+use super::VirtioScsiError;
+use crate::virtio_scsi::tracker::{RequestTable, TrackError};
+use crate::virtio_scsi::wire::{self, CmdReq, CmdResp, queue};
 
 /// Driver-owned headers of one command.
 pub(in crate::virtio_scsi) struct Headers {
@@ -46,20 +50,137 @@ pub(in crate::virtio_scsi) struct Finished<T> {
     pub(in crate::virtio_scsi) aborted: bool,
 }
 
-/// A command [`VirtioScsi::add_command`] could not add, with its data buffer handed back.
+/// A command [`RequestQueue::add_command`] could not add, with its data buffer handed back.
 pub(in crate::virtio_scsi) struct NotAdded {
     pub(in crate::virtio_scsi) error: VirtioScsiError,
     pub(in crate::virtio_scsi) data: Vec<u8>,
 }
 
-pub(super) fn new_headers() -> Box<Headers> {
+fn new_headers() -> Box<Headers> {
     Box::new(Headers {
         req: CmdReq::new_zeroed(),
         resp: CmdResp::new_zeroed(),
     })
 }
 
-impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D, T, QSIZE> {
+/// One request virtqueue with the commands outstanding on it, tracked by `T` (the caller's
+/// tag type).
+pub struct RequestQueue<H: Hal, T, const QSIZE: usize> {
+    /// Request queue number: virtqueue `2 + index`.
+    index: u16,
+    requests: VirtQueue<H, QSIZE>,
+    table: RequestTable<Slot<T>>,
+    #[expect(
+        clippy::vec_box,
+        reason = "the device holds the headers' addresses; a Box keeps them in place while it moves between this set and a slot"
+    )]
+    spare_headers: Vec<Box<Headers>>,
+    /// Commands added since the last notify (batched: one notify per poll or flush).
+    unnotified: usize,
+}
+
+impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
+    /// Request queue `index` on the virtqueue `requests` (already set up with the device),
+    /// admitting `limit` commands at once.
+    pub(super) fn new(requests: VirtQueue<H, QSIZE>, index: u16, limit: usize) -> Self {
+        let table = RequestTable::new(QSIZE, limit);
+        let limit = table.limit();
+        Self {
+            index,
+            requests,
+            table,
+            spare_headers: (0..limit).map(|_| new_headers()).collect(),
+            unnotified: 0,
+        }
+    }
+
+    /// Request queue number (0 for the first; its virtqueue is `2 + index`).
+    pub fn index(&self) -> u16 {
+        self.index
+    }
+
+    /// The virtqueue number the device knows this queue by.
+    pub fn virtqueue(&self) -> u16 {
+        queue::REQUEST + self.index
+    }
+
+    /// Most commands in flight at once (the host's can_queue).
+    pub fn can_queue(&self) -> usize {
+        self.table.limit()
+    }
+
+    /// Commands in flight.
+    pub fn in_flight(&self) -> usize {
+        self.table.in_flight()
+    }
+
+    /// Whether another command fits now.
+    pub fn has_room(&self) -> bool {
+        self.table.has_room() && !self.spare_headers.is_empty()
+    }
+
+    /// Notifies the device of commands added since the last notify, if it wants to hear,
+    /// by calling `notify` with this queue's virtqueue number.
+    pub fn flush(&mut self, notify: impl FnOnce(u16)) {
+        if self.unnotified > 0 {
+            self.unnotified = 0;
+            if self.requests.should_notify() {
+                notify(self.virtqueue());
+            }
+        }
+    }
+
+    /// Whether the device has put a command in the used ring that was not popped yet.
+    pub fn has_used(&self) -> bool {
+        self.requests.can_pop()
+    }
+
+    /// Gives up on a queue whose device could not be reset
+    /// ([`VirtioScsiError::ResetTimeout`]): returns the tags of the outstanding commands
+    /// (leaving out commands an abort already answered for) and leaks everything the device
+    /// may still read or write: the ring's DMA memory, and each command's headers and data
+    /// (or abort scratch) buffer. Freeing any of it could let the device write into reused
+    /// memory.
+    pub fn abandon(mut self) -> Vec<T> {
+        let slots: Vec<Slot<T>> = self.table.drain().collect();
+        let mut tags = Vec::with_capacity(slots.len());
+        for slot in slots {
+            if !slot.aborted {
+                tags.push(slot.tag);
+            }
+            core::mem::forget(slot.headers);
+            core::mem::forget(slot.data);
+        }
+        core::mem::forget(self);
+        tags
+    }
+
+    /// The ring of a queue with nothing outstanding (just set up), for a handle to
+    /// [`Self::move_to`].
+    pub(in crate::virtio_scsi) fn into_ring(self) -> VirtQueue<H, QSIZE> {
+        debug_assert_eq!(self.table.in_flight(), 0);
+        self.requests
+    }
+
+    /// Moves to `fresh`, the ring set up again after a confirmed device reset, and takes
+    /// back every outstanding command's tag and data buffer ([`Self::drain_after_reset`]).
+    /// The old ring is freed: the device no longer knows it.
+    pub(in crate::virtio_scsi) fn move_to(
+        &mut self,
+        fresh: VirtQueue<H, QSIZE>,
+    ) -> Vec<(T, Vec<u8>)> {
+        let returned = self.drain_after_reset();
+        self.requests = fresh;
+        self.unnotified = 0;
+        returned
+    }
+
+    /// Takes back every outstanding command after a confirmed reset whose re-initialisation
+    /// failed (there is no fresh ring to move to); the ring is freed.
+    pub(in crate::virtio_scsi) fn close(mut self) -> Vec<(T, Vec<u8>)> {
+        self.drain_after_reset()
+    }
+
     /// Adds a command whose data moves in `direction`, moving `data` into the request table until the command pops
     /// ([`Self::next_finished`] hands it back), an abort takes it back
     /// ([`Self::mark_aborted`]), or a confirmed reset does ([`Self::drain_after_reset`]).
@@ -100,7 +221,7 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
         // SAFETY: `req`/`resp` live in a Box and `buffer` in the heap memory of `data`, both
         // moved into the request table below (moving a Box or a Vec does not move what it
         // points to) and kept there until the command is popped in next_finished with the same
-        // buffers, or the device confirmed a reset (`drain_after_reset`); if it did not,
+        // buffers, or the device confirmed a reset (`move_to`); if it did not,
         // `abandon` leaks them. If the table cannot record them, `insert` leaks them.
         let added = unsafe {
             match (buffer.is_empty(), device_writes_data) {
@@ -209,7 +330,7 @@ impl<H: Hal, Tr: Transport, D: Delay, T, const QSIZE: usize> VirtioScsi<H, Tr, D
 
     /// Takes back every outstanding command's tag and data buffer after a confirmed reset,
     /// leaving out commands an abort already answered for.
-    pub(in crate::virtio_scsi) fn drain_after_reset(&mut self) -> Vec<(T, Vec<u8>)> {
+    fn drain_after_reset(&mut self) -> Vec<(T, Vec<u8>)> {
         let slots: Vec<Slot<T>> = self.table.drain().collect();
         let mut returned = Vec::with_capacity(slots.len());
         for slot in slots {

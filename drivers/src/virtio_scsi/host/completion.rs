@@ -1,0 +1,80 @@
+//! Judging one popped command: the device's response checked (`tracker::check_response`),
+//! sense copied into the command's sense buffer, both buffers handed back.
+
+use scsi::host::{Completed, HostCompletion, HostError};
+use scsi::sense_alloc::SenseStorage;
+use scsi::wire::Tag;
+use virtio_drivers::Hal;
+use virtio_drivers::transport::Transport;
+
+use lock_api::RawMutex;
+
+use super::{Doorbell, VirtioScsiHost};
+use crate::delay::Delay;
+use crate::virtio_scsi::device::Finished;
+use crate::virtio_scsi::tracker::check_response;
+use crate::virtio_scsi::wire::response;
+
+fn host_error_of(code: u8) -> HostError {
+    match code {
+        response::OVERRUN => HostError::DataOverrun,
+        response::ABORTED | response::RESET => HostError::Reset,
+        response::BAD_TARGET | response::INCORRECT_LUN => HostError::NoConnect,
+        response::BUSY => HostError::Busy,
+        _ => HostError::Transport,
+    }
+}
+
+impl<
+    H: Hal,
+    Tr: Transport,
+    D: Delay,
+    S: SenseStorage,
+    const QSIZE: usize,
+    R: RawMutex,
+    Db: Doorbell,
+> VirtioScsiHost<H, Tr, D, S, QSIZE, R, Db>
+{
+    /// Ends one popped command: `None` for one an abort already answered for.
+    pub(super) fn complete(&mut self, finished: Finished<Tag>) -> Option<Completed<S>> {
+        let tag = finished.tag;
+        let checked = check_response(
+            zerocopy::IntoBytes::as_bytes(&finished.headers.resp),
+            finished.used_len,
+            finished.data_out,
+            finished.data_in,
+        );
+        if let Some(queue) = self.queue.as_mut() {
+            queue.recycle(finished.headers);
+        }
+        // The abort handed the buffers back; the tag may already carry its retry, whose
+        // used id and sense buffer must stay.
+        if finished.aborted {
+            return None;
+        }
+        let Some(mut buffers) = self.buffers(tag, finished.data) else {
+            log::error!("virtio-scsi: tag {} popped without its sense buffer", tag.0);
+            return None;
+        };
+        let checked = match checked {
+            Ok(checked) => checked,
+            Err(error) => {
+                self.bad_responses += 1;
+                log::warn!("virtio-scsi: tag {}: {error}", tag.0);
+                return Some(Completed::host_error(tag, HostError::Transport, buffers));
+            }
+        };
+        if checked.response != response::OK {
+            let error = host_error_of(checked.response);
+            return Some(Completed::host_error(tag, error, buffers));
+        }
+        let mut completion = HostCompletion::good(tag);
+        completion.status = checked.status;
+        completion.residual_bytes = checked.resid;
+        if checked.sense_len > 0 {
+            buffers.sense.store(&checked.sense[..checked.sense_len]);
+            completion.sense_len = checked.sense_len as u8;
+        }
+        Some(Completed::returned(completion, buffers))
+    }
+}
