@@ -163,7 +163,7 @@ impl<'a> Machine<'a> {
             }
         }
         for device in &self.profile.devices {
-            command.args(["-device", device]);
+            command.args(["-device", &self.device_option(device)]);
         }
         for disk in &self.profile.disks {
             self.add_disk(&mut command, disk);
@@ -180,6 +180,19 @@ impl<'a> Machine<'a> {
             ]);
         }
         command
+    }
+
+    /// A profile's `-device` value, with what follows from the machine: a virtio-scsi
+    /// adapter gets one request queue per vCPU (`num_queues`, what Linux's virtio_scsi and
+    /// the guest's multi-queue driver use; QEMU 7.2's default is the same, made explicit here
+    /// so `--smp` and the device never disagree), unless the profile sets it.
+    fn device_option(&self, device: &str) -> String {
+        let driver = device.split(',').next().unwrap_or_default();
+        if driver == "virtio-scsi-pci" && !device.contains("num_queues=") {
+            format!("{device},num_queues={}", self.smp)
+        } else {
+            device.to_string()
+        }
     }
 
     fn accel_option(&self) -> String {
@@ -362,6 +375,24 @@ mod tests {
     }
 
     #[test]
+    fn virtio_scsi_gets_a_request_queue_per_vcpu_unless_the_profile_says() {
+        let both = profile(r#"devices = ["virtio-scsi-pci,id=scsi0", "mptsas1068,id=mpt0"]"#);
+        let args2 = args(&machine(&both, Accel::Tcg, 2));
+        assert!(has_pair(
+            &args2,
+            "-device",
+            "virtio-scsi-pci,id=scsi0,num_queues=2"
+        ));
+        assert!(has_pair(&args2, "-device", "mptsas1068,id=mpt0"));
+        let fixed = profile(r#"devices = ["virtio-scsi-pci,id=scsi0,num_queues=1"]"#);
+        assert!(has_pair(
+            &args(&machine(&fixed, Accel::Tcg, 2)),
+            "-device",
+            "virtio-scsi-pci,id=scsi0,num_queues=1"
+        ));
+    }
+
+    #[test]
     fn disks_become_drives_with_their_devices() {
         let profile = profile(
             r#"
@@ -379,7 +410,11 @@ mod tests {
         );
         let machine = machine(&profile, Accel::Tcg, 1);
         let args = args(&machine);
-        assert!(has_pair(&args, "-device", "virtio-scsi-pci,id=scsi0"));
+        assert!(has_pair(
+            &args,
+            "-device",
+            "virtio-scsi-pci,id=scsi0,num_queues=1"
+        ));
         assert!(has_pair(
             &args,
             "-drive",

@@ -112,6 +112,8 @@ pub struct VirtioScsiHost<
     held: Vec<Completed<S>>,
     /// Resets this handle asked for after a misbehaving device.
     pub device_resets: u64,
+    /// Commands popped from this queue's used ring (aborted ones included).
+    pub ring_completions: u64,
     /// Commands failed by a response that could not be believed.
     pub bad_responses: u64,
     /// The event queue returned an entry that could not be matched: no longer polled.
@@ -179,6 +181,7 @@ impl<
                     .collect(),
                 held: Vec::new(),
                 device_resets: 0,
+                ring_completions: 0,
                 bad_responses: 0,
                 events_broken: false,
                 dead: false,
@@ -333,7 +336,10 @@ impl<
         let mut wedged = None;
         while let Some(queue) = self.queue.as_mut() {
             let finished = match queue.next_finished() {
-                Ok(Some(finished)) => finished,
+                Ok(Some(finished)) => {
+                    self.ring_completions += 1;
+                    finished
+                }
                 Ok(None) => break,
                 Err(error) => {
                     wedged = Some(error);

@@ -18,6 +18,7 @@ pub mod hotplug;
 mod mpt;
 pub mod report;
 mod virtio;
+mod virtio_doorbell;
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -86,6 +87,26 @@ pub trait HostVisitor {
         host: &HostInfo,
         stack: &mut Stack<'s, H>,
     ) -> bool;
+
+    /// How many request queues (one per CPU) the visitor can use; a host that has several
+    /// (virtio-scsi) then gets up to this many, each behind its own midlayer, and is handed
+    /// to [`Self::visit_queues`]. 1 unless the visitor runs per-CPU jobs.
+    fn queues_wanted(&self) -> usize {
+        1
+    }
+
+    /// Uses a host with several request queues: `stacks[i]` drives queue `i` and is meant
+    /// for CPU `i`. By default only the first is used.
+    fn visit_queues<'s, H: ScsiHost<SenseBuf<'s>> + Send>(
+        &mut self,
+        host: &HostInfo,
+        stacks: &mut [Stack<'s, H>],
+    ) -> bool {
+        match stacks.first_mut() {
+            Some(stack) => self.visit(host, stack),
+            None => false,
+        }
+    }
 }
 
 /// Why a host could not be attached or detached cleanly.
