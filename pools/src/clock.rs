@@ -5,7 +5,8 @@
 //! needs a clock (`bench`).
 
 use alloc::rc::Rc;
-use core::cell::Cell;
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 /// A monotonic clock.
 pub trait Clock {
@@ -63,10 +64,11 @@ impl<C: Clock + ?Sized> Clock for Rc<C> {
 
 /// A simulated clock shared by clones: time moves only through [`advance`](Self::advance) and,
 /// by `relax_step_ns` per call, through [`relax`](Clock::relax). Tests use it to make delays and
-/// timeouts deterministic.
+/// timeouts deterministic. `Send`, so that whatever holds it (a midlayer, a completion-wait
+/// policy) can be handed to another thread as in the kernel it is handed to another CPU.
 #[derive(Debug, Clone, Default)]
 pub struct ManualClock {
-    now: Rc<Cell<u64>>,
+    now: Arc<AtomicU64>,
     relax_step_ns: u64,
 }
 
@@ -74,20 +76,25 @@ impl ManualClock {
     /// A clock at time 0 that advances `relax_step_ns` per `relax()`.
     pub fn new(relax_step_ns: u64) -> ManualClock {
         ManualClock {
-            now: Rc::new(Cell::new(0)),
+            now: Arc::new(AtomicU64::new(0)),
             relax_step_ns,
         }
     }
 
     /// Moves time forward by `ns`.
     pub fn advance(&self, ns: u64) {
-        self.now.set(self.now.get().saturating_add(ns));
+        // Never fails: the closure always returns Some.
+        let _ = self
+            .now
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
+                Some(now.saturating_add(ns))
+            });
     }
 }
 
 impl Clock for ManualClock {
     fn now_ns(&self) -> u64 {
-        self.now.get()
+        self.now.load(Ordering::Relaxed)
     }
     fn relax(&self) {
         self.advance(self.relax_step_ns);

@@ -134,8 +134,9 @@ where
     sweep_interval_ns: u64,
     next_sweep_ns: u64,
     stats: MidlayerStats,
-    /// How loops wait when a poll found nothing; `None` busy-polls.
-    wait: Option<Box<dyn CompletionWait>>,
+    /// How loops wait when a poll found nothing; `None` busy-polls. `Send`, so that a
+    /// midlayer built on one CPU can run its queue on another (multi-queue hosts).
+    wait: Option<Box<dyn CompletionWait + Send>>,
 }
 
 impl<H: ScsiHost<A::Element>, A: ElementAllocator, C: Clock> Midlayer<H, A, C>
@@ -394,8 +395,8 @@ where
     /// replaces.
     pub fn set_completion_wait(
         &mut self,
-        wait: Box<dyn CompletionWait>,
-    ) -> Option<Box<dyn CompletionWait>> {
+        wait: Box<dyn CompletionWait + Send>,
+    ) -> Option<Box<dyn CompletionWait + Send>> {
         self.wait.replace(wait)
     }
 
