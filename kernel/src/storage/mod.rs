@@ -270,7 +270,7 @@ fn run_stack_with_wait<'s, H: ScsiHost<SenseBuf<'s>>>(
     cache: &'s SlabCache<Frames>,
     sense: SenseMode,
     visitor: &mut impl HostVisitor,
-    wait: Option<Box<dyn CompletionWait>>,
+    wait: Option<Box<dyn CompletionWait + Send>>,
     detach: impl FnOnce(&mut H) -> Vec<PoolInfo>,
 ) -> Result<(bool, usize), StorageError> {
     let mut stack: Stack<'s, H> = Midlayer::new(host, SlabSense::new(cache), sense, KernelClock)?;

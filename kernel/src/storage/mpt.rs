@@ -15,7 +15,7 @@
 //! drive, so the host polls and says so. At detach MSI is turned off before the vector is freed.
 
 use alloc::boxed::Box;
-use alloc::rc::Rc;
+use alloc::sync::Arc;
 use alloc::vec;
 use core::ptr::NonNull;
 
@@ -92,7 +92,7 @@ fn map_registers(function: &PciFunction) -> Result<MmioRegisters, StorageError> 
 /// shared with the detach report, which outlives the policy's hold on it.
 struct Interrupt {
     msi: Msi,
-    vector: Rc<irq::DeviceVector>,
+    vector: Arc<irq::DeviceVector>,
 }
 
 impl InterruptSource for Interrupt {
@@ -123,7 +123,7 @@ fn route_interrupt(info: &HostInfo, function: &PciFunction) -> Option<Interrupt>
                 .map_err(|err| alloc::format!("{err}"))?;
             Ok(Interrupt {
                 msi,
-                vector: Rc::new(vector),
+                vector: Arc::new(vector),
             })
         });
     match routed {
@@ -251,7 +251,7 @@ fn attach_with_pool(
         host.set_interrupt_routed(wait.is_some());
         let vector = wait.as_ref().map(|w| w.source().vector.clone());
         let interrupts_before = vector.as_ref().map(|v| v.count());
-        let wait = wait.map(|w| Box::new(w) as Box<dyn CompletionWait>);
+        let wait = wait.map(|w| Box::new(w) as Box<dyn CompletionWait + Send>);
         let sg_tablesize = usize::from(host.template().sg_tablesize);
         let sizing = ChainPoolSizing::new(&layout, sg_tablesize, geometry.can_queue);
         let got = preallocate(pool, &sizing);
