@@ -8,13 +8,13 @@
 mod virtio_fake;
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use drivers::delay::CountingDelay;
 use drivers::virtio_scsi::host::{Doorbell, VirtioScsiHost};
 use scsi::clock::ManualClock;
-use scsi::host::{HostError, ScsiHost};
+use scsi::host::{HostError, InterruptArm, ScsiHost};
 use scsi::midlayer::{Disk, Done, Midlayer, Request, ScsiError};
 use scsi::sense_alloc::{HeapSense, SenseMode};
 use scsi::wire::{BlockCount, Cdb, Lba, Tag};
@@ -308,4 +308,71 @@ fn a_queue_with_a_doorbell_notifies_through_it() {
     fake.clone().notify(3);
     let done = poll_for(&mut stack, 1);
     done[0].result.as_ref().expect("read succeeds");
+}
+
+/// NAPI-style: a queue's interrupt is off while its loop polls, and turning it on re-checks
+/// the used ring, so a completion that slipped in before the flag was seen is not waited for.
+#[test]
+fn a_queue_interrupt_is_off_while_polling_and_armed_with_a_recheck() {
+    let (fake, mut stacks) = two_stacks();
+    let (stack, disk) = &mut stacks[1];
+    assert_eq!(
+        stack.host_mut().enable_completion_interrupt(),
+        InterruptArm::Unsupported,
+        "no vector routed: the loop polls"
+    );
+    stack.host_mut().set_interrupt_routed(true);
+    assert_eq!(
+        fake.state().interrupts_wanted(3),
+        Some(false),
+        "off while polling"
+    );
+    assert_eq!(
+        stack.host_mut().enable_completion_interrupt(),
+        InterruptArm::Armed
+    );
+    assert_eq!(fake.state().interrupts_wanted(3), Some(true));
+    assert_eq!(
+        fake.state().interrupts_wanted(2),
+        Some(false),
+        "the other queue's interrupt stays off"
+    );
+    stack.host_mut().disable_completion_interrupt();
+    assert_eq!(fake.state().interrupts_wanted(3), Some(false));
+    // Submitted, then the arm notifies the device, which completes at once: the re-check
+    // finds it.
+    let tag = stack.submit(read(disk, 0)).unwrap();
+    assert_eq!(
+        stack.host_mut().enable_completion_interrupt(),
+        InterruptArm::Pending
+    );
+    stack.host_mut().disable_completion_interrupt();
+    let done = poll_for(stack, 1);
+    assert_eq!(done[0].tag, tag);
+    done[0].result.as_ref().expect("read succeeds");
+    assert_eq!(stack.host().interrupt_arms, 2);
+    assert_eq!(stack.host().arms_with_completions_waiting, 1);
+}
+
+/// A reset device forgets its MSI-X routing: the re-init hook hears every request queue.
+#[test]
+fn a_reset_runs_the_reinit_hook_for_every_request_queue() {
+    let (fake, mut stacks) = two_stacks();
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&heard);
+    stacks[0]
+        .0
+        .host()
+        .on_reinit(Box::new(move |virtqueues: &[u16]| {
+            sink.lock().unwrap().push(virtqueues.to_vec());
+        }));
+    let mut done = Vec::new();
+    stacks[1].0.reset_host(&mut done);
+    assert_eq!(*heard.lock().unwrap(), [vec![2u16, 3]]);
+    // Both queues work on their fresh rings, with interrupts off again.
+    assert_eq!(fake.state().interrupts_wanted(3), Some(false));
+    for (stack, disk) in stacks.iter_mut() {
+        stack.submit(read(disk, 1)).unwrap();
+        poll_for(stack, 1)[0].result.as_ref().expect("read");
+    }
 }

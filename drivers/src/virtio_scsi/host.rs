@@ -30,6 +30,7 @@
 //! `reset` fails, and nothing touches the device.
 
 mod completion;
+mod interrupt;
 mod recovery;
 mod view;
 
@@ -42,7 +43,7 @@ use lock_api::{MutexGuard, RawMutex};
 use pools::dmapool::DefaultRawMutex;
 use scsi::host::{
     AbortFailed, CmdBuffers, Completed, HostError, HostEvent, HostResetFailed, HostTemplate,
-    QueueError, Refused, SEGMENT_BYTES, ScsiCmd, ScsiHost,
+    InterruptArm, QueueError, Refused, SEGMENT_BYTES, ScsiCmd, ScsiHost,
 };
 use scsi::sense_alloc::SenseStorage;
 use scsi::wire::Tag;
@@ -51,7 +52,7 @@ use virtio_drivers::transport::Transport;
 
 use super::device::{Initialized, NotAdded, RequestQueue, ScsiConfig, VirtioScsi, VirtioScsiError};
 use super::events::host_event;
-use super::shared::Shared;
+use super::shared::{ReinitHook, Shared};
 use super::wire::lun_bytes;
 use crate::delay::Delay;
 
@@ -116,6 +117,12 @@ pub struct VirtioScsiHost<
     pub ring_completions: u64,
     /// Commands failed by a response that could not be believed.
     pub bad_responses: u64,
+    /// Completion interrupt turned on before a wait (`enable_completion_interrupt`).
+    pub interrupt_arms: u64,
+    /// ... of which with completions already waiting (the wait was skipped).
+    pub arms_with_completions_waiting: u64,
+    /// The kernel routed this queue's interrupt to a vector: waits may rely on it.
+    interrupt_routed: bool,
     /// The event queue returned an entry that could not be matched: no longer polled.
     events_broken: bool,
     /// The device could not be reset and was abandoned: nothing touches it again.
@@ -183,6 +190,9 @@ impl<
                 device_resets: 0,
                 ring_completions: 0,
                 bad_responses: 0,
+                interrupt_arms: 0,
+                arms_with_completions_waiting: 0,
+                interrupt_routed: false,
                 events_broken: false,
                 dead: false,
             }
@@ -199,6 +209,11 @@ impl<
         Some(DeviceMut { device, queue })
     }
 
+    /// The virtqueue number of this handle's request queue (`2 + index`).
+    pub fn virtqueue(&self) -> u16 {
+        super::wire::queue::REQUEST + self.index
+    }
+
     /// Request queue number of this handle (0-based; its virtqueue is `2 + index`).
     pub fn queue_index(&self) -> u16 {
         self.index
@@ -207,6 +222,21 @@ impl<
     /// Commands in flight on this handle's queue.
     pub fn in_flight(&self) -> usize {
         self.queue.as_ref().map_or(0, RequestQueue::in_flight)
+    }
+
+    /// Says whether this queue's interrupt reaches a vector the waiting loop halts on
+    /// (MSI-X entry programmed and the virtqueue routed to it). Without it
+    /// `enable_completion_interrupt` answers `Unsupported` and the loop polls.
+    pub fn set_interrupt_routed(&mut self, routed: bool) {
+        self.interrupt_routed = routed;
+    }
+
+    /// Runs `hook` with the virtqueue numbers of the request queues each time the device is
+    /// set up again after a reset (under the device lock, before any handle uses the fresh
+    /// rings): a reset device forgets its MSI-X routing (virtio 1.2 §4.1.4.3), which the
+    /// kernel must then write again.
+    pub fn on_reinit(&self, hook: ReinitHook) {
+        self.shared.lock().set_reinit_hook(hook);
     }
 
     /// Whether the device was abandoned after a failed reset.
@@ -372,6 +402,14 @@ impl<
             returned.extend(completed.after_reset(&reset));
         }
         reset
+    }
+
+    fn enable_completion_interrupt(&mut self) -> InterruptArm {
+        self.arm_interrupt()
+    }
+
+    fn disable_completion_interrupt(&mut self) {
+        self.disarm_interrupt();
     }
 
     fn poll_events(&mut self, out: &mut Vec<HostEvent>) {

@@ -28,6 +28,7 @@
 //! buffers and completes its commands with `HostError::ResetFailed`. A handle that never
 //! looks again leaks nothing it should not: its ring and buffers stay where they are.
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -38,6 +39,10 @@ use virtio_drivers::transport::Transport;
 
 use super::device::{VirtioScsi, VirtioScsiError};
 use crate::delay::Delay;
+
+/// What runs after every re-initialisation, with the request virtqueues' numbers (the kernel
+/// routes their MSI-X entries again: a reset device forgets them).
+pub type ReinitHook = Box<dyn Fn(&[u16]) + Send + Sync>;
 
 /// The device-wide state behind the lock.
 pub struct SharedState<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> {
@@ -51,6 +56,8 @@ pub struct SharedState<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> {
     queues: usize,
     /// Commands per queue asked for at initialisation.
     can_queue: usize,
+    /// Called with the request virtqueues after every re-initialisation (MSI-X routing).
+    reinit_hook: Option<ReinitHook>,
 }
 
 /// What a handle finds when it catches up with a reset.
@@ -79,6 +86,7 @@ impl<H: Hal, Tr: Transport, D: Delay, R: RawMutex, const QSIZE: usize> Shared<H,
                 dead: false,
                 queues,
                 can_queue,
+                reinit_hook: None,
             }),
             generation: AtomicU64::new(0),
         }
@@ -132,6 +140,11 @@ impl<H: Hal, Tr: Transport, D: Delay, R: RawMutex, const QSIZE: usize> Shared<H,
 }
 
 impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> SharedState<H, Tr, D, QSIZE> {
+    /// Sets what runs after every re-initialisation ([`super::host::VirtioScsiHost::on_reinit`]).
+    pub(super) fn set_reinit_hook(&mut self, hook: ReinitHook) {
+        self.reinit_hook = Some(hook);
+    }
+
     /// Whether a reset was not confirmed.
     pub fn is_dead(&self) -> bool {
         self.dead
@@ -158,6 +171,11 @@ impl<H: Hal, Tr: Transport, D: Delay, const QSIZE: usize> SharedState<H, Tr, D, 
         let (transport, delay) = device.into_parts();
         match VirtioScsi::init::<(), QSIZE>(transport, delay, self.can_queue, self.queues) {
             Ok(initialized) => {
+                if let Some(hook) = &self.reinit_hook {
+                    let virtqueues: Vec<u16> =
+                        initialized.queues.iter().map(|q| q.virtqueue()).collect();
+                    hook(&virtqueues);
+                }
                 self.device = Some(initialized.device);
                 self.fresh = initialized
                     .queues

@@ -134,6 +134,11 @@ impl Queue {
         Some((head, pieces))
     }
 
+    /// The driver's avail ring flags (bit 0: `VIRTQ_AVAIL_F_NO_INTERRUPT`).
+    pub fn avail_flags(&self) -> u16 {
+        read_u16(self.avail)
+    }
+
     /// Pushes a used entry (any id: a misbehaving device may name a chain it never had).
     pub fn push_used(&mut self, id: u32, len: u32) {
         let slot = u64::from(self.used_idx % self.size);

@@ -196,6 +196,11 @@ impl FakeState {
         }
     }
 
+    /// Whether the driver wants used-buffer notifications (interrupts) from `queue`.
+    pub fn interrupts_wanted(&self, queue: u16) -> Option<bool> {
+        self.queues.get(&queue).map(|q| q.avail_flags() & 1 == 0)
+    }
+
     /// Releases held requests and completes them normally.
     pub fn release_held(&mut self) {
         for held in std::mem::take(&mut self.held) {

@@ -19,6 +19,7 @@ mod mpt;
 pub mod report;
 mod virtio;
 mod virtio_doorbell;
+mod virtio_irq;
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -182,7 +183,7 @@ pub fn for_each_host(visitor: &mut impl HostVisitor, sense: SenseMode, io_mode: 
         let tables_before = crate::arch::paging::table_pages();
         let result = match driver {
             mpt::DRIVER => mpt::attach(&info, function, frames, sense, io_mode, visitor),
-            _ => virtio::attach(&info, function, frames, sense, visitor),
+            _ => virtio::attach(&info, function, frames, sense, io_mode, visitor),
         };
         match result {
             Ok(true) => {}
@@ -220,7 +221,7 @@ fn driver_for(function: &PciFunction) -> Option<&'static str> {
 }
 
 /// Creates the `scsi_sense` slab cache a host's commands take their sense buffers from, lets
-/// `run` build the host and run its stack on it ([`run_stack`]), then reports the cache and
+/// `run` build the host and run its stack on it ([`run_stack_with_wait`]), then reports the cache and
 /// destroys it. The cache is made first because the host holds its objects.
 fn with_sense_cache(
     frames: Frames,
@@ -248,22 +249,11 @@ fn with_sense_cache(
     Ok(passed)
 }
 
-/// Attaches `host` to a midlayer with sense buffers from `cache`, runs the visitor, then lets
-/// `detach` stop the adapter and name the dmapools to show before everything is freed.
-/// Returns whether the visitor passed and how many commands were still outstanding.
-fn run_stack<'s, H: ScsiHost<SenseBuf<'s>>>(
-    info: &HostInfo,
-    host: H,
-    cache: &'s SlabCache<Frames>,
-    sense: SenseMode,
-    visitor: &mut impl HostVisitor,
-    detach: impl FnOnce(&mut H) -> Vec<PoolInfo>,
-) -> Result<(bool, usize), StorageError> {
-    run_stack_with_wait(info, host, cache, sense, visitor, None, detach)
-}
-
-/// [`run_stack`] with a completion-wait policy (`io_mode=`) installed in the midlayer: the
-/// loops then let it arm the host's interrupt and halt instead of busy-polling.
+/// Attaches `host` to a midlayer with sense buffers from `cache` and, when given, a
+/// completion-wait policy (`io_mode=`; the loops then let it arm the host's interrupt and halt
+/// instead of busy-polling), runs the visitor, then lets `detach` stop the adapter and name the
+/// dmapools to show before everything is freed. Returns whether the visitor passed and how
+/// many commands were still outstanding.
 fn run_stack_with_wait<'s, H: ScsiHost<SenseBuf<'s>>>(
     info: &HostInfo,
     host: H,

@@ -13,6 +13,7 @@
 //! After the run each queue must have carried commands: a queue that did not means the jobs
 //! were not spread over the queues, and the run fails.
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use drivers::delay::ClockDelay;
@@ -22,13 +23,15 @@ use pools::dmapool::DefaultRawMutex;
 use pools::slab::SlabCache;
 use scsi::midlayer::Midlayer;
 use scsi::sense_alloc::{SenseMode, SlabSense};
+use scsi::wait::{CompletionWait, IoMode};
 use virtio_drivers::transport::pci::PciTransport;
 
 use super::virtio_doorbell::{NotifyDoorbell, doorbell};
 use super::{
-    Frames, HostInfo, HostVisitor, KernelClock, SenseBuf, Stack, StorageError, run_stack,
-    with_sense_cache,
+    Frames, HostInfo, HostVisitor, KernelClock, SenseBuf, Stack, StorageError, run_stack_with_wait,
+    virtio_irq, with_sense_cache,
 };
+use crate::platform::console::println;
 use crate::platform::pci::PciFunction;
 use crate::platform::pci::virtio::KernelHal;
 use crate::platform::smp;
@@ -57,6 +60,7 @@ pub fn attach(
     function: &PciFunction,
     frames: Frames,
     sense: SenseMode,
+    io_mode: IoMode,
     visitor: &mut impl HostVisitor,
 ) -> Result<bool, StorageError> {
     let transport = crate::platform::pci::virtio::transport(function, DeviceKind::Scsi)?;
@@ -83,23 +87,69 @@ pub fn attach(
                 wanted.min(config.num_queues as usize)
             );
         }
-        if hosts.len() > 1 {
-            return run_queues(info, hosts, cache, sense, visitor);
+        let virtqueues: Vec<u16> = hosts.iter().map(Host::virtqueue).collect();
+        let mut waits = Vec::new();
+        let mut interrupts = None;
+        if virtio_irq::wanted(io_mode) {
+            match virtio_irq::route(function, &virtqueues) {
+                Ok((kept, sources)) => {
+                    for host in hosts.iter_mut() {
+                        host.set_interrupt_routed(true);
+                    }
+                    if let Some(first) = hosts.first() {
+                        first.on_reinit(virtio_irq::reroute_hook(function));
+                    }
+                    waits = sources
+                        .into_iter()
+                        .map(|source| virtio_irq::waiter(io_mode, source))
+                        .collect();
+                    interrupts = Some(kept);
+                }
+                Err(why) => println!("{info}: no MSI-X ({why}): completions are polled"),
+            }
         }
-        // new_queues returns at least one handle.
-        let host = hosts.pop().ok_or(StorageError::VirtioScsi(
-            drivers::virtio_scsi::device::VirtioScsiError::BadConfig {
-                what: "num_queues",
-                value: 0,
-            },
-        ))?;
-        run_stack(info, host, cache, sense, visitor, |host: &mut Host<'_>| {
+        let result = if hosts.len() > 1 {
+            run_queues(info, hosts, waits, cache, sense, visitor)
+        } else {
+            run_one(info, hosts, waits, cache, sense, visitor)
+        };
+        if let Some(interrupts) = &interrupts {
+            interrupts.finish(info.index);
+        }
+        result
+    })
+}
+
+/// The single-queue host on its midlayer (the path every visitor but a multi-job one takes).
+fn run_one<'s>(
+    info: &HostInfo,
+    mut hosts: Vec<Host<'s>>,
+    mut waits: Vec<Box<dyn CompletionWait + Send>>,
+    cache: &'s SlabCache<Frames>,
+    sense: SenseMode,
+    visitor: &mut impl HostVisitor,
+) -> Result<(bool, usize), StorageError> {
+    // new_queues returns at least one handle.
+    let host = hosts.pop().ok_or(StorageError::VirtioScsi(
+        drivers::virtio_scsi::device::VirtioScsiError::BadConfig {
+            what: "num_queues",
+            value: 0,
+        },
+    ))?;
+    run_stack_with_wait(
+        info,
+        host,
+        cache,
+        sense,
+        visitor,
+        waits.pop(),
+        |host: &mut Host<'_>| {
             log_host(info, host);
             // No dmapool: request headers live in the driver's preallocated set. The device is
             // reset when the transport drops, before its queues are freed.
             Vec::new()
-        })
-    })
+        },
+    )
 }
 
 fn log_host(info: &HostInfo, host: &Host<'_>) {
@@ -119,14 +169,19 @@ fn log_host(info: &HostInfo, host: &Host<'_>) {
 fn run_queues<'s>(
     info: &HostInfo,
     hosts: Vec<Host<'s>>,
+    waits: Vec<Box<dyn CompletionWait + Send>>,
     cache: &'s SlabCache<Frames>,
     sense: SenseMode,
     visitor: &mut impl HostVisitor,
 ) -> Result<(bool, usize), StorageError> {
     let mut stacks = Vec::with_capacity(hosts.len());
+    let mut waits = waits.into_iter();
     for host in hosts {
-        let stack: Stack<'s, Host<'s>> =
+        let mut stack: Stack<'s, Host<'s>> =
             Midlayer::new(host, SlabSense::new(cache), sense, KernelClock)?;
+        if let Some(wait) = waits.next() {
+            stack.set_completion_wait(wait);
+        }
         stacks.push(stack);
     }
     let passed = visitor.visit_queues(info, &mut stacks);

@@ -82,7 +82,10 @@ pub struct RequestQueue<H: Hal, T, const QSIZE: usize> {
 impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
     /// Request queue `index` on the virtqueue `requests` (already set up with the device),
     /// admitting `limit` commands at once.
-    pub(super) fn new(requests: VirtQueue<H, QSIZE>, index: u16, limit: usize) -> Self {
+    pub(super) fn new(mut requests: VirtQueue<H, QSIZE>, index: u16, limit: usize) -> Self {
+        // Polled until the owner asks for interrupts ([`Self::set_interrupt`]): a device that
+        // raises none saves the emulator an interrupt per batch.
+        requests.set_dev_notify(false);
         let table = RequestTable::new(QSIZE, limit);
         let limit = table.limit();
         Self {
@@ -128,6 +131,14 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
                 notify(self.virtqueue());
             }
         }
+    }
+
+    /// Turns the device's used-buffer notifications (this queue's interrupt) on or off
+    /// (virtio 1.2 §2.7.7, `VIRTQ_AVAIL_F_NO_INTERRUPT`). After turning them on, a caller about
+    /// to wait re-checks [`Self::has_used`]: a command the device finished before it saw the
+    /// flag raised no interrupt.
+    pub fn set_interrupt(&mut self, on: bool) {
+        self.requests.set_dev_notify(on);
     }
 
     /// Whether the device has put a command in the used ring that was not popped yet.

@@ -189,18 +189,10 @@ impl MsixTable {
     }
 
     /// Points `entry` at `vector` (its CPU and vector number), unmasked.
-    #[expect(
-        dead_code,
-        reason = "for the MSI/MSI-X wiring of the drivers (issue #12), landed ahead of it"
-    )]
     pub fn program(&self, entry: u16, vector: &irq::DeviceVector) -> Result<(), NoSuchEntry> {
         self.write_entry(entry, vector.msi_address(), vector.msi_data(), false)
     }
 
-    #[expect(
-        dead_code,
-        reason = "for the MSI/MSI-X wiring of the drivers (issue #12), landed ahead of it"
-    )]
     /// Masks (`true`) or unmasks `entry`. A message the device raises while its entry is masked
     /// stays pending in the device and is sent when it is unmasked (§6.8.2.9).
     pub fn set_masked(&self, entry: u16, masked: bool) -> Result<(), NoSuchEntry> {
