@@ -26,7 +26,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use pools::slab::SlabConfig;
-use pools::{PoolError, PoolInfo, SlabCache};
+use pools::{Magazine, PoolError, PoolInfo, SlabCache};
 use scsi::host::ScsiHost;
 use scsi::midlayer::Midlayer;
 use scsi::sense_alloc::{ReserveFailed, SenseMode, SlabSense};
@@ -38,8 +38,23 @@ use crate::platform::console::println;
 use crate::platform::pci::{Bdf, PciFunction};
 
 pub use crate::memory::dma::Frames;
-/// The midlayer every host is attached to.
-pub type Stack<'s, H> = Midlayer<H, SlabSense<'s, Frames>, KernelClock>;
+/// The midlayer every host is attached to. Its sense buffers come from the host's slab
+/// through a magazine of its own (as fake-rw's per-CPU queues do), so a command's allocation
+/// and free take no lock shared with the other queues of a multi-queue host.
+pub type Stack<'s, H> = Midlayer<H, Magazine<SlabSense<'s, Frames>>, KernelClock>;
+
+/// Sense buffers each midlayer's magazine holds (the default of `sense_magazine=`).
+pub const SENSE_MAGAZINE: usize = 64;
+
+/// A midlayer for `host` with sense buffers from `cache` through a magazine.
+pub fn new_stack<'s, H: ScsiHost<SenseBuf<'s>>>(
+    host: H,
+    cache: &'s SlabCache<Frames>,
+    sense: SenseMode,
+) -> Result<Stack<'s, H>, ReserveFailed> {
+    let slab = Magazine::new(SlabSense::new(cache), SENSE_MAGAZINE);
+    Midlayer::new(host, slab, sense, KernelClock)
+}
 /// A command's sense buffer: an object of the host's `scsi_sense` slab cache (`'s` borrows the
 /// cache), which a host holds while the command is in flight.
 pub type SenseBuf<'s> = pools::slab::SlabObject<'s, Frames>;
@@ -263,7 +278,7 @@ fn run_stack_with_wait<'s, H: ScsiHost<SenseBuf<'s>>>(
     wait: Option<Box<dyn CompletionWait + Send>>,
     detach: impl FnOnce(&mut H) -> Vec<PoolInfo>,
 ) -> Result<(bool, usize), StorageError> {
-    let mut stack: Stack<'s, H> = Midlayer::new(host, SlabSense::new(cache), sense, KernelClock)?;
+    let mut stack: Stack<'s, H> = new_stack(host, cache, sense)?;
     if let Some(wait) = wait {
         stack.set_completion_wait(wait);
     }

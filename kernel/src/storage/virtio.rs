@@ -22,14 +22,14 @@ use drivers::virtio_scsi::host::VirtioScsiHost;
 use pools::dmapool::DefaultRawMutex;
 use pools::slab::SlabCache;
 use scsi::midlayer::Midlayer;
-use scsi::sense_alloc::{SenseMode, SlabSense};
+use scsi::sense_alloc::SenseMode;
 use scsi::wait::{CompletionWait, IoMode};
 use virtio_drivers::transport::pci::PciTransport;
 
 use super::virtio_doorbell::{NotifyDoorbell, doorbell};
 use super::{
-    Frames, HostInfo, HostVisitor, KernelClock, SenseBuf, Stack, StorageError, run_stack_with_wait,
-    virtio_irq, with_sense_cache,
+    Frames, HostInfo, HostVisitor, KernelClock, SenseBuf, Stack, StorageError, new_stack,
+    run_stack_with_wait, virtio_irq, with_sense_cache,
 };
 use crate::platform::console::println;
 use crate::platform::pci::PciFunction;
@@ -177,8 +177,7 @@ fn run_queues<'s>(
     let mut stacks = Vec::with_capacity(hosts.len());
     let mut waits = waits.into_iter();
     for host in hosts {
-        let mut stack: Stack<'s, Host<'s>> =
-            Midlayer::new(host, SlabSense::new(cache), sense, KernelClock)?;
+        let mut stack: Stack<'s, Host<'s>> = new_stack(host, cache, sense)?;
         if let Some(wait) = waits.next() {
             stack.set_completion_wait(wait);
         }
