@@ -376,3 +376,42 @@ fn a_reset_runs_the_reinit_hook_for_every_request_queue() {
         poll_for(stack, 1)[0].result.as_ref().expect("read");
     }
 }
+
+/// ABORT TASK that the device never answers, on the second queue: that handle resets the whole
+/// device; the first queue's commands come back as `Reset` on its next poll and its midlayer
+/// retries them, so every command of both queues still completes once.
+#[test]
+fn an_abort_that_times_out_resets_the_device_for_every_queue() {
+    let (fake, mut stacks) = two_stacks();
+    let resets_before = fake.state().resets;
+    fake.state().hold = true;
+    let mut tags = Vec::new();
+    for (stack, disk) in stacks.iter_mut() {
+        let submitted: BTreeSet<Tag> = (0..2)
+            .map(|i| stack.submit(read(disk, i)).unwrap())
+            .collect();
+        stack.poll(&mut Vec::new());
+        tags.push(submitted);
+    }
+    fake.state().ignore_control = true;
+    let victim = *tags[1].first().unwrap();
+    assert!(stacks[1].0.host_mut().abort(victim).is_err());
+    assert_eq!(stacks[1].0.host().device_resets, 1);
+    assert_eq!(fake.state().resets - resets_before, 2, "one device rebuild");
+    {
+        let mut state = fake.state();
+        state.ignore_control = false;
+        state.hold = false;
+    }
+    for i in [0, 1] {
+        let stack = &mut stacks[i].0;
+        let done = poll_for(stack, tags[i].len());
+        let got: BTreeSet<Tag> = done.iter().map(|d| d.tag).collect();
+        assert_eq!(done.len(), tags[i].len(), "queue {i}: once each: {done:?}");
+        assert_eq!(got, tags[i]);
+        for d in &done {
+            d.result.as_ref().expect("retried after the reset");
+        }
+    }
+    assert_eq!(stacks[0].0.host().device_resets, 0);
+}
