@@ -209,6 +209,7 @@ impl<S: InterruptSource> CompletionWait for Waiter<S> {
         self.account();
         if self.wake == Wake::SafetyTimer {
             self.stats.lost += 1;
+            log::debug!("irq: the safety timer found {found} completion(s) no interrupt announced");
         }
         self.wake = Wake::Unjudged;
         self.idle_since_ns = None;

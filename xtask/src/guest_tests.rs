@@ -13,6 +13,11 @@
 //!
 //! verify_disks = 2           # optional: this many disks must print a verify plan
 //!
+//! [test.result_at_least]     # optional: every RESULT line's numbers (see result_check.rs)
+//! irq_interrupts = 1
+//! [test.result_equals]       # optional: every RESULT line's strings
+//! io_mode = "irq"
+//!
 //! [[test.image_check]]       # optional: after QEMU exits, check a disk image's bytes
 //! disk = "disk0"             # (see image_check.rs for the patterns)
 //! len_bytes = 1048576
@@ -53,6 +58,7 @@ use crate::symbols;
 use crate::workspace;
 
 pub mod registry;
+mod result_check;
 
 /// One boot of the guest test table.
 #[derive(Clone, Debug, Deserialize)]
@@ -86,6 +92,12 @@ pub struct GuestTest {
     /// Load the instruction-count plugin; every `RESULT` must then carry `insns_per_op`.
     #[serde(default)]
     pub count_insns: bool,
+    /// Every `RESULT` line's numeric fields must be at least these.
+    #[serde(default)]
+    pub result_at_least: BTreeMap<String, u64>,
+    /// Every `RESULT` line's string fields must be these.
+    #[serde(default)]
+    pub result_equals: BTreeMap<String, String>,
 }
 
 impl GuestTest {
@@ -103,6 +115,8 @@ impl GuestTest {
             verify_disks: None,
             image_check: Vec::new(),
             count_insns: false,
+            result_at_least: BTreeMap::new(),
+            result_equals: BTreeMap::new(),
         }
     }
 
@@ -274,7 +288,14 @@ fn show_test_lines(outcome: &Outcome) {
 
 /// Decides a test from its boot and then its disk images: `Ok(detail)` or `Err(reason)`.
 pub fn judge(test: &GuestTest, outcome: &Outcome) -> Result<String, String> {
-    let detail = judge_console(test, outcome)?;
+    let mut detail = judge_console(test, outcome)?;
+    if let Some(checked) = result_check::check(
+        &outcome.report.results,
+        &test.result_at_least,
+        &test.result_equals,
+    )? {
+        detail = format!("{detail}; {checked}");
+    }
     let plan = image_check::parse_plan(&outcome.report.verify_plan)?;
     let planned_disks: std::collections::BTreeSet<&str> =
         plan.iter().map(|range| range.serial.as_str()).collect();

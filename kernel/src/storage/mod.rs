@@ -30,7 +30,7 @@ use pools::{Magazine, PoolError, PoolInfo, SlabCache};
 use scsi::host::ScsiHost;
 use scsi::midlayer::Midlayer;
 use scsi::sense_alloc::{ReserveFailed, SenseMode, SlabSense};
-use scsi::wait::{CompletionWait, IoMode};
+use scsi::wait::{CompletionWait, IoMode, IrqStats};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 
 use crate::arch::{insn_marker, time};
@@ -122,6 +122,13 @@ pub trait HostVisitor {
             Some(stack) => self.visit(host, stack),
             None => false,
         }
+    }
+
+    /// After a single-queue visit: how `host`'s completions were waited for during it (the
+    /// mode the midlayer actually used, `poll` when no interrupt was routed, and the policy's
+    /// counters). Does nothing by default.
+    fn waited(&mut self, host: &HostInfo, io_mode: IoMode, irq: &IrqStats) {
+        let _ = (host, io_mode, irq);
     }
 }
 
@@ -293,6 +300,9 @@ fn run_stack_with_wait<'s, H: ScsiHost<SenseBuf<'s>>>(
         template.max_lun
     );
     let passed = visitor.visit(info, &mut stack);
+    let (io_mode, irq_stats) = stack.completion_wait_stats();
+    print_wait_stats(info, io_mode, &irq_stats);
+    visitor.waited(info, io_mode, &irq_stats);
     let outstanding = stack.outstanding();
     let stats = stack.stats();
     let sense_stats = stack.sense_stats();
@@ -313,6 +323,23 @@ fn run_stack_with_wait<'s, H: ScsiHost<SenseBuf<'s>>>(
     );
     print_poolinfo(&pools);
     Ok((passed, outstanding))
+}
+
+/// One `IRQ` console line per host that waited on its interrupt: how often, how long, and
+/// what went wrong (see `drivers::irq`).
+fn print_wait_stats(info: &HostInfo, io_mode: IoMode, stats: &IrqStats) {
+    if io_mode == IoMode::Poll {
+        return;
+    }
+    println!(
+        "IRQ {info}: io_mode={io_mode} interrupts={} spurious={} lost={} storms={} halts={} halted_ms={:.1}",
+        stats.interrupts,
+        stats.spurious,
+        stats.lost,
+        stats.storms,
+        stats.halts,
+        stats.halted_ns as f64 / 1e6
+    );
 }
 
 /// The sysfs `pools` file, at column 0 like the other report lines.

@@ -25,6 +25,7 @@ use alloc::vec::Vec;
 
 use scsi::host::ScsiHost;
 use scsi::midlayer::{Request, ScsiError};
+use scsi::wait::{IoMode, IrqStats};
 use scsi::wire::{Cdb, Lba, VpdPage};
 
 use crate::arch::exit::ExitCode;
@@ -50,6 +51,9 @@ struct Verify {
     ranges: usize,
     bytes: u64,
     failures: usize,
+    /// Hosts that waited on a completion interrupt, and their counters summed.
+    irq_hosts: u64,
+    irq: IrqStats,
 }
 
 impl Verify {
@@ -275,6 +279,13 @@ impl HostVisitor for Verify {
         }
         ok
     }
+
+    fn waited(&mut self, _host: &HostInfo, io_mode: IoMode, irq: &IrqStats) {
+        if io_mode != IoMode::Poll {
+            self.irq_hosts += 1;
+        }
+        self.irq = self.irq.plus(irq);
+    }
 }
 
 /// Runs the verification (or with `io == false`, only the scan) on every host and returns the
@@ -288,6 +299,8 @@ pub fn run(cmdline: &Cmdline, io: bool) -> ExitCode {
         ranges: 0,
         bytes: 0,
         failures: 0,
+        irq_hosts: 0,
+        irq: IrqStats::default(),
     };
     let start = time::now_ns();
     let summary = storage::for_each_host(&mut verify, cmdline.io.sense, cmdline.io_mode());
@@ -302,6 +315,14 @@ pub fn run(cmdline: &Cmdline, io: bool) -> ExitCode {
         .u64("seed", verify.seed)
         .u64("failures", (verify.failures + summary.failed) as u64)
         .f64("elapsed_ms", elapsed_ms, 3)
+        .str("io_mode", cmdline.io_mode().name())
+        .u64("irq_hosts", verify.irq_hosts)
+        .u64("irq_interrupts", verify.irq.interrupts)
+        .u64("irq_spurious", verify.irq.spurious)
+        .u64("irq_lost", verify.irq.lost)
+        .u64("irq_storms", verify.irq.storms)
+        .u64("irq_halts", verify.irq.halts)
+        .u64("halted_ns", verify.irq.halted_ns)
         .str("verdict", if passed { "ok" } else { "failed" })
         .finish();
     println!("RESULT {line}");
