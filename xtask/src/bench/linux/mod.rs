@@ -12,7 +12,7 @@
 //! iodepth 32, numjobs 1 and 2 (one per vCPU), `--direct=1`, libaio and io_uring, against
 //! sensepool's `workload=fake-rw` with the same bs/iodepth/numjobs; virtio-scsi on a `null-co`
 //! disk (profile `virtio-scsi-null`), 4k randread iodepth 32, numjobs 1 and 2, against
-//! `workload=device` (numjobs 1: sensepool's device workload has one job); the mpt3sas chain
+//! `workload=device` with the same numjobs (one request queue per vCPU); the mpt3sas chain
 //! pool (373959 × 128 B, align 16) through Linux's dmapool against `workload=dmapool
 //! impl=both`. Each repetition boots, per group, Linux 6.1, sensepool and Linux 6.12 in an order
 //! that rotates with the repetition ([`run`]); the report takes medians ([`report`]).

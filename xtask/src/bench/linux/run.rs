@@ -104,10 +104,16 @@ impl Plan {
                     )
                 })
                 .collect(),
-            Group::Virtio => vec![(
-                format!("workload=device rw=randread bs=4k iodepth={IODEPTH} runtime={runtime}"),
-                case_key("virtio", 4096, 1),
-            )],
+            // One job per vCPU, each on its own request queue, as Linux's virtio_scsi; the
+            // device workload's default io_mode (irq) waits for interrupts, as Linux does.
+            Group::Virtio => [1, VCPUS]
+                .map(|numjobs| {
+                    (
+                        format!("workload=device rw=randread bs=4k iodepth={IODEPTH} numjobs={numjobs} runtime={runtime}"),
+                        case_key("virtio", 4096, numjobs),
+                    )
+                })
+                .to_vec(),
             Group::Dmapool => vec![(
                 format!("workload=dmapool impl=both n={} size=128 align=16", self.dmapool_n),
                 format!("dmapool n={}", self.dmapool_n),
