@@ -15,6 +15,7 @@
 //! and the DMA frame allocator must have every frame back.
 
 pub mod hotplug;
+mod interrupt;
 mod mpt;
 pub mod report;
 mod virtio;

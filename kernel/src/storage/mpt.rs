@@ -22,7 +22,7 @@ use core::ptr::NonNull;
 use drivers::delay::ClockDelay;
 use drivers::dma::BackingAlloc;
 use drivers::dma::mapping::IdentityMapper;
-use drivers::irq::{InterruptSource, WaitConfig, Waiter};
+use drivers::irq::{WaitConfig, Waiter};
 use drivers::mpt::host::MptHost;
 use drivers::mpt::ioc::MptConfig;
 use drivers::mpt::regs::MmioRegisters;
@@ -34,11 +34,12 @@ use scsi::host::ScsiHost;
 use scsi::sense_alloc::SenseMode;
 use scsi::wait::{CompletionWait, IoMode};
 
+use super::interrupt::{Mask, VectorSource};
 use super::{
     Frames, HostInfo, HostVisitor, KernelClock, SenseBuf, StorageError, run_stack_with_wait,
     with_sense_cache,
 };
-use crate::arch::{irq, paging, time};
+use crate::arch::{irq, paging};
 use crate::platform::console::println;
 use crate::platform::pci::msi::Msi;
 use crate::platform::pci::{Bar, PciFunction};
@@ -87,29 +88,15 @@ fn map_registers(function: &PciFunction) -> Result<MmioRegisters, StorageError> 
 }
 
 /// The IOC's MSI, pointed at its own device vector: the interrupt source the completion-wait
-/// policy halts on. mptsas's MSI has no per-vector mask, so masking it (a storm) clears MSI
-/// Enable; the IOC's own reply mask is the driver's (armed only before a halt). The vector is
-/// shared with the detach report, which outlives the policy's hold on it.
-struct Interrupt {
-    msi: Msi,
-    vector: Arc<irq::DeviceVector>,
-}
+/// policy halts on. The vector is shared with the detach report, which outlives the policy's
+/// hold on it.
+type Interrupt = VectorSource<Msi>;
 
-impl InterruptSource for Interrupt {
-    fn count(&self) -> u64 {
-        self.vector.count()
-    }
-
-    fn now_ns(&self) -> u64 {
-        time::now_ns()
-    }
-
-    fn wait(&mut self, seen: u64, deadline_ns: u64) -> u64 {
-        self.vector.wait(seen, deadline_ns)
-    }
-
+/// mptsas's MSI has no per-vector mask, so masking it (a storm) clears MSI Enable; the IOC's own
+/// reply mask is the driver's (armed only before a halt).
+impl Mask for Msi {
     fn set_masked(&mut self, masked: bool) {
-        self.msi.set_enabled(!masked);
+        self.set_enabled(!masked);
     }
 }
 
@@ -122,7 +109,7 @@ fn route_interrupt(info: &HostInfo, function: &PciFunction) -> Option<Interrupt>
             msi.route(vector.msi_address(), vector.msi_data())
                 .map_err(|err| alloc::format!("{err}"))?;
             Ok(Interrupt {
-                msi,
+                mask: msi,
                 vector: Arc::new(vector),
             })
         });
@@ -130,7 +117,7 @@ fn route_interrupt(info: &HostInfo, function: &PciFunction) -> Option<Interrupt>
         Ok(interrupt) => {
             println!(
                 "{info}: MSI ({}-bit address) -> vector {:#04x} on APIC {}",
-                if interrupt.msi.layout().is_64bit {
+                if interrupt.mask.layout().is_64bit {
                     64
                 } else {
                     32
@@ -189,7 +176,7 @@ pub fn attach(
         _ => route_interrupt(info, function),
     };
     // The vector stays held here until MSI is off, whatever path the attach took.
-    let routed = interrupt.as_ref().map(|i| (i.msi, i.vector.clone()));
+    let routed = interrupt.as_ref().map(|i| (i.mask, i.vector.clone()));
     let wait = interrupt.map(|i| Waiter::new(io_mode, i, WaitConfig::default()));
     let result = attach_with_pool(info, regs, &pool, wait, frames, sense, visitor);
     if let Some((msi, vector)) = routed {

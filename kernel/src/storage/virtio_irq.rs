@@ -14,41 +14,32 @@ use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use drivers::irq::{InterruptSource, IoMode, WaitConfig, Waiter};
+use drivers::irq::{IoMode, WaitConfig, Waiter};
 use scsi::wait::CompletionWait;
 
-use crate::arch::{irq, time};
+use super::interrupt::{Mask, VectorSource};
+use crate::arch::irq;
 use crate::platform::console::println;
 use crate::platform::pci::PciFunction;
 use crate::platform::pci::msix::{self, MsixTable};
 use crate::platform::smp::percpu;
 
-/// One queue's interrupt: its MSI-X entry and the vector on its CPU.
+/// One queue's MSI-X entry.
 #[derive(Debug)]
-pub struct QueueInterrupt {
+pub struct QueueEntry {
     table: MsixTable,
     entry: u16,
-    vector: Arc<irq::DeviceVector>,
 }
 
-impl InterruptSource for QueueInterrupt {
-    fn count(&self) -> u64 {
-        self.vector.count()
-    }
-
-    fn now_ns(&self) -> u64 {
-        time::now_ns()
-    }
-
-    fn wait(&mut self, seen: u64, deadline_ns: u64) -> u64 {
-        self.vector.wait(seen, deadline_ns)
-    }
-
+impl Mask for QueueEntry {
     fn set_masked(&mut self, masked: bool) {
         // The entry exists: `route` programmed it.
         let _ = self.table.set_masked(self.entry, masked);
     }
 }
+
+/// One queue's interrupt: its MSI-X entry and the vector on its CPU.
+pub type QueueInterrupt = VectorSource<QueueEntry>;
 
 /// The interrupts of a host's request queues, kept for the report after the run.
 pub struct QueueInterrupts {
@@ -94,8 +85,7 @@ pub fn route(
         msix::route_virtqueues(function, &[virtqueue], entry).map_err(|e| alloc::format!("{e}"))?;
         kept.push((entry, Arc::clone(&vector), vector.count()));
         sources.push(QueueInterrupt {
-            table,
-            entry,
+            mask: QueueEntry { table, entry },
             vector,
         });
     }
