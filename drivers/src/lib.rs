@@ -27,12 +27,17 @@
 //! adapter), never a panic, an out-of-bounds write or an unbounded wait.
 #![no_std]
 #![cfg_attr(not(test), warn(missing_docs))]
+#![deny(unsafe_code)]
 
 extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
 pub mod delay;
+#[expect(
+    unsafe_code,
+    reason = "bounds-checked copies in and out of coherent DMA memory, and chunks given back to their backing"
+)]
 pub mod dma;
 pub mod irq;
 pub mod mpt;

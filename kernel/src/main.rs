@@ -22,6 +22,7 @@
         reason = "the pure modules are used by the guest build and by tests"
     )
 )]
+#![deny(unsafe_code)]
 
 extern crate alloc;
 
@@ -35,8 +36,16 @@ mod platform;
 mod workload;
 
 #[cfg(target_os = "none")]
+#[expect(
+    unsafe_code,
+    reason = "the CPU itself: boot stub, descriptor tables, paging, port I/O, MSRs, the APIC"
+)]
 mod arch;
 #[cfg(target_os = "none")]
+#[expect(
+    unsafe_code,
+    reason = "reading the PVH start info at the physical address the loader passed"
+)]
 mod boot;
 #[cfg(target_os = "none")]
 mod storage;
@@ -53,6 +62,7 @@ fn main() {
 
 /// Entered from the boot stub in 64-bit mode with the PVH start-info address.
 #[cfg(target_os = "none")]
+#[expect(unsafe_code, reason = "the boot stub calls this symbol by name")]
 #[unsafe(no_mangle)]
 extern "C" fn kernel_main(start_info: u32) -> ! {
     let verdict = boot::boot(u64::from(start_info));

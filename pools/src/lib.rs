@@ -20,25 +20,54 @@
 //! [`json`] (the one-line JSON writer every crate's `RESULT` lines use).
 #![no_std]
 #![warn(missing_docs)]
+#![deny(unsafe_code)]
 
 extern crate alloc;
 #[cfg(any(test, feature = "std"))]
 extern crate std;
 
+#[expect(
+    unsafe_code,
+    reason = "the unsafe `Backing` trait: a chunk stays valid and exclusive until freed"
+)]
 pub mod backing;
 pub mod bench;
+#[expect(
+    unsafe_code,
+    reason = "a `Backing` that forwards chunks to another and frees them back"
+)]
 pub mod budget;
 pub mod clock;
+#[expect(
+    unsafe_code,
+    reason = "block memory and `Backing::free_chunk`: a pool frees a page only when none of its blocks is live"
+)]
 pub mod dmapool;
 mod error;
 #[cfg(any(test, feature = "std"))]
+#[expect(
+    unsafe_code,
+    reason = "the host backing: `alloc_zeroed`/`dealloc` for test and benchmark chunks"
+)]
 pub mod host;
 pub mod json;
 pub mod magazine;
+#[expect(
+    unsafe_code,
+    reason = "reading the reserve lock's statistics through `Mutex::raw`"
+)]
 pub mod mempool;
 pub mod poolinfo;
 mod radix;
+#[expect(
+    unsafe_code,
+    reason = "the volatile reads, writes and copies of block memory the pools share"
+)]
 mod raw;
+#[expect(
+    unsafe_code,
+    reason = "object memory and `Backing::free_chunk`: a slab is freed only when none of its objects is live"
+)]
 pub mod slab;
 
 pub use backing::{Backing, Chunk, DmaAddr, NodeId};

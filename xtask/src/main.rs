@@ -11,9 +11,15 @@
 //! Exit status: 0 pass; 1 guest or test failure; 2 xtask could not do its job (set-up, build,
 //! bad profile); 3 the guest crashed (reset, QEMU error, signal); 124 the guest timed out.
 
+#![deny(unsafe_code)]
+
 mod accel;
 mod bench;
 mod boot;
+#[expect(
+    unsafe_code,
+    reason = "`prctl`, `signal` and `kill` through libc, so QEMU never outlives xtask"
+)]
 mod child_guard;
 mod console;
 mod error;

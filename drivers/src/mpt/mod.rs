@@ -30,6 +30,10 @@
 //! building and decoding), `ioc` (bring-up), `adapter` (the [`Mpt`] adapter, with its request slots and replies
 //! in `adapter::queue`).
 
+#[expect(
+    unsafe_code,
+    reason = "lending a request frame's DMA memory to the IOC until its reply"
+)]
 pub mod adapter;
 pub mod command;
 pub mod error;
@@ -37,6 +41,10 @@ pub mod handshake;
 pub mod host;
 pub mod ioc;
 pub mod mpi;
+#[expect(
+    unsafe_code,
+    reason = "MMIO and port reads and writes of the IOC's registers"
+)]
 pub mod regs;
 mod reply;
 pub mod sgl;

@@ -103,6 +103,10 @@ pub fn transport<H: Hal, C: ConfigurationAccess>(
 }
 
 #[cfg(test)]
+#[expect(
+    unsafe_code,
+    reason = "a fake `ConfigurationAccess` and `Hal` implement virtio-drivers' unsafe trait methods"
+)]
 mod tests {
     use super::*;
 

@@ -33,7 +33,15 @@ use super::tracker::TrackError;
 use super::wire::{self, config_offset, feature, queue};
 use crate::delay::Delay;
 
+#[expect(
+    unsafe_code,
+    reason = "virtqueue `add`/`pop_used` of a task-management request and its response, waited for in the call"
+)]
 mod control;
+#[expect(
+    unsafe_code,
+    reason = "virtqueue `add`/`pop_used`: request, response and data buffers stay in the tracker while the device owns them"
+)]
 mod requests;
 
 pub use requests::RequestQueue;

@@ -8,11 +8,24 @@
 
 pub mod frames;
 pub mod memmap;
+#[expect(
+    unsafe_code,
+    reason = "reading a frame bitmap lock's statistics through `Mutex::raw`"
+)]
 pub mod node_frames;
 
 #[cfg(target_os = "none")]
+#[expect(
+    unsafe_code,
+    reason = "the DMA frames as a `pools::Backing` and virtio-drivers `Hal`: raw RAM handed to devices"
+)]
 pub mod dma;
 #[cfg(target_os = "none")]
+#[expect(unsafe_code, reason = "the global allocator over raw RAM")]
 pub mod heap;
 #[cfg(target_os = "none")]
+#[expect(
+    unsafe_code,
+    reason = "handing RAM ranges from the memory map to the heap and the frame allocators"
+)]
 pub mod layout;

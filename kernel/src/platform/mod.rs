@@ -7,8 +7,16 @@ pub mod sync;
 pub mod topology;
 
 #[cfg(target_os = "none")]
+#[expect(
+    unsafe_code,
+    reason = "reading ACPI tables from the physical addresses firmware gives"
+)]
 pub mod acpi;
 #[cfg(target_os = "none")]
 pub mod console;
 #[cfg(target_os = "none")]
+#[expect(
+    unsafe_code,
+    reason = "AP stacks, the trampoline, per-CPU data through GS, cross-CPU calls"
+)]
 pub mod smp;

@@ -16,9 +16,14 @@
 
 pub mod hotplug;
 mod interrupt;
+#[expect(unsafe_code, reason = "mapping the IOC's MMIO BAR as its registers")]
 mod mpt;
 pub mod report;
 mod virtio;
+#[expect(
+    unsafe_code,
+    reason = "writing a virtqueue's notify register in the mapped BAR"
+)]
 mod virtio_doorbell;
 mod virtio_irq;
 

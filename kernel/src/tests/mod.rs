@@ -19,12 +19,33 @@ use crate::cmdline::TestSelection;
 use crate::platform::console::println;
 use ::pools::json::JsonObject;
 
+#[expect(
+    unsafe_code,
+    reason = "deliberate page faults and invalid opcodes, to test the fault handler"
+)]
 mod faults;
 mod irq;
+#[expect(
+    unsafe_code,
+    reason = "writing DMA chunks through their CPU pointers and freeing them back"
+)]
 mod memory;
+#[expect(
+    unsafe_code,
+    reason = "writing and reading tags in DMA blocks through their CPU pointers"
+)]
 mod numa_pools;
+#[expect(
+    unsafe_code,
+    reason = "filling and checking DMA blocks through their CPU pointers"
+)]
 mod pools;
+#[expect(
+    unsafe_code,
+    reason = "reading each CPU's stack pointer, lock statistics and freeing DMA chunks"
+)]
 mod smp;
+#[expect(unsafe_code, reason = "reading MMIO to check the BAR mappings")]
 mod system;
 
 /// What a test is expected to do.

@@ -9,11 +9,23 @@
 use core::fmt;
 
 #[cfg(target_os = "none")]
+#[expect(
+    unsafe_code,
+    reason = "configuration-space access through ports 0xCF8/0xCFC"
+)]
 pub mod config;
 pub mod msi;
 #[cfg(target_os = "none")]
+#[expect(
+    unsafe_code,
+    reason = "writing the MSI-X table and the virtio common configuration in mapped BARs"
+)]
 pub mod msix;
 #[cfg(target_os = "none")]
+#[expect(
+    unsafe_code,
+    reason = "the virtio PCI transport over mapped BARs and the kernel `Hal`"
+)]
 pub mod virtio;
 
 /// A decoded base address register.
