@@ -20,10 +20,6 @@ mod interrupt;
 mod mpt;
 pub mod report;
 mod virtio;
-#[expect(
-    unsafe_code,
-    reason = "writing a virtqueue's notify register in the mapped BAR"
-)]
 mod virtio_doorbell;
 mod virtio_irq;
 

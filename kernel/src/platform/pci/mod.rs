@@ -16,10 +16,7 @@ use core::fmt;
 pub mod config;
 pub mod msi;
 #[cfg(target_os = "none")]
-#[expect(
-    unsafe_code,
-    reason = "writing the MSI-X table and the virtio common configuration in mapped BARs"
-)]
+#[expect(unsafe_code, reason = "writing the MSI-X table in a mapped BAR")]
 pub mod msix;
 #[cfg(target_os = "none")]
 #[expect(
@@ -27,6 +24,12 @@ pub mod msix;
     reason = "the virtio PCI transport over mapped BARs and the kernel `Hal`"
 )]
 pub mod virtio;
+#[cfg(target_os = "none")]
+#[expect(
+    unsafe_code,
+    reason = "the common configuration's and notify capability's registers in mapped BARs"
+)]
+pub mod virtio_common;
 
 /// A decoded base address register.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

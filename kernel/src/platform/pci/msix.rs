@@ -8,25 +8,18 @@
 //! unmasks entries one by one, so a completion-wait policy can tell whose interrupt fired and
 //! silence a storming source. A virtio device is told
 //! which entry each virtqueue uses through `queue_msix_vector` in its common configuration
-//! (virtio 1.2 §4.1.4.3); reading back `NO_VECTOR` (0xffff) means the device refused it.
+//! ([`super::virtio_common::CommonConfig::route_msix`]).
 
 use super::{Bar, PciFunction, config};
 use crate::arch::{apic, irq, paging};
 
 /// PCI capability ID of MSI-X.
 const CAP_MSIX: u8 = 0x11;
-/// PCI capability ID of vendor-specific capabilities (virtio's structure locations).
-const CAP_VENDOR: u8 = 0x09;
 /// Status register bit 4: the capability list is present.
 const STATUS_CAP_LIST: u32 = 1 << 20;
 /// Message control bit 15: MSI-X enable; bit 14: function mask.
 const MSIX_ENABLE: u32 = 1 << 31;
 const MSIX_FUNCTION_MASK: u32 = 1 << 30;
-/// virtio `cfg_type` of the common configuration structure.
-const VIRTIO_PCI_CAP_COMMON_CFG: u32 = 1;
-/// Offsets in the common configuration (virtio 1.2 §4.1.4.3).
-const COMMON_QUEUE_SELECT: u64 = 0x16;
-const COMMON_QUEUE_MSIX_VECTOR: u64 = 0x1A;
 
 /// Why interrupts could not be routed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -66,7 +59,8 @@ pub enum MsixError {
     },
 }
 
-/// The configuration-space offsets of `function`'s capabilities with ID `id`.
+/// The configuration-space offsets of `function`'s capabilities with ID `id`, walked with a
+/// bound (a looping list ends).
 pub(super) fn capabilities(function: &PciFunction, id: u8) -> impl Iterator<Item = u8> + '_ {
     let bdf = function.bdf;
     let mut next = if config::read(bdf, 0x04) & STATUS_CAP_LIST != 0 {
@@ -90,15 +84,22 @@ pub(super) fn capabilities(function: &PciFunction, id: u8) -> impl Iterator<Item
     })
 }
 
-/// The mapped address of `offset` inside memory BAR `bar` of `function`.
-fn bar_address(function: &PciFunction, bar: u8, offset: u64) -> Result<u64, MsixError> {
+/// The mapped address of `offset..offset + len` inside memory BAR `bar` of `function`; an
+/// error if the range is not all inside an assigned memory BAR.
+pub(super) fn bar_range(
+    function: &PciFunction,
+    bar: u8,
+    offset: u64,
+    len: u64,
+) -> Result<u64, MsixError> {
     let Some(Some(Bar::Memory {
         addr, len_bytes, ..
     })) = function.bars.get(usize::from(bar))
     else {
         return Err(MsixError::BadBar { bar });
     };
-    if *addr == 0 || offset >= *len_bytes {
+    let end = offset.checked_add(len).ok_or(MsixError::BadBar { bar })?;
+    if *addr == 0 || end > *len_bytes {
         return Err(MsixError::BadBar { bar });
     }
     let base =
@@ -141,7 +142,12 @@ impl MsixTable {
         let control = config::read(bdf, cap);
         let size = ((control >> 16) & 0x7ff) as u16 + 1;
         let table = config::read(bdf, cap + 4);
-        let table = bar_address(function, (table & 7) as u8, u64::from(table & !7))?;
+        let table = bar_range(
+            function,
+            (table & 7) as u8,
+            u64::from(table & !7),
+            u64::from(size) * 16,
+        )?;
         Ok(MsixTable {
             bdf,
             cap,
@@ -235,30 +241,8 @@ pub fn route_virtqueues(
     queues: &[u16],
     entry: u16,
 ) -> Result<(), MsixError> {
-    let cap = capabilities(function, CAP_VENDOR)
-        .find(|&cap| (config::read(function.bdf, cap) >> 24) & 0xff == VIRTIO_PCI_CAP_COMMON_CFG)
-        .ok_or(MsixError::NoCommonConfig)?;
-    let bar = (config::read(function.bdf, cap + 4) & 0xff) as u8;
-    let offset = config::read(function.bdf, cap + 8);
-    let common = bar_address(function, bar, u64::from(offset))?;
-    for &queue in queues {
-        // SAFETY: `common` is the device's common configuration structure (its capability names
-        // the BAR and offset) in the BAR just mapped uncached; queue_select and
-        // queue_msix_vector are aligned 16-bit registers in it. The transport that also drives
-        // this structure is not in use while the caller holds the device.
-        let read_back = unsafe {
-            ((common + COMMON_QUEUE_SELECT) as *mut u16).write_volatile(queue);
-            let vector = (common + COMMON_QUEUE_MSIX_VECTOR) as *mut u16;
-            vector.write_volatile(entry);
-            vector.read_volatile()
-        };
-        if read_back != entry {
-            return Err(MsixError::Refused {
-                queue,
-                entry,
-                read_back,
-            });
-        }
-    }
-    Ok(())
+    let common = super::virtio_common::CommonConfig::find(function)?;
+    queues
+        .iter()
+        .try_for_each(|&queue| common.route_msix(queue, entry))
 }
