@@ -19,20 +19,24 @@ pub enum Error {
     #[error("`{command}` failed ({status})")]
     CommandFailed { command: String, status: ExitStatus },
 
-    /// QEMU is missing and xtask may not install it.
+    /// A tool (QEMU, libnbd's clients, a C compiler) is missing and xtask may not install it.
     #[error(
         "{tool} is not installed and xtask is not running as root, so it cannot install it; run:\n    \
          sudo apt-get update && sudo {install}"
     )]
-    QemuMissing {
+    ToolMissing {
         tool: &'static str,
         /// The `apt-get install …` command xtask itself would run as root.
         install: String,
     },
 
-    /// Installing QEMU seemed to work but the tool is still not on PATH.
-    #[error("{tool} is still missing after `apt-get install -y qemu-system-x86 qemu-utils`")]
-    QemuStillMissing { tool: &'static str },
+    /// Installing seemed to work but the tool is still not on PATH.
+    #[error("{tool} is still missing after `apt-get install -y {packages}`")]
+    ToolStillMissing {
+        tool: &'static str,
+        /// The packages that were installed.
+        packages: String,
+    },
 
     /// A file could not be read.
     /// A disk image is in use by another process (a QEMU left by a killed run).

@@ -76,7 +76,8 @@ enum Command {
     /// The NBD server under faults for N minutes (blkdebug EIO, hot-plug, hang-ups, garbage
     /// connections, kill -9 after a flush), checked against a shadow model.
     Soak(soak::Options),
-    /// Only install what is missing (Rust target, QEMU).
+    /// Only install what is missing: the Rust target and lint components, QEMU, libnbd's
+    /// clients and a C compiler (everything `test` needs; CI runs this).
     Setup,
 }
 
@@ -175,7 +176,7 @@ fn main() -> ExitCode {
             bench::nbd::run(&options).map(|()| ExitCode::SUCCESS)
         }
         Command::Soak(options) => soak::run(&options).map(|()| ExitCode::SUCCESS),
-        Command::Setup => setup::ensure_all().map(|()| ExitCode::SUCCESS),
+        Command::Setup => setup::ensure_everything().map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|error| {
         eprintln!("xtask: {error}");

@@ -4,6 +4,9 @@
 //! - The Rust target `x86_64-unknown-none` (a fresh rustup has only the host target).
 //! - For `cargo xtask lint`: the `rustfmt` and `clippy` components (a minimal rustup profile
 //!   lacks them).
+//! - For the NBD guest tests: libnbd's clients `nbdinfo` and `nbdcopy` (Debian's `libnbd-bin`).
+//! - For the instruction-count plugin the `insns-counted` guest test builds: a C compiler
+//!   (`gcc` and `libc6-dev`).
 //! - QEMU: `qemu-system-x86_64` and `qemu-img`. Both packages go into ONE `apt-get install`: a new
 //!   machine ships a backports `qemu-img` 10.0, and installing `qemu-system-x86` (7.2) on its own
 //!   removes it; naming `qemu-utils` in the same transaction brings `qemu-img` back at 7.2.
@@ -14,6 +17,9 @@
 //!   Installing needs root; anyone else gets the exact command to run.
 //!
 //! Each step checks first, so a machine that already has everything runs no installer.
+//! `cargo xtask setup` runs every step ([`ensure_everything`]); CI's `.ci/run` calls it rather
+//! than repeating the steps, so the set-up has one home. Booting runs only what a boot needs
+//! ([`ensure_all`]).
 
 use std::process::Command;
 
@@ -30,6 +36,77 @@ const QEMU_TOOLS: [&str; 2] = ["qemu-system-x86_64", "qemu-img"];
 pub fn ensure_all() -> Result<()> {
     ensure_kernel_target()?;
     ensure_qemu()
+}
+
+/// Everything `cargo xtask test` needs on a clean Debian machine: what a boot needs, the lint
+/// components, libnbd's clients and a C compiler (`cargo xtask setup`, which CI runs).
+pub fn ensure_everything() -> Result<()> {
+    ensure_all()?;
+    ensure_lint_components()?;
+    ensure_libnbd_tools()?;
+    ensure_packages(&C_COMPILER)
+}
+
+/// Tools that come from one plain Debian package set (installed without version pinning).
+struct AptTools {
+    /// Programs that must be on `PATH`.
+    tools: &'static [&'static str],
+    /// The packages that provide them.
+    packages: &'static [&'static str],
+}
+
+/// libnbd's clients, for the NBD guest tests.
+const LIBNBD_TOOLS: AptTools = AptTools {
+    tools: &["nbdinfo", "nbdcopy"],
+    packages: &["libnbd-bin"],
+};
+
+/// The C compiler that builds the instruction-count QEMU plugin.
+const C_COMPILER: AptTools = AptTools {
+    tools: &["gcc"],
+    packages: &["gcc", "libc6-dev"],
+};
+
+/// Installs libnbd's `nbdinfo` and `nbdcopy` when missing (as root); explains how otherwise.
+pub fn ensure_libnbd_tools() -> Result<()> {
+    ensure_packages(&LIBNBD_TOOLS)
+}
+
+/// Installs `set.packages` through apt when one of `set.tools` is missing and we are root (with
+/// an `apt-get update` only if the first try fails); otherwise says what to run.
+fn ensure_packages(set: &AptTools) -> Result<()> {
+    let missing = || {
+        set.tools
+            .iter()
+            .copied()
+            .find(|tool| process::find_on_path(tool).is_none())
+    };
+    let Some(tool) = missing() else {
+        return Ok(());
+    };
+    let mut args = vec!["install", "-y", "--no-install-recommends"];
+    args.extend(set.packages);
+    if !is_root()? {
+        return Err(Error::ToolMissing {
+            tool,
+            install: format!("apt-get {}", args.join(" ")),
+        });
+    }
+    eprintln!(
+        "xtask: {tool} is missing; installing {}",
+        set.packages.join(" ")
+    );
+    if process::run(apt_get().args(&args)).is_err() {
+        process::run(apt_get().arg("update"))?;
+        process::run(apt_get().args(&args))?;
+    }
+    match missing() {
+        Some(tool) => Err(Error::ToolStillMissing {
+            tool,
+            packages: set.packages.join(" "),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Adds the kernel's Rust target if rustup lacks it.
@@ -86,7 +163,7 @@ pub fn ensure_qemu() -> Result<()> {
         // apt-cache needs no root, so the advice names the same pinned packages; without
         // apt at all it falls back to the plain package names.
         let args = install_args(matching_utils_version().ok().flatten());
-        return Err(Error::QemuMissing {
+        return Err(Error::ToolMissing {
             tool: missing,
             install: format!("apt-get {}", args.join(" ")),
         });
@@ -95,7 +172,10 @@ pub fn ensure_qemu() -> Result<()> {
     process::run(apt_get().arg("update"))?;
     process::run(apt_get().args(install_args(matching_utils_version()?)))?;
     match first_missing_qemu_tool() {
-        Some(tool) => Err(Error::QemuStillMissing { tool }),
+        Some(tool) => Err(Error::ToolStillMissing {
+            tool,
+            packages: "qemu-system-x86 qemu-utils".to_owned(),
+        }),
         None => Ok(()),
     }
 }
@@ -173,7 +253,7 @@ mod tests {
             install_args(None).last().map(String::as_str),
             Some("qemu-utils")
         );
-        let advice = Error::QemuMissing {
+        let advice = Error::ToolMissing {
             tool: "qemu-img",
             install: format!("apt-get {}", args.join(" ")),
         }

@@ -101,38 +101,10 @@ pub fn qemu_io_write() -> Result<String, String> {
     }
 }
 
-/// libnbd's tools, installed through apt when missing (and root); an error says how otherwise.
+/// libnbd's tools, installed through apt when missing (and root); an error says how otherwise
+/// (the one install step, in [`crate::setup`]).
 pub fn ensure_libnbd_tools() -> Result<(), String> {
-    if crate::process::find_on_path("nbdinfo").is_some()
-        && crate::process::find_on_path("nbdcopy").is_some()
-    {
-        return Ok(());
-    }
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| o.stdout.starts_with(b"0\n"))
-        .unwrap_or(false);
-    if !root {
-        return Err("nbdinfo/nbdcopy missing: run `sudo apt-get install -y libnbd-bin`".into());
-    }
-    let install = |update: bool| {
-        if update {
-            let _ = Command::new("apt-get")
-                .arg("update")
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .status();
-        }
-        Command::new("apt-get")
-            .args(["install", "-y", "--no-install-recommends", "libnbd-bin"])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .is_ok_and(|status| status.success())
-    };
-    if !install(false) && !install(true) {
-        return Err("apt-get install libnbd-bin failed".into());
-    }
-    Ok(())
+    crate::setup::ensure_libnbd_tools().map_err(|error| error.to_string())
 }
 
 pub fn nbdinfo() -> Result<String, String> {
