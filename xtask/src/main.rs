@@ -32,6 +32,7 @@ mod insns;
 mod lint;
 mod nbd_client;
 mod nbd_tests;
+mod proc_stat;
 mod process;
 mod profile;
 mod qemu;

@@ -28,6 +28,7 @@ use crate::accel::AccelRequest;
 use crate::error::{Error, Result};
 use crate::guest::{Guest, Overrides};
 use crate::insns::{self, CountOptions, breakdown};
+use crate::proc_stat::{ProcStat, ticks_to_seconds};
 use crate::{process, profile, workspace};
 
 /// Where the workload runs.
@@ -112,20 +113,12 @@ fn tagged(mut record: Record, smp: u32) -> Record {
 }
 
 /// CPU time (user + system) of this process's waited-for children, from `/proc/self/stat`
-/// (`cutime`, `cstime`; USER_HZ is 100 on Linux). Around one QEMU boot, its delta over the
+/// ([`crate::proc_stat`]; 0 if it cannot be read). Around one QEMU boot, its delta over the
 /// wall time is how many host CPUs QEMU actually got: the scaling factor of two vCPUs means
 /// little on a host that gave them one.
 fn children_cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the parenthesised command name: state is field 3; cutime and cstime are
-    // fields 16 and 17.
-    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<f64> = rest
-        .split_whitespace()
-        .map(|field| field.parse().unwrap_or(0.0))
-        .collect();
-    let ticks = fields.get(13).copied().unwrap_or(0.0) + fields.get(14).copied().unwrap_or(0.0);
-    ticks / 100.0
+    let ticks = ProcStat::read_self().map_or(0, |stat| stat.children_cpu_ticks);
+    ticks_to_seconds(ticks as f64)
 }
 
 fn in_guest(options: &Options) -> Result<ResultSet> {

@@ -1,5 +1,5 @@
 //! The host CPU a benchmark's QEMU got while the guest ran its job: user + system time of the
-//! QEMU process (all threads, `/proc/PID/stat` fields 14 and 15, see [`crate::nbd_tests::idle`])
+//! QEMU process (all threads, `/proc/PID/stat`, see [`crate::proc_stat`])
 //! sampled every [`PERIOD`] while it runs, then taken over the job's window as a fraction of
 //! the window's wall time. 1.0 is one host core; two vCPUs that both run flat out need 2.0, and
 //! on a shared host they may not get it, which is why a scaling factor is shown beside it.
@@ -12,12 +12,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::nbd_tests::idle::parse_cpu_ticks;
+use crate::proc_stat::{ProcStat, ticks_to_seconds};
 
 /// How often QEMU's CPU time is read.
 pub const PERIOD: Duration = Duration::from_millis(10);
-/// Linux's `USER_HZ`, the unit of `/proc/PID/stat` times (a fixed ABI on x86).
-const TICKS_PER_SECOND: f64 = 100.0;
 
 /// One reading: when, and QEMU's CPU ticks so far.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -34,22 +32,15 @@ fn child_qemu() -> Option<u32> {
         .flatten()
         .find_map(|entry| {
             let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let (head, rest) = stat.rsplit_once(')')?;
-            let name = head.split_once('(')?.1;
-            let ppid: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
-            (ppid == me && name.starts_with("qemu-system")).then_some(pid)
+            let stat = ProcStat::read(pid).ok()?;
+            (stat.parent_pid == me && stat.name.starts_with("qemu-system")).then_some(pid)
         })
 }
 
 /// QEMU's ticks, or `None` once it has exited (gone, or a zombie whose threads are reaped).
 fn ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let state = stat.rsplit_once(')')?.1.split_whitespace().next()?;
-    if state == "Z" || state == "X" {
-        return None;
-    }
-    parse_cpu_ticks(&stat).ok()
+    let stat = ProcStat::read(pid).ok()?;
+    (!stat.exited()).then_some(stat.cpu_ticks)
 }
 
 /// Samples this process's QEMU child from when it appears until it exits or `stop` is set.
@@ -89,7 +80,7 @@ pub fn cpus_over_last(samples: &[Sample], window: Duration) -> Option<f64> {
         let part = (start - before.at).as_secs_f64() / span;
         before.ticks as f64 + part * (samples[after].ticks as f64 - before.ticks as f64)
     };
-    let cpu_seconds = (last.ticks as f64 - ticks_at_start) / TICKS_PER_SECOND;
+    let cpu_seconds = ticks_to_seconds(last.ticks as f64 - ticks_at_start);
     Some(cpu_seconds / window.as_secs_f64())
 }
 

@@ -1,5 +1,5 @@
 //! Host CPU the guest costs while its NBD server idles: QEMU's user + system time from
-//! `/proc/PID/stat` (fields 14 and 15, all threads, in clock ticks) across a window in which no
+//! `/proc/PID/stat` ([`crate::proc_stat`], all threads) across a window in which no
 //! client talks to it. The QEMU process is the one whose command line forwards this run's NBD
 //! port, so other QEMUs on the machine are never measured. A guest that busy-polls costs about
 //! one host core (100%); one that halts costs little. The figure is reported, never judged: a
@@ -7,8 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-/// Linux's `USER_HZ`, the unit of `/proc/PID/stat` times: 100 on x86 (a fixed user ABI).
-const TICKS_PER_SECOND: u64 = 100;
+use crate::proc_stat::{ProcStat, ticks_to_duration};
 
 /// QEMU's CPU use over one idle window.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -69,27 +68,8 @@ pub fn qemu_pid(nbd_port: u16) -> Result<u32, String> {
     ))
 }
 
-/// User + system ticks from the text of `/proc/PID/stat`. The command name (field 2) may hold
-/// spaces and parentheses, so fields are counted after its last `)`.
-pub fn parse_cpu_ticks(stat: &str) -> Result<u64, String> {
-    let (_, rest) = stat
-        .rsplit_once(')')
-        .ok_or_else(|| format!("no ')' in /proc stat line {stat:?}"))?;
-    // After ')' come field 3 (state) onwards: utime is field 14, stime field 15.
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let field = |number: usize| -> Result<u64, String> {
-        fields
-            .get(number - 3)
-            .and_then(|value| value.parse().ok())
-            .ok_or_else(|| format!("field {number} missing or not a number in {stat:?}"))
-    };
-    Ok(field(14)? + field(15)?)
-}
-
 fn cpu_ticks(pid: u32) -> Result<u64, String> {
-    let path = format!("/proc/{pid}/stat");
-    let stat = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
-    parse_cpu_ticks(&stat)
+    Ok(ProcStat::read(pid)?.cpu_ticks)
 }
 
 /// Measures the QEMU that forwards `nbd_port` across `window` of idleness.
@@ -104,21 +84,13 @@ pub fn measure(nbd_port: u16, window: Duration) -> Result<IdleCpu, String> {
     Ok(IdleCpu {
         pid,
         wall,
-        cpu: Duration::from_millis(ticks * 1000 / TICKS_PER_SECOND),
+        cpu: ticks_to_duration(ticks),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stat_fields_are_counted_after_the_last_parenthesis() {
-        let stat = "4242 (qemu (x) y) S 1 2 3 4 5 6 7 8 9 10 250 31 0 0 20 0 9 0 100 0 0";
-        assert_eq!(parse_cpu_ticks(stat), Ok(281));
-        assert!(parse_cpu_ticks("4242 (qemu) S 1 2").is_err());
-        assert!(parse_cpu_ticks("no parenthesis").is_err());
-    }
 
     #[test]
     fn the_percentage_is_of_one_core() {
