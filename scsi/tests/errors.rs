@@ -107,13 +107,14 @@ fn illegal_requests_fail_with_their_codes() {
             information: Some(disk.blocks)
         })
     );
-    // A LUN that does not exist.
+    // A LUN that does not exist: DID_NO_CONNECT, as Linux's scsi_debug answers a LUN past
+    // max_luns (it was LOGICAL UNIT NOT SUPPORTED 25h/00h here before).
     let ghost = stack.add_device(0, Lun(5));
     assert_eq!(
         stack
             .execute(Request::new(ghost, Cdb::TestUnitReady, Vec::new()))
             .0,
-        Err(illegal(0x25))
+        Err(ScsiError::Host(HostError::NoConnect))
     );
     // A target that does not exist.
     let nowhere = stack.add_device(7, Lun(0));
@@ -294,7 +295,7 @@ fn completions_queued_under_a_delay_still_arrive_after_the_delay_is_dropped() {
     let (_, disk) = scan_one(&mut stack);
     stack.submit(read_request(&disk, 0, 1)).unwrap();
     stack.host_mut().set_delay_ns(0);
-    stack.clock().advance(2_000_000);
+    stack.clock().advance(scsi::target::JIFFY_NS + 1_000_000);
     let mut done = Vec::new();
     stack.poll(&mut done);
     assert_eq!(

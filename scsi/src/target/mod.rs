@@ -8,18 +8,23 @@
 //! With a zero delay no clock is read and completions wait in a plain vector that `poll` copies
 //! out in one go, so the per-command cost is the decode, the checks and one push.
 //!
-//! Like real devices it reports UNIT ATTENTION 29h/00h on the first command after power on (but
-//! not on INQUIRY, REPORT LUNS or REQUEST SENSE, Linux `F_SKIP_UA`), and it injects errors every
-//! `every_nth` command according to `opts`.
+//! Like Linux's it reports UNIT ATTENTION 29h/01h (power on occurred) on the first command after
+//! power on (but not on INQUIRY, REPORT LUNS or REQUEST SENSE, Linux `F_SKIP_UA`), and it
+//! injects errors every `every_nth` command according to `opts`. The order of the checks, the
+//! delays each answer gets and the unit attentions each reset leaves follow Linux's
+//! `scsi_debug_queuecommand`, `schedule_resp` and `scsi_debug_*_reset` (version 0191);
+//! `scsi/README.md` lists where we differ and why, and `tests/linux_conformance.rs` checks it.
 
+mod checks;
 mod opts;
 mod pages;
 mod params;
 mod respond;
 
 pub use params::{
-    MEDIUM_ERR_ADDR, MEDIUM_ERR_NUM, OPT_MEDIUM_ERR, OPT_NOISE, OPT_RECOVERED_ERR, OPT_TIMEOUT,
-    OPT_UNIT_ATTENTION, OPTS_IMPLEMENTED, ParamError, SDEBUG_CANQUEUE, ScsiDebugParams,
+    INCLUSIVE_TIMING_MAX_NS, JIFFY_NS, LONG_DELAY_NDELAY_MIN_NS, MEDIUM_ERR_ADDR, MEDIUM_ERR_NUM,
+    NDELAY_MAX_NS, OPT_MEDIUM_ERR, OPT_NOISE, OPT_RECOVERED_ERR, OPT_TIMEOUT, OPT_UNIT_ATTENTION,
+    OPTS_IMPLEMENTED, ParamError, SDEBUG_CANQUEUE, ScsiDebugParams,
 };
 
 use crate::clock::Clock;
@@ -34,11 +39,39 @@ use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
 
-/// Pending unit attention conditions of one logical unit, reported in this order.
+/// Pending unit attention conditions of one logical unit, reported lowest bit first (Linux's
+/// `SDEBUG_UA_*` priority order).
 pub(crate) mod ua {
-    pub const POWER_ON: u8 = 1;
-    pub const BUS_RESET: u8 = 2;
-    pub const LUNS_CHANGED: u8 = 4;
+    /// 29h/00h POWER ON, RESET, OR BUS DEVICE RESET OCCURRED: left by a LUN reset.
+    pub const POWER_ON_RESET: u8 = 1;
+    /// 29h/01h POWER ON OCCURRED: a new logical unit.
+    pub const POWER_ON_OCCURRED: u8 = 2;
+    /// 29h/02h SCSI BUS RESET OCCURRED: left by target, bus and host resets.
+    pub const BUS_RESET: u8 = 4;
+    /// 3Fh/0Eh REPORTED LUNS DATA HAS CHANGED, reported once per target (SPC-4).
+    pub const LUNS_CHANGED: u8 = 8;
+
+    /// ASC and ASCQ of the condition `bit`.
+    pub fn asc_ascq(bit: u8) -> (u8, u8) {
+        match bit {
+            POWER_ON_RESET => (0x29, 0x00),
+            POWER_ON_OCCURRED => (0x29, 0x01),
+            BUS_RESET => (0x29, 0x02),
+            _ => (0x3f, 0x0e),
+        }
+    }
+}
+
+/// Whether a logical unit can access its medium (Linux `devip->stopped`: 0, 1, 2).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Readiness {
+    /// Started.
+    #[default]
+    Ready,
+    /// Stopped by START STOP UNIT with START=0: NOT READY 04h/02h.
+    Stopped,
+    /// Within `tur_ms_to_ready` of power on: NOT READY 04h/01h to TEST UNIT READY.
+    BecomingReady,
 }
 
 /// A command while scsi_debug answers it, inside `queue_command`: its buffers are borrowed
@@ -56,8 +89,7 @@ pub(crate) struct CmdView<'a> {
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct LunState {
     pub ua: u8,
-    /// Stopped by START STOP UNIT with START=0.
-    pub stopped: bool,
+    pub readiness: Readiness,
 }
 
 /// Counters of what the target did; tests use them to check exactly-once behaviour.
@@ -98,8 +130,18 @@ pub struct ScsiDebug<C: Clock, S = Box<[u8; SCSI_SENSE_BUFFERSIZE]>> {
     pending: VecDeque<(u64, Completed<S>)>,
     /// Completions due at once (zero delay): handed out in one move at the next poll.
     ready: Vec<Completed<S>>,
-    /// Commands `OPT_TIMEOUT` swallowed; they leave only through `abort` or `reset`.
-    swallowed: Vec<(Tag, CmdBuffers<S>)>,
+    /// Commands `OPT_TIMEOUT` swallowed, with their LUN index; they leave only through
+    /// `abort` or a reset.
+    swallowed: Vec<(Tag, usize, CmdBuffers<S>)>,
+    /// The every_nth-th command was seen and no READ/WRITE has taken its injection yet
+    /// (Linux `sdeb_inject_pending`).
+    pub(crate) inject_pending: bool,
+    /// A WRITE moved data since the last SYNCHRONIZE CACHE (Linux `write_since_sync`).
+    pub(crate) write_since_sync: bool,
+    /// The delay the answer being built gets instead of `delay_ns` (Linux passes 0 for
+    /// INQUIRY-like commands and CHECK CONDITIONs found before the response function, and a
+    /// long delay for START STOP UNIT and SYNCHRONIZE CACHE).
+    pub(crate) delay_override_ns: Option<u64>,
     pub(crate) cmnd_count: u64,
     pub(crate) power_on_ns: u64,
     pub(crate) stats: TargetStats,
@@ -136,8 +178,8 @@ impl<C: Clock, S> ScsiDebug<C, S> {
         }
         let luns = vec![
             LunState {
-                ua: ua::POWER_ON,
-                stopped: false
+                ua: ua::POWER_ON_OCCURRED,
+                readiness: params.power_on_readiness(),
             };
             usize::from(params.num_tgts) * usize::from(params.max_luns)
         ];
@@ -148,6 +190,9 @@ impl<C: Clock, S> ScsiDebug<C, S> {
             pending: VecDeque::new(),
             ready: Vec::with_capacity(usize::from(params.host_can_queue())),
             swallowed: Vec::new(),
+            inject_pending: false,
+            write_since_sync: false,
+            delay_override_ns: None,
             params,
             clock,
             store,
@@ -166,6 +211,11 @@ impl<C: Clock, S> ScsiDebug<C, S> {
     /// The parameters the target was built with.
     pub fn params(&self) -> &ScsiDebugParams {
         &self.params
+    }
+
+    /// The clock the delays run on.
+    pub fn clock(&self) -> &C {
+        &self.clock
     }
 
     /// Counters so far.
@@ -204,8 +254,8 @@ impl<C: Clock, S> ScsiDebug<C, S> {
                     self.luns[t * old + l]
                 } else {
                     LunState {
-                        ua: ua::POWER_ON,
-                        stopped: false,
+                        ua: ua::POWER_ON_OCCURRED,
+                        readiness: self.params.power_on_readiness(),
                     }
                 };
                 state.ua |= ua::LUNS_CHANGED;
@@ -258,16 +308,27 @@ impl<C: Clock, S: SenseStorage> ScsiHost<S> for ScsiDebug<C, S> {
             data: &mut cmd.buffers.data,
             sense: &mut cmd.buffers.sense,
         };
+        // A short ndelay includes the time spent answering (Linux `INCLUSIVE_TIMING_MAX_NS`).
+        let arrival_ns = (self.delay_ns != 0 && self.delay_ns < INCLUSIVE_TIMING_MAX_NS)
+            .then(|| self.clock.now_ns());
         let Some(completion) = self.respond(&mut view, lun_index) else {
-            self.swallowed.push((cmd.tag, cmd.buffers));
+            self.swallowed
+                .push((cmd.tag, lun_index.unwrap_or(usize::MAX), cmd.buffers));
             return Ok(());
         };
         let completed = Completed::returned(completion, cmd.buffers);
-        if self.delay_ns == 0 {
+        let delay_ns = match self.delay_override_ns.take() {
+            None => self.delay_ns,
+            Some(delay_ns) => delay_ns,
+        };
+        if delay_ns == 0 {
             self.ready.push(completed);
         } else {
-            let due = self.clock.now_ns() + self.delay_ns;
-            self.pending.push_back((due, completed));
+            let due = arrival_ns.unwrap_or_else(|| self.clock.now_ns()) + delay_ns;
+            // Equal delays keep arrival order, so this is a push at the back unless a long
+            // (START STOP UNIT) or short answer was mixed in.
+            let at = self.pending.partition_point(|(d, _)| *d <= due);
+            self.pending.insert(at, (due, completed));
         }
         Ok(())
     }
@@ -298,8 +359,8 @@ impl<C: Clock, S: SenseStorage> ScsiHost<S> for ScsiDebug<C, S> {
     }
 
     fn abort(&mut self, tag: Tag) -> Result<CmdBuffers<S>, AbortFailed> {
-        let buffers = if let Some(at) = self.swallowed.iter().position(|(t, _)| *t == tag) {
-            Some(self.swallowed.swap_remove(at).1)
+        let buffers = if let Some(at) = self.swallowed.iter().position(|(t, _, _)| *t == tag) {
+            Some(self.swallowed.swap_remove(at).2)
         } else if let Some(at) = self.ready.iter().position(|c| c.completion.tag == tag) {
             self.ready.remove(at).buffers
         } else if let Some(at) = self
@@ -321,7 +382,7 @@ impl<C: Clock, S: SenseStorage> ScsiHost<S> for ScsiDebug<C, S> {
         self.stats.resets += 1;
         self.stats.reset_dropped += self.outstanding() as u64;
         let reset = |tag, buffers| Completed::host_error(tag, HostError::Reset, buffers);
-        for (tag, buffers) in self.swallowed.drain(..) {
+        for (tag, _, buffers) in self.swallowed.drain(..) {
             returned.push(reset(tag, buffers));
         }
         let finished = self

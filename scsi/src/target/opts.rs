@@ -14,8 +14,9 @@ pub const OPT_NOISE: u32 = 0x1;
 pub const OPT_MEDIUM_ERR: u32 = 0x2;
 /// `opts` bit: every `every_nth` command gets no response until aborted (`SDEBUG_OPT_TIMEOUT`).
 pub const OPT_TIMEOUT: u32 = 0x4;
-/// `opts` bit: every `every_nth` READ/WRITE completes with RECOVERED ERROR 5Dh/00h
-/// (`SDEBUG_OPT_RECOVERED_ERR`).
+/// `opts` bit: the every_nth-th command sets "inject pending", and the next READ or WRITE that
+/// moves data (not under `fake_rw`) completes with RECOVERED ERROR 5Dh/00h and clears it
+/// (`SDEBUG_OPT_RECOVERED_ERR`, taken in Linux's `resp_read_dt0`/`resp_write_dt0`).
 pub const OPT_RECOVERED_ERR: u32 = 0x8;
 /// `opts` bit (sensepool extension, not in Linux): every `every_nth` command reports UNIT
 /// ATTENTION 29h/02h, as after a bus reset. Linux raises such UAs only through sysfs actions.
@@ -46,6 +47,18 @@ const LINUX_OPTS_NOT_IMPLEMENTED: [(u32, &str); 14] = [
 pub const SDEBUG_CANQUEUE: u16 = 192;
 /// Upper bound of `can_queue=` (the host template override for the sense-reserve comparison).
 pub const CAN_QUEUE_MAX: u16 = 4096;
+
+/// One jiffy, the unit of `delay`: 4 ms, as on Debian's kernels (`CONFIG_HZ=250`), which are
+/// the Linux kernels `bench linux` compares against (a kernel built with HZ=1000 has 1 ms).
+pub const JIFFY_NS: u64 = 4_000_000;
+/// Largest `ndelay` accepted: Linux ignores an ndelay of a second or more (and keeps 0); we
+/// refuse it by name instead.
+pub const NDELAY_MAX_NS: u64 = 999_999_999;
+/// Linux `INCLUSIVE_TIMING_MAX_NS`: an `ndelay` below this counts from the command's arrival
+/// (the time spent answering is part of it); longer delays start after the answer.
+pub const INCLUSIVE_TIMING_MAX_NS: u64 = 1_000_000;
+/// Linux `F_LONG_DELAY` applies when `delay` > 0 or `ndelay` is above this (10 µs).
+pub const LONG_DELAY_NDELAY_MIN_NS: u64 = 10_000;
 
 /// First sector of the simulated medium error (Linux `OPT_MEDIUM_ERR_ADDR`).
 pub const MEDIUM_ERR_ADDR: u64 = 0x1234;

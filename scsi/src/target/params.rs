@@ -59,19 +59,23 @@ pub struct ScsiDebugParams {
     /// queue limit, for comparisons that need more tags than Linux's scsi_debug allows (the
     /// 2008 sense-buffer measurement had can_queue 1519).
     pub can_queue: Option<u16>,
-    /// Completion delay in jiffies (1 jiffy = 1 ms here); 0 = complete at the next poll.
+    /// Completion delay in jiffies ([`JIFFY_NS`]: 4 ms, Debian's HZ=250); 0 = complete at
+    /// the next poll.
     pub delay: u32,
     /// Completion delay in ns; overrides `delay` when non-zero.
     pub ndelay: u64,
     /// READ and WRITE skip the data move (and no store is allocated).
     pub fake_rw: bool,
-    /// Injection period: every nth command when > 0; every command after the |n|th when < 0.
+    /// Injection period: every nth command when > 0. When < 0 the |n|th command is the first
+    /// hit, and the first hit that reaches the timeout check turns it into -1 (every command
+    /// from then on), as Linux's `fake_timeout` does; so this field can change at run time.
     pub every_nth: i32,
     /// `OPT_*` bits.
     pub opts: u32,
     /// Build descriptor-format sense instead of fixed.
     pub dsense: bool,
-    /// TEST UNIT READY reports NOT READY 04h/01h for this long after power on.
+    /// The LUNs are "becoming ready" for this long after power on: TEST UNIT READY reports
+    /// NOT READY 04h/01h with the milliseconds left in INFORMATION, media access 04h/02h.
     pub tur_ms_to_ready: u32,
     /// Host template limit (not a scsi_debug parameter in Linux, where it is fixed): data
     /// segments per command.
@@ -165,7 +169,8 @@ const TABLE: &[Key<ScsiDebugParams>] = &[
         name: "ndelay",
         aliases: &[],
         set: |p, v| {
-            p.ndelay = count(v, 0, 1_000_000_000)?;
+            // Linux ignores (with a warning) an ndelay of a second or more; we refuse it.
+            p.ndelay = count(v, 0, NDELAY_MAX_NS)?;
             Ok(())
         },
     },
@@ -323,6 +328,16 @@ impl ScsiDebugParams {
             ));
         }
         opts(self.opts).map_err(|reason| invalid("opts", self.opts, reason))?;
+        if self.ndelay > NDELAY_MAX_NS {
+            let reason = ValueError::Refused(
+                "Linux scsi_debug ignores an ndelay of 1 s or more; use delay= (jiffies)".into(),
+            );
+            return Err(ParamError::BadValue {
+                key: "ndelay",
+                value: self.ndelay.to_string(),
+                reason,
+            });
+        }
         Ok(())
     }
 
@@ -336,12 +351,21 @@ impl ScsiDebugParams {
         u64::from(self.dev_size_mb) * 1024 * 1024 / u64::from(self.sector_size)
     }
 
-    /// The completion delay in ns (`ndelay` wins when set; a jiffy is 1 ms).
+    /// How a logical unit starts: becoming ready when `tur_ms_to_ready` is set.
+    pub(crate) fn power_on_readiness(&self) -> super::Readiness {
+        if self.tur_ms_to_ready > 0 {
+            super::Readiness::BecomingReady
+        } else {
+            super::Readiness::Ready
+        }
+    }
+
+    /// The completion delay in ns (`ndelay` wins when set; a jiffy is [`JIFFY_NS`]).
     pub fn delay_ns(&self) -> u64 {
         if self.ndelay > 0 {
             self.ndelay
         } else {
-            u64::from(self.delay) * 1_000_000
+            u64::from(self.delay) * JIFFY_NS
         }
     }
 }
@@ -363,7 +387,7 @@ mod tests {
         assert_eq!(p.every_nth, -3);
         assert_eq!(p.capacity_blocks(), 4096);
         assert_eq!(p.delay_ns(), 0);
-        assert_eq!(ScsiDebugParams::default().delay_ns(), 1_000_000);
+        assert_eq!(ScsiDebugParams::default().delay_ns(), 4_000_000);
     }
 
     #[test]

@@ -1,9 +1,8 @@
 //! How the scsi_debug target answers each CDB: the response functions of Linux scsi_debug
 //! (`resp_inquiry`, `resp_readcap16`, `resp_read_dt0`, ...) in one dispatch.
 
-use super::CmdView;
 use super::params::*;
-use super::{ScsiDebug, ua};
+use super::{CmdView, Readiness, ScsiDebug};
 use crate::clock::Clock;
 use crate::host::{DataDirection, HostCompletion, HostError};
 use crate::wire::{
@@ -11,8 +10,7 @@ use crate::wire::{
     SCSI_SENSE_BUFFERSIZE, Sense, SenseFormat, SenseKey, Status, WireError,
 };
 
-/// SKSV | C/D (the error is in the CDB) for a sense-key specific field pointer.
-use super::pages::FIELD_IN_CDB;
+use super::pages::{BIT_POINTER, FIELD_IN_CDB};
 
 impl<C: Clock, S> ScsiDebug<C, S> {
     /// Answers `cmd`; `None` when an injected timeout swallows it. `lun` is the index of the
@@ -24,155 +22,46 @@ impl<C: Clock, S> ScsiDebug<C, S> {
     ) -> Option<HostCompletion> {
         self.cmnd_count += 1;
         if cmd.target >= self.params.num_tgts {
+            self.answer_at_once();
             return Some(HostCompletion::host_error(cmd.tag, HostError::NoConnect));
         }
         let inject = self.every_nth_hit();
-        // Fast path: media access to a present, ready LUN with nothing to inject or report.
+        // Fast path: media access to a present, ready LUN with nothing to report and no
+        // timeout to inject. With fake_rw Linux `goto fini`s before `fake_timeout()` and the
+        // response function: no data moves, no range check, resid stays 0, and the injection
+        // stays pending for a READ/WRITE that never comes.
         if let Some(index) = lun
-            && (!inject || self.params.fake_rw)
             && self.luns[index].ua == 0
+            && self.luns[index].readiness == Readiness::Ready
             && self.params.opts & (OPT_NOISE | OPT_UNIT_ATTENTION) == 0
             && let Some((write, lba, blocks)) = Cdb::parse_rw(cmd.cdb.as_slice())
         {
-            if self.params.fake_rw && !self.luns[index].stopped {
-                return Some(self.fake_rw_done(cmd, blocks));
+            if self.params.fake_rw {
+                self.inject_pending |= inject;
+                return Some(HostCompletion::good(cmd.tag));
             }
-            return Some(self.read_write(cmd, index, write, lba, blocks));
-        }
-        if self.params.opts & OPT_NOISE != 0 {
-            log::info!(
-                "scsi_debug: tag {} {}:{} cdb {:02x?}",
-                cmd.tag.0,
-                cmd.target,
-                cmd.lun.0,
-                cmd.cdb.as_slice()
-            );
-        }
-        // Linux checks unit attentions and a stopped unit, then `if (sdebug_fake_rw &&
-        // (F_FAKE_RW & flags)) goto fini;` before `fake_timeout()` and the `resp_*` call, so
-        // with fake_rw a READ or WRITE is neither answered by `resp_read_dt0`/`resp_write_dt0`
-        // (no range check, no MEDIUM/RECOVERED injection) nor swallowed by OPT_TIMEOUT.
-        if self.params.fake_rw
-            && let Some(index) = lun
-            && let Some((_, _, blocks)) = Cdb::parse_rw(cmd.cdb.as_slice())
-        {
-            if let Some(completion) = self.unit_attention(cmd, index, inject) {
-                return Some(completion);
+            if !inject {
+                return Some(self.read_write(cmd, write, lba, blocks));
             }
-            if self.luns[index].stopped {
-                return Some(self.check(cmd, SenseKey::NotReady, 0x04, 0x02, None, None));
-            }
-            return Some(self.fake_rw_done(cmd, blocks));
         }
-        if inject && self.params.opts & OPT_TIMEOUT != 0 {
-            self.stats.injected_timeouts += 1;
-            return None;
-        }
-        let cdb = match Cdb::parse(cmd.cdb.as_slice()) {
-            Ok(cdb) => cdb,
-            Err(error) => return Some(self.cdb_error(cmd, error)),
-        };
-        // Commands every LUN address answers, present or not, and that never report a UA.
-        match cdb {
-            Cdb::Inquiry {
-                evpd,
-                page,
-                alloc_len,
-            } => return Some(self.inquiry(cmd, lun, evpd, page, alloc_len)),
-            Cdb::ReportLuns { alloc_len, .. } => return Some(self.report_luns(cmd, alloc_len)),
-            _ => {}
-        }
-        let Some(lun) = lun else {
-            return Some(self.check(cmd, SenseKey::IllegalRequest, 0x25, 0x00, None, None));
-        };
-        if let Cdb::RequestSense { desc, alloc_len } = cdb {
-            return Some(self.request_sense(cmd, lun, desc, alloc_len));
-        }
-        if let Some(completion) = self.unit_attention(cmd, lun, inject) {
-            return Some(completion);
-        }
-        let mut completion = self.dispatch(cmd, lun, cdb);
-        if inject
-            && self.params.opts & OPT_RECOVERED_ERR != 0
-            && cdb.lba_range().is_some()
-            && completion.status == Status::Good.code()
-            && completion.host_error.is_none()
-        {
-            // The data moved; the device only says it had to work for it.
-            self.stats.injected_recovered += 1;
-            let residual = completion.residual_bytes;
-            completion = self.check(cmd, SenseKey::RecoveredError, 0x5d, 0x00, None, None);
-            completion.residual_bytes = residual;
-        }
-        Some(completion)
+        self.respond_slow(cmd, lun, inject)
     }
 
-    /// A READ or WRITE under `fake_rw`: GOOD, nothing moved, the residual of a buffer longer
-    /// than the transfer (Linux schedules the response with no `resp_*` function).
-    fn fake_rw_done(&self, cmd: &CmdView<'_>, blocks: BlockCount) -> HostCompletion {
-        let bytes = blocks.0 as usize * self.params.sector_size as usize;
-        HostCompletion {
-            residual_bytes: cmd.data.len().saturating_sub(bytes) as u32,
-            ..HostCompletion::good(cmd.tag)
-        }
-    }
-
-    fn every_nth_hit(&self) -> bool {
-        match self.params.every_nth {
-            0 => false,
-            n if n > 0 => self.cmnd_count % n as u64 == 0,
-            n => self.cmnd_count >= u64::from(n.unsigned_abs()),
-        }
-    }
-
-    fn unit_attention(
+    pub(crate) fn dispatch(
         &mut self,
         cmd: &mut CmdView<'_>,
         lun: usize,
-        inject: bool,
-    ) -> Option<HostCompletion> {
-        if inject && self.params.opts & OPT_UNIT_ATTENTION != 0 {
-            self.stats.injected_unit_attentions += 1;
-            self.luns[lun].ua |= ua::BUS_RESET;
-        }
-        let pending = self.luns[lun].ua;
-        if pending == 0 {
-            return None;
-        }
-        let bit = pending & pending.wrapping_neg();
-        self.luns[lun].ua &= !bit;
-        let (asc, ascq) = match bit {
-            ua::POWER_ON => (0x29, 0x00),
-            ua::BUS_RESET => (0x29, 0x02),
-            _ => (0x3f, 0x0e),
-        };
-        Some(self.check(cmd, SenseKey::UnitAttention, asc, ascq, None, None))
-    }
-
-    fn dispatch(&mut self, cmd: &mut CmdView<'_>, lun: usize, cdb: Cdb) -> HostCompletion {
-        let stopped = self.luns[lun].stopped;
+        cdb: Cdb,
+    ) -> HostCompletion {
         match cdb {
-            Cdb::TestUnitReady => {
-                let ready_at =
-                    self.power_on_ns + u64::from(self.params.tur_ms_to_ready) * 1_000_000;
-                if stopped {
-                    self.check(cmd, SenseKey::NotReady, 0x04, 0x02, None, None)
-                } else if self.params.tur_ms_to_ready > 0 && self.clock.now_ns() < ready_at {
-                    self.check(cmd, SenseKey::NotReady, 0x04, 0x01, None, None)
-                } else {
-                    HostCompletion::good(cmd.tag)
-                }
-            }
+            // Readiness was checked before dispatch.
+            Cdb::TestUnitReady => HostCompletion::good(cmd.tag),
             Cdb::StartStopUnit {
+                immed,
                 start,
                 power_condition,
                 ..
-            } => {
-                if power_condition == 0 {
-                    self.luns[lun].stopped = !start;
-                }
-                HostCompletion::good(cmd.tag)
-            }
+            } => self.start_stop_unit(cmd, lun, immed, start, power_condition),
             Cdb::ReadCapacity10 => {
                 let last_lba = u32::try_from(self.capacity_blocks - 1).unwrap_or(u32::MAX);
                 let mut buf = [0u8; ReadCapacity10Data::LEN];
@@ -224,12 +113,9 @@ impl<C: Clock, S> ScsiDebug<C, S> {
                 subpage,
                 usize::from(alloc_len),
             ),
-            Cdb::SynchronizeCache10 { lba, blocks, .. } => {
-                if stopped {
-                    return self.check(cmd, SenseKey::NotReady, 0x04, 0x02, None, None);
-                }
+            Cdb::SynchronizeCache10 { immed, lba, blocks } => {
                 let end = u64::from(lba) + u64::from(blocks);
-                if end > self.capacity_blocks || u64::from(lba) >= self.capacity_blocks {
+                if end > self.capacity_blocks {
                     return self.check(
                         cmd,
                         SenseKey::IllegalRequest,
@@ -239,32 +125,54 @@ impl<C: Clock, S> ScsiDebug<C, S> {
                         None,
                     );
                 }
+                // Linux `resp_sync_cache`: at once unless a WRITE came since the last one.
+                if !self.write_since_sync || immed {
+                    self.answer_at_once();
+                } else {
+                    self.write_since_sync = false;
+                    self.answer_after_long_delay(20);
+                }
                 HostCompletion::good(cmd.tag)
             }
             Cdb::Read10(_) | Cdb::Read16(_) | Cdb::Write10(_) | Cdb::Write16(_) => {
                 let write = matches!(cdb, Cdb::Write10(_) | Cdb::Write16(_));
                 let (lba, blocks) = cdb.lba_range().unwrap_or_default();
-                self.read_write(cmd, lun, write, lba, blocks)
+                self.read_write(cmd, write, lba, blocks)
             }
             // Handled before dispatch.
-            Cdb::Inquiry { .. } | Cdb::ReportLuns { .. } | Cdb::RequestSense { .. } => {
-                HostCompletion::good(cmd.tag)
+            // F_DELAY_OVERR: answered at once.
+            Cdb::Inquiry {
+                evpd,
+                page,
+                alloc_len,
+            } => {
+                self.answer_at_once();
+                self.inquiry(cmd, evpd, page, alloc_len)
+            }
+            Cdb::ReportLuns {
+                select_report,
+                alloc_len,
+            } => {
+                self.answer_at_once();
+                self.report_luns(cmd, select_report, alloc_len)
+            }
+            Cdb::RequestSense { desc, alloc_len } => {
+                self.answer_at_once();
+                self.request_sense(cmd, lun, desc, alloc_len)
             }
         }
     }
 
+    /// Linux `resp_read_dt0`/`resp_write_dt0`: range and length checks, the medium error, the
+    /// data move, then a pending RECOVERED ERROR injection.
     fn read_write(
         &mut self,
         cmd: &mut CmdView<'_>,
-        lun: usize,
         write: bool,
         lba: Lba,
         blocks: BlockCount,
     ) -> HostCompletion {
         let is_read = !write;
-        if self.luns[lun].stopped {
-            return self.check(cmd, SenseKey::NotReady, 0x04, 0x02, None, None);
-        }
         let end = lba.0.checked_add(u64::from(blocks.0));
         if end.is_none_or(|end| end > self.capacity_blocks) {
             return self.check(cmd, SenseKey::IllegalRequest, 0x21, 0x00, Some(lba.0), None);
@@ -302,15 +210,65 @@ impl<C: Clock, S> ScsiDebug<C, S> {
                 cmd.data[..bytes].copy_from_slice(media);
             } else {
                 media.copy_from_slice(&cmd.data[..bytes]);
+                self.write_since_sync = true;
             }
         }
+        let residual_bytes = (cmd.data.len() - bytes) as u32;
+        if self.inject_pending && self.params.opts & OPT_RECOVERED_ERR != 0 {
+            // The data moved; the device only says it had to work for it.
+            self.inject_pending = false;
+            self.stats.injected_recovered += 1;
+            let mut completion = self.check(cmd, SenseKey::RecoveredError, 0x5d, 0x00, None, None);
+            completion.residual_bytes = residual_bytes;
+            return completion;
+        }
         HostCompletion {
-            residual_bytes: (cmd.data.len() - bytes) as u32,
+            residual_bytes,
             ..HostCompletion::good(cmd.tag)
         }
     }
 
-    fn cdb_error(&mut self, cmd: &mut CmdView<'_>, error: WireError) -> HostCompletion {
+    /// Linux `resp_start_stop`: a power condition is an invalid field; while becoming ready
+    /// START is refused (the wait cannot be cut short) and STOP changes nothing; a change of
+    /// state without IMMED takes the long delay.
+    fn start_stop_unit(
+        &mut self,
+        cmd: &mut CmdView<'_>,
+        lun: usize,
+        immed: bool,
+        start: bool,
+        power_condition: u8,
+    ) -> HostCompletion {
+        if power_condition != 0 {
+            let field = Some([FIELD_IN_CDB | BIT_POINTER | 7, 0, 4]);
+            return self.check(cmd, SenseKey::IllegalRequest, 0x24, 0x00, None, field);
+        }
+        if self.becoming_ready_ms(lun).is_some() {
+            if start {
+                let field = Some([FIELD_IN_CDB | BIT_POINTER, 0, 4]);
+                return self.check(cmd, SenseKey::IllegalRequest, 0x24, 0x00, None, field);
+            }
+            self.answer_at_once();
+            return HostCompletion::good(cmd.tag);
+        }
+        let stopped = self.luns[lun].readiness == Readiness::Stopped;
+        let changing = stopped == start;
+        if changing {
+            self.luns[lun].readiness = if start {
+                Readiness::Ready
+            } else {
+                Readiness::Stopped
+            };
+        }
+        if !changing || immed {
+            self.answer_at_once();
+        } else {
+            self.answer_after_long_delay(1);
+        }
+        HostCompletion::good(cmd.tag)
+    }
+
+    pub(crate) fn cdb_error(&mut self, cmd: &mut CmdView<'_>, error: WireError) -> HostCompletion {
         match error {
             WireError::UnsupportedOpcode(_) => self.check(
                 cmd,
