@@ -47,6 +47,24 @@ pub(crate) unsafe fn write_u64(ptr: NonNull<u8>, value: u64) {
     unsafe { ptr.as_ptr().cast::<u64>().write_unaligned(value) }
 }
 
+/// Reads a native-endian `u32` from the (possibly unaligned) address `ptr`.
+///
+/// # Safety
+/// The caller guarantees that `ptr..ptr+4` is valid for reads.
+pub(crate) unsafe fn read_u32(ptr: NonNull<u8>) -> u32 {
+    // SAFETY: the caller guarantees 4 readable bytes; `read_unaligned` has no alignment need.
+    unsafe { ptr.as_ptr().cast::<u32>().read_unaligned() }
+}
+
+/// Writes a native-endian `u32` to the (possibly unaligned) address `ptr`.
+///
+/// # Safety
+/// The caller guarantees that `ptr..ptr+4` is valid for writes and owned by the pool.
+pub(crate) unsafe fn write_u32(ptr: NonNull<u8>, value: u32) {
+    // SAFETY: the caller guarantees 4 writable bytes; `write_unaligned` has no alignment need.
+    unsafe { ptr.as_ptr().cast::<u32>().write_unaligned(value) }
+}
+
 /// Copies `src` to `dst`.
 ///
 /// # Safety

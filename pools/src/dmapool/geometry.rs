@@ -7,8 +7,23 @@
 
 use alloc::vec::Vec;
 
-use super::{MIN_ALLOCATION_BYTES, MIN_BLOCK_BYTES, PoolConfig};
+use super::{LEGACY_MIN_BLOCK_BYTES, MIN_ALLOCATION_BYTES, MIN_BLOCK_BYTES, PoolConfig};
 use crate::error::PoolError;
+
+/// Blocks are addressed with u32 offsets; 1 GiB is far beyond any sane DMA block.
+const MAX_BLOCK: usize = 1 << 30;
+
+/// The alignment of `config` (0 means 1), after checking it and the size.
+fn checked_align(config: &PoolConfig) -> Result<usize, PoolError> {
+    let align = config.align.max(1);
+    if !align.is_power_of_two() || align > MAX_BLOCK {
+        return Err(PoolError::InvalidAlign { align });
+    }
+    if config.size == 0 || config.size > MAX_BLOCK {
+        return Err(PoolError::InvalidSize { size: config.size });
+    }
+    Ok(align)
+}
 
 /// The layout of one page of a pool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,15 +49,7 @@ pub(crate) struct Geometry {
 impl Geometry {
     /// Applies Linux's rules to `config`.
     pub fn new(config: &PoolConfig) -> Result<Self, PoolError> {
-        // Blocks are addressed with u32 offsets; 1 GiB is far beyond any sane DMA block.
-        const MAX_BLOCK: usize = 1 << 30;
-        let align = config.align.max(1);
-        if !align.is_power_of_two() || align > MAX_BLOCK {
-            return Err(PoolError::InvalidAlign { align });
-        }
-        if config.size == 0 || config.size > MAX_BLOCK {
-            return Err(PoolError::InvalidSize { size: config.size });
-        }
+        let align = checked_align(config)?;
         let size = config.size.max(MIN_BLOCK_BYTES).next_multiple_of(align);
         let allocation = size
             .max(MIN_ALLOCATION_BYTES)
@@ -75,6 +82,59 @@ impl Geometry {
         })
     }
 
+    /// The pre-6.4 layout (Linux ≤ 6.3 `dma_pool_create` and `pool_initialise_page`): sizes
+    /// round up to [`LEGACY_MIN_BLOCK_BYTES`] (its `int` free link) instead of 16, and the
+    /// blocks are the chain `pool_initialise_page` builds, which jumps to the next boundary when
+    /// `(next + size) >= next_boundary`. When the size divides the boundary (the default
+    /// boundary is the page), the last block of every segment is never linked, so a 4 KiB
+    /// page holds 31 blocks of 128 B where 6.4 holds 32 (the off-by-one 6.4 removed).
+    ///
+    /// One departure, for memory safety: with a boundary larger than the page and a size that
+    /// does not divide the page, old Linux links a last block that runs past the page end; we
+    /// leave that block out.
+    pub fn legacy(config: &PoolConfig) -> Result<Self, PoolError> {
+        let align = checked_align(config)?;
+        let size = config
+            .size
+            .max(LEGACY_MIN_BLOCK_BYTES)
+            .next_multiple_of(align);
+        let allocation = size
+            .max(MIN_ALLOCATION_BYTES)
+            .max(config.allocation.min(MAX_BLOCK));
+        // Unlike 6.4, the old pool does not clamp the boundary to the allocation.
+        let boundary = match config.boundary {
+            0 => allocation,
+            b if b < size || !b.is_power_of_two() => {
+                return Err(PoolError::InvalidBoundary { boundary: b, size });
+            }
+            b => b,
+        };
+        let mut offsets = Vec::new();
+        let (mut offset, mut next_boundary) = (0usize, boundary);
+        while offset + size <= allocation {
+            offsets.push(offset as u32);
+            let mut next = offset + size;
+            if next + size >= next_boundary {
+                next = next_boundary;
+                next_boundary += boundary;
+            }
+            offset = next;
+        }
+        let seg_len = boundary.min(allocation);
+        let per_seg = offsets.iter().filter(|&&o| (o as usize) < seg_len).count();
+        let per_page = offsets.len();
+        Ok(Self {
+            size,
+            allocation,
+            seg_len,
+            per_seg,
+            per_page,
+            chunk_align: allocation.next_power_of_two().max(align),
+            offsets,
+            key_shift: per_page.next_power_of_two().trailing_zeros(),
+        })
+    }
+
     /// Block index for an offset inside a page, or `None` when it is not a block start.
     pub fn index_of(&self, offset: usize) -> Option<usize> {
         if offset >= self.allocation {
@@ -86,7 +146,8 @@ impl Geometry {
             return None;
         }
         let index = seg * self.per_seg + within / self.size;
-        (index < self.per_page).then_some(index)
+        // The table is the truth: a layout with uneven segments cannot pass an offset off.
+        (self.offsets.get(index) == Some(&(offset as u32))).then_some(index)
     }
 
     /// Most pages a pool can hold with u32 block keys.
@@ -161,6 +222,38 @@ mod tests {
         assert_eq!(g.per_page, 16 * 5);
         assert_eq!(g.index_of(8), None);
         assert_eq!(g.index_of(240), None);
+    }
+
+    fn legacy(size: usize, align: usize, boundary: usize) -> Geometry {
+        Geometry::legacy(&PoolConfig::new("t", size).align(align).boundary(boundary)).unwrap()
+    }
+
+    #[test]
+    fn legacy_loses_the_last_block_of_a_segment_the_size_divides() {
+        // Pre-6.4 `pool_initialise_page`: (next + size) >= next_boundary jumps one block early.
+        let g = legacy(128, 0, 0);
+        assert_eq!((g.per_page, *g.offsets.last().unwrap()), (31, 3840));
+        assert_eq!(g.index_of(3968), None, "the unlinked block");
+        let g = legacy(64, 0, 1024);
+        assert_eq!((g.per_seg, g.per_page), (15, 60));
+        // A size that does not divide the boundary loses nothing (48 into 256: 5 blocks).
+        assert_eq!(
+            legacy(48, 16, 256).per_page,
+            geo(48, 16, 256).unwrap().per_page
+        );
+        // Sizes round up to 4 (the int link), not 16.
+        assert_eq!(legacy(1, 0, 0).size, 4);
+        assert_eq!(legacy(1, 0, 0).per_page, 1023);
+        for g in [
+            legacy(128, 0, 0),
+            legacy(48, 16, 256),
+            legacy(1000, 8, 8192),
+        ] {
+            for (i, &off) in g.offsets.iter().enumerate() {
+                assert_eq!(g.index_of(off as usize), Some(i));
+                assert!(off as usize + g.size <= g.allocation);
+            }
+        }
     }
 
     #[test]

@@ -1,18 +1,22 @@
 //! The pre-6.4 Linux dmapool, kept as the baseline the scalable pool is measured against.
 //!
-//! A faithful port of the old `mm/dmapool.c`: the pool is a list of pages, newest first
+//! A port of the old `mm/dmapool.c` (Linux 6.1): the pool is a list of pages, newest first
 //! (`list_add`), each page with `in_use` and `offset`, the offset of its first free block.
-//! Every free block holds, in its first bytes, the offset of the next free block of its page,
-//! so the free list lives in device-reachable memory. `alloc` walks the list for the first
+//! Every free block holds, in its first 4 bytes (an `int`), the offset of the next free block
+//! of its page, so the free list lives in device-reachable memory. Pages are laid out as
+//! `pool_initialise_page` did (`Geometry::legacy`): blocks of at least 4 bytes, and one block
+//! fewer per boundary segment when the size divides the boundary (31 × 128 B per 4 KiB page). `alloc` walks the list for the first
 //! page with room; `free` walks it for the page containing the bus address. With pages never
 //! freed, a pool of n blocks costs O(n) per free and O(n²) for freeing them all in allocation
 //! order — the mpt3sas unload problem.
 //!
 //! Unlike the C code, links read from block memory are range-checked, so a device that
 //! overwrote one yields [`PoolError::FreeListCorrupted`] rather than a wild pointer. A double
-//! free is detected the way `DMAPOOL_DEBUG` did, by walking the page's free chain, and like
-//! Linux only in debug mode: without it a free costs the page-list walk alone (a second free
-//! of a block is then caught only when its page has nothing live).
+//! free is detected by walking the page's free chain, and like Linux only in debug mode:
+//! without it a free costs the page-list walk alone (a second free of a block is then caught
+//! only when its page has nothing live). Linux's `pool_block_err` walks the page list and the
+//! free chain on every debug free as this does; it also drops `pool->lock` while it allocates
+//! a page, which a single-threaded model has no need of (the pool's lock is the caller's).
 
 use alloc::format;
 use alloc::string::String;
@@ -73,16 +77,19 @@ impl<B: Backing> Legacy<B> {
         self.pages_walked.get()
     }
 
-    /// The link stored in free block `offset` of `page`: offset of the next free block.
+    /// The link stored in free block `offset` of `page`: offset of the next free block (the
+    /// 4-byte `*(int *)(page->vaddr + offset)` of old Linux).
     fn link(&self, page: usize, offset: usize) -> u64 {
         // SAFETY: `offset` is a block start of the layout (checked by every caller) inside the
-        // page's chunk, and the block is free, so the pool owns it.
-        unsafe { raw::read_u64(raw::at(self.pages[page].chunk.cpu, offset)) }
+        // page's chunk, blocks are at least 4 bytes, and the block is free, so the pool owns it.
+        u64::from(unsafe { raw::read_u32(raw::at(self.pages[page].chunk.cpu, offset)) })
     }
 
     fn set_link(&mut self, page: usize, offset: usize, next: usize) {
+        // Offsets are below the allocation, which is at most 1 GiB, so they fit the u32 link.
+        let next = next as u32;
         // SAFETY: as in `link`; the block is free (being initialised or just given back).
-        unsafe { raw::write_u64(raw::at(self.pages[page].chunk.cpu, offset), next as u64) }
+        unsafe { raw::write_u32(raw::at(self.pages[page].chunk.cpu, offset), next) }
     }
 
     /// `pool_alloc_page` + `pool_initialise_page`, then `list_add` at the head.
@@ -188,7 +195,7 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
     const NAME: &'static str = "legacy";
 
     fn create(config: PoolConfig, backing: B) -> Result<Self, PoolError> {
-        let geo = Geometry::new(&config)?;
+        let geo = Geometry::legacy(&config)?;
         Ok(Self {
             config,
             geo,
@@ -224,9 +231,9 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
         // SAFETY: `offset` is a block start inside the chunk (checked when it was linked).
         let cpu = unsafe { raw::at(chunk.cpu, offset) };
         if self.config.debug {
-            // SAFETY: the block is free and pool-owned, `size` bytes; checked from byte 8 on,
-            // past the link.
-            let bad = unsafe { raw::first_not(raw::at(cpu, 8), self.geo.size - 8, POISON_FREED) };
+            // SAFETY: the block is free and pool-owned, `size` bytes; checked from byte 4 on,
+            // past the link (`for (i = sizeof(page->offset); i < pool->size; i++)`).
+            let bad = unsafe { raw::first_not(raw::at(cpu, 4), self.geo.size - 4, POISON_FREED) };
             if bad.is_some() {
                 self.written_after_free += 1;
                 log::error!("dma_pool_alloc {}, {dma} (corrupted)", self.config.name);

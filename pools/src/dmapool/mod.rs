@@ -69,6 +69,8 @@ pub const POISON_FREED: u8 = 0xa7;
 pub const POISON_ALLOCATED: u8 = 0xa9;
 /// Smallest block size; smaller requests are rounded up (Linux: `sizeof(struct dma_block)`).
 pub const MIN_BLOCK_BYTES: usize = 16;
+/// Smallest block of the pre-6.4 pool ([`Legacy`]): its free link is a 4-byte `int` offset.
+pub const LEGACY_MIN_BLOCK_BYTES: usize = 4;
 /// Smallest allocation unit (Linux: `PAGE_SIZE`).
 pub const MIN_ALLOCATION_BYTES: usize = 4096;
 
