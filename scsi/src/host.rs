@@ -254,6 +254,35 @@ pub struct HostResetFailed {
     pub reason: &'static str,
 }
 
+/// What a reset below the host covers: the rungs of the midlayer's recovery ladder between a
+/// failed abort and a host reset (Linux `scsi_eh`: `eh_device_reset_handler`,
+/// `eh_target_reset_handler`, `eh_bus_reset_handler`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResetScope {
+    /// One logical unit (LOGICAL UNIT RESET, SAM-5 §7.7).
+    Lun {
+        /// Target id.
+        target: u16,
+        /// The logical unit.
+        lun: Lun,
+    },
+    /// Every logical unit of one target (I_T NEXUS RESET or TARGET RESET).
+    Target(u16),
+    /// Every target on the bus.
+    Bus,
+}
+
+/// Why [`ScsiHost::reset_scope`] failed: nothing was reset, and the midlayer goes on to the
+/// next rung of the ladder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{scope:?} reset failed: {reason}")]
+pub struct ResetFailed {
+    /// The reset that was asked for.
+    pub scope: ResetScope,
+    /// What the adapter saw, or that it has no such reset.
+    pub reason: &'static str,
+}
+
 /// A host adapter driver, holding the buffers of the commands it was given (`S` is the
 /// midlayer's sense buffer type).
 ///
@@ -284,6 +313,24 @@ pub trait ScsiHost<S> {
     /// [`HostError::ResetFailed`]), and the host is dead from then on (later commands complete
     /// with [`HostError::Dead`]).
     fn reset(&mut self, returned: &mut Vec<Completed<S>>) -> Result<(), HostResetFailed>;
+
+    /// Resets one logical unit, one target or the bus. `Ok`: the commands of that scope the
+    /// device will now never answer were pushed to `returned` once, as [`HostError::Reset`]
+    /// with their buffers; commands the device already answered may still complete through
+    /// `poll`, and commands outside the scope are untouched. `Err`: nothing was pushed and
+    /// nothing changed. The default is a host without such resets: it fails, so the midlayer
+    /// goes on to [`reset`](Self::reset).
+    fn reset_scope(
+        &mut self,
+        scope: ResetScope,
+        returned: &mut Vec<Completed<S>>,
+    ) -> Result<(), ResetFailed> {
+        let _ = returned;
+        Err(ResetFailed {
+            scope,
+            reason: "this host has no such reset",
+        })
+    }
 
     /// Pushes the changes of the host's logical units that the adapter reported by itself
     /// since the last call (virtio-scsi's event queue; Linux `virtscsi_handle_event`). Hosts

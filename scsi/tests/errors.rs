@@ -195,8 +195,10 @@ fn a_command_that_always_times_out_fails_after_its_retries() {
     assert_quiescent(&stack);
 }
 
+/// A host without LUN, target or bus resets (the trait default): every rung fails and the
+/// ladder ends in a host reset.
 #[test]
-fn failed_abort_escalates_to_host_reset() {
+fn failed_abort_on_a_host_without_scoped_resets_ends_in_a_host_reset() {
     let mut stack = meddled("delay=0", |h| h.abort_fails = true);
     let (_, disk) = {
         let report = stack.scan();
@@ -219,6 +221,12 @@ fn failed_abort_escalates_to_host_reset() {
     let m = stack.stats();
     assert!(
         m.host_resets >= 1 && m.abort_failures == m.host_resets,
+        "{m:?}"
+    );
+    let rungs = (m.lun_resets, m.target_resets, m.bus_resets);
+    assert_eq!(
+        rungs,
+        (m.host_resets, m.host_resets, m.host_resets),
         "{m:?}"
     );
     assert!(stack.host().inner.stats().resets >= 1);

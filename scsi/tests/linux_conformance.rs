@@ -435,3 +435,75 @@ fn start_stop_unit_with_a_power_condition_is_an_invalid_field() {
     assert_eq!(sks, [0xcf, 0, 4], "C/D, BPV, bit 7 of byte 4");
     assert!(send(&mut t, &TUR, 0).unwrap().good(), "still running");
 }
+
+#[test]
+fn each_reset_succeeds_and_leaves_linux_s_unit_attention() {
+    // scsi_debug_device_reset: 29h/00h on that LUN; target and bus resets: 29h/02h on every
+    // LUN they cover (here target 0 of 2, two LUNs each); host reset: 29h/02h everywhere.
+    use scsi::host::ResetScope;
+    let mut t = target("delay=0 num_tgts=2 max_luns=2");
+    let ua_of = |t: &mut Target, target: u16, lun: u64| {
+        let answer = send_at(t, target, lun, &TUR);
+        answer.check().map(|(_, asc, ascq)| (asc, ascq))
+    };
+    for (target, lun) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+        assert_eq!(ua_of(&mut t, target, lun), Some((0x29, 0x01)));
+    }
+    let mut returned = Vec::new();
+    let lun1 = ResetScope::Lun {
+        target: 0,
+        lun: Lun(1),
+    };
+    t.reset_scope(lun1, &mut returned).unwrap();
+    assert_eq!(ua_of(&mut t, 0, 0), None);
+    assert_eq!(ua_of(&mut t, 0, 1), Some((0x29, 0x00)));
+    t.reset_scope(ResetScope::Target(0), &mut returned).unwrap();
+    assert_eq!(
+        [
+            ua_of(&mut t, 0, 0),
+            ua_of(&mut t, 0, 1),
+            ua_of(&mut t, 1, 0)
+        ],
+        [Some((0x29, 0x02)), Some((0x29, 0x02)), None]
+    );
+    t.reset_scope(ResetScope::Bus, &mut returned).unwrap();
+    t.reset(&mut returned).unwrap();
+    for (target, lun) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+        assert_eq!(
+            ua_of(&mut t, target, lun),
+            Some((0x29, 0x02)),
+            "once for both"
+        );
+        assert_eq!(ua_of(&mut t, target, lun), None);
+    }
+    assert!(returned.is_empty(), "nothing was outstanding");
+}
+
+/// [`send_to`] for any target id.
+fn send_at(t: &mut Target, target: u16, lun: u64, cdb: &[u8]) -> Answer {
+    let cmd = ScsiCmd {
+        tag: Tag(9),
+        target,
+        lun: Lun(lun),
+        cdb: CdbBytes::from_slice(cdb).expect("a CDB"),
+        direction: DataDirection::None,
+        buffers: CmdBuffers {
+            data: Vec::new(),
+            sense: Box::new([0u8; SCSI_SENSE_BUFFERSIZE]),
+        },
+    };
+    t.queue_command(cmd).expect("queued");
+    let mut done = Vec::new();
+    t.poll(&mut done);
+    let completed = done.pop().expect("answered at once (delay=0)");
+    let c = completed.completion;
+    let buffers = completed.buffers.expect("buffers");
+    Answer {
+        status: c.status,
+        residual: c.residual_bytes,
+        sense: (c.sense_len > 0)
+            .then(|| Sense::parse(&buffers.sense[..usize::from(c.sense_len)]).expect("sense")),
+        data: buffers.data,
+        host_error: c.host_error,
+    }
+}

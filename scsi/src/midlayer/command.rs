@@ -111,9 +111,15 @@ pub struct MidlayerStats {
     pub timeouts: u64,
     /// ABORT TASK requests sent to the host after a timeout.
     pub aborts: u64,
-    /// Aborts the host could not carry out (each escalates to a host reset).
+    /// Aborts the host could not carry out (each climbs the reset ladder).
     pub abort_failures: u64,
-    /// Host resets, after a failed abort or a host that asked for one.
+    /// LOGICAL UNIT RESETs tried, the first rung after a failed abort.
+    pub lun_resets: u64,
+    /// Target resets tried, after a LUN reset failed.
+    pub target_resets: u64,
+    /// Bus resets tried, after a target reset failed.
+    pub bus_resets: u64,
+    /// Host resets: the last rung (a bus reset failed), or a host that asked for one.
     pub host_resets: u64,
     /// Times a command parked because no sense buffer was available.
     pub sense_waits: u64,

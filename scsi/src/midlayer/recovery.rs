@@ -1,12 +1,15 @@
 //! Getting commands unstuck: re-offering parked commands (sense-buffer waits, busy hosts, retry
-//! delays), aborting commands past their deadline, and resetting the host when an abort fails
-//! (Linux `scsi_eh`: abort, then escalate).
+//! delays), aborting commands past their deadline, and the reset ladder when an abort fails.
+//! As Linux's `scsi_eh` (`scsi_eh_ready_devs`): LUN reset, then target reset, then bus reset,
+//! then host reset, each only when the one before failed. Every command a reset hands back is
+//! retried (or failed when out of retries); the retry meets the unit attention the reset left
+//! (29h/00h after a LUN reset, 29h/02h after the others on scsi_debug) and is retried again.
 
 use super::command::SENSE_RETRY_DELAY_NS;
 use super::error::Disposition;
 use super::{Done, Midlayer, ScsiError, SlotState, UNSTAMPED};
 use crate::clock::Clock;
-use crate::host::{HostError, ScsiHost};
+use crate::host::{Completed, HostError, ResetScope, ScsiHost};
 use crate::sense_alloc::SenseStorage;
 use crate::wire::Tag;
 use alloc::vec::Vec;
@@ -82,7 +85,7 @@ where
                 Ok(buffers) => self.take_back(tag, buffers),
                 Err(_) => {
                     self.stats.abort_failures += 1;
-                    self.reset_host(out);
+                    self.climb_reset_ladder(tag, out);
                 }
             }
             if self.slots[index].state == SlotState::InFlight {
@@ -96,6 +99,75 @@ where
                     out,
                 );
             }
+        }
+    }
+
+    /// Recovers `tag` after its abort failed: a LUN reset, then a target reset, then a bus
+    /// reset, each only if the one before failed or did not hand `tag` back, and a host reset
+    /// when all three did.
+    fn climb_reset_ladder(&mut self, tag: Tag, out: &mut Vec<Done>) {
+        let slot = &self.slots[usize::from(tag.0)];
+        let (target, lun) = (slot.target, slot.lun);
+        let rungs = [
+            ResetScope::Lun { target, lun },
+            ResetScope::Target(target),
+            ResetScope::Bus,
+        ];
+        for scope in rungs {
+            match scope {
+                ResetScope::Lun { .. } => self.stats.lun_resets += 1,
+                ResetScope::Target(_) => self.stats.target_resets += 1,
+                ResetScope::Bus => self.stats.bus_resets += 1,
+            }
+            let mut returned = core::mem::take(&mut self.host_done);
+            let result = self.host.reset_scope(scope, &mut returned);
+            let mut got_tag = false;
+            for completed in returned.drain(..) {
+                got_tag |= completed.completion.tag == tag;
+                self.after_scoped_reset(completed, out);
+            }
+            self.host_done = returned;
+            match result {
+                Ok(()) if got_tag => return,
+                Ok(()) => log::warn!("{scope:?} reset did not hand back tag {}", tag.0),
+                Err(failed) => log::info!("{failed}; trying the next reset"),
+            }
+        }
+        self.reset_host(out);
+    }
+
+    /// A command a LUN, target or bus reset handed back: retried, or failed when out of
+    /// retries. A completion for a tag not in flight is a host bug: its buffers are leaked.
+    fn after_scoped_reset(&mut self, completed: Completed<A::Element>, out: &mut Vec<Done>) {
+        let tag = completed.completion.tag;
+        let in_flight = self
+            .slots
+            .get(usize::from(tag.0))
+            .is_some_and(|s| s.state == SlotState::InFlight);
+        match completed.buffers {
+            Some(buffers) if in_flight => self.take_back(tag, buffers),
+            other => {
+                core::mem::forget(other);
+                return;
+            }
+        }
+        self.retry_after_reset(tag, true, out);
+    }
+
+    /// After a reset: `tag` (in flight, its buffers back when `reset_ok`) is parked for a
+    /// retry, or completes with `Host(Reset)` when out of retries, or with `Host(ResetFailed)`
+    /// when the reset failed or its buffers did not come back.
+    fn retry_after_reset(&mut self, tag: Tag, reset_ok: bool, out: &mut Vec<Done>) {
+        let slot = &mut self.slots[usize::from(tag.0)];
+        if !reset_ok || slot.sense.is_none() {
+            self.complete(tag, Err(ScsiError::Host(HostError::ResetFailed)), out);
+        } else if slot.retries_left == 0 {
+            self.complete(tag, Err(ScsiError::Host(HostError::Reset)), out);
+        } else {
+            // Park rather than issue: the slot loop must not see a command twice.
+            slot.retries_left -= 1;
+            self.stats.retries += 1;
+            self.park(tag, 0);
         }
     }
 
@@ -125,22 +197,10 @@ where
             log::error!("{failed}: failing the in-flight commands; the host leaks their buffers");
         }
         for index in 0..self.slots.len() {
-            let tag = Tag(index as u16);
-            let slot = &mut self.slots[index];
-            if slot.state != SlotState::InFlight {
-                continue;
-            }
-            // No buffers back: the device may still write them (`Err`, or a host that kept
-            // them against the contract).
-            if reset.is_err() || slot.sense.is_none() {
-                self.complete(tag, Err(ScsiError::Host(HostError::ResetFailed)), out);
-            } else if slot.retries_left == 0 {
-                self.complete(tag, Err(ScsiError::Host(HostError::Reset)), out);
-            } else {
-                // Park rather than issue: the slot loop must not see a command twice.
-                slot.retries_left -= 1;
-                self.stats.retries += 1;
-                self.park(tag, 0);
+            if self.slots[index].state == SlotState::InFlight {
+                // No buffers back: the device may still write them (`Err`, or a host that
+                // kept them against the contract).
+                self.retry_after_reset(Tag(index as u16), reset.is_ok(), out);
             }
         }
     }

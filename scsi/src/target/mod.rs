@@ -19,6 +19,7 @@ mod checks;
 mod opts;
 mod pages;
 mod params;
+mod resets;
 mod respond;
 
 pub use params::{
@@ -26,11 +27,12 @@ pub use params::{
     NDELAY_MAX_NS, OPT_MEDIUM_ERR, OPT_NOISE, OPT_RECOVERED_ERR, OPT_TIMEOUT, OPT_UNIT_ATTENTION,
     OPTS_IMPLEMENTED, ParamError, SDEBUG_CANQUEUE, ScsiDebugParams,
 };
+pub use resets::ResetStats;
 
 use crate::clock::Clock;
 use crate::host::{
     AbortFailed, CmdBuffers, Completed, DataDirection, HostError, HostResetFailed, HostTemplate,
-    QueueError, Refused, ScsiCmd, ScsiHost,
+    QueueError, Refused, ResetFailed, ResetScope, ScsiCmd, ScsiHost,
 };
 use crate::sense_alloc::SenseStorage;
 use crate::wire::{CdbBytes, Lun, SCSI_SENSE_BUFFERSIZE, Tag};
@@ -132,7 +134,7 @@ pub struct ScsiDebug<C: Clock, S = Box<[u8; SCSI_SENSE_BUFFERSIZE]>> {
     ready: Vec<Completed<S>>,
     /// Commands `OPT_TIMEOUT` swallowed, with their LUN index; they leave only through
     /// `abort` or a reset.
-    swallowed: Vec<(Tag, usize, CmdBuffers<S>)>,
+    pub(crate) swallowed: Vec<(Tag, usize, CmdBuffers<S>)>,
     /// The every_nth-th command was seen and no READ/WRITE has taken its injection yet
     /// (Linux `sdeb_inject_pending`).
     pub(crate) inject_pending: bool,
@@ -145,6 +147,7 @@ pub struct ScsiDebug<C: Clock, S = Box<[u8; SCSI_SENSE_BUFFERSIZE]>> {
     pub(crate) cmnd_count: u64,
     pub(crate) power_on_ns: u64,
     pub(crate) stats: TargetStats,
+    pub(crate) reset_stats: ResetStats,
 }
 
 impl<C: Clock, S> ScsiDebug<C, S> {
@@ -200,6 +203,7 @@ impl<C: Clock, S> ScsiDebug<C, S> {
             cmnd_count: 0,
             power_on_ns,
             stats: TargetStats::default(),
+            reset_stats: ResetStats::default(),
         })
     }
 
@@ -266,7 +270,7 @@ impl<C: Clock, S> ScsiDebug<C, S> {
         self.params.max_luns = max_luns;
     }
 
-    fn lun_index(&self, target: u16, lun: crate::wire::Lun) -> Option<usize> {
+    pub(crate) fn lun_index(&self, target: u16, lun: crate::wire::Lun) -> Option<usize> {
         let index = lun.index()?;
         (target < self.params.num_tgts && index < self.params.max_luns)
             .then(|| usize::from(target) * usize::from(self.params.max_luns) + usize::from(index))
@@ -376,6 +380,14 @@ impl<C: Clock, S: SenseStorage> ScsiHost<S> for ScsiDebug<C, S> {
         let buffers = buffers.ok_or(AbortFailed(tag))?;
         self.stats.aborted += 1;
         Ok(buffers)
+    }
+
+    fn reset_scope(
+        &mut self,
+        scope: ResetScope,
+        returned: &mut Vec<Completed<S>>,
+    ) -> Result<(), ResetFailed> {
+        self.scoped_reset(scope, returned)
     }
 
     fn reset(&mut self, returned: &mut Vec<Completed<S>>) -> Result<(), HostResetFailed> {

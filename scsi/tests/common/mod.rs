@@ -4,7 +4,7 @@
 use scsi::clock::ManualClock;
 use scsi::host::{
     AbortFailed, CmdBuffers, Completed, HostCompletion, HostResetFailed, HostTemplate, Refused,
-    ScsiCmd, ScsiHost,
+    ResetFailed, ResetScope, ScsiCmd, ScsiHost,
 };
 use scsi::midlayer::{Disk, Done, Midlayer, Request, ScanReport};
 use scsi::sense_alloc::{HeapSense, SenseMode, SenseStorage};
@@ -90,6 +90,10 @@ pub struct Meddler<H> {
     pub bogus_once: bool,
     /// Make every reset report failure (the device could not be shown to have stopped).
     pub reset_fails: bool,
+    /// LUN, target and bus resets: `None` has none (the trait's default, which fails);
+    /// `Some(k)` fails the first `k` rungs (0 = LUN, 1 = target, 2 = bus) and passes the
+    /// others to scsi_debug.
+    pub failing_rungs: Option<u8>,
     own: Vec<Completed<SenseBuf>>,
 }
 
@@ -102,6 +106,7 @@ impl<H> Meddler<H> {
             abort_fails: false,
             bogus_once: false,
             reset_fails: false,
+            failing_rungs: None,
             own: Vec::new(),
         }
     }
@@ -160,6 +165,24 @@ impl<H: ScsiHost<SenseBuf>> ScsiHost<SenseBuf> for Meddler<H> {
             Err(AbortFailed(tag))
         } else {
             self.inner.abort(tag)
+        }
+    }
+    fn reset_scope(
+        &mut self,
+        scope: ResetScope,
+        returned: &mut Vec<Completed<SenseBuf>>,
+    ) -> Result<(), ResetFailed> {
+        let rung = match scope {
+            ResetScope::Lun { .. } => 0,
+            ResetScope::Target(_) => 1,
+            ResetScope::Bus => 2,
+        };
+        match self.failing_rungs {
+            Some(k) if rung >= k => self.inner.reset_scope(scope, returned),
+            _ => Err(ResetFailed {
+                scope,
+                reason: "meddler",
+            }),
         }
     }
     fn reset(&mut self, returned: &mut Vec<Completed<SenseBuf>>) -> Result<(), HostResetFailed> {
