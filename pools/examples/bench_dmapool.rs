@@ -105,8 +105,9 @@ fn main() {
     });
     let clock = HostClock(Instant::now());
     let max_n = args.sweep.iter().copied().max().unwrap_or(0);
-    // Pages for max_n blocks of 128 B, 32 to a 4 KiB page, plus slack.
-    let arena = HostArena::new((max_n / 32 + 64) * 4096);
+    // Pages for max_n blocks of 128 B: 32 to a 4 KiB page, 31 in the pre-6.4 layout (legacy),
+    // plus slack.
+    let arena = HostArena::new((max_n / 31 + 64) * 4096);
     let mut slots = Vec::new();
     let mut results: Vec<(String, usize, Vec<FillDrain>)> = Vec::new();
     // Every implementation runs `reps` times at every n, so that minima and medians compare

@@ -129,7 +129,7 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
     Ok(set)
 }
 
-const COLUMNS: [Column<'static>; 13] = [
+const COLUMNS: [Column<'static>; 14] = [
     Column {
         header: "bench",
         key: "bench",
@@ -173,6 +173,10 @@ const COLUMNS: [Column<'static>; 13] = [
     Column {
         header: "reps",
         key: "reps",
+    },
+    Column {
+        header: "pages",
+        key: "pages",
     },
     Column {
         header: "alloc ms",

@@ -119,7 +119,8 @@ pub fn rows(set: &ResultSet) -> Vec<Row> {
         });
     for case in dmapool_cases {
         for model in ["legacy", "scalable"] {
-            for op in ["alloc_ms", "free_ms"] {
+            // Pages first: the pre-6.4 layout holds 31 blocks of 128 B per 4 KiB page.
+            for (op, unit) in [("pages", "pages"), ("alloc_ms", "ms"), ("free_ms", "ms")] {
                 let of = |release: &str| {
                     median_of(
                         set,
@@ -129,7 +130,7 @@ pub fn rows(set: &ResultSet) -> Vec<Row> {
                 };
                 rows.push(Row {
                     case: format!("{case} {} (sensepool {model})", op.trim_end_matches("_ms")),
-                    unit: "ms",
+                    unit,
                     sensepool: median_of(
                         set,
                         |r| text(r, "case") == case && text(r, "impl") == model,
@@ -370,8 +371,8 @@ mod tests {
             r#"{"side":"linux","release":"6.1","case":"c","ioengine":"libaio","iops":10.0}"#,
             r#"{"side":"linux","release":"6.12","case":"c","ioengine":"libaio","iops":20.0}"#,
             r#"{"side":"linux","release":"6.1","case":"c","ioengine":"io_uring","iops":40.0}"#,
-            r#"{"side":"sensepool","release":"sensepool","case":"dmapool n=9","impl":"legacy","alloc_ms":2.0,"free_ms":100.0}"#,
-            r#"{"side":"linux","release":"6.1","case":"dmapool n=9","impl":"linux","alloc_ms":4.0,"free_ms":50.0}"#,
+            r#"{"side":"sensepool","release":"sensepool","case":"dmapool n=9","impl":"legacy","alloc_ms":2.0,"free_ms":100.0,"pages":13}"#,
+            r#"{"side":"linux","release":"6.1","case":"dmapool n=9","impl":"linux","alloc_ms":4.0,"free_ms":50.0,"pages":13}"#,
         ];
         set.extend(lines.iter().map(|line| parse_result(line).unwrap()));
         let rows = rows(&set);
@@ -390,6 +391,14 @@ mod tests {
             .find(|r| r.case == "dmapool n=9 free (sensepool legacy)")
             .unwrap();
         assert_eq!(legacy_free.advantage(legacy_free.linux_6_1), Some(0.5));
+        let pages = rows
+            .iter()
+            .find(|r| r.case == "dmapool n=9 pages (sensepool legacy)")
+            .unwrap();
+        assert_eq!(
+            (pages.unit, pages.sensepool, pages.linux_6_1),
+            ("pages", Some(13.0), Some(13.0))
+        );
         let scalable = rows
             .iter()
             .find(|r| r.case == "dmapool n=9 alloc (sensepool scalable)")
