@@ -52,10 +52,6 @@ mod error;
 pub mod host;
 pub mod json;
 pub mod magazine;
-#[expect(
-    unsafe_code,
-    reason = "reading the reserve lock's statistics through `Mutex::raw`"
-)]
 pub mod mempool;
 pub mod poolinfo;
 mod radix;
@@ -79,4 +75,5 @@ pub use dmapool::{
 pub use error::{BackingError, PoolError};
 pub use magazine::{Magazine, MagazineStats};
 pub use mempool::{AllocMode, ElementAllocator, Mempool, Waiter};
+pub use raw::raw_lock;
 pub use slab::{SlabCache, SlabConfig};

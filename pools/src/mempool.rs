@@ -172,10 +172,7 @@ impl<A: ElementAllocator, W: Waiter, R: RawMutex> Mempool<A, W, R> {
     /// The reserve's raw lock, e.g. to read a counting lock's contention figures
     /// (`mempool.raw_lock().stats()` with the kernel's `CountingSpinLock`).
     pub fn raw_lock(&self) -> &R {
-        // SAFETY: `Mutex::raw` is unsafe only because the caller could unlock a lock it does
-        // not hold; `RawMutex::unlock` is itself an unsafe fn, so safe code given `&R` can
-        // only lock (and must then unlock through that same unsafe call) or read state.
-        unsafe { self.reserve.raw() }
+        crate::raw::raw_lock(&self.reserve)
     }
 
     /// `mempool_alloc`: allocator first, then reserve, then (with [`AllocMode::MayWait`])

@@ -1,4 +1,4 @@
-//! The one place in `pools` that reads and writes block memory.
+//! The one place in `pools` that reads and writes block memory, and reaches behind a lock.
 //!
 //! Block memory is shared with devices, so the pool treats it as untrusted: it only ever
 //! *writes* poison and (in the in-block designs) free-list links there, and the scalable pool
@@ -91,4 +91,16 @@ pub(crate) unsafe fn copy_out(src: NonNull<u8>, dst: &mut [u8]) {
 pub(crate) unsafe fn at(base: NonNull<u8>, offset: usize) -> NonNull<u8> {
     // SAFETY: in bounds of the same allocation by the caller's promise, hence non-null.
     unsafe { base.add(offset) }
+}
+
+/// The raw lock of `mutex`, to read a counting lock's counters (acquisitions, contention) while
+/// others may hold it: a pool's `raw_lock()`, and the kernel's own lock statistics.
+///
+/// `Mutex::raw` is unsafe only because the caller could unlock a lock it does not hold;
+/// `RawMutex::unlock` is itself an unsafe fn, so safe code given `&R` can only lock (and must
+/// then unlock through that same unsafe call) or read state. This is the one place that
+/// argument is made.
+pub fn raw_lock<R: lock_api::RawMutex, T: ?Sized>(mutex: &lock_api::Mutex<R, T>) -> &R {
+    // SAFETY: see above: handing out `&R` grants no unlock without another unsafe call.
+    unsafe { mutex.raw() }
 }

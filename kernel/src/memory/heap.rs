@@ -45,8 +45,7 @@ pub unsafe fn add_region(start: u64, len_bytes: u64) -> bool {
 pub fn lock_stats() -> crate::platform::sync::spinlock::LockStats {
     let talc = ALLOCATOR.lock();
     let mutex = lock_api::MutexGuard::mutex(&talc);
-    // SAFETY: only the counters are read; the raw lock is not unlocked through this reference.
-    unsafe { mutex.raw() }.stats()
+    pools::raw_lock(mutex).stats()
 }
 
 /// Heap usage: `(bytes allocated now, bytes claimed in total)`.

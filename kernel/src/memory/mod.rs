@@ -8,10 +8,6 @@
 
 pub mod frames;
 pub mod memmap;
-#[expect(
-    unsafe_code,
-    reason = "reading a frame bitmap lock's statistics through `Mutex::raw`"
-)]
 pub mod node_frames;
 
 #[cfg(target_os = "none")]

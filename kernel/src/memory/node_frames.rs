@@ -172,13 +172,12 @@ impl NodeFrames {
 
     /// Lock counters summed over the arenas of `node`.
     pub fn lock_stats(&self, node: NodeId) -> LockStats {
-        self.arenas.iter().filter(|arena| arena.node == node).fold(
-            LockStats::default(),
-            |sum, arena| {
-                // SAFETY: only the counters are read; the raw lock is never unlocked here.
-                sum.plus(&unsafe { arena.bitmap.raw() }.stats())
-            },
-        )
+        self.arenas
+            .iter()
+            .filter(|arena| arena.node == node)
+            .fold(LockStats::default(), |sum, arena| {
+                sum.plus(&pools::raw_lock(&arena.bitmap).stats())
+            })
     }
 }
 

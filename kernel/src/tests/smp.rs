@@ -124,8 +124,7 @@ pub fn spinlock() -> Result<(), String> {
     const ROUNDS: u64 = 10_000;
     let cpus = smp::online_count();
     let counter = CountingMutex::new(0u64);
-    // SAFETY: only the counters are read.
-    let start = unsafe { counter.raw() }.stats();
+    let start = pools::raw_lock(&counter).stats();
     let barrier = SpinBarrier::new(cpus);
     smp::run_on_each_cpu(|_| {
         barrier.wait();
@@ -133,8 +132,7 @@ pub fn spinlock() -> Result<(), String> {
             *counter.lock() += 1;
         }
     });
-    // SAFETY: only the counters are read.
-    let raw = unsafe { counter.raw() };
+    let raw = pools::raw_lock(&counter);
     let stats = raw.stats().since(&start);
     ensure!(raw.waiters() == 0, "{} CPUs still spinning", raw.waiters());
     let total = *counter.lock();

@@ -135,10 +135,7 @@ impl<A: PoolAlgorithm, R: RawMutex> DmaPool<A, R> {
     /// The pool's raw lock, e.g. to read a counting lock's contention figures
     /// (`pool.raw_lock().stats()` with the kernel's `CountingSpinLock`).
     pub fn raw_lock(&self) -> &R {
-        // SAFETY: `Mutex::raw` is unsafe only because the caller could unlock a lock it does
-        // not hold; `RawMutex::unlock` is itself an unsafe fn, so safe code given `&R` can
-        // only lock (and must then unlock through that same unsafe call) or read state.
-        unsafe { self.inner.raw() }
+        crate::raw::raw_lock(&self.inner)
     }
 
     /// Direct access to the unlocked algorithm for exclusive owners (benchmarks).

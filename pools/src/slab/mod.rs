@@ -194,12 +194,9 @@ impl<B: Backing, R: RawMutex> SlabCache<B, R> {
     }
 
     /// The cache's lock, for its counters (a counting `RawMutex` reports acquisitions and
-    /// contention). Only `unsafe` `RawMutex::unlock` could misuse it.
+    /// contention); see [`crate::raw_lock`].
     pub fn raw_lock(&self) -> &R {
-        // SAFETY: `raw` is unsafe only because the raw lock could be unlocked while a guard
-        // exists; handing out `&R` is sound since unlocking it is itself an unsafe call whose
-        // contract the caller must then uphold.
-        unsafe { self.inner.raw() }
+        crate::raw::raw_lock(&self.inner)
     }
 
     /// Object size asked for.
