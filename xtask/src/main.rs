@@ -13,45 +13,20 @@
 
 #![deny(unsafe_code)]
 
-mod accel;
-mod bench;
-mod boot;
-#[expect(
-    unsafe_code,
-    reason = "`prctl`, `signal` and `kill` through libc, so QEMU never outlives xtask"
-)]
-mod child_guard;
-mod console;
-mod error;
-mod guest;
-mod guest_tests;
-mod host_tests;
-mod image_check;
-mod image_lock;
-mod insns;
-mod lint;
-mod nbd_client;
-mod nbd_tests;
-mod proc_stat;
-mod process;
-mod profile;
-mod qemu;
-mod setup;
-mod soak;
-mod symbols;
-mod workspace;
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::accel::AccelRequest;
-use crate::boot::{Echo, Verdict};
-use crate::error::{Error, Result};
-use crate::guest::{Guest, Overrides};
-use crate::host_tests::Tally;
+use xtask::accel::AccelRequest;
+use xtask::boot::{Echo, Verdict};
+use xtask::error::{Error, Result};
+use xtask::guest::{Guest, Overrides};
+use xtask::host_tests::Tally;
+use xtask::{
+    bench, child_guard, guest_tests, host_tests, lint, nbd_tests, profile, setup, soak, symbols,
+};
 
 #[derive(Parser)]
 #[command(

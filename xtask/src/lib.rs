@@ -1,0 +1,44 @@
+//! The harness behind `cargo xtask`, as a library the command line (`main.rs`) is a thin layer
+//! over.
+//!
+//! - The harness: [`setup`] (what a clean machine lacks), [`workspace`] and [`process`] (paths
+//!   and child programs), [`accel`] (TCG or KVM), [`profile`] (the QEMU machine profiles),
+//!   [`qemu`] (their command lines), [`guest`] and [`boot`] (build the kernel, boot it, read
+//!   the console, judge the verdict), [`console`], [`symbols`], [`image_check`],
+//!   [`image_lock`], [`insns`] (the instruction-count plugin), [`proc_stat`] and
+//!   [`child_guard`] (QEMU never outlives xtask).
+//! - The suites on it: [`lint`], [`host_tests`], [`guest_tests`] (the table in
+//!   `tests/guest.toml`), [`nbd_tests`] with [`nbd_client`], [`soak`], and the scenario
+//!   benchmarks in [`bench`].
+//!
+//! [`error::Error`] is the one error type; the command line maps it to an exit status.
+
+#![deny(unsafe_code)]
+
+pub mod accel;
+pub mod bench;
+pub mod boot;
+#[expect(
+    unsafe_code,
+    reason = "`prctl`, `signal` and `kill` through libc, so QEMU never outlives xtask"
+)]
+pub mod child_guard;
+pub mod console;
+pub mod error;
+pub mod guest;
+pub mod guest_tests;
+pub mod host_tests;
+pub mod image_check;
+pub mod image_lock;
+pub mod insns;
+pub mod lint;
+pub mod nbd_client;
+pub mod nbd_tests;
+pub mod proc_stat;
+pub mod process;
+pub mod profile;
+pub mod qemu;
+pub mod setup;
+pub mod soak;
+pub mod symbols;
+pub mod workspace;
