@@ -31,7 +31,7 @@ use pools::slab::SlabConfig;
 use pools::{Magazine, PoolError, PoolInfo, SlabCache};
 use scsi::host::ScsiHost;
 use scsi::midlayer::Midlayer;
-use scsi::sense_alloc::{ReserveFailed, SenseMode, SlabSense};
+use scsi::sense_alloc::{ReserveFailed, SENSE_MAGAZINE_OBJECTS, SenseMode, SlabSense};
 use scsi::wait::{CompletionWait, IoMode, IrqStats};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 
@@ -45,16 +45,14 @@ pub use crate::memory::dma::Frames;
 /// and free take no lock shared with the other queues of a multi-queue host.
 pub type Stack<'s, H> = Midlayer<H, Magazine<SlabSense<'s, Frames>>, KernelClock>;
 
-/// Sense buffers each midlayer's magazine holds (the default of `sense_magazine=`).
-pub const SENSE_MAGAZINE: usize = 64;
-
 /// A midlayer for `host` with sense buffers from `cache` through a magazine.
 pub fn new_stack<'s, H: ScsiHost<SenseBuf<'s>>>(
     host: H,
     cache: &'s SlabCache<Frames>,
     sense: SenseMode,
 ) -> Result<Stack<'s, H>, ReserveFailed> {
-    let slab = Magazine::new(SlabSense::new(cache), SENSE_MAGAZINE);
+    // The default of `sense_magazine=`, which has one home: the scsi crate's sense allocator.
+    let slab = Magazine::new(SlabSense::new(cache), SENSE_MAGAZINE_OBJECTS);
     Midlayer::new(host, slab, sense, KernelClock)
 }
 /// A command's sense buffer: an object of the host's `scsi_sense` slab cache (`'s` borrows the
