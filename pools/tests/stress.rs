@@ -10,20 +10,9 @@ use pools::dmapool::{CurrentNode, InBlock, Legacy, NodePoolSet, Scalable, SideSt
 use pools::host::{HostBacking, HostRawMutex};
 use pools::slab::{SlabCache, SlabConfig};
 use pools::{DmaPool, NodeId, PoolAlgorithm, PoolConfig, RawBlock};
+use workloads::Rng;
 
 const THREADS: u64 = 4;
-
-/// A xorshift generator: deterministic per thread, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 fn write_tag(block: &RawBlock, tag: u64) {
     // SAFETY: a live block of ≥ 16 bytes held only by this thread.
@@ -37,16 +26,16 @@ fn read_tag(block: &RawBlock) -> u64 {
 
 /// Random alloc/free through `alloc`/`free`, checking tags; frees everything at the end.
 fn churn(thread: u64, ops: usize, alloc: impl Fn() -> RawBlock, free: impl Fn(RawBlock)) {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (thread + 1));
+    let mut rng = Rng::new(thread);
     let mut held: Vec<(RawBlock, u64)> = Vec::new();
     for step in 0..ops as u64 {
-        if held.is_empty() || rng.next() % 5 < 3 {
+        if held.is_empty() || rng.next_u64() % 5 < 3 {
             let block = alloc();
             let tag = thread << 48 | step;
             write_tag(&block, tag);
             held.push((block, tag));
         } else {
-            let (block, tag) = held.swap_remove(rng.next() as usize % held.len());
+            let (block, tag) = held.swap_remove(rng.next_u64() as usize % held.len());
             assert_eq!(read_tag(&block), tag, "block shared between threads");
             free(block);
         }
@@ -167,15 +156,15 @@ fn shared_slab_cache() {
         .map(|t| {
             let cache = cache.clone();
             std::thread::spawn(move || {
-                let mut rng = Rng(t + 7);
+                let mut rng = Rng::new(t + 7);
                 let mut held = Vec::new();
                 for step in 0..10_000u64 {
-                    if held.is_empty() || rng.next() % 5 < 3 {
+                    if held.is_empty() || rng.next_u64() % 5 < 3 {
                         let mut object = cache.alloc().unwrap();
                         assert!(object.write_at(0, &(t << 48 | step).to_ne_bytes()));
                         held.push((object, t << 48 | step));
                     } else {
-                        let (object, tag) = held.swap_remove(rng.next() as usize % held.len());
+                        let (object, tag) = held.swap_remove(rng.next_u64() as usize % held.len());
                         let mut bytes = [0u8; 8];
                         assert!(object.read_at(0, &mut bytes));
                         assert_eq!(u64::from_ne_bytes(bytes), tag);

@@ -4,26 +4,9 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use pools::backing::{Backing, DmaAddr};
+use workloads::Rng;
 
 use super::ensure;
-
-/// xorshift64*: deterministic pseudo-random numbers without a dependency.
-pub(super) struct Rng(u64);
-
-impl Rng {
-    pub(super) fn new(seed: u64) -> Self {
-        Rng(seed | 1)
-    }
-    pub(super) fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    pub(super) fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound
-    }
-}
 
 /// Many random-sized allocations with fill patterns, freed in random order; a few large ones;
 /// contents checked before every free and the heap back at its starting usage at the end.

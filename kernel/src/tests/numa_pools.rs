@@ -15,11 +15,11 @@ use pools::{NodeId, NodePoolSet, PoolConfig, PoolError, RawBlock};
 use spin::Mutex as SpinMutex;
 
 use super::ensure;
-use super::memory::Rng;
 use crate::memory::dma::Frames;
 use crate::platform::smp;
 use crate::platform::sync::barrier::SpinBarrier;
 use crate::platform::sync::spinlock::{CountingSpinLock, LockStats};
+use workloads::Rng;
 
 type Set = NodePoolSet<Scalable<Frames, SideStack>, CountingSpinLock>;
 

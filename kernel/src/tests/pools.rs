@@ -10,8 +10,8 @@ use pools::dmapool::{Legacy, Scalable, SideStack};
 use pools::{DmaPool, PoolAlgorithm, PoolConfig, PoolError, SlabCache, SlabConfig};
 
 use super::ensure;
-use super::memory::Rng;
 use crate::memory::dma::Frames;
+use workloads::Rng;
 
 fn frames() -> Result<Frames, String> {
     crate::memory::dma::frames().ok_or_else(|| "no DMA frame allocator".to_string())

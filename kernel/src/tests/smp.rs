@@ -14,12 +14,12 @@ use pools::{DmaPool, PoolConfig, RawBlock};
 use spin::mutex::SpinMutex;
 
 use super::ensure;
-use super::memory::Rng;
 use crate::arch::apic;
 use crate::memory::dma::DmaFrames;
 use crate::platform::smp::{self, CpuContext, percpu};
 use crate::platform::sync::barrier::SpinBarrier;
 use crate::platform::sync::spinlock::{CountingMutex, CountingSpinLock};
+use workloads::Rng;
 
 /// Every CPU of the topology came online and has its own stacks.
 pub fn online() -> Result<(), String> {

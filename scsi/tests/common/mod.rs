@@ -215,17 +215,11 @@ pub fn meddled(params: &str, setup: impl FnOnce(&mut Meddler<ScsiDebug<ManualClo
     Midlayer::new(host, HeapSense::new(), SenseMode::Mempool(2), clock).expect("reserve")
 }
 
-/// Deterministic pseudo-random bytes (xorshift), so a failing test reproduces.
+/// Deterministic pseudo-random bytes, so a failing test reproduces.
 pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    let mut data = vec![0; len];
+    workloads::Rng::new(seed).fill_bytes(&mut data);
+    data
 }
 
 /// [`assert_midlayer_quiescent`] for any host and sense allocator.

@@ -15,6 +15,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use workloads::Rng;
 
 use super::plot::{self, BarChart};
 use super::{Column, Record, ResultSet, fio, number};
@@ -76,21 +77,13 @@ const CASES: [Case; 5] = [
     },
 ];
 
-/// xorshift64: the random offsets need no quality, only repeatability.
-fn next_random(state: &mut u64) -> u64 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    *state
-}
-
 fn measure(case: &Case, duration: Duration) -> std::io::Result<Record> {
     let mut client = Client::open(nbd_tests::nbd_addr())?;
     let blocks = client.size / u64::from(case.bs);
-    let (mut seq, mut rng) = (0u64, 0x9e37_79b9_7f4a_7c15u64);
+    let (mut seq, mut rng) = (0u64, Rng::new(0x6e_6264));
     let mut offset = || {
         let block = if case.random {
-            next_random(&mut rng) % blocks
+            rng.below(blocks)
         } else {
             seq = (seq + 1) % blocks;
             seq

@@ -6,7 +6,9 @@
 
 use std::time::Instant;
 
-use super::model::{BLOCK, Block, Shadow, pattern, splitmix};
+use workloads::Rng;
+
+use super::model::{BLOCK, Block, Shadow, pattern};
 use super::{Faults, Tally};
 use crate::nbd_client::{self as nbd, Client};
 
@@ -23,7 +25,7 @@ pub struct Worker {
     pub tally: Tally,
     /// The first few connection errors, for the report.
     pub errors: Vec<String>,
-    rng: u64,
+    rng: Rng,
     next_tag: u64,
     client: Option<Client>,
 }
@@ -35,14 +37,14 @@ impl Worker {
             shadow,
             tally: Tally::default(),
             errors: Vec::new(),
-            rng: 0x5eed ^ (id << 32),
+            rng: Rng::new(0x5eed ^ (id << 32)),
             next_tag: 0,
             client: None,
         }
     }
 
     fn random(&mut self) -> u64 {
-        splitmix(&mut self.rng)
+        self.rng.next_u64()
     }
 
     fn client(&mut self) -> Result<&mut Client, String> {

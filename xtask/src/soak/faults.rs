@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use workloads::Rng;
 
-use super::model::{self, BLOCK, Shadow};
+use super::model::{BLOCK, Shadow};
 use super::{BAD_SECTORS_EACH, nbd_addr};
 use crate::nbd_tests::hotplug::Qmp;
 
@@ -74,14 +75,12 @@ impl Faults {
 
 /// Opens connections that send junk (or nothing) and hang up, until `stop`.
 pub fn garbage_connections(stop: &AtomicBool, count: &AtomicU64) {
-    let mut state = 0x6a72_6261_6765u64;
+    let mut rng = Rng::new(0x6a72_6261_6765);
     while !stop.load(Ordering::SeqCst) {
         if let Ok(mut stream) = TcpStream::connect_timeout(&nbd_addr(), Duration::from_secs(5)) {
             use std::io::Write;
-            let len = (model::splitmix(&mut state) % 64) as usize;
-            let junk: Vec<u8> = (0..len)
-                .map(|_| model::splitmix(&mut state) as u8)
-                .collect();
+            let mut junk = vec![0; rng.below(64) as usize];
+            rng.fill_bytes(&mut junk);
             let _ = stream.write_all(&junk);
             count.fetch_add(1, Ordering::SeqCst);
         }

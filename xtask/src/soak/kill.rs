@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::model::{BLOCK, pattern, splitmix};
+use workloads::Rng;
+
+use super::model::{BLOCK, pattern};
 use super::{open, qemu_holding};
 use crate::boot::Echo;
 use crate::guest::{Guest, Overrides};
@@ -80,10 +82,10 @@ pub fn kill_after_flush(guest: &Guest, profile: &Profile) -> Result<KillReport, 
 fn write_then_flush() -> Result<BTreeMap<u64, u64>, String> {
     let mut client = open()?;
     let blocks = client.size / BLOCK;
-    let mut state = 0x6b69_6c6cu64;
+    let mut rng = Rng::new(0x6b69_6c6c);
     let mut written = BTreeMap::new();
     for tag in 1..=WRITES {
-        let block = splitmix(&mut state) % blocks;
+        let block = rng.below(blocks);
         let error = client
             .write(block * BLOCK, &pattern(tag, block))
             .map_err(|e| e.to_string())?;

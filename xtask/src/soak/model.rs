@@ -7,6 +7,8 @@
 //! data different from a `Known` block is a mismatch; after shutdown, a `Known` block that the
 //! image file does not hold is a lost acknowledged write.
 
+use workloads::Rng;
+
 /// Block size of the model (the clients' unit of I/O).
 pub const BLOCK: u64 = 4096;
 
@@ -73,19 +75,9 @@ pub fn matches(block: Block, export_block: u64, chunk: &[u8]) -> bool {
 /// The data of write `tag` for export block `export_block`: distinct per write and per block,
 /// so a block written to the wrong place or a stale version is caught.
 pub fn pattern(tag: u64, export_block: u64) -> Vec<u8> {
-    let mut state = tag ^ export_block.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (0..BLOCK / 8)
-        .flat_map(|_| splitmix(&mut state).to_le_bytes())
-        .collect()
-}
-
-/// splitmix64: a well-mixed sequence from any seed.
-pub fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    let mut data = vec![0; BLOCK as usize];
+    Rng::new(tag ^ export_block.wrapping_mul(0x9e37_79b9_7f4a_7c15)).fill_bytes(&mut data);
+    data
 }
 
 #[cfg(test)]

@@ -1,0 +1,15 @@
+//! The lab around the stack: what drives and measures `pools`, `scsi` and `drivers`, kept out
+//! of them so a product crate's `cargo tree` holds no benchmark code. `no_std`, so the guest
+//! kernel, the host examples and xtask share one copy.
+//!
+//! Today it holds [`rng`], the one seeded generator every workload, guest test and host client
+//! uses (a repeated seed must give a repeated run). The workloads themselves (fake-rw, the
+//! sense-reserve matrix and its pressure actors, the histogram, the result types) are to move
+//! here from `scsi::workload` and `pools::bench`.
+#![no_std]
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod rng;
+
+pub use rng::Rng;
