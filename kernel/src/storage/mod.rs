@@ -31,7 +31,7 @@ use pools::slab::SlabConfig;
 use pools::{Magazine, PoolError, PoolInfo, SlabCache};
 use scsi::host::ScsiHost;
 use scsi::midlayer::Midlayer;
-use scsi::sense_alloc::{ReserveFailed, SENSE_MAGAZINE_OBJECTS, SenseMode, SlabSense};
+use scsi::sense_alloc::{ReserveFailed, SenseMode, SlabSense};
 use scsi::wait::{CompletionWait, IoMode, IrqStats};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 
@@ -45,15 +45,36 @@ pub use crate::memory::dma::Frames;
 /// and free take no lock shared with the other queues of a multi-queue host.
 pub type Stack<'s, H> = Midlayer<H, Magazine<SlabSense<'s, Frames>>, KernelClock>;
 
-/// A midlayer for `host` with sense buffers from `cache` through a magazine.
+/// How every host's midlayer is built, from the command line: the sense allocator mode
+/// (`sense=`) and the magazine in front of the host's slab (`sense_magazine=`, whose default
+/// has one home, the scsi crate's `SENSE_MAGAZINE_OBJECTS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StackConfig {
+    /// `sense=`.
+    pub sense: SenseMode,
+    /// `sense_magazine=`: free buffers each midlayer's magazine holds (0: none).
+    pub sense_magazine: usize,
+}
+
+impl StackConfig {
+    /// The stack the workload parameters ask for.
+    pub fn new(params: &scsi::workload::WorkloadParams) -> Self {
+        Self {
+            sense: params.sense,
+            sense_magazine: params.sense_magazine,
+        }
+    }
+}
+
+/// A midlayer for `host` with sense buffers from `cache` through a magazine of
+/// `config.sense_magazine` buffers.
 pub fn new_stack<'s, H: ScsiHost<SenseBuf<'s>>>(
     host: H,
     cache: &'s SlabCache<Frames>,
-    sense: SenseMode,
+    config: StackConfig,
 ) -> Result<Stack<'s, H>, ReserveFailed> {
-    // The default of `sense_magazine=`, which has one home: the scsi crate's sense allocator.
-    let slab = Magazine::new(SlabSense::new(cache), SENSE_MAGAZINE_OBJECTS);
-    Midlayer::new(host, slab, sense, KernelClock)
+    let slab = Magazine::new(SlabSense::new(cache), config.sense_magazine);
+    Midlayer::new(host, slab, config.sense, KernelClock)
 }
 /// A command's sense buffer: an object of the host's `scsi_sense` slab cache (`'s` borrows the
 /// cache), which a host holds while the command is in flight.
@@ -124,6 +145,13 @@ pub trait HostVisitor {
         }
     }
 
+    /// After `host`'s stack (or its first queue's) is built: the magazine it really holds in
+    /// front of the sense slab, so a report can show that `sense_magazine=` took effect. Does
+    /// nothing by default.
+    fn stacked(&mut self, host: &HostInfo, sense_magazine: usize) {
+        let _ = (host, sense_magazine);
+    }
+
     /// After a single-queue visit: how `host`'s completions were waited for during it (the
     /// mode the midlayer actually used, `poll` when no interrupt was routed, and the policy's
     /// counters). Does nothing by default.
@@ -184,7 +212,11 @@ pub struct Summary {
 }
 
 /// Attaches every supported adapter in turn, lets `visitor` use it, and detaches it.
-pub fn for_each_host(visitor: &mut impl HostVisitor, sense: SenseMode, io_mode: IoMode) -> Summary {
+pub fn for_each_host(
+    visitor: &mut impl HostVisitor,
+    config: StackConfig,
+    io_mode: IoMode,
+) -> Summary {
     let mut summary = Summary::default();
     let Some(frames) = crate::memory::dma::frames() else {
         log::error!("storage: no DMA frame allocator");
@@ -204,8 +236,8 @@ pub fn for_each_host(visitor: &mut impl HostVisitor, sense: SenseMode, io_mode: 
         let (free_before, _) = frames.usage();
         let tables_before = crate::arch::paging::table_pages();
         let result = match driver {
-            mpt::DRIVER => mpt::attach(&info, function, frames, sense, io_mode, visitor),
-            _ => virtio::attach(&info, function, frames, sense, io_mode, visitor),
+            mpt::DRIVER => mpt::attach(&info, function, frames, config, io_mode, visitor),
+            _ => virtio::attach(&info, function, frames, config, io_mode, visitor),
         };
         match result {
             Ok(true) => {}
@@ -280,24 +312,27 @@ fn run_stack_with_wait<'s, H: ScsiHost<SenseBuf<'s>>>(
     info: &HostInfo,
     host: H,
     cache: &'s SlabCache<Frames>,
-    sense: SenseMode,
+    config: StackConfig,
     visitor: &mut impl HostVisitor,
     wait: Option<Box<dyn CompletionWait + Send>>,
     detach: impl FnOnce(&mut H) -> Vec<PoolInfo>,
 ) -> Result<(bool, usize), StorageError> {
-    let mut stack: Stack<'s, H> = new_stack(host, cache, sense)?;
+    let mut stack: Stack<'s, H> = new_stack(host, cache, config)?;
+    visitor.stacked(info, config.sense_magazine);
     if let Some(wait) = wait {
         stack.set_completion_wait(wait);
     }
     let template = stack.template();
     log::info!(
-        "{info}: can_queue={} cmd_per_lun={} sg_tablesize={} max_sectors={} max_target={} max_lun={} sense={sense}",
+        "{info}: can_queue={} cmd_per_lun={} sg_tablesize={} max_sectors={} max_target={} max_lun={} sense={} sense_magazine={}",
         template.can_queue,
         template.cmd_per_lun,
         template.sg_tablesize,
         template.max_sectors,
         template.max_target,
-        template.max_lun
+        template.max_lun,
+        config.sense,
+        config.sense_magazine
     );
     let passed = visitor.visit(info, &mut stack);
     let (io_mode, irq_stats) = stack.completion_wait_stats();

@@ -31,13 +31,12 @@ use drivers::mpt::{MMIO_BAR, Mpt, MptStats};
 use pools::dmapool::ScalablePool;
 use pools::{PoolConfig, PoolInfo};
 use scsi::host::ScsiHost;
-use scsi::sense_alloc::SenseMode;
 use scsi::wait::{CompletionWait, IoMode};
 
 use super::interrupt::{Mask, VectorSource};
 use super::{
-    Frames, HostInfo, HostVisitor, KernelClock, SenseBuf, StorageError, run_stack_with_wait,
-    with_sense_cache,
+    Frames, HostInfo, HostVisitor, KernelClock, SenseBuf, StackConfig, StorageError,
+    run_stack_with_wait, with_sense_cache,
 };
 use crate::arch::{irq, paging};
 use crate::platform::console::println;
@@ -163,7 +162,7 @@ pub fn attach(
     info: &HostInfo,
     function: &PciFunction,
     frames: Frames,
-    sense: SenseMode,
+    config: StackConfig,
     io_mode: IoMode,
     visitor: &mut impl HostVisitor,
 ) -> Result<bool, StorageError> {
@@ -178,7 +177,7 @@ pub fn attach(
     // The vector stays held here until MSI is off, whatever path the attach took.
     let routed = interrupt.as_ref().map(|i| (i.mask, i.vector.clone()));
     let wait = interrupt.map(|i| Waiter::new(io_mode, i, WaitConfig::default()));
-    let result = attach_with_pool(info, regs, &pool, wait, frames, sense, visitor);
+    let result = attach_with_pool(info, regs, &pool, wait, frames, config, visitor);
     if let Some((msi, vector)) = routed {
         // The IOC is reset (or dead) by now; it must not signal a vector that goes back.
         msi.set_enabled(false);
@@ -200,7 +199,7 @@ fn attach_with_pool(
     pool: &Pool,
     wait: Option<Waiter<Interrupt>>,
     frames: Frames,
-    sense: SenseMode,
+    stack_config: StackConfig,
     visitor: &mut impl HostVisitor,
 ) -> Result<bool, StorageError> {
     let config = MptConfig {
@@ -258,7 +257,7 @@ fn attach_with_pool(
             info,
             host,
             cache,
-            sense,
+            stack_config,
             visitor,
             wait,
             |host: &mut Host<'_, '_>| {

@@ -22,14 +22,13 @@ use drivers::virtio_scsi::host::VirtioScsiHost;
 use pools::dmapool::DefaultRawMutex;
 use pools::slab::SlabCache;
 use scsi::midlayer::Midlayer;
-use scsi::sense_alloc::SenseMode;
 use scsi::wait::{CompletionWait, IoMode};
 use virtio_drivers::transport::pci::PciTransport;
 
 use super::virtio_doorbell::{NotifyDoorbell, doorbell};
 use super::{
-    Frames, HostInfo, HostVisitor, KernelClock, SenseBuf, Stack, StorageError, new_stack,
-    run_stack_with_wait, virtio_irq, with_sense_cache,
+    Frames, HostInfo, HostVisitor, KernelClock, SenseBuf, Stack, StackConfig, StorageError,
+    new_stack, run_stack_with_wait, virtio_irq, with_sense_cache,
 };
 use crate::platform::console::println;
 use crate::platform::pci::PciFunction;
@@ -59,7 +58,7 @@ pub fn attach(
     info: &HostInfo,
     function: &PciFunction,
     frames: Frames,
-    sense: SenseMode,
+    config: StackConfig,
     io_mode: IoMode,
     visitor: &mut impl HostVisitor,
 ) -> Result<bool, StorageError> {
@@ -109,9 +108,9 @@ pub fn attach(
             }
         }
         let result = if hosts.len() > 1 {
-            run_queues(info, hosts, waits, cache, sense, visitor)
+            run_queues(info, hosts, waits, cache, config, visitor)
         } else {
-            run_one(info, hosts, waits, cache, sense, visitor)
+            run_one(info, hosts, waits, cache, config, visitor)
         };
         if let Some(interrupts) = &interrupts {
             interrupts.finish(info.index);
@@ -126,7 +125,7 @@ fn run_one<'s>(
     mut hosts: Vec<Host<'s>>,
     mut waits: Vec<Box<dyn CompletionWait + Send>>,
     cache: &'s SlabCache<Frames>,
-    sense: SenseMode,
+    config: StackConfig,
     visitor: &mut impl HostVisitor,
 ) -> Result<(bool, usize), StorageError> {
     // new_queues returns at least one handle.
@@ -140,7 +139,7 @@ fn run_one<'s>(
         info,
         host,
         cache,
-        sense,
+        config,
         visitor,
         waits.pop(),
         |host: &mut Host<'_>| {
@@ -171,13 +170,16 @@ fn run_queues<'s>(
     hosts: Vec<Host<'s>>,
     waits: Vec<Box<dyn CompletionWait + Send>>,
     cache: &'s SlabCache<Frames>,
-    sense: SenseMode,
+    config: StackConfig,
     visitor: &mut impl HostVisitor,
 ) -> Result<(bool, usize), StorageError> {
     let mut stacks = Vec::with_capacity(hosts.len());
     let mut waits = waits.into_iter();
     for host in hosts {
-        let mut stack: Stack<'s, Host<'s>> = new_stack(host, cache, sense)?;
+        let mut stack: Stack<'s, Host<'s>> = new_stack(host, cache, config)?;
+        if stacks.is_empty() {
+            visitor.stacked(info, config.sense_magazine);
+        }
         if let Some(wait) = waits.next() {
             stack.set_completion_wait(wait);
         }

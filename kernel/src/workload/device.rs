@@ -227,7 +227,11 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         next_disk: 0,
         runs: 0,
     };
-    let summary = storage::for_each_host(&mut device, cmdline.io.sense, cmdline.io_mode());
+    let summary = storage::for_each_host(
+        &mut device,
+        storage::StackConfig::new(&cmdline.io),
+        cmdline.io_mode(),
+    );
     if summary.hosts > 0 && summary.failed == 0 && device.runs == summary.hosts {
         ExitCode::Success
     } else {

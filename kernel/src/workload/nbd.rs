@@ -264,7 +264,11 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         served: false,
         ok: true,
     };
-    let summary = storage::for_each_host(&mut nbd, cmdline.io.sense, cmdline.io_mode());
+    let summary = storage::for_each_host(
+        &mut nbd,
+        storage::StackConfig::new(&cmdline.io),
+        cmdline.io_mode(),
+    );
     if !nbd.served {
         println!("NBD FAILED: no SCSI disk to export");
     }

@@ -54,6 +54,8 @@ struct Verify {
     /// Hosts that waited on a completion interrupt, and their counters summed.
     irq_hosts: u64,
     irq: IrqStats,
+    /// The sense magazine the hosts' stacks really hold (`sense_magazine=` or its default).
+    sense_magazine: Option<usize>,
 }
 
 impl Verify {
@@ -280,6 +282,10 @@ impl HostVisitor for Verify {
         ok
     }
 
+    fn stacked(&mut self, _host: &HostInfo, sense_magazine: usize) {
+        self.sense_magazine = Some(sense_magazine);
+    }
+
     fn waited(&mut self, _host: &HostInfo, io_mode: IoMode, irq: &IrqStats) {
         if io_mode != IoMode::Poll {
             self.irq_hosts += 1;
@@ -301,9 +307,14 @@ pub fn run(cmdline: &Cmdline, io: bool) -> ExitCode {
         failures: 0,
         irq_hosts: 0,
         irq: IrqStats::default(),
+        sense_magazine: None,
     };
     let start = time::now_ns();
-    let summary = storage::for_each_host(&mut verify, cmdline.io.sense, cmdline.io_mode());
+    let summary = storage::for_each_host(
+        &mut verify,
+        storage::StackConfig::new(&cmdline.io),
+        cmdline.io_mode(),
+    );
     let elapsed_ms = (time::now_ns() - start) as f64 / 1e6;
     let passed = summary.hosts > 0 && summary.failed == 0 && verify.failures == 0;
     let line = JsonObject::new()
@@ -316,6 +327,10 @@ pub fn run(cmdline: &Cmdline, io: bool) -> ExitCode {
         .u64("failures", (verify.failures + summary.failed) as u64)
         .f64("elapsed_ms", elapsed_ms, 3)
         .str("io_mode", cmdline.io_mode().name())
+        .u64(
+            "sense_magazine",
+            verify.sense_magazine.unwrap_or_default() as u64,
+        )
         .u64("irq_hosts", verify.irq_hosts)
         .u64("irq_interrupts", verify.irq.interrupts)
         .u64("irq_spurious", verify.irq.spurious)
