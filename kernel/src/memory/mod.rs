@@ -9,6 +9,7 @@
 pub mod frames;
 pub mod memmap;
 pub mod node_frames;
+pub mod start_info;
 
 #[cfg(target_os = "none")]
 #[expect(
