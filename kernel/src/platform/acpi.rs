@@ -15,11 +15,35 @@ use acpi::{AcpiHandler, AcpiTable, AcpiTables, PhysicalMapping};
 use alloc::vec::Vec;
 
 use crate::arch::paging;
-use crate::platform::topology::tables::{self, MADT_ENTRIES_AT};
+use crate::platform::topology::tables::{self, madt_entry_bytes};
 use crate::platform::topology::{MadtCpu, Topology};
 
 /// The local APIC's architectural default base (SDM Vol. 3A §11.4.1).
 const DEFAULT_LAPIC_BASE: u64 = 0xFEE0_0000;
+
+// `tables::check_madt` holds each entry to these sizes so the crate's walker, which reads whole
+// structs, stays inside the table.
+const _: () = {
+    use acpi::madt as m;
+    use core::mem::size_of;
+    assert!(size_of::<m::LocalApicEntry>() == madt_entry_bytes(0));
+    assert!(size_of::<m::IoApicEntry>() == madt_entry_bytes(1));
+    assert!(size_of::<m::InterruptSourceOverrideEntry>() == madt_entry_bytes(2));
+    assert!(size_of::<m::NmiSourceEntry>() == madt_entry_bytes(3));
+    assert!(size_of::<m::LocalApicNmiEntry>() == madt_entry_bytes(4));
+    assert!(size_of::<m::LocalApicAddressOverrideEntry>() == madt_entry_bytes(5));
+    assert!(size_of::<m::IoSapicEntry>() == madt_entry_bytes(6));
+    assert!(size_of::<m::LocalSapicEntry>() == madt_entry_bytes(7));
+    assert!(size_of::<m::PlatformInterruptSourceEntry>() == madt_entry_bytes(8));
+    assert!(size_of::<m::LocalX2ApicEntry>() == madt_entry_bytes(9));
+    assert!(size_of::<m::X2ApicNmiEntry>() == madt_entry_bytes(0xa));
+    assert!(size_of::<m::GiccEntry>() == madt_entry_bytes(0xb));
+    assert!(size_of::<m::GicdEntry>() == madt_entry_bytes(0xc));
+    assert!(size_of::<m::GicMsiFrameEntry>() == madt_entry_bytes(0xd));
+    assert!(size_of::<m::GicRedistributorEntry>() == madt_entry_bytes(0xe));
+    assert!(size_of::<m::GicInterruptTranslationServiceEntry>() == madt_entry_bytes(0xf));
+    assert!(size_of::<m::MultiprocessorWakeupEntry>() == madt_entry_bytes(0x10));
+};
 const IDENTITY_LIMIT: u64 = 1 << 32;
 
 /// The identity-mapped view of physical memory that the `acpi` crate reads through.
@@ -132,8 +156,8 @@ pub fn discover(rsdp_paddr: u64, bsp_apic_id: u32) -> Result<Platform, AcpiError
     let tables = tables.map_err(AcpiError::NoRsdp)?;
 
     let madt = tables.find_table::<Madt>().map_err(AcpiError::NoMadt)?;
-    // The crate's entry iterator trusts the lengths; check them first.
-    tables::check_subtables("APIC", table_bytes(&madt), MADT_ENTRIES_AT)?;
+    // The crate's entry iterator trusts the lengths and reads whole structs; check them first.
+    tables::check_madt(table_bytes(&madt))?;
     let mut lapic_phys = u64::from(madt.get().local_apic_address);
     let mut cpus = Vec::new();
     for entry in madt.get().entries() {
