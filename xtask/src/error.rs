@@ -99,6 +99,22 @@ pub enum Error {
     #[error("bench linux: {step}: {reason}")]
     Linux { step: String, reason: String },
 
+    /// `cargo xtask fuzz` needs a nightly toolchain and cargo-fuzz.
+    #[error("fuzz: {reason}")]
+    FuzzUnavailable { reason: String },
+
+    /// A command-line option is out of range.
+    #[error("{option} {value}: {reason}")]
+    BadOption {
+        option: &'static str,
+        value: String,
+        reason: &'static str,
+    },
+
+    /// Fuzz targets crashed; their reproducers are listed above.
+    #[error("fuzz: {targets} target(s) crashed; reproducers listed above")]
+    FuzzCrashed { targets: usize },
+
     /// A guest boot did not end the way it had to (used by `run` and `bench`).
     #[error("guest {verdict}")]
     Guest { verdict: String },

@@ -7,8 +7,8 @@
 //!   the console, judge the verdict), [`console`], [`symbols`], [`image_check`],
 //!   [`image_lock`], [`insns`] (the instruction-count plugin), [`proc_stat`] and
 //!   [`child_guard`] (QEMU never outlives xtask).
-//! - The suites on it: [`lint`], [`host_tests`], [`guest_tests`] (the table in
-//!   `tests/guest.toml`), [`nbd_tests`] with [`nbd_client`], [`soak`], and the scenario
+//! - The suites on it: [`lint`], [`host_tests`], [`fuzz`] (the cargo-fuzz targets of `fuzz/`),
+//!   [`guest_tests`] (the table in `tests/guest.toml`), [`nbd_tests`] with [`nbd_client`], [`soak`], and the scenario
 //!   benchmarks in [`bench`].
 //!
 //! [`error::Error`] is the one error type; the command line maps it to an exit status.
@@ -25,6 +25,7 @@ pub mod boot;
 pub mod child_guard;
 pub mod console;
 pub mod error;
+pub mod fuzz;
 pub mod guest;
 pub mod guest_tests;
 pub mod host_tests;

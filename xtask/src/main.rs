@@ -7,6 +7,7 @@
 //! - `test`: `lint`, host tests (`cargo test --workspace`), then the guest tests of
 //!   `tests/guest.toml`, closing with one `N passed, N failed` line.
 //! - `bench`: scenario benchmarks with a table, JSON under `target/bench/` and an SVG plot.
+//! - `fuzz`: the cargo-fuzz targets of `fuzz/` (nightly), with executions, coverage and crashes.
 //!
 //! Exit status: 0 pass; 1 guest or test failure; 2 xtask could not do its job (set-up, build,
 //! bad profile); 3 the guest crashed (reset, QEMU error, signal); 124 the guest timed out.
@@ -25,7 +26,8 @@ use xtask::error::{Error, Result};
 use xtask::guest::{Guest, Overrides};
 use xtask::host_tests::Tally;
 use xtask::{
-    bench, child_guard, guest_tests, host_tests, lint, nbd_tests, profile, setup, soak, symbols,
+    bench, child_guard, fuzz, guest_tests, host_tests, lint, nbd_tests, profile, setup, soak,
+    symbols,
 };
 
 #[derive(Parser)]
@@ -52,8 +54,12 @@ enum Command {
     /// The NBD server under faults for N minutes (blkdebug EIO, hot-plug, hang-ups, garbage
     /// connections, kill -9 after a flush), checked against a shadow model.
     Soak(soak::Options),
+    /// Coverage-guided fuzzing (cargo-fuzz, nightly) of every parser of outside bytes: prints
+    /// executions, coverage, corpus size and crashes with reproducers.
+    Fuzz(fuzz::Options),
     /// Only install what is missing: the Rust target and lint components, QEMU, libnbd's
-    /// clients and a C compiler (everything `test` needs; CI runs this).
+    /// clients, a C compiler and (with a nightly toolchain) cargo-fuzz: everything `test` needs;
+    /// CI runs this.
     Setup,
 }
 
@@ -152,6 +158,7 @@ fn main() -> ExitCode {
             bench::nbd::run(&options).map(|()| ExitCode::SUCCESS)
         }
         Command::Soak(options) => soak::run(&options).map(|()| ExitCode::SUCCESS),
+        Command::Fuzz(options) => fuzz::run(&options).map(|()| ExitCode::SUCCESS),
         Command::Setup => setup::ensure_everything().map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|error| {
@@ -234,6 +241,14 @@ fn test(args: TestArgs) -> Result<ExitCode> {
         let host = host_tests::run()?;
         println!("host tests: {} passed, {} failed", host.passed, host.failed);
         total += host;
+        // Each fuzz target for a few seconds from its committed corpus (skipped, and said so,
+        // without nightly and cargo-fuzz).
+        let smoke = fuzz::smoke();
+        println!(
+            "fuzz smoke: {} passed, {} failed",
+            smoke.passed, smoke.failed
+        );
+        total += smoke;
     }
     if !args.host {
         let table = guest_tests::table_path();

@@ -7,6 +7,7 @@
 //! - For the NBD guest tests: libnbd's clients `nbdinfo` and `nbdcopy` (Debian's `libnbd-bin`).
 //! - For the instruction-count plugin the `insns-counted` guest test builds: a C compiler
 //!   (`gcc` and `libc6-dev`).
+//! - For the fuzz smoke, when a nightly toolchain is installed: cargo-fuzz.
 //! - QEMU: `qemu-system-x86_64` and `qemu-img`. Both packages go into ONE `apt-get install`: a new
 //!   machine ships a backports `qemu-img` 10.0, and installing `qemu-system-x86` (7.2) on its own
 //!   removes it; naming `qemu-utils` in the same transaction brings `qemu-img` back at 7.2.
@@ -44,8 +45,31 @@ pub fn ensure_everything() -> Result<()> {
     ensure_all()?;
     ensure_lint_components()?;
     ensure_libnbd_tools()?;
-    ensure_packages(&C_COMPILER)
+    ensure_packages(&C_COMPILER)?;
+    ensure_cargo_fuzz()
 }
+
+/// cargo-fuzz, pinned, for the fuzz smoke of `cargo xtask test`: installed (about 35 s from
+/// crates.io) only when a nightly toolchain is there, since fuzzing needs one. This set-up does
+/// not install nightly itself: without it the smoke says it skipped, and `cargo xtask fuzz`
+/// says to run `rustup toolchain install nightly`.
+pub fn ensure_cargo_fuzz() -> Result<()> {
+    match crate::fuzz::unavailable() {
+        Some(reason) if reason.starts_with("cargo-fuzz") => {
+            process::run(Command::new("cargo").args([
+                "install",
+                "cargo-fuzz",
+                "--locked",
+                "--version",
+                CARGO_FUZZ_VERSION,
+            ]))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The cargo-fuzz the set-up installs.
+const CARGO_FUZZ_VERSION: &str = "0.13.2";
 
 /// Tools that come from one plain Debian package set (installed without version pinning).
 struct AptTools {

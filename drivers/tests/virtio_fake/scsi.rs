@@ -2,7 +2,7 @@
 //! virtqueues ([`super::ring`]) the way QEMU does.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 use std::vec::Vec;
 
@@ -53,6 +53,10 @@ pub struct FakeState {
     pub never_reset: bool,
     /// Do not answer the control queue (task management times out).
     pub ignore_control: bool,
+    /// Lies about responses, front first, one per completed request: each overwrites the
+    /// start of the response header the device would have written (any response code,
+    /// status, sense length or residual), as a misbehaving device may.
+    pub lie_responses: VecDeque<Vec<u8>>,
 }
 
 #[derive(Debug, Clone)]
@@ -92,6 +96,7 @@ impl FakeScsi {
             resets: 0,
             never_reset: false,
             ignore_control: false,
+            lie_responses: VecDeque::new(),
         })))
     }
 
@@ -172,7 +177,12 @@ impl FakeState {
                 }
             }
         }
-        write_bytes(ins[0].addr, resp.as_bytes());
+        let mut header = resp.as_bytes().to_vec();
+        if let Some(lie) = self.lie_responses.pop_front() {
+            let n = lie.len().min(header.len());
+            header[..n].copy_from_slice(&lie[..n]);
+        }
+        write_bytes(ins[0].addr, &header);
         let used_len = 108 + in_len + out_len + std::mem::take(&mut self.used_len_bonus);
         self.push_used(queue, u32::from(head), used_len);
         self.completed += 1;

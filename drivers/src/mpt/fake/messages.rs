@@ -289,6 +289,10 @@ impl IocModel {
             return;
         };
         let addr = DmaAddr::from_halves(self.mfa_high, low);
+        let mut reply = reply.to_vec();
+        if let Some(lie) = self.lie_full_replies.pop_front() {
+            super::overwrite_prefix(&mut reply, &lie);
+        }
         let len = reply.len().min(usize::from(self.reply_frame_size));
         if self.space.write(addr, &reply[..len]).is_err() {
             self.dma_errors += 1;

@@ -101,6 +101,12 @@ pub struct IocModel {
     pub fault_after_init: Option<u16>,
     /// The MSI line and its knobs (lost, spurious, storm).
     pub msi: MsiLine,
+    /// Lies, front first, one per handshake reply: each overwrites the start of the reply the
+    /// IOC would have sent (any MsgLength, IOC_FACTS credit, frame size or queue depth).
+    pub lie_handshake_replies: VecDeque<Vec<u8>>,
+    /// Lies, front first, one per full reply frame: each overwrites the start of the frame
+    /// the IOC would have written (any MsgContext, IOCStatus, TransferCount or SenseCount).
+    pub lie_full_replies: VecDeque<Vec<u8>>,
     pub(crate) state: IocState,
     pub(crate) fault_code: u16,
     doorbell: Doorbell,
@@ -140,6 +146,8 @@ impl FakeIoc {
             stuck_in_reset: false,
             fault_after_init: None,
             msi: MsiLine::default(),
+            lie_handshake_replies: VecDeque::new(),
+            lie_full_replies: VecDeque::new(),
             state: IocState::Operational,
             fault_code: 0,
             doorbell: Doorbell::Idle,
@@ -252,7 +260,10 @@ impl IocModel {
                 let message: Vec<u8> = dwords.iter().flat_map(|d| d.to_le_bytes()).collect();
                 self.doorbell = Doorbell::Idle;
                 match self.handshake_message(&message) {
-                    Some(reply) => {
+                    Some(mut reply) => {
+                        if let Some(lie) = self.lie_handshake_replies.pop_front() {
+                            overwrite_prefix(&mut reply, &lie);
+                        }
                         let words = reply
                             .chunks(2)
                             .map(|c| u16::from_le_bytes([c[0], *c.get(1).unwrap_or(&0)]))
@@ -387,4 +398,10 @@ impl IocModel {
     pub fn state_for_tests(&self) -> IocState {
         self.state
     }
+}
+
+/// Copies as much of `lie` over the start of `bytes` as fits.
+pub(super) fn overwrite_prefix(bytes: &mut [u8], lie: &[u8]) {
+    let n = lie.len().min(bytes.len());
+    bytes[..n].copy_from_slice(&lie[..n]);
 }
