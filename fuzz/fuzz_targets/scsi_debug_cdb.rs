@@ -1,5 +1,5 @@
 #![no_main]
-//! The scsi_debug target's CDB dispatch: any CDB (1..=32 bytes), any target and LUN, any data
+//! The scsi_debug target's CDB dispatch: any CDB (up to 16 bytes taken, longer refused), any target and LUN, any data
 //! direction and buffer length, any data-out bytes, with aborts, resets, delays and error
 //! injection in between.
 //!
@@ -14,7 +14,7 @@ use libfuzzer_sys::fuzz_target;
 use scsi::clock::ManualClock;
 use scsi::host::{CmdBuffers, Completed, DataDirection, ScsiCmd, ScsiHost};
 use scsi::target::ScsiDebug;
-use scsi::wire::{CdbBytes, Lun, SCSI_SENSE_BUFFERSIZE, Sense, Tag};
+use scsi::wire::{CdbBytes, Lun, MAX_CDB_LEN, SCSI_SENSE_BUFFERSIZE, Sense, Tag};
 
 type Buffer = Box<[u8; SCSI_SENSE_BUFFERSIZE]>;
 
@@ -115,7 +115,7 @@ fuzz_target!(|input: Input| {
             } => {
                 let Ok(cdb_bytes) = CdbBytes::from_slice(&cdb) else {
                     assert!(
-                        cdb.is_empty() || cdb.len() > 32,
+                        cdb.is_empty() || cdb.len() > MAX_CDB_LEN,
                         "a {}-byte CDB refused",
                         cdb.len()
                     );
