@@ -30,6 +30,19 @@ pub enum TableError {
         /// Bytes needed.
         need_bytes: usize,
     },
+    /// A SLIT distance the spec does not allow: the diagonal (a locality to itself) must be 10,
+    /// and 0 to 9 are reserved (ACPI 6.5 §5.2.17).
+    #[error(
+        "SLIT: distance from locality {from} to {to} is {distance} (10 to itself, 10..=255 to others)"
+    )]
+    BadDistance {
+        /// Row.
+        from: usize,
+        /// Column.
+        to: usize,
+        /// The value found.
+        distance: u8,
+    },
     /// A subtable's length is below its type's minimum or runs past the table's end.
     #[error("{table}: subtable type {entry_type} at offset {offset} has bad length {len}")]
     BadSubtable {
@@ -258,9 +271,21 @@ pub fn parse_slit(bytes: &[u8]) -> Result<Slit, TableError> {
             len_bytes: body.len(),
             need_bytes: usize::MAX,
         })?;
+    let localities = localities as usize;
+    let distance = body[HEADER_BYTES + 8..HEADER_BYTES + 8 + need].to_vec();
+    for (cell, &value) in distance.iter().enumerate() {
+        let (from, to) = (cell / localities, cell % localities);
+        if (from == to && value != 10) || value < 10 {
+            return Err(TableError::BadDistance {
+                from,
+                to,
+                distance: value,
+            });
+        }
+    }
     Ok(Slit {
-        localities: localities as usize,
-        distance: body[HEADER_BYTES + 8..HEADER_BYTES + 8 + need].to_vec(),
+        localities,
+        distance,
     })
 }
 
@@ -422,6 +447,26 @@ mod tests {
         assert!(check_madt(&short_x2apic).is_err());
         // Types the walker does not know (reserved, OEM) need only the 2-byte header.
         assert!(check_madt(&table(b"APIC", 8, &[alloc::vec![0x80, 2]])).is_ok());
+    }
+
+    /// Found by `cargo xtask fuzz --target acpi_tables`: a SLIT whose diagonal was 0 was
+    /// taken as is, so a node's distance to itself read 0 instead of ACPI's normalised 10.
+    #[test]
+    fn slit_distances_outside_the_spec_are_errors() {
+        assert_eq!(
+            parse_slit(&slit(2, &[0, 20, 20, 10])),
+            Err(TableError::BadDistance {
+                from: 0,
+                to: 0,
+                distance: 0
+            })
+        );
+        let err = parse_slit(&slit(2, &[10, 9, 20, 10])).unwrap_err();
+        assert!(
+            err.to_string().contains("from locality 0 to 1 is 9"),
+            "{err}"
+        );
+        assert!(parse_slit(&slit(2, &[10, 255, 10, 10])).is_ok());
     }
 
     #[test]
