@@ -141,7 +141,8 @@ impl Bench {
             self.now_ns.set(self.now_ns.get() + 1_000);
             let found = self.host.poll(&mut done);
             if found > 0 {
-                self.waiter.completed(found);
+                self.waiter
+                    .completed(found, &mut HostInterrupt::new(&mut self.host));
                 continue;
             }
             let idle = self.waiter.idle(&mut HostInterrupt::new(&mut self.host));

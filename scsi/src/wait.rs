@@ -57,7 +57,11 @@ pub struct IrqStats {
     pub interrupts: u64,
     /// Wake-ups by the interrupt after which the poll found nothing.
     pub spurious: u64,
-    /// Safety-timer wake-ups whose poll found completions no interrupt announced (recovered).
+    /// Safety-timer wake-ups whose poll found completions (each recovered by that poll).
+    pub safety_recoveries: u64,
+    /// Of those, the ones whose completions no interrupt announced even after the poll (with
+    /// the interrupt still on through it) and a window for one already pending: confirmed
+    /// lost, not merely late.
     pub lost: u64,
     /// Interrupt storms: the source was masked and the loop fell back to timed polling.
     pub storms: u64,
@@ -73,6 +77,9 @@ impl IrqStats {
         IrqStats {
             interrupts: self.interrupts.saturating_sub(before.interrupts),
             spurious: self.spurious.saturating_sub(before.spurious),
+            safety_recoveries: self
+                .safety_recoveries
+                .saturating_sub(before.safety_recoveries),
             lost: self.lost.saturating_sub(before.lost),
             storms: self.storms.saturating_sub(before.storms),
             halts: self.halts.saturating_sub(before.halts),
@@ -85,6 +92,7 @@ impl IrqStats {
         IrqStats {
             interrupts: self.interrupts + other.interrupts,
             spurious: self.spurious + other.spurious,
+            safety_recoveries: self.safety_recoveries + other.safety_recoveries,
             lost: self.lost + other.lost,
             storms: self.storms + other.storms,
             halts: self.halts + other.halts,
@@ -109,7 +117,9 @@ pub trait CompletionWait {
     fn io_mode(&self) -> IoMode;
 
     /// A poll found `found` (> 0) completions: the last wake-up was useful, the device is busy.
-    fn completed(&mut self, found: usize);
+    /// When it returns `device`'s interrupt is off (a policy may leave it on through the poll
+    /// after a halt, to learn whether the completions were announced late or not at all).
+    fn completed(&mut self, found: usize, device: &mut dyn CompletionInterrupt);
 
     /// A poll found nothing: spin, or arm `device`'s interrupt and halt. When it returns the
     /// device's interrupt is off again (the caller polls).

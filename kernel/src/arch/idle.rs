@@ -49,8 +49,19 @@ pub fn wait_until(deadline_ns: u64) {
     // SAFETY: interrupts are enabled only across `hlt`; every vector that can arrive here (the
     // timer, device messages, the wake-up IPI, spurious) has a stub that returns (see `idt`),
     // and `cli` restores the kernel's interrupts-off state before any other code runs.
-    unsafe { core::arch::asm!("sti", "hlt", "cli", options(nomem, nostack)) };
+    // Not `nomem`: the stubs that run inside the window write the interrupt counters.
+    unsafe { core::arch::asm!("sti", "hlt", "cli", options(nostack)) };
     apic::disarm_timer();
     HALTED_NS.fetch_add(time::now_ns() - start, Ordering::Relaxed);
     WAKEUPS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Takes an interrupt already pending in the local APIC (a message that arrived while
+/// interrupts were off waits in the IRR): interrupts are enabled for the one instruction after
+/// `sti` and off again when this returns, so the counters its stub bumps are current.
+pub fn take_pending() {
+    // SAFETY: as in `wait_until`: every vector that can arrive has a stub that returns, the
+    // window is one `nop` long (STI's shadow), and `cli` restores the interrupts-off state.
+    // Not `nomem`, for the same reason.
+    unsafe { core::arch::asm!("sti", "nop", "cli", options(nostack)) };
 }

@@ -9,7 +9,7 @@ use alloc::sync::Arc;
 
 use drivers::irq::InterruptSource;
 
-use crate::arch::{irq, time};
+use crate::arch::{idle, irq, time};
 
 /// How an interrupt source is silenced while the policy waits out a storm.
 pub trait Mask {
@@ -41,5 +41,9 @@ impl<M: Mask> InterruptSource for VectorSource<M> {
 
     fn set_masked(&mut self, masked: bool) {
         self.mask.set_masked(masked);
+    }
+
+    fn settle(&mut self) {
+        idle::take_pending();
     }
 }

@@ -367,9 +367,10 @@ fn print_wait_stats(info: &HostInfo, io_mode: IoMode, stats: &IrqStats) {
         return;
     }
     println!(
-        "IRQ {info}: io_mode={io_mode} interrupts={} spurious={} lost={} storms={} halts={} halted_ms={:.1}",
+        "IRQ {info}: io_mode={io_mode} interrupts={} spurious={} safety_recoveries={} lost={} storms={} halts={} halted_ms={:.1}",
         stats.interrupts,
         stats.spurious,
+        stats.safety_recoveries,
         stats.lost,
         stats.storms,
         stats.halts,

@@ -334,6 +334,7 @@ pub fn run(cmdline: &Cmdline, io: bool) -> ExitCode {
         .u64("irq_hosts", verify.irq_hosts)
         .u64("irq_interrupts", verify.irq.interrupts)
         .u64("irq_spurious", verify.irq.spurious)
+        .u64("irq_safety_recoveries", verify.irq.safety_recoveries)
         .u64("irq_lost", verify.irq.lost)
         .u64("irq_storms", verify.irq.storms)
         .u64("irq_halts", verify.irq.halts)

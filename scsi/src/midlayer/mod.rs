@@ -374,7 +374,7 @@ where
         if found > 0
             && let Some(wait) = &mut self.wait
         {
-            wait.completed(found);
+            wait.completed(found, &mut HostInterrupt::new(&mut self.host));
         }
         let mut done = core::mem::take(&mut self.host_done);
         for completed in done.drain(..) {

@@ -153,7 +153,7 @@ impl crate::wait::CompletionWait for PretendHalt {
     fn io_mode(&self) -> crate::wait::IoMode {
         crate::wait::IoMode::Irq
     }
-    fn completed(&mut self, _found: usize) {
+    fn completed(&mut self, _found: usize, _device: &mut dyn crate::host::CompletionInterrupt) {
         self.stats.interrupts += 1;
     }
     fn idle(&mut self, device: &mut dyn crate::host::CompletionInterrupt) -> crate::wait::Idle {
