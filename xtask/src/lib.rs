@@ -25,6 +25,11 @@ pub mod boot;
 pub mod child_guard;
 pub mod console;
 pub mod error;
+#[expect(
+    unsafe_code,
+    reason = "`listen` through libc, to give the front door's socket its backlog"
+)]
+pub mod front_door;
 pub mod fuzz;
 pub mod guest;
 pub mod guest_tests;
@@ -35,6 +40,11 @@ pub mod insns;
 pub mod lint;
 pub mod nbd_client;
 pub mod nbd_tests;
+#[expect(
+    unsafe_code,
+    reason = "`unshare` and the loopback's `ioctl`s through libc, for the soak's own namespace"
+)]
+pub mod netns;
 pub mod proc_stat;
 pub mod process;
 pub mod profile;

@@ -198,7 +198,7 @@ pub fn run(options: &Options) -> Result<()> {
                 .collect()
         });
         // After the cases, the server is left alone: what does it cost the host to idle?
-        match nbd_tests::idle::measure(nbd_tests::nbd_addr().port(), idle_window) {
+        match nbd_tests::idle::measure(nbd_tests::forwarded_nbd_port(), idle_window) {
             Ok(idle) => println!("idle {idle}"),
             Err(error) => println!("idle: not measured ({error})"),
         }

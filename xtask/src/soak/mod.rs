@@ -30,7 +30,7 @@ use crate::boot::{Echo, Outcome};
 use crate::error::{Error, Result};
 use crate::guest::{Blkdebug, Guest, Overrides};
 use crate::nbd_client::Client;
-use crate::{image_lock, nbd_tests, profile, qemu, workspace};
+use crate::{front_door, image_lock, nbd_tests, netns, profile, qemu, workspace};
 
 mod client;
 mod faults;
@@ -136,8 +136,34 @@ pub fn run(options: &Options) -> Result<()> {
     report.verdict().map_err(guest_err)
 }
 
-/// Runs phase 1 for `duration` with `clients` clients, then phase 2.
+/// Runs phase 1 for `duration` with `clients` clients, then phase 2, in a network namespace of
+/// its own when xtask may make one ([`netns`]), so the `ListenOverflows` delta it reports is its
+/// own sockets' (otherwise the host's, other runs included, and not judged).
 pub fn soak(
+    guest: &Guest,
+    duration: Duration,
+    clients: u64,
+) -> std::result::Result<Report, String> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let isolated = netns::isolate_this_thread();
+                let before = front_door::listen_overflows();
+                let mut report = soak_here(guest, duration, clients)?;
+                report.listen_overflows = match (before, front_door::listen_overflows()) {
+                    (Ok(before), Ok(after)) => Ok(after.saturating_sub(before)),
+                    (Err(e), _) | (_, Err(e)) => Err(e),
+                };
+                report.isolated = isolated;
+                Ok(report)
+            })
+            .join()
+            .map_err(|_| "soak thread panicked".to_string())?
+    })
+}
+
+/// [`soak`] in the calling thread's network namespace.
+fn soak_here(
     guest: &Guest,
     duration: Duration,
     clients: u64,
@@ -224,6 +250,8 @@ pub fn soak(
         lost_acknowledged: lost,
         image_blocks_checked: checked,
         kill,
+        listen_overflows: Err("not measured".into()),
+        isolated: Err("not measured".into()),
     })
 }
 
@@ -277,15 +305,17 @@ pub fn test(guest: &Guest) -> crate::host_tests::Tally {
             report.print();
             let t = &report.tally;
             let line = format!(
-                "{} ops, {} injected errors seen, {} missed, {} mismatches, {} lost of {} image blocks, kill -9: {} lost of {}",
+                "{} ops, {} injected errors seen, {} missed, {} mismatches, {} connection errors, {} lost of {} image blocks, kill -9: {} lost of {}, ListenOverflows delta {}",
                 t.reads + t.writes + t.flushes + t.trims + t.write_zeroes,
                 t.injected_errors_seen,
                 t.missed_errors,
                 t.mismatches,
+                t.connection_errors,
                 report.lost_acknowledged,
                 report.image_blocks_checked,
                 report.kill.lost,
-                report.kill.checked
+                report.kill.checked,
+                report.overflows_text()
             );
             match report.verdict() {
                 Ok(()) => {

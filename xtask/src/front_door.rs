@@ -1,0 +1,203 @@
+//! xtask's front door to a port QEMU user networking forwards: a host listener with a real
+//! accept queue that takes every connection at once and hands them to QEMU one at a time.
+//!
+//! libslirp 4.7 listens on each `hostfwd` port with a backlog of 1 and accepts once per main-loop
+//! wake-up. When several clients connect while QEMU's main loop is busy, the host kernel's accept
+//! queue for that port overflows and drops the handshake's last ACK; the client's `connect()` has
+//! already returned, and NBD is server-speaks-first, so the client waits for a greeting that never
+//! comes (`ListenOverflows` in `/proc/net/netstat` counts these). The front door listens with a
+//! backlog of [`BACKLOG`] and an accept loop that does nothing else, so a client's handshake always
+//! completes into a queue with room. One dialer thread then connects to QEMU's forward for each
+//! accepted client in turn and waits until QEMU has taken that connection (the guest's first byte
+//! arrived, or the connection closed, or [`HANDOFF_TIMEOUT`] passed) before dialing the next, so
+//! QEMU's own queue never holds more than one connection. Two pump threads per connection copy
+//! bytes each way and pass a half-close (FIN) on. A reset on one side reaches the other as a
+//! close, not a reset.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// The front door's accept queue (the kernel caps it at `net.core.somaxconn`, 4096 by default).
+pub const BACKLOG: i32 = 1024;
+/// How long the dialer waits for QEMU to take one connection before it dials the next anyway.
+pub const HANDOFF_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long connecting to QEMU's forward may take.
+const DIAL_TIMEOUT: Duration = Duration::from_secs(30);
+const PUMP_BUFFER_BYTES: usize = 256 << 10;
+
+/// Opens a front door on a free loopback port that forwards to `upstream`; returns its port.
+/// Its threads live as long as xtask.
+pub fn open(upstream: SocketAddr) -> std::io::Result<u16> {
+    let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))?;
+    // SAFETY: `listen` on a descriptor this function owns (the listener is alive for the
+    // call); a second `listen` on a listening socket only changes its backlog.
+    let raised = unsafe { libc::listen(listener.as_raw_fd(), BACKLOG) };
+    if raised != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let port = listener.local_addr()?.port();
+    let (accepted, to_dial) = mpsc::channel::<TcpStream>();
+    std::thread::Builder::new()
+        .name(format!("front-door-{port}"))
+        .spawn(move || {
+            // An error is a client that reset before it was accepted: nothing to hand on.
+            for client in listener.incoming().flatten() {
+                if accepted.send(client).is_err() {
+                    return;
+                }
+            }
+        })?;
+    std::thread::Builder::new()
+        .name(format!("front-door-{port}-dial"))
+        .spawn(move || {
+            for client in to_dial {
+                dial(client, upstream);
+            }
+        })?;
+    Ok(port)
+}
+
+/// Connects `client` to `upstream` once QEMU has taken the connection (or could not).
+fn dial(client: TcpStream, upstream: SocketAddr) {
+    let Ok(server) = TcpStream::connect_timeout(&upstream, DIAL_TIMEOUT) else {
+        // QEMU is gone or refuses: closing tells the client at once.
+        return;
+    };
+    let _ = server.set_read_timeout(Some(HANDOFF_TIMEOUT));
+    let _ = server.peek(&mut [0u8; 1]);
+    let _ = server.set_read_timeout(None);
+    let _ = client.set_nodelay(true);
+    let _ = server.set_nodelay(true);
+    let (Ok(client_rx), Ok(server_rx)) = (client.try_clone(), server.try_clone()) else {
+        return;
+    };
+    let spawned = std::thread::Builder::new()
+        .name("front-door-up".into())
+        .spawn(move || pump(client_rx, server));
+    if spawned.is_ok() {
+        let _ = std::thread::Builder::new()
+            .name("front-door-down".into())
+            .spawn(move || pump(server_rx, client));
+    }
+}
+
+/// Copies `from` to `to` until `from` ends; a clean end is passed on as a half-close, a broken
+/// one closes both directions of `to`.
+fn pump(mut from: TcpStream, mut to: TcpStream) {
+    let mut buffer = vec![0u8; PUMP_BUFFER_BYTES];
+    loop {
+        match from.read(&mut buffer) {
+            Ok(0) => {
+                let _ = to.shutdown(Shutdown::Write);
+                return;
+            }
+            Ok(n) => {
+                if to.write_all(&buffer[..n]).is_err() {
+                    let _ = from.shutdown(Shutdown::Both);
+                    let _ = to.shutdown(Shutdown::Both);
+                    return;
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => {
+                let _ = to.shutdown(Shutdown::Both);
+                return;
+            }
+        }
+    }
+}
+
+/// The `TcpExt: ListenOverflows` counter of the calling thread's network namespace (every
+/// listener in it), from `/proc/thread-self/net/netstat` (`/proc/net` is the main thread's).
+pub fn listen_overflows() -> Result<u64, String> {
+    let path = "/proc/thread-self/net/netstat";
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    parse_counter(&text, "TcpExt:", "ListenOverflows")
+}
+
+/// `name`'s value in the `prefix` pair of lines (names, then values) of a netstat-style text.
+fn parse_counter(text: &str, prefix: &str, name: &str) -> Result<u64, String> {
+    let mut lines = text.lines().filter(|l| l.starts_with(prefix));
+    let (Some(names), Some(values)) = (lines.next(), lines.next()) else {
+        return Err(format!("no {prefix} lines"));
+    };
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(n, _)| *n == name)
+        .ok_or_else(|| format!("no {name} in {prefix}"))?
+        .1
+        .parse()
+        .map_err(|e| format!("{name}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_counter_is_found_by_name() {
+        let text = "TcpExt: SyncookiesSent ListenOverflows ListenDrops\nTcpExt: 0 27 28\nIpExt: A\nIpExt: 1\n";
+        assert_eq!(
+            parse_counter(text, "TcpExt:", "ListenOverflows").unwrap(),
+            27
+        );
+        assert!(parse_counter(text, "TcpExt:", "Nope").is_err());
+        assert!(parse_counter("", "TcpExt:", "ListenOverflows").is_err());
+    }
+
+    #[test]
+    fn a_burst_of_clients_is_accepted_and_each_is_served_in_turn() {
+        // An upstream that accepts slowly with the smallest backlog, and greets each client.
+        let upstream = TcpListener::bind("127.0.0.1:0").unwrap();
+        let upstream_addr = upstream.local_addr().unwrap();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(500));
+            for mut conn in upstream.incoming().flatten() {
+                let _ = conn.write_all(b"hello");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        });
+        let port = open(upstream_addr).unwrap();
+        let clients: Vec<_> = (0..32)
+            .map(|_| {
+                std::thread::spawn(move || {
+                    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                    stream
+                        .set_read_timeout(Some(Duration::from_secs(20)))
+                        .unwrap();
+                    let mut greeting = [0u8; 5];
+                    stream.read_exact(&mut greeting).map(|()| greeting)
+                })
+            })
+            .collect();
+        for client in clients {
+            assert_eq!(&client.join().unwrap().unwrap(), b"hello");
+        }
+    }
+
+    #[test]
+    fn a_half_close_is_passed_on_both_ways() {
+        let upstream = TcpListener::bind("127.0.0.1:0").unwrap();
+        let upstream_addr = upstream.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut conn, _) = upstream.accept().unwrap();
+            let mut asked = Vec::new();
+            conn.read_to_end(&mut asked).unwrap();
+            conn.write_all(&asked).unwrap();
+        });
+        let port = open(upstream_addr).unwrap();
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        stream.write_all(b"echo").unwrap();
+        stream.shutdown(Shutdown::Write).unwrap();
+        let mut back = Vec::new();
+        stream.read_to_end(&mut back).unwrap();
+        assert_eq!(back, b"echo");
+    }
+}
