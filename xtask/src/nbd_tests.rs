@@ -1,6 +1,8 @@
 //! The NBD half of `cargo xtask test`: boot the `nbd` profile in the background, talk to the
-//! guest's NBD server with real clients (`qemu-img`, `qemu-io`, and `nbdinfo`/`nbdcopy` from
-//! Debian's libnbd-bin, installed here when missing and running as root) and with [`nbd_client`]'s
+//! guest's NBD server with real clients (`qemu-img`, `qemu-io` with 8 and 32 MiB requests, and
+//! `nbdinfo`/`nbdcopy` from Debian's libnbd-bin, installed here when missing and running as root;
+//! two 4-connection nbdcopy runs at once, [`multi_conn`]), 16 clients connecting while QEMU is
+//! stopped ([`burst`]), clients stuck across `shutdown` ([`stuck`]) and with [`nbd_client`]'s
 //! deliberately bad ones (a WRITE_ZEROES flood beside a reader, [`flood`]; half-closed and held
 //! stats queries, clients over the limit and a shutdown with a client connected, [`lifecycle`]),
 //! measure the host CPU QEMU uses while no client talks to it ([`idle`]), read the stats endpoint,
@@ -10,7 +12,8 @@
 //!
 //! qemu/nbd.toml forwards host ports 40809 (NBD) and 40810 (stats) on 127.0.0.1 only; the tests
 //! move both forwards to free loopback ports picked at run time ([`with_free_ports`]), so two runs
-//! on one machine do not collide. Every client has a timeout, and the boot itself is bounded.
+//! on one machine do not collide, and reach each through a [`front_door`] with a real accept
+//! queue. Every client has a timeout, and the boot itself is bounded.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -18,28 +21,38 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::boot::{Echo, Outcome, Verdict};
+use crate::front_door;
 use crate::guest::{Guest, Overrides};
 use crate::host_tests::Tally;
 use crate::nbd_client::{self as nbd, Client};
 use crate::profile::{self, Profile};
 
 mod bad_clients;
+mod burst;
 mod flood;
 pub(crate) mod hotplug;
 pub mod idle;
 mod lifecycle;
+mod multi_conn;
 mod nic_reset;
+mod stuck;
 mod tools;
 
 use bad_clients::{bad_handshake, bad_requests, pipelined, torn_write};
-use tools::{nbdcopy_write, nbdinfo, qemu_img_convert, qemu_io_write};
+use tools::{nbdcopy_write, nbdinfo, qemu_img_convert, qemu_io_large, qemu_io_write};
 
 /// The guest's ports (kernel defaults `nbd_port=` and `stats_port=`) that qemu/nbd.toml forwards.
 const GUEST_NBD_PORT: u16 = 10809;
 const GUEST_STATS_PORT: u16 = 10810;
-/// The host ports of this run's forwards (free ports picked by [`with_free_ports`]).
+/// The host ports clients use in this run (front doors, or QEMU's forwards themselves when
+/// [`DIRECT_ENV`] is set; see [`with_free_ports`]).
 static NBD_PORT: AtomicU16 = AtomicU16::new(40809);
 static STATS_PORT: AtomicU16 = AtomicU16::new(40810);
+/// The host port QEMU's NBD forward listens on in this run.
+static FORWARDED_NBD_PORT: AtomicU16 = AtomicU16::new(40809);
+/// Set (to anything) to let clients reach QEMU's user-networking forwards directly, without
+/// [`front_door`]: the path whose lost connections the `connect-burst` test shows.
+pub const DIRECT_ENV: &str = "SENSEPOOL_NBD_DIRECT";
 /// Where qemu-io writes 0xab (`write -P 0xab 1M 64k`).
 const QEMU_IO_OFFSET: u64 = 1 << 20;
 const QEMU_IO_LEN: usize = 64 << 10;
@@ -65,6 +78,11 @@ pub fn nbd_addr() -> SocketAddr {
     addr(NBD_PORT.load(Ordering::Relaxed))
 }
 
+/// The host port QEMU itself forwards to the guest's NBD port (how its process is found).
+pub fn forwarded_nbd_port() -> u16 {
+    FORWARDED_NBD_PORT.load(Ordering::Relaxed)
+}
+
 fn stats_addr() -> SocketAddr {
     addr(STATS_PORT.load(Ordering::Relaxed))
 }
@@ -80,7 +98,9 @@ fn free_port() -> std::io::Result<u16> {
 }
 
 /// `profile` with its NBD and stats forwards moved to free host ports, so runs on one machine
-/// (two checkouts, a CI job beside a user) do not collide on the profile's fixed ports.
+/// (two checkouts, a CI job beside a user) do not collide on the profile's fixed ports, and a
+/// [`front_door`] opened before each forward (unless [`DIRECT_ENV`] is set), so no number of
+/// clients connecting at once can overflow QEMU's one-connection accept queue.
 pub fn with_free_ports(profile: &Profile) -> Result<Profile, String> {
     let nic = profile.nic.as_deref().ok_or("profile nbd has no nic")?;
     let (nbd, stats) = (
@@ -113,8 +133,15 @@ pub fn with_free_ports(profile: &Profile) -> Result<Profile, String> {
             "profile nbd must forward 127.0.0.1 to guest ports {GUEST_NBD_PORT} and {GUEST_STATS_PORT}: {nic}"
         ));
     }
-    NBD_PORT.store(nbd, Ordering::Relaxed);
-    STATS_PORT.store(stats, Ordering::Relaxed);
+    FORWARDED_NBD_PORT.store(nbd, Ordering::Relaxed);
+    if std::env::var_os(DIRECT_ENV).is_some() {
+        NBD_PORT.store(nbd, Ordering::Relaxed);
+        STATS_PORT.store(stats, Ordering::Relaxed);
+    } else {
+        let door = |port| front_door::open(addr(port)).map_err(|e| format!("front door: {e}"));
+        NBD_PORT.store(door(nbd)?, Ordering::Relaxed);
+        STATS_PORT.store(door(stats)?, Ordering::Relaxed);
+    }
     let mut moved = profile.clone();
     moved.nic = Some(parts.join(","));
     Ok(moved)
@@ -159,6 +186,9 @@ pub fn run(guest: &Guest) -> Tally {
         if ready.is_ok() {
             // First: the flood zeroes the whole export, under the other cases' data.
             report("flood", flood::flood());
+            // Before the cases whose data the image check looks for: it writes 8..16 MiB and
+            // 24..56 MiB.
+            report("qemu-io-large", qemu_io_large());
             report("pattern-write", pattern_write());
             report("qemu-img-convert", qemu_img_convert());
             report("qemu-io-write", qemu_io_write());
@@ -170,19 +200,37 @@ pub fn run(guest: &Guest) -> Tally {
             expected_zero.push((TORN_OFFSET, 4096usize));
             report("pipelined", pipelined());
             report("two-clients-at-once", two_clients());
+            report("multi-conn-nbdcopy", multi_conn::two_nbdcopy_runs());
             report("idle-cpu", idle_cpu());
             report("stats", stats());
             report("hotplug", hotplug::hotplug());
             report("stats-half-close", lifecycle::half_close());
             report("stats-idle-hold", lifecycle::idle_hold());
             report("idle-clients", lifecycle::idle_clients());
+            report("connect-burst", connect_burst());
         }
+        let stuck = if ready.is_ok() {
+            let stuck = stuck::open();
+            if let Err(error) = &stuck {
+                report("stuck-clients", Err(error.clone()));
+            }
+            stuck.ok()
+        } else {
+            None
+        };
+        let asked = Instant::now();
         let stopped = if ready.is_ok() {
             lifecycle::shutdown()
         } else {
             shutdown()
         };
         report("shutdown", stopped);
+        if let Some(clients) = stuck {
+            report(
+                "shutdown-with-stuck-clients",
+                stuck::exited_within(asked, || boot.is_finished(), clients),
+            );
+        }
         let outcome = boot.join().map_err(|_| "boot thread panicked".to_owned());
         // QEMU leaves its monitor socket behind when it is killed; the name is this run's.
         if let Ok(images) = crate::workspace::output_dir("images") {
@@ -263,7 +311,13 @@ fn pattern_write() -> Result<String, String> {
 
 /// QEMU's host CPU over [`IDLE_WINDOW`] with no client (after every client above has gone).
 fn idle_cpu() -> Result<String, String> {
-    idle::measure(NBD_PORT.load(Ordering::Relaxed), IDLE_WINDOW).map(|idle| idle.to_string())
+    idle::measure(forwarded_nbd_port(), IDLE_WINDOW).map(|idle| idle.to_string())
+}
+
+/// [`burst`] against this run's QEMU.
+fn connect_burst() -> Result<String, String> {
+    let pid = idle::qemu_pid(forwarded_nbd_port())?;
+    burst::burst(pid)
 }
 
 /// Two connections open together: a write through one is read back through the other.

@@ -1,5 +1,5 @@
 //! The network words of the kernel command line: `ip=ADDR[/PREFIX]`, `gw=ADDR`, `nbd_port=`,
-//! `stats_port=`, `nbd_max_clients=` (NBD clients served at once; one more is told it is refused)
+//! `stats_port=`, `nbd_max_clients=` (NBD clients in transmission at once; the next export request is refused)
 //! `nbd_idle_s=` (a client in transmission that sends nothing for this long is closed) and
 //! `nic_reset_after=N` (fault injection: reset the NIC once after N received frames, as the
 //! driver does after a misbehaving device; 0, the default, never). The defaults suit QEMU user networking (the guest is 10.0.2.15/24 behind the
@@ -29,9 +29,10 @@ pub struct NetConfig {
     pub nic_reset_after: u64,
 }
 
-/// Largest `nbd_max_clients=`: each client's socket holds 512 KiB of buffers, and a session up
-/// to about 9 MiB of requests and replies.
-pub const MAX_NBD_CLIENTS: u16 = 32;
+/// Largest `nbd_max_clients=`: each NBD socket holds 512 KiB of TCP buffers from the start and
+/// a busy session up to about 1.1 MiB more (requests stream in 256 KiB pieces), so 128 clients
+/// and the handshake sockets need at most about 230 MiB, inside the `nbd` profile's 512 MiB.
+pub const MAX_NBD_CLIENTS: u16 = 128;
 
 impl Default for NetConfig {
     fn default() -> Self {
@@ -41,7 +42,7 @@ impl Default for NetConfig {
             gateway: [10, 0, 2, 2],
             nbd_port: 10809,
             stats_port: 10810,
-            nbd_max_clients: 8,
+            nbd_max_clients: 64,
             nbd_idle_s: 600,
             nic_reset_after: 0,
         }
@@ -170,7 +171,7 @@ mod tests {
             ("stats_port", "0"),
             ("nbd_port", "65536"),
             ("nbd_max_clients", "0"),
-            ("nbd_max_clients", "33"),
+            ("nbd_max_clients", "129"),
             ("nbd_idle_s", "0"),
             ("nbd_idle_s", "ten"),
             ("nic_reset_after", "-1"),

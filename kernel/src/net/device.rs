@@ -224,6 +224,11 @@ impl NetDevice {
         self.interrupts && self.inner.get_mut().net.set_receive_interrupts(enable)
     }
 
+    /// Whether the device failed to confirm a reset and was abandoned: no frame will move again.
+    pub fn is_dead(&self) -> bool {
+        self.inner.borrow().net.is_dead()
+    }
+
     /// The device's MAC address.
     pub fn mac(&self) -> [u8; 6] {
         self.inner.borrow().net.mac()

@@ -11,14 +11,20 @@
 //! **Every state ends.** Handshakes idle for [`HANDSHAKE_IDLE_NS`] and transmission sessions idle
 //! for `nbd_idle_s=` (nothing in progress) are closed; keep-alive probes with a timeout reset a
 //! peer that vanished; a socket stuck in a closing state (or a stats query open too long) is reset
-//! after [`linger`]'s limits. Of the NBD sockets, `nbd_max_clients=` serve and one more answers the
-//! next client with a refusal naming the limit (see [`Session::refusing`]). The stats port keeps one
+//! after [`linger`]'s limits. There are `nbd_max_clients=` + [`HANDSHAKE_SOCKETS`] NBD sockets; a
+//! session counts as served once it is in transmission, and an export request made while
+//! `nbd_max_clients=` are served is answered with a refusal naming the limit (see
+//! [`Session::set_refusal`]), so connections still in their handshake (or garbage) never turn a
+//! legitimate client away while a socket is free. A partial request idle for `nbd_idle_s=` is
+//! reset like an idle session. The stats port keeps one
 //! socket listening whatever the others do: when none is, the oldest is reset to make one.
 //!
 //! **Orderly shutdown.** A `shutdown` line on the stats port stops the NBD listeners, lets each
 //! session finish the requests it had received, answers later ones `NBD_ESHUTDOWN`, and closes
-//! each connection when its client disconnects or [`SHUTDOWN_GRACE_NS`] has passed;
-//! [`Server::finished`] then tells the workload to flush the disk and exit.
+//! each connection when its client disconnects or [`SHUTDOWN_GRACE_NS`] has passed (after the
+//! grace every session ends, a busy one with a reset: a client that stops halfway through a
+//! request or never reads its replies cannot hold the server up); [`Server::finished`] then tells
+//! the workload to flush the disk and exit, at the latest at [`SHUTDOWN_DEADLINE_NS`].
 
 use alloc::string::String;
 use alloc::vec;
@@ -44,8 +50,9 @@ use stats_slot::StatsSlot;
 
 /// Concurrent stats connections (one of them is always kept listening).
 pub const STATS_SOCKETS: usize = 8;
-/// NBD sockets beyond `nbd_max_clients=`: they answer a client over the limit with a refusal.
-pub const REFUSAL_SOCKETS: usize = 1;
+/// NBD sockets beyond `nbd_max_clients=`: connections in their handshake (which hold no served
+/// slot) and clients over the limit, which get a refusal naming it.
+pub const HANDSHAKE_SOCKETS: usize = 16;
 /// One connection's turn: at most this many commands and about this many bytes to or from the
 /// disk (1 MiB is a few milliseconds of disk work under TCG, so a 4 KiB read from another client
 /// waits a few turns, not a whole flood).
@@ -57,6 +64,9 @@ pub const TURN_BUDGET: Budget = Budget {
 pub const HANDSHAKE_IDLE_NS: u64 = 30_000_000_000;
 /// After `shutdown`, how long a client has to disconnect before the server closes its connection.
 pub const SHUTDOWN_GRACE_NS: u64 = 10_000_000_000;
+/// After `shutdown`, when the server stops whatever is left: the grace period ends every session,
+/// so a session still there this much later is a bug, printed and then abandoned.
+pub const SHUTDOWN_DEADLINE_NS: u64 = SHUTDOWN_GRACE_NS + 2_000_000_000;
 const NBD_RX_BYTES: usize = 256 << 10;
 const NBD_TX_BYTES: usize = 256 << 10;
 const STATS_BUFFER_BYTES: usize = 16 << 10;
@@ -77,7 +87,7 @@ pub struct ServerStats {
     pub connections: u64,
     /// Sessions ended by a protocol error, a vanished peer or a timeout.
     pub dropped: u64,
-    /// Clients refused because `nbd_max_clients=` were being served.
+    /// Export requests refused because `nbd_max_clients=` sessions were in transmission.
     pub refused: u64,
     /// Counters of ended sessions plus the live ones.
     pub nbd: NbdStats,
@@ -145,7 +155,7 @@ impl Server {
             log::warn!("net: default route: {err:?}");
         }
         let mut sockets = SocketSet::new(Vec::new());
-        let nbd_sockets = usize::from(config.nbd_max_clients) + REFUSAL_SOCKETS;
+        let nbd_sockets = usize::from(config.nbd_max_clients) + HANDSHAKE_SOCKETS;
         let nbd = (0..nbd_sockets)
             .map(|_| NbdSlot::new(sockets.add(tcp_socket(NBD_RX_BYTES, NBD_TX_BYTES))))
             .collect();
@@ -177,6 +187,7 @@ impl Server {
                 stats.nbd.add(&session.stats());
             }
         }
+        stats.refused = stats.nbd.refusals;
         stats.device = device.stats();
         stats
     }
@@ -198,9 +209,33 @@ impl Server {
         now_ns.saturating_add(delay_ns.min(cap_ns))
     }
 
-    /// Whether a shutdown was asked and every NBD session has ended.
+    /// Whether a shutdown was asked and every NBD session has ended, or
+    /// [`SHUTDOWN_DEADLINE_NS`] has passed since (then each slot still holding a session is
+    /// printed: its TCP state, phase and the bytes pending in and out).
     pub fn finished(&self) -> bool {
-        self.shutdown.is_some() && self.nbd.iter().all(|slot| slot.session.is_none())
+        let Some(shutdown) = self.shutdown else {
+            return false;
+        };
+        if self.nbd.iter().all(|slot| slot.session.is_none()) {
+            return true;
+        }
+        if time::now_ns().saturating_sub(shutdown.since_ns) <= SHUTDOWN_DEADLINE_NS {
+            return false;
+        }
+        for (index, slot) in self.nbd.iter().enumerate() {
+            if let Some(session) = &slot.session {
+                let socket = self.sockets.get::<tcp::Socket>(slot.handle);
+                println!(
+                    "NBD shutdown deadline: slot {index} stuck: tcp {}, phase {}, {} B pending in, {} B pending out ({} B in the socket)",
+                    socket.state(),
+                    session.phase_name(),
+                    session.pending_input(),
+                    session.output().len(),
+                    socket.send_queue()
+                );
+            }
+        }
+        true
     }
 
     /// One round: the interface moves frames, every NBD connection gets one bounded turn (the
@@ -232,11 +267,11 @@ impl Server {
         worked
     }
 
-    /// How many sessions are served (refused ones not counted).
+    /// How many sessions are served: in transmission (a handshake holds no slot).
     fn served_sessions(&self) -> usize {
         self.nbd
             .iter()
-            .filter(|slot| slot.session.is_some() && !slot.refused)
+            .filter(|slot| slot.session.as_ref().is_some_and(|s| s.in_transmission()))
             .count()
     }
 

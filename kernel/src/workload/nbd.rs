@@ -196,6 +196,14 @@ impl HostVisitor for Nbd {
         let mut last_traffic_ns = serve_start_ns;
         // After `shutdown` the server drains its sessions (NBD_ESHUTDOWN to later requests).
         while !server.finished() {
+            if device.is_dead() {
+                // No frame will move again: keep what was acknowledged and say so.
+                println!(
+                    "NBD FAILED: the NIC did not confirm its reset; flushing the disk and exiting"
+                );
+                self.ok = false;
+                break;
+            }
             serve(
                 &mut server,
                 &mut device,
@@ -206,7 +214,7 @@ impl HostVisitor for Nbd {
         }
         // Let the stats client see its text and the FIN before the machine goes away.
         let deadline = time::now_ns() + 200_000_000;
-        while time::now_ns() < deadline {
+        while self.ok && time::now_ns() < deadline {
             serve(
                 &mut server,
                 &mut device,
@@ -251,7 +259,7 @@ impl HostVisitor for Nbd {
         if flushed.is_err() {
             self.ok = false;
         }
-        flushed.is_ok()
+        self.ok
     }
 }
 

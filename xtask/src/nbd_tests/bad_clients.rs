@@ -60,18 +60,37 @@ pub fn bad_requests() -> Result<String, String> {
     if step("good read", client.read(0, 4096))?.is_err() {
         return Err("a good read after the errors failed".into());
     }
-    // An oversize write header: error reply, then the server hangs up.
+    // An oversize write (4 KiB over the 32 MiB maximum) with its payload: the payload is
+    // drained, the error comes back, and the connection goes on.
+    let oversize_len = (32 << 20) + 4096;
     step(
         "oversize write",
-        client.request(nbd::CMD_WRITE, 9, 0, 64 << 20, &[]),
+        client.request(
+            nbd::CMD_WRITE,
+            9,
+            0,
+            oversize_len,
+            &vec![0xee; oversize_len as usize],
+        ),
     )?;
     let (error, _) = step("oversize write reply", client.reply())?;
-    if error != nbd::EOVERFLOW || !client.closed_by_server() {
-        return Err(format!(
-            "oversize write: errno {error}, connection not closed"
-        ));
+    if error != nbd::EOVERFLOW {
+        return Err(format!("oversize write: errno {error}, not EOVERFLOW"));
     }
-    Ok("EINVAL, EOVERFLOW, ENOSPC; oversize write answered and closed".into())
+    match step("read after the oversize write", client.read(0, 4096))? {
+        Ok(data) if data.iter().all(|&b| b != 0xee) => {}
+        other => {
+            return Err(format!(
+                "after the oversize write: {:?}",
+                other.map(|d| d.iter().filter(|&&b| b == 0xee).count())
+            ));
+        }
+    }
+    io(client.disconnect())?;
+    Ok(
+        "EINVAL, EOVERFLOW, ENOSPC; a 32 MiB + 4 KiB write drained, EOVERFLOW, connection kept"
+            .into(),
+    )
 }
 
 pub fn torn_write() -> Result<String, String> {

@@ -11,7 +11,9 @@ use super::{io, nbd_addr, stats_addr, stats_text};
 use crate::nbd_client::{self as nbd, Client};
 
 /// The kernel's default `nbd_max_clients=`.
-const MAX_CLIENTS: usize = 8;
+const MAX_CLIENTS: usize = 64;
+/// Connections held in their handshake while the others are served.
+const HANDSHAKING: usize = 10;
 /// `NBD_REP_ERR_POLICY`, the refusal of a client over the limit.
 const REP_ERR_POLICY: u32 = (1 << 31) + 2;
 /// Stats connections held open by `idle_hold` (the guest has 8 stats sockets).
@@ -91,14 +93,19 @@ fn open_retrying() -> Result<(Client, u32), String> {
     }
 }
 
-/// After 60 garbage connections every slot is usable: `nbd_max_clients` idle clients are served,
-/// the next one is refused with `NBD_REP_ERR_POLICY` and a message naming the limit, and after one
-/// leaves a new client is served.
+/// After 60 garbage connections, and with [`HANDSHAKING`] connections held in their handshake,
+/// every slot is usable: `nbd_max_clients` idle clients are served, the next one is refused with
+/// `NBD_REP_ERR_POLICY` and a message naming the limit, and after one leaves a new client is
+/// served.
 pub fn idle_clients() -> Result<String, String> {
     for _ in 0..60 {
         let mut stream = io(TcpStream::connect_timeout(&nbd_addr(), nbd::IO_TIMEOUT))?;
         let _ = stream.write_all(&[0x5a; 16]);
     }
+    // Connections that stay in their handshake hold no served slot.
+    let handshaking: Vec<Client> = (0..HANDSHAKING)
+        .map(|_| io(Client::connect(nbd_addr())))
+        .collect::<Result<_, _>>()?;
     let mut clients = Vec::new();
     let mut tries = 0;
     for _ in 0..MAX_CLIENTS {
@@ -117,8 +124,9 @@ pub fn idle_clients() -> Result<String, String> {
     for client in clients {
         io(client.disconnect())?;
     }
+    drop(handshaking);
     Ok(format!(
-        "after 60 garbage connections {MAX_CLIENTS} clients served ({tries} connects); the next refused: {refusal:?}; a new one served after one left"
+        "after 60 garbage connections and beside {HANDSHAKING} in their handshake, {MAX_CLIENTS} clients served ({tries} connects); the next refused: {refusal:?}; a new one served after one left"
     ))
 }
 

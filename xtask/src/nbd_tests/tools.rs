@@ -101,6 +101,24 @@ pub fn qemu_io_write() -> Result<String, String> {
     }
 }
 
+/// qemu-io with requests of 8 MiB and of the 32 MiB maximum, each written with a pattern and
+/// read back and checked by qemu-io itself (`read -P`). qemu-io sends each as one NBD request
+/// (its own limit is the server's advertised 32 MiB maximum block size).
+pub fn qemu_io_large() -> Result<String, String> {
+    let start = Instant::now();
+    run_tool(
+        Command::new("qemu-io")
+            .args(["-f", "raw"])
+            .args(["-c", "write -P 0x3d 8M 8M", "-c", "read -P 0x3d 8M 8M"])
+            .args(["-c", "write -P 0x4e 24M 32M", "-c", "read -P 0x4e 24M 32M"])
+            .arg(nbd_uri()),
+    )?;
+    Ok(format!(
+        "8 MiB and 32 MiB requests written and read back by qemu-io in {:.1} s",
+        start.elapsed().as_secs_f64()
+    ))
+}
+
 /// libnbd's tools, installed through apt when missing (and root); an error says how otherwise
 /// (the one install step, in [`crate::setup`]).
 pub fn ensure_libnbd_tools() -> Result<(), String> {

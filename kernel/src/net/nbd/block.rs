@@ -15,7 +15,7 @@ use alloc::vec;
 use scsi::midlayer::ScsiError;
 use scsi::wire::SenseKey;
 
-use super::session::{Export, MAX_PAYLOAD_BYTES};
+use super::session::{Export, ZERO_CHUNK_BYTES};
 use super::wire::Errno;
 
 /// What [`BlockExport`] needs from a disk. Ranges are whole blocks within the disk.
@@ -156,7 +156,7 @@ impl<D: BlockDevice> Export for BlockExport<D> {
     }
 
     fn write_zeroes(&mut self, offset: u64, len: u64, fua: bool) -> Result<(), Errno> {
-        let chunk = (MAX_PAYLOAD_BYTES as u64).min(1 << 20);
+        let chunk = ZERO_CHUNK_BYTES;
         let zeroes = vec![0u8; chunk.min(len) as usize];
         let mut done = 0;
         while done < len {

@@ -12,34 +12,42 @@
 //! Work is bounded per call: [`Session::step_within`] stops when its [`Budget`] of commands and
 //! bytes is spent, so a server can take turns between connections. A WRITE_ZEROES runs in chunks
 //! of [`ZERO_CHUNK_BYTES`], each charged to the budget, and continues on the next call; its reply
-//! goes out when the last chunk is written (and, with FUA, flushed).
+//! goes out when the last chunk is written (and, with FUA, flushed). READ and WRITE stream the
+//! same way in pieces of [`STREAM_CHUNK_BYTES`]: a write's piece is written once it has arrived,
+//! its reply follows the last (after a flush, with FUA; an error in one piece skips the rest
+//! and is the reply); a read's reply header goes out with its first piece and each further
+//! piece is read when the output has room. A piece of a read that fails after the header went out
+//! cannot be reported in a simple reply, so the session closes (the protocol's rule).
 //!
 //! [`Session::begin_shutdown`] marks the bytes received so far: requests in them run as usual,
 //! every later request is answered `NBD_ESHUTDOWN` (its payload, if any, is skipped), and
-//! `NBD_CMD_DISC` still ends the session. [`Session::refusing`] makes a session that completes
+//! `NBD_CMD_DISC` still ends the session. [`Session::set_refusal`] makes a session that completes
 //! the greeting but answers every export request `NBD_REP_ERR_POLICY` with a message, so a client
 //! over the server's limit learns why it is not served.
 //!
 //! A malformed message that leaves the stream unsynchronised (a bad magic, unknown client flags,
-//! an option longer than [`MAX_OPTION_BYTES`], a write whose payload exceeds
-//! [`MAX_PAYLOAD_BYTES`]) closes the session after any error reply; a well-formed request the
-//! export cannot honour (out of range, too large a read, an unknown command) gets an error reply
-//! and the session goes on. Ranges are checked here, before the export is called, so an export
+//! an option longer than [`MAX_OPTION_BYTES`]) closes the session after any error reply; a
+//! well-formed request the export cannot honour (out of range, a read or write over
+//! [`MAX_PAYLOAD_BYTES`], an unknown command) gets an error reply and the session goes on; an
+//! oversize write's payload is read and dropped first, so the stream stays in step. Ranges are checked here, before the export is called, so an export
 //! never sees a request that reaches past its end.
 
 use alloc::vec::Vec;
 
 use super::wire::{self, Errno};
 
-/// Largest read or write payload, advertised as the maximum block size. 4 MiB rather than the
-/// customary 32 MiB: a write is buffered whole before it runs and a read reply is built whole,
-/// so with every NBD socket busy the server holds at most about `sockets x (2 x 4 MiB + 1 MiB)`
-/// of heap, well inside the guest's; clients split larger transfers themselves.
-pub const MAX_PAYLOAD_BYTES: u32 = 4 << 20;
+/// Largest read or write payload, advertised as the maximum block size: the 32 MiB the NBD
+/// protocol asks a server to accept from a client that negotiated no block sizes. Neither is
+/// held whole: a write's payload goes to the export in pieces of [`STREAM_CHUNK_BYTES`] as it
+/// arrives, and a read's data is read into the output a piece at a time as the socket drains it.
+pub const MAX_PAYLOAD_BYTES: u32 = 32 << 20;
+/// The piece a streamed READ or WRITE moves to or from the export at once (and the most input
+/// a write needs buffered before it can go on).
+pub const STREAM_CHUNK_BYTES: u32 = 256 << 10;
 /// Largest option request payload (an export name and a few info requests fit easily).
 pub const MAX_OPTION_BYTES: u32 = 4096;
-/// No new request is taken while this much output is waiting.
-pub const OUTPUT_HIGH_WATER: usize = 1 << 20;
+/// No new request (or piece of a streamed read) is taken while this much output is waiting.
+pub const OUTPUT_HIGH_WATER: usize = 256 << 10;
 /// WRITE_ZEROES is written in chunks of this size, one per unit of [`Budget`] bytes.
 pub const ZERO_CHUNK_BYTES: u64 = 1 << 20;
 /// Smallest and preferred block size advertised with `NBD_INFO_BLOCK_SIZE`.
@@ -76,8 +84,8 @@ pub enum CloseReason {
     UnknownExport,
     /// A transmission request did not start with the request magic.
     BadRequestMagic(u32),
-    /// A write payload over [`MAX_PAYLOAD_BYTES`]; its bytes cannot be resynchronised.
-    OversizeWrite(u32),
+    /// A read failed after its reply header had gone out as a success (errno of the piece).
+    ReadFailedAfterHeader(u32),
     /// A refused client asked for an export by `NBD_OPT_EXPORT_NAME` (which has no error reply).
     Refused,
 }
@@ -96,6 +104,8 @@ pub struct NbdStats {
     pub errors: u64,
     /// Option requests answered.
     pub options: u64,
+    /// Export requests refused with `NBD_REP_ERR_POLICY` (the server was full).
+    pub refusals: u64,
 }
 
 impl NbdStats {
@@ -110,6 +120,7 @@ impl NbdStats {
         self.bytes_written += other.bytes_written;
         self.errors += other.errors;
         self.options += other.options;
+        self.refusals += other.refusals;
     }
 }
 
@@ -130,7 +141,7 @@ pub struct Session {
     input: Vec<u8>,
     consumed: usize,
     /// Bytes to send; `output[output_sent..]` has not been taken by the socket yet. Sent bytes
-    /// are dropped lazily, so a 4 MiB read reply drained in socket-sized pieces is not moved
+    /// are dropped lazily, so a long read reply drained in socket-sized pieces is not moved
     /// down once per piece.
     output: Vec<u8>,
     output_sent: usize,
@@ -139,6 +150,10 @@ pub struct Session {
     stats: NbdStats,
     /// The WRITE_ZEROES being written, if any; nothing else runs until it is done.
     zero_run: Option<ZeroRun>,
+    /// The WRITE whose payload is being taken, if any (its bytes come before any request).
+    write_run: Option<WriteRun>,
+    /// The READ whose data is being sent, if any.
+    read_run: Option<ReadRun>,
     /// Bytes received and parsed since the connection began.
     received_total: u64,
     parsed_total: u64,
@@ -166,6 +181,8 @@ impl Session {
             name,
             stats: NbdStats::default(),
             zero_run: None,
+            write_run: None,
+            read_run: None,
             received_total: 0,
             parsed_total: 0,
             shutdown_after: None,
@@ -176,10 +193,18 @@ impl Session {
     /// A connection the server will not serve: the handshake runs, and INFO and GO are answered
     /// `NBD_REP_ERR_POLICY` carrying `message` (`NBD_OPT_EXPORT_NAME`, which has no error reply,
     /// closes the session).
+    #[cfg(test)]
     pub fn refusing(name: &'static str, message: alloc::string::String) -> Session {
         let mut session = Session::new(name);
         session.refusal = Some(message);
         session
+    }
+
+    /// Whether an export request made now is refused, and with what message: the server sets
+    /// this before each turn from how many sessions are in transmission, so a connection still
+    /// in its handshake holds no served slot and is judged when it asks for the export.
+    pub fn set_refusal(&mut self, message: Option<alloc::string::String>) {
+        self.refusal = message;
     }
 
     /// Requests received from now on are answered `NBD_ESHUTDOWN`; those already received run.
@@ -189,20 +214,33 @@ impl Session {
 
     /// Whether every request received before [`Session::begin_shutdown`] has been answered.
     pub fn drained_for_shutdown(&self) -> bool {
-        self.zero_run.is_none()
+        !self.in_long_request()
             && self
                 .shutdown_after
                 .is_some_and(|after| self.parsed_total >= after)
     }
 
-    /// Whether a WRITE_ZEROES is being written.
-    pub fn writing_zeroes(&self) -> bool {
-        self.zero_run.is_some()
+    /// Whether a request has work left that needs no more input (a WRITE_ZEROES or a READ
+    /// being streamed).
+    pub fn working_without_input(&self) -> bool {
+        self.zero_run.is_some() || self.read_run.is_some()
+    }
+
+    /// Whether a request spanning turns is in progress (a WRITE_ZEROES, or a READ or WRITE
+    /// being streamed).
+    fn in_long_request(&self) -> bool {
+        self.zero_run.is_some() || self.write_run.is_some() || self.read_run.is_some()
+    }
+
+    /// Whether the client stopped in the middle of a request: a partial header, or a write
+    /// whose payload has not all arrived.
+    pub fn mid_request(&self) -> bool {
+        self.pending_input() > 0 || self.write_run.is_some()
     }
 
     /// Whether a request is being worked on or waits in the input or output.
     pub fn busy(&self) -> bool {
-        self.zero_run.is_some() || self.pending_input() > 0 || !self.output().is_empty()
+        self.in_long_request() || self.pending_input() > 0 || !self.output().is_empty()
     }
 
     /// Appends bytes received from the client.
@@ -246,6 +284,16 @@ impl Session {
         }
     }
 
+    /// The protocol phase, for diagnostics.
+    pub fn phase_name(&self) -> &'static str {
+        match self.phase {
+            Phase::ClientFlags => "greeting",
+            Phase::Options => "options",
+            Phase::Transmission => "transmission",
+            Phase::Closed(_) => "closed",
+        }
+    }
+
     /// Whether the option haggling is over.
     pub fn in_transmission(&self) -> bool {
         self.phase == Phase::Transmission
@@ -272,15 +320,21 @@ impl Session {
     /// [`Session::step`] within `budget`, which is charged for what is done.
     pub fn step_within(&mut self, export: &mut impl Export, budget: &mut Budget) {
         while self.wants_input() && !budget.spent() {
-            if self.zero_run.is_some() {
+            let taken = if self.zero_run.is_some() {
                 self.continue_zero_run(export, budget);
-                continue;
-            }
-            let taken = match self.phase {
-                Phase::ClientFlags => self.client_flags(),
-                Phase::Options => self.option(export),
-                Phase::Transmission => self.request(export, budget),
-                Phase::Closed(_) => None,
+                Some(0)
+            } else if self.read_run.is_some() {
+                self.continue_read_run(export, budget);
+                Some(0)
+            } else if self.write_run.is_some() {
+                self.continue_write_run(export, budget)
+            } else {
+                match self.phase {
+                    Phase::ClientFlags => self.client_flags(),
+                    Phase::Options => self.option(export),
+                    Phase::Transmission => self.request(export, budget),
+                    Phase::Closed(_) => None,
+                }
             };
             match taken {
                 Some(bytes) => {
@@ -293,7 +347,7 @@ impl Session {
         if self.consumed == self.input.len() {
             self.input.clear();
             self.consumed = 0;
-        } else if self.consumed > (1 << 20) {
+        } else if self.consumed > STREAM_CHUNK_BYTES as usize {
             self.input.drain(..self.consumed);
             self.consumed = 0;
         }
@@ -323,5 +377,5 @@ mod options;
 mod request;
 
 pub use budget::Budget;
-use budget::ZeroRun;
+use budget::{ReadRun, WriteRun, ZeroRun};
 mod budget;

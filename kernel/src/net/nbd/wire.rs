@@ -43,6 +43,8 @@ pub mod rep {
 /// `NBD_REP_INFO` payload types.
 pub mod info {
     pub const EXPORT: u16 = 0;
+    pub const NAME: u16 = 1;
+    pub const DESCRIPTION: u16 = 2;
     pub const BLOCK_SIZE: u16 = 3;
 }
 
@@ -53,6 +55,7 @@ pub mod tflag {
     pub const SEND_FUA: u16 = 1 << 3;
     pub const SEND_TRIM: u16 = 1 << 5;
     pub const SEND_WRITE_ZEROES: u16 = 1 << 6;
+    pub const CAN_MULTI_CONN: u16 = 1 << 8;
 }
 
 /// Command flags.

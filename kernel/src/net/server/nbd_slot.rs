@@ -1,4 +1,5 @@
-//! One NBD socket's turn: accept a connection (or refuse it over `nbd_max_clients=`), move bytes
+//! One NBD socket's turn: accept a connection (refusing its export request over
+//! `nbd_max_clients=` sessions in transmission), move bytes
 //! between the socket and the session within the turn's [`Budget`], and end the connection on
 //! every path: the session closed it, the peer went away, a timeout, or a shutdown.
 
@@ -10,17 +11,16 @@ use smoltcp::socket::tcp;
 use super::linger::{CLOSING_LIMIT_NS, Linger, is_closing};
 use super::{HANDSHAKE_IDLE_NS, SHUTDOWN_GRACE_NS, Server, TURN_BUDGET};
 use crate::arch::time;
-use crate::net::nbd::session::{Export, MAX_PAYLOAD_BYTES, Session};
+use crate::net::nbd::session::{Export, STREAM_CHUNK_BYTES, Session};
 use crate::platform::console::println;
 
-/// Most bytes a session may hold unparsed: one maximal write and its header, with slack.
-const MAX_PENDING_INPUT: usize = MAX_PAYLOAD_BYTES as usize + (64 << 10);
+/// Most bytes a session may hold unparsed: one piece of a streamed write and a header, with
+/// slack for small pipelined requests.
+const MAX_PENDING_INPUT: usize = STREAM_CHUNK_BYTES as usize + (64 << 10);
 
 pub(super) struct NbdSlot {
     pub handle: SocketHandle,
     pub session: Option<Session>,
-    /// The session answers with a refusal (the server was full when it came).
-    pub refused: bool,
     /// When the client last sent anything (TSC ns).
     last_input_ns: u64,
     /// The last turn ended with its budget spent (complete requests may still wait).
@@ -33,7 +33,6 @@ impl NbdSlot {
         NbdSlot {
             handle,
             session: None,
-            refused: false,
             last_input_ns: 0,
             turn_spent: false,
             linger: Linger::new(),
@@ -63,7 +62,6 @@ impl Server {
                     log::warn!("nbd: connection {index} reset by the peer");
                 }
             }
-            slot.refused = false;
             if self.shutdown.is_none()
                 && let Err(err) = socket.listen(self.config.nbd_port)
             {
@@ -90,38 +88,58 @@ impl Server {
             }
             return false;
         }
+        self.judge_export_request(index);
+        let refusals = self.nbd[index].session.as_ref().map(|s| s.stats().refusals);
         let worked = self.run_turn(index, export, now_ns);
+        let slot = &self.nbd[index];
+        if let Some(session) = &slot.session
+            && Some(session.stats().refusals) != refusals
+        {
+            let peer = self
+                .sockets
+                .get::<tcp::Socket>(slot.handle)
+                .remote_endpoint();
+            let max = self.config.nbd_max_clients;
+            println!(
+                "nbd: connection from {peer:?} refused: {max} clients already served (nbd_max_clients={max})"
+            );
+        }
         if let Some(ending) = self.ending(index, now_ns) {
             self.end_session(index, ending);
         }
         worked
     }
 
-    /// A new connection: a session, or a refusal when `nbd_max_clients=` are served.
+    /// A new connection: a session in its handshake (it holds no served slot until it enters
+    /// transmission, see [`Server::judge_export_request`]).
     fn accept(&mut self, index: usize, now_ns: u64) {
-        let max = usize::from(self.config.nbd_max_clients);
-        let full = self.served_sessions() >= max;
         let slot = &mut self.nbd[index];
         let peer = self
             .sockets
             .get::<tcp::Socket>(slot.handle)
             .remote_endpoint();
         slot.last_input_ns = now_ns;
-        slot.refused = full;
-        if full {
-            self.counters.refused += 1;
-            println!(
-                "nbd: connection from {peer:?} refused: {max} clients already served (nbd_max_clients={max})"
-            );
-            slot.session = Some(Session::refusing(
-                self.export_name,
-                format!("server full: {max} clients already served (nbd_max_clients={max})"),
-            ));
-        } else {
-            self.counters.connections += 1;
-            log::info!("nbd: connection {index} from {peer:?}");
-            slot.session = Some(Session::new(self.export_name));
+        self.counters.connections += 1;
+        log::info!("nbd: connection {index} from {peer:?}");
+        slot.session = Some(Session::new(self.export_name));
+    }
+
+    /// Before a handshake session's turn: an export request in it is refused when
+    /// `nbd_max_clients=` sessions are already in transmission.
+    fn judge_export_request(&mut self, index: usize) {
+        let max = usize::from(self.config.nbd_max_clients);
+        let full = self.served_sessions() >= max;
+        let Some(session) = self.nbd[index].session.as_mut() else {
+            return;
+        };
+        if session.in_transmission() {
+            return;
         }
+        session.set_refusal(
+            full.then(|| {
+                format!("server full: {max} clients already served (nbd_max_clients={max})")
+            }),
+        );
     }
 
     /// Receives what the session may take, then runs and sends within one [`TURN_BUDGET`].
@@ -192,26 +210,38 @@ impl Server {
                 return Some(Ending::Close("handshake cut by shutdown"));
             }
         }
-        if !socket.may_recv() && flushed && !slot.turn_spent && !session.writing_zeroes() {
+        if !socket.may_recv() && flushed && !slot.turn_spent && !session.working_without_input() {
             // The peer finished sending and every complete request was answered.
-            return Some(if session.pending_input() > 0 {
+            return Some(if session.mid_request() {
                 Ending::Abort("peer closed in the middle of a request")
             } else {
                 Ending::Close("peer closed")
             });
         }
-        if session.busy() {
-            return None;
-        }
         if let Some(shutdown) = self.shutdown
-            && session.drained_for_shutdown()
             && now_ns.saturating_sub(shutdown.since_ns) > SHUTDOWN_GRACE_NS
         {
-            return Some(Ending::Close("shutdown grace over"));
+            // Checked before `busy`: a client that stops halfway through a request, or never
+            // reads its replies, must not hold the shutdown open.
+            return Some(if session.drained_for_shutdown() && !session.busy() {
+                Ending::Close("shutdown grace over")
+            } else {
+                Ending::Abort("shutdown grace over with a request in progress")
+            });
+        }
+        // A session waiting on its client (a partial header or write payload, nothing to send
+        // and no work of its own) is bounded by `nbd_idle_s` like an idle one.
+        let waiting_on_client = flushed && !session.working_without_input();
+        if session.busy() && !waiting_on_client {
+            return None;
         }
         let idle_limit_ns = u64::from(self.config.nbd_idle_s).saturating_mul(1_000_000_000);
         if session.in_transmission() && idle_ns > idle_limit_ns {
-            return Some(Ending::Close("idle longer than nbd_idle_s"));
+            return Some(if session.mid_request() {
+                Ending::Abort("a partial request idle longer than nbd_idle_s")
+            } else {
+                Ending::Close("idle longer than nbd_idle_s")
+            });
         }
         None
     }
@@ -240,6 +270,5 @@ impl Server {
             );
         }
         self.ended.add(&session.stats());
-        slot.refused = false;
     }
 }

@@ -1,8 +1,8 @@
-//! How much work one turn of a session may do, and the WRITE_ZEROES that spans turns.
+//! How much work one turn of a session may do, and the requests that span turns.
 
 /// How much one call of [`super::Session::step_within`] may do: commands started and bytes moved to or
 /// from the export. The call stops before starting work once either is spent; the piece of work
-/// it starts may overshoot (a 4 MiB write against 1 MiB left), so every call makes progress.
+/// it starts may overshoot (a 256 KiB piece against 4 KiB left), so every call makes progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
     pub commands: u32,
@@ -38,4 +38,26 @@ pub(super) struct ZeroRun {
     pub offset: u64,
     pub end: u64,
     pub fua: bool,
+}
+
+/// A WRITE whose payload is being taken: `remaining` bytes of it are still to come.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct WriteRun {
+    pub handle: u64,
+    /// Where the next piece goes.
+    pub offset: u64,
+    pub remaining: u64,
+    pub len: u32,
+    pub fua: bool,
+    /// The reply's error: set before the first piece when the request cannot run (the payload
+    /// is then only drained), or by the first piece that fails (the rest is drained).
+    pub error: Option<super::Errno>,
+}
+
+/// A READ being sent: `offset..end` is still to be read into the output.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ReadRun {
+    pub offset: u64,
+    pub end: u64,
+    pub len: u32,
 }

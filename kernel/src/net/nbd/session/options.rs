@@ -51,6 +51,7 @@ impl Session {
         if let Some(message) = &self.refusal
             && matches!(option, opt::EXPORT_NAME | opt::INFO | opt::GO)
         {
+            self.stats.refusals += 1;
             if option == opt::EXPORT_NAME {
                 self.close(CloseReason::Refused);
             } else {
@@ -96,14 +97,35 @@ impl Session {
     }
 
     /// `NBD_OPT_INFO` / `NBD_OPT_GO`: u32 name length, name, u16 count, count × u16 info types.
+    /// The export's size and flags and its block sizes are always sent (a client that asked for
+    /// none gets them too, so it learns the limits); a name or description is sent when asked
+    /// for; other info types are ignored, as the protocol asks.
     fn info_or_go(&mut self, option: u32, data: &[u8], size_bytes: u64) {
-        let Some(name) = parse_info_request(data) else {
+        let Some((name, asked)) = parse_info_request(data) else {
             self.option_reply(option, rep::ERR_INVALID, &[]);
             return;
         };
         if !self.known_export(name) {
             self.option_reply(option, rep::ERR_UNKNOWN, &[]);
             return;
+        }
+        let asked: Vec<u16> = asked
+            .chunks_exact(2)
+            .map(|pair| u16::from_be_bytes([pair[0], pair[1]]))
+            .collect();
+        for kind in [info::NAME, info::DESCRIPTION] {
+            if !asked.contains(&kind) {
+                continue;
+            }
+            let mut reply = Vec::from(kind.to_be_bytes());
+            if kind == info::NAME {
+                reply.extend_from_slice(self.name.as_bytes());
+            } else {
+                reply.extend_from_slice(b"SCSI disk ");
+                reply.extend_from_slice(self.name.as_bytes());
+                reply.extend_from_slice(b" through sensepool's midlayer");
+            }
+            self.option_reply(option, rep::INFO, &reply);
         }
         let mut export_info = Vec::with_capacity(12);
         export_info.extend_from_slice(&info::EXPORT.to_be_bytes());
@@ -137,17 +159,22 @@ impl Session {
     }
 }
 
-/// What this server offers on every export.
-fn transmission_flags() -> u16 {
+/// What this server offers on every export. `CAN_MULTI_CONN` holds because every request of
+/// every connection runs to completion on the one export in turn and a FLUSH is a SYNCHRONIZE
+/// CACHE of the whole disk after any acknowledged write (the export's dirty flag is shared), so
+/// a flush on one connection covers the writes acknowledged on all of them.
+pub(super) fn transmission_flags() -> u16 {
     tflag::HAS_FLAGS
         | tflag::SEND_FLUSH
         | tflag::SEND_FUA
         | tflag::SEND_TRIM
         | tflag::SEND_WRITE_ZEROES
+        | tflag::CAN_MULTI_CONN
 }
 
-/// The export name of an INFO/GO payload, if the payload is well formed.
-fn parse_info_request(data: &[u8]) -> Option<&[u8]> {
+/// The export name and the info types (big-endian u16 pairs) of an INFO/GO payload, if the
+/// payload is well formed.
+fn parse_info_request(data: &[u8]) -> Option<(&[u8], &[u8])> {
     if data.len() < 6 {
         return None;
     }
@@ -158,5 +185,5 @@ fn parse_info_request(data: &[u8]) -> Option<&[u8]> {
         return None;
     }
     let count = usize::from(wire::be_u16(data, name_end));
-    (data.len() == count_end + 2 * count).then(|| &data[4..name_end])
+    (data.len() == count_end + 2 * count).then(|| (&data[4..name_end], &data[count_end..]))
 }

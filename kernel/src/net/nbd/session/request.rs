@@ -1,8 +1,12 @@
 //! The transmission phase: one 28-byte request header (magic, flags, type, handle, offset,
 //! length), a payload for writes, and a simple reply (magic, error, handle), followed by the data
-//! of a successful read.
+//! of a successful read. Writes and reads move in pieces of [`STREAM_CHUNK_BYTES`] over as many
+//! calls as they need (`continue_write_run`, `continue_read_run`).
 
-use super::{Budget, CloseReason, Export, MAX_PAYLOAD_BYTES, Session, ZERO_CHUNK_BYTES, ZeroRun};
+use super::{
+    Budget, CloseReason, Export, MAX_PAYLOAD_BYTES, ReadRun, STREAM_CHUNK_BYTES, Session, WriteRun,
+    ZERO_CHUNK_BYTES, ZeroRun,
+};
 use crate::net::nbd::wire::{self, Errno, cflag, cmd};
 
 /// A parsed request header.
@@ -50,47 +54,78 @@ impl Session {
             }
             return Some(wire::REQUEST_BYTES);
         }
-        if request.len > MAX_PAYLOAD_BYTES {
-            // The payload follows on the wire and is too large to take; the stream cannot be
-            // resynchronised without reading it, so answer and hang up.
-            self.simple_reply(Some(Errno::EOVERFLOW), request.handle);
-            self.close(CloseReason::OversizeWrite(request.len));
-            return Some(wire::REQUEST_BYTES);
+        budget.charge_command();
+        // The payload follows on the wire whatever the answer: a request that cannot run has
+        // it drained, so the stream stays in step and the client gets its error.
+        let error = if request.len > MAX_PAYLOAD_BYTES {
+            Some(Errno::EOVERFLOW)
+        } else if after_shutdown {
+            Some(Errno::ESHUTDOWN)
+        } else {
+            check_range(request, export.size_bytes(), Errno::ENOSPC).err()
+        };
+        self.write_run = Some(WriteRun {
+            handle: request.handle,
+            offset: request.offset,
+            remaining: u64::from(request.len),
+            len: request.len,
+            fua: request.flags & cflag::FUA != 0,
+            error,
+        });
+        if request.len == 0 {
+            self.finish_write(export);
         }
-        let total = wire::REQUEST_BYTES + request.len as usize;
-        if input.len() < total {
+        Some(wire::REQUEST_BYTES)
+    }
+
+    /// Takes the next piece of the write in progress once it has all arrived, and writes it
+    /// (unless the write already failed); returns the bytes taken, or `None` for more input.
+    pub(super) fn continue_write_run(
+        &mut self,
+        export: &mut impl Export,
+        budget: &mut Budget,
+    ) -> Option<usize> {
+        let run = self.write_run.as_mut()?;
+        let piece = run.remaining.min(u64::from(STREAM_CHUNK_BYTES)) as usize;
+        let input = &self.input[self.consumed..];
+        if input.len() < piece {
             return None;
         }
-        budget.charge_command();
-        budget.charge_bytes(u64::from(request.len));
-        if after_shutdown {
-            self.simple_reply(Some(Errno::ESHUTDOWN), request.handle);
-            return Some(total);
+        if run.error.is_none()
+            && let Err(errno) = export.write(run.offset, &input[..piece], false)
+        {
+            run.error = Some(errno);
         }
-        let result = match check_range(request, export.size_bytes(), Errno::ENOSPC) {
-            Err(errno) => Err(errno),
-            Ok(()) => {
-                let start = self.consumed + wire::REQUEST_BYTES;
-                let data = &self.input[start..start + request.len as usize];
-                export.write(request.offset, data, request.flags & cflag::FUA != 0)
-            }
+        run.offset += piece as u64;
+        run.remaining -= piece as u64;
+        budget.charge_bytes(piece as u64);
+        if run.remaining == 0 {
+            self.finish_write(export);
+        }
+        Some(piece)
+    }
+
+    /// The whole payload is in: flush for FUA, count, reply.
+    fn finish_write(&mut self, export: &mut impl Export) {
+        let Some(run) = self.write_run.take() else {
+            return;
         };
+        let mut result = run.error.map_or(Ok(()), Err);
+        if result.is_ok() && run.fua && run.len > 0 {
+            result = export.flush();
+        }
         if result.is_ok() {
             self.stats.writes += 1;
-            self.stats.bytes_written += u64::from(request.len);
+            self.stats.bytes_written += u64::from(run.len);
         }
-        self.simple_reply(result.err(), request.handle);
-        Some(total)
+        self.simple_reply(result.err(), run.handle);
     }
 
     /// Every command without a payload.
     fn command(&mut self, request: Request, export: &mut impl Export, budget: &mut Budget) {
         let fua = request.flags & cflag::FUA != 0;
         let result = match request.kind {
-            cmd::READ => {
-                budget.charge_bytes(u64::from(request.len));
-                return self.read(request, export);
-            }
+            cmd::READ => return self.read(request, export, budget),
             cmd::DISC => {
                 // No reply: the client closes after sending it (and the server after flushing).
                 self.close(CloseReason::Disconnect);
@@ -148,7 +183,9 @@ impl Session {
         self.simple_reply(result.err(), run.handle);
     }
 
-    fn read(&mut self, request: Request, export: &mut impl Export) {
+    /// Starts a READ: an error reply, or the reply header and the first piece of data (a first
+    /// piece that fails becomes an error reply instead).
+    fn read(&mut self, request: Request, export: &mut impl Export, budget: &mut Budget) {
         if request.len > MAX_PAYLOAD_BYTES {
             self.simple_reply(Some(Errno::EOVERFLOW), request.handle);
             return;
@@ -157,21 +194,51 @@ impl Session {
             self.simple_reply(Some(errno), request.handle);
             return;
         }
-        // Read straight into the output behind the reply header; on error drop both.
         let header_at = self.output.len();
         self.simple_reply(None, request.handle);
-        let data_at = self.output.len();
-        self.output.resize(data_at + request.len as usize, 0);
-        match export.read(request.offset, &mut self.output[data_at..]) {
-            Ok(()) => {
-                self.stats.reads += 1;
-                self.stats.bytes_read += u64::from(request.len);
-            }
-            Err(errno) => {
-                self.output.truncate(header_at);
-                self.simple_reply(Some(errno), request.handle);
-            }
+        self.read_run = Some(ReadRun {
+            offset: request.offset,
+            end: request.offset + u64::from(request.len),
+            len: request.len,
+        });
+        if let Err(errno) = self.read_piece(export, budget) {
+            self.read_run = None;
+            self.output.truncate(header_at);
+            self.simple_reply(Some(errno), request.handle);
         }
+    }
+
+    /// Reads the next piece of the READ in progress into the output; a failure now can no
+    /// longer be reported (the header said success), so the session closes.
+    pub(super) fn continue_read_run(&mut self, export: &mut impl Export, budget: &mut Budget) {
+        if let Err(errno) = self.read_piece(export, budget) {
+            self.read_run = None;
+            self.stats.errors += 1;
+            self.close(CloseReason::ReadFailedAfterHeader(errno.0));
+        }
+    }
+
+    /// One piece of the READ in progress, straight into the output; ends the run after the last.
+    fn read_piece(&mut self, export: &mut impl Export, budget: &mut Budget) -> Result<(), Errno> {
+        let Some(run) = self.read_run.as_mut() else {
+            return Ok(());
+        };
+        let piece = (run.end - run.offset).min(u64::from(STREAM_CHUNK_BYTES)) as usize;
+        let data_at = self.output.len();
+        self.output.resize(data_at + piece, 0);
+        if let Err(errno) = export.read(run.offset, &mut self.output[data_at..]) {
+            self.output.truncate(data_at);
+            return Err(errno);
+        }
+        run.offset += piece as u64;
+        budget.charge_bytes(piece.max(1) as u64);
+        if run.offset == run.end {
+            let len = run.len;
+            self.read_run = None;
+            self.stats.reads += 1;
+            self.stats.bytes_read += u64::from(len);
+        }
+        Ok(())
     }
 }
 

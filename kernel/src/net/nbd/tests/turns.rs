@@ -38,7 +38,7 @@ fn a_whole_disk_write_zeroes_takes_one_chunk_per_turn_and_replies_at_the_end() {
             "reply before the end"
         );
         assert_eq!(export.device().written, done * ZERO_CHUNK_BYTES);
-        assert!(session.writing_zeroes());
+        assert!(session.working_without_input());
     }
     let out = turn(&mut session, &mut export);
     assert_eq!(replies(&out, |_| 0), [(0, 7, Vec::new())]);

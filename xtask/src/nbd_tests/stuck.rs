@@ -1,0 +1,74 @@
+//! Shutdown with clients that never finish: one sends 20 of a request header's 28 bytes and
+//! stops, another asks for four 4 MiB reads and never reads a reply. Neither ever disconnects,
+//! so the guest must end both sessions itself; after `shutdown` it must exit within
+//! [`EXIT_WITHIN`] (the server's 10 s grace and the final flush). A guest still running then is
+//! stopped through QMP `quit`, so the test fails instead of waiting out the boot timeout.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::{io, nbd_addr};
+use crate::nbd_client::{self as nbd, Client};
+use crate::qemu;
+use crate::workspace;
+
+/// How soon after `shutdown` the guest must have exited.
+pub const EXIT_WITHIN: Duration = Duration::from_secs(15);
+/// Bytes of a request header the half-sent client sends (a header is 28).
+const HALF_HEADER_BYTES: usize = 20;
+/// The unread client's reads: more reply than the guest's socket and the host's buffers hold.
+const UNREAD_READS: u64 = 4;
+const UNREAD_READ_BYTES: u32 = 4 << 20;
+
+/// The two clients, held open until dropped.
+pub struct StuckClients {
+    _half_header: Client,
+    _unread: Client,
+}
+
+/// Opens both clients and leaves them stuck.
+pub fn open() -> Result<StuckClients, String> {
+    let mut half_header = io(Client::open(nbd_addr()))?;
+    let header = nbd::request_bytes(nbd::CMD_READ, 7, 0, 4096, &[]);
+    io(half_header.send(&header[..HALF_HEADER_BYTES]))?;
+    let mut unread = io(Client::open(nbd_addr()))?;
+    for handle in 0..UNREAD_READS {
+        let offset = handle * u64::from(UNREAD_READ_BYTES);
+        io(unread.request(nbd::CMD_READ, handle, offset, UNREAD_READ_BYTES, &[]))?;
+    }
+    // Let the guest take both before `shutdown` marks what it had received.
+    std::thread::sleep(Duration::from_secs(1));
+    Ok(StuckClients {
+        _half_header: half_header,
+        _unread: unread,
+    })
+}
+
+/// Waits until the guest has exited, at most [`EXIT_WITHIN`] after `asked`; a guest still running
+/// is stopped through QMP so the caller's join returns.
+pub fn exited_within(
+    asked: Instant,
+    finished: impl Fn() -> bool,
+    clients: StuckClients,
+) -> Result<String, String> {
+    while asked.elapsed() < EXIT_WITHIN {
+        if finished() {
+            drop(clients);
+            return Ok(format!(
+                "guest exited {:.1} s after shutdown with a half-sent header and {UNREAD_READS} unread 4 MiB replies",
+                asked.elapsed().as_secs_f64()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let quit = workspace::output_dir("images")
+        .map_err(|e| e.to_string())
+        .and_then(|images| super::hotplug::Qmp::connect(&qemu::qmp_socket(&images, "nbd")))
+        .and_then(|mut qmp| qmp.execute("quit", json!({})));
+    drop(clients);
+    Err(format!(
+        "guest still running {} s after shutdown with a half-sent header and an unread reply (stopped through QMP: {quit:?})",
+        EXIT_WITHIN.as_secs()
+    ))
+}
