@@ -48,8 +48,9 @@ const GUEST_STATS_PORT: u16 = 10810;
 /// [`DIRECT_ENV`] is set; see [`with_free_ports`]).
 static NBD_PORT: AtomicU16 = AtomicU16::new(40809);
 static STATS_PORT: AtomicU16 = AtomicU16::new(40810);
-/// The host port QEMU's NBD forward listens on in this run.
+/// The host ports QEMU's own forwards listen on in this run.
 static FORWARDED_NBD_PORT: AtomicU16 = AtomicU16::new(40809);
+static FORWARDED_STATS_PORT: AtomicU16 = AtomicU16::new(40810);
 /// Set (to anything) to let clients reach QEMU's user-networking forwards directly, without
 /// [`front_door`]: the path whose lost connections the `connect-burst` test shows.
 pub const DIRECT_ENV: &str = "SENSEPOOL_NBD_DIRECT";
@@ -134,6 +135,7 @@ pub fn with_free_ports(profile: &Profile) -> Result<Profile, String> {
         ));
     }
     FORWARDED_NBD_PORT.store(nbd, Ordering::Relaxed);
+    FORWARDED_STATS_PORT.store(stats, Ordering::Relaxed);
     if std::env::var_os(DIRECT_ENV).is_some() {
         NBD_PORT.store(nbd, Ordering::Relaxed);
         STATS_PORT.store(stats, Ordering::Relaxed);
@@ -472,8 +474,11 @@ mod tests {
             "{nic}"
         );
         let moved = with_free_ports(&profile).unwrap().nic.unwrap();
-        let nbd = NBD_PORT.load(Ordering::Relaxed);
-        let stats = STATS_PORT.load(Ordering::Relaxed);
+        let nbd = FORWARDED_NBD_PORT.load(Ordering::Relaxed);
+        let stats = FORWARDED_STATS_PORT.load(Ordering::Relaxed);
+        // Clients use the front doors, not QEMU's forwards.
+        assert_ne!(NBD_PORT.load(Ordering::Relaxed), nbd);
+        assert_ne!(STATS_PORT.load(Ordering::Relaxed), stats);
         assert!(
             moved.contains(&format!("hostfwd=tcp:127.0.0.1:{nbd}-:10809")),
             "{moved}"
