@@ -8,10 +8,10 @@
 //! comes (`ListenOverflows` in `/proc/net/netstat` counts these). The front door listens with a
 //! backlog of [`BACKLOG`] and an accept loop that does nothing else, so a client's handshake always
 //! completes into a queue with room. One dialer thread then connects to QEMU's forward for each
-//! accepted client in turn and waits until QEMU has taken that connection (the guest's first byte
-//! arrived, or the connection closed, or [`HANDOFF_TIMEOUT`] passed) before dialing the next, so
-//! QEMU's own queue never holds more than one connection. Two pump threads per connection copy
-//! bytes each way and pass a half-close (FIN) on. A reset on one side reaches the other as a
+//! accepted client in turn, starts copying at once, and waits until QEMU has taken that
+//! connection (the guest's first byte arrived, or the connection closed, or [`HANDOFF_TIMEOUT`]
+//! passed) before dialing the next, so QEMU's own queue never holds more than one connection.
+//! Two pump threads per connection copy bytes each way and pass a half-close (FIN) on. A reset on one side reaches the other as a
 //! close, not a reset.
 
 use std::io::{ErrorKind, Read, Write};
@@ -60,36 +60,46 @@ pub fn open(upstream: SocketAddr) -> std::io::Result<u16> {
     Ok(port)
 }
 
-/// Connects `client` to `upstream` once QEMU has taken the connection (or could not).
+/// Connects `client` to `upstream` and starts copying both ways at once; returns when QEMU has
+/// taken the connection (the guest's first byte came, or the connection ended, or
+/// [`HANDOFF_TIMEOUT`] passed), so the next client is dialed only then. The client's own bytes
+/// flow from the start, as they would straight to QEMU's forward.
 fn dial(client: TcpStream, upstream: SocketAddr) {
     let Ok(server) = TcpStream::connect_timeout(&upstream, DIAL_TIMEOUT) else {
         // QEMU is gone or refuses: closing tells the client at once.
         return;
     };
-    let _ = server.set_read_timeout(Some(HANDOFF_TIMEOUT));
-    let _ = server.peek(&mut [0u8; 1]);
-    let _ = server.set_read_timeout(None);
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
     let (Ok(client_rx), Ok(server_rx)) = (client.try_clone(), server.try_clone()) else {
         return;
     };
+    let (taken, handed_off) = mpsc::channel::<()>();
     let spawned = std::thread::Builder::new()
         .name("front-door-up".into())
-        .spawn(move || pump(client_rx, server));
+        .spawn(move || pump(client_rx, server, None));
+    if spawned.is_err() {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("front-door-down".into())
+        .spawn(move || pump(server_rx, client, Some(taken)));
     if spawned.is_ok() {
-        let _ = std::thread::Builder::new()
-            .name("front-door-down".into())
-            .spawn(move || pump(server_rx, client));
+        let _ = handed_off.recv_timeout(HANDOFF_TIMEOUT);
     }
 }
 
 /// Copies `from` to `to` until `from` ends; a clean end is passed on as a half-close, a broken
-/// one closes both directions of `to`.
-fn pump(mut from: TcpStream, mut to: TcpStream) {
+/// one closes both directions of `to`. `first` is told when the first read returns (data, end
+/// or error).
+fn pump(mut from: TcpStream, mut to: TcpStream, mut first: Option<mpsc::Sender<()>>) {
     let mut buffer = vec![0u8; PUMP_BUFFER_BYTES];
     loop {
-        match from.read(&mut buffer) {
+        let read = from.read(&mut buffer);
+        if let Some(first) = first.take() {
+            let _ = first.send(());
+        }
+        match read {
             Ok(0) => {
                 let _ = to.shutdown(Shutdown::Write);
                 return;
