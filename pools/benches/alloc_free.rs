@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use divan::{Bencher, black_box};
 use pools::dmapool::{DefaultRawMutex, InBlock, Legacy, Scalable, SideStack};
 use pools::host::HostArena;
-use pools::mempool::{AllocMode, Mempool, SpinWaiter};
+use pools::mempool::{AllocMode, Mempool, YieldWaiter};
 use pools::slab::{SlabCache, SlabConfig};
 use pools::{DmaPool, PoolAlgorithm, PoolConfig};
 
@@ -113,8 +113,9 @@ fn mempool_sense_buffer(bencher: Bencher, live: usize) {
     let cache =
         SlabCache::<_, DefaultRawMutex>::create(SlabConfig::new("sense_buffer", 96), &backing)
             .unwrap();
-    let pool = Mempool::<_, SpinWaiter, DefaultRawMutex>::create(2, &cache, SpinWaiter::default())
-        .unwrap();
+    let pool =
+        Mempool::<_, YieldWaiter, DefaultRawMutex>::create(2, &cache, YieldWaiter::default())
+            .unwrap();
     let held: Vec<_> = (0..live)
         .map(|_| pool.alloc(AllocMode::NoWait).unwrap())
         .collect();

@@ -4,8 +4,13 @@
 //! [`PageBudget`] counts pages: a fixed total, those the pool's backing holds, those a consumer
 //! holds, and the rest free. [`BudgetBacking`] wraps any [`Backing`] so that every chunk the pool
 //! asks for is charged to the budget: when the budget has no free page left the request fails
-//! (`BackingError::Exhausted`) exactly as a page allocator out of memory does, and with a failure
-//! probability set, each refill also fails at random (seeded, so a run repeats exactly).
+//! (`BackingError::Exhausted`) exactly as a page allocator out of memory does.
+//!
+//! The budget also carries the failure probability of `fail:P` pressure, drawn per *object*
+//! allocation by [`Failslab`](crate::failslab::Failslab) (Linux failslab: `should_failslab` runs
+//! in `slab_pre_alloc_hook`, on every `kmem_cache_alloc`, whether the per-CPU cache is warm or
+//! not), from a seeded generator so a run repeats exactly. Drawing per page refill instead would
+//! never fire while a warm slab and magazine serve every allocation.
 //!
 //! The consumer side models dirty page cache under write-back: [`PageBudget::consume_free`] takes
 //! every free page, and [`PageBudget::give_back`] returns pages one at a time as the caller
@@ -35,8 +40,8 @@ pub struct BudgetStats {
     pub refills: u64,
     /// Requests that failed because no page was free.
     pub refills_no_memory: u64,
-    /// Requests that failed by the random failure probability.
-    pub refills_injected: u64,
+    /// Object allocations failed by the random failure probability ([`BudgetState::inject`]).
+    pub allocs_injected: u64,
     /// Pages the consumer gave back.
     pub given_back: u64,
 }
@@ -51,7 +56,7 @@ impl BudgetStats {
 
 struct State {
     stats: BudgetStats,
-    /// Refill failure probability in parts per million.
+    /// Object allocation failure probability in parts per million.
     fail_ppm: u32,
     rng: u64,
 }
@@ -69,8 +74,8 @@ fn pages_for(len_bytes: usize) -> usize {
 }
 
 impl<R: RawMutex> BudgetState<R> {
-    /// A budget of `total_pages`, all free; refills fail with probability `fail_ppm` / 10⁶,
-    /// drawn from a generator seeded with `seed`.
+    /// A budget of `total_pages`, all free; [`inject`](Self::inject) fails allocations with
+    /// probability `fail_ppm` / 10⁶, drawn from a generator seeded with `seed`.
     #[must_use]
     pub fn new(total_pages: usize, fail_ppm: u32, seed: u64) -> Self {
         BudgetState {
@@ -85,7 +90,7 @@ impl<R: RawMutex> BudgetState<R> {
         }
     }
 
-    /// Changes the refill failure probability (parts per million).
+    /// Changes the object allocation failure probability (parts per million).
     pub fn set_fail_ppm(&self, fail_ppm: u32) {
         self.state.lock().fail_ppm = fail_ppm.min(1_000_000);
     }
@@ -118,21 +123,29 @@ impl<R: RawMutex> BudgetState<R> {
         self.give_back(held)
     }
 
-    /// Charges `pages` to the pool; `false` when the refill fails.
+    /// One draw of the failure probability: `true` means "fail this object allocation"
+    /// (counted in [`BudgetStats::allocs_injected`]). Always `false` at probability 0.
+    pub fn inject(&self) -> bool {
+        let mut state = self.state.lock();
+        if state.fail_ppm == 0 {
+            return false;
+        }
+        // xorshift64*: cheap and seedable; the roll is uniform over 0..10⁶.
+        state.rng ^= state.rng >> 12;
+        state.rng ^= state.rng << 25;
+        state.rng ^= state.rng >> 27;
+        let roll = state.rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        let fail = ((u128::from(roll) * 1_000_000) >> 64) < u128::from(state.fail_ppm);
+        if fail {
+            state.stats.allocs_injected += 1;
+        }
+        fail
+    }
+
+    /// Charges `pages` to the pool; `false` when no page is free.
     fn charge(&self, pages: usize) -> bool {
         let mut state = self.state.lock();
         state.stats.refills += 1;
-        if state.fail_ppm > 0 {
-            // xorshift64*: cheap and seedable; the roll is uniform over 0..10⁶.
-            state.rng ^= state.rng >> 12;
-            state.rng ^= state.rng << 25;
-            state.rng ^= state.rng >> 27;
-            let roll = state.rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
-            if ((u128::from(roll) * 1_000_000) >> 64) < u128::from(state.fail_ppm) {
-                state.stats.refills_injected += 1;
-                return false;
-            }
-        }
         if state.stats.free_pages() < pages {
             state.stats.refills_no_memory += 1;
             return false;
@@ -225,26 +238,17 @@ mod tests {
     }
 
     #[test]
-    fn refills_fail_at_the_given_rate_and_repeat_with_the_seed() {
+    fn draws_fail_at_the_given_rate_and_repeat_with_the_seed() {
         let failures = |seed| {
-            let budget = PageBudget::new(1 << 20, 250_000, seed);
-            let backing = BudgetBacking::new(HostBacking::new(), &budget);
-            let mut failed = 0;
-            for _ in 0..4000 {
-                match backing.alloc_chunk(4096, 4096, None) {
-                    // SAFETY: the chunk came from this backing and is not used.
-                    Ok(chunk) => unsafe { backing.free_chunk(chunk) },
-                    Err(_) => failed += 1,
-                }
-            }
-            assert_eq!(budget.stats().refills_injected, failed);
+            let budget = PageBudget::new(1, 250_000, seed);
+            let failed = (0..4000).filter(|_| budget.inject()).count() as u64;
+            assert_eq!(budget.stats().allocs_injected, failed);
             failed
         };
         let a = failures(7);
         assert!((800..1200).contains(&a), "{a} of 4000 failed at p = 0.25");
         assert_eq!(a, failures(7));
-        let budget = PageBudget::new(8, 1_000_000, 3);
-        let backing = BudgetBacking::new(HostBacking::new(), &budget);
-        assert!(backing.alloc_chunk(4096, 4096, None).is_err());
+        assert!(PageBudget::new(8, 1_000_000, 3).inject());
+        assert!(!PageBudget::new(8, 0, 3).inject());
     }
 }

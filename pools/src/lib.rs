@@ -14,10 +14,11 @@
 //!
 //! Modules: [`backing`] (the memory trait, [`DmaAddr`], [`NodeId`]), [`dmapool`] (pools and
 //! node sets), [`slab`] (kmem_cache-like object cache), [`magazine`] (a per-CPU front of free
-//! objects for any allocator), [`mempool`] (reserve with Linux semantics), [`poolinfo`] (the
-//! sysfs `pools` file format), [`bench`](mod@bench) (the benchmark workload shared by host and
-//! guest), [`clock`] (the one monotonic clock trait of the stack; `scsi` re-exports it),
-//! [`json`] (the one-line JSON writer every crate's `RESULT` lines use).
+//! objects for any allocator), [`failslab`] (fault injection per object allocation),
+//! [`mempool`] (reserve with Linux semantics), [`poolinfo`] (the sysfs `pools` file format),
+//! [`bench`](mod@bench) (the benchmark workload shared by host and guest), [`clock`] (the one
+//! monotonic clock trait of the stack; `scsi` re-exports it), [`json`] (the one-line JSON
+//! writer every crate's `RESULT` lines use).
 #![no_std]
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
@@ -44,6 +45,7 @@ pub mod clock;
 )]
 pub mod dmapool;
 mod error;
+pub mod failslab;
 #[cfg(any(test, feature = "std"))]
 #[expect(
     unsafe_code,
@@ -73,6 +75,7 @@ pub use dmapool::{
     RawBlock, ScalablePool,
 };
 pub use error::{BackingError, PoolError};
+pub use failslab::Failslab;
 pub use magazine::{Magazine, MagazineStats};
 pub use mempool::{AllocMode, ElementAllocator, Mempool, Waiter};
 pub use raw::raw_lock;

@@ -10,8 +10,9 @@
 //!
 //! Waiting goes through [`Waiter`], an event count: read the generation, re-check, then wait
 //! until the generation moves. `free` bumps it after refilling, so a wakeup cannot be lost
-//! between the failed check and the wait. The kernel spins or parks ([`SpinWaiter`] is the
-//! simplest); the host uses a condvar (`host::CondvarWaiter`).
+//! between the failed check and the wait. A kernel without a scheduler waits with
+//! [`YieldWaiter`], which runs the completion path (the only freer on one CPU) while it
+//! waits; the host uses a condvar (`host::CondvarWaiter`).
 //!
 //! As in Linux, `free` first looks at how many elements the reserve lacks without the lock
 //! (an atomic mirror written under it), so the common case — reserve full — costs no lock.
@@ -31,8 +32,14 @@ use crate::error::PoolError;
 pub trait ElementAllocator {
     /// What is allocated.
     type Element;
-    /// Tries to allocate without waiting.
+    /// Tries to allocate without waiting (Linux: a gfp mask without `__GFP_DIRECT_RECLAIM`).
     fn try_alloc(&self) -> Option<Self::Element>;
+    /// Tries again with reclaim allowed (the caller's full gfp mask): what a mempool calls once
+    /// its reserve is empty, before it waits. Allocators that cannot reclaim keep the default,
+    /// one more [`try_alloc`](Self::try_alloc).
+    fn try_alloc_reclaim(&self) -> Option<Self::Element> {
+        self.try_alloc()
+    }
     /// Gives an element back.
     fn free(&self, element: Self::Element);
 }
@@ -41,6 +48,9 @@ impl<T: ElementAllocator + ?Sized> ElementAllocator for &T {
     type Element = T::Element;
     fn try_alloc(&self) -> Option<Self::Element> {
         (**self).try_alloc()
+    }
+    fn try_alloc_reclaim(&self) -> Option<Self::Element> {
+        (**self).try_alloc_reclaim()
     }
     fn free(&self, element: Self::Element) {
         (**self).free(element);
@@ -51,6 +61,9 @@ impl<T: ElementAllocator + ?Sized> ElementAllocator for alloc::sync::Arc<T> {
     type Element = T::Element;
     fn try_alloc(&self) -> Option<Self::Element> {
         (**self).try_alloc()
+    }
+    fn try_alloc_reclaim(&self) -> Option<Self::Element> {
+        (**self).try_alloc_reclaim()
     }
     fn free(&self, element: Self::Element) {
         (**self).free(element);
@@ -67,27 +80,49 @@ pub trait Waiter {
     fn wake(&self);
 }
 
-/// Spin rounds after which [`SpinWaiter::wait`] returns so that the caller retries.
-pub const SPIN_WAIT_LIMIT: u32 = 1 << 16;
+/// Rounds after which [`YieldWaiter::wait`] returns so that the caller retries.
+pub const YIELD_WAIT_LIMIT: u32 = 1 << 16;
 
-/// A [`Waiter`] that spins on an atomic counter: for kernels without a scheduler.
-#[derive(Default)]
-pub struct SpinWaiter {
+/// A [`Waiter`] for kernels without a scheduler: between looks at the generation it calls
+/// `yield_now`, which must let a freer run. On one CPU the only freer is often the caller's
+/// own completion path (a command's free happens when its completion is polled), so a waiter
+/// that only spun would wait for a free that cannot happen; `yield_now` runs that path (polls
+/// the host) or halts until an interrupt. With freers on other CPUs, `core::hint::spin_loop`
+/// is enough.
+pub struct YieldWaiter<F: Fn() = fn()> {
     generation: AtomicU64,
+    yield_now: F,
 }
 
-impl Waiter for SpinWaiter {
+impl<F: Fn()> YieldWaiter<F> {
+    /// A waiter that calls `yield_now` while it waits.
+    pub fn new(yield_now: F) -> Self {
+        YieldWaiter {
+            generation: AtomicU64::new(0),
+            yield_now,
+        }
+    }
+}
+
+impl Default for YieldWaiter<fn()> {
+    /// Yields with `core::hint::spin_loop`: only for freers on other CPUs.
+    fn default() -> Self {
+        YieldWaiter::new(core::hint::spin_loop as fn())
+    }
+}
+
+impl<F: Fn()> Waiter for YieldWaiter<F> {
     fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
-    /// Spins until the generation moves or [`SPIN_WAIT_LIMIT`] rounds pass; the mempool then
-    /// retries its allocator, as Linux retries after its 5 s `io_schedule_timeout`.
+    /// Yields until the generation moves or [`YIELD_WAIT_LIMIT`] rounds pass; the mempool
+    /// then retries its allocator, as Linux retries after its 5 s `io_schedule_timeout`.
     fn wait(&self, seen: u64) {
-        for _ in 0..SPIN_WAIT_LIMIT {
+        for _ in 0..YIELD_WAIT_LIMIT {
             if self.generation.load(Ordering::Acquire) != seen {
                 return;
             }
-            core::hint::spin_loop();
+            (self.yield_now)();
         }
     }
     fn wake(&self) {
@@ -131,7 +166,7 @@ struct Reserve<E> {
 }
 
 /// A reserve of elements in front of an allocator. See the [module docs](crate::mempool).
-pub struct Mempool<A: ElementAllocator, W: Waiter = SpinWaiter, R: RawMutex = DefaultRawMutex> {
+pub struct Mempool<A: ElementAllocator, W: Waiter = YieldWaiter, R: RawMutex = DefaultRawMutex> {
     allocator: A,
     waiter: W,
     reserve: Mutex<R, Reserve<A::Element>>,
@@ -165,8 +200,29 @@ impl<A: ElementAllocator, W: Waiter, R: RawMutex> Mempool<A, W, R> {
             refills: AtomicU64::new(0),
             allocator_frees: AtomicU64::new(0),
         };
-        pool.resize(min_nr)?;
+        pool.fill(min_nr)?;
         Ok(pool)
+    }
+
+    /// `mempool_init`: `min_nr` elements or an error (giving back what it got on drop).
+    fn fill(&self, min_nr: usize) -> Result<(), PoolError> {
+        let mut reserve = self.reserve.lock();
+        let failed = |have| PoolError::ResizeFailed {
+            wanted: min_nr,
+            have,
+        };
+        if reserve.elements.try_reserve_exact(min_nr).is_err() {
+            return Err(failed(0));
+        }
+        while reserve.elements.len() < min_nr {
+            let have = reserve.elements.len();
+            reserve
+                .elements
+                .push(self.allocator.try_alloc().ok_or(failed(have))?);
+        }
+        reserve.min_nr = min_nr;
+        self.publish(&reserve);
+        Ok(())
     }
 
     /// The reserve's raw lock, e.g. to read a counting lock's contention figures
@@ -175,11 +231,18 @@ impl<A: ElementAllocator, W: Waiter, R: RawMutex> Mempool<A, W, R> {
         crate::raw::raw_lock(&self.reserve)
     }
 
-    /// `mempool_alloc`: allocator first, then reserve, then (with [`AllocMode::MayWait`])
-    /// wait for a free and retry.
+    /// `mempool_alloc`: allocator first (without reclaim), then reserve, then (with
+    /// [`AllocMode::MayWait`]) the allocator again with reclaim allowed, and only then wait
+    /// for a free and retry (with reclaim from then on).
     pub fn alloc(&self, mode: AllocMode) -> Result<A::Element, PoolError> {
+        let mut reclaim = false;
         loop {
-            if let Some(element) = self.allocator.try_alloc() {
+            let got = if reclaim {
+                self.allocator.try_alloc_reclaim()
+            } else {
+                self.allocator.try_alloc()
+            };
+            if let Some(element) = got {
                 self.allocator_hits.fetch_add(1, Ordering::Relaxed);
                 return Ok(element);
             }
@@ -189,6 +252,11 @@ impl<A: ElementAllocator, W: Waiter, R: RawMutex> Mempool<A, W, R> {
             if mode == AllocMode::NoWait {
                 self.failures.fetch_add(1, Ordering::Relaxed);
                 return Err(PoolError::WouldBlock);
+            }
+            if !reclaim {
+                // Linux: `if (gfp_temp != gfp_mask) { gfp_temp = gfp_mask; goto repeat_alloc; }`
+                reclaim = true;
+                continue;
             }
             // Read the generation, then look once more: a refill after this look moves the
             // generation, so the wait below cannot miss it.
@@ -244,13 +312,14 @@ impl<A: ElementAllocator, W: Waiter, R: RawMutex> Mempool<A, W, R> {
         self.allocator.free(element);
     }
 
-    /// `mempool_resize`: shrinking frees surplus reserve elements to the allocator; growing
-    /// allocates new ones, and reports [`PoolError::ResizeFailed`] (keeping what it got and
-    /// the old `min_nr`) if the allocator runs dry or the reserve's own array cannot grow to
-    /// `new_min_nr` slots (a `min_nr` from a command line may be absurd: that is an error,
-    /// not a capacity-overflow panic or an allocation abort).
+    /// `mempool_resize`: shrinking frees surplus reserve elements to the allocator and sets
+    /// `min_nr`; growing sets `min_nr` first and then fills what the allocator gives, returning
+    /// `Ok` even if it gave nothing: frees fill the rest, as Linux's `mempool_resize` does.
+    /// Only a reserve array that cannot grow to `new_min_nr` slots (Linux's `kmalloc_array`
+    /// failing; a `min_nr` from a command line may be absurd) is an error,
+    /// [`PoolError::ResizeFailed`], with nothing changed.
     pub fn resize(&self, new_min_nr: usize) -> Result<(), PoolError> {
-        {
+        let surplus: Vec<A::Element> = {
             let mut reserve = self.reserve.lock();
             let more = new_min_nr.saturating_sub(reserve.elements.len());
             if reserve.elements.try_reserve_exact(more).is_err() {
@@ -259,14 +328,9 @@ impl<A: ElementAllocator, W: Waiter, R: RawMutex> Mempool<A, W, R> {
                     have: reserve.elements.len(),
                 });
             }
-        }
-        let surplus: Vec<A::Element> = {
-            let mut reserve = self.reserve.lock();
             let keep = reserve.elements.len().min(new_min_nr);
             let surplus = reserve.elements.split_off(keep);
-            if reserve.elements.len() >= new_min_nr {
-                reserve.min_nr = new_min_nr;
-            }
+            reserve.min_nr = new_min_nr;
             self.publish(&reserve);
             surplus
         };
@@ -274,22 +338,20 @@ impl<A: ElementAllocator, W: Waiter, R: RawMutex> Mempool<A, W, R> {
             self.allocator.free(element);
         }
         loop {
-            let mut reserve = self.reserve.lock();
-            if reserve.elements.len() >= new_min_nr {
-                reserve.min_nr = new_min_nr;
-                self.publish(&reserve);
+            if self.reserve.lock().elements.len() >= new_min_nr {
                 return Ok(());
             }
-            drop(reserve);
             // The allocator is called without the lock held, as Linux does.
-            let Some(element) = self.allocator.try_alloc() else {
-                let have = self.reserve.lock().elements.len();
-                return Err(PoolError::ResizeFailed {
-                    wanted: new_min_nr,
-                    have,
-                });
+            let Some(element) = self.allocator.try_alloc_reclaim() else {
+                return Ok(());
             };
             let mut reserve = self.reserve.lock();
+            if reserve.elements.len() >= reserve.min_nr {
+                // Raced with a free that filled it (or a smaller resize).
+                drop(reserve);
+                self.allocator.free(element);
+                return Ok(());
+            }
             reserve.elements.push(element);
             self.publish(&reserve);
             drop(reserve);
@@ -328,8 +390,12 @@ impl<A: ElementAllocator, W: Waiter, R: RawMutex> Drop for Mempool<A, W, R> {
 }
 
 /// An element from a [`Mempool`] that is freed back to it on drop.
-pub struct Pooled<'pool, A: ElementAllocator, W: Waiter = SpinWaiter, R: RawMutex = DefaultRawMutex>
-{
+pub struct Pooled<
+    'pool,
+    A: ElementAllocator,
+    W: Waiter = YieldWaiter,
+    R: RawMutex = DefaultRawMutex,
+> {
     pool: &'pool Mempool<A, W, R>,
     element: Option<A::Element>,
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use pools::PoolError;
 use pools::host::{CondvarWaiter, HostBacking, HostRawMutex};
-use pools::mempool::{AllocMode, ElementAllocator, Mempool, SpinWaiter};
+use pools::mempool::{AllocMode, ElementAllocator, Mempool, YieldWaiter};
 use pools::slab::{SlabCache, SlabConfig};
 
 /// Hands out numbered elements; can be told to fail; counts what is outstanding.
@@ -124,12 +124,96 @@ fn resize_grows_and_shrinks_the_reserve() {
     pool.resize(1).unwrap();
     assert_eq!((pool.stats().min_nr, pool.stats().reserve_len), (1, 1));
     assert_eq!(allocator.outstanding.load(Ordering::SeqCst), 1);
+    // Linux's mempool_resize sets min_nr first and fills what it can; frees fill the rest.
     allocator.fail.store(true, Ordering::SeqCst);
+    assert_eq!(pool.resize(3), Ok(()));
+    assert_eq!((pool.stats().min_nr, pool.stats().reserve_len), (3, 1));
+    allocator.fail.store(false, Ordering::SeqCst);
+    let a = pool.alloc(AllocMode::NoWait).unwrap();
+    let b = pool.alloc(AllocMode::NoWait).unwrap();
+    assert_eq!(pool.stats().reserve_len, 1, "served by the allocator");
+    pool.free(a);
+    pool.free(b);
     assert_eq!(
-        pool.resize(3),
-        Err(PoolError::ResizeFailed { wanted: 3, have: 1 })
+        pool.stats().reserve_len,
+        3,
+        "the frees filled the grown reserve"
     );
-    assert_eq!(pool.stats().min_nr, 1, "a failed grow keeps the old min_nr");
+}
+
+/// Allocations fail unless reclaim is allowed (Linux: the first try runs without
+/// `__GFP_DIRECT_RECLAIM`; `mempool_alloc` retries with the caller's full mask once the
+/// reserve is empty, before it waits).
+#[derive(Default)]
+struct NeedsReclaim {
+    reclaimed: AtomicUsize,
+}
+
+impl ElementAllocator for NeedsReclaim {
+    type Element = usize;
+    fn try_alloc(&self) -> Option<usize> {
+        None
+    }
+    fn try_alloc_reclaim(&self) -> Option<usize> {
+        Some(self.reclaimed.fetch_add(1, Ordering::SeqCst))
+    }
+    fn free(&self, _element: usize) {}
+}
+
+/// A waiter a test can check was never used.
+#[derive(Default)]
+struct NeverWaits {
+    waited: AtomicUsize,
+}
+
+impl pools::Waiter for NeverWaits {
+    fn generation(&self) -> u64 {
+        0
+    }
+    fn wait(&self, _seen: u64) {
+        self.waited.fetch_add(1, Ordering::SeqCst);
+    }
+    fn wake(&self) {}
+}
+
+#[test]
+fn an_empty_reserve_retries_the_allocator_with_reclaim_before_waiting() {
+    let allocator = NeedsReclaim::default();
+    let pool = Mempool::<_, NeverWaits, HostRawMutex>::create(0, &allocator, NeverWaits::default())
+        .unwrap();
+    assert_eq!(pool.alloc(AllocMode::NoWait), Err(PoolError::WouldBlock));
+    assert_eq!(pool.alloc(AllocMode::MayWait), Ok(0));
+    assert_eq!(allocator.reclaimed.load(Ordering::SeqCst), 1);
+    assert_eq!(pool.stats().waits, 0);
+}
+
+/// A pool whose waiter runs a completion path.
+type CompletingPool =
+    Mempool<Arc<Counting>, YieldWaiter<Box<dyn Fn() + Send + Sync>>, HostRawMutex>;
+
+/// One CPU, no scheduler: the only freer is the completion path the waiter itself must run.
+/// A waiter that spins would wait forever; one that yields to that path gets the element.
+#[test]
+fn a_waiter_on_one_cpu_yields_to_the_completion_path_that_frees() {
+    let allocator = Arc::new(Counting::default());
+    let in_flight: Arc<std::sync::Mutex<Vec<usize>>> = Arc::default();
+    let completions = in_flight.clone();
+    let pool: Arc<std::sync::OnceLock<CompletingPool>> = Arc::default();
+    let freer = pool.clone();
+    let complete: Box<dyn Fn() + Send + Sync> = Box::new(move || {
+        if let Some(element) = completions.lock().unwrap().pop() {
+            freer.get().unwrap().free(element);
+        }
+    });
+    let _ = pool.set(Mempool::create(1, allocator.clone(), YieldWaiter::new(complete)).unwrap());
+    let pool = pool.get().unwrap();
+    allocator.fail.store(true, Ordering::SeqCst);
+    let element = pool.alloc(AllocMode::NoWait).unwrap();
+    in_flight.lock().unwrap().push(element);
+    // Single-threaded: the element comes back only if the wait runs the completion path.
+    let again = pool.alloc(AllocMode::MayWait).unwrap();
+    assert_eq!(again, element);
+    assert!(pool.stats().waits >= 1);
 }
 
 #[test]
@@ -192,11 +276,15 @@ fn threads_make_progress_on_the_reserve_alone() {
 }
 
 #[test]
-fn spin_waiter_also_makes_progress() {
+fn a_yielding_waiter_also_makes_progress_across_threads() {
     let allocator = Arc::new(Counting::default());
     let pool = Arc::new(
-        Mempool::<_, SpinWaiter, HostRawMutex>::create(1, allocator.clone(), SpinWaiter::default())
-            .unwrap(),
+        Mempool::<_, YieldWaiter, HostRawMutex>::create(
+            1,
+            allocator.clone(),
+            YieldWaiter::new(std::thread::yield_now as fn()),
+        )
+        .unwrap(),
     );
     allocator.fail.store(true, Ordering::SeqCst);
     let shared = pool.clone();

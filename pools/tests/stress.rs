@@ -189,12 +189,12 @@ fn shared_slab_cache() {
 fn pools_are_send_and_sync() {
     fn shareable<T: Send + Sync>() {}
     use pools::dmapool::{DefaultRawMutex, InBlockPool, LegacyPool, ScalablePool};
-    use pools::mempool::{Mempool, SpinWaiter};
+    use pools::mempool::{Mempool, YieldWaiter};
     shareable::<ScalablePool<HostBacking>>();
     shareable::<InBlockPool<HostBacking>>();
     shareable::<LegacyPool<HostBacking>>();
     shareable::<NodePoolSet<Scalable<HostBacking>, DefaultRawMutex>>();
     shareable::<SlabCache<HostBacking>>();
-    shareable::<Mempool<SlabCache<HostBacking>, SpinWaiter>>();
+    shareable::<Mempool<SlabCache<HostBacking>, YieldWaiter>>();
     shareable::<pools::RawBlock>();
 }

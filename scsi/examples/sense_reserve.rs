@@ -1,5 +1,5 @@
-//! The sense-reserve matrix on the host: every sense mode (`slab`, `mempool:1/2/4/16`,
-//! `pertag`, `prealloc`) under each memory-pressure case, side by side in one process, rounds
+//! The sense-reserve matrix on the host: every sense mode (`slab`, `mempool:1/2/3/4/16`,
+//! `pertag`, `prealloc`, `backup`) under each scenario, side by side in one process, rounds
 //! rotated (`scsi::workload::run_matrix`, the code the guest runs too). Prints one table per
 //! case and a `RESULT` line per cell.
 //!

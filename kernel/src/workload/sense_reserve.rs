@@ -1,9 +1,10 @@
 //! `workload=sense-reserve`: how big must the sense-buffer reserve be, measured in the guest.
-//! Every sense mode (`slab`, `mempool:1/2/4/16`, `pertag`, `prealloc`) runs the same fake-rw
-//! job side by side, each on its own scsi_debug + midlayer stack over its own
-//! `scsi_sense_cache` slab on the DMA frames, behind the per-CPU magazine fake-rw uses, with
-//! the slab's pages charged to a page budget under memory pressure. The cases, the defaults
-//! (`can_queue=1519`, `runtime=100ms` per round, `stall_ms=500`) and the rotation live in
+//! Every sense mode (`slab`, `mempool:1/2/3/4/16`, `pertag`, `prealloc`, `backup`) runs the
+//! same fake-rw job side by side, each on its own scsi_debug + midlayer stack over its own
+//! `scsi_sense_cache` slab on the DMA frames (shared with a neighbour user), behind the
+//! per-CPU magazine fake-rw uses, with the slab's pages charged to a page budget under memory
+//! pressure. The scenarios, the defaults (`can_queue=1519`, `runtime=100ms` per round,
+//! `stall_ms=500`, `ndelay=10000`) and the rotation live in
 //! `scsi::workload` (`sense_reserve_cases`, `run_matrix`), which the host example runs too.
 //! Each cell prints a `RESULT` line with `"bench":"sense-reserve"`.
 
@@ -22,7 +23,7 @@ use crate::cmdline::Cmdline;
 use crate::platform::console::println;
 use crate::storage::KernelClock;
 
-/// Rounds per case: with 7 modes, each mode takes each position once.
+/// Rounds per case: each mode takes each position once.
 const ROUNDS: u32 = MATRIX_MODES.len() as u32;
 
 fn print_case(case: &str, cells: &[Cell]) {
@@ -49,9 +50,8 @@ fn print_case(case: &str, cells: &[Cell]) {
 /// What must hold whatever the speed or the verdicts: the reserve sizes, sense really used in
 /// the errors case, and a pertag command never waiting.
 fn check(case: &str, params: &WorkloadParams, cells: &[Cell]) -> Option<String> {
-    let can_queue = usize::from(params.target.host_can_queue());
     for c in cells {
-        let want = c.mode.reserve_entries(can_queue) * SCSI_SENSE_BUFFERSIZE;
+        let want = c.reserve_entries() * SCSI_SENSE_BUFFERSIZE;
         if c.reserve_bytes != want {
             return Some(alloc::format!(
                 "{case}: {} holds {} reserve bytes, expected {want}",

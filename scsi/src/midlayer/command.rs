@@ -128,4 +128,8 @@ pub struct MidlayerStats {
     pub sense_parked_ns: u64,
     /// Completions for tags that were not in flight (device bugs), dropped.
     pub bogus_completions: u64,
+    /// Partial takes given back: a command got some of the elements a forward step needs
+    /// ([`Midlayer::set_elements_per_command`](super::Midlayer::set_elements_per_command))
+    /// but not all, and returned them before parking.
+    pub partial_takes: u64,
 }

@@ -138,7 +138,15 @@ where
             self.sense.free_for(tag, buf);
             self.sense_frees += 1;
         }
+        let mut extra = core::mem::take(&mut self.slots[usize::from(tag.0)].extra);
+        if !extra.is_empty() {
+            for element in extra.drain(..) {
+                self.sense.free_extra(tag, element);
+            }
+            self.sense_frees += 1;
+        }
         let slot = &mut self.slots[usize::from(tag.0)];
+        slot.extra = extra;
         slot.state = SlotState::Free;
         let user_data = slot.user_data;
         let device = &mut self.devices[usize::from(slot.device)];

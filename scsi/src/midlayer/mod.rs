@@ -82,6 +82,9 @@ struct Slot<E> {
     /// The sense buffer while the midlayer holds the command (`None` while the host does, or
     /// while the command waits for one).
     sense: Option<E>,
+    /// The other elements the command took from the sense pool with its buffer (`multi:K`
+    /// chain objects), held from issue to completion; empty while it waits.
+    extra: Vec<E>,
     user_data: u64,
     timeout_ns: u64,
     /// In flight: when to abort. Parked: when to give up. [`UNSTAMPED`] until the first
@@ -125,6 +128,8 @@ where
     sense: SenseAllocator<A>,
     /// Bumped on every sense-buffer free: parked commands retry allocation only after one.
     sense_frees: u64,
+    /// Elements each command takes from the sense pool besides its buffer (K − 1).
+    extra_per_command: usize,
     devices: Vec<DeviceState>,
     host_done: Vec<Completed<A::Element>>,
     deferred: VecDeque<Tag>,
@@ -158,6 +163,7 @@ where
                 direction: DataDirection::None,
                 data: Vec::new(),
                 sense: None,
+                extra: Vec::new(),
                 user_data: 0,
                 timeout_ns: 0,
                 deadline_ns: 0,
@@ -184,6 +190,7 @@ where
             slots,
             sense,
             sense_frees: 0,
+            extra_per_command: 0,
             devices: Vec::new(),
             host_done: Vec::with_capacity(usize::from(can_queue)),
             deferred: VecDeque::with_capacity(usize::from(can_queue)),
@@ -226,6 +233,13 @@ where
     /// The sense allocator.
     pub fn sense_allocator(&self) -> &SenseAllocator<A> {
         &self.sense
+    }
+    /// Commands parked without their sense buffer (waiting for the pool).
+    pub fn waiting_for_sense(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| s.state == SlotState::Parked && s.sense.is_none())
+            .count()
     }
     /// Commands submitted and not yet returned by `poll`.
     pub fn outstanding(&self) -> usize {
@@ -305,8 +319,8 @@ where
         slot.retries_left = request.retries;
         slot.attempts = 0;
         slot.recovered = false;
-        slot.sense = self.sense.alloc_for(tag);
-        if slot.sense.is_none() {
+        if !self.take_elements(tag) {
+            let slot = &mut self.slots[usize::from(tag.0)];
             self.stats.sense_waits += 1;
             slot.sense_gen = self.sense_frees;
             slot.sense_wait_since_ns = self.now_ns;
@@ -315,6 +329,49 @@ where
             self.issue(tag);
         }
         Ok(tag)
+    }
+
+    /// Makes every command take `elements` objects from the sense pool in one forward step:
+    /// its sense buffer plus `elements − 1` chain objects, all or none (see
+    /// [`Self::take_elements`]). In `pertag` mode the extra objects are bound to every tag now.
+    /// Call with no command outstanding.
+    pub fn set_elements_per_command(&mut self, elements: usize) -> Result<(), ReserveFailed> {
+        self.extra_per_command = elements.max(1) - 1;
+        self.sense.bind_extras(self.extra_per_command)
+    }
+
+    /// Takes everything the command with `tag` needs from the sense pool in one step (its
+    /// sense buffer and `extra_per_command` chain objects) or nothing: a partial take is given
+    /// back before the command parks, as `sg_alloc_table_chained` frees the chunks it got when
+    /// a later one fails. Otherwise two commands each holding part of what both need would
+    /// wait for each other forever, whatever the reserve's size. Returns whether it got all.
+    fn take_elements(&mut self, tag: Tag) -> bool {
+        let Some(sense) = self.sense.alloc_for(tag) else {
+            return false;
+        };
+        let index = usize::from(tag.0);
+        let mut extra = core::mem::take(&mut self.slots[index].extra);
+        while extra.len() < self.extra_per_command {
+            match self.sense.alloc_extra(tag) {
+                Some(element) => extra.push(element),
+                None => {
+                    for element in extra.drain(..) {
+                        self.sense.free_extra(tag, element);
+                    }
+                    self.sense.free_for(tag, sense);
+                    // Not counted as a free: the pool is back in the state the parked
+                    // commands already failed against, so waking them would only make them
+                    // take and give back the same elements again.
+                    self.stats.partial_takes += 1;
+                    self.slots[index].extra = extra;
+                    return false;
+                }
+            }
+        }
+        let slot = &mut self.slots[index];
+        slot.sense = Some(sense);
+        slot.extra = extra;
+        true
     }
 
     /// Parks a command for at least `delay_ns`; it fails if still parked a timeout later.
@@ -422,3 +479,6 @@ where
         self.clock.relax();
     }
 }
+
+#[cfg(test)]
+mod tests;

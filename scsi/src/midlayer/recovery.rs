@@ -48,12 +48,13 @@ where
                     continue;
                 }
                 slot.sense_gen = self.sense_frees;
-                slot.sense = self.sense.alloc_for(tag);
-                if slot.sense.is_none() {
+                if !self.take_elements(tag) {
+                    let slot = &mut self.slots[usize::from(tag.0)];
                     slot.not_before_ns = self.now_ns.saturating_add(SENSE_RETRY_DELAY_NS);
                     self.deferred.push_back(tag);
                     continue;
                 }
+                let slot = &self.slots[usize::from(tag.0)];
                 self.stats.sense_parked_ns += self.now_ns.saturating_sub(slot.sense_wait_since_ns);
             } else if self.now_ns < slot.not_before_ns {
                 self.deferred.push_back(tag);

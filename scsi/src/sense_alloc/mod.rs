@@ -1,7 +1,7 @@
 //! The sense-buffer allocator: one 96-byte buffer per command, taken at submission and given back
 //! at completion, the way Linux has allocated `scsi_cmnd::sense_buffer` since 2008.
 //!
-//! Three modes, chosen at host creation ([`SenseMode`]):
+//! Five modes, chosen at host creation ([`SenseMode`]):
 //! - `slab`: every buffer comes from the slab cache; no reserve.
 //! - `mempool:N`: a `pools::Mempool` of N (default 2) in front of the slab. The reserve is a
 //!   deadlock avoider: when the slab fails, the reserve keeps one command moving, and a command
@@ -11,6 +11,16 @@
 //! - `pertag`: one buffer bound to each tag at host creation, as blk-mq's
 //!   `scsi_mq_init_request` does since Linux 3.17: a command uses its tag's buffer, and no
 //!   command ever allocates. It holds as much memory as `prealloc`.
+//! - `backup`: the slab first, then one spare buffer per host, refilled by the next free while
+//!   it is out: Linux 2.6.25–3.16 kept one backup `scsi_cmnd` with its sense buffer on the
+//!   host's `free_list` (`scsi_setup_command_freelist`, "so the system can always write to a
+//!   swap file"), taken by `__scsi_get_command` only when the slab failed.
+//!
+//! A command may need more than its sense buffer from the same pool in one forward step
+//! (`multi:K`: K − 1 chain objects beside it, as `sg_alloc_table_chained` takes chunks from
+//! one mempool): [`SenseAllocator::alloc_extra`] and [`SenseAllocator::free_extra`] serve
+//! those, from the tag's own bound objects in `pertag` mode ([`SenseAllocator::bind_extras`]),
+//! else as [`SenseAllocator::alloc`]. Taking all K or none is the midlayer's job.
 //!
 //! Storage is abstract ([`SenseStorage`]): the command path never touches the bytes of a sense
 //! buffer unless a command ends in CHECK CONDITION, so access is by copy, which lets a buffer be a
@@ -41,11 +51,14 @@ pub enum SenseMode {
     Prealloc,
     /// One buffer per tag, bound at creation.
     Pertag,
+    /// Slab first, then one spare buffer per host (Linux 2.6.25–3.16's backup command).
+    Backup,
 }
 
 impl SenseMode {
     /// A small number per mode, distinct for the modes of `bench sense-reserve` (slab 0,
-    /// mempool:1/2/4/16 1–4, pertag 5, prealloc 6, any other mempool 7): which counter a timed
+    /// mempool:1/2/4/16 1–4, pertag 5, prealloc 6, any other mempool 7, mempool:3 8, backup
+    /// 9): which counter a timed
     /// window of this mode feeds ([`Clock::window_begin`](crate::clock::Clock::window_begin)).
     pub fn slot(self) -> u8 {
         match self {
@@ -56,33 +69,45 @@ impl SenseMode {
             SenseMode::Mempool(16) => 4,
             SenseMode::Pertag => 5,
             SenseMode::Prealloc => 6,
+            SenseMode::Mempool(3) => 8,
             SenseMode::Mempool(_) => 7,
+            SenseMode::Backup => 9,
         }
     }
 
     /// Buffers the reserve holds when idle on a host with `can_queue` tags.
     pub fn reserve_entries(self, can_queue: usize) -> usize {
+        self.reserve_entries_for(can_queue, 1)
+    }
+
+    /// Objects the reserve holds when idle on a host with `can_queue` tags whose commands take
+    /// `elements_per_step` objects each: `pertag` binds all of them to every tag.
+    pub fn reserve_entries_for(self, can_queue: usize, elements_per_step: usize) -> usize {
         match self {
             SenseMode::Slab => 0,
             SenseMode::Mempool(n) => n,
-            SenseMode::Prealloc | SenseMode::Pertag => can_queue,
+            SenseMode::Backup => 1,
+            SenseMode::Prealloc => can_queue,
+            SenseMode::Pertag => can_queue * elements_per_step.max(1),
         }
     }
 }
 
-/// A `sense=` value that is not `slab`, `mempool[:N]` (N ≥ 1), `prealloc` or `pertag`.
+/// A `sense=` value that is not `slab`, `mempool[:N]` (N ≥ 1), `prealloc`, `pertag` or
+/// `backup`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("sense mode must be slab, mempool[:N] with N >= 1, prealloc or pertag")]
+#[error("sense mode must be slab, mempool[:N] with N >= 1, prealloc, pertag or backup")]
 pub struct BadSenseMode;
 
 impl SenseMode {
-    /// Parses `slab`, `mempool`, `mempool:N` (N ≥ 1), `prealloc` or `pertag`.
+    /// Parses `slab`, `mempool`, `mempool:N` (N ≥ 1), `prealloc`, `pertag` or `backup`.
     pub fn parse(text: &str) -> Result<SenseMode, BadSenseMode> {
         match text {
             "slab" => Ok(SenseMode::Slab),
             "mempool" => Ok(SenseMode::Mempool(2)),
             "prealloc" => Ok(SenseMode::Prealloc),
             "pertag" => Ok(SenseMode::Pertag),
+            "backup" => Ok(SenseMode::Backup),
             _ => {
                 let n = text.strip_prefix("mempool:").ok_or(BadSenseMode)?;
                 crate::param::number::count(n, 1, usize::MAX as u64)
@@ -100,6 +125,7 @@ impl core::fmt::Display for SenseMode {
             SenseMode::Mempool(n) => write!(f, "mempool:{n}"),
             SenseMode::Prealloc => f.write_str("prealloc"),
             SenseMode::Pertag => f.write_str("pertag"),
+            SenseMode::Backup => f.write_str("backup"),
         }
     }
 }
@@ -171,10 +197,18 @@ enum Backend<A: ElementAllocator> {
         list: Vec<A::Element>,
         min_nr: usize,
     },
-    /// Indexed by tag; `None` while the tag's command holds the buffer.
+    /// Indexed by tag; `None` while the tag's command holds the buffer. `extras` holds each
+    /// tag's bound chain objects ([`SenseAllocator::bind_extras`]).
     Pertag {
         slab: A,
         by_tag: Vec<Option<A::Element>>,
+        extras: Vec<Vec<A::Element>>,
+        extras_per_tag: usize,
+    },
+    /// The host's one backup buffer, `None` while a command holds it.
+    Backup {
+        slab: A,
+        spare: Option<A::Element>,
     },
 }
 
@@ -214,16 +248,17 @@ where
                     allocs: Cell::new(0),
                     frees: Cell::new(0),
                 };
-                let pool = Mempool::create(min_nr, counting, pools::mempool::SpinWaiter::default())
-                    .map_err(|error| match error {
-                        pools::PoolError::ResizeFailed { wanted, have } => {
-                            ReserveFailed { wanted, have }
-                        }
-                        _ => ReserveFailed {
-                            wanted: min_nr,
-                            have: 0,
-                        },
-                    })?;
+                let pool =
+                    Mempool::create(min_nr, counting, pools::mempool::YieldWaiter::default())
+                        .map_err(|error| match error {
+                            pools::PoolError::ResizeFailed { wanted, have } => {
+                                ReserveFailed { wanted, have }
+                            }
+                            _ => ReserveFailed {
+                                wanted: min_nr,
+                                have: 0,
+                            },
+                        })?;
                 Backend::Mempool(pool)
             }
             SenseMode::Prealloc => Backend::Prealloc {
@@ -233,6 +268,12 @@ where
             },
             SenseMode::Pertag => Backend::Pertag {
                 by_tag: fill(&slab, can_queue)?.into_iter().map(Some).collect(),
+                extras: Vec::new(),
+                extras_per_tag: 0,
+                slab,
+            },
+            SenseMode::Backup => Backend::Backup {
+                spare: fill(&slab, 1)?.pop(),
                 slab,
             },
         };
@@ -257,14 +298,18 @@ where
             Backend::Slab(_) => 0,
             Backend::Mempool(pool) => pool.stats().reserve_len,
             Backend::Prealloc { list, .. } => list.len(),
-            Backend::Pertag { by_tag, .. } => by_tag.iter().filter(|b| b.is_some()).count(),
+            Backend::Pertag { by_tag, extras, .. } => {
+                by_tag.iter().filter(|b| b.is_some()).count()
+                    + extras.iter().map(Vec::len).sum::<usize>()
+            }
+            Backend::Backup { spare, .. } => usize::from(spare.is_some()),
         }
     }
 
     /// Takes the buffer for the command with `tag`: its own in `pertag` mode, else as
     /// [`alloc`](Self::alloc). `None` means "wait for a free and try again".
     pub fn alloc_for(&mut self, tag: Tag) -> Option<A::Element> {
-        let Backend::Pertag { slab, by_tag } = &mut self.backend else {
+        let Backend::Pertag { slab, by_tag, .. } = &mut self.backend else {
             return self.alloc();
         };
         if let Some(buf) = by_tag.get_mut(usize::from(tag.0)).and_then(Option::take) {
@@ -292,7 +337,7 @@ where
     /// beyond the table, or one whose slot is taken, sends it to the slab), else as
     /// [`free`](Self::free).
     pub fn free_for(&mut self, tag: Tag, buf: A::Element) {
-        let Backend::Pertag { slab, by_tag } = &mut self.backend else {
+        let Backend::Pertag { slab, by_tag, .. } = &mut self.backend else {
             return self.free(buf);
         };
         self.stats.in_use -= 1;
@@ -347,6 +392,17 @@ where
                 }
                 None => None,
             },
+            // `__scsi_get_command`: the slab, and only when it fails the host's backup.
+            Backend::Backup { slab, spare } => match slab.try_alloc() {
+                Some(buf) => {
+                    self.stats.slab_allocs += 1;
+                    Some(buf)
+                }
+                None => spare.take().inspect(|_| {
+                    self.stats.reserve_hits += 1;
+                    self.stats.reserve_held -= 1;
+                }),
+            },
         };
         match got {
             Some(_) => self.stats.in_use += 1,
@@ -382,14 +438,92 @@ where
                     slab.free(buf);
                 }
             }
-            Backend::Pertag { slab, by_tag } => match by_tag.iter_mut().find(|b| b.is_none()) {
+            Backend::Pertag { slab, by_tag, .. } => match by_tag.iter_mut().find(|b| b.is_none()) {
                 Some(slot) => {
                     *slot = Some(buf);
                     self.stats.reserve_held += 1;
                 }
                 None => slab.free(buf),
             },
+            // `scsi_put_command`: an empty backup slot takes the buffer back first.
+            Backend::Backup { slab, spare } => match spare {
+                None => {
+                    *spare = Some(buf);
+                    self.stats.reserve_held += 1;
+                }
+                Some(_) => slab.free(buf),
+            },
         }
+    }
+
+    /// In `pertag` mode, binds `per_tag` more objects to every tag for [`alloc_extra`]
+    /// (blk-mq sizes each request's preallocated payload for everything a command needs);
+    /// other modes take extras as they come. Fails, keeping what it bound, if the slab runs
+    /// dry.
+    ///
+    /// [`alloc_extra`]: Self::alloc_extra
+    pub fn bind_extras(&mut self, per_tag: usize) -> Result<(), ReserveFailed> {
+        let Backend::Pertag {
+            slab,
+            extras,
+            by_tag,
+            extras_per_tag,
+        } = &mut self.backend
+        else {
+            return Ok(());
+        };
+        let tags = by_tag.len();
+        *extras_per_tag = per_tag;
+        extras.resize_with(tags, Vec::new);
+        for (i, bound) in extras.iter_mut().enumerate() {
+            while bound.len() < per_tag {
+                let Some(element) = slab.try_alloc() else {
+                    return Err(ReserveFailed {
+                        wanted: tags * per_tag,
+                        have: i * per_tag + bound.len(),
+                    });
+                };
+                bound.push(element);
+                self.stats.reserve_held += 1;
+            }
+        }
+        self.min_nr = self.mode.reserve_entries_for(tags, per_tag + 1);
+        Ok(())
+    }
+
+    /// Takes one more object from the same pool for the command with `tag` (a chain object
+    /// beside its sense buffer): one of the tag's bound objects in `pertag` mode, else as
+    /// [`alloc`](Self::alloc). `None` means "wait".
+    pub fn alloc_extra(&mut self, tag: Tag) -> Option<A::Element> {
+        if let Backend::Pertag { extras, .. } = &mut self.backend
+            && let Some(bound) = extras.get_mut(usize::from(tag.0))
+            && !bound.is_empty()
+        {
+            self.stats.reserve_hits += 1;
+            self.stats.reserve_held -= 1;
+            self.stats.in_use += 1;
+            return bound.pop();
+        }
+        self.alloc()
+    }
+
+    /// Gives back an object from [`alloc_extra`](Self::alloc_extra): to its tag in `pertag`
+    /// mode (while the tag has fewer than it was bound), else as [`free`](Self::free).
+    pub fn free_extra(&mut self, tag: Tag, element: A::Element) {
+        if let Backend::Pertag {
+            extras,
+            extras_per_tag,
+            ..
+        } = &mut self.backend
+            && let Some(bound) = extras.get_mut(usize::from(tag.0))
+            && bound.len() < *extras_per_tag
+        {
+            bound.push(element);
+            self.stats.in_use -= 1;
+            self.stats.reserve_held += 1;
+            return;
+        }
+        self.free(element);
     }
 
     /// Counters so far.
@@ -400,9 +534,10 @@ where
     /// The slab (or other allocator) behind the allocator.
     pub fn slab(&self) -> &A {
         match &self.backend {
-            Backend::Slab(slab) | Backend::Prealloc { slab, .. } | Backend::Pertag { slab, .. } => {
-                slab
-            }
+            Backend::Slab(slab)
+            | Backend::Prealloc { slab, .. }
+            | Backend::Pertag { slab, .. }
+            | Backend::Backup { slab, .. } => slab,
             Backend::Mempool(pool) => &pool.allocator().inner,
         }
     }

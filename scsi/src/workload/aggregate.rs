@@ -27,6 +27,7 @@ impl MidlayerStats {
             host_resets: self.host_resets + other.host_resets,
             sense_waits: self.sense_waits + other.sense_waits,
             sense_parked_ns: self.sense_parked_ns + other.sense_parked_ns,
+            partial_takes: self.partial_takes + other.partial_takes,
             bogus_completions: self.bogus_completions + other.bogus_completions,
         }
     }
@@ -52,6 +53,7 @@ impl MidlayerStats {
             host_resets: self.host_resets.saturating_sub(earlier.host_resets),
             sense_waits: self.sense_waits.saturating_sub(earlier.sense_waits),
             sense_parked_ns: self.sense_parked_ns.saturating_sub(earlier.sense_parked_ns),
+            partial_takes: self.partial_takes.saturating_sub(earlier.partial_takes),
             bogus_completions: self
                 .bogus_completions
                 .saturating_sub(earlier.bogus_completions),

@@ -16,15 +16,19 @@ pub struct Stall {
     pub parked: usize,
     /// Commands completed (good or failed) before it.
     pub completed: u64,
+    /// Objects taken from the sense pool (slab or reserve) between the last completion and
+    /// the watchdog: non-zero means commands kept taking elements and giving them back
+    /// without completing (a livelock), zero that nothing moved at all (a stall).
+    pub element_moves: u64,
 }
 
 /// What a job lets an outside actor do between its steps (memory pressure, see
 /// [`Pressure`]); `()` does nothing.
 pub trait Hooks<A> {
-    /// Once per pass of the loop, after the submissions and before the poll.
+    /// Once per pass of the loop, before the submissions (after the previous completions).
     fn tick(&mut self, _slab: &A) {}
-    /// A write completed.
-    fn write_completed(&mut self) {}
+    /// A command completed (`write`: it was a write).
+    fn completed(&mut self, _write: bool) {}
     /// The stall watchdog fired: let the parked commands finish.
     fn relieve(&mut self) {}
 }
@@ -35,8 +39,8 @@ impl<A: Reclaim> Hooks<A> for Pressure<'_> {
     fn tick(&mut self, slab: &A) {
         Pressure::tick(self, slab);
     }
-    fn write_completed(&mut self) {
-        Pressure::write_completed(self);
+    fn completed(&mut self, write: bool) {
+        Pressure::completed(self, write);
     }
     fn relieve(&mut self) {
         Pressure::relieve(self);

@@ -15,18 +15,20 @@ mod aggregate;
 mod histogram;
 mod hooks;
 mod matrix;
+mod neighbour;
 mod params;
 mod pressure;
 
 pub use histogram::{BinsText, Histogram};
 pub use hooks::{Hooks, Stall};
 pub use matrix::{
-    CAN_QUEUE_2008, Case, Cell, MATRIX_MODES, STALL_MS_DEFAULT, Verdict, run_matrix,
-    sense_reserve_cases, sense_reserve_defaults, table_header,
+    CAN_QUEUE_2008, Case, Cell, MATRIX_MODES, NDELAY_DEFAULT_NS, STALL_MS_DEFAULT, Verdict,
+    run_matrix, sense_reserve_cases, sense_reserve_defaults, table_header,
 };
 pub use params::{JobParams, Limit, RwMode, WorkloadParams};
 pub use pressure::{
-    DEFAULT_MEM_BUDGET_PAGES, Pressure, PressureMode, WRITEBACK_WRITES_PER_PAGE, mem_budget_pages,
+    CacheNeighbour, DEFAULT_MEM_BUDGET_PAGES, MULTI_MAX_ELEMENTS, NEIGHBOUR_OBJECTS, Neighbour,
+    Pressure, PressureMode, WRITEBACK_WRITES_PER_PAGE, mem_budget_pages,
 };
 
 use crate::clock::Clock;
@@ -357,7 +359,10 @@ where
     let mut done: Vec<Done> = Vec::with_capacity(usize::from(template.can_queue));
     let mut outstanding = 0usize;
     let mut last_progress_ns = begin;
+    let element_moves = |s: SenseStats| s.slab_allocs + s.reserve_hits;
+    let mut moves_at_progress = element_moves(sense_before);
     loop {
+        hooks.tick(stack.sense_allocator().slab());
         while report.stall.is_none() && !stop_issuing(issued, now) {
             let Some((j, buf)) = spare.pop() else { break };
             let rng = &mut jobs[usize::from(j)].rng;
@@ -393,7 +398,6 @@ where
                 }
             }
         }
-        hooks.tick(stack.sense_allocator().slab());
         if outstanding == 0 {
             break;
         }
@@ -407,8 +411,9 @@ where
                 report.stall = Some(Stall {
                     at_ns: now - begin,
                     outstanding,
-                    parked: outstanding.saturating_sub(stack.sense_stats().in_use),
+                    parked: stack.waiting_for_sense(),
                     completed: report.ios + report.errors,
+                    element_moves: element_moves(stack.sense_stats()) - moves_at_progress,
                 });
                 hooks.relieve();
             }
@@ -417,23 +422,25 @@ where
             continue;
         }
         last_progress_ns = now;
+        moves_at_progress = element_moves(stack.sense_stats());
         for d in done.drain(..) {
             outstanding -= 1;
             let completed_ns = stack.clock().now_ns();
             latency.record(completed_ns.saturating_sub(start_ns[usize::from(d.tag.0)]));
+            let write = d.user_data & 1 == 1;
             match d.result {
                 Ok(c) => {
                     report.ios += 1;
                     report.recovered += u64::from(c.recovered);
-                    if d.user_data & 1 == 1 {
+                    if write {
                         report.writes += 1;
-                        hooks.write_completed();
                     } else {
                         report.reads += 1
                     }
                 }
                 Err(_) => report.errors += 1,
             }
+            hooks.completed(write);
             spare.push(((d.user_data >> 1) as u16, d.data));
         }
     }

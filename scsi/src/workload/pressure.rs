@@ -1,20 +1,27 @@
 //! Memory pressure on the sense slab, for the sense-reserve question: does a reserve keep I/O
 //! moving when the slab cannot get memory?
 //!
-//! The slab's pages come from a `pools::PageBudget` of `mem_budget` pages. `pressure=` picks
-//! what else happens to that budget while the job runs:
+//! The slab's pages come from a `pools::PageBudget` of `mem_budget` pages, and the slab is
+//! shared: a [`CacheNeighbour`] (another user of the same 96-byte cache, as every host shares
+//! Linux's `scsi_sense_cache` and SLUB may merge it with other caches of that size) holds a few
+//! objects and churns them, so its objects and the host's share pages. `pressure=` picks what
+//! else happens while the job runs:
 //! - `none`: nothing; the budget only caps the slab.
-//! - `fail:P`: each slab page refill fails with probability P (seeded by `seed=`).
-//! - `writeback[:K]`: a consumer (dirty page cache) takes every free page, a shrinker reclaims
-//!   the slab's empty pages (flushing the per-CPU magazine first, as `kmem_cache_shrink` does),
-//!   and the consumer gives back one page per K completed writes (default 32): memory comes
-//!   back only as write I/O completes. This case runs `rw=randwrite`.
+//! - `fail:P`: each sense allocation fails with probability P (seeded by `seed=`), drawn per
+//!   object in front of the per-CPU magazine (`pools::Failslab`, Linux failslab semantics).
+//! - `writeback[:K]`: a shrinker drains the per-CPU magazine and reclaims the slab's empty
+//!   pages (as `kmem_cache_shrink` does), a consumer (dirty page cache) takes every free page,
+//!   the neighbour takes every free object left on partially used pages, and the consumer
+//!   gives back one page per K completed writes (default 32). This case runs `rw=randwrite`.
+//! - `multi:K`: `writeback`, with every command taking K objects from the sense pool in one
+//!   forward step (its sense buffer and K − 1 chain objects, all or none).
 //!
-//! The pressure actor gets one turn per pass of the workload loop, right after the submission
-//! phase and before the poll ([`Pressure::tick`]), plus one before the job starts
-//! ([`Pressure::begin`]), when the host is idle: that is when a shrinker finds the slab's pages
-//! empty. Pages given back by completed writes are free until the actor's next turn, so the
-//! submissions that follow a completion can take them first.
+//! Pressure starts in steady state: the job first completes twice its queue depth with
+//! nothing taken away, so commands are in flight (with scsi_debug's `delay`/`ndelay` keeping
+//! them there) when memory goes; what a host holds at that moment is not decided by an idle
+//! start. The actor then gets a turn at the top of every pass of the workload loop, after the
+//! previous pass's completions freed their buffers into the magazine and before the next
+//! submissions reuse them: the moment a shrinker running on another CPU takes the most.
 
 use crate::param::ValueError;
 use crate::param::number::count;
@@ -22,6 +29,11 @@ use crate::sense_alloc::Reclaim;
 use alloc::string::{String, ToString};
 use pools::PageBudget;
 use pools::budget::PAGE_BYTES;
+
+pub use super::neighbour::{CacheNeighbour, NEIGHBOUR_OBJECTS, Neighbour};
+
+/// The most objects one step of `multi:K` takes.
+pub const MULTI_MAX_ELEMENTS: u32 = 16;
 
 /// Pages given back per this many completed writes, when `writeback` names no K.
 pub const WRITEBACK_WRITES_PER_PAGE: u32 = 32;
@@ -45,13 +57,22 @@ pub enum PressureMode {
         /// Completed writes per page given back (K).
         writes_per_page: u32,
     },
+    /// `writeback`, with each command taking this many objects in one forward step.
+    Multi {
+        /// Objects per forward step (K ≥ 2).
+        elements_per_step: u32,
+    },
 }
 
 impl PressureMode {
-    /// Parses `none`, `fail:P` (0 ≤ P ≤ 1 as a decimal, e.g. `fail:0.01`) or `writeback[:K]`
-    /// (1 ≤ K ≤ 1000000 writes per page).
+    /// Parses `none`, `fail:P` (0 ≤ P ≤ 1 as a decimal, e.g. `fail:0.01`), `writeback[:K]`
+    /// (1 ≤ K ≤ 1000000 writes per page) or `multi:K` (2 ≤ K ≤ 16 objects per step).
     pub fn parse(text: &str) -> Result<PressureMode, ValueError> {
-        let expected = || ValueError::expected("none, fail:P with 0 <= P <= 1, or writeback[:K]");
+        let expected = || {
+            ValueError::expected(
+                "none, fail:P with 0 <= P <= 1, writeback[:K] or multi:K with 2 <= K <= 16",
+            )
+        };
         match text {
             "none" => return Ok(PressureMode::None),
             "writeback" => {
@@ -60,6 +81,10 @@ impl PressureMode {
                 });
             }
             _ => {}
+        }
+        if let Some(k) = text.strip_prefix("multi:") {
+            let elements_per_step = count(k, 2, u64::from(MULTI_MAX_ELEMENTS))?;
+            return Ok(PressureMode::Multi { elements_per_step });
         }
         if let Some(k) = text.strip_prefix("writeback:") {
             let writes_per_page = count(k, 1, 1_000_000)?;
@@ -92,6 +117,26 @@ impl PressureMode {
             PressureMode::Writeback { writes_per_page } => {
                 alloc::format!("writeback:{writes_per_page}")
             }
+            PressureMode::Multi { elements_per_step } => {
+                alloc::format!("multi:{elements_per_step}")
+            }
+        }
+    }
+
+    /// Objects one command takes from the sense pool per forward step (1 but for `multi:K`).
+    pub fn elements_per_step(self) -> usize {
+        match self {
+            PressureMode::Multi { elements_per_step } => elements_per_step as usize,
+            _ => 1,
+        }
+    }
+
+    /// Completed writes per page the consumer gives back, for the cases that take memory away.
+    fn writes_per_page(self) -> Option<u32> {
+        match self {
+            PressureMode::Writeback { writes_per_page } => Some(writes_per_page),
+            PressureMode::Multi { .. } => Some(WRITEBACK_WRITES_PER_PAGE),
+            PressureMode::None | PressureMode::Fail { .. } => None,
         }
     }
 }
@@ -121,21 +166,35 @@ pub fn mem_budget_pages(text: &str) -> Result<usize, ValueError> {
 }
 
 /// The pressure actor for one sense slab. See the [module docs](self).
-pub struct Pressure<'budget> {
+pub struct Pressure<'a> {
     mode: PressureMode,
-    budget: &'budget PageBudget,
+    budget: &'a PageBudget,
+    neighbour: Option<&'a dyn CacheNeighbour>,
     writes: u64,
+    completed: u64,
+    /// Completions before pressure starts (steady state).
+    steady_after: u64,
+    active: bool,
     /// Set by [`relieve`](Self::relieve) until the next [`begin`](Self::begin).
     relieved: bool,
 }
 
-impl<'budget> Pressure<'budget> {
-    /// The actor for `mode` over `budget` (the one the slab's backing charges).
-    pub fn new(mode: PressureMode, budget: &'budget PageBudget) -> Self {
+impl<'a> Pressure<'a> {
+    /// The actor for `mode` over `budget` (the one the slab's backing charges), with
+    /// `neighbour` sharing the slab's cache.
+    pub fn new(
+        mode: PressureMode,
+        budget: &'a PageBudget,
+        neighbour: Option<&'a dyn CacheNeighbour>,
+    ) -> Self {
         Pressure {
             mode,
             budget,
+            neighbour,
             writes: 0,
+            completed: 0,
+            steady_after: 0,
+            active: false,
             relieved: false,
         }
     }
@@ -146,38 +205,64 @@ impl<'budget> Pressure<'budget> {
     }
 
     /// The page budget it acts on.
-    pub fn budget(&self) -> &'budget PageBudget {
+    pub fn budget(&self) -> &'a PageBudget {
         self.budget
     }
 
-    /// Before a job, with the host idle: applies the failure rate, or lets the shrinker and
-    /// the consumer take everything they can.
-    pub fn begin(&mut self, slab: &impl Reclaim) {
+    /// Whether pressure has started in the current job.
+    pub fn active(&self) -> bool {
+        self.active
+    }
+
+    /// Before a job: no pressure yet; it starts once `steady_after` commands completed.
+    pub fn begin(&mut self, steady_after: u64) {
         self.relieved = false;
-        match self.mode {
-            PressureMode::None => self.budget.set_fail_ppm(0),
-            PressureMode::Fail { ppm } => self.budget.set_fail_ppm(ppm),
-            PressureMode::Writeback { .. } => {
-                self.budget.set_fail_ppm(0);
-                self.tick(slab);
+        self.active = false;
+        self.completed = 0;
+        self.steady_after = steady_after;
+        self.budget.set_fail_ppm(0);
+        if steady_after == 0 {
+            self.start();
+        }
+    }
+
+    fn start(&mut self) {
+        self.active = true;
+        if let PressureMode::Fail { ppm } = self.mode {
+            self.budget.set_fail_ppm(ppm);
+        }
+    }
+
+    /// The actor's turn, at the top of a pass of the workload loop: the neighbour churns;
+    /// under write-back the shrinker drains the magazine and reclaims empty pages, the
+    /// consumer takes every free page and the neighbour every free object.
+    pub fn tick(&mut self, slab: &impl Reclaim) {
+        if self.relieved {
+            return;
+        }
+        if let Some(neighbour) = self.neighbour {
+            neighbour.churn();
+        }
+        if self.active && self.mode.writes_per_page().is_some() {
+            slab.reclaim();
+            self.budget.consume_free();
+            if let Some(neighbour) = self.neighbour {
+                neighbour.take_free();
             }
         }
     }
 
-    /// The actor's turn during the job: under write-back the shrinker reclaims the slab's
-    /// empty pages and the consumer takes every free page.
-    pub fn tick(&mut self, slab: &impl Reclaim) {
-        if let PressureMode::Writeback { .. } = self.mode
-            && !self.relieved
-        {
-            slab.reclaim();
-            self.budget.consume_free();
+    /// A command completed; starts the pressure at steady state, and under write-back every
+    /// Kth completed write gives a page back.
+    pub fn completed(&mut self, write: bool) {
+        self.completed += 1;
+        if !self.active && !self.relieved && self.completed >= self.steady_after {
+            self.start();
         }
-    }
-
-    /// A write completed; under write-back every Kth gives a page back.
-    pub fn write_completed(&mut self) {
-        if let PressureMode::Writeback { writes_per_page } = self.mode {
+        if let Some(writes_per_page) = self.mode.writes_per_page()
+            && write
+            && self.active
+        {
             self.writes += 1;
             if self.writes % u64::from(writes_per_page) == 0 {
                 self.budget.give_back(1);
@@ -185,10 +270,15 @@ impl<'budget> Pressure<'budget> {
         }
     }
 
-    /// Ends the pressure (after a stall verdict, or after the job): the consumer gives every
-    /// page back and refills stop failing, so parked commands can finish.
+    /// Ends the pressure (after a stall verdict, or after the job): the consumer and the
+    /// neighbour give back everything and allocations stop failing, so parked commands can
+    /// finish.
     pub fn relieve(&mut self) {
         self.relieved = true;
+        self.active = false;
+        if let Some(neighbour) = self.neighbour {
+            neighbour.release_all();
+        }
         self.budget.release_all();
         self.budget.set_fail_ppm(0);
     }
@@ -226,6 +316,8 @@ mod tests {
             "fail:-0.1",
             "fail:1e-3",
             "writeback:0",
+            "multi:1",
+            "multi:17",
             "oom",
             "",
         ] {
@@ -238,9 +330,15 @@ mod tests {
             "fail:1",
             "writeback",
             "writeback:8",
+            "multi:2",
+            "multi:16",
         ] {
             assert_eq!(PressureMode::parse(name).unwrap().name(), name);
         }
+        assert_eq!(
+            PressureMode::parse("multi:3").unwrap().elements_per_step(),
+            3
+        );
         assert_eq!(mem_budget_pages("1m").unwrap(), 256);
         assert_eq!(mem_budget_pages("4097").unwrap(), 2);
         assert_eq!(mem_budget_pages("0x4000").unwrap(), 4);

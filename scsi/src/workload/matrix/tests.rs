@@ -3,11 +3,17 @@
 
 use super::*;
 use crate::clock::ManualClock;
+use crate::sense_alloc::SenseMode;
 use pools::host::HostBacking;
+
+/// Rounds per matrix: every mode takes every position once.
+const ROUNDS: u32 = MATRIX_MODES.len() as u32;
+/// Commands per round.
+const IOS: u64 = 600;
 
 fn matrix(words: &str, pressure: &str) -> Vec<Cell> {
     let params = WorkloadParams::parse(&alloc::format!(
-        "can_queue=256 iodepth=32 ios=3000 stall_ms=20 {words}"
+        "can_queue=256 iodepth=32 ios=600 stall_ms=5 {words}"
     ))
     .unwrap();
     let pressure = PressureMode::parse(pressure).unwrap();
@@ -18,7 +24,7 @@ fn matrix(words: &str, pressure: &str) -> Vec<Cell> {
         &MATRIX_MODES,
         &backing,
         ManualClock::new(1000),
-        7,
+        ROUNDS,
     )
     .unwrap()
 }
@@ -33,80 +39,150 @@ fn cell<'a>(cells: &'a [Cell], mode: &str) -> &'a Cell {
 #[test]
 fn without_pressure_every_mode_completes_and_holds_its_reserve() {
     let cells = matrix("", "none");
-    let want_bytes = [0, 96, 192, 384, 1536, 256 * 96, 256 * 96];
+    let want_bytes = [0, 96, 192, 288, 384, 1536, 256 * 96, 256 * 96, 96];
     for (c, bytes) in cells.iter().zip(want_bytes) {
         assert_eq!(c.verdict, Verdict::Ok, "{}", c.mode);
-        assert_eq!((c.rounds, c.ios, c.failed), (7, 7 * 3000, 0), "{}", c.mode);
+        assert_eq!(
+            (c.rounds, c.ios, c.failed),
+            (ROUNDS, 9 * IOS, 0),
+            "{}",
+            c.mode
+        );
         assert_eq!(c.reserve_bytes, bytes, "{}", c.mode);
         assert_eq!(c.waits, 0, "{}", c.mode);
     }
-    assert_eq!(cell(&cells, "pertag").reserve_hits, 7 * 3000);
+    assert_eq!(cell(&cells, "pertag").reserve_hits, 9 * IOS);
+    // Whole pages: a reserve of one or sixteen 96-byte buffers pins one 4 KiB slab page,
+    // a can_queue of 256 pins 8.
+    for (mode, pages) in [
+        ("mempool:1", 1),
+        ("mempool:16", 1),
+        ("backup", 1),
+        ("pertag", 8),
+    ] {
+        assert_eq!(cell(&cells, mode).pinned_pages, pages, "{mode}");
+    }
+    assert_eq!(cell(&cells, "slab").pinned_pages, 0);
     let json = cell(&cells, "mempool:2").to_json("host", "none");
     for field in [
+        "\"scenario\":\"none\"",
         "\"pressure\":\"none\"",
+        "\"elements_per_step\":1",
         "\"sense_mode\":\"mempool:2\"",
         "\"reserve_entries\":2",
         "\"verdict\":\"OK\"",
         "\"reserve_bytes\":192",
+        "\"pinned_pages\":1",
         "\"failed\":0",
     ] {
         assert!(json.contains(field), "{field} missing from {json}");
     }
 }
 
-/// The deadlock a mempool exists for: the slab's pages reclaimed while idle, every free page
-/// taken, memory back only as writes complete. `slab` is caught by the watchdog (a verdict,
-/// not a hang); every reserve keeps I/O moving with no failed command.
+/// The deadlock a mempool exists for, in steady state: with the magazine drained, every free
+/// page taken and the neighbour holding every free object, a host without a reserve stalls
+/// once its commands in flight have completed; one reserved element per forward step keeps
+/// I/O moving with no failed command, and the reserve is what carries it (far more than N
+/// hits per round: the pinned page's free objects went to the neighbour).
 #[test]
-fn under_writeback_slab_stalls_and_every_reserve_completes() {
-    let cells = matrix("rw=randwrite", "writeback");
+fn under_writeback_slab_stalls_in_steady_state_and_one_element_suffices() {
+    let cells = matrix("rw=randwrite ndelay=20000", "writeback");
     let slab = cell(&cells, "slab");
     let Verdict::Stall(stall) = slab.verdict else {
         panic!("slab did not stall: {slab:?}");
     };
-    assert_eq!(stall.completed, 0);
+    assert!(
+        stall.completed > 0,
+        "pressure came in steady state: {stall:?}"
+    );
     assert!(
         stall.parked > 0 && stall.parked == stall.outstanding,
         "{stall:?}"
     );
-    assert!(slab.budget.refills_no_memory > 0);
-    assert_eq!(
-        slab.failed, 0,
-        "the stalled commands finish once the pressure is relieved"
-    );
+    assert_eq!(stall.element_moves, 0);
+    assert_eq!(slab.failed, 0, "the stalled commands finish once relieved");
     for mode in [
         "mempool:1",
         "mempool:2",
+        "mempool:3",
         "mempool:4",
         "mempool:16",
         "pertag",
         "prealloc",
+        "backup",
     ] {
         let c = cell(&cells, mode);
         assert_eq!(c.verdict, Verdict::Ok, "{mode}: {c:?}");
-        assert_eq!((c.ios, c.failed), (7 * 3000, 0), "{mode}");
+        assert_eq!((c.ios, c.failed), (9 * IOS, 0), "{mode}");
     }
-    assert!(cell(&cells, "mempool:1").budget.given_back > 0);
+    let one = cell(&cells, "mempool:1");
+    assert!(one.reserve_hits > u64::from(ROUNDS) * 10, "{one:?}");
 }
 
-/// Every refill failing: a slab that kept a page from the scan still serves the objects on it,
-/// so nothing stalls; the failures are counted.
+/// `multi:K`: each forward step needs K elements from the pool, all or nothing. A reserve
+/// of fewer than K cannot complete a step once the slab gives nothing: commands take what
+/// the reserve has and give it back, again and again (LIVELOCK). K elements suffice. (The
+/// give-back itself is tested in the midlayer: this loop alone happens never to interleave
+/// two partial takers.)
 #[test]
-fn with_every_refill_failing_the_reserve_and_the_warm_slab_keep_io_moving() {
-    let cells = matrix("iodepth=64", "fail:1");
-    for c in &cells {
-        assert_eq!(c.verdict, Verdict::Ok, "{}: {c:?}", c.mode);
-        assert_eq!((c.ios, c.failed), (7 * 3000, 0), "{}", c.mode);
+fn multi_k_needs_k_reserved_elements_and_a_partial_take_is_given_back() {
+    for k in [2usize, 3] {
+        let cells = matrix("rw=randwrite ndelay=20000", &alloc::format!("multi:{k}"));
+        for c in &cells {
+            let enough = match c.mode {
+                SenseMode::Mempool(n) => n >= k,
+                SenseMode::Pertag | SenseMode::Prealloc => true,
+                SenseMode::Slab | SenseMode::Backup => false,
+            };
+            if enough {
+                assert_eq!(c.verdict, Verdict::Ok, "multi:{k} {}: {c:?}", c.mode);
+                assert_eq!((c.ios, c.failed), (9 * IOS, 0), "multi:{k} {}", c.mode);
+            } else {
+                assert!(
+                    matches!(c.verdict, Verdict::Stall(_) | Verdict::Livelock(_)),
+                    "multi:{k} {}: {c:?}",
+                    c.mode
+                );
+            }
+            if matches!(c.mode, SenseMode::Mempool(n) if n < k) {
+                assert!(matches!(c.verdict, Verdict::Livelock(_)), "{c:?}");
+                assert!(c.partial_takes > 0);
+            }
+        }
+        assert_eq!(cell(&cells, "pertag").reserve_entries(), 256 * k);
     }
-    assert!(cell(&cells, "slab").budget.refills_injected > 0);
+}
+
+/// Every allocation failing (failslab at P = 1): only what the reserve holds moves.
+#[test]
+fn with_every_allocation_failing_only_a_reserve_keeps_io_moving() {
+    let cells = matrix("ndelay=20000", "fail:1");
+    assert!(matches!(cell(&cells, "slab").verdict, Verdict::Stall(_)));
+    for c in cells.iter().filter(|c| c.mode != SenseMode::Slab) {
+        assert_eq!(c.verdict, Verdict::Ok, "{}: {c:?}", c.mode);
+        assert_eq!((c.ios, c.failed), (9 * IOS, 0), "{}", c.mode);
+    }
+    assert!(cell(&cells, "slab").budget.allocs_injected > 0);
 }
 
 #[test]
 fn a_random_failure_rate_repeats_with_the_seed() {
-    let a = matrix("seed=5", "fail:0.5");
-    let b = matrix("seed=5", "fail:0.5");
+    // A command parked at p = 0.5 retries every 3 ms (blk-mq's resource delay) when nothing
+    // else completes: the watchdog must allow several retries.
+    let a = matrix("seed=5 stall_ms=100", "fail:0.5");
+    let b = matrix("seed=5 stall_ms=100", "fail:0.5");
     for (x, y) in a.iter().zip(&b) {
-        assert_eq!(x.verdict, Verdict::Ok);
+        assert_eq!(x.verdict, Verdict::Ok, "{}: {x:?}", x.mode);
         assert_eq!(x.budget, y.budget, "{}", x.mode);
     }
+}
+
+/// `fail:P` is drawn per object allocation (failslab), so a warm per-CPU magazine does not
+/// hide it: at P = 0.5 the slab-only host waits, and a reserve serves some allocations.
+/// (Against the old per-page-refill draw this failed: 0 waits, 0 reserve hits.)
+#[test]
+fn a_failure_rate_reaches_allocations_served_by_a_warm_magazine() {
+    let cells = matrix("", "fail:0.5");
+    assert!(cell(&cells, "slab").waits > 0, "{:?}", cell(&cells, "slab"));
+    assert!(cell(&cells, "mempool:1").reserve_hits > 0);
 }
