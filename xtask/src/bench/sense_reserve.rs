@@ -1,17 +1,19 @@
 //! `cargo xtask bench sense-reserve`: how many sense-buffer reserve entries are enough. In one
-//! guest boot (`workload=sense-reserve`), every sense mode (`slab`, `mempool:1/2/4/16`,
-//! `pertag`, `prealloc` with can_queue 1519) runs the same fake-rw job under each memory
-//! pressure case (`none`, `fail:0.01`, `fail:0.5`, `writeback`, then `errors`: no pressure,
-//! RECOVERED ERROR every 50th command with `fake_rw=0`), in rotated rounds. Reports per cell
-//! the median IOPS with its min–max, the ratio to `slab` with its spread, p50/p99/p99.9
-//! latency, reserve hits, waits, parked time, failed commands, the verdict (OK or STALL) and
-//! the bytes the reserve holds idle; then states whether each expectation held (every mode within
-//! 2% of slab without pressure, slab stalling and every mempool:N completing under write-back,
-//! prealloc and pertag holding at least 700× mempool:2's bytes), with the numbers.
+//! guest boot (`workload=sense-reserve`), every sense mode (`slab`, `mempool:1/2/3/4/16`,
+//! `pertag`, `prealloc` with can_queue 1519, `backup`) runs the same fake-rw job under each
+//! scenario (`none`, `fail:0.01`, `fail:0.5`, `writeback`, `multi:2`, `multi:3`, then
+//! `errors`: no pressure, RECOVERED ERROR every 50th command with `fake_rw=0`), in rotated
+//! rounds, with pressure applied in steady state and a neighbour sharing the sense cache.
+//! Reports per cell the verdict (OK, STALL or LIVELOCK) with the time to stall, the median IOPS
+//! with its min–max, the ratio to `slab` with its spread, p50/p99/p99.9 latency, reserve hits,
+//! waits, partial takes given back, parked time, failed commands, the bytes the reserve holds
+//! idle and the whole slab pages it pins; then states whether each expectation of issue #19
+//! held, with the numbers.
 //!
 //! `--where host` runs the `scsi` crate's `sense_reserve` example instead. Writes
-//! `target/bench/sense-reserve.json` (`sense-reserve-host.json`) and three plots: IOPS and p99
-//! against reserve size (one line per pressure case) and the bytes held (log scales).
+//! `target/bench/sense-reserve.json` (`sense-reserve-host.json`) and four plots: IOPS and p99
+//! against reserve size (one line per scenario), the bytes held (log scales) and the verdict
+//! map (scenario × mode).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -108,10 +110,11 @@ macro_rules! columns {
     };
 }
 
-const COLUMNS: [Column<'static>; 19] = columns![
-    "case" => "case",
+const COLUMNS: [Column<'static>; 22] = columns![
+    "scenario" => "scenario",
     "sense" => "sense_mode",
     "verdict" => "verdict",
+    "stall ns" => "stall_at_ns",
     "IOPS (median)" => "iops",
     "min" => "iops_min",
     "max" => "iops_max",
@@ -122,8 +125,10 @@ const COLUMNS: [Column<'static>; 19] = columns![
     "p99 ns" => "lat_p99_ns",
     "p99.9 ns" => "lat_p999_ns",
     "reserve B" => "reserve_bytes",
+    "pages" => "pinned_pages",
     "hits" => "reserve_hits",
     "waits" => "waits",
+    "partial" => "partial_takes",
     "parked ns" => "parked_ns",
     "failed" => "failed",
     "insns/IO" => "insns_per_op",
@@ -178,6 +183,29 @@ pub fn verdicts(set: &ResultSet) -> Vec<String> {
             )
         });
     }
+    lines.extend(multi_verdicts(set));
+    let fixed: Vec<String> = set
+        .results
+        .iter()
+        .filter(|r| ["pertag", "prealloc", "backup"].contains(&field(r, "sense_mode")))
+        .filter(|r| field(r, "verdict") != "OK")
+        .map(|r| {
+            format!(
+                "{} {} in {}",
+                field(r, "sense_mode"),
+                field(r, "verdict"),
+                field(r, "case")
+            )
+        })
+        .collect();
+    lines.push(if fixed.is_empty() {
+        "pertag, prealloc and backup never stall in any scenario: confirmed".to_string()
+    } else {
+        format!(
+            "pertag, prealloc and backup never stall: {}: refuted",
+            fixed.join(", ")
+        )
+    });
     if let Some(slab) = cell(set, "writeback", "slab") {
         let verdict = field(slab, "verdict");
         lines.push(format!(
@@ -210,6 +238,17 @@ pub fn verdicts(set: &ResultSet) -> Vec<String> {
     }
     if let Some(mempool) = cell(set, "none", "mempool:2") {
         let bytes = |r: &Record| number(r, "reserve_bytes").unwrap_or(0.0);
+        let pages = |r: &Record| number(r, "pinned_pages").unwrap_or(0.0);
+        for mode in ["pertag", "prealloc"] {
+            if let Some(big) = cell(set, "none", mode) {
+                lines.push(format!(
+                    "{mode} pins {:.0} slab pages idle, mempool:2 {:.0}: {:.0}× in whole pages",
+                    pages(big),
+                    pages(mempool),
+                    pages(big) / pages(mempool).max(1.0)
+                ));
+            }
+        }
         for mode in ["pertag", "prealloc"] {
             if let Some(big) = cell(set, "none", mode) {
                 let times = bytes(big) / bytes(mempool).max(1.0);
@@ -225,6 +264,44 @@ pub fn verdicts(set: &ResultSet) -> Vec<String> {
                 ));
             }
         }
+    }
+    lines
+}
+
+/// `multi:K`: every mempool:N with N < K never completes (STALL or LIVELOCK) and every one
+/// with N ≥ K completes with 0 failed.
+fn multi_verdicts(set: &ResultSet) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut scenarios: Vec<&str> = Vec::new();
+    for r in &set.results {
+        if field(r, "case").starts_with("multi:") && !scenarios.contains(&field(r, "case")) {
+            scenarios.push(field(r, "case"));
+        }
+    }
+    for scenario in scenarios {
+        let k: f64 = scenario["multi:".len()..].parse().unwrap_or(0.0);
+        let wrong: Vec<String> = set
+            .results
+            .iter()
+            .filter(|r| field(r, "case") == scenario)
+            .filter_map(|r| {
+                let n: f64 = field(r, "sense_mode")
+                    .strip_prefix("mempool:")?
+                    .parse()
+                    .ok()?;
+                let completes = field(r, "verdict") == "OK" && number(r, "failed") == Some(0.0);
+                (completes != (n >= k))
+                    .then(|| format!("{} {}", field(r, "sense_mode"), field(r, "verdict")))
+            })
+            .collect();
+        lines.push(if wrong.is_empty() {
+            format!("{scenario}: mempool:N completes exactly when N >= {k}: confirmed")
+        } else {
+            format!(
+                "{scenario}: mempool:N completes exactly when N >= {k}: refuted by {}",
+                wrong.join(", ")
+            )
+        });
     }
     lines
 }
@@ -287,7 +364,7 @@ fn draw(set: &ResultSet) -> Result<Vec<PathBuf>> {
         ),
         ("bytes", "bytes held by the reserve when idle", vec![bytes]),
     ];
-    let mut paths = Vec::new();
+    let mut paths = vec![draw_verdict_map(set, &dir)?];
     for (suffix, y_label, series) in charts {
         let path = dir.join(format!("{}-{suffix}.svg", set.file_stem));
         plot::draw_log_log(
@@ -302,6 +379,63 @@ fn draw(set: &ResultSet) -> Result<Vec<PathBuf>> {
         paths.push(path);
     }
     Ok(paths)
+}
+
+/// The verdict per scenario (rows) and mode (columns): green OK, orange LIVELOCK, red STALL,
+/// each with its time to stall.
+fn draw_verdict_map(set: &ResultSet, dir: &std::path::Path) -> Result<PathBuf> {
+    let mut rows: Vec<String> = Vec::new();
+    let mut columns: Vec<String> = Vec::new();
+    for r in &set.results {
+        let (row, column) = (
+            field(r, "case").to_string(),
+            field(r, "sense_mode").to_string(),
+        );
+        if !rows.contains(&row) {
+            rows.push(row);
+        }
+        if !columns.contains(&column) {
+            columns.push(column);
+        }
+    }
+    let cells = rows
+        .iter()
+        .map(|row| {
+            columns
+                .iter()
+                .map(|column| {
+                    let r = cell(set, row, column)?;
+                    let verdict = field(r, "verdict");
+                    let stall_ms = number(r, "stall_at_ns").unwrap_or(0.0) / 1e6;
+                    Some(plot::GridCell {
+                        text: match verdict {
+                            "OK" => "OK".to_string(),
+                            v => format!("{v} {stall_ms:.0}ms"),
+                        },
+                        rgb: match verdict {
+                            "OK" => (150, 215, 150),
+                            "LIVELOCK" => (250, 190, 110),
+                            _ => (235, 120, 110),
+                        },
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let path = dir.join(format!("{}-verdicts.svg", set.file_stem));
+    plot::draw_grid(
+        &path,
+        &plot::Grid {
+            title: format!(
+                "sense reserve: verdict per scenario and mode (time to stall), {}",
+                set.place_label()
+            ),
+            rows,
+            columns,
+            cells,
+        },
+    )?;
+    Ok(path)
 }
 
 fn report(set: &ResultSet) -> Result<()> {
@@ -334,15 +468,26 @@ mod tests {
     #[test]
     fn verdicts_say_which_expectation_held() {
         let set = set(&[
-            r#"{"case":"none","sense_mode":"slab","ratio_vs_slab":1.0,"reserve_bytes":0,"verdict":"OK","failed":0}"#,
-            r#"{"case":"none","sense_mode":"mempool:2","ratio_vs_slab":0.995,"reserve_bytes":192,"verdict":"OK","failed":0}"#,
-            r#"{"case":"none","sense_mode":"prealloc","ratio_vs_slab":0.97,"reserve_bytes":145824,"verdict":"OK","failed":0}"#,
+            r#"{"case":"none","sense_mode":"slab","ratio_vs_slab":1.0,"reserve_bytes":0,"pinned_pages":0,"verdict":"OK","failed":0}"#,
+            r#"{"case":"none","sense_mode":"mempool:2","ratio_vs_slab":0.995,"reserve_bytes":192,"pinned_pages":1,"verdict":"OK","failed":0}"#,
+            r#"{"case":"none","sense_mode":"prealloc","ratio_vs_slab":0.97,"reserve_bytes":145824,"pinned_pages":48,"verdict":"OK","failed":0}"#,
             r#"{"case":"writeback","sense_mode":"slab","ratio_vs_slab":null,"reserve_bytes":0,"verdict":"STALL","failed":0}"#,
             r#"{"case":"writeback","sense_mode":"mempool:1","ratio_vs_slab":null,"reserve_bytes":96,"verdict":"OK","failed":0}"#,
             r#"{"case":"writeback","sense_mode":"mempool:2","ratio_vs_slab":null,"reserve_bytes":192,"verdict":"OK","failed":3}"#,
+            r#"{"case":"multi:2","sense_mode":"mempool:1","verdict":"LIVELOCK","failed":0}"#,
+            r#"{"case":"multi:2","sense_mode":"mempool:2","verdict":"OK","failed":0}"#,
+            r#"{"case":"multi:3","sense_mode":"mempool:2","verdict":"OK","failed":0}"#,
+            r#"{"case":"multi:3","sense_mode":"backup","verdict":"LIVELOCK","failed":0}"#,
         ]);
         let lines = verdicts(&set);
-        assert!(lines[0].contains("prealloc 0.9700: refuted"), "{lines:?}");
+        let line = |start: &str| {
+            lines
+                .iter()
+                .find(|l| l.starts_with(start))
+                .unwrap_or_else(|| panic!("no line {start}: {lines:?}"))
+                .clone()
+        };
+        assert!(line("pressure=none").contains("prealloc 0.9700: refuted"));
         let mut noisy = set.clone();
         noisy.results[2].insert("ratio_min".into(), 0.5.into());
         noisy.results[2].insert("ratio_max".into(), 1.5.into());
@@ -351,14 +496,24 @@ mod tests {
             "{:?}",
             verdicts(&noisy)
         );
+        assert!(line("pressure=writeback: slab").contains("STALL: confirmed"));
+        assert!(line("pressure=writeback: mempool:2 OK").ends_with("refuted"));
+        assert!(line("multi:2").ends_with("confirmed"), "{lines:?}");
         assert!(
-            lines[1].contains("slab ends in STALL: confirmed"),
+            line("multi:3").contains("refuted by mempool:2 OK"),
             "{lines:?}"
         );
-        assert!(lines[2].contains("mempool:2 OK: refuted"), "{lines:?}");
+        assert!(line("pertag, prealloc and backup").contains("backup LIVELOCK in multi:3"));
+        assert!(line("prealloc pins").contains("48×"), "{lines:?}");
         assert!(
-            lines[3].contains("759.5×") && lines[3].contains("confirmed"),
-            "{lines:?}"
+            line("prealloc holds").contains("759.5×")
+                && line("prealloc holds").contains("confirmed")
         );
+        let dir = std::env::temp_dir().join(format!("sense-reserve-map-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let map = draw_verdict_map(&set, &dir).unwrap();
+        let svg = std::fs::read_to_string(&map).unwrap();
+        assert!(svg.contains("LIVELOCK") && svg.contains("multi:3"), "{svg}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -6,6 +6,11 @@
 //! side-by-side cases (fake-rw IOPS per configuration, sense-reserve modes), and
 //! [`GroupedBars`] for a matrix: several measures stacked in panels over the same groups, one
 //! colored bar per series in each group, with a min–max whisker (bench device's io_modes).
+//! A [`Grid`] is a verdict map: categories per cell of a matrix (sense-reserve's verdicts).
+
+mod grid;
+
+pub use grid::{Grid, GridCell, draw_grid};
 
 use std::fmt::Display;
 use std::path::Path;
