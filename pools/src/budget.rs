@@ -18,6 +18,8 @@
 //! (`SlabCache::shrink`); its freed chunks come back to the budget's free count, where the
 //! consumer can take them.
 
+use core::sync::atomic::{AtomicU32, Ordering};
+
 use lock_api::{Mutex, RawMutex};
 
 use crate::backing::{Backing, Chunk, NodeId};
@@ -64,6 +66,9 @@ struct State {
 /// See the [module docs](self).
 pub struct BudgetState<R: RawMutex = DefaultRawMutex> {
     state: Mutex<R, State>,
+    /// `State::fail_ppm`, readable without the lock: [`BudgetState::inject`] runs on every
+    /// sense allocation and must cost no lock while nothing is injected.
+    fail_ppm: AtomicU32,
 }
 
 /// The usual budget, with the default spin lock.
@@ -87,12 +92,15 @@ impl<R: RawMutex> BudgetState<R> {
                 fail_ppm: fail_ppm.min(1_000_000),
                 rng: seed | 1,
             }),
+            fail_ppm: AtomicU32::new(fail_ppm.min(1_000_000)),
         }
     }
 
     /// Changes the object allocation failure probability (parts per million).
     pub fn set_fail_ppm(&self, fail_ppm: u32) {
-        self.state.lock().fail_ppm = fail_ppm.min(1_000_000);
+        let mut state = self.state.lock();
+        state.fail_ppm = fail_ppm.min(1_000_000);
+        self.fail_ppm.store(state.fail_ppm, Ordering::Relaxed);
     }
 
     /// Counters and page counts now.
@@ -126,6 +134,9 @@ impl<R: RawMutex> BudgetState<R> {
     /// One draw of the failure probability: `true` means "fail this object allocation"
     /// (counted in [`BudgetStats::allocs_injected`]). Always `false` at probability 0.
     pub fn inject(&self) -> bool {
+        if self.fail_ppm.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
         let mut state = self.state.lock();
         if state.fail_ppm == 0 {
             return false;

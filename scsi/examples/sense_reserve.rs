@@ -21,11 +21,11 @@ use scsi::workload::{
 use support::{StdClock, args};
 
 fn main() {
-    let mut rounds = MATRIX_MODES.len() as u32;
+    let mut rounds = None;
     let mut rest = Vec::new();
     for word in args() {
         match word.strip_prefix("rounds=") {
-            Some(n) => rounds = n.parse().expect("rounds=N"),
+            Some(n) => rounds = Some(n.parse().expect("rounds=N")),
             None => rest.push(word),
         }
     }
@@ -34,12 +34,14 @@ fn main() {
         std::process::exit(2)
     });
     let params = sense_reserve_defaults(params);
+    let modes = params.sense_modes.clone().unwrap_or(MATRIX_MODES.to_vec());
+    let rounds = rounds.unwrap_or(modes.len() as u32);
     let backing = HostBacking::new();
     for case in sense_reserve_cases(&params) {
         let cells = run_matrix(
             &case.params,
             case.pressure,
-            &MATRIX_MODES,
+            &modes,
             &backing,
             StdClock::new(),
             rounds,

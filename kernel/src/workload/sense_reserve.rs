@@ -23,9 +23,6 @@ use crate::cmdline::Cmdline;
 use crate::platform::console::println;
 use crate::storage::KernelClock;
 
-/// Rounds per case: each mode takes each position once.
-const ROUNDS: u32 = MATRIX_MODES.len() as u32;
-
 fn print_case(case: &str, cells: &[Cell]) {
     println!("sense-reserve {case}: {}", table_header());
     for c in cells {
@@ -76,9 +73,12 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         return ExitCode::Failure;
     };
     let params = sense_reserve_defaults(cmdline.io.clone());
+    let modes: &[SenseMode] = params.sense_modes.as_deref().unwrap_or(&MATRIX_MODES);
+    // Rounds per case: each mode takes each position once.
+    let rounds = modes.len() as u32;
     log::info!(
-        "sense-reserve: {} modes, {ROUNDS} rotated rounds per case, can_queue={} bs={} iodepth={} mem_budget={} pages",
-        MATRIX_MODES.len(),
+        "sense-reserve: {} modes, {rounds} rotated rounds per case, can_queue={} bs={} iodepth={} mem_budget={} pages",
+        modes.len(),
         params.target.host_can_queue(),
         params.job.bs,
         params.job.iodepth,
@@ -88,10 +88,10 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         let cells = match run_matrix(
             &case.params,
             case.pressure,
-            &MATRIX_MODES,
+            modes,
             frames,
             KernelClock,
-            ROUNDS,
+            rounds,
         ) {
             Ok(cells) => cells,
             Err(error) => {

@@ -9,6 +9,7 @@ use crate::param::{self, Key, ValueError, choice};
 use crate::sense_alloc::{SENSE_MAGAZINE_OBJECTS, SenseMode};
 use crate::target::ScsiDebugParams;
 use alloc::string::ToString;
+use alloc::vec::Vec;
 
 /// The I/O pattern (fio `rw=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +122,9 @@ pub struct WorkloadParams {
     pub sense_magazine: usize,
     /// `pressure=`, when given (`workload=sense-reserve` runs every case otherwise).
     pub pressure: Option<PressureMode>,
+    /// `sense_modes=`: the modes `workload=sense-reserve` compares, the first the baseline
+    /// (default its nine), e.g. for an N sweep.
+    pub sense_modes: Option<Vec<SenseMode>>,
     /// Pages the sense slab may take (`mem_budget=`, bytes).
     pub mem_budget_pages: usize,
     /// Defaults differ from scsi_debug's in two places, as in the usual fio recipe
@@ -140,6 +144,7 @@ impl Default for WorkloadParams {
             sense: SenseMode::Mempool(2),
             sense_magazine: SENSE_MAGAZINE_OBJECTS,
             pressure: None,
+            sense_modes: None,
             mem_budget_pages: DEFAULT_MEM_BUDGET_PAGES,
             target,
         }
@@ -219,8 +224,29 @@ const TABLE: &[Key<WorkloadParams>] = &[
         aliases: &[],
         set: |p, v| {
             p.sense = SenseMode::parse(v).map_err(|_| {
-                ValueError::expected("slab, mempool[:N] with N >= 1, prealloc or pertag")
+                ValueError::expected("slab, mempool[:N] with N >= 1, prealloc, pertag or backup")
             })?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "sense_modes",
+        aliases: &[],
+        set: |p, v| {
+            let expected = || {
+                ValueError::expected(
+                    "1 to 16 comma-separated sense modes (slab, mempool:N, prealloc, pertag, backup)",
+                )
+            };
+            let modes = v
+                .split(',')
+                .map(SenseMode::parse)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|_| expected())?;
+            if modes.is_empty() || modes.len() > 16 {
+                return Err(expected());
+            }
+            p.sense_modes = Some(modes);
             Ok(())
         },
     },
@@ -460,5 +486,25 @@ mod tests {
             WorkloadParams::parse("frobnicate=1"),
             Err(WorkloadError::UnknownKey { .. })
         ));
+    }
+
+    #[test]
+    fn sense_modes_name_the_matrix_columns() {
+        let p = WorkloadParams::parse("sense_modes=slab,mempool:16,backup").unwrap();
+        assert_eq!(
+            p.sense_modes,
+            Some(alloc::vec![
+                SenseMode::Slab,
+                SenseMode::Mempool(16),
+                SenseMode::Backup
+            ])
+        );
+        for bad in [
+            "sense_modes=",
+            "sense_modes=slab,,pertag",
+            "sense_modes=mempool:0",
+        ] {
+            assert!(WorkloadParams::parse(bad).is_err(), "{bad}");
+        }
     }
 }
