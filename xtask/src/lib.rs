@@ -39,6 +39,7 @@ pub mod proc_stat;
 pub mod process;
 pub mod profile;
 pub mod qemu;
+pub mod report;
 pub mod setup;
 pub mod soak;
 pub mod symbols;

@@ -8,6 +8,7 @@
 //!   `tests/guest.toml`, closing with one `N passed, N failed` line.
 //! - `bench`: scenario benchmarks with a table, JSON under `target/bench/` and an SVG plot.
 //! - `fuzz`: the cargo-fuzz targets of `fuzz/` (nightly), with executions, coverage and crashes.
+//! - `report`: the results pages under `docs/results/`, generated from that JSON.
 //!
 //! Exit status: 0 pass; 1 guest or test failure; 2 xtask could not do its job (set-up, build,
 //! bad profile); 3 the guest crashed (reset, QEMU error, signal); 124 the guest timed out.
@@ -26,8 +27,8 @@ use xtask::error::{Error, Result};
 use xtask::guest::{Guest, Overrides};
 use xtask::host_tests::Tally;
 use xtask::{
-    bench, child_guard, fuzz, guest_tests, host_tests, lint, nbd_tests, profile, setup, soak,
-    symbols,
+    bench, child_guard, fuzz, guest_tests, host_tests, lint, nbd_tests, profile, report, setup,
+    soak, symbols,
 };
 
 #[derive(Parser)]
@@ -57,6 +58,8 @@ enum Command {
     /// Coverage-guided fuzzing (cargo-fuzz, nightly) of every parser of outside bytes: prints
     /// executions, coverage, corpus size and crashes with reproducers.
     Fuzz(fuzz::Options),
+    /// Generate docs/results/ (a page per benchmark, with its plot) from target/bench/*.json.
+    Report(report::Options),
     /// Only install what is missing: the Rust target and lint components, QEMU, libnbd's
     /// clients, a C compiler and (with a nightly toolchain) cargo-fuzz: everything `test` needs;
     /// CI runs this.
@@ -159,6 +162,7 @@ fn main() -> ExitCode {
         }
         Command::Soak(options) => soak::run(&options).map(|()| ExitCode::SUCCESS),
         Command::Fuzz(options) => fuzz::run(&options).map(|()| ExitCode::SUCCESS),
+        Command::Report(options) => report::run(&options).map(|()| ExitCode::SUCCESS),
         Command::Setup => setup::ensure_everything().map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|error| {

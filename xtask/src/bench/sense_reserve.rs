@@ -99,7 +99,7 @@ pub fn run(options: &Options) -> Result<()> {
             set
         }
     };
-    report(&set)
+    report(set)
 }
 
 macro_rules! columns {
@@ -108,7 +108,7 @@ macro_rules! columns {
     };
 }
 
-const COLUMNS: [Column<'static>; 19] = columns![
+pub const COLUMNS: [Column<'static>; 19] = columns![
     "case" => "case",
     "sense" => "sense_mode",
     "verdict" => "verdict",
@@ -304,15 +304,15 @@ fn draw(set: &ResultSet) -> Result<Vec<PathBuf>> {
     Ok(paths)
 }
 
-fn report(set: &ResultSet) -> Result<()> {
+fn report(mut set: ResultSet) -> Result<()> {
     super::print_tables(&set.results, &[("sense-reserve", &COLUMNS)]);
     println!();
-    for line in verdicts(set) {
-        println!("{line}");
+    for line in verdicts(&set) {
+        set.headline(line);
     }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
-    let svgs = draw(set)?;
+    let svgs = draw(&set)?;
     println!("wrote {}", json.display());
     for svg in svgs {
         println!("wrote {}", svg.display());
