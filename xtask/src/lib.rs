@@ -24,6 +24,8 @@ pub mod boot;
 )]
 pub mod child_guard;
 pub mod console;
+#[cfg(test)]
+mod docs_links;
 pub mod error;
 pub mod fuzz;
 pub mod guest;

@@ -91,11 +91,15 @@ fn a_page_says_how_when_and_where_its_figures_were_made() {
             "{expected:?} missing from:\n{page}"
         );
     }
+    std::fs::write(to.join("notes.md"), "# Notes by hand\n\nMeasured then.\n").unwrap();
+    generate(&from, &to).unwrap();
     let index = std::fs::read_to_string(to.join(INDEX)).unwrap();
     assert!(
         index.contains("| [dmapool: results (host)](dmapool.md) | 2026-12-01 21:40:12 UTC |"),
         "{index}"
     );
+    assert!(index.contains("\n- [Notes by hand](notes.md)\n"), "{index}");
+    assert!(!index.contains("| [Notes by hand]"), "{index}");
 }
 
 #[test]
