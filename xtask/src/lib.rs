@@ -24,6 +24,7 @@ pub mod boot;
 )]
 pub mod child_guard;
 pub mod console;
+pub mod console_log;
 #[cfg(test)]
 mod docs_links;
 pub mod error;

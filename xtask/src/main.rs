@@ -27,8 +27,8 @@ use xtask::error::{Error, Result};
 use xtask::guest::{Guest, Overrides};
 use xtask::host_tests::Tally;
 use xtask::{
-    bench, child_guard, fuzz, guest_tests, host_tests, lint, nbd_tests, profile, report, setup,
-    soak, symbols,
+    bench, child_guard, console_log, fuzz, guest_tests, host_tests, lint, nbd_tests, profile,
+    report, setup, soak, symbols,
 };
 
 #[derive(Parser)]
@@ -39,6 +39,10 @@ use xtask::{
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Show the guest's machine lines (RESULT, BOOT, VERIFY-PLAN JSON) and the QEMU command
+    /// live; without it they go only to the log under target/logs/ that the run names.
+    #[arg(long, short, global = true)]
+    verbose: bool,
 }
 
 #[derive(Subcommand)]
@@ -135,6 +139,18 @@ enum BenchCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     child_guard::install_forwarding();
+    bench::stamp::note_start();
+    console_log::set_verbose(cli.verbose);
+    let log_name = match &cli.command {
+        Command::Run(_) => Some("run"),
+        Command::Bench(_) => Some("bench"),
+        _ => None,
+    };
+    if let Some(name) = log_name
+        && let Err(error) = console_log::open(name)
+    {
+        eprintln!("xtask: no console log: {error}");
+    }
     let result = match cli.command {
         Command::Run(args) => run(args),
         Command::Lint => lint(),
@@ -165,6 +181,17 @@ fn main() -> ExitCode {
         Command::Report(options) => report::run(&options).map(|()| ExitCode::SUCCESS),
         Command::Setup => setup::ensure_everything().map(|()| ExitCode::SUCCESS),
     };
+    if let Some(path) = console_log::path() {
+        eprintln!(
+            "xtask: the whole console, with the RESULT lines, is in {}{}",
+            path.display(),
+            if cli.verbose {
+                ""
+            } else {
+                " (--verbose shows it live)"
+            }
+        );
+    }
     result.unwrap_or_else(|error| {
         eprintln!("xtask: {error}");
         match error {

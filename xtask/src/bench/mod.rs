@@ -53,8 +53,6 @@ pub struct ResultSet {
     /// The conclusions the bench printed under its table (ratios with their spread), kept in
     /// the JSON so the results page quotes what the run said.
     pub headlines: Vec<String>,
-    /// The host's load averages when the set was created (the run's start).
-    load_at_start: Option<[f64; 3]>,
 }
 
 impl ResultSet {
@@ -69,7 +67,6 @@ impl ResultSet {
             accel,
             results: Vec::new(),
             headlines: Vec::new(),
-            load_at_start: stamp::load_averages(),
         }
     }
 
@@ -103,7 +100,7 @@ impl ResultSet {
             "bench": self.bench,
             "command": self.command,
             "date": stamp::utc_now(),
-            "load": stamp::load_json(self.load_at_start, stamp::load_averages()),
+            "load": stamp::load_json(stamp::load_at_start(), stamp::load_averages()),
             "where": self.place,
             "accel": self.accel,
             "host": host_info(),
@@ -287,8 +284,11 @@ pub fn run_host_program(command: &mut Command) -> Result<Vec<Record>> {
     {
         let line = String::from_utf8_lossy(&buffer).trim_end().to_owned();
         buffer.clear();
-        println!("{line}");
-        let _ = std::io::stdout().flush();
+        crate::console_log::write(&line);
+        if crate::console_log::shown(&line) {
+            println!("{line}");
+            let _ = std::io::stdout().flush();
+        }
         if let console::Line::Result(json) = console::classify(&line) {
             records.push(console::parse_result(json)?);
         }

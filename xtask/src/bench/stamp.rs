@@ -1,7 +1,21 @@
 //! When and under what load a benchmark ran: the UTC date and the host's load averages, which
 //! every results page shows beside its figures (on a shared machine they explain the spread).
 
+use std::sync::OnceLock;
+
 use serde_json::{Value, json};
+
+static LOAD_AT_START: OnceLock<Option<[f64; 3]>> = OnceLock::new();
+
+/// Notes the load averages as xtask starts, before a bench adds its own load.
+pub fn note_start() {
+    load_at_start();
+}
+
+/// The load averages when xtask started (or when first asked, without [`note_start`]).
+pub fn load_at_start() -> Option<[f64; 3]> {
+    *LOAD_AT_START.get_or_init(load_averages)
+}
 
 /// The host's 1-, 5- and 15-minute load averages from `/proc/loadavg`, if readable.
 pub fn load_averages() -> Option<[f64; 3]> {

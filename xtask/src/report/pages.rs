@@ -62,6 +62,7 @@ pub fn layout(stem: &str) -> Layout {
                     "dmapool_nolock",
                     &bench::dmapool::COLUMNS,
                 ),
+                only("Alloc+free pairs on a warm pool", "dmapool_pairs", &[]),
             ],
         ),
         "fake-rw" | "fake-rw-host" => (
