@@ -27,6 +27,10 @@ pub enum Echo {
     /// machine lines included, goes to the console log ([`console_log`]), and `--verbose`
     /// prints machine lines too.
     Live,
+    /// As [`Echo::Live`], but of the guest's console show only its untimestamped summary lines
+    /// (what a workload measured, a verdict), not its `[ seconds]` log: a benchmark shows one
+    /// short block per case.
+    Summary,
     /// Keep everything for the caller.
     Quiet,
 }
@@ -106,7 +110,7 @@ pub fn boot(machine: &Machine, timeout: Duration, echo: Echo) -> Result<Outcome>
     let mut command = machine.command();
     child_guard::die_with_parent(&mut command);
     let described = process::describe(&command);
-    if echo == Echo::Live {
+    if echo != Echo::Quiet {
         console_log::write(&format!("+ {described}"));
         if console_log::verbose() {
             eprintln!("+ {described}");
@@ -146,9 +150,9 @@ pub fn boot(machine: &Machine, timeout: Duration, echo: Echo) -> Result<Outcome>
         let remaining = deadline.saturating_duration_since(Instant::now());
         match receiver.recv_timeout(remaining.min(SIGNAL_POLL)) {
             Ok(Event::Console(line)) => {
-                if echo == Echo::Live {
+                if echo != Echo::Quiet {
                     console_log::write(&line);
-                    if console_log::shown(&line) {
+                    if console_log::shown(&line, echo == Echo::Summary) {
                         println!("{line}");
                         let _ = std::io::stdout().flush();
                     }
@@ -157,7 +161,7 @@ pub fn boot(machine: &Machine, timeout: Duration, echo: Echo) -> Result<Outcome>
                 outcome.console.push(line);
             }
             Ok(Event::Stderr(line)) => {
-                if echo == Echo::Live {
+                if echo != Echo::Quiet {
                     console_log::write(&line);
                     eprintln!("{line}");
                 }

@@ -68,9 +68,10 @@ pub fn is_machine_line(line: &str) -> bool {
     )
 }
 
-/// Whether a console line is shown live (the log gets every line).
-pub fn shown(line: &str) -> bool {
-    verbose() || !is_machine_line(line)
+/// Whether a console line is shown live (the log gets every line); `summary_only` also hides
+/// the guest's timestamped log lines (`[    0.042329] …`).
+pub fn shown(line: &str, summary_only: bool) -> bool {
+    verbose() || !(is_machine_line(line) || summary_only && line.starts_with('['))
 }
 
 #[cfg(test)]
@@ -89,5 +90,14 @@ mod tests {
         assert!(!is_machine_line("test pools ... ok"));
         assert!(!is_machine_line("PANIC at kernel/src/main.rs:1"));
         assert!(!is_machine_line("1 passed, 0 failed"));
+    }
+
+    #[test]
+    fn summaries_hide_the_timestamped_log() {
+        let log = "[    0.042329]   [mem 0x000000fd00000000-0x000000ffffffffff] reserved";
+        assert!(shown(log, false));
+        assert!(!shown(log, true));
+        assert!(shown("fake-rw: randread bs=4096: 206173 IOPS", true));
+        assert!(!shown(r#"RESULT {"iops": 1}"#, false));
     }
 }

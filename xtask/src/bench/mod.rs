@@ -285,7 +285,7 @@ pub fn run_host_program(command: &mut Command) -> Result<Vec<Record>> {
         let line = String::from_utf8_lossy(&buffer).trim_end().to_owned();
         buffer.clear();
         crate::console_log::write(&line);
-        if crate::console_log::shown(&line) {
+        if crate::console_log::shown(&line, false) {
             println!("{line}");
             let _ = std::io::stdout().flush();
         }
@@ -326,7 +326,7 @@ pub fn run_counted_case(
     profile: &Profile,
     overrides: &Overrides,
 ) -> Result<(Vec<Record>, Option<PluginLog>)> {
-    run_case(guest, profile, overrides, Echo::Live)
+    run_case(guest, profile, overrides, Echo::Summary)
 }
 
 /// [`run_counted_case`] with the console shown or kept (`echo`). A failed boot's error carries

@@ -13,7 +13,7 @@ pub fn page(stem: &str, document: &Value, plots: &[String]) -> String {
     let text = |key: &str| document.get(key).and_then(Value::as_str);
     let bench_name = text("bench").unwrap_or(stem);
     let place = match (text("where"), text("accel")) {
-        (Some(place), Some(accel)) => format!("{place} ({accel})"),
+        (Some(place), Some(accel)) => format!("{place}, {accel}"),
         (Some(place), None) => place.to_owned(),
         _ => "not recorded".to_owned(),
     };
