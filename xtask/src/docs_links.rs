@@ -1,5 +1,6 @@
 //! Host tests of the documentation: every relative link in `README.md`, `CONTRIBUTING.md` and
-//! `docs/` resolves (the file exists and, for a Markdown file, so does the `#anchor`).
+//! `docs/` resolves (the file exists and, for a Markdown file, so does the `#anchor`), and every
+//! benchmark in the README's table links a results page.
 
 use std::path::{Path, PathBuf};
 
@@ -116,6 +117,26 @@ fn every_relative_link_in_the_docs_resolves() {
         .flat_map(|document| broken_links(&root, document))
         .collect();
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn every_bench_in_the_readme_table_has_a_results_page() {
+    let root = workspace::root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let rows: Vec<&str> = readme
+        .lines()
+        .filter(|line| line.starts_with("| `cargo xtask bench "))
+        .collect();
+    assert!(!rows.is_empty(), "README.md has no benchmark table");
+    for row in rows {
+        let page = link_targets(row)
+            .into_iter()
+            .find(|target| target.starts_with("docs/results/") && target.ends_with(".md"));
+        let Some(page) = page else {
+            panic!("README row without a docs/results/ page: {row}");
+        };
+        assert!(root.join(&page).exists(), "{page} missing (row: {row})");
+    }
 }
 
 #[test]

@@ -182,9 +182,10 @@ fn main() -> ExitCode {
         Command::Setup => setup::ensure_everything().map(|()| ExitCode::SUCCESS),
     };
     if let Some(path) = console_log::path() {
+        let root = workspace::root();
         eprintln!(
             "xtask: the whole console, with the RESULT lines, is in {}{}",
-            path.display(),
+            path.strip_prefix(&root).unwrap_or(&path).display(),
             if cli.verbose {
                 ""
             } else {
