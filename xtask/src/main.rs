@@ -182,7 +182,7 @@ fn main() -> ExitCode {
         Command::Setup => setup::ensure_everything().map(|()| ExitCode::SUCCESS),
     };
     if let Some(path) = console_log::path() {
-        let root = workspace::root();
+        let root = xtask::workspace::root();
         eprintln!(
             "xtask: the whole console, with the RESULT lines, is in {}{}",
             path.strip_prefix(&root).unwrap_or(&path).display(),
