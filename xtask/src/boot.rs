@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::child_guard;
 use crate::console::Report;
+use crate::console_log;
 use crate::error::{Error, Result};
 use crate::image_lock;
 use crate::process;
@@ -22,8 +23,14 @@ use crate::qemu::{self, DiskImage, Machine};
 /// Whether the console is shown while the guest runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Echo {
-    /// Print each console line as it arrives (QEMU's stderr goes to stderr).
+    /// Print each human console line as it arrives (QEMU's stderr goes to stderr); every line,
+    /// machine lines included, goes to the console log ([`console_log`]), and `--verbose`
+    /// prints machine lines too.
     Live,
+    /// As [`Echo::Live`], but of the guest's console show only its untimestamped summary lines
+    /// (what a workload measured, a verdict), not its `[ seconds]` log: a benchmark shows one
+    /// short block per case.
+    Summary,
     /// Keep everything for the caller.
     Quiet,
 }
@@ -103,8 +110,11 @@ pub fn boot(machine: &Machine, timeout: Duration, echo: Echo) -> Result<Outcome>
     let mut command = machine.command();
     child_guard::die_with_parent(&mut command);
     let described = process::describe(&command);
-    if echo == Echo::Live {
-        eprintln!("+ {described}");
+    if echo != Echo::Quiet {
+        console_log::write(&format!("+ {described}"));
+        if console_log::verbose() {
+            eprintln!("+ {described}");
+        }
     }
     let started = Instant::now();
     let mut child = command
@@ -140,15 +150,19 @@ pub fn boot(machine: &Machine, timeout: Duration, echo: Echo) -> Result<Outcome>
         let remaining = deadline.saturating_duration_since(Instant::now());
         match receiver.recv_timeout(remaining.min(SIGNAL_POLL)) {
             Ok(Event::Console(line)) => {
-                if echo == Echo::Live {
-                    println!("{line}");
-                    let _ = std::io::stdout().flush();
+                if echo != Echo::Quiet {
+                    console_log::write(&line);
+                    if console_log::shown(&line, echo == Echo::Summary) {
+                        println!("{line}");
+                        let _ = std::io::stdout().flush();
+                    }
                 }
                 outcome.report.add(&line);
                 outcome.console.push(line);
             }
             Ok(Event::Stderr(line)) => {
-                if echo == Echo::Live {
+                if echo != Echo::Quiet {
+                    console_log::write(&line);
                     eprintln!("{line}");
                 }
                 outcome.stderr.push(line);

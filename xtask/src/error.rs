@@ -114,6 +114,9 @@ pub enum Error {
     /// Fuzz targets crashed; their reproducers are listed above.
     #[error("fuzz: {targets} target(s) crashed; reproducers listed above")]
     FuzzCrashed { targets: usize },
+    /// `cargo xtask report` found a benchmark file it cannot read as JSON.
+    #[error("report: {path}: {reason}")]
+    Report { path: PathBuf, reason: String },
 
     /// A guest boot did not end the way it had to (used by `run` and `bench`).
     #[error("guest {verdict}")]

@@ -24,6 +24,9 @@ pub mod boot;
 )]
 pub mod child_guard;
 pub mod console;
+pub mod console_log;
+#[cfg(test)]
+mod docs_links;
 pub mod error;
 #[expect(
     unsafe_code,
@@ -49,6 +52,7 @@ pub mod proc_stat;
 pub mod process;
 pub mod profile;
 pub mod qemu;
+pub mod report;
 pub mod setup;
 pub mod soak;
 pub mod symbols;

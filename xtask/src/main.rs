@@ -8,6 +8,7 @@
 //!   `tests/guest.toml`, closing with one `N passed, N failed` line.
 //! - `bench`: scenario benchmarks with a table, JSON under `target/bench/` and an SVG plot.
 //! - `fuzz`: the cargo-fuzz targets of `fuzz/` (nightly), with executions, coverage and crashes.
+//! - `report`: the results pages under `docs/results/`, generated from that JSON.
 //!
 //! Exit status: 0 pass; 1 guest or test failure; 2 xtask could not do its job (set-up, build,
 //! bad profile); 3 the guest crashed (reset, QEMU error, signal); 124 the guest timed out.
@@ -26,8 +27,8 @@ use xtask::error::{Error, Result};
 use xtask::guest::{Guest, Overrides};
 use xtask::host_tests::Tally;
 use xtask::{
-    bench, child_guard, fuzz, guest_tests, host_tests, lint, nbd_tests, profile, setup, soak,
-    symbols,
+    bench, child_guard, console_log, fuzz, guest_tests, host_tests, lint, nbd_tests, profile,
+    report, setup, soak, symbols,
 };
 
 #[derive(Parser)]
@@ -38,6 +39,10 @@ use xtask::{
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Show the guest's machine lines (RESULT, BOOT, VERIFY-PLAN JSON) and the QEMU command
+    /// live; without it they go only to the log under target/logs/ that the run names.
+    #[arg(long, short, global = true)]
+    verbose: bool,
 }
 
 #[derive(Subcommand)]
@@ -57,6 +62,8 @@ enum Command {
     /// Coverage-guided fuzzing (cargo-fuzz, nightly) of every parser of outside bytes: prints
     /// executions, coverage, corpus size and crashes with reproducers.
     Fuzz(fuzz::Options),
+    /// Generate docs/results/ (a page per benchmark, with its plot) from target/bench/*.json.
+    Report(report::Options),
     /// Only install what is missing: the Rust target and lint components, QEMU, libnbd's
     /// clients, a C compiler and (with a nightly toolchain) cargo-fuzz: everything `test` needs;
     /// CI runs this.
@@ -132,6 +139,18 @@ enum BenchCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     child_guard::install_forwarding();
+    bench::stamp::note_start();
+    console_log::set_verbose(cli.verbose);
+    let log_name = match &cli.command {
+        Command::Run(_) => Some("run"),
+        Command::Bench(_) => Some("bench"),
+        _ => None,
+    };
+    if let Some(name) = log_name
+        && let Err(error) = console_log::open(name)
+    {
+        eprintln!("xtask: no console log: {error}");
+    }
     let result = match cli.command {
         Command::Run(args) => run(args),
         Command::Lint => lint(),
@@ -159,8 +178,21 @@ fn main() -> ExitCode {
         }
         Command::Soak(options) => soak::run(&options).map(|()| ExitCode::SUCCESS),
         Command::Fuzz(options) => fuzz::run(&options).map(|()| ExitCode::SUCCESS),
+        Command::Report(options) => report::run(&options).map(|()| ExitCode::SUCCESS),
         Command::Setup => setup::ensure_everything().map(|()| ExitCode::SUCCESS),
     };
+    if let Some(path) = console_log::path() {
+        let root = xtask::workspace::root();
+        eprintln!(
+            "xtask: the whole console, with the RESULT lines, is in {}{}",
+            path.strip_prefix(&root).unwrap_or(&path).display(),
+            if cli.verbose {
+                ""
+            } else {
+                " (--verbose shows it live)"
+            }
+        );
+    }
     result.unwrap_or_else(|error| {
         eprintln!("xtask: {error}");
         match error {

@@ -2,8 +2,8 @@
 //! ([`NetConfig`]), the fio words ([`WorkloadParams`]) and scsi_debug's parameters
 //! ([`ScsiDebugParams`]), each table kept by the layer that owns the field. [`apply`] looks a
 //! key up in them in that order; [`spellings`] lists them for the unknown-key message; the
-//! README test below checks the README's kernel-words table against them, so a key added here
-//! and not there (or the reverse) fails `cargo xtask test`.
+//! docs test below checks the kernel-words table of `docs/cmdline.md` against them, so a key
+//! added here and not there (or the reverse) fails `cargo xtask test`.
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -283,15 +283,15 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
-    /// The keys the README's kernel-words table names: every backticked word of its first
-    /// column, up to any `=`.
-    fn readme_keys() -> BTreeSet<String> {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
-        let readme = std::fs::read_to_string(path).expect("README.md beside the workspace");
-        let table = readme
+    /// The keys the kernel-words table of `docs/cmdline.md` names: every backticked word of its
+    /// first column, up to any `=`.
+    fn documented_keys() -> BTreeSet<String> {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cmdline.md");
+        let page = std::fs::read_to_string(path).expect("docs/cmdline.md in the workspace");
+        let table = page
             .split("| words | meaning |")
             .nth(1)
-            .expect("README has a '| words | meaning |' table");
+            .expect("docs/cmdline.md has a '| words | meaning |' table");
         let mut keys = BTreeSet::new();
         for row in table
             .lines()
@@ -311,15 +311,15 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_table_names_exactly_the_keys_of_the_table() {
+    fn the_documented_table_names_exactly_the_keys_of_the_table() {
         let table: BTreeSet<String> = spellings().into_iter().map(String::from).collect();
-        let readme = readme_keys();
-        let missing: Vec<&String> = table.difference(&readme).collect();
-        let extra: Vec<&String> = readme.difference(&table).collect();
+        let documented = documented_keys();
+        let missing: Vec<&String> = table.difference(&documented).collect();
+        let extra: Vec<&String> = documented.difference(&table).collect();
         assert!(
             missing.is_empty() && extra.is_empty(),
-            "README.md's kernel-words table and the key table differ: \
-             not in the README {missing:?}, not a key {extra:?}"
+            "docs/cmdline.md's kernel-words table and the key table differ: \
+             not in docs/cmdline.md {missing:?}, not a key {extra:?}"
         );
     }
 

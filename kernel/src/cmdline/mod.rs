@@ -8,7 +8,7 @@
 //! Every key is spelled once, in a key table ([`scsi::param::Key`]: name, aliases, setter):
 //! the kernel's own in [`keys`], the network's in [`crate::net::config`], the fio and
 //! scsi_debug words in the `scsi` crate. [`keys`] joins them; the parser, the unknown-key
-//! message and the README check read that union. Numbers have one syntax everywhere
+//! message and the docs check (`docs/cmdline.md`) read that union. Numbers have one syntax everywhere
 //! ([`scsi::param::number`]: decimal or `0x` hex, fio's `k`/`m`/`g`, durations in `ns`..`s`).
 //! A name and its alias (`iodepth` and `qd`) count as one key for the duplicate check.
 

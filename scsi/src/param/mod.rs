@@ -3,7 +3,7 @@
 //!
 //! Each parameter struct ([`crate::workload::WorkloadParams`], [`crate::target::ScsiDebugParams`],
 //! the kernel's command line) owns one table of [`Key`]s: a name, its aliases and a setter.
-//! The parser, the "known keys" list of an error message and the README check are all read off
+//! The parser, the "known keys" list of an error message and the docs check are all read off
 //! that table, so a key is spelled exactly once in code.
 
 pub mod number;

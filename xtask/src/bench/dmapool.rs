@@ -73,7 +73,7 @@ pub fn run(options: &Options) -> Result<()> {
     } else {
         on_host(options.quick)?
     };
-    report(&set)
+    report(set)
 }
 
 fn on_host(quick: bool) -> Result<ResultSet> {
@@ -129,7 +129,7 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
     Ok(set)
 }
 
-const COLUMNS: [Column<'static>; 14] = [
+pub const COLUMNS: [Column<'static>; 14] = [
     Column {
         header: "bench",
         key: "bench",
@@ -189,19 +189,19 @@ const COLUMNS: [Column<'static>; 14] = [
 ];
 
 /// Prints the table and the legacy/scalable ratios, writes the JSON, draws the plot.
-fn report(set: &ResultSet) -> Result<()> {
+fn report(mut set: ResultSet) -> Result<()> {
     super::print_tables(
         &set.results,
         &[("dmapool", &COLUMNS), ("dmapool_nolock", &COLUMNS)],
     );
     println!();
-    for line in ratio_lines(set) {
-        println!("{line}");
+    for line in ratio_lines(&set) {
+        set.headline(line);
     }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
     let svg = dir.join(format!("{}.svg", set.file_stem));
-    plot::draw_log_log(&svg, &chart(set))?;
+    plot::draw_log_log(&svg, &chart(&set))?;
     println!("wrote {} and {}", json.display(), svg.display());
     Ok(())
 }

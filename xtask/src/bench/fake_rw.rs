@@ -77,7 +77,7 @@ pub fn run(options: &Options) -> Result<()> {
         Place::Guest => in_guest(options)?,
         Place::Host => on_host(options.quick)?,
     };
-    report(&set)
+    report(set)
 }
 
 fn on_host(quick: bool) -> Result<ResultSet> {
@@ -195,7 +195,7 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
     Ok(set)
 }
 
-const COLUMNS: [Column<'static>; 19] = [
+pub const COLUMNS: [Column<'static>; 19] = [
     Column {
         header: "smp",
         key: "smp",
@@ -344,13 +344,13 @@ fn label(record: &Record) -> String {
 }
 
 /// Prints the table and the scaling factor, writes the JSON, draws the chart.
-fn report(set: &ResultSet) -> Result<()> {
+fn report(mut set: ResultSet) -> Result<()> {
     super::print_tables(&set.results, &[("fake-rw", &COLUMNS)]);
     println!();
-    if let Some((median, best)) = scaling(set) {
-        println!(
+    if let Some((median, best)) = scaling(&set) {
+        set.headline(format!(
             "scaling at smp 2, bs 4096, iodepth 32: numjobs=2 / numjobs=1 = {median:.2}× (median of repetitions), {best:.2}× (best of each)"
-        );
+        ));
         let two_job_cpus = set
             .results
             .iter()
@@ -359,13 +359,13 @@ fn report(set: &ResultSet) -> Result<()> {
             .filter_map(|r| number(r, "qemu_host_cpus"))
             .fold(0.0_f64, f64::max);
         if two_job_cpus > 0.0 && two_job_cpus < 1.8 {
-            println!(
+            set.headline(format!(
                 "note: QEMU got at most {two_job_cpus:.2} host CPUs for its two vCPUs (other load on the host), so this factor measures the host more than the guest"
-            );
+            ));
         }
     }
-    if let Some(line) = magazine_comparison(set) {
-        println!("{line}");
+    if let Some(line) = magazine_comparison(&set) {
+        set.headline(line);
     }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;

@@ -2,8 +2,9 @@
 //!
 //! Every benchmark, on the host or in the guest, emits one `RESULT {json}` line per measured case.
 //! A benchmark module collects those objects into a [`ResultSet`], which prints them as a table,
-//! writes `target/bench/<name>.json` (`{"bench", "command", "where", "accel", "host", "results"}`)
-//! and hands them to [`plot`] for the SVG. Absolute times on a shared machine are noise, so each
+//! writes `target/bench/<name>.json` (`{"bench", "command", "date", "load", "where", "accel",
+//! "host", "headlines", "results"}`) and hands them to [`plot`] for the SVG. `cargo xtask report`
+//! turns those files into the results pages under `docs/results/`. Absolute times on a shared machine are noise, so each
 //! benchmark runs its sides in one process and reports their ratio as well.
 
 pub mod device;
@@ -16,6 +17,7 @@ pub mod numa;
 pub mod plot;
 pub mod qemu_cpu;
 pub mod sense_reserve;
+pub mod stamp;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -48,6 +50,9 @@ pub struct ResultSet {
     /// The accelerator, for guest runs.
     pub accel: Option<String>,
     pub results: Vec<Record>,
+    /// The conclusions the bench printed under its table (ratios with their spread), kept in
+    /// the JSON so the results page quotes what the run said.
+    pub headlines: Vec<String>,
 }
 
 impl ResultSet {
@@ -61,6 +66,7 @@ impl ResultSet {
             place,
             accel,
             results: Vec::new(),
+            headlines: Vec::new(),
         }
     }
 
@@ -93,9 +99,12 @@ impl ResultSet {
         json!({
             "bench": self.bench,
             "command": self.command,
+            "date": stamp::utc_now(),
+            "load": stamp::load_json(stamp::load_at_start(), stamp::load_averages()),
             "where": self.place,
             "accel": self.accel,
             "host": host_info(),
+            "headlines": self.headlines,
             "results": self.results,
         })
     }
@@ -103,6 +112,12 @@ impl ResultSet {
     /// Writes `<dir>/<name>.json` and returns its path.
     pub fn write_json(&self, dir: &Path) -> Result<PathBuf> {
         write_document(dir, &self.file_stem, &self.to_json())
+    }
+
+    /// Prints a conclusion line under the table and keeps it for the JSON's `headlines`.
+    pub fn headline(&mut self, line: String) {
+        println!("{line}");
+        self.headlines.push(line);
     }
 
     /// Results whose `key` equals `value`.
@@ -269,8 +284,11 @@ pub fn run_host_program(command: &mut Command) -> Result<Vec<Record>> {
     {
         let line = String::from_utf8_lossy(&buffer).trim_end().to_owned();
         buffer.clear();
-        println!("{line}");
-        let _ = std::io::stdout().flush();
+        crate::console_log::write(&line);
+        if crate::console_log::shown(&line, false) {
+            println!("{line}");
+            let _ = std::io::stdout().flush();
+        }
         if let console::Line::Result(json) = console::classify(&line) {
             records.push(console::parse_result(json)?);
         }
@@ -308,7 +326,7 @@ pub fn run_counted_case(
     profile: &Profile,
     overrides: &Overrides,
 ) -> Result<(Vec<Record>, Option<PluginLog>)> {
-    run_case(guest, profile, overrides, Echo::Live)
+    run_case(guest, profile, overrides, Echo::Summary)
 }
 
 /// [`run_counted_case`] with the console shown or kept (`echo`). A failed boot's error carries

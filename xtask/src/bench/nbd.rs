@@ -171,6 +171,42 @@ fn latency_fields(latencies_ns: &mut [u64]) -> Record {
     fields
 }
 
+/// The table's columns (console and results page).
+pub const COLUMNS: [Column<'static>; 8] = [
+    Column {
+        header: "case",
+        key: "case",
+    },
+    Column {
+        header: "IOPS",
+        key: "iops",
+    },
+    Column {
+        header: "MiB/s",
+        key: "mib_per_s",
+    },
+    Column {
+        header: "mean lat us",
+        key: "lat_mean_us",
+    },
+    Column {
+        header: "p50 ns",
+        key: "lat_p50_ns",
+    },
+    Column {
+        header: "p99 ns",
+        key: "lat_p99_ns",
+    },
+    Column {
+        header: "p99.99 ns",
+        key: "lat_p9999_ns",
+    },
+    Column {
+        header: "max ns",
+        key: "lat_max_ns",
+    },
+];
+
 /// Boots the server, runs every case, stops the guest, prints and writes the results.
 pub fn run(options: &Options) -> Result<()> {
     let profile = profile::load("nbd")?;
@@ -198,15 +234,16 @@ pub fn run(options: &Options) -> Result<()> {
                 .collect()
         });
         // After the cases, the server is left alone: what does it cost the host to idle?
-        match nbd_tests::idle::measure(nbd_tests::forwarded_nbd_port(), idle_window) {
-            Ok(idle) => println!("idle {idle}"),
-            Err(error) => println!("idle: not measured ({error})"),
-        }
+        let idle = match nbd_tests::idle::measure(nbd_tests::forwarded_nbd_port(), idle_window) {
+            Ok(idle) => format!("idle {idle}"),
+            Err(error) => format!("idle: not measured ({error})"),
+        };
         let _ = nbd_tests::shutdown();
         let outcome = boot.join();
-        (records, outcome)
+        (records, outcome, idle)
     });
-    let (records, outcome) = records;
+    let (records, outcome, idle) = records;
+    set.headline(idle);
     let records = records.map_err(|reason| Error::Guest { verdict: reason })?;
     if !matches!(outcome, Ok(Ok(ref o)) if o.verdict == crate::boot::Verdict::Pass) {
         return Err(Error::Guest {
@@ -214,43 +251,7 @@ pub fn run(options: &Options) -> Result<()> {
         });
     }
     set.extend(records);
-    super::print_table(
-        &set.results,
-        &[
-            Column {
-                header: "case",
-                key: "case",
-            },
-            Column {
-                header: "IOPS",
-                key: "iops",
-            },
-            Column {
-                header: "MiB/s",
-                key: "mib_per_s",
-            },
-            Column {
-                header: "mean lat us",
-                key: "lat_mean_us",
-            },
-            Column {
-                header: "p50 ns",
-                key: "lat_p50_ns",
-            },
-            Column {
-                header: "p99 ns",
-                key: "lat_p99_ns",
-            },
-            Column {
-                header: "p99.99 ns",
-                key: "lat_p9999_ns",
-            },
-            Column {
-                header: "max ns",
-                key: "lat_max_ns",
-            },
-        ],
-    );
+    super::print_table(&set.results, &COLUMNS);
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
     let svg = dir.join("nbd.svg");

@@ -62,10 +62,10 @@ pub fn run(options: &Options) -> Result<()> {
     );
     let mut set = ResultSet::new("numa", "numa", "guest", Some(guest.accel.accel.to_string()));
     set.extend(records);
-    report(&set)
+    report(set)
 }
 
-const MODE_COLUMNS: [Column<'static>; 11] = [
+pub const MODE_COLUMNS: [Column<'static>; 11] = [
     Column {
         header: "mode",
         key: "mode",
@@ -112,7 +112,7 @@ const MODE_COLUMNS: [Column<'static>; 11] = [
     },
 ];
 
-const POOL_COLUMNS: [Column<'static>; 6] = [
+pub const POOL_COLUMNS: [Column<'static>; 6] = [
     Column {
         header: "mode",
         key: "mode",
@@ -139,7 +139,7 @@ const POOL_COLUMNS: [Column<'static>; 6] = [
     },
 ];
 
-const RATIO_COLUMNS: [Column<'static>; 5] = [
+pub const RATIO_COLUMNS: [Column<'static>; 5] = [
     Column {
         header: "per-node/shared ops/s",
         key: "throughput_ratio",
@@ -207,7 +207,7 @@ pub fn verdicts(set: &ResultSet) -> Vec<String> {
     lines
 }
 
-fn report(set: &ResultSet) -> Result<()> {
+fn report(mut set: ResultSet) -> Result<()> {
     super::print_tables(
         &set.results,
         &[
@@ -217,8 +217,8 @@ fn report(set: &ResultSet) -> Result<()> {
         ],
     );
     println!();
-    for line in verdicts(set) {
-        println!("{line}");
+    for line in verdicts(&set) {
+        set.headline(line);
     }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;

@@ -101,7 +101,7 @@ pub fn run(options: &Options) -> Result<()> {
             set
         }
     };
-    report(&set)
+    report(set)
 }
 
 macro_rules! columns {
@@ -110,7 +110,7 @@ macro_rules! columns {
     };
 }
 
-const COLUMNS: [Column<'static>; 22] = columns![
+pub const COLUMNS: [Column<'static>; 22] = columns![
     "scenario" => "scenario",
     "sense" => "sense_mode",
     "verdict" => "verdict",
@@ -438,15 +438,15 @@ fn draw_verdict_map(set: &ResultSet, dir: &std::path::Path) -> Result<PathBuf> {
     Ok(path)
 }
 
-fn report(set: &ResultSet) -> Result<()> {
+fn report(mut set: ResultSet) -> Result<()> {
     super::print_tables(&set.results, &[("sense-reserve", &COLUMNS)]);
     println!();
-    for line in verdicts(set) {
-        println!("{line}");
+    for line in verdicts(&set) {
+        set.headline(line);
     }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
-    let svgs = draw(set)?;
+    let svgs = draw(&set)?;
     println!("wrote {}", json.display());
     for svg in svgs {
         println!("wrote {}", svg.display());

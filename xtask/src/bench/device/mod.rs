@@ -21,7 +21,7 @@
 //! `device.fio.json` (fio's JSON layout, [`super::fio`]) and one plot, `device.svg`.
 
 pub mod matrix;
-mod report;
+pub mod report;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

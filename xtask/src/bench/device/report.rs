@@ -82,7 +82,8 @@ fn summary(records: &[Record], cell: &Cell) -> Record {
     row
 }
 
-fn columns() -> Vec<Column<'static>> {
+/// The per-cell summary table's columns (console and results page).
+pub fn columns() -> Vec<Column<'static>> {
     let mut columns = vec![
         Column {
             header: "device",
@@ -296,6 +297,12 @@ pub fn report(set: &ResultSet, groups: &[Vec<Cell>]) -> Result<()> {
     }
     let dir = workspace::output_dir("bench")?;
     let mut document = set.to_json();
+    document["headlines"] = Value::from(
+        ratios
+            .iter()
+            .map(|(line, _)| Value::from(line.trim()))
+            .collect::<Vec<_>>(),
+    );
     document["summary"] = Value::from(rows.into_iter().map(Value::Object).collect::<Vec<_>>());
     document["ratios"] = Value::from(ratios.into_iter().map(|(_, v)| v).collect::<Vec<_>>());
     let json = super::super::write_document(&dir, &set.file_stem, &document)?;

@@ -22,7 +22,7 @@ mod counts;
 mod cpio;
 mod initramfs;
 mod kernel;
-mod report;
+pub mod report;
 mod results;
 mod run;
 mod tools;

@@ -251,7 +251,7 @@ pub fn print_rows(rows: &[Row]) {
     }
 }
 
-const RAW_COLUMNS: [Column<'static>; 11] = [
+pub const RAW_COLUMNS: [Column<'static>; 11] = [
     Column {
         header: "rep",
         key: "rep",

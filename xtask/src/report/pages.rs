@@ -1,0 +1,173 @@
+//! The one place that maps a benchmark's JSON onto its results page: which arrays become
+//! tables, with which columns, what question the bench answers and where its spread is shown.
+//! The columns are the benches' own console columns, so a page and a terminal show the same
+//! table. A JSON file this table does not know still gets a page, with a column per field.
+
+use crate::bench::{self, Column};
+
+/// One table of a page: the document's array under `key`, optionally only the records whose
+/// `bench` field is `record_bench`.
+pub struct Table {
+    pub title: &'static str,
+    pub key: &'static str,
+    pub record_bench: Option<&'static str>,
+    pub columns: Vec<Column<'static>>,
+}
+
+/// How one kind of JSON file (by file stem) becomes a page.
+pub struct Layout {
+    /// The benchmark's section in `docs/benchmarks.md`.
+    pub reference: &'static str,
+    /// The question the bench answers, in one sentence.
+    pub question: &'static str,
+    /// Where the page's spread (repetitions, rounds, min–max) is to be read.
+    pub spread: &'static str,
+    pub tables: Vec<Table>,
+}
+
+fn table(title: &'static str, key: &'static str, columns: &[Column<'static>]) -> Table {
+    Table {
+        title,
+        key,
+        record_bench: None,
+        columns: columns.to_vec(),
+    }
+}
+
+fn only(title: &'static str, record_bench: &'static str, columns: &[Column<'static>]) -> Table {
+    Table {
+        record_bench: Some(record_bench),
+        ..table(title, "results", columns)
+    }
+}
+
+/// The layout of the JSON file `target/bench/<stem>.json`.
+pub fn layout(stem: &str) -> Layout {
+    let (reference, question, spread, tables) = match stem {
+        "dmapool" | "dmapool-guest" => (
+            "dmapool",
+            "How much faster is a dmapool with its free list outside the blocks than the \
+             pre-6.4 per-page lists, and what does it cost against Linux 6.4's in-block stack, \
+             on the mpt3sas chain-pool pattern?",
+            "each row gives the minimum over `reps` repetitions and, where present, the median \
+             beside it",
+            vec![
+                only(
+                    "Alloc and free per operation, lock taken",
+                    "dmapool",
+                    &bench::dmapool::COLUMNS,
+                ),
+                only(
+                    "Without the lock",
+                    "dmapool_nolock",
+                    &bench::dmapool::COLUMNS,
+                ),
+                only("Alloc+free pairs on a warm pool", "dmapool_pairs", &[]),
+            ],
+        ),
+        "fake-rw" | "fake-rw-host" => (
+            "fake-rw",
+            "What does the midlayer cost per I/O when no data moves (scsi_debug fake_rw=1), and \
+             how does it scale from one job to two?",
+            "the numjobs 1/2 pairs are repeated (`rep`), alternating which boots first; the \
+             scaling headline gives the median and the best of the repetitions",
+            vec![only("Runs", "fake-rw", &bench::fake_rw::COLUMNS)],
+        ),
+        "sense-reserve" | "sense-reserve-host" => (
+            "sense-reserve",
+            "What does each sense-buffer allocator (slab, mempool, prealloc, per-tag) cost, and \
+             which of them keep I/O going under memory pressure?",
+            "`ratio_min`–`ratio_max` are the per-round ratios to slab around the median ratio",
+            vec![only(
+                "Sense modes under each pressure case",
+                "sense-reserve",
+                &bench::sense_reserve::COLUMNS,
+            )],
+        ),
+        "device" => (
+            "device",
+            "How fast are the virtio-scsi and LSI SAS1068 drivers on a null disk, polled or \
+             interrupt-driven, with one job or two?",
+            "each cell is the median over rounds with its min–max (`IOPS min-max`); ratios are \
+             taken within a round and given as median (min–max)",
+            vec![table(
+                "Cells (median over rounds)",
+                "summary",
+                &bench::device::report::columns(),
+            )],
+        ),
+        "numa" => (
+            "numa",
+            "Do per-node dmapools halve the lock contention of one shared pool when every CPU \
+             allocates and frees?",
+            "one boot per mode, medians inside the guest; the headlines compare the medians",
+            vec![
+                only("Modes", "numa", &bench::numa::MODE_COLUMNS),
+                only("Pools", "numa_pool", &bench::numa::POOL_COLUMNS),
+                only("Ratio", "numa_ratio", &bench::numa::RATIO_COLUMNS),
+            ],
+        ),
+        "nbd" => (
+            "nbd",
+            "What throughput and latency does a host client get from the guest's NBD server over \
+             QEMU user networking (informational: QEMU's network path dominates)?",
+            "one run per case; no repetitions",
+            vec![table("Cases", "results", &bench::nbd::COLUMNS)],
+        ),
+        "linux" => (
+            "linux",
+            "How do stock Linux 6.1 and 6.12 compare with sensepool on the same cases in the \
+             same QEMU?",
+            "one row per repetition (`rep`) in the runs table; the side-by-side table takes the \
+             median of the repetitions",
+            vec![
+                table("Side by side", "side_by_side", &SIDE_BY_SIDE),
+                table("Runs", "results", &bench::linux::report::RAW_COLUMNS),
+            ],
+        ),
+        _ => (
+            "",
+            "",
+            "not described for this file",
+            vec![table("Results", "results", &[])],
+        ),
+    };
+    Layout {
+        reference,
+        question,
+        spread,
+        tables,
+    }
+}
+
+/// `bench linux`'s side-by-side rows as written to its JSON.
+const SIDE_BY_SIDE: [Column<'static>; 7] = [
+    Column {
+        header: "case",
+        key: "case",
+    },
+    Column {
+        header: "unit",
+        key: "unit",
+    },
+    Column {
+        header: "sensepool",
+        key: "sensepool",
+    },
+    Column {
+        header: "Linux 6.1",
+        key: "linux_6_1",
+    },
+    Column {
+        header: "Linux 6.12",
+        key: "linux_6_12",
+    },
+    Column {
+        header: "sensepool vs 6.1",
+        key: "sensepool_vs_6_1",
+    },
+    Column {
+        header: "sensepool vs 6.12",
+        key: "sensepool_vs_6_12",
+    },
+];

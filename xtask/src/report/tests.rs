@@ -1,0 +1,147 @@
+use serde_json::json;
+
+use super::*;
+
+/// A scratch folder under the target directory, emptied first.
+fn scratch(name: &str) -> PathBuf {
+    let dir = workspace::target_dir().join("report-tests").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn dmapool_document() -> Value {
+    json!({
+        "bench": "dmapool",
+        "command": "cargo xtask bench dmapool --quick",
+        "date": "2026-12-01 21:40:12 UTC",
+        "load": {"start": [2.31, 1.2, 0.5], "end": [2.8, 1.3, 0.55]},
+        "where": "host",
+        "accel": null,
+        "host": {"cpu": "Test CPU", "cpus": 2, "os": "linux"},
+        "headlines": ["n=373959: legacy/scalable alloc 30×, free 1480×"],
+        "results": [
+            {"bench": "dmapool", "impl": "scalable", "n": 1000, "size": 128,
+             "alloc_ns_per_op": 10.5, "free_ns_per_op": 5.4, "where": "host"},
+            {"bench": "dmapool", "impl": "legacy|old", "n": 1000, "size": 128,
+             "alloc_ns_per_op": 16.0, "free_ns_per_op": 25.2, "where": "host"},
+        ],
+    })
+}
+
+fn setup(name: &str) -> (PathBuf, PathBuf) {
+    let dir = scratch(name);
+    let (from, to) = (dir.join("bench"), dir.join("results"));
+    std::fs::create_dir_all(&from).unwrap();
+    let text = serde_json::to_string_pretty(&dmapool_document()).unwrap();
+    std::fs::write(from.join("dmapool.json"), text).unwrap();
+    std::fs::write(from.join("dmapool.svg"), "<svg/>").unwrap();
+    std::fs::write(from.join("dmapool.fio.json"), "{}").unwrap();
+    std::fs::write(from.join("soak.json"), r#"{"minutes": 1}"#).unwrap();
+    (from, to)
+}
+
+fn contents(dir: &Path) -> Vec<(String, String)> {
+    sorted_entries(dir)
+        .unwrap()
+        .into_iter()
+        .map(|name| {
+            let text = std::fs::read_to_string(dir.join(&name)).unwrap();
+            (name, text)
+        })
+        .collect()
+}
+
+#[test]
+fn the_same_json_gives_the_same_pages() {
+    let (from, to) = setup("twice");
+    generate(&from, &to).unwrap();
+    let first = contents(&to);
+    // A later second and fresh file times must not show in the pages (a page that printed the
+    // clock or a file's mtime would differ).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let text = std::fs::read(from.join("dmapool.json")).unwrap();
+    std::fs::write(from.join("dmapool.json"), text).unwrap();
+    generate(&from, &to).unwrap();
+    assert_eq!(first, contents(&to));
+    let names: Vec<&str> = first.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["README.md", "dmapool.md", "dmapool.svg"]);
+}
+
+#[test]
+fn a_page_says_how_when_and_where_its_figures_were_made() {
+    let (from, to) = setup("facts");
+    let generated = generate(&from, &to).unwrap();
+    assert_eq!(generated.pages, 1);
+    assert_eq!(generated.skipped.len(), 1, "soak.json has no results array");
+    let page = std::fs::read_to_string(to.join("dmapool.md")).unwrap();
+    for expected in [
+        "| command | `cargo xtask bench dmapool --quick` |",
+        "| date | 2026-12-01 21:40:12 UTC |",
+        "| host | Test CPU, 2 CPUs, linux |",
+        "| load average (1, 5, 15 min) | 2.31 / 1.20 / 0.50 at the start, 2.80 / 1.30 / 0.55 at the end |",
+        "- n=373959: legacy/scalable alloc 30×, free 1480×",
+        "| impl | n | size | alloc ns/op | free ns/op |",
+        "| legacy\\|old | 1000 | 128 | 16.00 | 25.20 |",
+        "![dmapool.svg](dmapool.svg)",
+        "](../benchmarks.md#dmapool)",
+    ] {
+        assert!(
+            page.contains(expected),
+            "{expected:?} missing from:\n{page}"
+        );
+    }
+    std::fs::write(to.join("notes.md"), "# Notes by hand\n\nMeasured then.\n").unwrap();
+    generate(&from, &to).unwrap();
+    let index = std::fs::read_to_string(to.join(INDEX)).unwrap();
+    assert!(
+        index.contains("| [dmapool: results (host)](dmapool.md) | 2026-12-01 21:40:12 UTC |"),
+        "{index}"
+    );
+    assert!(index.contains("\n- [Notes by hand](notes.md)\n"), "{index}");
+    assert!(!index.contains("| [Notes by hand]"), "{index}");
+}
+
+#[test]
+fn old_json_without_date_or_load_says_so() {
+    let (from, to) = setup("old");
+    let mut document = dmapool_document();
+    let object = document.as_object_mut().unwrap();
+    object.remove("date");
+    object.remove("load");
+    object.remove("headlines");
+    std::fs::write(from.join("dmapool.json"), document.to_string()).unwrap();
+    generate(&from, &to).unwrap();
+    let page = std::fs::read_to_string(to.join("dmapool.md")).unwrap();
+    assert!(page.contains("| date | not recorded |"), "{page}");
+    assert!(page.contains("| load average (1, 5, 15 min) | not recorded |"));
+}
+
+#[test]
+fn garbage_json_is_an_error_naming_the_file() {
+    let (from, to) = setup("garbage");
+    std::fs::write(from.join("broken.json"), "{\"results\": [").unwrap();
+    let error = generate(&from, &to).unwrap_err().to_string();
+    assert!(
+        error.contains("broken.json") && error.contains("not JSON"),
+        "{error}"
+    );
+}
+
+#[test]
+fn plots_go_to_the_longest_matching_stem() {
+    let stems = ["fake-rw".to_owned(), "fake-rw-host".to_owned()];
+    let files = [
+        "fake-rw-host.svg".to_owned(),
+        "fake-rw.svg".to_owned(),
+        "fake-rw-extra.svg".to_owned(),
+    ];
+    assert_eq!(
+        plots_of("fake-rw", &stems, &files),
+        ["fake-rw.svg", "fake-rw-extra.svg"]
+    );
+    assert_eq!(
+        plots_of("fake-rw-host", &stems, &files),
+        ["fake-rw-host.svg"]
+    );
+}
