@@ -96,7 +96,9 @@ impl Session {
         {
             run.error = Some(errno);
         }
-        run.offset += piece as u64;
+        // A write that failed its range check is still drained, and its offset may lie near
+        // 2^64: it is only written through while `error` is `None`, so saturating is exact there.
+        run.offset = run.offset.saturating_add(piece as u64);
         run.remaining -= piece as u64;
         budget.charge_bytes(piece as u64);
         if run.remaining == 0 {
