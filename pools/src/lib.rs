@@ -41,6 +41,11 @@ pub mod budget;
 pub mod clock;
 #[expect(
     unsafe_code,
+    reason = "the lock implements `lock_api::RawMutex`, an unsafe trait, and reads the TSC"
+)]
+pub mod counting_lock;
+#[expect(
+    unsafe_code,
     reason = "block memory and `Backing::free_chunk`: a pool frees a page only when none of its blocks is live"
 )]
 pub mod dmapool;
@@ -52,6 +57,12 @@ pub mod failslab;
     reason = "the host backing: `alloc_zeroed`/`dealloc` for test and benchmark chunks"
 )]
 pub mod host;
+#[cfg(target_arch = "x86_64")]
+#[expect(
+    unsafe_code,
+    reason = "the markers are inline-asm no-ops the instruction-count plugin recognises"
+)]
+pub mod insn_marker;
 pub mod json;
 pub mod magazine;
 pub mod mempool;

@@ -20,6 +20,7 @@ mod completion;
 mod error;
 mod recovery;
 mod scan;
+pub mod scan_text;
 mod tags;
 
 pub use block::Disk;

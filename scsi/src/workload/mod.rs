@@ -12,6 +12,7 @@
 //! prints itself as one JSON object.
 
 mod aggregate;
+pub mod fake_rw;
 mod histogram;
 mod hooks;
 mod matrix;

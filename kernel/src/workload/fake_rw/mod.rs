@@ -17,19 +17,15 @@
 //! outcome: recovered errors counted but successful, medium errors failed, timeouts aborted,
 //! unit attentions retried. A failed check makes the boot fail.
 
-mod check;
-
-use alloc::format;
-use alloc::string::String;
 use alloc::vec::Vec;
 
-use pools::json::JsonObject;
 use pools::slab::SlabConfig;
-use pools::{Magazine, MagazineStats, SlabCache};
+use pools::{Magazine, SlabCache};
 use scsi::midlayer::Midlayer;
 use scsi::sense_alloc::SlabSense;
-use scsi::target::{ScsiDebug, TargetStats};
+use scsi::target::ScsiDebug;
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
+use scsi::workload::fake_rw::{self as shared, QueueRun, since, total};
 use scsi::workload::{self, WorkloadError, WorkloadParams, WorkloadReport};
 
 use crate::arch::exit::ExitCode;
@@ -44,17 +40,6 @@ use crate::storage::{Frames, HostInfo, KernelClock};
 
 /// The shared sense slab, with a counting lock so contention shows in the results.
 pub type SenseCache = SlabCache<Frames, CountingSpinLock>;
-
-/// What one CPU's queue did.
-pub struct QueueRun {
-    pub cpu: usize,
-    pub report: WorkloadReport,
-    /// Target counters over the run (the scan excluded).
-    pub target: TargetStats,
-    pub magazine: MagazineStats,
-    /// Commands still owned by the midlayer after the run (must be 0).
-    pub outstanding: usize,
-}
 
 /// scsi_debug shows as host 0, at no PCI address.
 fn host_info() -> HostInfo {
@@ -108,20 +93,6 @@ fn run_queue(
     })
 }
 
-fn since(after: &TargetStats, before: &TargetStats) -> TargetStats {
-    TargetStats {
-        commands: after.commands - before.commands,
-        completions: after.completions - before.completions,
-        injected_timeouts: after.injected_timeouts - before.injected_timeouts,
-        injected_recovered: after.injected_recovered - before.injected_recovered,
-        injected_unit_attentions: after.injected_unit_attentions - before.injected_unit_attentions,
-        medium_errors: after.medium_errors - before.medium_errors,
-        aborted: after.aborted - before.aborted,
-        reset_dropped: after.reset_dropped - before.reset_dropped,
-        resets: after.resets - before.resets,
-    }
-}
-
 /// Runs `params` on `queues` CPUs at once and returns each queue's outcome (CPU order).
 pub fn run_queues(
     params: &WorkloadParams,
@@ -137,47 +108,7 @@ pub fn run_queues(
     .collect()
 }
 
-/// The summed report of all queues.
-pub fn total(runs: &[QueueRun]) -> WorkloadReport {
-    let mut runs = runs.iter();
-    let mut total = runs
-        .next()
-        .map(|run| run.report.clone())
-        .unwrap_or_else(|| {
-            unreachable!("run_queues returns one outcome per queue and queues >= 1")
-        });
-    for run in runs {
-        total.merge(&run.report);
-    }
-    total
-}
-
-/// `RESULT` line: the scsi crate's report plus the multi-queue and slab-lock figures.
-fn result_json(
-    report: &WorkloadReport,
-    runs: &[QueueRun],
-    lock: &LockStats,
-    magazine: usize,
-) -> JsonObject {
-    let hits: u64 = runs.iter().map(|run| run.magazine.hits).sum();
-    let per_cpu: Vec<String> = runs
-        .iter()
-        .map(|run| format!("{}", run.report.iops()))
-        .collect();
-    report
-        .json_object("guest")
-        .str("bench", "fake-rw")
-        .u64("queues", runs.len() as u64)
-        .u64("cpus_online", smp::online_count().max(1) as u64)
-        .str("per_queue_iops", &per_cpu.join("/"))
-        .u64("sense_magazine", magazine as u64)
-        .u64("magazine_hits", hits)
-        .u64("slab_lock_acquisitions", lock.acquisitions)
-        .u64("slab_lock_contended", lock.contended)
-        .u64("slab_lock_wait_cycles", lock.wait_cycles)
-}
-
-/// One readable summary of a (summed) report.
+/// Prints the summary lines of a (summed) report.
 pub fn print_summary(
     report: &WorkloadReport,
     queues: usize,
@@ -185,44 +116,9 @@ pub fn print_summary(
     hits: u64,
     magazine: usize,
 ) {
-    let s = &report.sense;
-    println!(
-        "fake-rw: {} bs={} iodepth={} numjobs={} ({} queue{}) sense={}: {} IOPS, latency mean {} ns, {}",
-        report.job.rw.name(),
-        report.job.bs,
-        report.job.iodepth,
-        report.job.numjobs,
-        queues,
-        if queues == 1 { "" } else { "s" },
-        report.sense_mode,
-        report.iops(),
-        report.latency.mean_ns(),
-        report.latency.summary()
-    );
-    println!(
-        "fake-rw: {} I/Os ({} reads, {} writes), {} errors, {} recovered, {} retries, {} timeouts in {}.{:03} ms",
-        report.ios,
-        report.reads,
-        report.writes,
-        report.errors,
-        report.recovered,
-        report.midlayer.retries,
-        report.midlayer.timeouts,
-        report.elapsed_ns / 1_000_000,
-        report.elapsed_ns / 1_000 % 1_000
-    );
-    println!(
-        "sense: {} slab allocs ({} from per-CPU magazines of {}), {} reserve hits, {} waits; reserve {} B, in use {} B; slab lock {} acquisitions, {} contended",
-        s.slab_allocs,
-        hits,
-        magazine,
-        s.reserve_hits,
-        s.waits,
-        s.reserve_bytes(),
-        s.in_use_bytes(),
-        lock.acquisitions,
-        lock.contended
-    );
+    for line in shared::summary_lines(report, queues, lock, hits, magazine) {
+        println!("{line}");
+    }
 }
 
 /// `workload=fake-rw`.
@@ -306,9 +202,10 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         slot: params.sense.slot(),
         ops: report.ios + report.errors,
     };
-    let line = result_json(&report, &runs, &lock, params.sense_magazine);
+    let cpus_online = smp::online_count().max(1);
+    let line = shared::result_json(&report, &runs, &lock, params.sense_magazine, cpus_online);
     println!("RESULT {}", line.extend(counted.json_object()).finish());
-    let failures = check::check(params, &runs);
+    let failures = shared::check(params, &runs);
     drop(runs);
     if let Err(error) = cache.destroy() {
         println!("fake-rw: FAILED: sense slab not empty at the end: {error}");

@@ -1,0 +1,103 @@
+//! Instruction-count markers: the guest half of `cargo xtask bench … --count-insns`.
+//!
+//! Under QEMU with xtask's TCG plugin (`xtask/plugin/insn_count.c`) every guest instruction is
+//! counted per vCPU. A workload brackets its timed window with [`begin`] and [`end`] and, once
+//! every CPU's window has closed, calls [`publish`]: the plugin then reports, per slot, the
+//! instructions all vCPUs executed inside their windows since the last publish. The `RESULT`
+//! line carries the publish number, the slot and the operation count ([`Counted`]), and xtask
+//! joins them into `insns_per_op`.
+//!
+//! A marker is one `nopl DISP(%rax,%rax,1)` (bytes `0f 1f 84 00` + disp32) with
+//! DISP = `0x5e45_0000 | op << 8 | slot`: an architectural no-op costing one instruction, which
+//! the plugin recognises by its bytes when it translates the block. Compilers pad with the same
+//! NOP only with displacement 0. Without the plugin (or under KVM) markers do nothing.
+
+use crate::json::JsonObject;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use crate::counting_lock::CountingMutex;
+
+const BEGIN: u32 = 1;
+const END: u32 = 2;
+const PUBLISH: u32 = 3;
+
+/// Emits the marker `op` for `slot` (a constant in the instruction, so one arm per slot).
+macro_rules! marker {
+    ($op:expr, $slot:expr, [$($n:literal),*]) => {
+        match $slot {
+            $(
+                // SAFETY: a multi-byte NOP: it reads no memory (the address is never
+                // accessed), writes nothing and keeps the flags. It is not `nomem`, so the
+                // compiler keeps the window's memory accesses on their side of it.
+                $n => unsafe {
+                    core::arch::asm!(
+                        "nopl {disp}(%rax,%rax,1)",
+                        disp = const 0x5e45_0000u32 | ($op << 8) | $n,
+                        options(att_syntax, nostack, preserves_flags)
+                    )
+                },
+            )*
+            _ => {}
+        }
+    };
+}
+
+/// Opens this CPU's counted window on `slot`: the plugin keeps 16 slots apart (one per case
+/// compared in a publish); a slot of 16 or more emits no marker.
+#[inline(always)]
+pub fn begin(slot: u8) {
+    marker!(
+        BEGIN,
+        slot,
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+    );
+}
+
+/// Closes this CPU's window on `slot`.
+#[inline(always)]
+pub fn end(slot: u8) {
+    marker!(
+        END,
+        slot,
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+    );
+}
+
+/// The next publish number: the plugin counts its publishes in the same order.
+static PUBLISHED: AtomicU32 = AtomicU32::new(0);
+/// Keeps the counter and the marker in one order when two CPUs publish at once.
+static PUBLISH_LOCK: CountingMutex<()> = CountingMutex::const_new(
+    <crate::counting_lock::CountingSpinLock as lock_api::RawMutex>::INIT,
+    (),
+);
+
+/// Publishes the windows closed since the last publish (every CPU's window must be closed)
+/// and returns the publish number the `RESULT` lines name.
+pub fn publish() -> u32 {
+    let _guard = PUBLISH_LOCK.lock();
+    let number = PUBLISHED.fetch_add(1, Ordering::Relaxed);
+    marker!(PUBLISH, 0u8, [0]);
+    number
+}
+
+/// What a `RESULT` line needs to be joined with the plugin's count: written as
+/// `,"insn_window":K,"insn_slot":S,"insn_ops":N` (JSON fields to append inside the object).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counted {
+    /// The [`publish`] number.
+    pub window: u32,
+    /// The slot the windows were counted on.
+    pub slot: u8,
+    /// Operations (I/Os, allocations + frees) the slot's windows covered.
+    pub ops: u64,
+}
+
+impl Counted {
+    /// The members a `RESULT` line carries for xtask to join with the plugin's count.
+    pub fn json_object(&self) -> JsonObject {
+        JsonObject::new()
+            .u64("insn_window", u64::from(self.window))
+            .u64("insn_slot", u64::from(self.slot))
+            .u64("insn_ops", self.ops)
+    }
+}
