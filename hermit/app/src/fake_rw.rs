@@ -1,0 +1,119 @@
+//! `workload=fake-rw` on Hermit: the sensepool kernel's run on one queue.
+//!
+//! One scsi_debug instance and midlayer on the application's task, sense buffers from a
+//! `scsi_sense_cache` slab on [`HeapBacking`] behind a [`Magazine`], the slab guarded by the
+//! same counting ticket lock as in the kernel. All jobs (`numjobs`) share the one queue, as on
+//! the sensepool kernel when there are more jobs than CPUs: Hermit's SMP is not used here.
+
+use alloc::vec;
+
+use pools::counting_lock::CountingSpinLock;
+use pools::insn_marker::{self, Counted};
+use pools::slab::SlabConfig;
+use pools::{Magazine, SlabCache};
+use scsi::midlayer::{Midlayer, scan_text};
+use scsi::sense_alloc::SlabSense;
+use scsi::target::ScsiDebug;
+use scsi::wire::SCSI_SENSE_BUFFERSIZE;
+use scsi::workload::fake_rw::{self as shared, QueueRun, since, total};
+use scsi::workload::{self, WorkloadError, WorkloadParams};
+
+use hermit::println;
+
+use crate::platform::{ExitCode, HeapBacking, TscClock};
+
+/// The sense slab, as in the kernel but on Hermit's heap.
+type SenseCache = SlabCache<HeapBacking, CountingSpinLock>;
+
+/// Builds, scans and runs the one queue.
+fn run_queue(params: &WorkloadParams, cache: &SenseCache) -> Result<QueueRun, WorkloadError> {
+    let job = params.job.share(0, 1);
+    let target = ScsiDebug::try_new(params.target.clone(), TscClock)?;
+    let slab = Magazine::new(SlabSense::new(cache), params.sense_magazine);
+    let mut stack = Midlayer::new(target, slab, params.sense, TscClock)?;
+    let scan = stack.scan();
+    for lun in &scan.luns {
+        let hctl = scan_text::hctl(0, lun);
+        println!("{}", scan_text::unit_line(&hctl, lun, ""));
+        if let Some(disk) = &lun.disk {
+            println!("{}", scan_text::disk_line(&hctl, "sda", disk));
+        }
+    }
+    let disk = scan
+        .luns
+        .iter()
+        .find_map(|lun| lun.disk)
+        .ok_or(WorkloadError::NoDisk)?;
+    let before = stack.host().stats();
+    let report = workload::run(&mut stack, &disk, &job)?;
+    let after = stack.host().stats();
+    Ok(QueueRun {
+        cpu: 0,
+        report,
+        target: since(&after, &before),
+        magazine: stack.sense_allocator().slab().stats(),
+        outstanding: stack.outstanding(),
+    })
+}
+
+/// `workload=fake-rw`.
+pub fn run(params: &WorkloadParams) -> ExitCode {
+    if params.pressure.is_some()
+        || params.mem_budget_pages != scsi::workload::DEFAULT_MEM_BUDGET_PAGES
+    {
+        println!("fake-rw: FAILED: pressure= and mem_budget= apply to workload=sense-reserve");
+        return ExitCode::Failure;
+    }
+    let tsc_hz = TscClock::calibrate();
+    let cpus = hermit::syscalls::sys_get_processor_count().max(1);
+    println!(
+        "hermit: TSC {} kHz (calibrated against PIT channel 2), {cpus} CPU(s) online; fake-rw runs one queue",
+        tsc_hz / 1000
+    );
+    let cache: SenseCache = match SlabCache::create(
+        SlabConfig::new("scsi_sense_cache", SCSI_SENSE_BUFFERSIZE),
+        HeapBacking,
+    ) {
+        Ok(cache) => cache,
+        Err(error) => {
+            println!("fake-rw: FAILED: sense slab: {error}");
+            return ExitCode::Failure;
+        }
+    };
+    let run = match run_queue(params, &cache) {
+        Ok(run) => run,
+        Err(error) => {
+            println!("fake-rw: FAILED on cpu0: {error}");
+            return ExitCode::Failure;
+        }
+    };
+    let runs = vec![run];
+    let lock = cache.raw_lock().stats();
+    let report = total(&runs);
+    let hits = runs.iter().map(|run| run.magazine.hits).sum();
+    for line in shared::summary_lines(&report, runs.len(), &lock, hits, params.sense_magazine) {
+        println!("{line}");
+    }
+    let counted = Counted {
+        window: insn_marker::publish(),
+        slot: params.sense.slot(),
+        ops: report.ios + report.errors,
+    };
+    let line = shared::result_json(&report, &runs, &lock, params.sense_magazine, cpus);
+    println!("RESULT {}", line.extend(counted.json_object()).finish());
+    let failures = shared::check(params, &runs);
+    drop(runs);
+    if let Err(error) = cache.destroy() {
+        println!("fake-rw: FAILED: sense slab not empty at the end: {error}");
+        return ExitCode::Failure;
+    }
+    if failures.is_empty() {
+        println!("fake-rw: checks passed: every command completed exactly once");
+        ExitCode::Success
+    } else {
+        for failure in &failures {
+            println!("fake-rw: FAILED: {failure}");
+        }
+        ExitCode::Failure
+    }
+}

@@ -1,0 +1,110 @@
+//! sensepool on Hermit: the unchanged `pools` and `scsi` crates running `workload=fake-rw` as a
+//! Hermit (hermit-kernel 0.11) application, booted by `hermit/loader` under QEMU.
+//!
+//! Hermit hands the application the words after `--` in its bootargs (the loader puts the QEMU
+//! `-append` line there). They are the sensepool kernel's words: `workload=fake-rw` (the only
+//! workload here, and the default) and the fio and scsi_debug keys of
+//! [`scsi::workload::WorkloadParams`]. Anything else is a `CMDLINE ERROR:` line that names the
+//! word, and the boot fails; a key given twice is an error too, as on the sensepool kernel.
+//!
+//! The run prints the same console lines and `RESULT` fields as the sensepool kernel's
+//! (`scsi::workload::fake_rw` and `scsi::midlayer::scan_text` build them for both) and leaves
+//! QEMU through isa-debug-exit with the same codes.
+#![no_std]
+#![no_main]
+
+extern crate alloc;
+
+mod fake_rw;
+mod platform;
+
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use hermit::println;
+use scsi::workload::{WorkloadError, WorkloadParams};
+
+use crate::platform::ExitCode;
+
+/// Why the command line was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum CmdlineError {
+    /// A word without `=`.
+    #[error("command line word {word:?} is not key=value")]
+    NotKeyValue {
+        /// The word.
+        word: String,
+    },
+    /// A workload this build does not have.
+    #[error("workload={name} is not available on Hermit (only workload=fake-rw)")]
+    Workload {
+        /// The name given.
+        name: String,
+    },
+    /// The same key twice.
+    #[error("key {key} given twice")]
+    Duplicate {
+        /// The key.
+        key: String,
+    },
+    /// A workload key or value the `scsi` crate refused.
+    #[error(transparent)]
+    Param(#[from] WorkloadError),
+}
+
+/// Parses the application's words into the fake-rw parameters.
+pub fn parse(words: &[String]) -> Result<WorkloadParams, CmdlineError> {
+    let mut params = WorkloadParams::default();
+    let mut seen: Vec<&str> = Vec::new();
+    for word in words {
+        let (key, value) = word
+            .split_once('=')
+            .ok_or_else(|| CmdlineError::NotKeyValue { word: word.clone() })?;
+        if seen.contains(&key) {
+            return Err(CmdlineError::Duplicate {
+                key: key.to_string(),
+            });
+        }
+        seen.push(key);
+        if key == "workload" {
+            if value != "fake-rw" {
+                return Err(CmdlineError::Workload {
+                    name: value.to_string(),
+                });
+            }
+            continue;
+        }
+        params.set(key, value)?;
+    }
+    Ok(params)
+}
+
+/// The arguments after `argv[0]`, as Hermit passes them.
+///
+/// # Safety
+/// `argv` must hold `argc` NUL-terminated strings, as Hermit's `runtime_entry` contract gives.
+unsafe fn words(argc: i32, argv: *const *const u8) -> Vec<String> {
+    (1..usize::try_from(argc).unwrap_or(0))
+        .map(|index| {
+            // SAFETY: the caller guarantees `argc` valid NUL-terminated entries.
+            let text = unsafe { core::ffi::CStr::from_ptr((*argv.add(index)).cast()) };
+            String::from_utf8_lossy(text.to_bytes()).into_owned()
+        })
+        .collect()
+}
+
+/// Hermit's application entry point (called on its first task once the kernel is up).
+#[unsafe(no_mangle)]
+extern "C" fn runtime_entry(argc: i32, argv: *const *const u8, _env: *const *const u8) -> ! {
+    // SAFETY: Hermit passes its argv array of `argc` NUL-terminated strings.
+    let words = unsafe { words(argc, argv) };
+    let code = match parse(&words) {
+        Ok(params) => fake_rw::run(&params),
+        Err(error) => {
+            // The sensepool kernel's report line for a refused command line, which xtask knows.
+            println!("CMDLINE ERROR: {error}");
+            ExitCode::Failure
+        }
+    };
+    platform::exit(code)
+}
