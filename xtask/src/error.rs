@@ -118,6 +118,11 @@ pub enum Error {
     #[error("report: {path}: {reason}")]
     Report { path: PathBuf, reason: String },
 
+    /// The Hermit guest could not be prepared: `step` names what xtask was doing (fetching the
+    /// hermit-kernel source, applying the patch, building the application).
+    #[error("hermit: {step}: {reason}")]
+    Hermit { step: String, reason: String },
+
     /// A guest boot did not end the way it had to (used by `run` and `bench`).
     #[error("guest {verdict}")]
     Guest { verdict: String },

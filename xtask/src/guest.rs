@@ -16,11 +16,56 @@ use crate::qemu::Machine;
 use crate::setup::{self, KERNEL_TARGET};
 use crate::{process, workspace};
 
+/// Which kernel a guest runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Os {
+    /// The sensepool kernel (`kernel/`).
+    Ours,
+    /// Hermit 0.11 with the workload as its application (`hermit/`, see [`crate::hermit`]).
+    Hermit,
+}
+
+impl std::fmt::Display for Os {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Os::Ours => "ours",
+            Os::Hermit => "hermit",
+        })
+    }
+}
+
+/// `--os`: which kernel(s) a command boots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OsChoice {
+    /// The sensepool kernel.
+    Ours,
+    /// Hermit 0.11 with sensepool's workload as its application.
+    Hermit,
+    /// Ours, then Hermit.
+    Both,
+}
+
+impl OsChoice {
+    /// The kernels, in the order they are first booted.
+    pub fn list(self) -> &'static [Os] {
+        match self {
+            OsChoice::Ours => &[Os::Ours],
+            OsChoice::Hermit => &[Os::Hermit],
+            OsChoice::Both => &[Os::Ours, Os::Hermit],
+        }
+    }
+}
+
 /// A built kernel and the accelerator to boot it with.
 #[derive(Clone, Debug)]
 pub struct Guest {
     pub accel: accel::Choice,
+    /// The ELF QEMU boots through PVH (`-kernel`): our kernel, or the Hermit loader.
     pub kernel: PathBuf,
+    /// The Hermit application the loader boots (`-initrd`); `None` for our kernel.
+    pub initrd: Option<PathBuf>,
+    pub os: Os,
 }
 
 /// Per-boot choices that override the profile.
@@ -57,7 +102,35 @@ impl Guest {
             Some(path) => path,
             None => build_kernel()?,
         };
-        Ok(Self { accel, kernel })
+        Ok(Self {
+            accel,
+            kernel,
+            initrd: None,
+            os: Os::Ours,
+        })
+    }
+
+    /// Like [`Self::prepare`] for the Hermit guest: builds the loader and the application.
+    pub fn prepare_hermit(request: AccelRequest) -> Result<Self> {
+        let accel = accel::choose(request)?;
+        println!("{accel}");
+        setup::ensure_all()?;
+        let application = crate::hermit::build_app()?;
+        let kernel = crate::hermit::build_loader()?;
+        Ok(Self {
+            accel,
+            kernel,
+            initrd: Some(application),
+            os: Os::Hermit,
+        })
+    }
+
+    /// [`Self::prepare`] or [`Self::prepare_hermit`], by `os`.
+    pub fn prepare_os(os: Os, request: AccelRequest, prebuilt: Option<PathBuf>) -> Result<Self> {
+        match os {
+            Os::Ours => Self::prepare(request, prebuilt),
+            Os::Hermit => Self::prepare_hermit(request),
+        }
     }
 
     /// Boots `profile` once.
@@ -75,6 +148,7 @@ impl Guest {
         let machine = Machine {
             profile,
             kernel: &self.kernel,
+            initrd: self.initrd.as_deref(),
             cmdline,
             accel: self.accel.accel,
             smp: overrides.smp.unwrap_or(profile.smp),

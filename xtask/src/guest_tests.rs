@@ -10,6 +10,7 @@
 //! expect_lines = ["a", "b"]  # optional: more such prefixes, each required
 //! timeout_secs = 60          # optional: else the profile's
 //! smp = 2                    # optional: else the profile's
+//! os = "hermit"              # optional: boot the Hermit guest instead of ours (workloads only)
 //!
 //! verify_disks = 2           # optional: this many disks must print a verify plan
 //!
@@ -49,7 +50,7 @@ use serde::Deserialize;
 use crate::boot::{Echo, Outcome, Verdict};
 use crate::console::{self, Line};
 use crate::error::{Error, Result};
-use crate::guest::{Guest, Overrides};
+use crate::guest::{Guest, Os, Overrides};
 use crate::host_tests::Tally;
 use crate::image_check::{self, ImageCheck};
 use crate::insns;
@@ -98,6 +99,13 @@ pub struct GuestTest {
     /// Every `RESULT` line's string fields must be these.
     #[serde(default)]
     pub result_equals: BTreeMap<String, String>,
+    /// The kernel booted: `ours` (default) or `hermit` (the Hermit guest, `crate::hermit`).
+    #[serde(default = "default_os")]
+    pub os: Os,
+}
+
+fn default_os() -> Os {
+    Os::Ours
 }
 
 impl GuestTest {
@@ -117,6 +125,7 @@ impl GuestTest {
             count_insns: false,
             result_at_least: BTreeMap::new(),
             result_equals: BTreeMap::new(),
+            os: Os::Ours,
         }
     }
 

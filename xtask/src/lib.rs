@@ -6,7 +6,8 @@
 //!   [`qemu`] (their command lines), [`guest`] and [`boot`] (build the kernel, boot it, read
 //!   the console, judge the verdict), [`console`], [`symbols`], [`image_check`],
 //!   [`image_lock`], [`insns`] (the instruction-count plugin), [`proc_stat`] and
-//!   [`child_guard`] (QEMU never outlives xtask).
+//!   [`child_guard`] (QEMU never outlives xtask); [`hermit`] builds the Hermit guest
+//!   (`--os hermit`).
 //! - The suites on it: [`lint`], [`host_tests`], [`fuzz`] (the cargo-fuzz targets of `fuzz/`),
 //!   [`guest_tests`] (the table in `tests/guest.toml`), [`nbd_tests`] with [`nbd_client`], [`soak`], and the scenario
 //!   benchmarks in [`bench`].
@@ -36,6 +37,7 @@ pub mod front_door;
 pub mod fuzz;
 pub mod guest;
 pub mod guest_tests;
+pub mod hermit;
 pub mod host_tests;
 pub mod image_check;
 pub mod image_lock;

@@ -10,7 +10,10 @@
 //!   host clippy never sees it. The target's rustflags (`relocation-model=static`,
 //!   `force-frame-pointers`) come from `.cargo/config.toml`, as for the build in
 //!   [`crate::guest::build_kernel`], so clippy sees the same cfgs. `--all-targets` is not used
-//!   there: the kernel's unit tests run on the host, and its dev-dependencies need `std`.
+//!   there: the kernel's unit tests run on the host, and its dev-dependencies need `std`. The
+//!   Hermit loader (`hermit/loader`) is checked in the same step for the same reason. The Hermit
+//!   application (`hermit/app`) is a workspace of its own that needs the patched Hermit kernel,
+//!   so lint does not build it; the `hermit-*` guest tests do.
 //!
 //! The workspace's `[workspace.lints]` (for example `clippy::undocumented_unsafe_blocks = "deny"`)
 //! apply in both clippy steps.
@@ -49,6 +52,8 @@ pub const STEPS: [Step; 3] = [
             "clippy",
             "-p",
             "kernel",
+            "-p",
+            "hermit-loader",
             "--target",
             KERNEL_TARGET,
             "--",

@@ -24,11 +24,11 @@ use clap::{Args, Parser, Subcommand};
 use xtask::accel::AccelRequest;
 use xtask::boot::{Echo, Verdict};
 use xtask::error::{Error, Result};
-use xtask::guest::{Guest, Overrides};
+use xtask::guest::{Guest, Os, OsChoice, Overrides};
 use xtask::host_tests::Tally;
 use xtask::{
-    bench, child_guard, console_log, fuzz, guest_tests, host_tests, lint, nbd_tests, profile,
-    report, setup, soak, symbols,
+    bench, child_guard, console_log, fuzz, guest_tests, hermit, host_tests, lint, nbd_tests,
+    profile, report, setup, soak, symbols,
 };
 
 #[derive(Parser)]
@@ -65,13 +65,16 @@ enum Command {
     /// Generate docs/results/ (a page per benchmark, with its plot) from target/bench/*.json.
     Report(report::Options),
     /// Only install what is missing: the Rust target and lint components, QEMU, libnbd's
-    /// clients, a C compiler and (with a nightly toolchain) cargo-fuzz: everything `test` needs;
-    /// CI runs this.
+    /// clients, a C compiler, llvm-tools for the Hermit guest and (with a nightly toolchain)
+    /// cargo-fuzz: everything `test` needs; CI runs this.
     Setup,
 }
 
 #[derive(Args)]
 struct RunArgs {
+    /// Which kernel to boot: ours, hermit (Hermit 0.11 through hermit/loader), or both in turn.
+    #[arg(long, value_enum, default_value_t = OsChoice::Ours)]
+    os: OsChoice,
     /// Accelerator: auto picks KVM only when it is hardware-backed.
     #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
     accel: AccelRequest,
@@ -205,7 +208,25 @@ fn main() -> ExitCode {
 fn run(args: RunArgs) -> Result<ExitCode> {
     // A misspelt profile fails before anything is built.
     let profile = profile::load(&args.profile)?;
-    let guest = Guest::prepare(args.accel, args.kernel)?;
+    if args.kernel.is_some() && args.os != OsChoice::Ours {
+        return Err(Error::Hermit {
+            step: "run".into(),
+            reason:
+                "--kernel replaces our kernel's ELF; it cannot be combined with --os hermit|both"
+                    .into(),
+        });
+    }
+    let mut worst = 0;
+    for &os in args.os.list() {
+        let guest = Guest::prepare_os(os, args.accel, args.kernel.clone())?;
+        let code = run_on(&args, &profile, &guest)?;
+        worst = worst.max(code);
+    }
+    Ok(ExitCode::from(worst))
+}
+
+/// Boots `guest` once for `run`; returns the exit status the verdict maps to.
+fn run_on(args: &RunArgs, profile: &profile::Profile, guest: &Guest) -> Result<u8> {
     let overrides = Overrides {
         smp: args.smp,
         memory_mb: args.memory_mb,
@@ -214,7 +235,13 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         ..Overrides::default()
     };
     println!("profile: {} ({})", profile.name, profile.description);
-    let outcome = guest.boot(&profile, &overrides, Echo::Live)?;
+    if guest.os == Os::Hermit {
+        println!(
+            "os: hermit (Hermit {} booted by hermit-loader)",
+            hermit::KERNEL_VERSION
+        );
+    }
+    let outcome = guest.boot(profile, &overrides, Echo::Live)?;
     if let Some(trace) = symbols::symbolize(&guest.kernel, &outcome.console) {
         eprintln!("xtask: call trace, resolved with addr2line:");
         for line in trace {
@@ -233,16 +260,40 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         eprintln!("xtask: guest reached its first workload after {ms:.3} ms (guest TSC)");
     }
     eprintln!(
-        "xtask: guest {}; QEMU wall time {:.3} s",
+        "xtask: {} guest {}; QEMU wall time {:.3} s",
+        guest.os,
         outcome.verdict,
         outcome.wall.as_secs_f64()
     );
-    Ok(ExitCode::from(match outcome.verdict {
+    Ok(match outcome.verdict {
         Verdict::Pass => 0,
         Verdict::Fail => 1,
         Verdict::Crash(_) => 3,
         Verdict::Timeout(_) => 124,
-    }))
+    })
+}
+
+/// The guest tests marked `os = "hermit"`: the Hermit guest is built only if one of them is
+/// selected, and a build failure fails each of them.
+fn hermit_guest_tests(args: &TestArgs, tests: &[guest_tests::GuestTest]) -> Tally {
+    let selected: Vec<_> = tests
+        .iter()
+        .filter(|test| args.filter.as_deref().is_none_or(|f| test.name.contains(f)))
+        .cloned()
+        .collect();
+    if selected.is_empty() {
+        return Tally::default();
+    }
+    match Guest::prepare_hermit(args.accel) {
+        Ok(guest) => guest_tests::run(&guest, &selected, None),
+        Err(error) => {
+            println!("guest tests: cannot prepare the Hermit guest: {error}");
+            Tally {
+                passed: 0,
+                failed: selected.len() as u64,
+            }
+        }
+    }
 }
 
 fn lint() -> Result<ExitCode> {
@@ -284,12 +335,14 @@ fn test(args: TestArgs) -> Result<ExitCode> {
     }
     if !args.host {
         let table = guest_tests::table_path();
-        let tests = guest_tests::load(&table)?;
-        let tally = if tests.is_empty() {
+        let (hermit_tests, tests): (Vec<_>, Vec<_>) = guest_tests::load(&table)?
+            .into_iter()
+            .partition(|test| test.os == Os::Hermit);
+        let mut tally = if tests.is_empty() {
             println!("guest tests: none listed in {}", table.display());
             Tally::default()
         } else {
-            match Guest::prepare(args.accel, args.kernel) {
+            match Guest::prepare(args.accel, args.kernel.clone()) {
                 Ok(guest) => {
                     let derived = guest_tests::registry::query(&guest)
                         .and_then(|kernel| guest_tests::registry::derive(&tests, &kernel));
@@ -330,6 +383,7 @@ fn test(args: TestArgs) -> Result<ExitCode> {
                 }
             }
         };
+        tally += hermit_guest_tests(&args, &hermit_tests);
         println!(
             "guest tests: {} passed, {} failed",
             tally.passed, tally.failed

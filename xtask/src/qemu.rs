@@ -77,6 +77,8 @@ pub struct DiskImage {
 pub struct Machine<'a> {
     pub profile: &'a Profile,
     pub kernel: &'a Path,
+    /// A PVH module for the kernel (`-initrd`): the Hermit application the loader boots.
+    pub initrd: Option<&'a Path>,
     /// The full kernel command line.
     pub cmdline: String,
     pub accel: Accel,
@@ -145,6 +147,9 @@ impl<'a> Machine<'a> {
     pub fn command(&self) -> Command {
         let mut command = Command::new("qemu-system-x86_64");
         command.arg("-kernel").arg(self.kernel);
+        if let Some(initrd) = self.initrd {
+            command.arg("-initrd").arg(initrd);
+        }
         command.args(["-append", &self.cmdline]);
         command.args(["-serial", "stdio", "-display", "none", "-no-reboot"]);
         command.args(["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"]);
@@ -277,6 +282,7 @@ mod tests {
         Machine {
             profile,
             kernel: Path::new("/k/kernel"),
+            initrd: None,
             cmdline: "workload=dmapool n=10".into(),
             accel,
             smp,
@@ -312,11 +318,20 @@ mod tests {
     }
 
     #[test]
+    fn an_initrd_is_passed_for_the_hermit_loader() {
+        let profile = profile("");
+        let mut machine = machine(&profile, Accel::Tcg, 1);
+        machine.initrd = Some(Path::new("/h/app"));
+        assert!(has_pair(&args(&machine), "-initrd", "/h/app"));
+    }
+
+    #[test]
     fn contract_options_are_present() {
         let profile = profile("");
         let args = args(&machine(&profile, Accel::Tcg, 1));
         assert!(has_pair(&args, "-kernel", "/k/kernel"));
         assert!(has_pair(&args, "-append", "workload=dmapool n=10"));
+        assert!(!args.iter().any(|arg| arg == "-initrd"));
         assert!(has_pair(&args, "-serial", "stdio"));
         assert!(has_pair(
             &args,

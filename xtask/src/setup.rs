@@ -8,6 +8,8 @@
 //! - For the instruction-count plugin the `insns-counted` guest test builds: a C compiler
 //!   (`gcc` and `libc6-dev`).
 //! - For the fuzz smoke, when a nightly toolchain is installed: cargo-fuzz.
+//! - For the Hermit guest tests: the `llvm-tools` component (hermit-kernel's `build.rs` runs
+//!   `llvm-as` and `rust-lld` from it; see `crate::hermit`).
 //! - QEMU: `qemu-system-x86_64` and `qemu-img`. Both packages go into ONE `apt-get install`: a new
 //!   machine ships a backports `qemu-img` 10.0, and installing `qemu-system-x86` (7.2) on its own
 //!   removes it; naming `qemu-utils` in the same transaction brings `qemu-img` back at 7.2.
@@ -46,6 +48,7 @@ pub fn ensure_everything() -> Result<()> {
     ensure_lint_components()?;
     ensure_libnbd_tools()?;
     ensure_packages(&C_COMPILER)?;
+    crate::hermit::ensure_llvm_tools()?;
     ensure_cargo_fuzz()
 }
 

@@ -26,7 +26,7 @@ use super::plot::{self, BarChart};
 use super::{Column, Record, ResultSet, fio, number};
 use crate::accel::AccelRequest;
 use crate::error::{Error, Result};
-use crate::guest::{Guest, Overrides};
+use crate::guest::{Guest, OsChoice, Overrides};
 use crate::insns::{self, CountOptions, breakdown};
 use crate::proc_stat::{ProcStat, ticks_to_seconds};
 use crate::{process, profile, workspace};
@@ -62,18 +62,23 @@ pub struct Options {
     /// are charged to the kernel's functions and to the I/O path's layers.
     #[arg(long, requires = "count_insns")]
     pub breakdown: bool,
+    /// Which kernel: ours (every case above), hermit, or both (the single-job cases on each in
+    /// rotated order, with the Hermit/ours ratios; see `bench::fake_rw_os`).
+    #[arg(long, value_enum, default_value_t = OsChoice::Ours, conflicts_with = "breakdown")]
+    pub os: OsChoice,
 }
 
 /// The single-job cases: (bs, iodepth).
 pub const CASES: [(u32, u32); 4] = [(512, 1), (512, 32), (4096, 1), (4096, 32)];
 
-fn runtime(quick: bool) -> &'static str {
+pub fn runtime(quick: bool) -> &'static str {
     if quick { "300ms" } else { "1s" }
 }
 
 /// Runs the benchmark and reports it.
 pub fn run(options: &Options) -> Result<()> {
     let set = match options.place {
+        Place::Guest if options.os != OsChoice::Ours => return super::fake_rw_os::run(options),
         Place::Guest => in_guest(options)?,
         Place::Host => on_host(options.quick)?,
     };

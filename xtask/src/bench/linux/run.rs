@@ -264,6 +264,7 @@ pub fn boot_linux(
     let machine = Machine {
         profile: &profile,
         kernel: &kernel.kernel.vmlinuz,
+        initrd: None,
         cmdline: format!(
             "console=ttyS0 quiet loglevel=1 panic=-1 sp_cases={} sp_runtime={} {extra}",
             cases.join(","),
