@@ -107,7 +107,9 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
         Some(guest.accel.accel.to_string()),
     );
     let plugin = options.count.plugin(&guest)?;
+    let mut progress = super::progress::Progress::new(sweep(options.quick).len());
     for &n in sweep(options.quick) {
+        progress.start(&format!("n={n}"));
         let overrides = Overrides {
             timeout: Some(Duration::from_secs(options.timeout)),
             kernel_args: Some(format!(

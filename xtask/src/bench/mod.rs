@@ -16,6 +16,7 @@ pub mod linux;
 pub mod nbd;
 pub mod numa;
 pub mod plot;
+pub mod progress;
 pub mod qemu_cpu;
 pub mod sense_reserve;
 pub mod stamp;

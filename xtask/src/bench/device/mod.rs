@@ -29,6 +29,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use self::matrix::{Cell, IO_MODES, IoMode, SMP};
+use super::progress::Progress;
 use super::{Record, ResultSet, number, qemu_cpu};
 use crate::accel::AccelRequest;
 use crate::boot::Echo;
@@ -135,15 +136,15 @@ pub fn run(options: &Options) -> Result<()> {
         "guest",
         Some(guest.accel.accel.to_string()),
     );
-    let total = rounds * groups.iter().map(Vec::len).sum::<usize>();
+    let mut progress = Progress::new(rounds * groups.iter().map(Vec::len).sum::<usize>());
     for round in 0..rounds {
         for (position, cell) in matrix::round_order(&groups, round).iter().enumerate() {
+            progress.start(&format!("round {round} {}", cell.label()));
             let mut record = bench.measure(cell);
             record.insert("round".into(), Value::from(round));
             record.insert("position".into(), Value::from(position));
             println!(
-                "[{}/{total}] round {round} {}: {}",
-                set.results.len() + 1,
+                "round {round} {}: {}",
                 cell.label(),
                 report::one_line(&record)
             );

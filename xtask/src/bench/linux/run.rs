@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::results::{self, GuestLine};
 use super::{Options, Prepared};
+use crate::bench::progress::Progress;
 use crate::bench::{Record, ResultSet};
 use crate::boot::{self, Echo, Verdict};
 use crate::error::Result;
@@ -160,13 +161,22 @@ pub fn all(guest: &Guest, kernels: &[Prepared], plan: &Plan) -> (ResultSet, Vec<
     let accel = guest.accel.accel.to_string();
     let mut set = ResultSet::new("linux", "linux", "guest", Some(accel));
     let mut problems = Vec::new();
+    let groups = [Group::ScsiDebug, Group::Virtio, Group::Dmapool];
+    // A step is one side of one group: a single Linux boot, or sensepool's boots for the group.
+    let steps = plan.reps as usize * groups.len() * (kernels.len() + 1);
+    let mut progress = Progress::new(steps);
     for rep in 0..plan.reps {
-        for group in [Group::ScsiDebug, Group::Virtio, Group::Dmapool] {
+        for group in groups {
             let mut sides: Vec<Side> = kernels.iter().map(Side::Linux).collect();
             sides.insert(1.min(sides.len()), Side::Sensepool);
             let turn = rep as usize % sides.len();
             sides.rotate_left(turn);
             for side in sides {
+                let who = match side {
+                    Side::Linux(prepared) => prepared.kernel.abi.as_str(),
+                    Side::Sensepool => "sensepool",
+                };
+                progress.start(&format!("rep {rep} {group:?} on {who}"));
                 let outcome = match side {
                     Side::Linux(kernel) => linux(guest, kernel, plan, group),
                     Side::Sensepool => sensepool(guest, plan, group),
