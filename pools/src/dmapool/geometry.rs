@@ -25,6 +25,48 @@ fn checked_align(config: &PoolConfig) -> Result<usize, PoolError> {
     Ok(align)
 }
 
+/// A pool's block size, page size and alignment, before the blocks are laid out.
+#[derive(Debug, Clone, Copy)]
+struct Sizes {
+    align: usize,
+    size: usize,
+    allocation: usize,
+}
+
+impl Sizes {
+    /// Checks `config` and rounds its size up to `min_block_bytes` and the alignment; the page
+    /// holds at least one block and [`MIN_ALLOCATION_BYTES`].
+    fn of(config: &PoolConfig, min_block_bytes: usize) -> Result<Self, PoolError> {
+        let align = checked_align(config)?;
+        let size = config.size.max(min_block_bytes).next_multiple_of(align);
+        let allocation = size
+            .max(MIN_ALLOCATION_BYTES)
+            .max(config.allocation.min(MAX_BLOCK));
+        Ok(Self {
+            align,
+            size,
+            allocation,
+        })
+    }
+
+    /// The geometry of pages holding blocks at `offsets`, `per_seg` to a segment of `seg_len`.
+    fn layout(self, seg_len: usize, per_seg: usize, offsets: Vec<u32>) -> Geometry {
+        let per_page = offsets.len();
+        Geometry {
+            size: self.size,
+            allocation: self.allocation,
+            seg_len,
+            per_seg,
+            per_page,
+            // Natural alignment of the allocation, as dma_alloc_coherent gives: it makes the
+            // boundary hold in bus space and keeps pages apart in the 4 KiB radix keys.
+            chunk_align: self.allocation.next_power_of_two().max(self.align),
+            offsets,
+            key_shift: per_page.next_power_of_two().trailing_zeros(),
+        }
+    }
+}
+
 /// The layout of one page of a pool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Geometry {
@@ -49,11 +91,11 @@ pub(crate) struct Geometry {
 impl Geometry {
     /// Applies Linux's rules to `config`.
     pub fn new(config: &PoolConfig) -> Result<Self, PoolError> {
-        let align = checked_align(config)?;
-        let size = config.size.max(MIN_BLOCK_BYTES).next_multiple_of(align);
-        let allocation = size
-            .max(MIN_ALLOCATION_BYTES)
-            .max(config.allocation.min(MAX_BLOCK));
+        let Sizes {
+            align,
+            size,
+            allocation,
+        } = Sizes::of(config, MIN_BLOCK_BYTES)?;
         let seg_len = match config.boundary {
             0 => allocation,
             b if b < size || !b.is_power_of_two() => {
@@ -68,18 +110,12 @@ impl Geometry {
         let offsets = (0..per_page)
             .map(|i| ((i / per_seg) * seg_len + (i % per_seg) * size) as u32)
             .collect();
-        Ok(Self {
+        let sizes = Sizes {
+            align,
             size,
             allocation,
-            seg_len,
-            per_seg,
-            per_page,
-            // Natural alignment of the allocation, as dma_alloc_coherent gives: it makes the
-            // boundary hold in bus space and keeps pages apart in the 4 KiB radix keys.
-            chunk_align: allocation.next_power_of_two().max(align),
-            offsets,
-            key_shift: per_page.next_power_of_two().trailing_zeros(),
-        })
+        };
+        Ok(sizes.layout(seg_len, per_seg, offsets))
     }
 
     /// The pre-6.4 layout (Linux ≤ 6.3 `dma_pool_create` and `pool_initialise_page`): sizes
@@ -93,14 +129,10 @@ impl Geometry {
     /// does not divide the page, old Linux links a last block that runs past the page end; we
     /// leave that block out.
     pub fn legacy(config: &PoolConfig) -> Result<Self, PoolError> {
-        let align = checked_align(config)?;
-        let size = config
-            .size
-            .max(LEGACY_MIN_BLOCK_BYTES)
-            .next_multiple_of(align);
-        let allocation = size
-            .max(MIN_ALLOCATION_BYTES)
-            .max(config.allocation.min(MAX_BLOCK));
+        let sizes = Sizes::of(config, LEGACY_MIN_BLOCK_BYTES)?;
+        let Sizes {
+            size, allocation, ..
+        } = sizes;
         // Unlike 6.4, the old pool does not clamp the boundary to the allocation.
         let boundary = match config.boundary {
             0 => allocation,
@@ -122,17 +154,7 @@ impl Geometry {
         }
         let seg_len = boundary.min(allocation);
         let per_seg = offsets.iter().filter(|&&o| (o as usize) < seg_len).count();
-        let per_page = offsets.len();
-        Ok(Self {
-            size,
-            allocation,
-            seg_len,
-            per_seg,
-            per_page,
-            chunk_align: allocation.next_power_of_two().max(align),
-            offsets,
-            key_shift: per_page.next_power_of_two().trailing_zeros(),
-        })
+        Ok(sizes.layout(seg_len, per_seg, offsets))
     }
 
     /// Block index for an offset inside a page, or `None` when it is not a block start.
