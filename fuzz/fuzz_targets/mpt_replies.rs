@@ -8,8 +8,6 @@
 //! buffers at their own length; a residual never beyond the data buffer, a sense length never
 //! beyond the 96-byte buffer; every command ends once the IOC runs; every chain frame is
 //! given back.
-use std::collections::BTreeSet;
-
 use arbitrary::Arbitrary;
 use drivers::dma::fake::FakeDmaSpace;
 use drivers::dma::mapping::BounceMapper;
@@ -17,9 +15,10 @@ use drivers::mpt::fake::{FakeDisk, FakeIoc, FakeIocConfig};
 use drivers::mpt::host::MptHost;
 use drivers::mpt::ioc::MptConfig;
 use libfuzzer_sys::fuzz_target;
-use scsi::host::{Completed, DataDirection, ScsiHost};
+use scsi::host::ScsiHost;
 use scsi::wire::{CdbBytes, Tag};
-use sensepool_fuzz::commands::{Sense, Submissions, command};
+use sensepool_fuzz::commands::command;
+use sensepool_fuzz::ledger::{Ledger, direction};
 use sensepool_fuzz::mpt_rig::Pool;
 
 const TAGS: u16 = 12;
@@ -37,45 +36,6 @@ enum Op {
     TransferBonus(u32),
     Fault(u16),
     Reset,
-}
-
-struct Ledger {
-    buffers: Submissions,
-    in_flight: BTreeSet<u16>,
-    completed: BTreeSet<usize>,
-}
-
-impl Ledger {
-    fn settle(&mut self, done: Vec<Completed<Sense>>) {
-        for c in done {
-            let tag = c.completion.tag.0;
-            assert!(
-                self.in_flight.remove(&tag),
-                "completion for tag {tag} not in flight: {c:?}"
-            );
-            let index = *self
-                .buffers
-                .current
-                .get(&tag)
-                .expect("tag carries a submission");
-            let len = self.buffers.data_len[index];
-            assert!(
-                c.completion.residual_bytes as usize <= len,
-                "residual {} beyond the {len}-byte buffer",
-                c.completion.residual_bytes
-            );
-            assert!(
-                usize::from(c.completion.sense_len) <= 96,
-                "sense_len {}",
-                c.completion.sense_len
-            );
-            let submission = self.buffers.complete(c);
-            assert!(
-                self.completed.insert(submission),
-                "submission {submission} completed twice"
-            );
-        }
-    }
 }
 
 fuzz_target!(|ops: Vec<Op>| {
@@ -105,11 +65,7 @@ fuzz_target!(|ops: Vec<Op>| {
         &mut memory,
     )
     .expect("host");
-    let mut ledger = Ledger {
-        buffers: Submissions::default(),
-        in_flight: BTreeSet::new(),
-        completed: BTreeSet::new(),
-    };
+    let mut ledger = Ledger::default();
     for op in ops.into_iter().take(80) {
         match op {
             Op::Submit {
@@ -117,7 +73,7 @@ fuzz_target!(|ops: Vec<Op>| {
                 blocks,
                 target,
             } => {
-                let Some(tag) = (0..TAGS).find(|t| !ledger.in_flight.contains(t)) else {
+                let Some(tag) = ledger.free_tag(TAGS) else {
                     continue;
                 };
                 let blocks = u16::from(blocks % 40);
@@ -125,19 +81,16 @@ fuzz_target!(|ops: Vec<Op>| {
                 let b = blocks.to_be_bytes();
                 let opcode = if write { 0x2A } else { 0x28 };
                 let cdb = CdbBytes::from_slice(&[opcode, 0, 0, 0, 0, 1, 0, b[0], b[1], 0]).unwrap();
-                let direction = match (blocks, write) {
-                    (0, _) => DataDirection::None,
-                    (_, true) => DataDirection::ToDevice,
-                    (_, false) => DataDirection::FromDevice,
-                };
                 let target = [0u16, 3, 5][usize::from(target % 3)];
-                let cmd = command(Tag(tag), target, cdb, direction, vec![0x3C; len]);
+                let cmd = command(
+                    Tag(tag),
+                    target,
+                    cdb,
+                    direction(blocks, write),
+                    vec![0x3C; len],
+                );
                 match host.queue_command(cmd) {
-                    Ok(()) => {
-                        ledger.in_flight.insert(tag);
-                        let index = ledger.buffers.add(len);
-                        ledger.buffers.current.insert(tag, index);
-                    }
+                    Ok(()) => ledger.submitted(tag, len),
                     Err(refused) => {
                         assert_eq!(refused.buffers.data.len(), len, "refused: its own buffer")
                     }
@@ -152,15 +105,7 @@ fuzz_target!(|ops: Vec<Op>| {
             Op::Abort(pick) => {
                 let tag = u16::from(pick) % TAGS;
                 if let Ok(back) = host.abort(Tag(tag)) {
-                    assert!(
-                        ledger.in_flight.remove(&tag),
-                        "abort Ok for tag {tag} not in flight"
-                    );
-                    let submission = ledger.buffers.end(Tag(tag), Some(back));
-                    assert!(
-                        ledger.completed.insert(submission),
-                        "aborted after it completed"
-                    );
+                    ledger.aborted(tag, back);
                 }
             }
             Op::Inject(value) => ioc.model().inject_replies.push_back(value),
@@ -175,18 +120,7 @@ fuzz_target!(|ops: Vec<Op>| {
             Op::Reset => {
                 let mut returned = Vec::new();
                 if host.reset(&mut returned).is_ok() {
-                    for c in &returned {
-                        assert!(
-                            c.buffers.is_some(),
-                            "a confirmed reset hands every buffer back"
-                        );
-                    }
-                    ledger.settle(returned);
-                    assert!(
-                        ledger.in_flight.is_empty(),
-                        "a reset hands every command back: {:?}",
-                        ledger.in_flight
-                    );
+                    ledger.reset(returned);
                 }
             }
         }
@@ -202,15 +136,15 @@ fuzz_target!(|ops: Vec<Op>| {
     let mut done = Vec::new();
     host.poll(&mut done);
     ledger.settle(done);
-    if !ledger.in_flight.is_empty() {
+    if !ledger.in_flight().is_empty() {
         let mut returned = Vec::new();
         host.reset(&mut returned).expect("the fake IOC resets");
         ledger.settle(returned);
     }
     assert!(
-        ledger.in_flight.is_empty(),
+        ledger.in_flight().is_empty(),
         "still in flight after the IOC ran: {:?}",
-        ledger.in_flight
+        ledger.in_flight()
     );
     assert_eq!(host.adapter().outstanding(), 0);
     assert_eq!(

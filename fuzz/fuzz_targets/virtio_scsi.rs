@@ -8,16 +8,15 @@
 //! own buffers at their own length; a residual never beyond the data buffer and a sense
 //! length never beyond the sense buffer; an `Ok` abort or a confirmed reset hands the buffers
 //! back, and nothing completes after a reset.
-use std::collections::BTreeSet;
-
 use arbitrary::Arbitrary;
 use drivers::delay::CountingDelay;
 use drivers::virtio_scsi::host::VirtioScsiHost;
 use drivers::virtio_scsi::wire::{Config, Event};
 use libfuzzer_sys::fuzz_target;
-use scsi::host::{Completed, DataDirection, ScsiHost};
+use scsi::host::ScsiHost;
 use scsi::wire::{CdbBytes, Tag};
-use sensepool_fuzz::commands::{Sense, Submissions, command};
+use sensepool_fuzz::commands::{Sense, command};
+use sensepool_fuzz::ledger::{Ledger, direction};
 use sensepool_fuzz::virtio_fake::{FakeScsi, HeapHal};
 use zerocopy::FromBytes;
 
@@ -45,45 +44,6 @@ struct Input {
     ops: Vec<Op>,
 }
 
-struct Ledger {
-    buffers: Submissions,
-    in_flight: BTreeSet<u16>,
-    completed: BTreeSet<usize>,
-}
-
-impl Ledger {
-    fn settle(&mut self, done: Vec<Completed<Sense>>) {
-        for c in done {
-            let tag = c.completion.tag.0;
-            assert!(
-                self.in_flight.remove(&tag),
-                "completion for tag {tag} not in flight"
-            );
-            let index = *self
-                .buffers
-                .current
-                .get(&tag)
-                .expect("tag carries a submission");
-            let len = self.buffers.data_len[index];
-            assert!(
-                c.completion.residual_bytes as usize <= len,
-                "residual {} beyond the {len}-byte buffer",
-                c.completion.residual_bytes
-            );
-            assert!(
-                usize::from(c.completion.sense_len) <= 96,
-                "sense_len {}",
-                c.completion.sense_len
-            );
-            let submission = self.buffers.complete(c);
-            assert!(
-                self.completed.insert(submission),
-                "submission {submission} completed twice"
-            );
-        }
-    }
-}
-
 fn rw10(op: u8, blocks: u16) -> CdbBytes {
     let b = blocks.to_be_bytes();
     CdbBytes::from_slice(&[op, 0, 0, 0, 0, 0, 0, b[0], b[1], 0]).unwrap()
@@ -106,11 +66,7 @@ fuzz_target!(|input: Input| {
     ) else {
         return;
     };
-    let mut ledger = Ledger {
-        buffers: Submissions::default(),
-        in_flight: BTreeSet::new(),
-        completed: BTreeSet::new(),
-    };
+    let mut ledger = Ledger::default();
     for op in input.ops.into_iter().take(80) {
         match op {
             Op::Submit {
@@ -118,30 +74,21 @@ fuzz_target!(|input: Input| {
                 blocks,
                 target,
             } => {
-                let Some(tag) = (0..CAN_QUEUE).find(|t| !ledger.in_flight.contains(t)) else {
+                let Some(tag) = ledger.free_tag(CAN_QUEUE) else {
                     continue;
                 };
                 let blocks = u16::from(blocks % 17);
                 let len = usize::from(blocks) * 512;
                 let cdb = rw10(if write { 0x2A } else { 0x28 }, blocks);
-                let direction = match (blocks, write) {
-                    (0, _) => DataDirection::None,
-                    (_, true) => DataDirection::ToDevice,
-                    (_, false) => DataDirection::FromDevice,
-                };
                 let cmd = command(
                     Tag(tag),
                     u16::from(target % 4),
                     cdb,
-                    direction,
+                    direction(blocks, write),
                     vec![0x5A; len],
                 );
                 match host.queue_command(cmd) {
-                    Ok(()) => {
-                        ledger.in_flight.insert(tag);
-                        let index = ledger.buffers.add(len);
-                        ledger.buffers.current.insert(tag, index);
-                    }
+                    Ok(()) => ledger.submitted(tag, len),
                     Err(refused) => {
                         assert_eq!(refused.buffers.data.len(), len, "refused: its own buffer")
                     }
@@ -163,15 +110,7 @@ fuzz_target!(|input: Input| {
             Op::Abort(pick) => {
                 let tag = u16::from(pick) % CAN_QUEUE;
                 if let Ok(back) = host.abort(Tag(tag)) {
-                    assert!(
-                        ledger.in_flight.remove(&tag),
-                        "abort Ok for a tag not in flight"
-                    );
-                    let submission = ledger.buffers.end(Tag(tag), Some(back));
-                    assert!(
-                        ledger.completed.insert(submission),
-                        "aborted after it completed"
-                    );
+                    ledger.aborted(tag, back);
                 }
             }
             Op::Lie(bytes) => fake.state().lie_responses.push_back(bytes),
@@ -185,18 +124,7 @@ fuzz_target!(|input: Input| {
             Op::Reset => {
                 let mut returned = Vec::new();
                 if host.reset(&mut returned).is_ok() {
-                    for c in &returned {
-                        assert!(
-                            c.buffers.is_some(),
-                            "a confirmed reset hands every buffer back"
-                        );
-                    }
-                    ledger.settle(returned);
-                    assert!(
-                        ledger.in_flight.is_empty(),
-                        "tags the reset did not hand back: {:?}",
-                        ledger.in_flight
-                    );
+                    ledger.reset(returned);
                 }
             }
         }
@@ -204,18 +132,7 @@ fuzz_target!(|input: Input| {
     // A final reset drops everything; nothing may complete afterwards.
     let mut returned = Vec::new();
     if host.reset(&mut returned).is_ok() {
-        for c in &returned {
-            assert!(
-                c.buffers.is_some(),
-                "a confirmed reset hands every buffer back"
-            );
-        }
-        ledger.settle(returned);
-        assert!(
-            ledger.in_flight.is_empty(),
-            "tags the reset did not hand back: {:?}",
-            ledger.in_flight
-        );
+        ledger.reset(returned);
         fake.state().hold = false;
         fake.state().release_held();
         let mut done = Vec::new();

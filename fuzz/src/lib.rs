@@ -32,5 +32,6 @@ pub mod commands;
 pub mod virtio_fake;
 
 pub mod bytes;
+pub mod ledger;
 #[path = "../../drivers/tests/mpt_rig/mod.rs"]
 pub mod mpt_rig;
