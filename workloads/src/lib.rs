@@ -3,7 +3,9 @@
 //! kernel, the host examples and xtask share one copy.
 //!
 //! Today it holds [`rng`], the one seeded generator every workload, guest test and host client
-//! uses (a repeated seed must give a repeated run). The workloads themselves (fake-rw, the
+//! uses (a repeated seed must give a repeated run), and [`tsc`], the one TSC calibration against
+//! PIT channel 2 that every guest clock (the sensepool kernel's, the Hermit loader's and
+//! application's) is built on. The workloads themselves (fake-rw, the
 //! sense-reserve matrix and its pressure actors, the histogram, the result types) are to move
 //! here from `scsi::workload` and `pools::bench`.
 #![no_std]
@@ -11,5 +13,6 @@
 #![forbid(unsafe_code)]
 
 pub mod rng;
+pub mod tsc;
 
 pub use rng::Rng;
