@@ -20,7 +20,7 @@ use scsi::workload::{self, WorkloadError, WorkloadParams};
 
 use hermit::println;
 
-use crate::platform::{ExitCode, HeapBacking, TscClock};
+use crate::platform::{self, ExitCode, HeapBacking, TscClock};
 
 /// The sense slab, as in the kernel but on Hermit's heap.
 type SenseCache = SlabCache<HeapBacking, CountingSpinLock>;
@@ -64,11 +64,25 @@ pub fn run(params: &WorkloadParams) -> ExitCode {
         println!("fake-rw: FAILED: pressure= and mem_budget= apply to workload=sense-reserve");
         return ExitCode::Failure;
     }
-    let tsc_hz = TscClock::calibrate();
+    let tsc_hz = match TscClock::calibrate() {
+        Ok(hz) => hz,
+        Err(error) => {
+            println!("fake-rw: FAILED: TSC calibration against PIT channel 2: {error}");
+            return ExitCode::Failure;
+        }
+    };
+    let hermit_hz = match platform::check_hermit_clock(tsc_hz) {
+        Ok(hz) => hz,
+        Err(line) => {
+            println!("fake-rw: FAILED: {line}");
+            return ExitCode::Failure;
+        }
+    };
     let cpus = hermit::syscalls::sys_get_processor_count().max(1);
     println!(
-        "hermit: TSC {} kHz (calibrated against PIT channel 2), {cpus} CPU(s) online; fake-rw runs one queue",
-        tsc_hz / 1000
+        "hermit: TSC {} kHz (calibrated against PIT channel 2; Hermit's clock assumes {} MHz), {cpus} CPU(s) online; fake-rw runs one queue",
+        tsc_hz / 1000,
+        hermit_hz / 1_000_000
     );
     let cache: SenseCache = match SlabCache::create(
         SlabConfig::new("scsi_sense_cache", SCSI_SENSE_BUFFERSIZE),
