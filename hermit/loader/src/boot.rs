@@ -12,6 +12,8 @@ use hermit_entry::elf::KernelObject;
 use crate::console::println;
 use crate::fdt::{self, FdtError};
 use crate::start_info::{PhysRange, StartInfo, StartInfoError};
+use crate::tsc;
+use workloads::tsc::CalibrationError;
 
 /// Hermit places its image on 2 MiB boundaries and maps RAM in 2 MiB pages.
 const LARGE_PAGE_BYTES: u64 = 2 * 1024 * 1024;
@@ -52,6 +54,9 @@ pub enum LoaderError {
     /// The device tree could not be built.
     #[error(transparent)]
     Fdt(#[from] FdtError),
+    /// The TSC rate could not be measured.
+    #[error("TSC calibration against PIT channel 2: {0}")]
+    Tsc(CalibrationError),
 }
 
 unsafe extern "C" {
@@ -133,8 +138,10 @@ pub fn boot(start_info: u64) -> Result<Infallible, LoaderError> {
     };
     let loaded = object.load_kernel(memory, range.start);
 
+    let tsc_khz = tsc::khz().map_err(LoaderError::Tsc)?;
+    println!("hermit-loader: TSC {tsc_khz} kHz (PIT channel 2), handed to Hermit as /hermit,tsc");
     let bootargs = fdt::bootargs(&info.cmdline)?;
-    let blob = Box::leak(fdt::build(&info.ram, &bootargs)?.into_boxed_slice());
+    let blob = Box::leak(fdt::build(&info.ram, tsc_khz, &bootargs)?.into_boxed_slice());
     let boot_info = BootInfo {
         hardware_info: HardwareInfo {
             phys_addr_range: 0..0,

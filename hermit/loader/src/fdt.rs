@@ -1,6 +1,8 @@
 //! The flattened device tree handed to Hermit (what Hermit's own loader builds from Multiboot):
 //! root `compatible = "hermit,pvh"` (anything but `hermit,uefi`), one `/memory@…` node per usable
-//! e820 range (Hermit's only source of physical memory) and `/chosen/bootargs`. No
+//! e820 range (Hermit's only source of physical memory), `/hermit,tsc` with the TSC rate in
+//! `khz` (the first frequency source Hermit 0.11 reads; [`crate::tsc`] says why it matters) and
+//! `/chosen/bootargs`. No
 //! `/hermit,rsdp` node: Hermit reads a given RSDP through the identity map without mapping it
 //! (as under UEFI), and the first MiB is unmapped when Hermit starts; without the node Hermit
 //! finds the RSDP itself in the BIOS area, mapping each page it searches.
@@ -53,7 +55,7 @@ pub fn bootargs(cmdline: &[u8]) -> Result<String, FdtError> {
 }
 
 /// Builds the blob.
-pub fn build(ram: &[PhysRange], bootargs: &str) -> Result<Vec<u8>, FdtError> {
+pub fn build(ram: &[PhysRange], tsc_khz: u32, bootargs: &str) -> Result<Vec<u8>, FdtError> {
     let mut fdt = FdtWriter::new().map_err(writer_error)?;
     let root = fdt.begin_node("").map_err(writer_error)?;
     fdt.property_string("compatible", "hermit,pvh")
@@ -71,6 +73,9 @@ pub fn build(ram: &[PhysRange], bootargs: &str) -> Result<Vec<u8>, FdtError> {
             .map_err(writer_error)?;
         fdt.end_node(node).map_err(writer_error)?;
     }
+    let tsc = fdt.begin_node("hermit,tsc").map_err(writer_error)?;
+    fdt.property_u32("khz", tsc_khz).map_err(writer_error)?;
+    fdt.end_node(tsc).map_err(writer_error)?;
     let chosen = fdt.begin_node("chosen").map_err(writer_error)?;
     fdt.property_string("bootargs", bootargs)
         .map_err(writer_error)?;

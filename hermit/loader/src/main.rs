@@ -8,7 +8,8 @@
 //! 2. [`start_info`] reads the e820 map, the `-append` line and the module from `hvm_start_info`;
 //! 3. `hermit_entry::elf` parses the application, which must carry Hermit's entry-version note,
 //!    and relocates it into RAM above the loader and clear of the module;
-//! 4. [`fdt`] builds the device tree (memory, bootargs);
+//! 4. [`tsc`] measures the TSC rate against PIT channel 2, and [`fdt`] builds the device tree
+//!    (memory, that rate as `/hermit,tsc`, bootargs);
 //! 5. it hands Hermit a `RawBootInfo` (serial port 0x3F8, the device tree, the image range) and
 //!    jumps to the entry point with a fresh stack, as `hermit_entry::Entry` specifies.
 //!
@@ -39,6 +40,8 @@ mod fdt;
 mod heap;
 #[cfg(target_os = "none")]
 mod start_info;
+#[cfg(target_os = "none")]
+mod tsc;
 
 /// Entered from the boot stub in 64-bit mode with the PVH start-info address.
 #[cfg(target_os = "none")]
