@@ -81,7 +81,7 @@ pub fn run(options: &Options) -> Result<()> {
         .unwrap_or(if options.quick { 1 } else { 3 })
         .max(1);
     let mut set = ResultSet::new(
-        "fake-rw",
+        "fake-rw-os",
         "fake-rw-os",
         "guest",
         Some(guests[0].accel.accel.to_string()),
@@ -110,7 +110,7 @@ pub fn run(options: &Options) -> Result<()> {
             }
         }
     }
-    report(&set)
+    report(&mut set)
 }
 
 /// One case's comparison: median Hermit/ours IOPS ratio over repetitions with its lowest and
@@ -171,7 +171,7 @@ pub fn compare(set: &ResultSet) -> Vec<Comparison> {
     out
 }
 
-fn report(set: &ResultSet) -> Result<()> {
+fn report(set: &mut ResultSet) -> Result<()> {
     super::print_tables(&set.results, &[("fake-rw", &COLUMNS)]);
     println!();
     for case in compare(set) {
@@ -185,7 +185,7 @@ fn report(set: &ResultSet) -> Result<()> {
                 hermit / ours
             );
         }
-        println!("{line}");
+        set.headline(line);
     }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
