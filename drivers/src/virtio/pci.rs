@@ -75,14 +75,53 @@ pub enum BringUpError {
         /// The function's device id.
         device_id: u16,
     },
+    /// The capability list does not end within [`MAX_CAPABILITIES`] entries: it loops.
+    #[error("the PCI capability list does not end after {after_entries} entries (it loops)")]
+    CapabilityLoop {
+        /// How many entries were walked before giving up.
+        after_entries: usize,
+    },
     /// virtio-drivers could not find or use the virtio capabilities.
     #[error("virtio PCI transport: {0}")]
     Transport(#[from] VirtioPciError),
 }
 
+/// The most capabilities a list can hold without repeating one: aligned offsets from 0x40 to
+/// 0xfc (PCI 3.0 §6.7), plus the first entry, which the pointer at 0x34 may place anywhere.
+pub const MAX_CAPABILITIES: usize = 49;
+
+/// The PCI status register's capabilities-list bit, in the dword at 0x04 (PCI 3.0 §6.2.3).
+const STATUS_CAPABILITIES_LIST: u32 = 1 << 20;
+
+/// Walks `function`'s capability list the way virtio-drivers' `CapabilityIterator` does (start
+/// at the pointer at 0x34 when the status says there is a list, stop at a next pointer that is
+/// 0, below 0x40 or unaligned) but at most [`MAX_CAPABILITIES`] entries. That iterator has no
+/// bound, so a device whose list loops would hang the boot inside `PciTransport::new`; this
+/// walk runs first and turns the loop into an error.
+fn check_capability_list<C: ConfigurationAccess>(
+    access: &C,
+    function: DeviceFunction,
+) -> Result<(), BringUpError> {
+    if access.read_word(function, 0x04) & STATUS_CAPABILITIES_LIST == 0 {
+        return Ok(());
+    }
+    let mut offset = (access.read_word(function, 0x34) & 0xfc) as u8;
+    for _ in 0..MAX_CAPABILITIES {
+        let next = (access.read_word(function, offset) >> 8) as u8;
+        if next < 0x40 || next & 0x3 != 0 {
+            return Ok(());
+        }
+        offset = next;
+    }
+    Err(BringUpError::CapabilityLoop {
+        after_entries: MAX_CAPABILITIES,
+    })
+}
+
 /// Builds the PCI transport of `function`, which must be a virtio device of kind `expected`.
 ///
-/// The caller promises that decoding and bus mastering are on and every memory BAR of the
+/// The capability list is walked with a bound first, so a list that loops is an error
+/// ([`BringUpError::CapabilityLoop`]) rather than a hang. The caller promises that decoding and bus mastering are on and every memory BAR of the
 /// function is mapped (virtio-drivers maps the capability ranges through `H::mmio_phys_to_virt`).
 pub fn transport<H: Hal, C: ConfigurationAccess>(
     access: C,
@@ -98,6 +137,7 @@ pub fn transport<H: Hal, C: ConfigurationAccess>(
             device_id,
         });
     }
+    check_capability_list(&access, function)?;
     let mut root = PciRoot::new(access);
     Ok(PciTransport::new::<H, C>(&mut root, function)?)
 }
@@ -190,6 +230,51 @@ mod tests {
         device: 3,
         function: 0,
     };
+
+    /// A virtio-net function whose capability list loops: 0x40 -> 0x50 -> 0x40.
+    struct LoopingCapabilities;
+
+    impl ConfigurationAccess for LoopingCapabilities {
+        fn read_word(&self, _function: DeviceFunction, register_offset: u8) -> u32 {
+            match register_offset {
+                0x00 => 0x1041_1af4,
+                // Status: the capabilities list bit (PCI 3.0 §6.2.3).
+                0x04 => 1 << 20,
+                0x34 => 0x40,
+                // Vendor-specific capabilities (id 9) pointing at each other.
+                0x40 => 0x5009,
+                0x50 => 0x4009,
+                _ => 0,
+            }
+        }
+        fn write_word(&mut self, _function: DeviceFunction, _register_offset: u8, _data: u32) {}
+        unsafe fn unsafe_clone(&self) -> Self {
+            Self
+        }
+    }
+
+    #[test]
+    fn a_looping_capability_list_is_an_error_not_a_hang() {
+        // virtio-drivers' own capability walk has no bound, so the transport runs in a thread
+        // and a hang shows as a failure after 10 s instead of a stuck test run.
+        let (done, result) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(transport::<NoHal, _>(
+                LoopingCapabilities,
+                FUNCTION,
+                DeviceKind::Net,
+            ));
+        });
+        let result = result
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the transport hung walking a looping capability list");
+        assert_eq!(
+            result.err(),
+            Some(BringUpError::CapabilityLoop {
+                after_entries: MAX_CAPABILITIES
+            })
+        );
+    }
 
     #[test]
     fn another_device_or_missing_capabilities_are_errors() {
