@@ -96,6 +96,9 @@ pub(super) fn idle_loop(cpu: &'static PerCpu) -> ! {
         // wake-up IPI sent after the check above is taken by `hlt`, never lost.
         // SAFETY: only the wake-up and spurious vectors can reach an AP (its LVT entries are
         // masked from reset, devices interrupt CPU 0 only); both stubs return.
-        unsafe { core::arch::asm!("sti", "hlt", "cli", options(nomem, nostack)) };
+        // Not `nomem`: the stubs that run inside the window write memory (the interrupt
+        // counters, the APIC's EOI), and the mailbox is read again after the wake-up, so the
+        // compiler must not move memory accesses across this block.
+        unsafe { core::arch::asm!("sti", "hlt", "cli", options(nostack)) };
     }
 }
