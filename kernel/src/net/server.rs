@@ -263,7 +263,7 @@ impl Server {
         for index in 0..self.stats.len() {
             self.service_stats(index, &stats, device, export, stats_text);
         }
-        self.keep_a_stats_listener();
+        self.keep_a_stats_listener(device);
         worked
     }
 

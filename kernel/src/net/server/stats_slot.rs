@@ -12,7 +12,7 @@ use smoltcp::iface::SocketHandle;
 use smoltcp::socket::tcp;
 
 use super::linger::Linger;
-use super::{Server, ServerStats};
+use super::{Server, ServerStats, now};
 use crate::arch::time;
 use crate::net::device::NetDevice;
 use crate::net::nbd::session::Export;
@@ -58,6 +58,11 @@ impl Server {
         let slot = &mut self.stats[index];
         let socket = self.sockets.get_mut::<tcp::Socket>(slot.handle);
         if !socket.is_open() {
+            if socket.state() == tcp::State::Closed && socket.remote_endpoint().is_some() {
+                // Aborted, and the RST has not left yet (smoltcp forgets the peer once it has):
+                // `listen` now would forget it first and leave the client waiting.
+                return;
+            }
             slot.pending = None;
             slot.received.clear();
             slot.opened_ns = 0;
@@ -112,8 +117,10 @@ impl Server {
     }
 
     /// Makes sure one stats socket listens: when every one holds a connection, the oldest is
-    /// reset, so a new query and `shutdown` always get through.
-    pub(super) fn keep_a_stats_listener(&mut self) {
+    /// reset, so a new query and `shutdown` always get through. The reset goes out (the
+    /// interface is polled) before the socket listens again: smoltcp's `listen` forgets the
+    /// peer, and a reset not yet sent would then never be, leaving the evicted client hanging.
+    pub(super) fn keep_a_stats_listener(&mut self, device: &mut NetDevice) {
         let sockets = &self.sockets;
         if self
             .stats
@@ -122,17 +129,30 @@ impl Server {
         {
             return;
         }
-        let Some(oldest) = self.stats.iter_mut().min_by_key(|slot| slot.opened_ns) else {
+        let Some(oldest) = self
+            .stats
+            .iter()
+            .map(|slot| (slot.opened_ns, slot.handle))
+            .min()
+        else {
             return;
         };
         log::warn!("stats: every socket busy, the oldest query is reset");
-        let socket = self.sockets.get_mut::<tcp::Socket>(oldest.handle);
-        socket.abort();
-        oldest.pending = None;
-        oldest.received.clear();
-        oldest.opened_ns = 0;
-        if let Err(err) = socket.listen(self.config.stats_port) {
-            log::error!("stats: listen on {}: {err:?}", self.config.stats_port);
+        self.sockets.get_mut::<tcp::Socket>(oldest.1).abort();
+        self.iface.poll(now(), device, &mut self.sockets);
+        // The slot listens again here once its reset has left, or on a later round (see
+        // `service_stats`) if the transmit ring had no room for it.
+        let slot = self.stats.iter_mut().find(|slot| slot.handle == oldest.1);
+        if let Some(slot) = slot {
+            let socket = self.sockets.get_mut::<tcp::Socket>(slot.handle);
+            if socket.remote_endpoint().is_none() {
+                slot.pending = None;
+                slot.received.clear();
+                slot.opened_ns = 0;
+                if let Err(err) = socket.listen(self.config.stats_port) {
+                    log::error!("stats: listen on {}: {err:?}", self.config.stats_port);
+                }
+            }
         }
     }
 }
