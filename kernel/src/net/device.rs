@@ -15,8 +15,12 @@
 //! that refuses the vector) is polled at the idle loop's timer period instead. A receive token owns a filled buffer and posts
 //! it again once smoltcp has read the frame. A transmit does not wait for the device: the frame
 //! is queued and its buffer reclaimed on a later poll, so a burst of TCP segments costs one
-//! device round trip, not one per segment. A device that misbehaves is reset by the driver
-//! (each such event counts as an error here); one that cannot be reset stops the network.
+//! device round trip, not one per segment. A receive token comes with a transmit token (smoltcp
+//! answers some frames at once: ACKs, RSTs, challenge ACKs), so a frame is taken from the
+//! receive ring only while the transmit ring has room for that answer; otherwise it waits there
+//! (`rx_waits_for_tx`), and a frame that still cannot be queued is counted (`tx_dropped`). A
+//! device that misbehaves is reset by the driver (each such event counts as an error here); one
+//! that cannot be reset stops the network.
 
 use alloc::sync::Arc;
 use core::cell::RefCell;
@@ -77,6 +81,14 @@ pub struct DeviceStats {
     pub errors: u64,
     /// Device resets (after a misbehaving device, or injected by `nic_reset_after=`).
     pub resets: u64,
+    /// Frames smoltcp built that could not be queued (no packet buffer, the device refused
+    /// it, or too large); TCP sends its segments again, anything else is lost. Also in
+    /// `errors`.
+    pub tx_dropped: u64,
+    /// Receive polls that left the receive ring alone because the transmit ring was full: a
+    /// received frame may need a reply (an ACK, a RST, a challenge ACK), so it waits in the
+    /// ring until the device has sent something, rather than have its reply dropped.
+    pub rx_waits_for_tx: u64,
     /// Times the receive queue was given its MSI-X entry and the device read it back: once at
     /// probe and once after each reset (a reset device forgets it, virtio 1.2 §4.1.4.3).
     pub interrupt_routes: u64,
@@ -275,6 +287,12 @@ impl phy::Device for NetDevice {
         self.injected_reset();
         let inner = self.inner.get_mut();
         inner.reclaim();
+        if !inner.net.can_send() {
+            // The token pair below promises room for a reply; without it the reply would be
+            // built into scratch and dropped.
+            inner.stats.rx_waits_for_tx += 1;
+            return None;
+        }
         let received = match inner.net.receive() {
             Ok(received) => received?,
             Err(error) => {
@@ -338,6 +356,7 @@ impl phy::TxToken for TxToken<'_> {
                 // No buffer (or an oversized frame): let smoltcp build the frame into scratch
                 // and drop it (TCP resends).
                 inner.stats.errors += 1;
+                inner.stats.tx_dropped += 1;
                 let mut scratch = alloc::vec![0u8; len];
                 return f(&mut scratch);
             }
@@ -349,7 +368,10 @@ impl phy::TxToken for TxToken<'_> {
                 inner.stats.tx_frames += 1;
                 inner.stats.tx_bytes += len as u64;
             }
-            Err(refused) => inner.error(&refused.error),
+            Err(refused) => {
+                inner.stats.tx_dropped += 1;
+                inner.error(&refused.error);
+            }
         }
         result
     }

@@ -8,7 +8,7 @@
 //! sense mode=slab slab_allocs=.. reserve_hits=.. waits=.. reserve_held=.. in_use=..
 //! scsi submitted=.. completed=.. succeeded=.. failed=.. retries=.. timeouts=.. aborts=.. resets=..
 //! nbd connections=.. dropped=.. refused=.. reads=.. writes=.. flushes=.. trims=.. write_zeroes=.. bytes_read=.. bytes_written=.. errors=..
-//! net rx_frames=.. tx_frames=.. rx_bytes=.. tx_bytes=.. errors=.. resets=.. irq=msix|timer irq_routes=..
+//! net rx_frames=.. tx_frames=.. rx_bytes=.. tx_bytes=.. errors=.. resets=.. irq=msix|timer irq_routes=.. tx_dropped=.. rx_waits_for_tx=..
 //! disks 2
 //! disk sda hctl=0:0:0:0 blocks=131072 block_len=512 bytes=67108864 (67.1 MB/64.0 MiB) export
 //! disk sdb hctl=0:0:1:0 blocks=16384 block_len=512 bytes=8388608 (8.3 MB/8.0 MiB)
@@ -96,7 +96,7 @@ fn write_text(out: &mut String, s: &Snapshot<'_>) -> core::fmt::Result {
     let dev = &s.server.device;
     writeln!(
         out,
-        "net rx_frames={} tx_frames={} rx_bytes={} tx_bytes={} errors={} resets={} irq={} irq_routes={}",
+        "net rx_frames={} tx_frames={} rx_bytes={} tx_bytes={} errors={} resets={} irq={} irq_routes={} tx_dropped={} rx_waits_for_tx={}",
         dev.rx_frames,
         dev.tx_frames,
         dev.rx_bytes,
@@ -104,7 +104,9 @@ fn write_text(out: &mut String, s: &Snapshot<'_>) -> core::fmt::Result {
         dev.errors,
         dev.resets,
         if s.nic_interrupts { "msix" } else { "timer" },
-        dev.interrupt_routes
+        dev.interrupt_routes,
+        dev.tx_dropped,
+        dev.rx_waits_for_tx
     )?;
     writeln!(out, "disks {}", s.disks.len())?;
     for disk in s.disks {
