@@ -19,8 +19,11 @@
 //! - *lost*: of those, the ones no interrupt announced at all. Under TCG a completion can land
 //!   just after the timer, with its message still on its way, so the device interrupt stays on
 //!   through the poll after a timer wake and, when that poll finds work but no interrupt came,
-//!   the source opens a window for one already pending ([`InterruptSource::settle`]) before the
-//!   completions are counted lost; a late interrupt is counted as an interrupt, not a loss;
+//!   the source opens a window for one already pending ([`InterruptSource::settle`]); if none
+//!   came, the interrupt stays on and the completions are owed one: an interrupt after which
+//!   a poll finds nothing pays the debt (late: neither lost nor spurious), and a debt still
+//!   open when the next halt ends on the safety timer (a whole safety period later) is lost.
+//!   A debt open when the counters are read is not counted yet;
 //! - *storms*: in one [`WaitConfig::storm_window_ns`], more interrupts after which the poll
 //!   found nothing than completions found, by over [`WaitConfig::storm_interrupts`] (a busy
 //!   device may raise about one spurious interrupt per completion, from the re-check race; a
@@ -111,6 +114,10 @@ pub struct Waiter<S> {
     masked_until_ns: Option<u64>,
     /// The device interrupt is still on after a safety-timer wake, through the poll after it.
     armed_through_poll: bool,
+    /// Batches of completions a safety-timer poll found that no interrupt has announced yet
+    /// (late or lost: see [`Self::pay_owed`] and [`Self::owed_are_lost`]); the device interrupt
+    /// stays on while any are owed.
+    owed: u64,
 }
 
 impl<S: InterruptSource> Waiter<S> {
@@ -130,6 +137,7 @@ impl<S: InterruptSource> Waiter<S> {
             window_completions: 0,
             masked_until_ns: None,
             armed_through_poll: false,
+            owed: 0,
         }
     }
 
@@ -175,6 +183,30 @@ impl<S: InterruptSource> Waiter<S> {
                 Wake::Unjudged
             };
             false
+        }
+    }
+
+    /// Interrupts seen (`fresh`) while completions found by the safety timer still await theirs:
+    /// each pays for one such batch (late, not lost and not spurious). Returns what is left.
+    fn pay_owed(&mut self, fresh: u64) -> u64 {
+        let paid = fresh.min(self.owed);
+        if paid > 0 {
+            self.owed -= paid;
+            log::debug!("irq: {paid} interrupt(s) announced completions the safety timer found");
+        }
+        fresh - paid
+    }
+
+    /// A halt ended by the safety timer: batches still owed an interrupt waited a whole safety
+    /// period for it, so they are lost.
+    fn owed_are_lost(&mut self) {
+        if self.owed > 0 {
+            self.stats.lost += self.owed;
+            log::debug!(
+                "irq: {} batch(es) found by the safety timer were never announced",
+                self.owed
+            );
+            self.owed = 0;
         }
     }
 
@@ -226,6 +258,7 @@ impl<S: InterruptSource> CompletionWait for Waiter<S> {
     fn completed(&mut self, found: usize, device: &mut dyn CompletionInterrupt) {
         let mut fresh = self.account();
         if self.wake == Wake::SafetyTimer {
+            self.owed_are_lost();
             self.stats.safety_recoveries += 1;
             if fresh == 0 {
                 // The interrupt was still on through the poll: one raised for these
@@ -234,25 +267,39 @@ impl<S: InterruptSource> CompletionWait for Waiter<S> {
                 fresh = self.account();
             }
             if fresh == 0 {
-                self.stats.lost += 1;
+                // Still nothing, but the message may land later: under TCG the device thread
+                // writes the ring before it raises the message. These completions are owed an
+                // interrupt, with the interrupt left on: one that comes before the next halt
+                // ends on the safety timer pays, otherwise they are lost.
+                self.owed += 1;
                 log::debug!(
-                    "irq: the safety timer found {found} completion(s) no interrupt announced"
+                    "irq: the safety timer found {found} completion(s) no interrupt announced yet"
                 );
             } else {
                 log::debug!("irq: {found} completion(s) announced after the safety timer (late)");
             }
         }
-        self.disarm_after_poll(device);
+        if self.owed == 0 {
+            self.disarm_after_poll(device);
+        }
         self.wake = Wake::Unjudged;
         self.idle_since_ns = None;
         self.window_completions += found as u64;
     }
 
     fn idle(&mut self, device: &mut dyn CompletionInterrupt) -> Idle {
-        self.disarm_after_poll(device);
-        let now = self.source.now_ns();
         let fresh = self.account();
-        if self.wake == Wake::Interrupt {
+        // An interrupt after which the poll found nothing: the late one of completions the
+        // safety timer found, if any are owed one, else spurious.
+        let unexplained = self.pay_owed(fresh);
+        if self.wake == Wake::SafetyTimer {
+            self.owed_are_lost();
+        }
+        if self.owed == 0 {
+            self.disarm_after_poll(device);
+        }
+        let now = self.source.now_ns();
+        if self.wake == Wake::Interrupt && unexplained > 0 {
             self.stats.spurious += 1;
         }
         self.wake = Wake::Unjudged;

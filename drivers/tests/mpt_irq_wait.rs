@@ -205,8 +205,14 @@ fn a_lost_interrupt_is_recovered_by_the_safety_timer_and_counted() {
     bench.ioc.model().msi.lose_next = 1;
     bench.submit(1);
     assert_eq!(bench.run_until(1, 100).0, 1);
+    assert_eq!(bench.stats().lost, 0, "not yet: the message may still land");
+    // Confirmed once the next halt, with nothing else to do, ends on the safety timer too.
+    for _ in 0..2 {
+        let _ = bench.waiter.idle(&mut HostInterrupt::new(&mut bench.host));
+    }
     let stats = bench.stats();
     assert_eq!(stats.lost, 1);
+    assert_eq!(stats.safety_recoveries, 1);
     assert_eq!(stats.interrupts, 0);
     assert!(
         stats.halted_ns >= WaitConfig::default().safety_ns,

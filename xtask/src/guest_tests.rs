@@ -16,6 +16,8 @@
 //!
 //! [test.result_at_least]     # optional: every RESULT line's numbers (see result_check.rs)
 //! irq_interrupts = 1
+//! [test.result_at_most]      # optional: every RESULT line's numbers at most this
+//! irq_lost = 0
 //! [test.result_equals]       # optional: every RESULT line's strings
 //! io_mode = "irq"
 //!
@@ -96,6 +98,9 @@ pub struct GuestTest {
     /// Every `RESULT` line's numeric fields must be at least these.
     #[serde(default)]
     pub result_at_least: BTreeMap<String, u64>,
+    /// Every `RESULT` line's numeric fields must be at most these.
+    #[serde(default)]
+    pub result_at_most: BTreeMap<String, u64>,
     /// Every `RESULT` line's string fields must be these.
     #[serde(default)]
     pub result_equals: BTreeMap<String, String>,
@@ -124,6 +129,7 @@ impl GuestTest {
             image_check: Vec::new(),
             count_insns: false,
             result_at_least: BTreeMap::new(),
+            result_at_most: BTreeMap::new(),
             result_equals: BTreeMap::new(),
             os: Os::Ours,
         }
@@ -301,6 +307,7 @@ pub fn judge(test: &GuestTest, outcome: &Outcome) -> Result<String, String> {
     if let Some(checked) = result_check::check(
         &outcome.report.results,
         &test.result_at_least,
+        &test.result_at_most,
         &test.result_equals,
     )? {
         detail = format!("{detail}; {checked}");

@@ -17,6 +17,7 @@
 //! name = "disk0"                      # image file target/images/<profile>-disk0.raw, drive id disk0
 //! size = "64M"
 //! format = "raw"                      # raw | qcow2 | null-co (no file; reads return zeroes)
+//! latency_ns = 10500000               # null-co only: each request completes this late
 //! device = "scsi-hd,bus=scsi0.0,scsi-id=0"   # `,drive=disk0` is appended
 //! ```
 
@@ -80,6 +81,10 @@ pub struct Disk {
     pub format: DiskFormat,
     /// The `-device` that exposes the drive, without `drive=`.
     pub device: String,
+    /// null-co only: QEMU's `latency-ns=`, how late each request completes (a slow device
+    /// without a slow host disk).
+    #[serde(default)]
+    pub latency_ns: Option<u64>,
     /// Size in bytes, from `size`.
     #[serde(skip)]
     pub size_bytes: u64,
@@ -177,6 +182,15 @@ pub fn parse(name: &str, text: &str, path: &Path) -> Result<Profile> {
                 "expected e.g. 64M, 1G, 4096",
             )
         })?;
+        if let Some(latency_ns) = disk.latency_ns
+            && disk.format != DiskFormat::NullCo
+        {
+            return Err(invalid(
+                "disk.latency_ns",
+                latency_ns.to_string(),
+                "only a null-co disk has a latency",
+            ));
+        }
     }
     let mut names: Vec<&str> = profile
         .disks

@@ -223,8 +223,11 @@ impl<'a> Machine<'a> {
                 command.args([
                     "-blockdev",
                     &format!(
-                        "driver=null-co,node-name={},size={},read-zeroes=on",
-                        disk.name, disk.size_bytes
+                        "driver=null-co,node-name={},size={},read-zeroes=on{}",
+                        disk.name,
+                        disk.size_bytes,
+                        disk.latency_ns
+                            .map_or(String::new(), |ns| format!(",latency-ns={ns}"))
                     ),
                 ]);
             }

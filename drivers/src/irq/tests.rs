@@ -200,7 +200,11 @@ fn run_on(
         if found > 0 {
             completed += found;
             waiter.completed(found, device.as_mut());
-            assert!(!world.borrow().armed, "interrupt left on after a poll");
+            // On only while completions found by the safety timer await their interrupt.
+            assert!(
+                !world.borrow().armed || waiter.owed > 0,
+                "interrupt left on after a poll"
+            );
             continue;
         }
         if waiter.idle(device.as_mut()) == Idle::Spin {
@@ -211,7 +215,7 @@ fn run_on(
         // Only the poll right after a safety-timer wake runs with the interrupt on, so a
         // completion it finds can still be announced.
         assert!(
-            !world.borrow().armed || waiter.armed_through_poll,
+            !world.borrow().armed || waiter.armed_through_poll || waiter.owed > 0,
             "interrupt left on while polling"
         );
     }
@@ -242,7 +246,9 @@ fn announced_completions_wake_the_halt_and_count_nothing_wrong() {
 
 #[test]
 fn a_lost_interrupt_is_recovered_by_the_safety_timer_and_counted() {
-    let run = run(IoMode::Irq, &[(MS, SILENT), (20 * MS, DONE)], None);
+    // Found by the safety timer at 10 ms; the next halt ends on the timer too (20 ms) with no
+    // interrupt for it: lost. The next command completes with its interrupt at 35 ms.
+    let run = run(IoMode::Irq, &[(MS, SILENT), (35 * MS, DONE)], None);
     let stats = run.waiter.stats();
     assert_eq!(run.completed, 2);
     assert_eq!((stats.safety_recoveries, stats.lost), (1, 1), "{stats:?}");
@@ -374,4 +380,46 @@ fn a_completion_announced_just_after_the_safety_deadline_is_late_not_lost() {
     assert_eq!(stats.safety_recoveries, 1, "{stats:?}");
     assert_eq!(stats.lost, 0, "a late interrupt is no lost one: {stats:?}");
     assert_eq!(stats.interrupts, 1, "{stats:?}");
+}
+
+#[test]
+fn an_interrupt_that_lands_after_the_settle_window_but_before_the_next_halt_is_late() {
+    // Under TCG the device thread writes the used ring, then raises the message: the poll after
+    // the safety timer can see the completion, and even the one-instruction window can close,
+    // before the message lands (the guest test `virtio-scsi-late-completions` saw 4 such in 200
+    // commands, each counted lost and then, when it landed during the next halt, spurious).
+    // Here it lands 3 us after the completion, past the 2 us settle window of the poll that
+    // found it.
+    let deadline = WaitConfig::default().safety_ns;
+    let run = run(
+        IoMode::Irq,
+        &[
+            (deadline, SILENT),
+            (deadline + 3_000, Event::Announce),
+            (deadline + 5 * MS, DONE),
+        ],
+        None,
+    );
+    let stats = run.waiter.stats();
+    assert_eq!(run.completed, 2);
+    assert_eq!(stats.safety_recoveries, 1, "{stats:?}");
+    assert_eq!(stats.lost, 0, "a late interrupt is no lost one: {stats:?}");
+    assert_eq!(stats.spurious, 0, "nor a spurious one: {stats:?}");
+    assert_eq!(stats.interrupts, 2, "{stats:?}");
+}
+
+#[test]
+fn an_interrupt_that_never_comes_is_lost_once_a_whole_safety_period_passed() {
+    let deadline = WaitConfig::default().safety_ns;
+    // Owed an interrupt from 10 ms; the next halt ends on the timer at 20 ms: lost. Until then
+    // it is not counted (a message may land late).
+    let run = run(
+        IoMode::Irq,
+        &[(deadline, SILENT), (deadline + 15 * MS, DONE)],
+        None,
+    );
+    let stats = run.waiter.stats();
+    assert_eq!(run.completed, 2);
+    assert_eq!((stats.safety_recoveries, stats.lost), (1, 1), "{stats:?}");
+    assert_eq!((stats.spurious, stats.interrupts), (0, 1), "{stats:?}");
 }

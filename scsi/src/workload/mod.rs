@@ -200,6 +200,7 @@ impl WorkloadReport {
             .str("io_mode", self.io_mode.name())
             .u64("irq_interrupts", self.irq.interrupts)
             .u64("irq_spurious", self.irq.spurious)
+            .u64("irq_safety_recoveries", self.irq.safety_recoveries)
             .u64("irq_lost", self.irq.lost)
             .u64("irq_storms", self.irq.storms)
             .u64("irq_halts", self.irq.halts)
