@@ -122,6 +122,17 @@ where
         self.end(tag, result, data, sense, out);
     }
 
+    /// Gives back the chain objects a `multi:K` command took with its buffer.
+    #[inline(never)]
+    fn free_extras(&mut self, tag: Tag) {
+        let mut extra = core::mem::take(&mut self.slots[usize::from(tag.0)].extra);
+        for element in extra.drain(..) {
+            self.sense.free_extra(tag, element);
+        }
+        self.sense_frees += 1;
+        self.slots[usize::from(tag.0)].extra = extra;
+    }
+
     /// [`Self::complete`] with the command's buffers already out of its slot: `sense` is
     /// `None` when the host kept (leaked) it after a reset the device did not confirm (the
     /// device may still write it; it stays counted as in use, which is what it is), and the
@@ -138,15 +149,10 @@ where
             self.sense.free_for(tag, buf);
             self.sense_frees += 1;
         }
-        let mut extra = core::mem::take(&mut self.slots[usize::from(tag.0)].extra);
-        if !extra.is_empty() {
-            for element in extra.drain(..) {
-                self.sense.free_extra(tag, element);
-            }
-            self.sense_frees += 1;
+        if !self.slots[usize::from(tag.0)].extra.is_empty() {
+            self.free_extras(tag);
         }
         let slot = &mut self.slots[usize::from(tag.0)];
-        slot.extra = extra;
         slot.state = SlotState::Free;
         let user_data = slot.user_data;
         let device = &mut self.devices[usize::from(slot.device)];

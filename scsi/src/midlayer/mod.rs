@@ -346,7 +346,21 @@ where
     /// back before the command parks, as `sg_alloc_table_chained` frees the chunks it got when
     /// a later one fails. Otherwise two commands each holding part of what both need would
     /// wait for each other forever, whatever the reserve's size. Returns whether it got all.
+    #[inline(always)]
     fn take_elements(&mut self, tag: Tag) -> bool {
+        if self.extra_per_command != 0 {
+            return self.take_elements_multi(tag);
+        }
+        let Some(sense) = self.sense.alloc_for(tag) else {
+            return false;
+        };
+        self.slots[usize::from(tag.0)].sense = Some(sense);
+        true
+    }
+
+    /// [`Self::take_elements`] for commands that take chain objects besides their buffer.
+    #[inline(never)]
+    fn take_elements_multi(&mut self, tag: Tag) -> bool {
         let Some(sense) = self.sense.alloc_for(tag) else {
             return false;
         };

@@ -308,7 +308,17 @@ where
 
     /// Takes the buffer for the command with `tag`: its own in `pertag` mode, else as
     /// [`alloc`](Self::alloc). `None` means "wait for a free and try again".
+    #[inline(always)]
     pub fn alloc_for(&mut self, tag: Tag) -> Option<A::Element> {
+        if let Backend::Pertag { .. } = &self.backend {
+            return self.alloc_pertag(tag);
+        }
+        self.alloc()
+    }
+
+    /// [`alloc_for`](Self::alloc_for) in `pertag` mode.
+    #[inline(never)]
+    fn alloc_pertag(&mut self, tag: Tag) -> Option<A::Element> {
         let Backend::Pertag { slab, by_tag, .. } = &mut self.backend else {
             return self.alloc();
         };
@@ -336,7 +346,17 @@ where
     /// Gives back the buffer of the command with `tag`: to the tag in `pertag` mode (a tag
     /// beyond the table, or one whose slot is taken, sends it to the slab), else as
     /// [`free`](Self::free).
+    #[inline(always)]
     pub fn free_for(&mut self, tag: Tag, buf: A::Element) {
+        if let Backend::Pertag { .. } = &self.backend {
+            return self.free_pertag(tag, buf);
+        }
+        self.free(buf)
+    }
+
+    /// [`free_for`](Self::free_for) in `pertag` mode.
+    #[inline(never)]
+    fn free_pertag(&mut self, tag: Tag, buf: A::Element) {
         let Backend::Pertag { slab, by_tag, .. } = &mut self.backend else {
             return self.free(buf);
         };
@@ -351,18 +371,30 @@ where
     }
 
     /// Takes a buffer without waiting; `None` means "wait for a free and try again".
+    #[inline(always)]
     pub fn alloc(&mut self) -> Option<A::Element> {
+        // `mempool_alloc`'s fast path is the allocator alone; only when it fails does the
+        // mempool machinery (retry, then the reserve) run. Calling the slab first here keeps
+        // pools' per-call atomic statistics off the per-command path, and keeping this test
+        // inline keeps the per-command path free of a call and a jump table.
+        if let Backend::Mempool(pool) = &self.backend
+            && let Some(buf) = pool.allocator().inner.try_alloc()
+        {
+            self.stats.slab_allocs += 1;
+            self.stats.in_use += 1;
+            return Some(buf);
+        }
+        self.alloc_slow()
+    }
+
+    /// [`alloc`](Self::alloc) past its fast path: every mode but `mempool`, and `mempool`
+    /// after the allocator failed once.
+    #[inline(never)]
+    fn alloc_slow(&mut self) -> Option<A::Element> {
         let got = match &mut self.backend {
             Backend::Slab(slab) => slab.try_alloc().inspect(|_| self.stats.slab_allocs += 1),
             Backend::Mempool(pool) => {
-                // `mempool_alloc`'s fast path is the allocator alone; only when it fails does
-                // the mempool machinery (retry, then the reserve) run. Calling the slab first
-                // here keeps pools' per-call atomic statistics off the per-command path.
-                if let Some(buf) = pool.allocator().inner.try_alloc() {
-                    self.stats.slab_allocs += 1;
-                    self.stats.in_use += 1;
-                    return Some(buf);
-                }
+                // The allocator alone just failed (in `alloc`): the mempool machinery runs.
                 let before = pool.allocator().allocs.get();
                 let got = pool.alloc(AllocMode::NoWait).ok();
                 if got.is_some() {
@@ -412,18 +444,27 @@ where
     }
 
     /// Gives a buffer back: to the reserve if it is short, else to the slab.
+    #[inline(always)]
     pub fn free(&mut self, buf: A::Element) {
         self.stats.in_use -= 1;
+        if let Backend::Mempool(pool) = &self.backend
+            && self.stats.reserve_held >= self.min_nr
+        {
+            // Linux `mempool_free`'s lockless fast path: with the reserve full the element
+            // goes straight back to the allocator. This allocator is the mempool's only user,
+            // so its own count is exact.
+            pool.allocator().inner.free(buf);
+            return;
+        }
+        self.free_slow(buf);
+    }
+
+    /// [`free`](Self::free) past its fast path (`in_use` already counted down).
+    #[inline(never)]
+    fn free_slow(&mut self, buf: A::Element) {
         match &mut self.backend {
             Backend::Slab(slab) => slab.free(buf),
             Backend::Mempool(pool) => {
-                if self.stats.reserve_held >= self.min_nr {
-                    // Linux `mempool_free`'s lockless fast path: with the reserve full the
-                    // element goes straight back to the allocator. This allocator is the
-                    // mempool's only user, so its own count is exact.
-                    pool.allocator().inner.free(buf);
-                    return;
-                }
                 let before = pool.allocator().frees.get();
                 pool.free(buf);
                 if pool.allocator().frees.get() == before {
