@@ -19,6 +19,7 @@ mod checks;
 mod opts;
 mod pages;
 mod params;
+mod queue;
 mod resets;
 mod respond;
 
@@ -32,7 +33,7 @@ pub use resets::ResetStats;
 use crate::clock::Clock;
 use crate::host::{
     AbortFailed, CmdBuffers, Completed, DataDirection, HostError, HostResetFailed, HostTemplate,
-    QueueError, Refused, ResetFailed, ResetScope, ScsiCmd, ScsiHost,
+    Refused, ResetFailed, ResetScope, ScsiCmd, ScsiHost,
 };
 use crate::sense_alloc::SenseStorage;
 use crate::wire::{CdbBytes, Lun, SCSI_SENSE_BUFFERSIZE, Tag};
@@ -40,6 +41,7 @@ use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec;
 use alloc::vec::Vec;
+use queue::host_busy;
 
 /// Pending unit attention conditions of one logical unit, reported lowest bit first (Linux's
 /// `SDEBUG_UA_*` priority order).
@@ -289,54 +291,23 @@ impl<C: Clock, S: SenseStorage> ScsiHost<S> for ScsiDebug<C, S> {
         }
     }
 
-    fn queue_command(&mut self, mut cmd: ScsiCmd<S>) -> Result<(), Refused<S>> {
+    #[inline]
+    fn queue_command(&mut self, cmd: ScsiCmd<S>) -> Result<(), Refused<S>> {
         if self.outstanding() >= usize::from(self.params.host_can_queue()) {
-            let error = QueueError::HostBusy;
-            return Err(Refused {
-                error,
-                buffers: cmd.buffers,
-            });
+            return host_busy(cmd);
         }
         self.stats.commands += 1;
-        let lun_index = if cmd.target < self.params.num_tgts {
-            self.lun_index(cmd.target, cmd.lun)
-        } else {
-            None
-        };
-        let mut view = CmdView {
-            tag: cmd.tag,
-            target: cmd.target,
-            lun: cmd.lun,
-            cdb: &cmd.cdb,
-            direction: cmd.direction,
-            data: &mut cmd.buffers.data,
-            sense: &mut cmd.buffers.sense,
-        };
-        // A short ndelay includes the time spent answering (Linux `INCLUSIVE_TIMING_MAX_NS`).
-        let arrival_ns = (self.delay_ns != 0 && self.delay_ns < INCLUSIVE_TIMING_MAX_NS)
-            .then(|| self.clock.now_ns());
-        let Some(completion) = self.respond(&mut view, lun_index) else {
-            self.swallowed
-                .push((cmd.tag, lun_index.unwrap_or(usize::MAX), cmd.buffers));
+        let lun_index = self.lun_index(cmd.target, cmd.lun);
+        if self.delay_ns == 0
+            && let Some(completion) = self.respond_fake_rw(&cmd, lun_index)
+        {
+            self.ready
+                .push(Completed::returned(completion, cmd.buffers));
             return Ok(());
-        };
-        let completed = Completed::returned(completion, cmd.buffers);
-        let delay_ns = match self.delay_override_ns.take() {
-            None => self.delay_ns,
-            Some(delay_ns) => delay_ns,
-        };
-        if delay_ns == 0 {
-            self.ready.push(completed);
-        } else {
-            let due = arrival_ns.unwrap_or_else(|| self.clock.now_ns()) + delay_ns;
-            // Equal delays keep arrival order, so this is a push at the back unless a long
-            // (START STOP UNIT) or short answer was mixed in.
-            let at = self.pending.partition_point(|(d, _)| *d <= due);
-            self.pending.insert(at, (due, completed));
         }
+        self.answer(cmd, lun_index);
         Ok(())
     }
-
     fn poll(&mut self, done: &mut Vec<Completed<S>>) -> usize {
         let mut count = self.ready.len();
         if done.is_empty() {

@@ -363,6 +363,18 @@ impl Cdb {
         }
     }
 
+    /// Whether [`parse_rw`](Self::parse_rw) would decode `raw` (a READ/WRITE(10)/(16) at full
+    /// length), without decoding its fields: what a `fake_rw` target, which moves no data and
+    /// checks no range, needs to know.
+    #[inline]
+    pub fn is_rw(raw: &[u8]) -> bool {
+        match raw.first() {
+            Some(&(opcode::READ_10 | opcode::WRITE_10)) => raw.len() >= 10,
+            Some(&(opcode::READ_16 | opcode::WRITE_16)) => raw.len() >= 16,
+            _ => false,
+        }
+    }
+
     /// Decodes a CDB. Unknown opcodes give `UnsupportedOpcode`; short buffers `Truncated`.
     pub fn parse(raw: &[u8]) -> Result<Cdb, WireError> {
         let Some(&op) = raw.first() else {

@@ -127,6 +127,7 @@ proptest! {
             cdb.lba_range().map(|(lba, blocks)| (write, lba, blocks))
         });
         prop_assert_eq!(Cdb::parse_rw(&raw), slow);
+        prop_assert_eq!(Cdb::is_rw(&raw), slow.is_some());
     }
 
     #[test]
