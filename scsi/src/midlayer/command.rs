@@ -2,7 +2,7 @@
 
 use super::{DeviceId, ScsiError};
 use crate::host::DataDirection;
-use crate::wire::{Cdb, CdbBytes, Tag};
+use crate::wire::{BlockCount, Cdb, CdbBytes, Lba, Tag};
 use alloc::vec::Vec;
 
 /// Default command timeout (Linux `SD_TIMEOUT`, 30 s).
@@ -48,6 +48,37 @@ impl Request {
         Request {
             device,
             cdb: cdb.encode(),
+            direction,
+            data,
+            timeout_ns: DEFAULT_TIMEOUT_NS,
+            retries: DEFAULT_RETRIES,
+            user_data: 0,
+        }
+    }
+}
+
+impl Request {
+    /// A READ (or WRITE) of `blocks` at `lba` into (from) `data`, with default timeout and
+    /// retries: [`Request::new`] of `Cdb::read`/`Cdb::write`, with the CDB from the
+    /// per-command template ([`CdbBytes::rw`]).
+    #[inline]
+    pub fn rw(
+        device: DeviceId,
+        write: bool,
+        lba: Lba,
+        blocks: BlockCount,
+        data: Vec<u8>,
+    ) -> Request {
+        let direction = if write {
+            DataDirection::ToDevice
+        } else if data.is_empty() {
+            DataDirection::None
+        } else {
+            DataDirection::FromDevice
+        };
+        Request {
+            device,
+            cdb: CdbBytes::rw(write, lba, blocks),
             direction,
             data,
             timeout_ns: DEFAULT_TIMEOUT_NS,

@@ -72,6 +72,31 @@ impl CdbBytes {
         })
     }
 
+    /// READ or WRITE of `blocks` at `lba`: the same bytes as
+    /// `Cdb::read(lba, blocks).encode()` (or `Cdb::write`), written straight into a zeroed
+    /// READ/WRITE(10) template when the range fits its fields. The per-command encoder: it
+    /// builds no [`Cdb`] value and goes through no dispatch over the opcodes.
+    #[inline]
+    pub fn rw(write: bool, lba: Lba, blocks: BlockCount) -> CdbBytes {
+        let (Ok(lba32), Ok(blocks16)) = (u32::try_from(lba.0), u16::try_from(blocks.0)) else {
+            return if write {
+                Cdb::write(lba, blocks)
+            } else {
+                Cdb::read(lba, blocks)
+            }
+            .encode();
+        };
+        let mut bytes = [0u8; MAX_CDB_LEN];
+        bytes[0] = if write {
+            opcode::WRITE_10
+        } else {
+            opcode::READ_10
+        };
+        bytes[2..6].copy_from_slice(&lba32.to_be_bytes());
+        bytes[7..9].copy_from_slice(&blocks16.to_be_bytes());
+        CdbBytes { bytes, len: 10 }
+    }
+
     /// The CDB bytes.
     #[inline]
     pub fn as_slice(&self) -> &[u8] {

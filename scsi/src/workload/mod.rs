@@ -38,7 +38,7 @@ use crate::midlayer::{Disk, Done, Midlayer, MidlayerStats, Request, ScsiError};
 use crate::sense_alloc::{ReserveFailed, SenseMode, SenseStats, SenseStorage};
 use crate::target::{ParamError, ScsiDebug};
 use crate::wait::{IoMode, IrqStats};
-use crate::wire::{BlockCount, Cdb, Lba};
+use crate::wire::{BlockCount, Lba};
 use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
@@ -379,12 +379,7 @@ where
                 RwMode::RandRw => roll >> 63 == 1,
             };
             let count = BlockCount(blocks_per_io);
-            let cdb = if write {
-                Cdb::write(lba, count)
-            } else {
-                Cdb::read(lba, count)
-            };
-            let mut request = Request::new(disk.device, cdb, buf);
+            let mut request = Request::rw(disk.device, write, lba, count, buf);
             request.user_data = (u64::from(j) << 1) | u64::from(write);
             request.timeout_ns = job.timeout_ns;
             let submitted_ns = stack.clock().now_ns();

@@ -117,6 +117,18 @@ proptest! {
     }
 
     #[test]
+    fn rw_template_agrees_with_encode(write: bool, lba: u64, blocks: u32, small: bool) {
+        // Half the cases inside READ/WRITE(10)'s fields, where the template is used.
+        let (lba, blocks) = if small {
+            (Lba(lba & 0xffff_ffff), BlockCount(blocks & 0xffff))
+        } else {
+            (Lba(lba), BlockCount(blocks))
+        };
+        let cdb = if write { Cdb::write(lba, blocks) } else { Cdb::read(lba, blocks) };
+        prop_assert_eq!(CdbBytes::rw(write, lba, blocks), cdb.encode());
+    }
+
+    #[test]
     fn fast_rw_decode_agrees_with_parse(raw in proptest::collection::vec(any::<u8>(), 0..20), op in 0usize..5) {
         let mut raw = raw;
         if let Some(first) = raw.first_mut() {
