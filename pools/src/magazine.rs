@@ -116,7 +116,7 @@ impl<A: ElementAllocator> Magazine<A> {
 impl<A: ElementAllocator> ElementAllocator for Magazine<A> {
     type Element = A::Element;
 
-    #[inline]
+    #[inline(always)]
     fn try_alloc(&self) -> Option<A::Element> {
         if self.capacity == 0 {
             return self.inner.try_alloc();
@@ -133,7 +133,7 @@ impl<A: ElementAllocator> ElementAllocator for Magazine<A> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn free(&self, element: A::Element) {
         if self.capacity == 0 {
             return self.inner.free(element);

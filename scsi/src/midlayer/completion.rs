@@ -21,6 +21,7 @@ where
     /// Ends one host completion: the buffers go back into the slot, then the command is
     /// classified. A host that kept the buffers (the device may still write them) fails the
     /// command with `ResetFailed`, whatever else it said.
+    #[inline(always)]
     pub(super) fn finish(&mut self, completed: Completed<A::Element>, out: &mut Vec<Done>) {
         let Completed {
             completion,
@@ -136,7 +137,9 @@ where
     /// [`Self::complete`] with the command's buffers already out of its slot: `sense` is
     /// `None` when the host kept (leaked) it after a reset the device did not confirm (the
     /// device may still write it; it stays counted as in use, which is what it is), and the
-    /// caller then gets an empty data buffer.
+    /// caller then gets an empty data buffer. Inline, so that a GOOD completion's `Done` is
+    /// built in place in `out` rather than copied from the caller's frame.
+    #[inline(always)]
     fn end(
         &mut self,
         tag: Tag,

@@ -279,6 +279,7 @@ where
     }
 
     /// Submits a command. On `Ok` exactly one [`Done`] with this tag will come from `poll`.
+    #[inline(always)]
     pub fn submit(&mut self, request: Request) -> Result<Tag, Rejected> {
         let Some(device) = self
             .devices
@@ -314,22 +315,41 @@ where
         slot.lun = device.lun;
         slot.cdb = request.cdb;
         slot.direction = request.direction;
-        slot.data = request.data;
         slot.user_data = request.user_data;
         slot.timeout_ns = timeout_ns;
         slot.retries_left = request.retries;
         slot.attempts = 0;
         slot.recovered = false;
-        if !self.take_elements(tag) {
-            let slot = &mut self.slots[usize::from(tag.0)];
-            self.stats.sense_waits += 1;
-            slot.sense_gen = self.sense_frees;
-            slot.sense_wait_since_ns = self.now_ns;
-            self.park(tag, 0);
-        } else {
+        if self.extra_per_command == 0 {
+            // The common command: its buffer at once, and the data and sense buffers go
+            // straight into the host's command instead of through the slot.
+            if let Some(sense) = self.sense.alloc_for(tag) {
+                let data = request.data;
+                self.issue_with(tag, CmdBuffers { data, sense });
+                return Ok(tag);
+            }
+            self.slots[usize::from(tag.0)].data = request.data;
+            self.wait_for_sense(tag);
+            return Ok(tag);
+        }
+        self.slots[usize::from(tag.0)].data = request.data;
+        if self.take_elements_multi(tag) {
             self.issue(tag);
+        } else {
+            self.wait_for_sense(tag);
         }
         Ok(tag)
+    }
+
+    /// Parks a new command that could not take its elements from the sense pool.
+    #[cold]
+    #[inline(never)]
+    fn wait_for_sense(&mut self, tag: Tag) {
+        let slot = &mut self.slots[usize::from(tag.0)];
+        self.stats.sense_waits += 1;
+        slot.sense_gen = self.sense_frees;
+        slot.sense_wait_since_ns = self.now_ns;
+        self.park(tag, 0);
     }
 
     /// Makes every command take `elements` objects from the sense pool in one forward step:
@@ -408,6 +428,15 @@ where
             self.park(tag, 0);
             return;
         };
+        let data = core::mem::take(&mut slot.data);
+        self.issue_with(tag, CmdBuffers { data, sense });
+    }
+
+    /// Hands the command in `tag`'s slot to the host with `buffers`, which move into the host
+    /// with it; if the host is busy they come back into the slot and the command parks.
+    #[inline(always)]
+    fn issue_with(&mut self, tag: Tag, buffers: CmdBuffers<A::Element>) {
+        let slot = &mut self.slots[usize::from(tag.0)];
         slot.state = SlotState::InFlight;
         slot.attempts = slot.attempts.saturating_add(1);
         slot.deadline_ns = UNSTAMPED;
@@ -417,16 +446,20 @@ where
             lun: slot.lun,
             cdb: slot.cdb,
             direction: slot.direction,
-            buffers: CmdBuffers {
-                data: core::mem::take(&mut slot.data),
-                sense,
-            },
+            buffers,
         };
         if let Err(refused) = self.host.queue_command(cmd) {
-            self.take_back(tag, refused.buffers);
-            self.stats.requeues += 1;
-            self.park(tag, BUSY_DELAY_NS);
+            self.host_refused(tag, refused.buffers);
         }
+    }
+
+    /// The host had no room for the command: its buffers back into the slot, and it waits.
+    #[cold]
+    #[inline(never)]
+    fn host_refused(&mut self, tag: Tag, buffers: CmdBuffers<A::Element>) {
+        self.take_back(tag, buffers);
+        self.stats.requeues += 1;
+        self.park(tag, BUSY_DELAY_NS);
     }
 
     /// Puts buffers the host handed back into the slot of `tag`.
@@ -438,15 +471,16 @@ where
 
     /// Collects finished commands into `out` and returns how many were added. Also re-offers
     /// parked commands and aborts timed-out ones.
+    #[inline]
     pub fn poll(&mut self, out: &mut Vec<Done>) -> usize {
         let before = out.len();
-        out.append(&mut self.stash);
+        if !self.stash.is_empty() {
+            out.append(&mut self.stash);
+        }
         self.now_ns = self.clock.now_ns();
         let found = self.host.poll(&mut self.host_done);
-        if found > 0
-            && let Some(wait) = &mut self.wait
-        {
-            wait.completed(found, &mut HostInterrupt::new(&mut self.host));
+        if found > 0 && self.wait.is_some() {
+            self.wait_completed(found);
         }
         let mut done = core::mem::take(&mut self.host_done);
         for completed in done.drain(..) {
@@ -461,6 +495,14 @@ where
             self.sweep_timeouts(out);
         }
         out.len() - before
+    }
+
+    /// Tells the installed completion-wait policy that a poll found `found` completions.
+    #[inline(never)]
+    fn wait_completed(&mut self, found: usize) {
+        if let Some(wait) = &mut self.wait {
+            wait.completed(found, &mut HostInterrupt::new(&mut self.host));
+        }
     }
 
     /// Installs `wait` as the policy [`Self::idle`] follows (`io_mode=`); returns the one it

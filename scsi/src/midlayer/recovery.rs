@@ -19,6 +19,7 @@ impl<H: ScsiHost<A::Element>, A: ElementAllocator, C: Clock> Midlayer<H, A, C>
 where
     A::Element: SenseStorage,
 {
+    #[inline(never)]
     pub(super) fn run_deferred(&mut self, out: &mut Vec<Done>) {
         for _ in 0..self.deferred.len() {
             let Some(tag) = self.deferred.pop_front() else {
@@ -66,6 +67,7 @@ where
 
     /// Aborts in-flight commands past their deadline; escalates to a host reset if an abort
     /// fails. A timed-out command is retried while it has retries left.
+    #[inline(never)]
     pub(super) fn sweep_timeouts(&mut self, out: &mut Vec<Done>) {
         for index in 0..self.slots.len() {
             let slot = &mut self.slots[index];

@@ -291,7 +291,7 @@ impl<C: Clock, S: SenseStorage> ScsiHost<S> for ScsiDebug<C, S> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn queue_command(&mut self, cmd: ScsiCmd<S>) -> Result<(), Refused<S>> {
         if self.outstanding() >= usize::from(self.params.host_can_queue()) {
             return host_busy(cmd);
