@@ -4,7 +4,8 @@
 //! - `layout`: RAM split per NUMA node between the talc heap and the DMA frame allocator;
 //! - `heap`: the talc global allocator (bootstrap arena, then the RAM `layout` gives it);
 //! - `frames` and `node_frames`: the frame bitmap and one allocator per node (pure);
-//! - `dma`: `DmaFrames`, the frames as the `pools` backing every dmapool and slab uses.
+//! - `dma`: `DmaFrames`, the frames as the `pools` backing every dmapool and slab uses;
+//! - `node_local`: one value in frames of one node (a per-node pool's own structure).
 
 pub mod frames;
 pub mod memmap;
@@ -26,3 +27,5 @@ pub mod heap;
     reason = "handing RAM ranges from the memory map to the heap and the frame allocators"
 )]
 pub mod layout;
+#[cfg(target_os = "none")]
+pub mod node_local;
