@@ -28,4 +28,8 @@ pub mod heap;
 )]
 pub mod layout;
 #[cfg(target_os = "none")]
+#[expect(
+    unsafe_code,
+    reason = "placing one value in frames of a node and dropping it there"
+)]
 pub mod node_local;

@@ -30,6 +30,7 @@ mod irq;
     reason = "writing DMA chunks through their CPU pointers and freeing them back"
 )]
 mod memory;
+mod numa_lookups;
 #[expect(
     unsafe_code,
     reason = "writing and reading tags in DMA blocks through their CPU pointers"
@@ -153,6 +154,11 @@ pub const TESTS: &[GuestTest] = &[
         name: "numa-pool-set-stress",
         expect: Expect::Pass,
         run: numa_pools::numa_pool_set_stress,
+    },
+    GuestTest {
+        name: "numa-pool-lookups",
+        expect: Expect::Pass,
+        run: numa_lookups::numa_pool_lookups,
     },
     GuestTest {
         name: "irq-vector-counts",

@@ -24,7 +24,7 @@ use workloads::Rng;
 type Set = NodePoolSet<Scalable<Frames, SideStack>, CountingSpinLock>;
 
 /// The calling CPU's node, as the kernel knows it.
-struct ThisCpu;
+pub(super) struct ThisCpu;
 
 impl CurrentNode for ThisCpu {
     fn current_node(&self) -> NodeId {
@@ -32,11 +32,11 @@ impl CurrentNode for ThisCpu {
     }
 }
 
-fn text(err: PoolError) -> String {
+pub(super) fn text(err: PoolError) -> String {
     err.to_string()
 }
 
-fn setup() -> Result<(Frames, u16, Set), String> {
+pub(super) fn setup() -> Result<(Frames, u16, Set), String> {
     let frames = crate::memory::dma::frames().ok_or("no DMA frame allocator")?;
     let nodes = smp::topology().map_or(1, |topology| topology.nodes.max(1));
     let set = Set::create(&PoolConfig::new("numa-set", 128).align(16), nodes, |_| {
@@ -47,7 +47,7 @@ fn setup() -> Result<(Frames, u16, Set), String> {
 }
 
 /// Where the frames of `addr` are, by the SRAT and by the frame allocator's arenas.
-fn node_of(frames: Frames, addr: u64) -> (Option<NodeId>, Option<NodeId>) {
+pub(super) fn node_of(frames: Frames, addr: u64) -> (Option<NodeId>, Option<NodeId>) {
     let srat = smp::topology().map(|topology| topology.node_of_addr(addr));
     (srat, frames.nodes().node_of(addr))
 }
