@@ -131,8 +131,8 @@ enum BenchCommand {
     Linux(bench::linux::Options),
     /// Sense buffers from slab vs mempool:2 vs prealloc (can_queue=1519), alternating.
     SenseReserve(bench::sense_reserve::Options),
-    /// A dmapool alloc/free storm from every CPU: one shared pool vs per-node pools (numa2
-    /// profile), with each pool's lock contention.
+    /// A dmapool alloc/free storm from every CPU: one shared pool vs per-node pools in the
+    /// numa2x2, numa2, numa4x1 and numa1x4 profiles, with each pool's lock contention.
     Numa(bench::numa::Options),
     /// Sequential and random 4 KiB (and 1 MiB) reads from the host through the guest's NBD
     /// server over QEMU user networking (informational).

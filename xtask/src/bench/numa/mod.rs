@@ -1,24 +1,42 @@
 //! `cargo xtask bench numa`: a dmapool alloc/free storm from every CPU at once, one shared pool
-//! against a per-node pool set (the 2025 NVMe change that split the PRP-list pools per node).
+//! against per-node pools (the 2025 NVMe change that split the PRP-list pools per node), in the
+//! topologies that change the answer.
 //!
-//! One boot of the `numa2` profile (2 nodes × 1 CPU; xtask runs TCG multi-threaded at smp 2)
-//! with `workload=numa n=N`: each CPU allocates and frees up to N blocks of 128 B per run (a
-//! run ends after 20 ms, so the vCPUs overlap on a busy host), the two modes alternate over
-//! seven rounds after a warm-up, and every pool's counting spinlock reports
-//! acquisitions, contended acquisitions and TSC cycles spent waiting. Prints the per-mode and
-//! per-pool tables and the verdict against the target the design exists for (per-node at least
-//! halves the contended share and does not lose throughput), writes `target/bench/numa.json` and draws
-//! `numa.svg` (median ops/s per mode).
+//! One boot per profile and block size (`workload=numa`, see the kernel's `workload::numa`):
+//! `numa2x2` (2 nodes × 2 vCPUs, where each node's pool is still shared), `numa2` (2 × 1),
+//! `numa4x1` and `numa1x4`, with 4 KiB and 256 B blocks (nvme-pci's PRP page pool and small
+//! pool). In each boot every CPU allocates 16 blocks at a time and frees them, handing 4 of each
+//! 16 to a CPU on another node to free; the modes `shared`, `per-node` and `per-node-local`
+//! (per-node with each pool's structure on its own node) rotate over seven rounds after a
+//! warm-up; then each mode runs once more one CPU at a time (`numa_solo`), which no lock can
+//! contend and no host load changes. Every pool's counting spinlock reports acquisitions,
+//! contended acquisitions and TSC cycles spent waiting.
+//!
+//! Four vCPU threads on a 2-core host take turns, so wall-clock contention here measures the
+//! host's scheduler: xtask samples the host CPU time QEMU got during each boot
+//! (`qemu_host_cpus`), and the tables lead with what load does not move: instructions per
+//! operation of the solo runs (`--count-insns`) and contended acquisitions per operation.
+//! Writes `target/bench/numa.json` and `numa.svg`.
 
+mod report;
+
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::plot::{self, BarChart};
-use super::{Column, Record, ResultSet, number};
+use serde_json::Value;
+
+use super::{Record, ResultSet, qemu_cpu};
 use crate::accel::AccelRequest;
 use crate::error::Result;
 use crate::guest::{Guest, Overrides};
 use crate::insns::{self, CountOptions};
 use crate::{profile, workspace};
+
+/// The profiles measured unless `--profile` says otherwise: the one per-node pools were made
+/// for first, then the one-CPU-per-node case the bench used to run, then the two extremes.
+pub const PROFILES: [&str; 4] = ["numa2x2", "numa2", "numa4x1", "numa1x4"];
+/// Block sizes: nvme-pci's PRP page pool and its small pool.
+pub const SIZES: [usize; 2] = [4096, 256];
 
 /// Options of `cargo xtask bench numa`.
 #[derive(Clone, Debug, clap::Args)]
@@ -29,6 +47,13 @@ pub struct Options {
     /// Runs of at most 20000 blocks per CPU.
     #[arg(long)]
     pub quick: bool,
+    /// QEMU profiles to boot (repeat or comma-separate); default numa2x2, numa2, numa4x1,
+    /// numa1x4.
+    #[arg(long = "profile", value_delimiter = ',')]
+    pub profiles: Vec<String>,
+    /// Block sizes in bytes (repeat or comma-separate); default 4096 and 256.
+    #[arg(long = "size", value_delimiter = ',')]
+    pub sizes: Vec<usize>,
     /// Accelerator for the guest.
     #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
     pub accel: AccelRequest,
@@ -45,230 +70,65 @@ pub struct Options {
 /// Runs the benchmark and reports it.
 pub fn run(options: &Options) -> Result<()> {
     let guest = Guest::prepare(options.accel, options.kernel.clone())?;
-    let profile = profile::load("numa2")?;
     let n = if options.quick { 20_000 } else { options.n };
     let plugin = options.count.plugin(&guest)?;
-    let overrides = Overrides {
-        timeout: Some(Duration::from_secs(options.timeout)),
-        kernel_args: Some(format!("workload=numa n={n} size=128 align=16")),
-        counting: insns::for_boot(plugin.as_deref(), false)?,
-        ..Overrides::default()
+    let profiles: Vec<String> = if options.profiles.is_empty() {
+        PROFILES.iter().map(|p| p.to_string()).collect()
+    } else {
+        options.profiles.clone()
     };
-    let mut records = super::run_guest_case(&guest, &profile, &overrides)?;
-    insns::add_ratios(
-        &mut records,
-        |r| text(r, "mode") == "shared",
-        |a, b| text(a, "bench") == "numa" && text(b, "bench") == "numa",
-    );
+    let sizes = if options.sizes.is_empty() {
+        SIZES.to_vec()
+    } else {
+        options.sizes.clone()
+    };
     let mut set = ResultSet::new("numa", "numa", "guest", Some(guest.accel.accel.to_string()));
-    set.extend(records);
-    report(set)
+    for name in &profiles {
+        let profile = profile::load(name)?;
+        for &size in &sizes {
+            let overrides = Overrides {
+                timeout: Some(Duration::from_secs(options.timeout)),
+                kernel_args: Some(format!("workload=numa n={n} size={size} align=16")),
+                counting: insns::for_boot(plugin.as_deref(), false)?,
+                ..Overrides::default()
+            };
+            let stop = AtomicBool::new(false);
+            let (records, samples) = std::thread::scope(|scope| {
+                let sampler = scope.spawn(|| qemu_cpu::sample_child(&stop));
+                let records = super::run_guest_case(&guest, &profile, &overrides);
+                stop.store(true, Ordering::Relaxed);
+                (records, sampler.join().unwrap_or_default())
+            });
+            let mut records = records?;
+            let host_cpus = boot_cpus(&samples);
+            for record in &mut records {
+                record.insert("profile".into(), Value::from(name.as_str()));
+                if let Some(cpus) = host_cpus {
+                    record.insert("qemu_host_cpus".into(), Value::from(cpus));
+                }
+            }
+            insns::add_ratios(
+                &mut records,
+                |r| text(r, "mode") == "shared",
+                |a, b| text(a, "bench") == text(b, "bench"),
+            );
+            set.extend(records);
+        }
+    }
+    report::report(&set, &workspace::output_dir("bench")?)
 }
 
-pub const MODE_COLUMNS: [Column<'static>; 11] = [
-    Column {
-        header: "mode",
-        key: "mode",
-    },
-    Column {
-        header: "cpus",
-        key: "cpus",
-    },
-    Column {
-        header: "nodes",
-        key: "nodes",
-    },
-    Column {
-        header: "ops/s (median)",
-        key: "ops_per_sec_median",
-    },
-    Column {
-        header: "ops/s (best)",
-        key: "ops_per_sec",
-    },
-    Column {
-        header: "lock acq",
-        key: "acquisitions",
-    },
-    Column {
-        header: "contended",
-        key: "contended",
-    },
-    Column {
-        header: "contended share",
-        key: "contended_share",
-    },
-    Column {
-        header: "wait cycles/op",
-        key: "wait_cycles_per_op",
-    },
-    Column {
-        header: "insns/op",
-        key: "insns_per_op",
-    },
-    Column {
-        header: "insns vs shared",
-        key: "insns_ratio",
-    },
-];
-
-pub const POOL_COLUMNS: [Column<'static>; 6] = [
-    Column {
-        header: "mode",
-        key: "mode",
-    },
-    Column {
-        header: "pool",
-        key: "pool",
-    },
-    Column {
-        header: "lock acq",
-        key: "acquisitions",
-    },
-    Column {
-        header: "contended",
-        key: "contended",
-    },
-    Column {
-        header: "contended share",
-        key: "contended_share",
-    },
-    Column {
-        header: "wait cycles",
-        key: "wait_cycles",
-    },
-];
-
-pub const RATIO_COLUMNS: [Column<'static>; 5] = [
-    Column {
-        header: "per-node/shared ops/s",
-        key: "throughput_ratio",
-    },
-    Column {
-        header: "shared contended",
-        key: "contended_share_shared",
-    },
-    Column {
-        header: "per-node contended",
-        key: "contended_share_per_node",
-    },
-    Column {
-        header: "share removed",
-        key: "contended_share_reduction",
-    },
-    Column {
-        header: "wait cycles shared",
-        key: "wait_cycles_shared",
-    },
-];
+/// Host CPUs QEMU used over its whole life (CPU seconds per wall second, two decimals): the
+/// storm is most of a boot, so this is what the vCPUs got while they stormed.
+fn boot_cpus(samples: &[qemu_cpu::Sample]) -> Option<f64> {
+    let (first, last) = (samples.first()?, samples.last()?);
+    let window = last.at.checked_duration_since(first.at)?;
+    if window.is_zero() {
+        return None;
+    }
+    qemu_cpu::cpus_over_last(samples, window).map(|cpus| (cpus * 100.0).round() / 100.0)
+}
 
 fn text<'a>(record: &'a Record, key: &str) -> &'a str {
     record.get(key).and_then(|v| v.as_str()).unwrap_or("")
-}
-
-/// The target the per-node design exists for: it at least halves the contended share and
-/// loses no throughput.
-pub fn verdicts(set: &ResultSet) -> Vec<String> {
-    let Some(ratio) = set.matching("bench", "numa_ratio").next() else {
-        return vec!["no numa_ratio result (one mode only?)".into()];
-    };
-    let throughput = number(ratio, "throughput_ratio").unwrap_or(0.0);
-    let shared = number(ratio, "contended_share_shared").unwrap_or(0.0);
-    let per_node = number(ratio, "contended_share_per_node").unwrap_or(0.0);
-    let halved = shared > 0.0 && per_node <= shared / 2.0;
-    let insns = |mode: &str| {
-        set.matching("mode", mode)
-            .find(|r| text(r, "bench") == "numa")
-            .and_then(|r| number(r, "insns_per_op"))
-    };
-    let mut lines = Vec::new();
-    if let (Some(shared), Some(per_node)) = (insns("shared"), insns("per-node")) {
-        lines.push(format!(
-            "instructions per alloc/free: {shared:.1} shared, {per_node:.1} per-node (per-node/shared {:.3}; lock spinning counts as instructions)",
-            per_node / shared
-        ));
-    }
-    lines.extend([
-        format!(
-            "contended share: {:.2}% shared, {:.2}% per-node: {} the halving target",
-            shared * 100.0,
-            per_node * 100.0,
-            if halved { "meets" } else { "misses" }
-        ),
-        format!(
-            "throughput per-node/shared: {throughput:.2}× (medians): {}",
-            if throughput >= 1.0 {
-                "no throughput lost"
-            } else {
-                "per-node is slower"
-            }
-        ),
-    ]);
-    lines
-}
-
-fn report(mut set: ResultSet) -> Result<()> {
-    super::print_tables(
-        &set.results,
-        &[
-            ("numa", &MODE_COLUMNS),
-            ("numa_pool", &POOL_COLUMNS),
-            ("numa_ratio", &RATIO_COLUMNS),
-        ],
-    );
-    println!();
-    for line in verdicts(&set) {
-        set.headline(line);
-    }
-    let dir = workspace::output_dir("bench")?;
-    let json = set.write_json(&dir)?;
-    let svg = dir.join(format!("{}.svg", set.file_stem));
-    let bars = set
-        .matching("bench", "numa")
-        .map(|r| {
-            (
-                format!("{} ({:.1}% contended)", text(r, "mode"), {
-                    number(r, "contended_share").unwrap_or(0.0) * 100.0
-                }),
-                number(r, "ops_per_sec_median").unwrap_or(0.0) / 1e6,
-            )
-        })
-        .collect();
-    let place = set.place_label();
-    plot::draw_bars(
-        &svg,
-        &BarChart {
-            title: format!("dmapool storm from every CPU: shared vs per-node pools, {place}"),
-            y_label: "million alloc+free ops/s (median of alternating rounds)".into(),
-            bars,
-        },
-    )?;
-    println!("wrote {} and {}", json.display(), svg.display());
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::console::parse_result;
-
-    fn set(shared: f64, per_node: f64, throughput: f64) -> ResultSet {
-        let mut set = ResultSet::new("numa", "numa", "guest", Some("tcg".into()));
-        let line = format!(
-            r#"{{"bench":"numa_ratio","throughput_ratio":{throughput},"contended_share_shared":{shared},"contended_share_per_node":{per_node}}}"#
-        );
-        set.extend([parse_result(&line).unwrap()]);
-        set
-    }
-
-    #[test]
-    fn verdict_needs_the_share_halved_and_no_throughput_lost() {
-        let good = verdicts(&set(0.40, 0.10, 1.3));
-        assert!(good[0].ends_with("meets the halving target"), "{good:?}");
-        assert!(good[1].ends_with("no throughput lost"), "{good:?}");
-        let bad = verdicts(&set(0.40, 0.30, 0.9));
-        assert!(bad[0].ends_with("misses the halving target"), "{bad:?}");
-        assert!(bad[1].ends_with("per-node is slower"), "{bad:?}");
-        assert!(verdicts(&set(0.0, 0.0, 1.0))[0].contains("misses"));
-    }
 }
