@@ -98,10 +98,17 @@ pub fn layout(stem: &str) -> Layout {
         ),
         "numa" => (
             "numa",
-            "Do per-node dmapools halve the lock contention of one shared pool when every CPU \
-             allocates and frees?",
-            "one boot per mode, medians inside the guest; the headlines compare the medians",
+            "Do per-node dmapools halve the lock contention of one shared pool when several \
+             CPUs share each node and frees cross nodes?",
+            "one boot per profile and block size; the modes rotate over seven rounds in it, and \
+             each mode row gives the median ops/s with the rounds' min and max; the solo rows \
+             are counts, which load does not move",
             vec![
+                only(
+                    "One CPU at a time (counts)",
+                    "numa_solo",
+                    &bench::numa::SOLO_COLUMNS,
+                ),
                 only("Modes", "numa", &bench::numa::MODE_COLUMNS),
                 only("Pools", "numa_pool", &bench::numa::POOL_COLUMNS),
                 only("Ratio", "numa_ratio", &bench::numa::RATIO_COLUMNS),

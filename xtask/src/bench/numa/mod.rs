@@ -20,6 +20,8 @@
 
 mod report;
 
+pub use report::{MODE_COLUMNS, POOL_COLUMNS, RATIO_COLUMNS, SOLO_COLUMNS};
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -115,7 +117,7 @@ pub fn run(options: &Options) -> Result<()> {
             set.extend(records);
         }
     }
-    report::report(&set, &workspace::output_dir("bench")?)
+    report::report(set, &workspace::output_dir("bench")?)
 }
 
 /// Host CPUs QEMU used over its whole life (CPU seconds per wall second, two decimals): the

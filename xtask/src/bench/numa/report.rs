@@ -12,7 +12,7 @@ const fn col(header: &'static str, key: &'static str) -> Column<'static> {
 }
 
 /// The load-independent table first: one CPU at a time, so every figure is a count.
-const SOLO_COLUMNS: [Column<'static>; 9] = [
+pub const SOLO_COLUMNS: [Column<'static>; 9] = [
     col("profile", "profile"),
     col("size", "size"),
     col("mode", "mode"),
@@ -24,7 +24,8 @@ const SOLO_COLUMNS: [Column<'static>; 9] = [
     col("insns vs shared", "insns_ratio"),
 ];
 
-const MODE_COLUMNS: [Column<'static>; 13] = [
+/// Every CPU at once, per mode: medians and range over the rotated rounds.
+pub const MODE_COLUMNS: [Column<'static>; 13] = [
     col("profile", "profile"),
     col("size", "size"),
     col("mode", "mode"),
@@ -40,7 +41,8 @@ const MODE_COLUMNS: [Column<'static>; 13] = [
     col("lock wait share", "lock_wait_share"),
 ];
 
-const POOL_COLUMNS: [Column<'static>; 7] = [
+/// Each pool's counting lock over the whole storm.
+pub const POOL_COLUMNS: [Column<'static>; 7] = [
     col("profile", "profile"),
     col("size", "size"),
     col("mode", "mode"),
@@ -50,7 +52,8 @@ const POOL_COLUMNS: [Column<'static>; 7] = [
     col("wait cycles", "wait_cycles"),
 ];
 
-const RATIO_COLUMNS: [Column<'static>; 9] = [
+/// Per-node against shared, per boot (profile and block size).
+pub const RATIO_COLUMNS: [Column<'static>; 9] = [
     col("profile", "profile"),
     col("size", "size"),
     col("per-node/shared ops/s", "throughput_ratio"),
@@ -108,7 +111,7 @@ pub fn verdicts(set: &ResultSet) -> Vec<String> {
 }
 
 /// Prints the tables and verdicts, writes the JSON and the plot.
-pub fn report(set: &ResultSet, dir: &Path) -> Result<()> {
+pub fn report(mut set: ResultSet, dir: &Path) -> Result<()> {
     let ordered: Vec<Record> = TABLES
         .iter()
         .flat_map(|bench| set.matching("bench", bench).cloned())
@@ -129,12 +132,12 @@ pub fn report(set: &ResultSet, dir: &Path) -> Result<()> {
         ],
     );
     println!();
-    for line in verdicts(set) {
-        println!("{line}");
+    for line in verdicts(&set) {
+        set.headline(line);
     }
     let json = set.write_json(dir)?;
     let svg = dir.join(format!("{}.svg", set.file_stem));
-    plot::draw_grouped(&svg, &chart(set))?;
+    plot::draw_grouped(&svg, &chart(&set))?;
     println!("wrote {} and {}", json.display(), svg.display());
     Ok(())
 }
