@@ -4,6 +4,7 @@
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use pools::{NodeId, RawBlock};
 use spin::Mutex as SpinMutex;
@@ -75,6 +76,42 @@ pub enum Schedule {
     Solo,
 }
 
+/// Whose turn it is in a [`Schedule::Solo`] storm. The CPU whose turn begins records itself;
+/// a CPU about to touch the pools checks that the turn is its own. A CPU that works outside
+/// its turn is then caught whatever the timing (another CPU need not be in the pools at that
+/// instant for the check to fail), where the lock's contended count sees it only when two CPUs
+/// happen to overlap.
+struct TurnOwner {
+    schedule: Schedule,
+    owner: AtomicUsize,
+}
+
+impl TurnOwner {
+    fn new(schedule: Schedule) -> Self {
+        TurnOwner {
+            schedule,
+            owner: AtomicUsize::new(usize::MAX),
+        }
+    }
+
+    /// `cpu`'s turn begins (called after the barrier that ended the previous one).
+    fn begin(&self, cpu: usize) {
+        self.owner.store(cpu, Ordering::Release);
+    }
+
+    /// An error unless `cpu` may use the pools now: always in [`Schedule::Together`], only in
+    /// its own turn in [`Schedule::Solo`].
+    fn check(&self, cpu: usize, what: &str) -> Result<(), String> {
+        let owner = self.owner.load(Ordering::Acquire);
+        if self.schedule == Schedule::Solo && owner != cpu {
+            return Err(format!(
+                "CPU {cpu} {what} during CPU {owner}'s turn of a one-CPU-at-a-time run"
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Allocations per CPU in a [`Schedule::Solo`] run.
 pub const SOLO_BLOCKS: usize = 4096;
 
@@ -103,6 +140,7 @@ pub fn run(
     let inboxes: Vec<SpinMutex<Vec<Handed>>> = (0..cpus)
         .map(|_| SpinMutex::new(Vec::with_capacity(inbox_cap)))
         .collect();
+    let owner = TurnOwner::new(schedule);
     let runs = smp::run_on_each_cpu(|context| {
         let mut run = CpuRun::default();
         let turns = if schedule == Schedule::Solo { cpus } else { 1 };
@@ -111,6 +149,7 @@ pub fn run(
             if schedule == Schedule::Solo && turn != context.index {
                 continue;
             }
+            owner.begin(context.index);
             let start = time::now_ns();
             let limits = Limits {
                 blocks,
@@ -130,14 +169,21 @@ pub fn run(
             run.elapsed_ns = time::now_ns() - start;
         }
         // Once every CPU has stopped sending, what is left in the inbox is freed (counted in
-        // the lock's acquisitions, not in the timed operations).
-        barrier.wait();
-        for (block, _) in inboxes[context.index].lock().drain(..) {
-            if let Err(err) = pools.free(block) {
-                run.error
-                    .get_or_insert(format!("CPU {}: free: {err}", context.index));
+        // the lock's acquisitions, not in the timed operations). A solo run drains in turns
+        // too: a CPU whose turn came early receives its partner's blocks after that turn.
+        for turn in 0..turns {
+            barrier.wait();
+            if schedule == Schedule::Solo && turn != context.index {
+                continue;
             }
-            run.drained += 1;
+            owner.begin(context.index);
+            drain(
+                pools,
+                &inboxes[context.index],
+                &owner,
+                context.index,
+                &mut run,
+            );
         }
         run
     });
@@ -154,6 +200,28 @@ pub fn run(
         totals.cpu_ns += run.elapsed_ns;
     }
     Ok(totals)
+}
+
+/// Frees what waits in `cpu`'s inbox.
+fn drain(
+    pools: &Pools<'_>,
+    inbox: &SpinMutex<Vec<Handed>>,
+    owner: &TurnOwner,
+    cpu: usize,
+    run: &mut CpuRun,
+) {
+    let mut inbox = inbox.lock();
+    if !inbox.is_empty()
+        && let Err(err) = owner.check(cpu, "freed its inbox")
+    {
+        run.error.get_or_insert(err);
+    }
+    for (block, _) in inbox.drain(..) {
+        if let Err(err) = pools.free(block) {
+            run.error.get_or_insert(format!("CPU {cpu}: free: {err}"));
+        }
+        run.drained += 1;
+    }
 }
 
 /// One CPU's timed loop: batches of [`BATCH`] allocations, [`HANDOFF`] of each pushed to
