@@ -27,8 +27,10 @@
 //! DMA-capable slab object (`pools::SlabObject`, with its bus address for HBAs that DMA sense) or a
 //! plain heap box.
 
+mod shared;
 mod storage;
 
+pub use shared::SharedReserve;
 pub use storage::{Failing, HeapSense, Reclaim, SenseStorage, SlabSense};
 
 use crate::wire::{SCSI_SENSE_BUFFERSIZE, Tag};

@@ -53,6 +53,12 @@ pub trait Reclaim {
     }
 }
 
+impl<T: Reclaim + ?Sized> Reclaim for &T {
+    fn reclaim(&self) -> usize {
+        (**self).reclaim()
+    }
+}
+
 impl<'cache, B: pools::Backing, R: lock_api::RawMutex> Reclaim for SlabSense<'cache, B, R> {
     fn reclaim(&self) -> usize {
         self.cache.shrink()

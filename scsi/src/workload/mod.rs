@@ -29,7 +29,7 @@ pub use matrix::{
 pub use params::{JobParams, Limit, RwMode, WorkloadParams};
 pub use pressure::{
     CacheNeighbour, DEFAULT_MEM_BUDGET_PAGES, MULTI_MAX_ELEMENTS, NEIGHBOUR_OBJECTS, Neighbour,
-    Pressure, PressureMode, WRITEBACK_WRITES_PER_PAGE, mem_budget_pages,
+    Pressure, PressureMode, SHARED_MAX_HOLDERS, WRITEBACK_WRITES_PER_PAGE, mem_budget_pages,
 };
 
 use crate::clock::Clock;
@@ -73,6 +73,12 @@ pub enum WorkloadError {
     /// The scan found no disk to run on.
     #[error("scan found no disk")]
     NoDisk,
+    /// A second host's commands did not come back after its device recovered and a host reset.
+    #[error("{outstanding} commands of the failing host did not complete after its reset")]
+    Drain {
+        /// Commands still outstanding.
+        outstanding: usize,
+    },
     /// The sense slab could not be created (its backing refused the cache's metadata).
     #[error("cannot create the scsi_sense_cache slab: {0}")]
     SenseSlab(pools::PoolError),

@@ -15,6 +15,11 @@
 //!   gives back one page per K completed writes (default 32). This case runs `rw=randwrite`.
 //! - `multi:K`: `writeback`, with every command taking K objects from the sense pool in one
 //!   forward step (its sense buffer and K − 1 chain objects, all or none).
+//! - `shared[:H]`: `writeback`, with a second host A on the same sense pool (one reserve for
+//!   both, as Linux's `sg_pool` mempools serve every host) whose device answers nothing
+//!   (scsi_debug `every_nth=1 opts=4`): from the moment pressure starts A keeps H commands
+//!   in error handling, each holding the element it took, while the measured host B writes
+//!   back (see `matrix::shared`).
 //!
 //! Pressure starts in steady state: the job first completes twice its queue depth with
 //! nothing taken away, so commands are in flight (with scsi_debug's `delay`/`ndelay` keeping
@@ -34,6 +39,8 @@ pub use super::neighbour::{CacheNeighbour, NEIGHBOUR_OBJECTS, Neighbour};
 
 /// The most objects one step of `multi:K` takes.
 pub const MULTI_MAX_ELEMENTS: u32 = 16;
+/// The most commands host A keeps in error handling under `shared:H`.
+pub const SHARED_MAX_HOLDERS: u32 = 16;
 
 /// Pages given back per this many completed writes, when `writeback` names no K.
 pub const WRITEBACK_WRITES_PER_PAGE: u32 = 32;
@@ -62,19 +69,26 @@ pub enum PressureMode {
         /// Objects per forward step (K ≥ 2).
         elements_per_step: u32,
     },
+    /// `writeback`, with a second host on the same pool keeping commands in error handling.
+    Shared {
+        /// Commands the failing host keeps in error handling, each holding its element (H).
+        holders: u32,
+    },
 }
 
 impl PressureMode {
     /// Parses `none`, `fail:P` (0 ≤ P ≤ 1 as a decimal, e.g. `fail:0.01`), `writeback[:K]`
-    /// (1 ≤ K ≤ 1000000 writes per page) or `multi:K` (2 ≤ K ≤ 16 objects per step).
+    /// (1 ≤ K ≤ 1000000 writes per page), `multi:K` (2 ≤ K ≤ 16 objects per step) or
+    /// `shared[:H]` (1 ≤ H ≤ 16 commands in error handling, default 1).
     pub fn parse(text: &str) -> Result<PressureMode, ValueError> {
         let expected = || {
             ValueError::expected(
-                "none, fail:P with 0 <= P <= 1, writeback[:K] or multi:K with 2 <= K <= 16",
+                "none, fail:P with 0 <= P <= 1, writeback[:K], multi:K with 2 <= K <= 16 or shared[:H] with 1 <= H <= 16",
             )
         };
         match text {
             "none" => return Ok(PressureMode::None),
+            "shared" => return Ok(PressureMode::Shared { holders: 1 }),
             "writeback" => {
                 return Ok(PressureMode::Writeback {
                     writes_per_page: WRITEBACK_WRITES_PER_PAGE,
@@ -85,6 +99,10 @@ impl PressureMode {
         if let Some(k) = text.strip_prefix("multi:") {
             let elements_per_step = count(k, 2, u64::from(MULTI_MAX_ELEMENTS))?;
             return Ok(PressureMode::Multi { elements_per_step });
+        }
+        if let Some(h) = text.strip_prefix("shared:") {
+            let holders = count(h, 1, u64::from(SHARED_MAX_HOLDERS))?;
+            return Ok(PressureMode::Shared { holders });
         }
         if let Some(k) = text.strip_prefix("writeback:") {
             let writes_per_page = count(k, 1, 1_000_000)?;
@@ -120,6 +138,8 @@ impl PressureMode {
             PressureMode::Multi { elements_per_step } => {
                 alloc::format!("multi:{elements_per_step}")
             }
+            PressureMode::Shared { holders: 1 } => "shared".to_string(),
+            PressureMode::Shared { holders } => alloc::format!("shared:{holders}"),
         }
     }
 
@@ -131,11 +151,18 @@ impl PressureMode {
         }
     }
 
+    /// Whether the case writes (the write-back cases).
+    pub fn writes_back(self) -> bool {
+        self.writes_per_page().is_some()
+    }
+
     /// Completed writes per page the consumer gives back, for the cases that take memory away.
     fn writes_per_page(self) -> Option<u32> {
         match self {
             PressureMode::Writeback { writes_per_page } => Some(writes_per_page),
-            PressureMode::Multi { .. } => Some(WRITEBACK_WRITES_PER_PAGE),
+            PressureMode::Multi { .. } | PressureMode::Shared { .. } => {
+                Some(WRITEBACK_WRITES_PER_PAGE)
+            }
             PressureMode::None | PressureMode::Fail { .. } => None,
         }
     }
@@ -318,6 +345,8 @@ mod tests {
             "writeback:0",
             "multi:1",
             "multi:17",
+            "shared:0",
+            "shared:17",
             "oom",
             "",
         ] {
@@ -332,6 +361,8 @@ mod tests {
             "writeback:8",
             "multi:2",
             "multi:16",
+            "shared",
+            "shared:2",
         ] {
             assert_eq!(PressureMode::parse(name).unwrap().name(), name);
         }

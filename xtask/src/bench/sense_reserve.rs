@@ -1,7 +1,7 @@
 //! `cargo xtask bench sense-reserve`: how many sense-buffer reserve entries are enough. In one
 //! guest boot (`workload=sense-reserve`), every sense mode (`slab`, `mempool:1/2/3/4/16`,
 //! `pertag`, `prealloc` with can_queue 1519, `backup`) runs the same fake-rw job under each
-//! scenario (`none`, `fail:0.01`, `fail:0.5`, `writeback`, `multi:2`, `multi:3`, then
+//! scenario (`none`, `fail:0.01`, `fail:0.5`, `writeback`, `multi:2`, `multi:3`, `shared`, then
 //! `errors`: no pressure, RECOVERED ERROR every 50th command with `fake_rw=0`), in rotated
 //! rounds, with pressure applied in steady state and a neighbour sharing the sense cache.
 //! Reports per cell the verdict (OK, STALL or LIVELOCK) with the time to stall, the median IOPS
@@ -110,7 +110,7 @@ macro_rules! columns {
     };
 }
 
-pub const COLUMNS: [Column<'static>; 22] = columns![
+pub const COLUMNS: [Column<'static>; 23] = columns![
     "scenario" => "scenario",
     "sense" => "sense_mode",
     "verdict" => "verdict",
@@ -131,6 +131,7 @@ pub const COLUMNS: [Column<'static>; 22] = columns![
     "partial" => "partial_takes",
     "parked ns" => "parked_ns",
     "failed" => "failed",
+    "A held" => "held_by_host_a",
     "insns/IO" => "insns_per_op",
     "insns ratio" => "insns_ratio",
 ];
@@ -184,6 +185,7 @@ pub fn verdicts(set: &ResultSet) -> Vec<String> {
         });
     }
     lines.extend(multi_verdicts(set));
+    lines.extend(shared_verdicts(set));
     let fixed: Vec<String> = set
         .results
         .iter()
@@ -299,6 +301,62 @@ fn multi_verdicts(set: &ResultSet) -> Vec<String> {
         } else {
             format!(
                 "{scenario}: mempool:N completes exactly when N >= {k}: refuted by {}",
+                wrong.join(", ")
+            )
+        });
+    }
+    lines
+}
+
+/// `shared[:H]` (one reserve, two hosts; host A keeps H commands in error handling): the
+/// issue's expectation (mempool:1 stalls host B, mempool:2 and backup keep it moving), and
+/// whether mempool:N keeps B moving exactly when N > H.
+fn shared_verdicts(set: &ResultSet) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut scenarios: Vec<&str> = Vec::new();
+    for r in &set.results {
+        if field(r, "case").starts_with("shared") && !scenarios.contains(&field(r, "case")) {
+            scenarios.push(field(r, "case"));
+        }
+    }
+    for scenario in scenarios {
+        let holders: f64 = scenario
+            .strip_prefix("shared:")
+            .map_or(Some(1.0), |h| h.parse().ok())
+            .unwrap_or(0.0);
+        let verdict = |mode: &str| cell(set, scenario, mode).map(|r| field(r, "verdict"));
+        if holders == 1.0
+            && let (Some(one), Some(two), Some(backup)) = (
+                verdict("mempool:1"),
+                verdict("mempool:2"),
+                verdict("backup"),
+            )
+        {
+            let held = one != "OK" && two == "OK" && backup == "OK";
+            lines.push(format!(
+                "{scenario}: mempool:1 stalls host B ({one}), mempool:2 ({two}) and backup ({backup}) keep it moving: {}",
+                if held { "confirmed" } else { "refuted" }
+            ));
+        }
+        let wrong: Vec<String> = set
+            .results
+            .iter()
+            .filter(|r| field(r, "case") == scenario)
+            .filter_map(|r| {
+                let n: f64 = field(r, "sense_mode")
+                    .strip_prefix("mempool:")?
+                    .parse()
+                    .ok()?;
+                let completes = field(r, "verdict") == "OK" && number(r, "failed") == Some(0.0);
+                (completes != (n > holders))
+                    .then(|| format!("{} {}", field(r, "sense_mode"), field(r, "verdict")))
+            })
+            .collect();
+        lines.push(if wrong.is_empty() {
+            format!("{scenario}: mempool:N keeps host B moving exactly when N > {holders}: confirmed")
+        } else {
+            format!(
+                "{scenario}: mempool:N keeps host B moving exactly when N > {holders}: refuted by {}",
                 wrong.join(", ")
             )
         });
@@ -478,6 +536,10 @@ mod tests {
             r#"{"case":"multi:2","sense_mode":"mempool:2","verdict":"OK","failed":0}"#,
             r#"{"case":"multi:3","sense_mode":"mempool:2","verdict":"OK","failed":0}"#,
             r#"{"case":"multi:3","sense_mode":"backup","verdict":"LIVELOCK","failed":0}"#,
+            r#"{"case":"shared","sense_mode":"mempool:1","verdict":"STALL","failed":0}"#,
+            r#"{"case":"shared","sense_mode":"mempool:2","verdict":"OK","failed":0}"#,
+            r#"{"case":"shared","sense_mode":"backup","verdict":"OK","failed":0}"#,
+            r#"{"case":"shared:2","sense_mode":"mempool:2","verdict":"OK","failed":0}"#,
         ]);
         let lines = verdicts(&set);
         let line = |start: &str| {
@@ -504,6 +566,12 @@ mod tests {
             "{lines:?}"
         );
         assert!(line("pertag, prealloc and backup").contains("backup LIVELOCK in multi:3"));
+        assert!(
+            line("shared: mempool:1 stalls").ends_with("confirmed"),
+            "{lines:?}"
+        );
+        assert!(line("shared: mempool:N").ends_with("when N > 1: confirmed"));
+        assert!(line("shared:2: mempool:N").ends_with("refuted by mempool:2 OK"));
         assert!(line("prealloc pins").contains("48×"), "{lines:?}");
         assert!(
             line("prealloc holds").contains("759.5×")

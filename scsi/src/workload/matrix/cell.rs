@@ -103,6 +103,8 @@ pub struct Cell {
     pub pinned_pages: usize,
     /// The slab's page budget after the last round.
     pub budget: BudgetStats,
+    /// `shared:H`: the most elements the failing host A held at once (0 in other scenarios).
+    pub held_by_other_host: usize,
 }
 
 pub(super) fn median_min_max<T: Copy + PartialOrd>(values: &mut [T]) -> Option<[T; 3]> {
@@ -133,6 +135,7 @@ impl Cell {
             reserve_bytes: 0,
             pinned_pages: 0,
             budget: BudgetStats::default(),
+            held_by_other_host: 0,
         }
     }
 
@@ -256,6 +259,7 @@ impl Cell {
             .u64("refills_no_memory", self.budget.refills_no_memory)
             .u64("allocs_injected", self.budget.allocs_injected)
             .u64("pages_given_back", self.budget.given_back)
+            .u64("held_by_host_a", self.held_by_other_host as u64)
     }
 
     /// [`json_object`](Self::json_object) as text.

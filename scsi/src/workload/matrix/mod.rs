@@ -14,11 +14,12 @@
 //! still held are the cell's `pinned_pages`. Host example and guest kernel share this code.
 
 mod cell;
+mod shared;
 
 pub use cell::{Cell, Verdict, table_header};
 
 use super::pressure::{CacheNeighbour, Neighbour, Pressure, PressureMode};
-use super::{JobParams, Limit, RwMode, WorkloadError, WorkloadParams, run_with};
+use super::{JobParams, Limit, RwMode, WorkloadError, WorkloadParams, WorkloadReport, run_with};
 use crate::clock::Clock;
 use crate::midlayer::Midlayer;
 use crate::sense_alloc::{Reclaim, SenseMode, SlabSense};
@@ -87,13 +88,13 @@ pub struct Case {
 }
 
 /// The cases of `bench sense-reserve`: `none`, `fail:0.01`, `fail:0.5`, `writeback`,
-/// `multi:2`, `multi:3` (the last three with `rw=randwrite`), then `errors` (no pressure,
+/// `multi:2`, `multi:3`, `shared` (the last four with `rw=randwrite`), then `errors` (no pressure,
 /// `every_nth=50 opts=8 fake_rw=0` unless the command line injects its own). With
 /// `pressure=` given, that case alone.
 pub fn sense_reserve_cases(params: &WorkloadParams) -> Vec<Case> {
     let with = |pressure: PressureMode| {
         let mut params = params.clone();
-        if let PressureMode::Writeback { .. } | PressureMode::Multi { .. } = pressure {
+        if pressure.writes_back() {
             params.job.rw = RwMode::RandWrite;
         }
         Case {
@@ -118,6 +119,7 @@ pub fn sense_reserve_cases(params: &WorkloadParams) -> Vec<Case> {
         PressureMode::Multi {
             elements_per_step: 3,
         },
+        PressureMode::Shared { holders: 1 },
     ]
     .into_iter()
     .map(with)
@@ -153,17 +155,12 @@ where
     B: Backing + Copy,
     C: Clock + Clone,
 {
-    let can_queue = usize::from(params.target.host_can_queue());
-    let budgets: Vec<PageBudget> = (0..modes.len())
-        .map(|m| PageBudget::new(params.mem_budget_pages, 0, params.job.seed + m as u64))
-        .collect();
-    let mut caches = Vec::with_capacity(modes.len());
-    for budget in &budgets {
-        let config = SlabConfig::new("scsi_sense_cache", SCSI_SENSE_BUFFERSIZE);
-        let cache: SlabCache<_> = SlabCache::create(config, BudgetBacking::new(backing, budget))
-            .map_err(WorkloadError::SenseSlab)?;
-        caches.push(cache);
+    if let PressureMode::Shared { holders } = pressure {
+        return shared::run_shared_matrix(params, holders, modes, backing, clock, rounds);
     }
+    let can_queue = usize::from(params.target.host_can_queue());
+    let budgets = budgets(params, modes.len());
+    let caches = caches(&budgets, backing)?;
     let neighbours: Vec<Neighbour<_, _>> = caches.iter().map(Neighbour::new).collect();
     let mut stacks = Vec::with_capacity(modes.len());
     for ((mode, cache), budget) in modes.iter().zip(&caches).zip(&budgets) {
@@ -189,11 +186,63 @@ where
         .iter()
         .map(|m| Cell::new(pressure, *m, can_queue))
         .collect();
-    // Steady state: twice the queue depth completed before memory goes.
-    let steady_after = 2 * u64::from(params.job.numjobs) * u64::from(params.job.iodepth);
-    let mut iops: Vec<Vec<u64>> = alloc::vec![Vec::new(); modes.len()];
-    let mut ratios: Vec<Vec<f64>> = alloc::vec![Vec::new(); modes.len()];
-    let n = modes.len();
+    let steady_after = steady_after(&params.job);
+    run_rounds(&mut cells, rounds, |m| {
+        let (stack, disk) = &mut stacks[m];
+        let actor = &mut actors[m];
+        actor.begin(steady_after);
+        let report = run_with(stack, disk, &params.job, actor);
+        actor.relieve();
+        report
+    })?;
+    for (m, cell) in cells.iter_mut().enumerate() {
+        cell.reserve_bytes = stacks[m].0.sense_stats().reserve_bytes();
+        neighbours[m].release_all();
+        stacks[m].0.sense_allocator().slab().reclaim();
+        cell.pinned_pages = caches[m].stats().slabs;
+        cell.budget = budgets[m].stats();
+    }
+    Ok(cells)
+}
+
+/// One page budget per mode (`mem_budget=`), each with its own failure stream.
+fn budgets(params: &WorkloadParams, modes: usize) -> Vec<PageBudget> {
+    (0..modes)
+        .map(|m| PageBudget::new(params.mem_budget_pages, 0, params.job.seed + m as u64))
+        .collect()
+}
+
+/// One `scsi_sense_cache` per budget, its pages charged to that budget.
+fn caches<B: Backing + Copy>(
+    budgets: &[PageBudget],
+    backing: B,
+) -> Result<Vec<SlabCache<BudgetBacking<'_, B>>>, WorkloadError> {
+    budgets
+        .iter()
+        .map(|budget| {
+            let config = SlabConfig::new("scsi_sense_cache", SCSI_SENSE_BUFFERSIZE);
+            SlabCache::create(config, BudgetBacking::new(backing, budget))
+                .map_err(WorkloadError::SenseSlab)
+        })
+        .collect()
+}
+
+/// Completions before pressure starts: twice the job's queue depth (steady state).
+fn steady_after(job: &JobParams) -> u64 {
+    2 * u64::from(job.numjobs) * u64::from(job.iodepth)
+}
+
+/// Runs `rounds` rotated rounds (round r runs mode (k + r) mod n in position k; a mode whose
+/// verdict is no longer OK is skipped), `run_one(m)` running mode m's job once, and fills
+/// each cell's counts, its IOPS and its ratio to `cells[0]` in the same round.
+fn run_rounds(
+    cells: &mut [Cell],
+    rounds: u32,
+    mut run_one: impl FnMut(usize) -> Result<WorkloadReport, WorkloadError>,
+) -> Result<(), WorkloadError> {
+    let n = cells.len();
+    let mut iops: Vec<Vec<u64>> = alloc::vec![Vec::new(); n];
+    let mut ratios: Vec<Vec<f64>> = alloc::vec![Vec::new(); n];
     for round in 0..rounds.max(1) as usize {
         let mut round_iops: Vec<Option<u64>> = alloc::vec![None; n];
         for k in 0..n {
@@ -201,12 +250,7 @@ where
             if cells[m].verdict != Verdict::Ok {
                 continue;
             }
-            let (stack, disk) = &mut stacks[m];
-            let actor = &mut actors[m];
-            actor.begin(steady_after);
-            let report = run_with(stack, disk, &params.job, actor);
-            actor.relieve();
-            let report = report?;
+            let report = run_one(m)?;
             cells[m].add(&report);
             if report.stall.is_none() {
                 round_iops[m] = Some(report.iops());
@@ -224,13 +268,8 @@ where
     for (m, cell) in cells.iter_mut().enumerate() {
         cell.iops = median_min_max(&mut iops[m]).unwrap_or([0; 3]);
         cell.ratio_vs_slab = median_min_max(&mut ratios[m]);
-        cell.reserve_bytes = stacks[m].0.sense_stats().reserve_bytes();
-        neighbours[m].release_all();
-        stacks[m].0.sense_allocator().slab().reclaim();
-        cell.pinned_pages = caches[m].stats().slabs;
-        cell.budget = budgets[m].stats();
     }
-    Ok(cells)
+    Ok(())
 }
 
 #[cfg(test)]

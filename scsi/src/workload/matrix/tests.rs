@@ -186,3 +186,44 @@ fn a_failure_rate_reaches_allocations_served_by_a_warm_magazine() {
     assert!(cell(&cells, "slab").waits > 0, "{:?}", cell(&cells, "slab"));
     assert!(cell(&cells, "mempool:1").reserve_hits > 0);
 }
+
+/// `shared:H`: one reserve for two hosts. Host A's H commands, issued as the pressure starts,
+/// take the pool's reserve elements and hold them through their error handling; host B (the
+/// write-back job, with nothing in flight at that moment: its queue completed as one batch)
+/// then finds the reserve empty. A reserve of the pool's size N ≤ H stalls B for as long as A
+/// holds (the whole round here); N = H + 1 keeps B moving. Per-host reserves (`backup`,
+/// `pertag`, `prealloc`) never couple the hosts. (With each host given its own `mempool:N`
+/// instead of one shared pool, this failed: `mempool:1` was OK for B.)
+#[test]
+fn a_shared_reserve_needs_one_element_per_holder_in_error_handling_plus_one() {
+    for holders in [1usize, 2] {
+        let scenario = alloc::format!("shared:{holders}");
+        let cells = matrix("rw=randwrite ndelay=20000", &scenario);
+        for c in &cells {
+            let enough = match c.mode {
+                SenseMode::Mempool(n) => n > holders,
+                SenseMode::Pertag | SenseMode::Prealloc | SenseMode::Backup => true,
+                SenseMode::Slab => false,
+            };
+            if enough {
+                assert_eq!(c.verdict, Verdict::Ok, "{scenario} {}: {c:?}", c.mode);
+                assert_eq!((c.ios, c.failed), (9 * IOS, 0), "{scenario} {}", c.mode);
+            } else {
+                let Verdict::Stall(stall) = c.verdict else {
+                    panic!("{scenario} {}: B did not stall: {c:?}", c.mode);
+                };
+                assert!(stall.completed > 0, "steady state first: {stall:?}");
+                assert_eq!(c.failed, 0, "B's commands finish once relieved");
+            }
+            if let SenseMode::Mempool(n) = c.mode {
+                assert_eq!(
+                    c.held_by_other_host,
+                    holders.min(n),
+                    "{scenario} {}",
+                    c.mode
+                );
+            }
+        }
+        assert_eq!(cell(&cells, "mempool:16").reserve_bytes, 16 * 96);
+    }
+}
