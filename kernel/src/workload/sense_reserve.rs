@@ -11,6 +11,7 @@
 use alloc::string::String;
 
 use scsi::sense_alloc::SenseMode;
+use scsi::target::OPT_RECOVERED_ERR;
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use scsi::workload::{
     Cell, MATRIX_MODES, WorkloadParams, run_matrix, sense_reserve_cases, sense_reserve_defaults,
@@ -56,7 +57,8 @@ fn check(case: &str, params: &WorkloadParams, cells: &[Cell]) -> Option<String> 
                 c.reserve_bytes
             ));
         }
-        if params.target.every_nth != 0 && c.recovered == 0 {
+        let injects_recovered = params.target.opts & OPT_RECOVERED_ERR != 0;
+        if params.target.every_nth != 0 && injects_recovered && c.recovered == 0 {
             return Some(alloc::format!("{case}: {} saw no injected error", c.mode));
         }
         if c.mode == SenseMode::Pertag && c.waits != 0 {

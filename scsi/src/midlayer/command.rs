@@ -163,4 +163,8 @@ pub struct MidlayerStats {
     /// ([`Midlayer::set_elements_per_command`](super::Midlayer::set_elements_per_command))
     /// but not all, and returned them before parking.
     pub partial_takes: u64,
+    /// Timed-out commands whose recovery found no buffer in the sense pool and waited
+    /// ([`Midlayer::set_recovery_buffer`](super::Midlayer::set_recovery_buffer)), counted
+    /// once per timeout sweep that found none.
+    pub recovery_waits: u64,
 }

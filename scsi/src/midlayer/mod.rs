@@ -131,6 +131,12 @@ where
     sense_frees: u64,
     /// Elements each command takes from the sense pool besides its buffer (K − 1).
     extra_per_command: usize,
+    /// Whether error handling takes a buffer of its own from the sense pool to recover a
+    /// timed-out command ([`Self::set_recovery_buffer`]).
+    recovery_buffer: bool,
+    /// How long a command may wait for its sense buffer before it fails; `None`: its own
+    /// timeout ([`Self::set_sense_wait_timeout_ns`]).
+    sense_wait_timeout_ns: Option<u64>,
     devices: Vec<DeviceState>,
     host_done: Vec<Completed<A::Element>>,
     deferred: VecDeque<Tag>,
@@ -192,6 +198,8 @@ where
             sense,
             sense_frees: 0,
             extra_per_command: 0,
+            recovery_buffer: false,
+            sense_wait_timeout_ns: None,
             devices: Vec::new(),
             host_done: Vec::with_capacity(usize::from(can_queue)),
             deferred: VecDeque::with_capacity(usize::from(can_queue)),
@@ -359,6 +367,26 @@ where
     pub fn set_elements_per_command(&mut self, elements: usize) -> Result<(), ReserveFailed> {
         self.extra_per_command = elements.max(1) - 1;
         self.sense.bind_extras(self.extra_per_command)
+    }
+
+    /// Makes error handling take one more buffer from the sense pool before it recovers a
+    /// timed-out command (for the REQUEST SENSE or TEST UNIT READY it would send after the
+    /// abort), while the failing command keeps its own: the recovery waits, with the command
+    /// still in flight, until the pool has one. Off by default, which is what Linux does:
+    /// `scsi_eh_prep_cmnd` saves the failed command's state and reuses its own sense buffer,
+    /// so error handling allocates nothing. The buffer is only taken and given back; no
+    /// command is sent with it.
+    pub fn set_recovery_buffer(&mut self, on: bool) {
+        self.recovery_buffer = on;
+    }
+
+    /// Lets a command wait `wait_ns` for its sense buffer before it fails with
+    /// `SenseUnavailable`, instead of its own timeout: a command that never reached the
+    /// device has nothing to time out (blk-mq starts a request's timer only when it is
+    /// dispatched), so a scenario with short device timeouts need not fail the commands
+    /// queued behind a slow recovery.
+    pub fn set_sense_wait_timeout_ns(&mut self, wait_ns: u64) {
+        self.sense_wait_timeout_ns = Some(wait_ns.max(1));
     }
 
     /// Takes everything the command with `tag` needs from the sense pool in one step (its

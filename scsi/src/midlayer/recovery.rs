@@ -30,7 +30,11 @@ where
                 continue;
             }
             if slot.deadline_ns == UNSTAMPED {
-                slot.deadline_ns = self.now_ns.saturating_add(slot.timeout_ns);
+                let wait_ns = match (slot.sense.is_none(), self.sense_wait_timeout_ns) {
+                    (true, Some(wait_ns)) => wait_ns,
+                    _ => slot.timeout_ns,
+                };
+                slot.deadline_ns = self.now_ns.saturating_add(wait_ns);
             }
             if self.now_ns >= slot.deadline_ns {
                 let error = if slot.sense.is_none() {
@@ -82,6 +86,17 @@ where
                 continue;
             }
             let tag = Tag(index as u16);
+            let recovery = if self.recovery_buffer {
+                let Some(buffer) = self.sense.alloc() else {
+                    // The command stays in flight, past its deadline: the next sweep tries
+                    // again, once a completion may have freed a buffer.
+                    self.stats.recovery_waits += 1;
+                    continue;
+                };
+                Some(buffer)
+            } else {
+                None
+            };
             self.stats.timeouts += 1;
             self.stats.aborts += 1;
             match self.host.abort(tag) {
@@ -90,6 +105,10 @@ where
                     self.stats.abort_failures += 1;
                     self.climb_reset_ladder(tag, out);
                 }
+            }
+            if let Some(buffer) = recovery {
+                self.sense.free(buffer);
+                self.sense_frees += 1;
             }
             if self.slots[index].state == SlotState::InFlight {
                 self.dispose(

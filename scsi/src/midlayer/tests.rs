@@ -37,3 +37,55 @@ fn a_partial_take_is_given_back_before_the_command_parks() {
     );
     assert_eq!(stack.slots[1].extra.len(), 1);
 }
+
+/// Error handling that needs a buffer of its own (`set_recovery_buffer`): the timed-out
+/// command holds the only reserved element, so recovery cannot start and the command stays
+/// in flight, past its deadline, for as long as nothing frees a buffer. Linux's way (the
+/// failed command's own buffer reused, the default) aborts and retries it. (Seen failing
+/// before the sweep took the recovery buffer: the abort ran.)
+#[test]
+fn recovery_that_needs_a_second_buffer_waits_while_the_command_keeps_its_own() {
+    for (needs_buffer, reserve) in [(true, 1), (false, 1), (true, 2)] {
+        let clock = ManualClock::new(1000);
+        let target = ScsiDebug::try_new(ScsiDebugParams::default(), clock.clone()).unwrap();
+        let mut stack = Midlayer::new(
+            target,
+            HeapSense::new(),
+            SenseMode::Mempool(reserve),
+            clock.clone(),
+        )
+        .unwrap();
+        stack.set_recovery_buffer(needs_buffer);
+        let disk = stack.scan().luns.iter().find_map(|l| l.disk).unwrap();
+        stack
+            .host_mut()
+            .set_injection(1, crate::target::OPT_TIMEOUT);
+        stack.sense.slab().set_failing(true);
+        let mut request = Request::new(
+            disk.device,
+            crate::wire::Cdb::read(crate::wire::Lba(0), crate::wire::BlockCount(1)),
+            alloc::vec![0u8; disk.block_len as usize],
+        );
+        request.timeout_ns = 1_000_000;
+        stack.submit(request).unwrap();
+        let mut out = Vec::new();
+        for _ in 0..5_000 {
+            stack.poll(&mut out);
+            stack.idle();
+        }
+        let case = (needs_buffer, reserve);
+        if needs_buffer && reserve == 1 {
+            assert_eq!(stack.stats.aborts, 0, "{case:?}");
+            assert!(stack.stats.recovery_waits > 0, "{case:?}");
+            assert_eq!(stack.slots[0].state, SlotState::InFlight);
+        } else {
+            assert!(stack.stats.aborts > 0, "{case:?}");
+            assert_eq!(stack.stats.recovery_waits, 0, "{case:?}");
+            assert_eq!(
+                stack.sense_stats().in_use,
+                1,
+                "{case:?}: only the command's own"
+            );
+        }
+    }
+}

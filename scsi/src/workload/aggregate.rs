@@ -28,6 +28,7 @@ impl MidlayerStats {
             sense_waits: self.sense_waits + other.sense_waits,
             sense_parked_ns: self.sense_parked_ns + other.sense_parked_ns,
             partial_takes: self.partial_takes + other.partial_takes,
+            recovery_waits: self.recovery_waits + other.recovery_waits,
             bogus_completions: self.bogus_completions + other.bogus_completions,
         }
     }
@@ -54,6 +55,7 @@ impl MidlayerStats {
             sense_waits: self.sense_waits.saturating_sub(earlier.sense_waits),
             sense_parked_ns: self.sense_parked_ns.saturating_sub(earlier.sense_parked_ns),
             partial_takes: self.partial_takes.saturating_sub(earlier.partial_takes),
+            recovery_waits: self.recovery_waits.saturating_sub(earlier.recovery_waits),
             bogus_completions: self
                 .bogus_completions
                 .saturating_sub(earlier.bogus_completions),

@@ -20,6 +20,11 @@
 //!   (scsi_debug `every_nth=1 opts=4`): from the moment pressure starts A keeps H commands
 //!   in error handling, each holding the element it took, while the measured host B writes
 //!   back (see `matrix::shared`).
+//! - `eh` / `eh:reuse`: `writeback`, with the host's own device swallowing every
+//!   `every_nth`-th command (`opts=4`); under `eh` the error handler takes a second buffer from
+//!   the same pool to recover it (for a REQUEST SENSE or TEST UNIT READY after the abort)
+//!   while the failing command keeps its own; under `eh:reuse` it takes none, as Linux's
+//!   `scsi_eh_prep_cmnd` reuses the failed command's buffer.
 //!
 //! Pressure starts in steady state: the job first completes twice its queue depth with
 //! nothing taken away, so commands are in flight (with scsi_debug's `delay`/`ndelay` keeping
@@ -69,6 +74,12 @@ pub enum PressureMode {
         /// Objects per forward step (K ≥ 2).
         elements_per_step: u32,
     },
+    /// `writeback`, with timed-out commands recovered by error handling.
+    Eh {
+        /// Whether recovery takes a second buffer from the pool (`eh`) or reuses the failed
+        /// command's own (`eh:reuse`, Linux).
+        second_buffer: bool,
+    },
     /// `writeback`, with a second host on the same pool keeping commands in error handling.
     Shared {
         /// Commands the failing host keeps in error handling, each holding its element (H).
@@ -79,16 +90,26 @@ pub enum PressureMode {
 impl PressureMode {
     /// Parses `none`, `fail:P` (0 ≤ P ≤ 1 as a decimal, e.g. `fail:0.01`), `writeback[:K]`
     /// (1 ≤ K ≤ 1000000 writes per page), `multi:K` (2 ≤ K ≤ 16 objects per step) or
-    /// `shared[:H]` (1 ≤ H ≤ 16 commands in error handling, default 1).
+    /// `shared[:H]` (1 ≤ H ≤ 16 commands in error handling, default 1), `eh` or `eh:reuse`.
     pub fn parse(text: &str) -> Result<PressureMode, ValueError> {
         let expected = || {
             ValueError::expected(
-                "none, fail:P with 0 <= P <= 1, writeback[:K], multi:K with 2 <= K <= 16 or shared[:H] with 1 <= H <= 16",
+                "none, fail:P with 0 <= P <= 1, writeback[:K], multi:K with 2 <= K <= 16, shared[:H] with 1 <= H <= 16, eh or eh:reuse",
             )
         };
         match text {
             "none" => return Ok(PressureMode::None),
             "shared" => return Ok(PressureMode::Shared { holders: 1 }),
+            "eh" => {
+                return Ok(PressureMode::Eh {
+                    second_buffer: true,
+                });
+            }
+            "eh:reuse" => {
+                return Ok(PressureMode::Eh {
+                    second_buffer: false,
+                });
+            }
             "writeback" => {
                 return Ok(PressureMode::Writeback {
                     writes_per_page: WRITEBACK_WRITES_PER_PAGE,
@@ -138,6 +159,12 @@ impl PressureMode {
             PressureMode::Multi { elements_per_step } => {
                 alloc::format!("multi:{elements_per_step}")
             }
+            PressureMode::Eh {
+                second_buffer: true,
+            } => "eh".to_string(),
+            PressureMode::Eh {
+                second_buffer: false,
+            } => "eh:reuse".to_string(),
             PressureMode::Shared { holders: 1 } => "shared".to_string(),
             PressureMode::Shared { holders } => alloc::format!("shared:{holders}"),
         }
@@ -160,7 +187,7 @@ impl PressureMode {
     fn writes_per_page(self) -> Option<u32> {
         match self {
             PressureMode::Writeback { writes_per_page } => Some(writes_per_page),
-            PressureMode::Multi { .. } | PressureMode::Shared { .. } => {
+            PressureMode::Multi { .. } | PressureMode::Shared { .. } | PressureMode::Eh { .. } => {
                 Some(WRITEBACK_WRITES_PER_PAGE)
             }
             PressureMode::None | PressureMode::Fail { .. } => None,
@@ -347,6 +374,7 @@ mod tests {
             "multi:17",
             "shared:0",
             "shared:17",
+            "eh:1",
             "oom",
             "",
         ] {
@@ -363,6 +391,8 @@ mod tests {
             "multi:16",
             "shared",
             "shared:2",
+            "eh",
+            "eh:reuse",
         ] {
             assert_eq!(PressureMode::parse(name).unwrap().name(), name);
         }

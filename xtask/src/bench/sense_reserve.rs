@@ -1,7 +1,8 @@
 //! `cargo xtask bench sense-reserve`: how many sense-buffer reserve entries are enough. In one
 //! guest boot (`workload=sense-reserve`), every sense mode (`slab`, `mempool:1/2/3/4/16`,
 //! `pertag`, `prealloc` with can_queue 1519, `backup`) runs the same fake-rw job under each
-//! scenario (`none`, `fail:0.01`, `fail:0.5`, `writeback`, `multi:2`, `multi:3`, `shared`, then
+//! scenario (`none`, `fail:0.01`, `fail:0.5`, `writeback`, `multi:2`, `multi:3`, `shared`,
+//! `eh`, `eh:reuse`, then
 //! `errors`: no pressure, RECOVERED ERROR every 50th command with `fake_rw=0`), in rotated
 //! rounds, with pressure applied in steady state and a neighbour sharing the sense cache.
 //! Reports per cell the verdict (OK, STALL or LIVELOCK) with the time to stall, the median IOPS
@@ -110,7 +111,7 @@ macro_rules! columns {
     };
 }
 
-pub const COLUMNS: [Column<'static>; 23] = columns![
+pub const COLUMNS: [Column<'static>; 25] = columns![
     "scenario" => "scenario",
     "sense" => "sense_mode",
     "verdict" => "verdict",
@@ -132,6 +133,8 @@ pub const COLUMNS: [Column<'static>; 23] = columns![
     "parked ns" => "parked_ns",
     "failed" => "failed",
     "A held" => "held_by_host_a",
+    "timeouts" => "timeouts",
+    "EH waits" => "recovery_waits",
     "insns/IO" => "insns_per_op",
     "insns ratio" => "insns_ratio",
 ];
@@ -186,6 +189,7 @@ pub fn verdicts(set: &ResultSet) -> Vec<String> {
     }
     lines.extend(multi_verdicts(set));
     lines.extend(shared_verdicts(set));
+    lines.extend(eh_verdicts(set));
     let fixed: Vec<String> = set
         .results
         .iter()
@@ -357,6 +361,43 @@ fn shared_verdicts(set: &ResultSet) -> Vec<String> {
         } else {
             format!(
                 "{scenario}: mempool:N keeps host B moving exactly when N > {holders}: refuted by {}",
+                wrong.join(", ")
+            )
+        });
+    }
+    lines
+}
+
+/// `eh` (recovery takes a second buffer from the pool): mempool:N completes exactly when
+/// N ≥ 2; `eh:reuse` (Linux reuses the failed command's buffer): exactly when N ≥ 1.
+fn eh_verdicts(set: &ResultSet) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (scenario, least) in [("eh", 2.0), ("eh:reuse", 1.0)] {
+        let cells: Vec<&Record> = set
+            .results
+            .iter()
+            .filter(|r| field(r, "case") == scenario)
+            .collect();
+        if cells.is_empty() {
+            continue;
+        }
+        let wrong: Vec<String> = cells
+            .iter()
+            .filter_map(|r| {
+                let n: f64 = field(r, "sense_mode")
+                    .strip_prefix("mempool:")?
+                    .parse()
+                    .ok()?;
+                let completes = field(r, "verdict") == "OK" && number(r, "failed") == Some(0.0);
+                (completes != (n >= least))
+                    .then(|| format!("{} {}", field(r, "sense_mode"), field(r, "verdict")))
+            })
+            .collect();
+        lines.push(if wrong.is_empty() {
+            format!("{scenario}: mempool:N completes exactly when N >= {least}: confirmed")
+        } else {
+            format!(
+                "{scenario}: mempool:N completes exactly when N >= {least}: refuted by {}",
                 wrong.join(", ")
             )
         });
@@ -540,6 +581,9 @@ mod tests {
             r#"{"case":"shared","sense_mode":"mempool:2","verdict":"OK","failed":0}"#,
             r#"{"case":"shared","sense_mode":"backup","verdict":"OK","failed":0}"#,
             r#"{"case":"shared:2","sense_mode":"mempool:2","verdict":"OK","failed":0}"#,
+            r#"{"case":"eh","sense_mode":"mempool:1","verdict":"STALL","failed":0}"#,
+            r#"{"case":"eh","sense_mode":"mempool:2","verdict":"OK","failed":0}"#,
+            r#"{"case":"eh:reuse","sense_mode":"mempool:1","verdict":"STALL","failed":0}"#,
         ]);
         let lines = verdicts(&set);
         let line = |start: &str| {
@@ -572,6 +616,11 @@ mod tests {
         );
         assert!(line("shared: mempool:N").ends_with("when N > 1: confirmed"));
         assert!(line("shared:2: mempool:N").ends_with("refuted by mempool:2 OK"));
+        assert!(
+            line("eh: mempool:N").ends_with("N >= 2: confirmed"),
+            "{lines:?}"
+        );
+        assert!(line("eh:reuse: mempool:N").ends_with("refuted by mempool:1 STALL"));
         assert!(line("prealloc pins").contains("48×"), "{lines:?}");
         assert!(
             line("prealloc holds").contains("759.5×")

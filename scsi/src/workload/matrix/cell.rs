@@ -103,6 +103,10 @@ pub struct Cell {
     pub pinned_pages: usize,
     /// The slab's page budget after the last round.
     pub budget: BudgetStats,
+    /// Commands that timed out (`eh`: the injected ones, and retries that timed out again).
+    pub timeouts: u64,
+    /// Timeout sweeps whose recovery found no second buffer in the pool (`eh`).
+    pub recovery_waits: u64,
     /// `shared:H`: the most elements the failing host A held at once (0 in other scenarios).
     pub held_by_other_host: usize,
 }
@@ -136,6 +140,8 @@ impl Cell {
             pinned_pages: 0,
             budget: BudgetStats::default(),
             held_by_other_host: 0,
+            timeouts: 0,
+            recovery_waits: 0,
         }
     }
 
@@ -148,6 +154,8 @@ impl Cell {
         self.waits += report.sense.waits;
         self.partial_takes += report.midlayer.partial_takes;
         self.parked_ns += report.midlayer.sense_parked_ns;
+        self.timeouts += report.midlayer.timeouts;
+        self.recovery_waits += report.midlayer.recovery_waits;
         match report.stall {
             Some(stall) if stall.element_moves > 0 => self.verdict = Verdict::Livelock(stall),
             Some(stall) => self.verdict = Verdict::Stall(stall),
@@ -260,6 +268,8 @@ impl Cell {
             .u64("allocs_injected", self.budget.allocs_injected)
             .u64("pages_given_back", self.budget.given_back)
             .u64("held_by_host_a", self.held_by_other_host as u64)
+            .u64("timeouts", self.timeouts)
+            .u64("recovery_waits", self.recovery_waits)
     }
 
     /// [`json_object`](Self::json_object) as text.

@@ -23,7 +23,7 @@ use super::{JobParams, Limit, RwMode, WorkloadError, WorkloadParams, WorkloadRep
 use crate::clock::Clock;
 use crate::midlayer::Midlayer;
 use crate::sense_alloc::{Reclaim, SenseMode, SlabSense};
-use crate::target::{OPT_RECOVERED_ERR, ScsiDebug};
+use crate::target::{OPT_RECOVERED_ERR, OPT_TIMEOUT, ScsiDebug};
 use crate::wire::SCSI_SENSE_BUFFERSIZE;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -48,6 +48,13 @@ pub const MATRIX_MODES: [SenseMode; 9] = [
 /// `ndelay` is set: commands stay in flight for a while, so memory taken away in steady state
 /// finds them holding their buffers.
 pub const NDELAY_DEFAULT_NS: u64 = 10_000;
+
+/// `eh`: every this many commands the device swallows one (`every_nth`, `opts=4`), unless
+/// the command line sets `every_nth`.
+pub const EH_EVERY_NTH: i32 = 1000;
+/// `eh`: the command timeout is the stall watchdog over this (unless `timeout=` is given), so
+/// a timed-out command is recovered well before the watchdog could call it a stall.
+const EH_TIMEOUTS_PER_STALL: u64 = 10;
 
 /// The host's can_queue in the 2008 measurement: `workload=sense-reserve`'s default.
 pub const CAN_QUEUE_2008: u16 = 1519;
@@ -88,7 +95,8 @@ pub struct Case {
 }
 
 /// The cases of `bench sense-reserve`: `none`, `fail:0.01`, `fail:0.5`, `writeback`,
-/// `multi:2`, `multi:3`, `shared` (the last four with `rw=randwrite`), then `errors` (no pressure,
+/// `multi:2`, `multi:3`, `shared`, `eh`, `eh:reuse` (the last six with `rw=randwrite`; the
+/// `eh` pair with [`EH_EVERY_NTH`] and a tenth of `stall_ms` as the timeout), then `errors` (no pressure,
 /// `every_nth=50 opts=8 fake_rw=0` unless the command line injects its own). With
 /// `pressure=` given, that case alone.
 pub fn sense_reserve_cases(params: &WorkloadParams) -> Vec<Case> {
@@ -96,6 +104,9 @@ pub fn sense_reserve_cases(params: &WorkloadParams) -> Vec<Case> {
         let mut params = params.clone();
         if pressure.writes_back() {
             params.job.rw = RwMode::RandWrite;
+        }
+        if let PressureMode::Eh { .. } = pressure {
+            eh_defaults(&mut params);
         }
         Case {
             name: pressure.name(),
@@ -120,6 +131,12 @@ pub fn sense_reserve_cases(params: &WorkloadParams) -> Vec<Case> {
             elements_per_step: 3,
         },
         PressureMode::Shared { holders: 1 },
+        PressureMode::Eh {
+            second_buffer: true,
+        },
+        PressureMode::Eh {
+            second_buffer: false,
+        },
     ]
     .into_iter()
     .map(with)
@@ -136,6 +153,22 @@ pub fn sense_reserve_cases(params: &WorkloadParams) -> Vec<Case> {
         params: errors,
     });
     cases
+}
+
+/// `eh`'s injection and timeout where the command line left them alone: every
+/// [`EH_EVERY_NTH`]th command swallowed (`opts=4`, `fake_rw=0`: injection lives in the
+/// READ/WRITE response fake_rw skips), and a timeout of a tenth of the stall watchdog.
+fn eh_defaults(params: &mut WorkloadParams) {
+    if params.target.every_nth == 0 {
+        params.target.every_nth = EH_EVERY_NTH;
+        params.target.opts |= OPT_TIMEOUT;
+    }
+    params.target.fake_rw = false;
+    if params.job.timeout_ns == JobParams::default().timeout_ns
+        && let Some(stall_ns) = params.job.stall_ns
+    {
+        params.job.timeout_ns = (stall_ns / EH_TIMEOUTS_PER_STALL).max(1);
+    }
 }
 
 /// Runs `params.job` under `pressure` on one stack per mode of `modes` (`modes[0]` is the
@@ -166,15 +199,36 @@ where
     for ((mode, cache), budget) in modes.iter().zip(&caches).zip(&budgets) {
         let magazine = Magazine::new(SlabSense::new(cache), params.sense_magazine);
         let slab = Failslab::new(magazine, budget);
-        let target = ScsiDebug::try_new(params.target.clone(), clock.clone())?;
+        // The scan runs on a healthy device; injected timeouts start with the job.
+        let mut target_params = params.target.clone();
+        let swallows = target_params.opts & OPT_TIMEOUT != 0;
+        if swallows {
+            target_params.every_nth = 0;
+        }
+        let target = ScsiDebug::try_new(target_params, clock.clone())?;
         let mut stack = Midlayer::new(target, slab, *mode, clock.clone())?;
         stack.set_elements_per_command(pressure.elements_per_step())?;
+        if let PressureMode::Eh { .. } = pressure {
+            // The short timeout is the device's: commands waiting for a buffer wait as long
+            // as a job with the default timeout would let them.
+            stack.set_sense_wait_timeout_ns(JobParams::default().timeout_ns);
+        }
+        stack.set_recovery_buffer(matches!(
+            pressure,
+            PressureMode::Eh {
+                second_buffer: true
+            }
+        ));
         let disk = stack
             .scan()
             .luns
             .iter()
             .find_map(|l| l.disk)
             .ok_or(WorkloadError::NoDisk)?;
+        if swallows {
+            let (every_nth, opts) = (params.target.every_nth, params.target.opts);
+            stack.host_mut().set_injection(every_nth, opts);
+        }
         stacks.push((stack, disk));
     }
     let mut actors: Vec<Pressure> = budgets

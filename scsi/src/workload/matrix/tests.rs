@@ -227,3 +227,57 @@ fn a_shared_reserve_needs_one_element_per_holder_in_error_handling_plus_one() {
         assert_eq!(cell(&cells, "mempool:16").reserve_bytes, 16 * 96);
     }
 }
+
+fn eh_matrix(scenario: &str) -> Vec<Cell> {
+    let mut params =
+        WorkloadParams::parse("can_queue=256 iodepth=32 ios=600 stall_ms=5 ndelay=20000").unwrap();
+    params.pressure = Some(PressureMode::parse(scenario).unwrap());
+    let case = sense_reserve_cases(&params).remove(0);
+    let backing = HostBacking::new();
+    let clock = ManualClock::new(1000);
+    run_matrix(
+        &case.params,
+        case.pressure,
+        &MATRIX_MODES,
+        &backing,
+        clock,
+        ROUNDS,
+    )
+    .unwrap()
+}
+
+/// `eh`: every 1000th command times out under write-back pressure, and recovering it takes a
+/// second buffer from the pool while the command keeps its own. With one reserved element
+/// (`mempool:1`, `backup`) the failing command holds it and recovery waits for another that
+/// no one can free: STALL. Two suffice. `eh:reuse` is what Linux does (`scsi_eh_prep_cmnd`
+/// reuses the command's own buffer): there one element is enough.
+#[test]
+fn recovery_that_takes_a_second_buffer_needs_two_reserved_elements() {
+    let cells = eh_matrix("eh");
+    for c in &cells {
+        match c.mode {
+            SenseMode::Slab => assert!(matches!(c.verdict, Verdict::Stall(_)), "{c:?}"),
+            SenseMode::Mempool(1) | SenseMode::Backup => {
+                let Verdict::Stall(stall) = c.verdict else {
+                    panic!("eh {}: no stall: {c:?}", c.mode);
+                };
+                assert_eq!(stall.element_moves, 0, "{c:?}");
+                assert!(c.recovery_waits > 0 && c.timeouts > 0, "{c:?}");
+            }
+            _ => {
+                assert_eq!(c.verdict, Verdict::Ok, "eh {}: {c:?}", c.mode);
+                assert_eq!((c.ios, c.failed), (9 * IOS, 0), "eh {}", c.mode);
+                assert!(c.timeouts > 0, "eh {}: nothing timed out", c.mode);
+            }
+        }
+    }
+    for c in &eh_matrix("eh:reuse") {
+        if c.mode == SenseMode::Slab {
+            assert!(matches!(c.verdict, Verdict::Stall(_)), "{c:?}");
+        } else {
+            assert_eq!(c.verdict, Verdict::Ok, "eh:reuse {}: {c:?}", c.mode);
+            assert_eq!((c.ios, c.failed, c.recovery_waits), (9 * IOS, 0, 0));
+            assert!(c.timeouts > 0, "eh:reuse {}: nothing timed out", c.mode);
+        }
+    }
+}
