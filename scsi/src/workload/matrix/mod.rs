@@ -327,4 +327,6 @@ fn run_rounds(
 }
 
 #[cfg(test)]
+mod hot_pages;
+#[cfg(test)]
 mod tests;
