@@ -31,6 +31,11 @@ pub trait Hooks<A> {
     fn completed(&mut self, _write: bool) {}
     /// The stall watchdog fired: let the parked commands finish.
     fn relieve(&mut self) {}
+    /// The counted window's slot when it is not the stack's own mode's (a stack whose
+    /// allocator runs in `slab` mode over a pool-wide reserve counts as the pool's mode).
+    fn window_slot(&self) -> Option<u8> {
+        None
+    }
 }
 
 impl<A> Hooks<A> for () {}

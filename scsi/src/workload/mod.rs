@@ -349,7 +349,9 @@ where
     let (io_mode, irq_before) = stack.completion_wait_stats();
     report.io_mode = io_mode;
     let begin = stack.clock().now_ns();
-    let slot = report.sense_mode.slot();
+    let slot = hooks
+        .window_slot()
+        .unwrap_or_else(|| report.sense_mode.slot());
     stack.clock().window_begin(slot);
     let mut now = begin;
     let mut issued = 0u64;

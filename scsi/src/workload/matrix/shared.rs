@@ -139,6 +139,9 @@ where
 struct SharedHooks<'p, 'b, HA> {
     pressure: &'p mut Pressure<'b>,
     host_a: &'p mut HA,
+    /// The cell's mode's counting slot (B's own allocator runs in `slab` mode over a pool's
+    /// mempool).
+    slot: u8,
 }
 
 trait Step {
@@ -166,6 +169,9 @@ impl<S: Reclaim, HA: Step> Hooks<S> for SharedHooks<'_, '_, HA> {
     }
     fn relieve(&mut self) {
         self.pressure.relieve();
+    }
+    fn window_slot(&self) -> Option<u8> {
+        Some(self.slot)
     }
 }
 
@@ -247,6 +253,7 @@ where
         let mut hooks = SharedHooks {
             pressure: &mut actors[m],
             host_a,
+            slot: modes[m].slot(),
         };
         let report = run_with(stack, disk, job, &mut hooks);
         actors[m].relieve();

@@ -281,3 +281,43 @@ fn recovery_that_takes_a_second_buffer_needs_two_reserved_elements() {
         }
     }
 }
+
+/// Records the counted windows' slots, as the guest's instruction-count markers see them.
+#[derive(Clone)]
+struct SlotClock {
+    inner: ManualClock,
+    slots: alloc::rc::Rc<core::cell::RefCell<alloc::collections::BTreeSet<u8>>>,
+}
+
+impl crate::clock::Clock for SlotClock {
+    fn now_ns(&self) -> u64 {
+        self.inner.now_ns()
+    }
+    fn relax(&self) {
+        self.inner.relax();
+    }
+    fn window_begin(&self, slot: u8) {
+        self.slots.borrow_mut().insert(slot);
+    }
+}
+
+/// Under `shared`, a `mempool:N` host's own allocator runs in `slab` mode over the pool's
+/// reserve, but its counted windows are the cell's (`--count-insns` joins them by slot): they
+/// all went to `slab`'s slot before the hooks named it.
+#[test]
+fn a_shared_pool_cell_counts_in_its_own_slot() {
+    let clock = SlotClock {
+        inner: ManualClock::new(1000),
+        slots: Default::default(),
+    };
+    let params = WorkloadParams::parse("can_queue=64 iodepth=8 ios=100 stall_ms=5").unwrap();
+    let modes = [SenseMode::Slab, SenseMode::Mempool(2)];
+    let pressure = PressureMode::Shared { holders: 1 };
+    let backing = HostBacking::new();
+    run_matrix(&params, pressure, &modes, &backing, clock.clone(), 1).unwrap();
+    let slots: Vec<u8> = clock.slots.borrow().iter().copied().collect();
+    assert_eq!(
+        slots,
+        [SenseMode::Slab.slot(), SenseMode::Mempool(2).slot()]
+    );
+}
