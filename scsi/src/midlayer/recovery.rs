@@ -87,7 +87,17 @@ where
             }
             let tag = Tag(index as u16);
             let recovery = if self.recovery_buffer {
-                let Some(buffer) = self.sense.alloc() else {
+                // The recovery command gets a tag of its own (blk-mq's error-handling and
+                // management commands use reserved tags), so a `pertag` buffer comes from
+                // that tag's slot and goes back to it, not to a slot whose command is out.
+                let buffer = self.tags.alloc().and_then(|spare| {
+                    let buffer = self.sense.alloc_for(spare);
+                    if buffer.is_none() {
+                        self.tags.free(spare);
+                    }
+                    buffer.map(|buffer| (spare, buffer))
+                });
+                let Some(buffer) = buffer else {
                     // The command stays in flight, past its deadline: the next sweep tries
                     // again, once a completion may have freed a buffer.
                     self.stats.recovery_waits += 1;
@@ -106,8 +116,9 @@ where
                     self.climb_reset_ladder(tag, out);
                 }
             }
-            if let Some(buffer) = recovery {
-                self.sense.free(buffer);
+            if let Some((spare, buffer)) = recovery {
+                self.sense.free_for(spare, buffer);
+                self.tags.free(spare);
                 self.sense_frees += 1;
             }
             if self.slots[index].state == SlotState::InFlight {

@@ -89,3 +89,41 @@ fn recovery_that_needs_a_second_buffer_waits_while_the_command_keeps_its_own() {
         }
     }
 }
+
+/// `pertag` with a recovery buffer: the buffer recovery borrows comes back to the tag it came
+/// from, so once the timed-out command completed (however it ended) every tag has its buffer
+/// again. (Taken and
+/// given back untagged, it went to the first empty slot, the in-flight command's, and that
+/// command's own buffer then went to the slab: one buffer lost per recovery, which the guest
+/// bench's reserve-size check caught.)
+#[test]
+fn a_pertag_recovery_buffer_goes_back_to_its_own_tag() {
+    let clock = ManualClock::new(1000);
+    let target = ScsiDebug::try_new(ScsiDebugParams::default(), clock.clone()).unwrap();
+    let mut stack = Midlayer::new(target, HeapSense::new(), SenseMode::Pertag, clock).unwrap();
+    let can_queue = usize::from(stack.template().can_queue);
+    stack.set_recovery_buffer(true);
+    let disk = stack.scan().luns.iter().find_map(|l| l.disk).unwrap();
+    stack
+        .host_mut()
+        .set_injection(1, crate::target::OPT_TIMEOUT);
+    let mut request = Request::new(
+        disk.device,
+        crate::wire::Cdb::read(crate::wire::Lba(0), crate::wire::BlockCount(1)),
+        alloc::vec![0u8; disk.block_len as usize],
+    );
+    request.timeout_ns = 1_000_000;
+    stack.submit(request).unwrap();
+    let mut out = Vec::new();
+    while stack.stats.aborts == 0 {
+        stack.poll(&mut out);
+        stack.idle();
+    }
+    stack.host_mut().set_injection(0, 0);
+    while out.is_empty() {
+        stack.poll(&mut out);
+        stack.idle();
+    }
+    assert_eq!(stack.sense_stats().reserve_held, can_queue);
+    assert_eq!(stack.sense_stats().in_use, 0);
+}
