@@ -14,7 +14,10 @@ use std::pin::Pin;
 use acpi::madt::{Madt, MadtEntry};
 use libfuzzer_sys::fuzz_target;
 use sensepool_fuzz::bytes::Script;
-use sensepool_fuzz::platform::topology::tables::{TableError, check_madt, parse_slit, parse_srat};
+use sensepool_fuzz::platform::topology::tables::madt::check_madt;
+use sensepool_fuzz::platform::topology::tables::slit::parse_slit;
+use sensepool_fuzz::platform::topology::tables::srat::parse_srat;
+use sensepool_fuzz::platform::topology::tables::TableError;
 use sensepool_fuzz::platform::topology::{MadtCpu, Topology};
 
 /// The input, framed so seeds can be real tables: the boot CPU's APIC id, a flags byte (bit

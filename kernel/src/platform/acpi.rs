@@ -15,13 +15,13 @@ use acpi::{AcpiHandler, AcpiTable, AcpiTables, PhysicalMapping};
 use alloc::vec::Vec;
 
 use crate::arch::paging;
-use crate::platform::topology::tables::{self, madt_entry_bytes};
+use crate::platform::topology::tables::{self, madt::madt_entry_bytes};
 use crate::platform::topology::{MadtCpu, Topology};
 
 /// The local APIC's architectural default base (SDM Vol. 3A §11.4.1).
 const DEFAULT_LAPIC_BASE: u64 = 0xFEE0_0000;
 
-// `tables::check_madt` holds each entry to these sizes so the crate's walker, which reads whole
+// `tables::madt::check_madt` holds each entry to these sizes so the crate's walker, which reads whole
 // structs, stays inside the table.
 const _: () = {
     use acpi::madt as m;
@@ -157,7 +157,7 @@ pub fn discover(rsdp_paddr: u64, bsp_apic_id: u32) -> Result<Platform, AcpiError
 
     let madt = tables.find_table::<Madt>().map_err(AcpiError::NoMadt)?;
     // The crate's entry iterator trusts the lengths and reads whole structs; check them first.
-    tables::check_madt(table_bytes(&madt))?;
+    tables::madt::check_madt(table_bytes(&madt))?;
     let mut lapic_phys = u64::from(madt.get().local_apic_address);
     let mut cpus = Vec::new();
     for entry in madt.get().entries() {
@@ -181,11 +181,11 @@ pub fn discover(rsdp_paddr: u64, bsp_apic_id: u32) -> Result<Platform, AcpiError
     type Srat = RawTable<{ u32::from_le_bytes(*b"SRAT") }>;
     type Slit = RawTable<{ u32::from_le_bytes(*b"SLIT") }>;
     let srat = match tables.find_table::<Srat>() {
-        Ok(mapping) => Some(tables::parse_srat(table_bytes(&mapping))?),
+        Ok(mapping) => Some(tables::srat::parse_srat(table_bytes(&mapping))?),
         Err(_) => None,
     };
     let slit = match tables.find_table::<Slit>() {
-        Ok(mapping) => match tables::parse_slit(table_bytes(&mapping)) {
+        Ok(mapping) => match tables::slit::parse_slit(table_bytes(&mapping)) {
             Ok(slit) => Some(slit),
             Err(err) => {
                 log::warn!("acpi: ignoring the SLIT: {err}");

@@ -17,7 +17,8 @@ use alloc::vec::Vec;
 use pools::NodeId;
 
 use crate::memory::memmap::PhysRange;
-pub use tables::{Slit, Srat};
+pub use tables::slit::Slit;
+pub use tables::srat::Srat;
 
 /// Most CPUs the kernel starts (per-CPU tables are sized by it).
 pub const MAX_CPUS: usize = 64;

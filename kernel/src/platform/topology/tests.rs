@@ -1,6 +1,8 @@
 //! Host tests of the topology built from synthetic ACPI tables.
 
-use super::tables::{build, parse_slit, parse_srat};
+use super::tables::build;
+use super::tables::slit::parse_slit;
+use super::tables::srat::parse_srat;
 use super::*;
 
 const MIB: u64 = 1 << 20;

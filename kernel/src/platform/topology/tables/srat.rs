@@ -1,0 +1,179 @@
+//! The SRAT (ACPI 6.5 §5.2.16): which proximity domain each processor and memory range is in.
+//! Used subtables: Processor Local APIC Affinity (type 0, 16 bytes), Memory Affinity (type 1,
+//! 40 bytes) and Processor Local x2APIC Affinity (type 2, 24 bytes); the others (GICC, GIC ITS,
+//! generic initiator, ...) are skipped.
+
+use alloc::vec::Vec;
+
+use super::{SRAT_ENTRIES_AT, TableError, subtables, table_body, u32_at, u64_at};
+
+/// One processor affinity entry (types 0 and 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CpuAffinity {
+    /// Local APIC id (xAPIC: 8 bits; x2APIC: 32 bits).
+    pub apic_id: u32,
+    /// ACPI proximity domain.
+    pub domain: u32,
+    /// Flags bit 0.
+    pub enabled: bool,
+}
+
+/// One memory affinity entry (type 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryAffinity {
+    /// First byte.
+    pub base: u64,
+    /// Length in bytes.
+    pub len_bytes: u64,
+    /// ACPI proximity domain.
+    pub domain: u32,
+    /// Flags bit 0.
+    pub enabled: bool,
+    /// Flags bit 1.
+    pub hot_pluggable: bool,
+}
+
+/// The parts of the SRAT this kernel uses.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Srat {
+    /// Processor affinities in table order.
+    pub cpus: Vec<CpuAffinity>,
+    /// Memory affinities in table order.
+    pub memory: Vec<MemoryAffinity>,
+}
+
+/// Parses an SRAT (the whole table, header included).
+pub fn parse_srat(bytes: &[u8]) -> Result<Srat, TableError> {
+    let body = table_body("SRAT", bytes, SRAT_ENTRIES_AT)?;
+    let mut srat = Srat::default();
+    for entry in subtables("SRAT", body, SRAT_ENTRIES_AT) {
+        let (offset, entry_type, sub) = entry?;
+        let bad = TableError::BadSubtable {
+            table: "SRAT",
+            offset,
+            entry_type,
+            len: sub.len() as u8,
+        };
+        match entry_type {
+            0 => {
+                if sub.len() < 16 {
+                    return Err(bad);
+                }
+                let domain = u32::from(sub[2])
+                    | u32::from(sub[9]) << 8
+                    | u32::from(sub[10]) << 16
+                    | u32::from(sub[11]) << 24;
+                let enabled = u32_at(sub, 4) & 1 != 0;
+                srat.cpus.push(CpuAffinity {
+                    apic_id: u32::from(sub[3]),
+                    domain,
+                    enabled,
+                });
+            }
+            1 => {
+                if sub.len() < 40 {
+                    return Err(bad);
+                }
+                let flags = u32_at(sub, 28);
+                let (domain, enabled) = (u32_at(sub, 2), flags & 1 != 0);
+                srat.memory.push(MemoryAffinity {
+                    base: u64_at(sub, 8),
+                    len_bytes: u64_at(sub, 16),
+                    domain,
+                    enabled,
+                    hot_pluggable: flags & 2 != 0,
+                });
+            }
+            2 => {
+                if sub.len() < 24 {
+                    return Err(bad);
+                }
+                let (domain, enabled) = (u32_at(sub, 4), u32_at(sub, 12) & 1 != 0);
+                srat.cpus.push(CpuAffinity {
+                    apic_id: u32_at(sub, 8),
+                    domain,
+                    enabled,
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(srat)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::build::*;
+    use super::*;
+
+    #[test]
+    fn srat_cpus_and_memory() {
+        let mut x2 = alloc::vec![2, 24, 0, 0];
+        x2.extend_from_slice(&7u32.to_le_bytes());
+        x2.extend_from_slice(&300u32.to_le_bytes());
+        x2.extend_from_slice(&1u32.to_le_bytes());
+        x2.extend_from_slice(&[0; 8]);
+        let bytes = srat(&[
+            cpu(0, 0, true),
+            cpu(1, 0x0102_0301, true),
+            memory(0, 0xa_0000, 0, true),
+            memory(0x1000_0000, 0x1000_0000, 1, true),
+            alloc::vec![3, 8, 0, 0, 0, 0, 0, 0], // unknown type: skipped
+            x2,
+        ]);
+        let parsed = parse_srat(&bytes).unwrap();
+        assert_eq!(
+            parsed.cpus,
+            [
+                CpuAffinity {
+                    apic_id: 0,
+                    domain: 0,
+                    enabled: true
+                },
+                CpuAffinity {
+                    apic_id: 1,
+                    domain: 0x0102_0301,
+                    enabled: true
+                },
+                CpuAffinity {
+                    apic_id: 300,
+                    domain: 7,
+                    enabled: true
+                },
+            ]
+        );
+        assert_eq!(parsed.memory.len(), 2);
+        assert_eq!(parsed.memory[1].base, 0x1000_0000);
+        assert_eq!(parsed.memory[1].len_bytes, 0x1000_0000);
+        assert_eq!(parsed.memory[1].domain, 1);
+        assert!(parsed.memory[1].enabled && !parsed.memory[1].hot_pluggable);
+    }
+
+    #[test]
+    fn bad_subtables_are_errors() {
+        let zero_len = srat(&[alloc::vec![1, 0]]);
+        assert!(matches!(
+            parse_srat(&zero_len),
+            Err(TableError::BadSubtable {
+                offset: 48,
+                len: 0,
+                ..
+            })
+        ));
+        let short_memory = srat(&[alloc::vec![1, 8, 0, 0, 0, 0, 0, 0]]);
+        assert!(matches!(
+            parse_srat(&short_memory),
+            Err(TableError::BadSubtable { entry_type: 1, .. })
+        ));
+        let mut overrun = srat(&[cpu(0, 0, true)]);
+        overrun[49] = 40;
+        assert!(parse_srat(&overrun).is_err());
+        let mut lying = srat(&[]);
+        lying[4] = 200;
+        assert!(matches!(
+            parse_srat(&lying),
+            Err(TableError::Truncated { .. })
+        ));
+        assert!(parse_srat(&[0; 10]).is_err());
+    }
+}
