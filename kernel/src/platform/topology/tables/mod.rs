@@ -45,6 +45,17 @@ pub enum TableError {
         /// The value found.
         distance: u8,
     },
+    /// The SRAT names more distinct proximity domains (in enabled entries) than the kernel
+    /// has nodes for; `domain` is the first one past the limit.
+    #[error(
+        "SRAT: proximity domain {domain} is one more than the {max} NUMA nodes this kernel supports"
+    )]
+    TooManyDomains {
+        /// The first domain past the limit.
+        domain: u32,
+        /// [`srat::MAX_NODES`].
+        max: usize,
+    },
     /// A subtable's length is below its type's minimum or runs past the table's end.
     #[error("{table}: subtable type {entry_type} at offset {offset} has bad length {len}")]
     BadSubtable {

@@ -2,10 +2,20 @@
 //! Used subtables: Processor Local APIC Affinity (type 0, 16 bytes), Memory Affinity (type 1,
 //! 40 bytes) and Processor Local x2APIC Affinity (type 2, 24 bytes); the others (GICC, GIC ITS,
 //! generic initiator, ...) are skipped.
+//!
+//! Proximity domains are arbitrary 32-bit numbers, and the topology turns each distinct one into
+//! a node with a row and a column of its distance matrix. The table's size bounds the number of
+//! entries, not that matrix: 65,535 one-CPU entries (1 MiB of SRAT) would ask for a 4 GiB
+//! matrix. So an SRAT naming more than [`MAX_NODES`] domains is refused, as Linux refuses one
+//! with more than `MAX_NUMNODES` ("SRAT: Too many proximity domains") and runs as one node.
 
 use alloc::vec::Vec;
 
 use super::{SRAT_ENTRIES_AT, TableError, subtables, table_body, u32_at, u64_at};
+
+/// Most NUMA nodes (distinct proximity domains in enabled SRAT entries): Linux's
+/// `MAX_NUMNODES` on x86-64 with its default `CONFIG_NODES_SHIFT` of 6.
+pub const MAX_NODES: usize = 64;
 
 /// One processor affinity entry (types 0 and 2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +56,7 @@ pub struct Srat {
 pub fn parse_srat(bytes: &[u8]) -> Result<Srat, TableError> {
     let body = table_body("SRAT", bytes, SRAT_ENTRIES_AT)?;
     let mut srat = Srat::default();
+    let mut domains = Domains::default();
     for entry in subtables("SRAT", body, SRAT_ENTRIES_AT) {
         let (offset, entry_type, sub) = entry?;
         let bad = TableError::BadSubtable {
@@ -64,6 +75,7 @@ pub fn parse_srat(bytes: &[u8]) -> Result<Srat, TableError> {
                     | u32::from(sub[10]) << 16
                     | u32::from(sub[11]) << 24;
                 let enabled = u32_at(sub, 4) & 1 != 0;
+                domains.note(domain, enabled)?;
                 srat.cpus.push(CpuAffinity {
                     apic_id: u32::from(sub[3]),
                     domain,
@@ -76,6 +88,7 @@ pub fn parse_srat(bytes: &[u8]) -> Result<Srat, TableError> {
                 }
                 let flags = u32_at(sub, 28);
                 let (domain, enabled) = (u32_at(sub, 2), flags & 1 != 0);
+                domains.note(domain, enabled)?;
                 srat.memory.push(MemoryAffinity {
                     base: u64_at(sub, 8),
                     len_bytes: u64_at(sub, 16),
@@ -89,6 +102,7 @@ pub fn parse_srat(bytes: &[u8]) -> Result<Srat, TableError> {
                     return Err(bad);
                 }
                 let (domain, enabled) = (u32_at(sub, 4), u32_at(sub, 12) & 1 != 0);
+                domains.note(domain, enabled)?;
                 srat.cpus.push(CpuAffinity {
                     apic_id: u32_at(sub, 8),
                     domain,
@@ -99,6 +113,25 @@ pub fn parse_srat(bytes: &[u8]) -> Result<Srat, TableError> {
         }
     }
     Ok(srat)
+}
+
+/// The distinct domains of enabled entries seen so far, sorted; refuses one past [`MAX_NODES`].
+#[derive(Default)]
+struct Domains(Vec<u32>);
+
+impl Domains {
+    fn note(&mut self, domain: u32, enabled: bool) -> Result<(), TableError> {
+        if let (true, Err(at)) = (enabled, self.0.binary_search(&domain)) {
+            if self.0.len() == MAX_NODES {
+                return Err(TableError::TooManyDomains {
+                    domain,
+                    max: MAX_NODES,
+                });
+            }
+            self.0.insert(at, domain);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -175,5 +208,36 @@ mod tests {
             Err(TableError::Truncated { .. })
         ));
         assert!(parse_srat(&[0; 10]).is_err());
+    }
+
+    /// Distinct proximity domains become nodes, each with a row and a column of the topology's
+    /// distance matrix, and the table's size does not bound them: 65,535 one-CPU entries (1 MiB)
+    /// would ask for a 4 GiB matrix. One domain past `MAX_NODES` is refused; a domain named
+    /// again and the domains of disabled entries are not counted.
+    #[test]
+    fn more_domains_than_nodes_are_an_error() {
+        let max = MAX_NODES as u32;
+        let mut entries: Vec<Vec<u8>> = (0..max).map(|d| cpu(0, d * 1000, true)).collect();
+        entries.push(memory(0, 1 << 20, 0, true));
+        entries.push(cpu(1, 5_000_000, false));
+        entries.push(memory(1 << 20, 1 << 20, 6_000_000, false));
+        let parsed = parse_srat(&srat(&entries)).unwrap();
+        assert_eq!(parsed.cpus.len(), MAX_NODES + 1);
+        entries.push(memory(2 << 20, 1 << 20, 7_000_000, true));
+        let err = parse_srat(&srat(&entries)).unwrap_err();
+        assert_eq!(
+            err,
+            TableError::TooManyDomains {
+                domain: 7_000_000,
+                max: MAX_NODES
+            }
+        );
+        assert!(
+            err.to_string()
+                .starts_with("SRAT: proximity domain 7000000"),
+            "{err}"
+        );
+        let wide: Vec<Vec<u8>> = (0..=u32::from(u16::MAX)).map(|d| cpu(0, d, true)).collect();
+        assert!(parse_srat(&srat(&wide)).is_err());
     }
 }
