@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::plot::{self, BarChart};
+use super::progress::Progress;
 use super::{Column, Record, ResultSet, fio, number};
 use crate::accel::AccelRequest;
 use crate::error::{Error, Result};
@@ -137,7 +138,13 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
     );
     let runtime = runtime(options.quick);
     let plugin = options.count.plugin(&guest)?;
-    let boot = |args: String, smp: u32| -> Result<Vec<Record>> {
+    let reps = options
+        .reps
+        .unwrap_or(if options.quick { 1 } else { 3 })
+        .max(1);
+    let mut progress = Progress::new(CASES.len() + 1 + 2 * reps as usize);
+    let mut boot = |args: String, smp: u32| -> Result<Vec<Record>> {
+        progress.start(&format!("smp={smp} {args}"));
         let overrides = Overrides {
             smp: Some(smp),
             timeout: Some(Duration::from_secs(120)),
@@ -170,10 +177,6 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
     let args =
         format!("workload=fake-rw runtime={runtime} bs=4096 iodepth=32 numjobs=2 sense_magazine=0");
     set.extend(boot(args, 2)?);
-    let reps = options
-        .reps
-        .unwrap_or(if options.quick { 1 } else { 3 })
-        .max(1);
     for rep in 0..reps {
         // Alternate which side boots first, so drift on the host hits both alike.
         let order: [u32; 2] = if rep % 2 == 0 { [1, 2] } else { [2, 1] };
