@@ -7,6 +7,7 @@ use crate::arch::exit::ExitCode;
 use crate::arch::pvh::StartInfo;
 use crate::arch::{apic, gdt, idt, paging, serial, time};
 use crate::cmdline::{Cmdline, SmpInject};
+use crate::memory::memmap::E820Kind;
 use crate::memory::{self, heap};
 use crate::platform::console::{self, println};
 use crate::platform::topology::Topology;
@@ -33,6 +34,54 @@ pub fn boot(start_info: u64) -> ExitCode {
         Ok(info) => info,
         Err(err) => panic!("cannot boot: {err}"),
     };
+    let Some(cmdline) = read_cmdline(&info, tsc_hz, stub_cycles) else {
+        return ExitCode::Failure;
+    };
+
+    log::info!("BIOS-provided physical RAM map:");
+    for entry in &info.memmap {
+        log::info!("  {entry}");
+    }
+    let (mut topology, lapic_phys) = discover_platform(&info);
+    let Some(layout) = memory::layout::init(&info, &topology) else {
+        panic!("e820 reports no usable RAM below 4 GiB");
+    };
+    log_layout(&layout);
+    warn_above_4g(&info);
+    if let Err(err) = paging::init() {
+        log::warn!("stack guard page not installed: {err}");
+    }
+    if let Some(max) = cmdline.maxcpus {
+        topology.limit_cpus(max);
+    }
+    let smp_report = start_cpus(&topology, lapic_phys, &info, cmdline.smp_inject);
+    let ram_bytes = ram_bytes(&info);
+    topology_report::log(&topology, &layout, &smp_report, ram_bytes);
+
+    let devices = pci::config::enumerate();
+    log_pci(devices);
+
+    let summary = BootSummary {
+        stub_cycles,
+        tsc_hz,
+        ram_bytes,
+        layout: &layout,
+        cpus_online: smp_report.online(),
+        ap_bringup_ns: smp_report.total_ns,
+        nodes: topology.nodes,
+        pci_functions: devices.len(),
+    };
+    println!("BOOT {}", summary.json());
+
+    match &cmdline.tests {
+        Some(selection) => tests::run(selection),
+        None => workload::run(&cmdline),
+    }
+}
+
+/// Parses the loader's command line, starts the logger at the level it asks for and logs the
+/// banner. `None` (after a `CMDLINE ERROR` line) when the line is not valid.
+fn read_cmdline(info: &StartInfo, tsc_hz: u64, stub_cycles: u64) -> Option<Cmdline> {
     let names = tests::names();
     let parsed =
         crate::cmdline::boot_line(info.cmdline).and_then(|line| Cmdline::parse(line, &names));
@@ -53,20 +102,20 @@ pub fn boot(start_info: u64) -> ExitCode {
         "command line: '{}'",
         alloc::string::String::from_utf8_lossy(shown)
     );
-    let cmdline = match parsed {
-        Ok(cmdline) => cmdline,
+    match parsed {
+        Ok(cmdline) => Some(cmdline),
         Err(err) => {
             println!("CMDLINE ERROR: {err}");
-            return ExitCode::Failure;
+            None
         }
-    };
-
-    log::info!("BIOS-provided physical RAM map:");
-    for entry in &info.memmap {
-        log::info!("  {entry}");
     }
+}
+
+/// The CPUs, nodes and local APIC from ACPI; without usable tables, the boot CPU alone on one
+/// node and no APIC.
+fn discover_platform(info: &StartInfo) -> (Topology, Option<u64>) {
     let bsp_apic_id = apic::initial_apic_id();
-    let (mut topology, lapic_phys) = match acpi::discover(info.rsdp_paddr, bsp_apic_id) {
+    match acpi::discover(info.rsdp_paddr, bsp_apic_id) {
         Ok(platform) => {
             log::info!(
                 "ACPI: RSDP from the {}; local APIC at {:#x}",
@@ -79,15 +128,24 @@ pub fn boot(start_info: u64) -> ExitCode {
             log::warn!("ACPI: {err}; running on the boot CPU alone, one node");
             (Topology::single(bsp_apic_id), None)
         }
-    };
-    let Some(layout) = memory::layout::init(&info, &topology) else {
-        panic!("e820 reports no usable RAM below 4 GiB");
-    };
-    log_layout(&layout);
+    }
+}
+
+/// Bytes of RAM in the e820 map.
+fn ram_bytes(info: &StartInfo) -> u64 {
+    info.memmap
+        .iter()
+        .filter(|entry| entry.kind == E820Kind::Ram)
+        .map(|entry| entry.len_bytes)
+        .sum()
+}
+
+/// Says how much RAM above 4 GiB the boot identity map leaves unused.
+fn warn_above_4g(info: &StartInfo) {
     let above_4g: u64 = info
         .memmap
         .iter()
-        .filter(|entry| entry.kind == crate::memory::memmap::E820Kind::Ram)
+        .filter(|entry| entry.kind == E820Kind::Ram)
         .map(|entry| entry.end().saturating_sub(entry.start.max(1 << 32)))
         .sum();
     if above_4g > 0 {
@@ -96,54 +154,46 @@ pub fn boot(start_info: u64) -> ExitCode {
             above_4g / MIB
         );
     }
-    if let Err(err) = paging::init() {
-        log::warn!("stack guard page not installed: {err}");
-    }
-    if let Some(max) = cmdline.maxcpus {
-        topology.limit_cpus(max);
-    }
-    let smp_report = start_cpus(&topology, lapic_phys, &info, cmdline.smp_inject);
-    let ram_bytes: u64 = info
-        .memmap
-        .iter()
-        .filter(|e| e.kind == crate::memory::memmap::E820Kind::Ram)
-        .map(|e| e.len_bytes)
-        .sum();
-    topology_report::log(&topology, &layout, &smp_report, ram_bytes);
+}
 
-    let devices = pci::config::enumerate();
-    log_pci(devices);
+/// What the `BOOT {json}` line reports.
+struct BootSummary<'a> {
+    stub_cycles: u64,
+    tsc_hz: u64,
+    ram_bytes: u64,
+    layout: &'a memory::layout::Layout,
+    cpus_online: usize,
+    ap_bringup_ns: u64,
+    nodes: u16,
+    pci_functions: usize,
+}
 
-    let boot_ms = time::now_ns() as f64 / 1e6;
-    let ram_mib = ram_bytes / MIB;
-    let line = JsonObject::new()
-        .str("kernel", env!("CARGO_PKG_VERSION"))
-        .f64("tsc_ms_to_first_workload", boot_ms, 3)
-        .f64(
-            "stub_to_rust_ms",
-            time::cycles_to_ns(stub_cycles) as f64 / 1e6,
-            3,
-        )
-        .u64("tsc_hz", tsc_hz)
-        .u64("ram_mib", ram_mib)
-        .u64(
-            "heap_mib",
-            layout.heap.iter().map(|r| r.len_bytes()).sum::<u64>() / MIB,
-        )
-        .u64(
-            "dma_mib",
-            layout.dma.iter().map(|(_, r)| r.len_bytes()).sum::<u64>() / MIB,
-        )
-        .u64("cpus_online", smp_report.online() as u64)
-        .u64("nodes", u64::from(topology.nodes))
-        .f64("ap_bringup_ms", smp_report.total_ns as f64 / 1e6, 3)
-        .u64("pci_functions", devices.len() as u64)
-        .finish();
-    println!("BOOT {line}");
-
-    match &cmdline.tests {
-        Some(selection) => tests::run(selection),
-        None => workload::run(&cmdline),
+impl BootSummary<'_> {
+    fn json(&self) -> alloc::string::String {
+        let layout = self.layout;
+        JsonObject::new()
+            .str("kernel", env!("CARGO_PKG_VERSION"))
+            .f64("tsc_ms_to_first_workload", time::now_ns() as f64 / 1e6, 3)
+            .f64(
+                "stub_to_rust_ms",
+                time::cycles_to_ns(self.stub_cycles) as f64 / 1e6,
+                3,
+            )
+            .u64("tsc_hz", self.tsc_hz)
+            .u64("ram_mib", self.ram_bytes / MIB)
+            .u64(
+                "heap_mib",
+                layout.heap.iter().map(|r| r.len_bytes()).sum::<u64>() / MIB,
+            )
+            .u64(
+                "dma_mib",
+                layout.dma.iter().map(|(_, r)| r.len_bytes()).sum::<u64>() / MIB,
+            )
+            .u64("cpus_online", self.cpus_online as u64)
+            .u64("nodes", u64::from(self.nodes))
+            .f64("ap_bringup_ms", self.ap_bringup_ns as f64 / 1e6, 3)
+            .u64("pci_functions", self.pci_functions as u64)
+            .finish()
     }
 }
 
