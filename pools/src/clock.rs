@@ -13,6 +13,22 @@ pub trait Clock {
     /// Nanoseconds since an arbitrary fixed origin; never decreases.
     fn now_ns(&self) -> u64;
 
+    /// A raw reading for stamping events: ticks of the clock's own source from an arbitrary
+    /// origin, never decreasing. Only the difference of two readings means something, through
+    /// [`ticks_to_ns`](Self::ticks_to_ns); a clock whose source does not count nanoseconds (the
+    /// TSC) saves the conversion of every stamp but the difference's. The default is `now_ns`.
+    #[inline]
+    fn now_ticks(&self) -> u64 {
+        self.now_ns()
+    }
+
+    /// The length of `ticks` (a difference of [`now_ticks`](Self::now_ticks) readings) in
+    /// nanoseconds. The default: ticks are nanoseconds.
+    #[inline]
+    fn ticks_to_ns(&self, ticks: u64) -> u64 {
+        ticks
+    }
+
     /// Called by synchronous loops (scan, block I/O) between polls while they wait. Real clocks
     /// spin; [`ManualClock`] advances simulated time so waits end in tests.
     fn relax(&self) {
@@ -36,6 +52,14 @@ impl<C: Clock + ?Sized> Clock for &C {
     fn now_ns(&self) -> u64 {
         (**self).now_ns()
     }
+    #[inline]
+    fn now_ticks(&self) -> u64 {
+        (**self).now_ticks()
+    }
+    #[inline]
+    fn ticks_to_ns(&self, ticks: u64) -> u64 {
+        (**self).ticks_to_ns(ticks)
+    }
     fn relax(&self) {
         (**self).relax()
     }
@@ -50,6 +74,14 @@ impl<C: Clock + ?Sized> Clock for &C {
 impl<C: Clock + ?Sized> Clock for Rc<C> {
     fn now_ns(&self) -> u64 {
         (**self).now_ns()
+    }
+    #[inline]
+    fn now_ticks(&self) -> u64 {
+        (**self).now_ticks()
+    }
+    #[inline]
+    fn ticks_to_ns(&self, ticks: u64) -> u64 {
+        (**self).ticks_to_ns(ticks)
     }
     fn relax(&self) {
         (**self).relax()

@@ -17,7 +17,8 @@ enum Op {
         blocks: u32,
         write: bool,
     },
-    Poll,
+    /// `true`: through `poll_with`, which hands commands over as it finds them.
+    Poll(bool),
     Advance(u64),
     /// Change the completion delay while commands are in flight.
     Delay(u64),
@@ -26,7 +27,7 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (0u64..16384, 1u32..16, any::<bool>()).prop_map(|(lba, blocks, write)| Op::Submit { lba, blocks, write }),
-        3 => Just(Op::Poll),
+        3 => any::<bool>().prop_map(Op::Poll),
         1 => (0u64..3_000_000).prop_map(Op::Advance),
         1 => prop_oneof![Just(0u64), 1u64..200_000].prop_map(Op::Delay),
     ]
@@ -44,15 +45,18 @@ proptest! {
             Just(OPT_MEDIUM_ERR), Just(OPT_TIMEOUT | OPT_RECOVERED_ERR | OPT_UNIT_ATTENTION),
         ],
         max_queue in 2u16..40,
+        fake_rw in any::<bool>(),
         ops in proptest::collection::vec(op(), 1..200),
     ) {
-        let mut stack = stack(&format!("delay=0 fake_rw=0 max_queue={max_queue}"));
+        let fake_rw = u8::from(fake_rw);
+        let mut stack = stack(&format!("delay=0 fake_rw={fake_rw} max_queue={max_queue}"));
         let (_, disk) = scan_one(&mut stack);
         stack.host_mut().set_delay_ns(delay_us * 1000);
         stack.host_mut().set_injection(every_nth, opts);
         let mut seen = vec![0u32; ops.len()];
         let mut submitted = Vec::new();
         let mut done = Vec::new();
+        let mut scratch = Vec::new();
         for (id, op) in ops.iter().enumerate() {
             match *op {
                 Op::Submit { lba, blocks, write } => {
@@ -66,7 +70,13 @@ proptest! {
                         submitted.push(id);
                     }
                 }
-                Op::Poll => { stack.poll(&mut done); }
+                Op::Poll(false) => { stack.poll(&mut done); }
+                Op::Poll(true) => {
+                    let before = done.len();
+                    let found = stack.poll_with(&mut scratch, |_, d| done.push(d));
+                    prop_assert_eq!(found, done.len() - before);
+                    prop_assert!(scratch.is_empty(), "poll_with left {} in its scratch", scratch.len());
+                }
                 Op::Advance(ns) => stack.clock().advance(ns),
                 Op::Delay(ns) => stack.host_mut().set_delay_ns(ns),
             }

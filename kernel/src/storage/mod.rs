@@ -89,6 +89,15 @@ impl scsi::clock::Clock for KernelClock {
     fn now_ns(&self) -> u64 {
         time::now_ns()
     }
+    /// The TSC itself: a stamp is one `rdtsc`, converted only as a difference.
+    #[inline]
+    fn now_ticks(&self) -> u64 {
+        time::rdtsc()
+    }
+    #[inline]
+    fn ticks_to_ns(&self, ticks: u64) -> u64 {
+        time::cycles_to_ns(ticks)
+    }
     #[inline]
     fn window_begin(&self, slot: u8) {
         insn_marker::begin(slot);

@@ -22,7 +22,12 @@ where
     /// classified. A host that kept the buffers (the device may still write them) fails the
     /// command with `ResetFailed`, whatever else it said.
     #[inline(always)]
-    pub(super) fn finish(&mut self, completed: Completed<A::Element>, out: &mut Vec<Done>) {
+    pub(super) fn finish<F: FnMut(&mut Vec<Done>, &C, Done)>(
+        &mut self,
+        completed: Completed<A::Element>,
+        out: &mut Vec<Done>,
+        good: &mut F,
+    ) {
         let Completed {
             completion,
             buffers,
@@ -47,7 +52,8 @@ where
                     recovered: slot.recovered,
                     attempts: slot.attempts,
                 });
-                self.end(tag, result, buffers.data, Some(buffers.sense), out);
+                let done = self.retire(tag, result, buffers.data, Some(buffers.sense));
+                good(out, &self.clock, done);
                 return;
             }
             Some(buffers) => buffers,
@@ -148,6 +154,20 @@ where
         sense: Option<A::Element>,
         out: &mut Vec<Done>,
     ) {
+        let done = self.retire(tag, result, data, sense);
+        out.push(done);
+    }
+
+    /// [`Self::end`] up to the report: frees the sense buffer, chain objects and tag, counts,
+    /// and returns the command's one [`Done`].
+    #[inline(always)]
+    fn retire(
+        &mut self,
+        tag: Tag,
+        result: Result<Completion, ScsiError>,
+        data: Vec<u8>,
+        sense: Option<A::Element>,
+    ) -> Done {
         if let Some(buf) = sense {
             self.sense.free_for(tag, buf);
             self.sense_frees += 1;
@@ -168,11 +188,11 @@ where
             Ok(_) => {}
             Err(_) => self.stats.failed += 1,
         }
-        out.push(Done {
+        Done {
             tag,
             user_data,
             result,
             data,
-        });
+        }
     }
 }

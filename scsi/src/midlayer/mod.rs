@@ -502,6 +502,35 @@ where
     #[inline]
     pub fn poll(&mut self, out: &mut Vec<Done>) -> usize {
         let before = out.len();
+        self.poll_core(out, |out: &mut Vec<Done>, _: &C, done| out.push(done));
+        out.len() - before
+    }
+
+    /// [`Self::poll`] that hands every finished command to `each` (with the clock, to stamp it)
+    /// instead of collecting them: a command that completed GOOD at its first look goes to
+    /// `each` as soon as it is found, without a trip through a vector; the others (errors,
+    /// retried commands that ended, timeouts, completions stashed by synchronous helpers) are
+    /// gathered in `scratch` and handed over at the end of the poll, so `scratch` is as it was
+    /// when the call returns. Returns how many commands were handed over.
+    #[inline]
+    pub fn poll_with<F: FnMut(&C, Done)>(&mut self, scratch: &mut Vec<Done>, mut each: F) -> usize {
+        let before = scratch.len();
+        let mut good = 0usize;
+        self.poll_core(scratch, |_: &mut Vec<Done>, clock: &C, done| {
+            good += 1;
+            each(clock, done);
+        });
+        let rest = scratch.len() - before;
+        for done in scratch.drain(before..) {
+            each(&self.clock, done);
+        }
+        good + rest
+    }
+
+    /// The body of [`Self::poll`]: GOOD first-look completions go to `good`, everything else
+    /// into `out`.
+    #[inline(always)]
+    fn poll_core<F: FnMut(&mut Vec<Done>, &C, Done)>(&mut self, out: &mut Vec<Done>, mut good: F) {
         if !self.stash.is_empty() {
             out.append(&mut self.stash);
         }
@@ -512,7 +541,7 @@ where
         }
         let mut done = core::mem::take(&mut self.host_done);
         for completed in done.drain(..) {
-            self.finish(completed, out);
+            self.finish(completed, out, &mut good);
         }
         self.host_done = done;
         if !self.deferred.is_empty() {
@@ -522,7 +551,6 @@ where
             self.next_sweep_ns = self.now_ns + self.sweep_interval_ns;
             self.sweep_timeouts(out);
         }
-        out.len() - before
     }
 
     /// Tells the installed completion-wait policy that a poll found `found` completions.

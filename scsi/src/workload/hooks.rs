@@ -25,6 +25,9 @@ pub struct Stall {
 /// What a job lets an outside actor do between its steps (memory pressure, see
 /// [`Pressure`]); `()` does nothing.
 pub trait Hooks<A> {
+    /// Whether [`completed`](Self::completed) does anything: the loop records each completion
+    /// for it only when it does.
+    const WANTS_COMPLETIONS: bool = true;
     /// Once per pass of the loop, before the submissions (after the previous completions).
     fn tick(&mut self, _slab: &A) {}
     /// A command completed (`write`: it was a write).
@@ -38,7 +41,9 @@ pub trait Hooks<A> {
     }
 }
 
-impl<A> Hooks<A> for () {}
+impl<A> Hooks<A> for () {
+    const WANTS_COMPLETIONS: bool = false;
+}
 
 impl<A: Reclaim> Hooks<A> for Pressure<'_> {
     fn tick(&mut self, slab: &A) {
