@@ -154,6 +154,19 @@ fn refused_client() -> Result<String, String> {
     Ok(message)
 }
 
+/// Reads the stats text to its end, then sends `command` and closes, as
+/// `(sleep 1; echo shutdown) | nc HOST PORT` does: the line arrives after the guest's FIN,
+/// together with this client's, when the guest's socket may already be in TIME-WAIT.
+fn late_command(command: &[u8]) -> Result<String, String> {
+    let mut stream = io(TcpStream::connect_timeout(&stats_addr(), nbd::IO_TIMEOUT))?;
+    io(stream.set_read_timeout(Some(nbd::IO_TIMEOUT)))?;
+    let mut text = String::new();
+    io(stream.read_to_string(&mut text))?;
+    io(stream.write_all(command))?;
+    io(stream.shutdown(Shutdown::Write))?;
+    Ok(text)
+}
+
 /// A client connected across `shutdown`: its acknowledged write stays, later requests get
 /// `NBD_ESHUTDOWN`, and the server closes after its `NBD_CMD_DISC`.
 pub fn shutdown() -> Result<String, String> {
@@ -162,12 +175,12 @@ pub fn shutdown() -> Result<String, String> {
     if error != 0 {
         return Err(format!("write before shutdown: errno {error}"));
     }
-    let text = stats_text(b"shutdown\n")?;
+    let text = late_command(b"shutdown\n")?;
     if !text.contains("poolinfo - 0.1") {
         return Err("no stats text before shutdown".into());
     }
-    // The stats text goes out on connect, so the guest may read the `shutdown` line a little
-    // after this client's EOF: ask until the answer is ESHUTDOWN.
+    // The line reaches the guest after its text and with this client's FIN, and the guest
+    // acts on it on a later round: ask until the answer is ESHUTDOWN.
     let start = Instant::now();
     let mut answers = Vec::new();
     loop {

@@ -1,6 +1,6 @@
 //! One stats socket: the text goes out as soon as a client connects (also when its FIN came
-//! with the SYN's ACK, as `nc -N` sends it), a `shutdown` line asks the server to stop, and the
-//! connection is closed after the text. A query may last [`QUERY_LIMIT_NS`] in any state and
+//! with the SYN's ACK, as `nc -N` sends it), a `shutdown` line asks the server to stop (also one
+//! sent after the text, with the client's FIN), and the connection is closed after the text. A query may last [`QUERY_LIMIT_NS`] in any state and
 //! [`FIN_WAIT_LIMIT_NS`] after its text was acknowledged, so clients that never read or never
 //! close cannot hold the port; [`Server::keep_a_stats_listener`] keeps one socket listening for
 //! the next query (and `shutdown`) whatever the others do.
@@ -57,8 +57,22 @@ impl Server {
         let now_ns = time::now_ns();
         let slot = &mut self.stats[index];
         let socket = self.sockets.get_mut::<tcp::Socket>(slot.handle);
+        // Read before anything else: a line sent after our text arrives with the peer's FIN,
+        // which can take the socket straight to TIME-WAIT, a state smoltcp counts as not open
+        // but whose receive buffer still holds the line.
+        while socket.can_recv() {
+            let received = &mut slot.received;
+            let _ = socket.recv(|bytes| {
+                // Only a short command line is of interest; the rest is dropped.
+                let keep = bytes.len().min(64usize.saturating_sub(received.len()));
+                received.extend_from_slice(&bytes[..keep]);
+                (bytes.len(), ())
+            });
+        }
+        let shutdown = received_shutdown(&slot.received);
+        let peer = socket.remote_endpoint();
         if !socket.is_open() {
-            if socket.state() == tcp::State::Closed && socket.remote_endpoint().is_some() {
+            if socket.state() == tcp::State::Closed && peer.is_some() {
                 // Aborted, and the RST has not left yet (smoltcp forgets the peer once it has):
                 // `listen` now would forget it first and leave the client waiting.
                 return;
@@ -68,6 +82,9 @@ impl Server {
             slot.opened_ns = 0;
             if let Err(err) = socket.listen(self.config.stats_port) {
                 log::error!("stats: listen on {}: {err:?}", self.config.stats_port);
+            }
+            if shutdown {
+                self.begin_shutdown(peer);
             }
             return;
         }
@@ -81,17 +98,6 @@ impl Server {
         {
             slot.pending = Some(stats_text(stats, device, export).into_bytes());
         }
-        while socket.can_recv() {
-            let received = &mut slot.received;
-            let _ = socket.recv(|bytes| {
-                // Only a short command line is of interest; the rest is dropped.
-                let keep = bytes.len().min(64usize.saturating_sub(received.len()));
-                received.extend_from_slice(&bytes[..keep]);
-                (bytes.len(), ())
-            });
-        }
-        let shutdown = received_shutdown(&slot.received);
-        let peer = socket.remote_endpoint();
         if let Some(pending) = slot.pending.as_mut()
             && !pending.is_empty()
         {
