@@ -92,6 +92,10 @@ pub struct CountingSpinLock {
     acquisitions: AtomicU64,
     contended: AtomicU64,
     wait_cycles: AtomicU64,
+    /// Tests only: callers that found the lock held and entered the wait, so a test can release
+    /// the lock after a waiter's first attempt rather than merely after it took its ticket.
+    #[cfg(test)]
+    entered_wait: AtomicU32,
 }
 
 impl Default for CountingSpinLock {
@@ -109,6 +113,8 @@ impl CountingSpinLock {
             acquisitions: AtomicU64::new(0),
             contended: AtomicU64::new(0),
             wait_cycles: AtomicU64::new(0),
+            #[cfg(test)]
+            entered_wait: AtomicU32::new(0),
         }
     }
 
@@ -123,6 +129,8 @@ impl CountingSpinLock {
 
     #[cold]
     fn wait_for(&self, ticket: u32) {
+        #[cfg(test)]
+        self.entered_wait.fetch_add(1, Ordering::Release);
         let start = cycles();
         while self.serving.load(Ordering::Acquire) != ticket {
             core::hint::spin_loop();
@@ -239,7 +247,11 @@ mod tests {
     }
 
     /// A waiter queued behind a holder is counted as exactly one contended acquisition, with
-    /// the wait measured. No timing: the holder releases only once it sees the waiter spinning.
+    /// the wait measured. No timing: the holder releases only once the waiter's first attempt
+    /// found the lock held. (Waiting only until it holds a ticket, `waiters() > 0`, was not
+    /// enough: a waiter preempted between taking its ticket and its first look at `serving`
+    /// can find the lock already released, and then rightly counts no contention. That made
+    /// this test fail once in an idle run.)
     #[test]
     fn a_blocked_waiter_is_one_contended_acquisition() {
         let mutex = Arc::new(CountingMutex::new(0u32));
@@ -250,9 +262,10 @@ mod tests {
         };
         // SAFETY: reading counters only.
         let raw = unsafe { mutex.raw() };
-        while raw.waiters() == 0 {
+        while raw.entered_wait.load(Ordering::Acquire) == 0 {
             std::thread::yield_now();
         }
+        assert_eq!(raw.waiters(), 1);
         drop(guard);
         waiter.join().unwrap();
         let stats = raw.stats();
