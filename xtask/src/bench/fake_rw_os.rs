@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use super::fake_rw::{CASES, Options, runtime};
 use super::plot::{self, BarChart};
+use super::progress::Progress;
 use super::{Column, ResultSet, number};
 use crate::error::{Error, Result};
 use crate::guest::{Guest, Os, Overrides};
@@ -86,10 +87,12 @@ pub fn run(options: &Options) -> Result<()> {
         "guest",
         Some(guests[0].accel.accel.to_string()),
     );
+    let mut progress = Progress::new(reps as usize * CASES.len() * guests.len());
     for rep in 0..reps {
         for (bs, iodepth) in CASES {
             for turn in 0..guests.len() {
                 let guest = &guests[(rep as usize + turn) % guests.len()];
+                progress.start(&format!("rep {rep} {} bs {bs} iodepth {iodepth}", guest.os));
                 let overrides = Overrides {
                     smp: Some(1),
                     timeout: Some(Duration::from_secs(120)),

@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::progress::Progress;
 use super::{Record, ResultSet, qemu_cpu};
 use crate::accel::AccelRequest;
 use crate::error::Result;
@@ -85,9 +86,11 @@ pub fn run(options: &Options) -> Result<()> {
         options.sizes.clone()
     };
     let mut set = ResultSet::new("numa", "numa", "guest", Some(guest.accel.accel.to_string()));
+    let mut progress = Progress::new(profiles.len() * sizes.len());
     for name in &profiles {
         let profile = profile::load(name)?;
         for &size in &sizes {
+            progress.start(&format!("{name} size {size} B"));
             let overrides = Overrides {
                 timeout: Some(Duration::from_secs(options.timeout)),
                 kernel_args: Some(format!("workload=numa n={n} size={size} align=16")),
