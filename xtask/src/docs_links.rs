@@ -1,6 +1,7 @@
 //! Host tests of the documentation: every relative link in `README.md`, `CONTRIBUTING.md` and
 //! `docs/` resolves (the file exists and, for a Markdown file, so does the `#anchor`), and every
-//! benchmark in the README's table links a results page.
+//! benchmark in the README's table links a results page, and the docs speak the project's own
+//! words: no issue numbers, commit hashes or notes on who ran what (the git history keeps those).
 
 use std::path::{Path, PathBuf};
 
@@ -105,6 +106,99 @@ fn broken_links(root: &Path, document: &Path) -> Vec<String> {
         }
     }
     broken
+}
+
+/// Issue references (`#19`, not a heading's `# ` nor an HTML entity's `&#…;`) in `text`.
+fn issue_numbers(text: &str) -> Vec<String> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    for (at, _) in text.match_indices('#') {
+        let digits = bytes[at + 1..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        let entity = at > 0 && bytes[at - 1] == b'&';
+        let glued = bytes
+            .get(at + 1 + digits)
+            .is_some_and(u8::is_ascii_alphanumeric);
+        if digits > 0 && !entity && !glued {
+            found.push(text[at..at + 1 + digits].to_string());
+        }
+    }
+    found
+}
+
+/// Words of 7 to 40 hexadecimal digits with both a digit and a letter: what a commit hash looks
+/// like (`0x…` addresses are one word with the `x`, decimal figures have no letter).
+fn commit_hashes(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|word| {
+            (7..=40).contains(&word.len())
+                && word
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                && word.bytes().any(|b| b.is_ascii_digit())
+                && word.bytes().any(|b| b.is_ascii_lowercase())
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// Mentions of engineers other than the readers ("kernel and storage engineers"): who ran what,
+/// or how many shared the machine, is the history's business, not the docs'.
+fn who_ran_what(text: &str) -> Vec<String> {
+    text.match_indices("engineer")
+        .filter(|&(at, _)| {
+            let before = &text[text[..at]
+                .char_indices()
+                .rev()
+                .nth(24)
+                .map_or(0, |(i, _)| i)..at];
+            !before.contains("kernel") && !before.contains("storage")
+        })
+        .map(|(at, _)| text[at.saturating_sub(30)..].chars().take(50).collect())
+        .collect()
+}
+
+#[test]
+fn the_docs_carry_no_issue_numbers_hashes_or_who_ran_what() {
+    let root = workspace::root();
+    let mut problems = Vec::new();
+    for document in documents(&root) {
+        let text = std::fs::read_to_string(&document).unwrap();
+        let name = document
+            .strip_prefix(&root)
+            .unwrap_or(&document)
+            .display()
+            .to_string();
+        for (line_number, line) in text.lines().enumerate() {
+            let words = issue_numbers(line)
+                .into_iter()
+                .chain(commit_hashes(line))
+                .chain(who_ran_what(line));
+            for word in words {
+                problems.push(format!("{name}:{}: {word}", line_number + 1));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn issue_numbers_hashes_and_engineers_are_recognised() {
+    assert_eq!(
+        issue_numbers("issue #19, see #3. # Heading &#123; [x](#top) C#9x"),
+        ["#19", "#3"]
+    );
+    assert_eq!(
+        commit_hashes("main at f90b7be; 0x1ffdffff; 1710835 runs; 'decaf' beef12 e50aa6fba"),
+        ["f90b7be", "e50aa6fba"]
+    );
+    assert_eq!(
+        who_ran_what("for kernel and storage engineers who"),
+        Vec::<String>::new()
+    );
+    assert_eq!(who_ran_what("shared by six engineers").len(), 1);
 }
 
 #[test]
