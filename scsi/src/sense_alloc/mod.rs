@@ -29,6 +29,7 @@
 
 mod shared;
 mod storage;
+mod tag_slot;
 
 pub use shared::SharedReserve;
 pub use storage::{Failing, HeapSense, Reclaim, SenseStorage, SlabSense};
@@ -37,6 +38,7 @@ use crate::wire::{SCSI_SENSE_BUFFERSIZE, Tag};
 use alloc::vec::Vec;
 use core::cell::Cell;
 use pools::{AllocMode, ElementAllocator, Mempool};
+use tag_slot::TagSlot;
 
 /// Free buffers a per-CPU `pools::Magazine` in front of the sense slab holds: more than one
 /// queue's default iodepth (32), so in steady state no allocation reaches the slab's lock.
@@ -199,11 +201,11 @@ enum Backend<A: ElementAllocator> {
         list: Vec<A::Element>,
         min_nr: usize,
     },
-    /// Indexed by tag; `None` while the tag's command holds the buffer. `extras` holds each
+    /// Indexed by tag: the tag's buffer, or who has it ([`TagSlot`]). `extras` holds each
     /// tag's bound chain objects ([`SenseAllocator::bind_extras`]).
     Pertag {
         slab: A,
-        by_tag: Vec<Option<A::Element>>,
+        by_tag: Vec<TagSlot<A::Element>>,
         extras: Vec<Vec<A::Element>>,
         extras_per_tag: usize,
     },
@@ -269,7 +271,10 @@ where
                 min_nr: can_queue,
             },
             SenseMode::Pertag => Backend::Pertag {
-                by_tag: fill(&slab, can_queue)?.into_iter().map(Some).collect(),
+                by_tag: fill(&slab, can_queue)?
+                    .into_iter()
+                    .map(TagSlot::Held)
+                    .collect(),
                 extras: Vec::new(),
                 extras_per_tag: 0,
                 slab,
@@ -301,7 +306,7 @@ where
             Backend::Mempool(pool) => pool.stats().reserve_len,
             Backend::Prealloc { list, .. } => list.len(),
             Backend::Pertag { by_tag, extras, .. } => {
-                by_tag.iter().filter(|b| b.is_some()).count()
+                by_tag.iter().filter(|b| b.is_held()).count()
                     + extras.iter().map(Vec::len).sum::<usize>()
             }
             Backend::Backup { spare, .. } => usize::from(spare.is_some()),
@@ -324,14 +329,18 @@ where
         let Backend::Pertag { slab, by_tag, .. } = &mut self.backend else {
             return self.alloc();
         };
-        if let Some(buf) = by_tag.get_mut(usize::from(tag.0)).and_then(Option::take) {
+        if let Some(buf) = by_tag
+            .get_mut(usize::from(tag.0))
+            .and_then(TagSlot::take_tagged)
+        {
             self.stats.reserve_hits += 1;
             self.stats.reserve_held -= 1;
             self.stats.in_use += 1;
             return Some(buf);
         }
-        // The tag lost its buffer (withheld after a failed host reset, which the device may
-        // still write): the slab replaces it, and the free gives the tag a buffer again.
+        // The tag's buffer is out (withheld after a failed host reset, which the device may
+        // still write, or lent to an untagged caller): the slab replaces it, and the free gives
+        // the tag a buffer again.
         match slab.try_alloc() {
             Some(buf) => {
                 self.stats.slab_allocs += 1;
@@ -364,8 +373,8 @@ where
         };
         self.stats.in_use -= 1;
         match by_tag.get_mut(usize::from(tag.0)) {
-            Some(slot @ None) => {
-                *slot = Some(buf);
+            Some(slot) if !slot.is_held() => {
+                *slot = TagSlot::Held(buf);
                 self.stats.reserve_held += 1;
             }
             _ => slab.free(buf),
@@ -417,15 +426,17 @@ where
                 }
                 None => slab.try_alloc().inspect(|_| self.stats.slab_allocs += 1),
             },
-            // Untagged callers in pertag mode take any bound buffer.
-            Backend::Pertag { by_tag, .. } => match by_tag.iter_mut().find_map(Option::take) {
-                Some(buf) => {
-                    self.stats.reserve_hits += 1;
-                    self.stats.reserve_held -= 1;
-                    Some(buf)
+            // Untagged callers in pertag mode borrow any idle tag's buffer.
+            Backend::Pertag { by_tag, .. } => {
+                match by_tag.iter_mut().find_map(TagSlot::take_lent) {
+                    Some(buf) => {
+                        self.stats.reserve_hits += 1;
+                        self.stats.reserve_held -= 1;
+                        Some(buf)
+                    }
+                    None => None,
                 }
-                None => None,
-            },
+            }
             // `__scsi_get_command`: the slab, and only when it fails the host's backup.
             Backend::Backup { slab, spare } => match slab.try_alloc() {
                 Some(buf) => {
@@ -481,9 +492,10 @@ where
                     slab.free(buf);
                 }
             }
-            Backend::Pertag { slab, by_tag, .. } => match by_tag.iter_mut().find(|b| b.is_none()) {
+            // Back to a slot that lent its buffer, never to an in-flight command's slot.
+            Backend::Pertag { slab, by_tag, .. } => match by_tag.iter_mut().find(|b| b.is_lent()) {
                 Some(slot) => {
-                    *slot = Some(buf);
+                    *slot = TagSlot::Held(buf);
                     self.stats.reserve_held += 1;
                 }
                 None => slab.free(buf),

@@ -157,3 +157,26 @@ fn pools_slab_objects_hold_sense_and_have_bus_addresses() {
         "only the reserve stays allocated"
     );
 }
+
+/// An untagged buffer in `pertag` mode goes back to the slot it was lent from, never to the
+/// empty slot of a tag whose command is in flight: otherwise the lending tag is left without
+/// its buffer and its next command has to allocate (here from a failing slab: it waits).
+#[test]
+fn pertag_untagged_free_returns_to_the_lending_slot_not_an_in_flight_one() {
+    use crate::wire::Tag;
+    let mut a = SenseAllocator::new(SenseMode::Pertag, HeapSense::new(), 2).unwrap();
+    a.slab().set_failing(true);
+    let in_flight = a.alloc_for(Tag(0)).unwrap();
+    let untagged = a.alloc().expect("tag 1's idle buffer lent out");
+    a.free(untagged);
+    a.free_for(Tag(0), in_flight);
+    let s = a.stats();
+    assert_eq!((s.in_use, s.reserve_held), (0, 2));
+    let next = a.alloc_for(Tag(1));
+    assert!(
+        next.is_some(),
+        "tag 1 lost its bound buffer to tag 0's slot"
+    );
+    let s = a.stats();
+    assert_eq!((s.slab_allocs, s.reserve_hits, s.waits), (0, 3, 0));
+}
