@@ -180,22 +180,16 @@ pub fn discover(rsdp_paddr: u64, bsp_apic_id: u32) -> Result<Platform, AcpiError
 
     type Srat = RawTable<{ u32::from_le_bytes(*b"SRAT") }>;
     type Slit = RawTable<{ u32::from_le_bytes(*b"SLIT") }>;
-    let srat = match tables.find_table::<Srat>() {
-        Ok(mapping) => Some(tables::srat::parse_srat(table_bytes(&mapping))?),
-        Err(_) => None,
-    };
-    let slit = match tables.find_table::<Slit>() {
-        Ok(mapping) => match tables::slit::parse_slit(table_bytes(&mapping)) {
-            Ok(slit) => Some(slit),
-            Err(err) => {
-                log::warn!("acpi: ignoring the SLIT: {err}");
-                None
-            }
-        },
-        Err(_) => None,
-    };
+    let srat = tables
+        .find_table::<Srat>()
+        .ok()
+        .map(|mapping| tables::srat::parse_srat(table_bytes(&mapping)));
+    let slit = tables
+        .find_table::<Slit>()
+        .ok()
+        .map(|mapping| tables::slit::parse_slit(table_bytes(&mapping)));
     Ok(Platform {
-        topology: Topology::build(bsp_apic_id, &cpus, srat.as_ref(), slit.as_ref()),
+        topology: Topology::from_tables(bsp_apic_id, &cpus, srat, slit),
         lapic_phys,
         rsdp_source,
     })

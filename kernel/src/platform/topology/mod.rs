@@ -89,6 +89,36 @@ impl Topology {
         Self::build(bsp_apic_id, &[], None, None)
     }
 
+    /// Builds the topology from the SRAT and SLIT as parsed (`None`: the firmware has none).
+    ///
+    /// A refused SRAT drops only the NUMA layout, as Linux's `bad_srat()` does: the CPUs still
+    /// come from the MADT, all on one node, and the SLIT goes too (its localities are the
+    /// SRAT's proximity domains). A refused SLIT leaves the default distances.
+    pub fn from_tables(
+        bsp_apic_id: u32,
+        madt: &[MadtCpu],
+        srat: Option<Result<Srat, tables::TableError>>,
+        slit: Option<Result<Slit, tables::TableError>>,
+    ) -> Self {
+        let srat = match srat {
+            Some(Ok(srat)) => Some(srat),
+            Some(Err(err)) => {
+                log::warn!("acpi: SRAT not used ({err}): one NUMA node, CPUs from the MADT");
+                return Self::build(bsp_apic_id, madt, None, None);
+            }
+            None => None,
+        };
+        let slit = match slit {
+            Some(Ok(slit)) => Some(slit),
+            Some(Err(err)) => {
+                log::warn!("acpi: ignoring the SLIT: {err}");
+                None
+            }
+            None => None,
+        };
+        Self::build(bsp_apic_id, madt, srat.as_ref(), slit.as_ref())
+    }
+
     /// Builds the topology. `bsp_apic_id` is the running CPU's APIC id (from the LAPIC).
     pub fn build(
         bsp_apic_id: u32,

@@ -174,3 +174,22 @@ fn fallback_prefers_the_nearest_node() {
         [NodeId(2), NodeId(0), NodeId(1)]
     );
 }
+
+/// A malformed SRAT drops the NUMA layout only, as Linux's `bad_srat()` does: every MADT CPU
+/// is kept, on one node, and the SLIT (whose localities are the SRAT's domains) goes with it.
+#[test]
+fn a_bad_srat_keeps_the_madt_cpus_on_one_node() {
+    let (_, slit) = qemu_numa2();
+    let mut bad = build::srat(&[build::cpu(0, 0, true), build::cpu(1, 1, true)]);
+    bad.push(0);
+    bad.push(0); // a subtable that claims zero bytes
+    let len = bad.len() as u32;
+    bad[4..8].copy_from_slice(&len.to_le_bytes());
+    let srat = parse_srat(&bad);
+    assert!(srat.is_err(), "the test table must be refused");
+    let topology = Topology::from_tables(0, &madt(&[0, 1, 2, 3]), Some(srat), Some(Ok(slit)));
+    assert_eq!(topology.cpus.len(), 4);
+    assert_eq!(topology.nodes, 1);
+    assert!(topology.cpus.iter().all(|cpu| cpu.node == NodeId(0)));
+    assert!(!topology.from_srat);
+}
