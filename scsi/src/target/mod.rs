@@ -4,7 +4,8 @@
 //! Each command is answered in full inside `queue_command`: the CDB is parsed, data is moved
 //! between the command's buffer and the store (skipped with `fake_rw`), sense is written into the
 //! command's sense buffer. Only the *report* is deferred: the completion sits in a FIFO until its
-//! due time (`delay`/`ndelay` on the [`Clock`]) and `poll` hands out every due one in a batch.
+//! due time (`delay`/`ndelay` on the [`Clock`]) and `poll` hands out every due one in a batch
+//! (with `batch_complete`, every pending one once the oldest is due).
 //! With a zero delay no clock is read and completions wait in a plain vector that `poll` copies
 //! out in one go, so the per-command cost is the decode, the checks and one push.
 //!
@@ -318,7 +319,11 @@ impl<C: Clock, S: SenseStorage> ScsiHost<S> for ScsiDebug<C, S> {
             done.append(&mut self.ready);
         }
         if !self.pending.is_empty() {
-            let now = self.clock.now_ns();
+            let mut now = self.clock.now_ns();
+            if self.params.batch_complete && self.pending.front().is_some_and(|(d, _)| *d <= now) {
+                // The oldest is due: the whole queue comes with it.
+                now = u64::MAX;
+            }
             while let Some((due, _)) = self.pending.front() {
                 if *due > now {
                     break;

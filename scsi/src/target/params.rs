@@ -64,6 +64,11 @@ pub struct ScsiDebugParams {
     pub delay: u32,
     /// Completion delay in ns; overrides `delay` when non-zero.
     pub ndelay: u64,
+    /// Not a Linux scsi_debug parameter: once the oldest pending completion is due, every
+    /// pending one is reported in the same poll (interrupt coalescing taken to the whole
+    /// queue). A host that resubmits after such a poll has nothing in flight: the worst case
+    /// for a sense reserve, since no buffer of its own is on its way back.
+    pub batch_complete: bool,
     /// READ and WRITE skip the data move (and no store is allocated).
     pub fake_rw: bool,
     /// Injection period: every nth command when > 0. When < 0 the |n|th command is the first
@@ -95,6 +100,7 @@ impl Default for ScsiDebugParams {
             can_queue: None,
             delay: 1,
             ndelay: 0,
+            batch_complete: false,
             fake_rw: false,
             every_nth: 0,
             opts: 0,
@@ -171,6 +177,14 @@ const TABLE: &[Key<ScsiDebugParams>] = &[
         set: |p, v| {
             // Linux ignores (with a warning) an ndelay of a second or more; we refuse it.
             p.ndelay = count(v, 0, NDELAY_MAX_NS)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "batch_complete",
+        aliases: &[],
+        set: |p, v| {
+            p.batch_complete = boolean(v)?;
             Ok(())
         },
     },
