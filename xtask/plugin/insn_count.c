@@ -30,6 +30,16 @@
  * at exit each block prints `sensepool-insns tb vaddr=0x.. insns=n execs=c` for xtask to map to
  * the kernel's functions.
  *
+ * TLB model (tlb=on): every guest load and store inside an open window goes through a model of
+ * QEMU 7.2's softmmu data TLB for one MMU index (accel/tcg/cputlb.c): a direct-mapped table of
+ * TLB_ENTRIES entries indexed by virtual page number (CPU_TLB_DYN_DEFAULT_BITS = 8; the table is
+ * resized only on a flush, which this kernel does not do while it measures), backed by a fully
+ * associative victim TLB of CPU_VTLB_SIZE = 8 entries filled round robin with the evicted
+ * entries. A lookup that misses the table but hits the victim swaps the two (victim_tlb_hit); one
+ * that misses both is a refill (tlb_fill: a guest page walk in QEMU). The publish line then adds
+ * `mem=A tlb_misses=M tlb_fills=F`: what a collision of hot pages would cost, counted, not timed.
+ * Accesses that straddle a page are counted on their first page.
+ *
  * QEMU 7.2 ships no qemu-plugin.h, so the few API declarations used are below, as in
  * include/qemu/qemu-plugin.h of QEMU 7.2 (plugin API version 1).
  */
@@ -66,6 +76,10 @@ enum qemu_plugin_cb_flags { QEMU_PLUGIN_CB_NO_REGS = 0 };
 typedef void (*qemu_plugin_udata_cb_t)(qemu_plugin_id_t id, void *userdata);
 typedef void (*qemu_plugin_vcpu_udata_cb_t)(unsigned int vcpu_index, void *userdata);
 typedef void (*qemu_plugin_vcpu_tb_trans_cb_t)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
+typedef uint32_t qemu_plugin_meminfo_t;
+enum qemu_plugin_mem_rw { QEMU_PLUGIN_MEM_R = 1, QEMU_PLUGIN_MEM_W, QEMU_PLUGIN_MEM_RW };
+typedef void (*qemu_plugin_vcpu_mem_cb_t)(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
+                                          uint64_t vaddr, void *userdata);
 
 void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_tb_trans_cb_t cb);
 void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb, qemu_plugin_vcpu_udata_cb_t cb,
@@ -73,6 +87,9 @@ void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb, qemu_plugin
 void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn,
                                             qemu_plugin_vcpu_udata_cb_t cb,
                                             enum qemu_plugin_cb_flags flags, void *userdata);
+void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_mem_cb_t cb,
+                                      enum qemu_plugin_cb_flags flags, enum qemu_plugin_mem_rw rw,
+                                      void *userdata);
 void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb, void *userdata);
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
 uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
@@ -90,6 +107,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = SENSEPOOL_PLUGIN_API;
 #define MARKER_PUBLISH 3
 #define SLOTS 16
 
+/* ---- the softmmu TLB model (tlb=on) ---- */
+#define TLB_BITS 8
+#define TLB_ENTRIES (1u << TLB_BITS)
+#define VTLB_ENTRIES 8
+#define PAGE_SHIFT 12
+#define NO_PAGE UINT64_MAX
+
 /* One vCPU's state; only its own vCPU thread writes it (PUBLISH reads the others' sums while
  * they sit outside any window), padded so two vCPUs never share a cache line. */
 struct vcpu {
@@ -98,6 +122,13 @@ struct vcpu {
     int open_slot;             /* -1 when no window is open */
     uint64_t pending[SLOTS];   /* closed windows' instructions, not yet published */
     uint64_t windows[SLOTS];   /* closed windows, not yet published */
+    /* tlb=on: the model's state and the open window's counts, then per slot as above */
+    uint64_t tlb[TLB_ENTRIES];
+    uint64_t vtlb[VTLB_ENTRIES];
+    unsigned int vtlb_next;
+    uint64_t mem, tlb_misses, tlb_fills;
+    uint64_t mem_start, misses_start, fills_start;
+    uint64_t pending_mem[SLOTS], pending_misses[SLOTS], pending_fills[SLOTS];
 } __attribute__((aligned(64)));
 
 struct block {
@@ -116,6 +147,7 @@ struct marker {
 static struct vcpu *vcpus;
 static int n_vcpus;
 static bool breakdown;
+static bool tlb_model;
 static uint64_t publishes;
 static uint64_t anomalies;
 static struct block *blocks; /* every translated block, in breakdown mode (atomic push) */
@@ -161,21 +193,28 @@ static void publish(unsigned int vcpu_index)
             anomaly(vcpu_index, "publish while another vCPU's window is open");
     }
     for (int slot = 0; slot < SLOTS; slot++) {
-        uint64_t total = 0, windows = 0;
+        uint64_t total = 0, windows = 0, mem = 0, misses = 0, fills = 0;
         char per_vcpu[256] = "";
         size_t used = 0;
         for (int i = 0; i < n_vcpus; i++) {
             uint64_t n = __atomic_exchange_n(&vcpus[i].pending[slot], 0, __ATOMIC_SEQ_CST);
             windows += __atomic_exchange_n(&vcpus[i].windows[slot], 0, __ATOMIC_SEQ_CST);
             total += n;
+            mem += __atomic_exchange_n(&vcpus[i].pending_mem[slot], 0, __ATOMIC_SEQ_CST);
+            misses += __atomic_exchange_n(&vcpus[i].pending_misses[slot], 0, __ATOMIC_SEQ_CST);
+            fills += __atomic_exchange_n(&vcpus[i].pending_fills[slot], 0, __ATOMIC_SEQ_CST);
             if (used < sizeof per_vcpu)
                 used += snprintf(per_vcpu + used, sizeof per_vcpu - used, "%s%" PRIu64,
                                  i ? "/" : "", n);
         }
+        char tlb[128] = "";
+        if (tlb_model)
+            snprintf(tlb, sizeof tlb, " mem=%" PRIu64 " tlb_misses=%" PRIu64 " tlb_fills=%" PRIu64,
+                     mem, misses, fills);
         if (windows)
             outf("sensepool-insns publish=%" PRIu64 " slot=%d windows=%" PRIu64
-                 " insns=%" PRIu64 " vcpu_insns=%s\n",
-                 k, slot, windows, total, per_vcpu);
+                 " insns=%" PRIu64 " vcpu_insns=%s%s\n",
+                 k, slot, windows, total, per_vcpu, tlb);
     }
     outf("sensepool-insns published=%" PRIu64 "\n", k);
 }
@@ -193,6 +232,9 @@ static void marker_exec(unsigned int vcpu_index, void *userdata)
             anomaly(vcpu_index, "BEGIN inside an open window");
         v->open_slot = m->slot;
         v->window_start = now;
+        v->mem_start = v->mem;
+        v->misses_start = v->tlb_misses;
+        v->fills_start = v->tlb_fills;
         break;
     case MARKER_END:
         if (v->open_slot != m->slot) {
@@ -202,12 +244,45 @@ static void marker_exec(unsigned int vcpu_index, void *userdata)
         }
         __atomic_fetch_add(&v->pending[m->slot], now - v->window_start, __ATOMIC_SEQ_CST);
         __atomic_fetch_add(&v->windows[m->slot], 1, __ATOMIC_SEQ_CST);
+        __atomic_fetch_add(&v->pending_mem[m->slot], v->mem - v->mem_start, __ATOMIC_SEQ_CST);
+        __atomic_fetch_add(&v->pending_misses[m->slot], v->tlb_misses - v->misses_start,
+                           __ATOMIC_SEQ_CST);
+        __atomic_fetch_add(&v->pending_fills[m->slot], v->tlb_fills - v->fills_start,
+                           __ATOMIC_SEQ_CST);
         v->open_slot = -1;
         break;
     case MARKER_PUBLISH:
         publish(vcpu_index);
         break;
     }
+}
+
+/* One guest load or store through the TLB model (see the comment at the top). The model runs
+ * outside windows too, so a window starts with the TLB the code before it left. */
+static void mem_access(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr,
+                       void *userdata)
+{
+    (void)info;
+    (void)userdata;
+    struct vcpu *v = vcpu_of(vcpu_index);
+    if (!v)
+        return;
+    uint64_t page = vaddr >> PAGE_SHIFT;
+    uint64_t *entry = &v->tlb[page & (TLB_ENTRIES - 1)];
+    v->mem++;
+    if (*entry == page)
+        return;
+    v->tlb_misses++;
+    for (unsigned int i = 0; i < VTLB_ENTRIES; i++) {
+        if (v->vtlb[i] == page) {
+            v->vtlb[i] = *entry;
+            *entry = page;
+            return;
+        }
+    }
+    v->tlb_fills++;
+    v->vtlb[v->vtlb_next++ % VTLB_ENTRIES] = *entry;
+    *entry = page;
 }
 
 /* The marker an instruction is, or 0: `0f 1f 84 00` + little-endian MARKER_MAGIC | op << 8 | slot. */
@@ -246,6 +321,9 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     qemu_plugin_register_vcpu_tb_exec_cb(tb, block_exec, QEMU_PLUGIN_CB_NO_REGS, block);
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        if (tlb_model)
+            qemu_plugin_register_vcpu_mem_cb(insn, mem_access, QEMU_PLUGIN_CB_NO_REGS,
+                                             QEMU_PLUGIN_MEM_RW, NULL);
         int slot = 0;
         int op = decode_marker(qemu_plugin_insn_data(insn), qemu_plugin_insn_size(insn), &slot);
         if (!op)
@@ -295,8 +373,11 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "breakdown=on") == 0) {
             breakdown = true;
-        } else if (strcmp(argv[i], "breakdown=off") != 0) {
-            fprintf(stderr, "sensepool insn_count: unknown argument '%s' (breakdown=on|off)\n",
+        } else if (strcmp(argv[i], "tlb=on") == 0) {
+            tlb_model = true;
+        } else if (strcmp(argv[i], "breakdown=off") != 0 && strcmp(argv[i], "tlb=off") != 0) {
+            fprintf(stderr,
+                    "sensepool insn_count: unknown argument '%s' (breakdown=on|off, tlb=on|off)\n",
                     argv[i]);
             return -1;
         }
@@ -306,10 +387,15 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     if (!vcpus)
         return -1;
     memset(vcpus, 0, sizeof *vcpus * (size_t)n_vcpus);
-    for (int i = 0; i < n_vcpus; i++)
+    for (int i = 0; i < n_vcpus; i++) {
         vcpus[i].open_slot = -1;
-    outf("sensepool-insns start api=%d vcpus=%d breakdown=%s\n", info->version.cur, n_vcpus,
-         breakdown ? "on" : "off");
+        for (unsigned int e = 0; e < TLB_ENTRIES; e++)
+            vcpus[i].tlb[e] = NO_PAGE;
+        for (unsigned int e = 0; e < VTLB_ENTRIES; e++)
+            vcpus[i].vtlb[e] = NO_PAGE;
+    }
+    outf("sensepool-insns start api=%d vcpus=%d breakdown=%s tlb=%s\n", info->version.cur,
+         n_vcpus, breakdown ? "on" : "off", tlb_model ? "on" : "off");
     qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
     qemu_plugin_register_atexit_cb(id, at_exit, NULL);
     return 0;

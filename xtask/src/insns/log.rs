@@ -17,6 +17,19 @@ pub struct Published {
     pub insns: u64,
     /// The same count per vCPU.
     pub vcpu_insns: Vec<u64>,
+    /// With the plugin's `tlb=on`: the softmmu TLB model's counts over the same windows.
+    pub tlb: Option<TlbCounts>,
+}
+
+/// What the plugin's model of QEMU's softmmu data TLB saw in a slot's windows (`tlb=on`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TlbCounts {
+    /// Guest loads and stores.
+    pub mem: u64,
+    /// Lookups that missed the direct-mapped table (victim hits and refills).
+    pub misses: u64,
+    /// Lookups that missed the victim TLB too: a refill (a guest page walk in QEMU).
+    pub fills: u64,
 }
 
 /// A translated block executed inside a window (breakdown mode).
@@ -87,12 +100,21 @@ fn parse_line(rest: &str, log: &mut PluginLog) -> Result<(), String> {
                 .split('/')
                 .map(|n| n.parse().map_err(|_| format!("vcpu_insns `{n}`")))
                 .collect::<Result<Vec<u64>, String>>()?;
+            let tlb = match map.contains_key("mem") {
+                true => Some(TlbCounts {
+                    mem: number("mem")?,
+                    misses: number("tlb_misses")?,
+                    fills: number("tlb_fills")?,
+                }),
+                false => None,
+            };
             log.publishes.push(Published {
                 window,
                 slot,
                 windows: number("windows")?,
                 insns: number("insns")?,
                 vcpu_insns,
+                tlb,
             });
         }
         "tb" => log.blocks.push(Block {
@@ -118,6 +140,7 @@ mod tests {
              sensepool-insns start api=1 vcpus=2 breakdown=on\n\
              sensepool-insns publish=3 slot=1 windows=2 insns=42 vcpu_insns=40/2\n\
              sensepool-insns published=3\n\
+             sensepool-insns publish=4 slot=2 windows=1 insns=9 vcpu_insns=9/0 mem=5 tlb_misses=2 tlb_fills=1\n\
              sensepool-insns anomaly vcpu=1 END without a matching BEGIN\n\
              sensepool-insns tb vaddr=0x10a0f0 insns=7 execs=1000\n\
              sensepool-insns exit total=123 publishes=4 anomalies=1\n",
@@ -126,13 +149,28 @@ mod tests {
         assert!(log.started);
         assert_eq!(
             log.publishes,
-            [Published {
-                window: 3,
-                slot: 1,
-                windows: 2,
-                insns: 42,
-                vcpu_insns: vec![40, 2]
-            }]
+            [
+                Published {
+                    window: 3,
+                    slot: 1,
+                    windows: 2,
+                    insns: 42,
+                    vcpu_insns: vec![40, 2],
+                    tlb: None,
+                },
+                Published {
+                    window: 4,
+                    slot: 2,
+                    windows: 1,
+                    insns: 9,
+                    vcpu_insns: vec![9, 0],
+                    tlb: Some(TlbCounts {
+                        mem: 5,
+                        misses: 2,
+                        fills: 1
+                    }),
+                }
+            ]
         );
         assert_eq!(log.anomalies, ["vcpu=1 END without a matching BEGIN"]);
         assert_eq!(
@@ -155,6 +193,7 @@ mod tests {
             "sensepool-insns publish=1 slot=0 windows=1 insns=1 vcpu_insns=1/z",
             "sensepool-insns tb vaddr=0xzz insns=1 execs=1",
             "sensepool-insns exit",
+            "sensepool-insns publish=1 slot=0 windows=1 insns=1 vcpu_insns=1 mem=3 tlb_fills=1",
         ] {
             let error = parse(bad).unwrap_err();
             assert!(error.contains(bad), "{error}");

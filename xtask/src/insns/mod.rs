@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::Value;
 
-pub use self::log::{PluginLog, parse};
+pub use self::log::{PluginLog, TlbCounts, parse};
 use crate::accel::Accel;
 use crate::bench::Record;
 use crate::boot::Outcome;
@@ -73,6 +73,8 @@ pub struct Counting {
     pub plugin: PathBuf,
     pub log: PathBuf,
     pub breakdown: bool,
+    /// The plugin's softmmu TLB model (`tlb=on`): adds `tlb_fills_per_op` and its kin.
+    pub tlb_model: bool,
 }
 
 impl Counting {
@@ -88,16 +90,26 @@ impl Counting {
             plugin: plugin.to_owned(),
             log,
             breakdown,
+            tlb_model: false,
         })
     }
 
-    /// The QEMU options: `-plugin FILE,breakdown=on|off -d plugin -D LOG`.
+    /// The same counting with the plugin's softmmu TLB model on or off.
+    pub fn with_tlb_model(self, tlb_model: bool) -> Self {
+        Self { tlb_model, ..self }
+    }
+
+    /// The QEMU options: `-plugin FILE,breakdown=on|off,tlb=on|off -d plugin -D LOG`.
     pub fn qemu_args(&self) -> Vec<String> {
         let plugin = self.plugin.to_string_lossy().replace(',', ",,");
-        let breakdown = if self.breakdown { "on" } else { "off" };
+        let on_off = |on: bool| if on { "on" } else { "off" };
         vec![
             "-plugin".into(),
-            format!("{plugin},breakdown={breakdown}"),
+            format!(
+                "{plugin},breakdown={},tlb={}",
+                on_off(self.breakdown),
+                on_off(self.tlb_model)
+            ),
             "-d".into(),
             "plugin".into(),
             "-D".into(),
@@ -221,11 +233,14 @@ pub fn join(records: &mut [Record], log: Option<&PluginLog>) -> Result<()> {
         record.insert("insns".into(), Value::from(published.insns));
         record.insert("insn_ops".into(), Value::from(ops));
         if ops > 0 {
-            let per_op = published.insns as f64 / ops as f64;
-            record.insert(
-                "insns_per_op".into(),
-                Value::from((per_op * 10.0).round() / 10.0),
-            );
+            let per_op =
+                |count: u64| Value::from((count as f64 / ops as f64 * 10.0).round() / 10.0);
+            record.insert("insns_per_op".into(), per_op(published.insns));
+            if let Some(tlb) = published.tlb {
+                record.insert("mem_per_op".into(), per_op(tlb.mem));
+                record.insert("tlb_misses_per_op".into(), per_op(tlb.misses));
+                record.insert("tlb_fills_per_op".into(), per_op(tlb.fills));
+            }
         }
     }
     Ok(())
@@ -344,12 +359,13 @@ mod tests {
             plugin: PathBuf::from("/t/insn_count.so"),
             log: PathBuf::from("/t/boot.log"),
             breakdown: true,
+            tlb_model: false,
         };
         assert_eq!(
             counting.qemu_args(),
             [
                 "-plugin",
-                "/t/insn_count.so,breakdown=on",
+                "/t/insn_count.so,breakdown=on,tlb=off",
                 "-d",
                 "plugin",
                 "-D",
