@@ -2,7 +2,8 @@
 //! guest boot (`workload=sense-reserve`), every sense mode (`slab`, `mempool:1/2/3/4/16`,
 //! `pertag`, `prealloc` with can_queue 1519, `backup`) runs the same fake-rw job under each
 //! scenario (`none`, `fail:0.01`, `fail:0.5`, `writeback`, `multi:2`, `multi:3`, `shared`,
-//! `eh`, `eh:reuse`, then
+//! `eh`, `eh:reuse`; the last six again as `writeback+batch` … `eh:reuse+batch`, with the
+//! device completing its queue together (`batch_complete=1`, the worst case); then
 //! `errors`: no pressure, RECOVERED ERROR every 50th command with `fake_rw=0`), in rotated
 //! rounds, with pressure applied in steady state and a neighbour sharing the sense cache.
 //! Reports per cell the verdict (OK, STALL or LIVELOCK) with the time to stall, the median IOPS
@@ -45,6 +46,10 @@ pub struct Options {
     pub kernel: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub count: CountOptions,
+    /// With --count-insns: also run every guest load and store through the plugin's model of
+    /// QEMU's softmmu data TLB, adding TLB misses and refills per I/O to each cell.
+    #[arg(long, requires = "count_insns")]
+    pub tlb_model: bool,
 }
 
 /// The job both places run (the rest are `workload=sense-reserve`'s defaults: can_queue=1519,
@@ -64,7 +69,8 @@ pub fn run(options: &Options) -> Result<()> {
             let overrides = Overrides {
                 timeout: Some(Duration::from_secs(600)),
                 kernel_args: Some(format!("workload=sense-reserve {}", job(options.quick))),
-                counting: insns::for_boot(plugin.as_deref(), false)?,
+                counting: insns::for_boot(plugin.as_deref(), false)?
+                    .map(|c| c.with_tlb_model(options.tlb_model)),
                 ..Overrides::default()
             };
             let mut records = super::run_guest_case(&guest, &profile, &overrides)?;
@@ -111,7 +117,7 @@ macro_rules! columns {
     };
 }
 
-pub const COLUMNS: [Column<'static>; 25] = columns![
+pub const COLUMNS: [Column<'static>; 26] = columns![
     "scenario" => "scenario",
     "sense" => "sense_mode",
     "verdict" => "verdict",
@@ -137,11 +143,21 @@ pub const COLUMNS: [Column<'static>; 25] = columns![
     "EH waits" => "recovery_waits",
     "insns/IO" => "insns_per_op",
     "insns ratio" => "insns_ratio",
+    "TLB refills/IO" => "tlb_fills_per_op",
 ];
 
 fn field<'a>(record: &'a Record, key: &str) -> &'a str {
     record.get(key).and_then(|v| v.as_str()).unwrap_or("")
 }
+
+/// The scenario a case name runs, without the suffix of its batched variant
+/// (`writeback+batch`: the device completes its queue together, `batch_complete=1`).
+fn base_scenario(case: &str) -> &str {
+    case.strip_suffix(BATCH_SUFFIX).unwrap_or(case)
+}
+
+/// The guest kernel's suffix for a case run with `batch_complete=1`.
+const BATCH_SUFFIX: &str = "+batch";
 
 fn cell<'a>(set: &'a ResultSet, case: &str, mode: &str) -> Option<&'a Record> {
     set.results
@@ -212,35 +228,8 @@ pub fn verdicts(set: &ResultSet) -> Vec<String> {
             fixed.join(", ")
         )
     });
-    if let Some(slab) = cell(set, "writeback", "slab") {
-        let verdict = field(slab, "verdict");
-        lines.push(format!(
-            "pressure=writeback: slab ends in {verdict}: {}",
-            if verdict == "STALL" {
-                "confirmed"
-            } else {
-                "refuted"
-            }
-        ));
-        let mempools: Vec<&Record> = set
-            .results
-            .iter()
-            .filter(|r| field(r, "case") == "writeback")
-            .filter(|r| field(r, "sense_mode").starts_with("mempool:"))
-            .collect();
-        let bad: Vec<String> = mempools
-            .iter()
-            .filter(|r| field(r, "verdict") != "OK" || number(r, "failed") != Some(0.0))
-            .map(|r| format!("{} {}", field(r, "sense_mode"), field(r, "verdict")))
-            .collect();
-        lines.push(if bad.is_empty() {
-            format!(
-                "pressure=writeback: all {} mempool:N complete with 0 failed: confirmed",
-                mempools.len()
-            )
-        } else {
-            format!("pressure=writeback: {}: refuted", bad.join(", "))
-        });
+    for case in ["writeback", "writeback+batch"] {
+        lines.extend(writeback_verdicts(set, case));
     }
     if let Some(mempool) = cell(set, "none", "mempool:2") {
         let bytes = |r: &Record| number(r, "reserve_bytes").unwrap_or(0.0);
@@ -274,6 +263,43 @@ pub fn verdicts(set: &ResultSet) -> Vec<String> {
     lines
 }
 
+/// `writeback` (or its batched variant `case`): slab stalls and every mempool:N completes.
+fn writeback_verdicts(set: &ResultSet, case: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let Some(slab) = cell(set, case, "slab") else {
+        return lines;
+    };
+    let verdict = field(slab, "verdict");
+    lines.push(format!(
+        "pressure={case}: slab ends in {verdict}: {}",
+        if verdict == "STALL" {
+            "confirmed"
+        } else {
+            "refuted"
+        }
+    ));
+    let mempools: Vec<&Record> = set
+        .results
+        .iter()
+        .filter(|r| field(r, "case") == case)
+        .filter(|r| field(r, "sense_mode").starts_with("mempool:"))
+        .collect();
+    let bad: Vec<String> = mempools
+        .iter()
+        .filter(|r| field(r, "verdict") != "OK" || number(r, "failed") != Some(0.0))
+        .map(|r| format!("{} {}", field(r, "sense_mode"), field(r, "verdict")))
+        .collect();
+    lines.push(if bad.is_empty() {
+        format!(
+            "pressure={case}: all {} mempool:N complete with 0 failed: confirmed",
+            mempools.len()
+        )
+    } else {
+        format!("pressure={case}: {}: refuted", bad.join(", "))
+    });
+    lines
+}
+
 /// `multi:K`: every mempool:N with N < K never completes (STALL or LIVELOCK) and every one
 /// with N ≥ K completes with 0 failed.
 fn multi_verdicts(set: &ResultSet) -> Vec<String> {
@@ -285,7 +311,9 @@ fn multi_verdicts(set: &ResultSet) -> Vec<String> {
         }
     }
     for scenario in scenarios {
-        let k: f64 = scenario["multi:".len()..].parse().unwrap_or(0.0);
+        let k: f64 = base_scenario(scenario)["multi:".len()..]
+            .parse()
+            .unwrap_or(0.0);
         let wrong: Vec<String> = set
             .results
             .iter()
@@ -324,7 +352,7 @@ fn shared_verdicts(set: &ResultSet) -> Vec<String> {
         }
     }
     for scenario in scenarios {
-        let holders: f64 = scenario
+        let holders: f64 = base_scenario(scenario)
             .strip_prefix("shared:")
             .map_or(Some(1.0), |h| h.parse().ok())
             .unwrap_or(0.0);
@@ -372,7 +400,12 @@ fn shared_verdicts(set: &ResultSet) -> Vec<String> {
 /// N ≥ 2; `eh:reuse` (Linux reuses the failed command's buffer): exactly when N ≥ 1.
 fn eh_verdicts(set: &ResultSet) -> Vec<String> {
     let mut lines = Vec::new();
-    for (scenario, least) in [("eh", 2.0), ("eh:reuse", 1.0)] {
+    for (scenario, least) in [
+        ("eh", 2.0),
+        ("eh:reuse", 1.0),
+        ("eh+batch", 2.0),
+        ("eh:reuse+batch", 1.0),
+    ] {
         let cells: Vec<&Record> = set
             .results
             .iter()
@@ -584,6 +617,12 @@ mod tests {
             r#"{"case":"eh","sense_mode":"mempool:1","verdict":"STALL","failed":0}"#,
             r#"{"case":"eh","sense_mode":"mempool:2","verdict":"OK","failed":0}"#,
             r#"{"case":"eh:reuse","sense_mode":"mempool:1","verdict":"STALL","failed":0}"#,
+            r#"{"case":"writeback+batch","sense_mode":"slab","verdict":"STALL","failed":0}"#,
+            r#"{"case":"writeback+batch","sense_mode":"mempool:1","verdict":"OK","failed":0}"#,
+            r#"{"case":"multi:2+batch","sense_mode":"mempool:1","verdict":"LIVELOCK","failed":0}"#,
+            r#"{"case":"multi:2+batch","sense_mode":"mempool:2","verdict":"OK","failed":0}"#,
+            r#"{"case":"shared+batch","sense_mode":"mempool:1","verdict":"OK","failed":0}"#,
+            r#"{"case":"eh+batch","sense_mode":"mempool:1","verdict":"STALL","failed":0}"#,
         ]);
         let lines = verdicts(&set);
         let line = |start: &str| {
@@ -621,6 +660,11 @@ mod tests {
             "{lines:?}"
         );
         assert!(line("eh:reuse: mempool:N").ends_with("refuted by mempool:1 STALL"));
+        assert!(line("pressure=writeback+batch: slab").contains("STALL: confirmed"));
+        assert!(line("pressure=writeback+batch: all 1 mempool:N").ends_with("confirmed"));
+        assert!(line("multi:2+batch: mempool:N").ends_with("N >= 2: confirmed"));
+        assert!(line("shared+batch: mempool:N").ends_with("refuted by mempool:1 OK"));
+        assert!(line("eh+batch: mempool:N").ends_with("N >= 2: confirmed"));
         assert!(line("prealloc pins").contains("48×"), "{lines:?}");
         assert!(
             line("prealloc holds").contains("759.5×")

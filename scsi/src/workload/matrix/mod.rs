@@ -83,6 +83,10 @@ pub fn sense_reserve_defaults(mut params: WorkloadParams) -> WorkloadParams {
     params
 }
 
+/// Appended to a scenario's name when its device completes the queue together
+/// (`batch_complete=1`).
+const BATCH_SUFFIX: &str = "+batch";
+
 /// One row group of the benchmark: a scenario and the parameters it runs with.
 #[derive(Debug, Clone)]
 pub struct Case {
@@ -96,9 +100,11 @@ pub struct Case {
 
 /// The cases of `bench sense-reserve`: `none`, `fail:0.01`, `fail:0.5`, `writeback`,
 /// `multi:2`, `multi:3`, `shared`, `eh`, `eh:reuse` (the last six with `rw=randwrite`; the
-/// `eh` pair with [`EH_EVERY_NTH`] and a tenth of `stall_ms` as the timeout), then `errors` (no pressure,
+/// `eh` pair with [`EH_EVERY_NTH`] and a tenth of `stall_ms` as the timeout), the last six
+/// again with `batch_complete=1` (named with [`BATCH_SUFFIX`]), then `errors` (no pressure,
 /// `every_nth=50 opts=8 fake_rw=0` unless the command line injects its own). With
-/// `pressure=` given, that case alone.
+/// `pressure=` given, that case alone (batched when the command line says
+/// `batch_complete=1`).
 pub fn sense_reserve_cases(params: &WorkloadParams) -> Vec<Case> {
     let with = |pressure: PressureMode| {
         let mut params = params.clone();
@@ -108,8 +114,12 @@ pub fn sense_reserve_cases(params: &WorkloadParams) -> Vec<Case> {
         if let PressureMode::Eh { .. } = pressure {
             eh_defaults(&mut params);
         }
+        let mut name = pressure.name();
+        if params.target.batch_complete {
+            name.push_str(BATCH_SUFFIX);
+        }
         Case {
-            name: pressure.name(),
+            name,
             pressure,
             params,
         }
@@ -141,6 +151,24 @@ pub fn sense_reserve_cases(params: &WorkloadParams) -> Vec<Case> {
     .into_iter()
     .map(with)
     .collect();
+    // The worst case of each write-back scenario: the device completes its queue together
+    // (`batch_complete=1`), so when the pressure starts the host has nothing in flight.
+    if !params.target.batch_complete {
+        let batched: Vec<Case> = cases
+            .iter()
+            .filter(|c| c.pressure.writes_back())
+            .map(|c| {
+                let mut params = c.params.clone();
+                params.target.batch_complete = true;
+                Case {
+                    name: alloc::format!("{}{BATCH_SUFFIX}", c.name),
+                    pressure: c.pressure,
+                    params,
+                }
+            })
+            .collect();
+        cases.extend(batched);
+    }
     let mut errors = params.clone();
     if errors.target.every_nth == 0 {
         errors.target.every_nth = 50;

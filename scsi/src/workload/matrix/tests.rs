@@ -321,3 +321,116 @@ fn a_shared_pool_cell_counts_in_its_own_slot() {
         [SenseMode::Slab.slot(), SenseMode::Mempool(2).slot()]
     );
 }
+
+/// A clock that moves on every read, as the guest's TSC does: commands submitted one after
+/// another get due times apart, so completions come over several polls.
+#[derive(Clone)]
+struct TscLike {
+    inner: ManualClock,
+    per_read_ns: u64,
+}
+
+impl crate::clock::Clock for TscLike {
+    fn now_ns(&self) -> u64 {
+        self.inner.advance(self.per_read_ns);
+        self.inner.now_ns()
+    }
+    fn relax(&self) {
+        self.inner.relax();
+    }
+}
+
+fn tsc_matrix(words: &str, pressure: &str) -> Vec<Cell> {
+    let params = WorkloadParams::parse(&alloc::format!(
+        "can_queue=256 iodepth=32 ios=600 stall_ms=5 rw=randwrite ndelay=20000 {words}"
+    ))
+    .unwrap();
+    let clock = TscLike {
+        inner: ManualClock::new(1000),
+        per_read_ns: 100,
+    };
+    let modes = [SenseMode::Slab, SenseMode::Mempool(1)];
+    let pressure = PressureMode::parse(pressure).unwrap();
+    run_matrix(&params, pressure, &modes, &HostBacking::new(), clock, 2).unwrap()
+}
+
+/// Why the guest and the host model disagreed, and `batch_complete` closing the gap. On a
+/// clock that moves with every read (the guest's TSC) completions trickle in, so when the
+/// pressure starts the host still has commands in flight, and each one's free goes to a
+/// command parked on the same host in the same poll: `slab` keeps moving under write-back.
+/// When the device completes its queue together (`batch_complete=1`) the host has nothing in
+/// flight as the pressure starts, and the host model's worst case returns: `slab` stalls,
+/// `mempool:1` carries the queue, and under `multi:2` `mempool:1` livelocks.
+#[test]
+fn trickling_completions_recycle_a_hosts_own_frees_and_batched_ones_do_not() {
+    for pressure in ["writeback", "multi:2"] {
+        for c in tsc_matrix("", pressure) {
+            assert_eq!(
+                c.verdict,
+                Verdict::Ok,
+                "trickling {pressure} {}: {c:?}",
+                c.mode
+            );
+            assert_eq!((c.ios, c.failed), (2 * IOS, 0), "{pressure} {}", c.mode);
+        }
+    }
+    let writeback = tsc_matrix("batch_complete=1", "writeback");
+    assert!(
+        matches!(cell(&writeback, "slab").verdict, Verdict::Stall(_)),
+        "{:?}",
+        cell(&writeback, "slab")
+    );
+    let one = cell(&writeback, "mempool:1");
+    assert_eq!(
+        (one.verdict, one.ios, one.failed),
+        (Verdict::Ok, 2 * IOS, 0)
+    );
+    assert!(one.reserve_hits > 2 * 32, "{one:?}");
+    let multi = tsc_matrix("batch_complete=1", "multi:2");
+    let one = cell(&multi, "mempool:1");
+    assert!(matches!(one.verdict, Verdict::Livelock(_)), "{one:?}");
+}
+
+/// `eh` in the worst case, over rounds long enough for many commands: recovery that needs a
+/// buffer of its own starves. The midlayer retries parked commands before it sweeps for
+/// timeouts, so each element a batch of completions frees goes to a parked command, and the
+/// timed-out command waits with its own element still held. The next injected timeout (every
+/// 1000th command) takes another element, and `mempool:N` stops once N commands sit timed out:
+/// with batched completions no reserve size is enough while new commands keep coming. (Linux
+/// stops dispatching to a host in recovery, `SHOST_RECOVERY`; this midlayer does not.)
+#[test]
+fn a_recovery_that_needs_a_buffer_starves_behind_parked_commands() {
+    let mut params = WorkloadParams::parse(
+        "can_queue=256 iodepth=32 runtime=20ms stall_ms=500 ndelay=10000 batch_complete=1",
+    )
+    .unwrap();
+    params.pressure = Some(PressureMode::parse("eh").unwrap());
+    let case = sense_reserve_cases(&params).remove(0);
+    let clock = TscLike {
+        inner: ManualClock::new(1000),
+        per_read_ns: 100,
+    };
+    let modes = [SenseMode::Mempool(1), SenseMode::Mempool(2)];
+    let cells = run_matrix(
+        &case.params,
+        case.pressure,
+        &modes,
+        &HostBacking::new(),
+        clock,
+        2,
+    )
+    .unwrap();
+    for (c, n) in cells.iter().zip([1u64, 2]) {
+        let Verdict::Stall(stall) = c.verdict else {
+            panic!("{}: no stall: {c:?}", c.mode);
+        };
+        assert_eq!(
+            c.timeouts, n,
+            "{}: one element per timed-out command",
+            c.mode
+        );
+        assert_eq!(stall.completed, 999 * n, "{}: {stall:?}", c.mode);
+        assert_eq!(stall.outstanding - stall.parked, n as usize, "{stall:?}");
+        assert!(c.recovery_waits > 0, "{c:?}");
+    }
+}
