@@ -50,6 +50,11 @@ pub struct Options {
     /// QEMU's softmmu data TLB, adding TLB misses and refills per I/O to each cell.
     #[arg(long, requires = "count_insns")]
     pub tlb_model: bool,
+    /// More kernel command-line words for the guest, after the bench's own (e.g.
+    /// `pressure=none sense_modes=backup,prealloc,pertag,mempool:16,slab` to run one scenario
+    /// with the stacks in another order).
+    #[arg(long, value_name = "WORDS")]
+    pub kernel_args: Option<String>,
 }
 
 /// The job both places run (the rest are `workload=sense-reserve`'s defaults: can_queue=1519,
@@ -68,7 +73,11 @@ pub fn run(options: &Options) -> Result<()> {
             let plugin = options.count.plugin(&guest)?;
             let overrides = Overrides {
                 timeout: Some(Duration::from_secs(600)),
-                kernel_args: Some(format!("workload=sense-reserve {}", job(options.quick))),
+                kernel_args: Some(format!(
+                    "workload=sense-reserve {} {}",
+                    job(options.quick),
+                    options.kernel_args.as_deref().unwrap_or("")
+                )),
                 counting: insns::for_boot(plugin.as_deref(), false)?
                     .map(|c| c.with_tlb_model(options.tlb_model)),
                 ..Overrides::default()
