@@ -6,8 +6,9 @@
 //! ([`mpt::regs::MptRegisters`], virtio-drivers' `Transport`) and to DMA memory through
 //! [`dma::DmaMemory`]. `unsafe` lives only where memory or hardware is touched: the
 //! `regs`/`dma` modules that implement those traits over MMIO and identity-mapped memory,
-//! and the virtio-scsi calls to virtio-drivers' `VirtQueue::add`/`pop_used`, whose buffers
-//! the driver owns while the device holds them: a command's data and sense buffers move into
+//! and [`virtio::queue::OwnedQueue`], the one caller of virtio-drivers' `VirtQueue::add`/
+//! `pop_used` for every queue of both virtio drivers, which owns each request's buffers while
+//! the device holds them: a command's data and sense buffers move into
 //! the host with it (`scsi::host::ScsiCmd`) and only leave with its completion, an abort or a
 //! confirmed reset, and are leaked when a reset is not confirmed. That split is what lets the host
 //! tests drive every path, including a misbehaving device, against in-memory fakes
@@ -17,8 +18,9 @@
 //! Modules: [`delay`] (bounded waits), [`dma`] (bus addresses, DMA memory, data mapping,
 //! owned packet buffers, `pools` glue), [`irq`] (the completion-wait policy: poll, halt on the
 //! interrupt, lost/spurious/storm bookkeeping), [`mpt`] (LSI SAS1068: MPI layouts, registers,
-//! handshake, chain SGLs, bring-up, request queue, `MptHost`), [`virtio`] (the PCI bring-up
-//! and bounded reset both virtio drivers share), [`virtio_scsi`] (layouts, request tracking,
+//! handshake, chain SGLs, bring-up, request queue, `MptHost`), [`virtio`] (the PCI bring-up,
+//! the owned virtqueue and the bounded reset both virtio drivers share), [`virtio_scsi`]
+//! (layouts, completion checks,
 //! the device on virtio-drivers, events, `VirtioScsiHost`), [`virtio_net`] (one queue pair
 //! with owned packet buffers, polled; the kernel puts smoltcp on it).
 //!

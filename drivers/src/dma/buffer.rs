@@ -33,6 +33,11 @@ pub unsafe trait DmaBuffer: DerefMut<Target = [u8]> {}
 // else can reach the bytes while the Box is alive, and heap memory is RAM.
 unsafe impl DmaBuffer for Box<[u8]> {}
 
+// SAFETY: as a boxed slice: a Vec owns its heap bytes and moving it moves only the pointer;
+// through `&mut [u8]` nobody can grow or shrink it, so address and length stay put. (A SCSI
+// command's data buffer is the caller's `Vec<u8>`.)
+unsafe impl DmaBuffer for alloc::vec::Vec<u8> {}
+
 /// A dmapool block owned by a handle, given back to its pool when dropped.
 ///
 /// Zeroed when allocated, so its bytes are initialised and nothing left by an earlier user

@@ -1,11 +1,17 @@
 //! What every virtio driver of the stack shares: finding and bringing up the PCI function
-//! ([`pci`]) and resetting the device with a bounded wait ([`reset`]).
+//! ([`pci`]), the virtqueue that owns what it lends the device ([`queue`]), and resetting the
+//! device with a bounded wait ([`reset`]).
 //!
 //! virtio-drivers supplies the transport and the split virtqueues; these pieces cover what it
 //! leaves to the driver or does in a way the stack cannot use (its `PciTransport` drop spins
 //! on the device status without a bound).
 
 pub mod pci;
+#[expect(
+    unsafe_code,
+    reason = "virtqueue `add`/`pop_used`: a request's buffers stay in its token's slot while the device owns them"
+)]
+pub mod queue;
 
 use virtio_drivers::transport::{DeviceStatus, Transport};
 

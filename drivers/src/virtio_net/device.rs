@@ -6,8 +6,8 @@
 //! [`DmaBuffer`] and keep it in the slot of its descriptor token until the device returns it:
 //! [`VirtioNet::receive`] hands a filled receive buffer back inside a [`Received`], and
 //! [`VirtioNet::reclaim_sent`] drops finished transmit buffers (a pooled buffer goes back to
-//! its pool). So no caller can touch a buffer the device still owns, and the only `unsafe` of
-//! the driver is the `add`/`pop_used` pair of each queue, whose contract the slots keep.
+//! its pool). Each queue is an [`OwnedQueue`], which keeps the buffers by token, so no caller
+//! can touch a buffer the device still owns and the driver has no `unsafe` of its own.
 //!
 //! The device is untrusted. A used entry whose token matches no posted buffer cannot be
 //! popped (virtio-drivers pops only the head of the used ring, and only with the buffers
@@ -24,11 +24,11 @@
 //! frames a queue could stop being notified. Indirect descriptors are not needed (one
 //! descriptor per packet).
 
-use alloc::vec::Vec;
-
 use virtio_drivers::Hal;
 use virtio_drivers::queue::VirtQueue;
 use virtio_drivers::transport::{DeviceType, Transport};
+
+use crate::virtio::queue::{DeviceReads, DeviceWrites, NotAdded, OwnedQueue, QueueError};
 
 mod recovery;
 
@@ -73,12 +73,10 @@ pub struct NetCounters {
 struct Running<H: Hal, T: Transport, B, const QSIZE: usize> {
     /// First field: dropped first, so its reset-on-drop runs before the queues are freed.
     transport: T,
-    receive: VirtQueue<H, QSIZE>,
-    transmit: VirtQueue<H, QSIZE>,
-    /// The posted receive buffer of each token.
-    rx: Vec<Option<B>>,
-    /// The transmit buffer of each token in flight and the length given to the device.
-    tx: Vec<Option<(B, usize)>>,
+    /// Posted receive buffers, by token.
+    receive: OwnedQueue<H, DeviceWrites<B>, (), QSIZE>,
+    /// Frames in flight (the buffer and the length given to the device), by token.
+    transmit: OwnedQueue<H, DeviceReads<B>, (), QSIZE>,
 }
 
 /// A virtio-net device with `QSIZE`-entry queues, holding buffers of type `B`.
@@ -118,10 +116,8 @@ impl<H: Hal, T: Transport, B: DmaBuffer, D: Delay, const QSIZE: usize>
         Ok(Self {
             running: Some(Running {
                 transport,
-                receive,
-                transmit,
-                rx: (0..QSIZE).map(|_| None).collect(),
-                tx: (0..QSIZE).map(|_| None).collect(),
+                receive: OwnedQueue::new(receive, QSIZE),
+                transmit: OwnedQueue::new(transmit, QSIZE),
             }),
             delay,
             mac,
@@ -180,7 +176,7 @@ impl<H: Hal, T: Transport, B: DmaBuffer, D: Delay, const QSIZE: usize>
     pub fn posted_receive_buffers(&self) -> usize {
         self.running
             .as_ref()
-            .map_or(0, |running| running.rx.iter().flatten().count())
+            .map_or(0, |running| running.receive.in_flight())
     }
 
     /// Frames given to the device and not yet reclaimed.
@@ -188,7 +184,7 @@ impl<H: Hal, T: Transport, B: DmaBuffer, D: Delay, const QSIZE: usize>
     pub fn frames_in_flight(&self) -> usize {
         self.running
             .as_ref()
-            .map_or(0, |running| running.tx.iter().flatten().count())
+            .map_or(0, |running| running.transmit.in_flight())
     }
 
     /// Gives `buffer` to the device to receive one frame into. The buffer comes back from
@@ -221,30 +217,23 @@ impl<H: Hal, T: Transport, B: DmaBuffer, D: Delay, const QSIZE: usize>
     pub fn receive(&mut self) -> Result<Option<Received<B>>, NetError> {
         let header_len = self.header_len;
         let running = self.running.as_mut().ok_or(NetError::Dead)?;
-        let Some(token) = running.receive.peek_used() else {
-            return Ok(None);
-        };
-        let Some(mut buffer) = running
-            .rx
-            .get_mut(usize::from(token))
-            .and_then(Option::take)
-        else {
-            return Err(self.recover(QueueKind::Receive, token));
-        };
-        // SAFETY: `buffer` is the one added under `token` in `post_receive` (it was kept in
-        // the token's slot, untouched, and a DmaBuffer's bytes do not move with it).
-        let popped = unsafe { running.receive.pop_used(token, &[], &mut [&mut buffer[..]]) };
-        let used_len = match popped {
-            Ok(used_len) => used_len,
-            Err(error) => {
-                // Not popped: the device still owns the buffer.
-                running.rx[usize::from(token)] = Some(buffer);
-                return Err(error.into());
+        let done = match running.receive.pop() {
+            Ok(Some(done)) => done,
+            Ok(None) => return Ok(None),
+            Err(QueueError::UnknownToken { token }) => {
+                return Err(self.recover(QueueKind::Receive, token));
             }
+            Err(error) => return Err(error.into()),
         };
-        let frame_len = (used_len as usize).checked_sub(header_len);
+        // A used length beyond the buffer or short of the header drops the frame.
+        let frame_len = done
+            .checked_used_len()
+            .ok()
+            .and_then(|used_len| (used_len as usize).checked_sub(header_len));
+        let used_len = done.used_len;
+        let buffer = done.lent.0;
         match frame_len {
-            Some(len) if header_len + len <= buffer.len() => Ok(Some(Received {
+            Some(len) => Ok(Some(Received {
                 buffer,
                 start: header_len,
                 len,
@@ -292,20 +281,18 @@ impl<H: Hal, T: Transport, B: DmaBuffer, D: Delay, const QSIZE: usize>
             });
         }
         buffer[..header_len].fill(0);
-        // SAFETY: the buffer is kept in the token's slot, untouched, until `reclaim_sent` pops
-        // it with the same slice, or a confirmed reset stops the device; after an unconfirmed
-        // reset it is leaked. A DmaBuffer's bytes do not move with the handle.
-        let added = unsafe { running.transmit.add(&[&buffer[..total]], &mut []) };
-        let token = match added {
-            Ok(token) => token,
-            Err(error) => {
-                return Err(Refused {
-                    buffer,
-                    error: error.into(),
-                });
-            }
-        };
-        keep(&mut running.tx, token, (buffer, total));
+        // A request the queue could not record comes back as `returned: None`: it is leaked
+        // (the device may use it), as the frame is dropped.
+        if let Err(NotAdded {
+            error,
+            returned: Some((lent, ())),
+        }) = running.transmit.add(DeviceReads::new(buffer, total), ())
+        {
+            return Err(Refused {
+                buffer: lent.into_part(),
+                error: error.into(),
+            });
+        }
         if running.transmit.should_notify() {
             running.transport.notify(TRANSMIT_QUEUE);
         }
@@ -318,26 +305,15 @@ impl<H: Hal, T: Transport, B: DmaBuffer, D: Delay, const QSIZE: usize>
         let mut reclaimed = 0;
         while reclaimed < QSIZE {
             let running = self.running.as_mut().ok_or(NetError::Dead)?;
-            let Some(token) = running.transmit.peek_used() else {
-                break;
+            let done = match running.transmit.pop() {
+                Ok(Some(done)) => done,
+                Ok(None) => break,
+                Err(QueueError::UnknownToken { token }) => {
+                    return Err(self.recover(QueueKind::Transmit, token));
+                }
+                Err(error) => return Err(error.into()),
             };
-            let Some((buffer, total)) = running
-                .tx
-                .get_mut(usize::from(token))
-                .and_then(Option::take)
-            else {
-                return Err(self.recover(QueueKind::Transmit, token));
-            };
-            // SAFETY: the same buffer and length `send` added under `token`.
-            let popped = unsafe {
-                running
-                    .transmit
-                    .pop_used(token, &[&buffer[..total]], &mut [])
-            };
-            if let Err(error) = popped {
-                running.tx[usize::from(token)] = Some((buffer, total));
-                return Err(error.into());
-            }
+            let buffer = done.lent.into_part();
             drop(buffer);
             reclaimed += 1;
         }
@@ -345,36 +321,19 @@ impl<H: Hal, T: Transport, B: DmaBuffer, D: Delay, const QSIZE: usize>
     }
 }
 
-/// Stores what the device now holds in the slot of `token`. virtio-drivers hands out free
-/// descriptor indices below the queue size, so the slot exists and is empty; if it ever were
-/// not, the value (and any previous occupant) is leaked rather than freed, because the device
-/// may use it.
-fn keep<V>(slots: &mut [Option<V>], token: u16, value: V) {
-    match slots.get_mut(usize::from(token)) {
-        Some(slot @ None) => *slot = Some(value),
-        Some(Some(_)) | None => {
-            log::error!("virtio-net: descriptor token {token} is out of range or in use");
-            core::mem::forget(value);
-        }
-    }
-}
-
 impl<H: Hal, T: Transport, B: DmaBuffer, const QSIZE: usize> Running<H, T, B, QSIZE> {
-    fn post_receive(&mut self, mut buffer: B) -> Result<(), Refused<B>> {
-        // SAFETY: the buffer is kept in the token's slot, untouched, until `receive` pops it
-        // with the same slice, or a confirmed reset stops the device; after an unconfirmed
-        // reset it is leaked. A DmaBuffer's bytes do not move with the handle.
-        let added = unsafe { self.receive.add(&[], &mut [&mut buffer[..]]) };
-        let token = match added {
-            Ok(token) => token,
-            Err(error) => {
-                return Err(Refused {
-                    buffer,
-                    error: error.into(),
-                });
-            }
-        };
-        keep(&mut self.rx, token, buffer);
+    fn post_receive(&mut self, buffer: B) -> Result<(), Refused<B>> {
+        // `returned: None`: the queue could not record it and leaked it (see `send`).
+        if let Err(NotAdded {
+            error,
+            returned: Some((lent, ())),
+        }) = self.receive.add(DeviceWrites(buffer), ())
+        {
+            return Err(Refused {
+                buffer: lent.0,
+                error: error.into(),
+            });
+        }
         if self.receive.should_notify() {
             self.transport.notify(RECEIVE_QUEUE);
         }

@@ -20,6 +20,9 @@ pub enum NetError {
     /// virtio-drivers reported an error (queue set-up, full queue, configuration space).
     #[error("virtqueue: {0}")]
     Queue(#[from] virtio_drivers::Error),
+    /// The owned queue refused a buffer (descriptors or slots ran out) or could not pop.
+    #[error(transparent)]
+    Ring(#[from] crate::virtio::queue::QueueError),
     /// The device returned a used entry with a token the driver never gave it on that
     /// queue. The device was reset and set up again: receive buffers are posted again,
     /// frames being sent were dropped.

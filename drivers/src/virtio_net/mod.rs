@@ -11,10 +11,6 @@
 //! [`device::VirtioNet::new`], then one [`device::VirtioNet::post_receive`] per receive
 //! descriptor.
 
-#[expect(
-    unsafe_code,
-    reason = "virtqueue `add`/`pop_used`: a packet buffer stays with its slot while the device owns it"
-)]
 pub mod device;
 mod error;
 pub mod wire;

@@ -13,15 +13,14 @@
 //! A command carries a driver-owned request and response header (from a preallocated set,
 //! so the hot path does not allocate) plus the caller's data buffer as one descriptor
 //! (memory is identity-mapped, so a buffer is physically contiguous). Completion is by
-//! polling the used ring: peek the next id, look the command up in the [`super::tracker::RequestTable`],
-//! pop it with the same buffers, check the response. An id that matches nothing wedges the
+//! polling the used ring: the [`OwnedQueue`] looks the head's token up and pops it with the
+//! same buffers, then the response is checked. An id that matches nothing wedges the
 //! queue (virtio-drivers can only pop the head of the used ring); that is an error the host
 //! answers with a device reset.
 //!
 //! Every wait (task management) is bounded by a [`Delay`] budget, unlike
 //! virtio-drivers' own `add_notify_wait_pop`, which spins forever.
 
-use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use virtio_drivers::Hal;
@@ -29,19 +28,11 @@ use virtio_drivers::queue::VirtQueue;
 use virtio_drivers::transport::{DeviceType, Transport};
 
 use super::events::{EventQueue, ScsiEvent};
-use super::tracker::TrackError;
 use super::wire::{self, config_offset, feature, queue};
 use crate::delay::Delay;
+use crate::virtio::queue::{OwnedQueue, QueueError};
 
-#[expect(
-    unsafe_code,
-    reason = "virtqueue `add`/`pop_used` of a task-management request and its response, waited for in the call"
-)]
 mod control;
-#[expect(
-    unsafe_code,
-    reason = "virtqueue `add`/`pop_used`: request, response and data buffers stay in the tracker while the device owns them"
-)]
 mod requests;
 
 pub use requests::RequestQueue;
@@ -76,9 +67,10 @@ pub enum VirtioScsiError {
     /// virtio-drivers reported an error.
     #[error("virtqueue: {0}")]
     Queue(#[from] virtio_drivers::Error),
-    /// Request tracking failed (unknown id: reset the device).
+    /// The owned queue refused a command (full) or a used entry (unknown token: reset the
+    /// device).
     #[error(transparent)]
-    Track(#[from] TrackError),
+    Ring(#[from] QueueError),
     /// The configuration space holds an unusable value.
     #[error("config {what} = {value} is unusable")]
     BadConfig {
@@ -126,16 +118,11 @@ pub struct VirtioScsi<H: Hal, Tr: Transport, D: Delay> {
     delay: D,
     config: ScsiConfig,
     features: Features,
-    control: VirtQueue<H, SMALL_QUEUE>,
+    /// Task management requests; one that timed out keeps its buffers here (the device may
+    /// still answer into them) until a confirmed reset drops them with this value, or they
+    /// are leaked with the device when the reset fails.
+    control: OwnedQueue<H, control::Tmf, (), SMALL_QUEUE>,
     events: EventQueue<H>,
-    /// Task management buffers whose request timed out: the device may still answer into
-    /// them, so they live until a confirmed reset (dropped with this value after it) or are
-    /// leaked with the device when the reset fails.
-    #[expect(
-        clippy::vec_box,
-        reason = "the device holds the buffers' addresses; a Box keeps them in place"
-    )]
-    unanswered_tmfs: Vec<Box<control::TmfBuffers>>,
 }
 
 /// A device brought up: its device-wide part and the request queues it set up.
@@ -182,6 +169,7 @@ impl<H: Hal, Tr: Transport, D: Delay> VirtioScsi<H, Tr, D> {
         let indirect = features.contains(Features::RING_INDIRECT_DESC);
         let event_idx = features.contains(Features::RING_EVENT_IDX);
         let control = VirtQueue::new(&mut transport, queue::CONTROL, false, event_idx)?;
+        let control = OwnedQueue::new(control, SMALL_QUEUE);
         let mut events = EventQueue::new(&mut transport, event_idx)?;
         let limit = can_queue.min(if indirect { QSIZE } else { QSIZE / 3 });
         // num_queues is at least 1 (read_config); virtqueue numbers are 16-bit.
@@ -201,7 +189,6 @@ impl<H: Hal, Tr: Transport, D: Delay> VirtioScsi<H, Tr, D> {
             features,
             control,
             events,
-            unanswered_tmfs: Vec::new(),
         };
         Ok(Initialized {
             device,

@@ -4,20 +4,19 @@
 //! and its buffer posted again, so the device is never left without somewhere to report.
 //! `EVENTS_MISSED` means the device dropped events for want of buffers: rescan everything.
 
-use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use virtio_drivers::Hal;
 use virtio_drivers::queue::VirtQueue;
 use virtio_drivers::transport::Transport;
-use zerocopy::{FromBytes, FromZeros, IntoBytes};
+use zerocopy::{FromBytes, FromZeros};
 
 use scsi::host::HostEvent;
 use scsi::wire::Lun;
 
 use super::device::{SMALL_QUEUE, VirtioScsiError};
-use super::tracker::RequestTable;
 use super::wire::{Event, event, queue};
+use crate::virtio::queue::{DeviceWrites, OwnedQueue, Pinned};
 
 /// A decoded event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,11 +65,10 @@ impl ResetReason {
     }
 }
 
-/// The event queue and the buffers posted on it, each owned by the table under its
-/// descriptor id from `add` until it pops.
+/// The event queue and the buffers posted on it, each owned by the queue under its
+/// descriptor token from `add` until it pops.
 pub struct EventQueue<H: Hal> {
-    queue: VirtQueue<H, SMALL_QUEUE>,
-    buffers: RequestTable<Box<Event>>,
+    queue: OwnedQueue<H, DeviceWrites<Pinned<Event>>, (), SMALL_QUEUE>,
 }
 
 impl<H: Hal> EventQueue<H> {
@@ -79,9 +77,9 @@ impl<H: Hal> EventQueue<H> {
         transport: &mut impl Transport,
         event_idx: bool,
     ) -> Result<Self, VirtioScsiError> {
+        let ring = VirtQueue::new(transport, queue::EVENT, false, event_idx)?;
         Ok(Self {
-            queue: VirtQueue::new(transport, queue::EVENT, false, event_idx)?,
-            buffers: RequestTable::new(SMALL_QUEUE, SMALL_QUEUE),
+            queue: OwnedQueue::new(ring, SMALL_QUEUE),
         })
     }
 
@@ -91,7 +89,7 @@ impl<H: Hal> EventQueue<H> {
         transport: &mut impl Transport,
     ) -> Result<(), VirtioScsiError> {
         for _ in 0..SMALL_QUEUE {
-            self.post(transport, Box::new(Event::new_zeroed()))?;
+            self.post(transport, Pinned::new_zeroed())?;
         }
         Ok(())
     }
@@ -99,13 +97,11 @@ impl<H: Hal> EventQueue<H> {
     fn post(
         &mut self,
         transport: &mut impl Transport,
-        mut buffer: Box<Event>,
+        buffer: Pinned<Event>,
     ) -> Result<(), VirtioScsiError> {
-        // SAFETY: the buffer is a heap allocation owned by `buffers` (below) from now until
-        // it is popped with the same buffer in `poll`; if it cannot be recorded there,
-        // `insert` leaks it. Nothing else touches it.
-        let token = unsafe { self.queue.add(&[], &mut [buffer.as_mut_bytes()]) }?;
-        self.buffers.insert(token, buffer)?;
+        self.queue
+            .add(DeviceWrites(buffer), ())
+            .map_err(|not_added| not_added.error)?;
         if self.queue.should_notify() {
             transport.notify(queue::EVENT);
         }
@@ -118,16 +114,13 @@ impl<H: Hal> EventQueue<H> {
         transport: &mut impl Transport,
         out: &mut Vec<ScsiEvent>,
     ) -> Result<(), VirtioScsiError> {
-        while let Some(token) = self.queue.peek_used() {
-            let queue = &mut self.queue;
-            // The buffer leaves its slot only once the pop succeeded: until then its
-            // descriptor is still posted and the device may write it.
-            let (mut buffer, used) = self.buffers.pop_with(token, |buffer| {
-                // SAFETY: `buffer` is the one added under `token` in `post`.
-                unsafe { queue.pop_used(token, &[], &mut [buffer.as_mut_bytes()]) }
-                    .map_err(VirtioScsiError::from)
-            })?;
-            if used as usize >= core::mem::size_of::<Event>() {
+        while let Some(done) = self.queue.pop()? {
+            // A used length short of an event, or beyond the buffer, is not believed.
+            let whole = done
+                .checked_used_len()
+                .is_ok_and(|used_len| used_len as usize >= size_of::<Event>());
+            let mut buffer = done.lent.0;
+            if whole {
                 out.push(decode_event(&buffer));
             }
             *buffer = Event::new_zeroed();

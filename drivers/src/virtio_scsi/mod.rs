@@ -22,10 +22,6 @@
 //! removed one and rescans everything after `EventsMissed` (`kernel/src/storage/hotplug.rs`).
 
 pub mod device;
-#[expect(
-    unsafe_code,
-    reason = "virtqueue `add`/`pop_used` of the event buffers, owned by the queue while posted"
-)]
 pub mod events;
 pub mod host;
 pub mod shared;

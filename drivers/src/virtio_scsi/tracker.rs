@@ -1,53 +1,23 @@
-//! Request tracking: from a used-ring id back to the command, with everything the device
-//! says checked before anyone believes it.
+//! Judging a completion: everything the device says about a command is checked before
+//! anyone believes it.
 //!
-//! virtio-drivers identifies a request by its head descriptor index (the *token*), and its
-//! `pop_used` only pops the entry at the head of the used ring, which must be given the
-//! exact buffers that were added. So the driver peeks the next used id, looks it up here,
-//! and only then pops it with the buffers stored here. An id that matches nothing can't be
-//! popped at all (the queue is wedged): that is [`TrackError::UnknownId`], and the caller
-//! resets the device.
-//!
-//! A completion is then judged by [`check_response`] (the `virtio_scsi_resp` header of
-//! virtio 1.2 §5.6.6.1 and the used ring's length): the used length, the response code
-//! and the residual must make sense for the buffers of *that* command, or the command
-//! fails with a [`DeviceError`] that names the bad value. The device's numbers are only
-//! ever compared, never used to index.
+//! Finding the command a used entry belongs to is the [`OwnedQueue`]'s job
+//! (`crate::virtio::queue`): it looks the token up before popping and refuses one that
+//! matches nothing. A completion is then judged by [`check_response`] (the `virtio_scsi_resp`
+//! header of virtio 1.2 §5.6.6.1 and the used ring's length): the used length, the response
+//! code and the residual must make sense for the buffers of *that* command, or the command
+//! fails with a [`DeviceError`] that names the bad value. The device's numbers are only ever
+//! compared, never used to index.
 //!
 //! QEMU reports used length as data buffer size + response size for every command, reads
 //! included *and writes included* (whose data buffers the device only reads), so the
 //! length bound is all of the command's buffers, not just the device-writable ones.
-
-use alloc::vec::Vec;
+//!
+//! [`OwnedQueue`]: crate::virtio::queue::OwnedQueue
 
 use zerocopy::FromBytes;
 
 use super::wire::{CmdResp, SENSE_SIZE, response};
-
-/// Errors of the tracking layer itself (not of one command).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TrackError {
-    /// The used ring returned an id no outstanding command has.
-    #[error("device returned used id {id}, which no outstanding command has")]
-    UnknownId {
-        /// The id.
-        id: u16,
-    },
-    /// The queue handed out an id that is still outstanding (a queue bug).
-    #[error("id {id} is already outstanding")]
-    DuplicateId {
-        /// The id.
-        id: u16,
-    },
-    /// More commands than the queue or host allows.
-    #[error("{in_flight} commands in flight, limit {limit}")]
-    Full {
-        /// In flight.
-        in_flight: usize,
-        /// Limit.
-        limit: usize,
-    },
-}
 
 /// Why a command's completion was not believed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -139,115 +109,6 @@ pub fn check_response(
     })
 }
 
-/// Outstanding commands by used-ring id, each with whatever the caller stores for it
-/// (buffers, tag).
-#[derive(Debug)]
-pub struct RequestTable<T> {
-    slots: Vec<Option<T>>,
-    in_flight: usize,
-    limit: usize,
-}
-
-impl<T> RequestTable<T> {
-    /// A table for ids `0..queue_size`, admitting at most `limit` commands at once (the
-    /// host's can_queue).
-    #[must_use]
-    pub fn new(queue_size: usize, limit: usize) -> Self {
-        Self {
-            slots: (0..queue_size).map(|_| None).collect(),
-            in_flight: 0,
-            limit: limit.min(queue_size),
-        }
-    }
-
-    /// Whether another command may be added.
-    #[must_use]
-    pub fn has_room(&self) -> bool {
-        self.in_flight < self.limit
-    }
-
-    /// Most commands admitted at once.
-    #[must_use]
-    pub fn limit(&self) -> usize {
-        self.limit
-    }
-
-    /// Commands in flight.
-    #[must_use]
-    pub fn in_flight(&self) -> usize {
-        self.in_flight
-    }
-
-    /// Fails unless another command may be added.
-    pub fn reserve(&self) -> Result<(), TrackError> {
-        if self.has_room() {
-            Ok(())
-        } else {
-            Err(TrackError::Full {
-                in_flight: self.in_flight,
-                limit: self.limit,
-            })
-        }
-    }
-
-    /// Records `entry` under `id`.
-    ///
-    /// The caller has already posted the entry's buffers to the device under `id`, so an
-    /// entry that cannot be recorded is leaked, never dropped: the device may write it.
-    pub fn insert(&mut self, id: u16, entry: T) -> Result<(), TrackError> {
-        let refused = match (self.reserve(), self.slots.get_mut(usize::from(id))) {
-            (Ok(()), Some(slot @ None)) => {
-                *slot = Some(entry);
-                self.in_flight += 1;
-                return Ok(());
-            }
-            (Err(error), _) => error,
-            (Ok(()), Some(Some(_))) => TrackError::DuplicateId { id },
-            (Ok(()), None) => TrackError::UnknownId { id },
-        };
-        core::mem::forget(entry);
-        Err(refused)
-    }
-
-    /// Pops the entry under `id` from the device with `pop` (virtio-drivers' `pop_used`,
-    /// given the entry's buffers) and only then takes it out of the table. If `pop` fails the
-    /// descriptor is still posted, so the entry stays where it is: its buffers are not freed
-    /// while the device may still write them.
-    pub fn pop_with<R, E: From<TrackError>>(
-        &mut self,
-        id: u16,
-        pop: impl FnOnce(&mut T) -> Result<R, E>,
-    ) -> Result<(T, R), E> {
-        let popped = pop(self.get_mut(id)?)?;
-        Ok((self.take(id)?, popped))
-    }
-
-    /// The entry under `id`, if outstanding.
-    pub fn get_mut(&mut self, id: u16) -> Result<&mut T, TrackError> {
-        self.slots
-            .get_mut(usize::from(id))
-            .and_then(Option::as_mut)
-            .ok_or(TrackError::UnknownId { id })
-    }
-
-    /// Removes and returns the entry under `id`.
-    pub fn take(&mut self, id: u16) -> Result<T, TrackError> {
-        let entry = self
-            .slots
-            .get_mut(usize::from(id))
-            .and_then(Option::take)
-            .ok_or(TrackError::UnknownId { id })?;
-        self.in_flight -= 1;
-        Ok(entry)
-    }
-
-    /// Removes every entry (after a device reset), in id order.
-    pub fn drain(&mut self) -> impl Iterator<Item = T> + '_ {
-        self.in_flight = 0;
-        self.slots.iter_mut().filter_map(Option::take)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use zerocopy::IntoBytes;
@@ -320,47 +181,6 @@ mod tests {
             check_response(r.as_bytes(), 108, 0, 0).unwrap().sense_len,
             SENSE_SIZE
         );
-    }
-
-    #[test]
-    fn table_maps_ids_and_refuses_unknown_duplicate_and_overflow() {
-        let mut table = RequestTable::new(4, 2);
-        table.insert(3, "a").unwrap();
-        assert_eq!(table.insert(3, "b"), Err(TrackError::DuplicateId { id: 3 }));
-        table.insert(0, "c").unwrap();
-        assert_eq!(
-            table.insert(1, "d"),
-            Err(TrackError::Full {
-                in_flight: 2,
-                limit: 2
-            })
-        );
-        assert_eq!(table.take(2), Err(TrackError::UnknownId { id: 2 }));
-        assert_eq!(table.take(9), Err(TrackError::UnknownId { id: 9 }));
-        assert_eq!(table.take(3), Ok("a"));
-        assert_eq!(table.take(3), Err(TrackError::UnknownId { id: 3 }));
-        assert_eq!(table.drain().collect::<Vec<_>>(), ["c"]);
-        assert_eq!(table.in_flight(), 0);
-    }
-
-    #[test]
-    fn a_failed_pop_leaves_the_entry_posted() {
-        let mut table = RequestTable::new(4, 4);
-        table.insert(2, alloc::vec![7u8; 16]).unwrap();
-        let failed: Result<(Vec<u8>, u32), TrackError> =
-            table.pop_with(2, |_| Err(TrackError::UnknownId { id: 99 }));
-        assert_eq!(failed, Err(TrackError::UnknownId { id: 99 }));
-        assert_eq!(table.in_flight(), 1, "still outstanding");
-        assert_eq!(
-            table.get_mut(2).map(|b| b.len()),
-            Ok(16),
-            "still in its slot"
-        );
-        let popped: Result<_, TrackError> = table.pop_with(2, |b| Ok(b.len()));
-        assert_eq!(popped, Ok((alloc::vec![7u8; 16], 16)));
-        assert_eq!(table.in_flight(), 0);
-        let unknown: Result<(Vec<u8>, ()), TrackError> = table.pop_with(2, |_| Ok(()));
-        assert_eq!(unknown, Err(TrackError::UnknownId { id: 2 }));
     }
 
     proptest::proptest! {

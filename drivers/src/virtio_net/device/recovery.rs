@@ -52,8 +52,13 @@ impl<H: Hal, T: Transport, B: DmaBuffer, D: Delay, const QSIZE: usize>
             });
         }
         // The device has stopped: its buffers are ours again and its queues can be freed.
-        let receive_buffers: Vec<B> = running.rx.iter_mut().filter_map(Option::take).collect();
-        running.tx.iter_mut().for_each(|slot| drop(slot.take()));
+        let receive_buffers: Vec<B> = running
+            .receive
+            .drain_after_reset()
+            .into_iter()
+            .map(|(lent, ())| lent.0)
+            .collect();
+        drop(running.transmit.drain_after_reset());
         let (receive, transmit, header_len) = match start::<H, T, QSIZE>(&mut running.transport) {
             Ok(started) => started,
             Err(error) => {
@@ -64,8 +69,8 @@ impl<H: Hal, T: Transport, B: DmaBuffer, D: Delay, const QSIZE: usize>
                 return Err(error);
             }
         };
-        running.receive = receive;
-        running.transmit = transmit;
+        drop(running.receive.replace_ring(receive));
+        drop(running.transmit.replace_ring(transmit));
         self.header_len = header_len;
         for buffer in receive_buffers {
             // A buffer that does not fit any more is dropped (the queue was just emptied, so

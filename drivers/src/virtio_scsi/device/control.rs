@@ -7,28 +7,36 @@
 //! device touches every request queue, which only the caller can coordinate
 //! (`super::super::shared`). Its buffers stay with the device until then.
 
-use alloc::boxed::Box;
-
 use virtio_drivers::Hal;
 use virtio_drivers::transport::Transport;
-use zerocopy::IntoBytes;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use super::{VirtioScsi, VirtioScsiError};
 use crate::delay::{Delay, poll_until};
+use crate::virtio::queue::{DataDirection, Exchange, NoData, Pinned};
 use crate::virtio_scsi::wire::{self, TmfReq, TmfResp, queue};
 
 /// How long the device may take to finish a reset (the budget every virtio driver uses).
 pub use crate::virtio::RESET_TIMEOUT_US;
 
-/// A task management request and the response the device writes.
-pub(in crate::virtio_scsi) type TmfBuffers = (TmfReq, TmfResp);
+/// A task management request and the response the device writes, in one heap block.
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
+pub(in crate::virtio_scsi) struct TmfBuffers {
+    request: TmfReq,
+    response: TmfResp,
+}
+
+/// What the device holds of one task management request.
+pub(in crate::virtio_scsi) type Tmf = Exchange<Pinned<TmfBuffers>, NoData>;
 
 impl<H: Hal, Tr: Transport, D: Delay> VirtioScsi<H, Tr, D> {
     /// Sends a task management function and waits (bounded) for its response code.
     ///
     /// On time-out ([`VirtioScsiError::TmfTimeout`]) the request stays posted: its buffers
     /// are kept until the device is reset, which the caller must do next (the device may
-    /// answer it late, and the control queue cannot pop past it).
+    /// still answer it; a late answer that comes first is popped and dropped by the next
+    /// request).
     pub fn task_management(
         &mut self,
         subtype: u32,
@@ -42,35 +50,41 @@ impl<H: Hal, Tr: Transport, D: Delay> VirtioScsi<H, Tr, D> {
             lun,
             tag: tag.into(),
         };
-        // On the heap, so that they can be leaked if the device cannot be stopped.
-        let mut buffers = Box::new((request, TmfResp { response: 0xFF }));
-        let (request, response) = &mut *buffers;
-        // SAFETY: both buffers live in `buffers` until the pop below; on time-out they move
-        // to `unanswered_tmfs`, dropped with the device only after a reset that the device
-        // confirmed (status read back 0, so it no longer uses them), or leaked with it.
-        let token = unsafe {
-            self.control
-                .add(&[request.as_bytes()], &mut [response.as_mut_bytes()])
-        }?;
+        let mut buffers = Pinned::<TmfBuffers>::new_zeroed();
+        buffers.request = request;
+        buffers.response.response = 0xFF;
+        let tmf = Exchange::new(
+            buffers,
+            size_of::<TmfReq>(),
+            NoData,
+            DataDirection::ToDevice,
+        );
+        // On time-out the buffers stay in the control queue, dropped with the device only
+        // after a reset it confirmed, or leaked with it.
+        let token = self
+            .control
+            .add(tmf, ())
+            .map_err(|not_added| not_added.error)?;
         if self.control.should_notify() {
             self.transport.notify(queue::CONTROL);
         }
-        let control = &self.control;
+        let control = &mut self.control;
         let waited = poll_until(&mut self.delay, timeout_us, 10, || {
-            control.can_pop().then_some(())
+            // A late answer to an earlier request that timed out pops first and is dropped.
+            match control.pop() {
+                Ok(Some(done)) if done.token == token => {
+                    Some(Ok(done.lent.header().response.response))
+                }
+                Ok(_) => None,
+                Err(error) => Some(Err(error)),
+            }
         });
-        if let Err(timeout) = waited {
-            self.unanswered_tmfs.push(buffers);
-            return Err(VirtioScsiError::TmfTimeout {
+        match waited {
+            Ok(answer) => Ok(answer?),
+            Err(timeout) => Err(VirtioScsiError::TmfTimeout {
                 waited_us: timeout.waited_us,
-            });
+            }),
         }
-        // SAFETY: same buffers as added under `token`.
-        unsafe {
-            self.control
-                .pop_used(token, &[request.as_bytes()], &mut [response.as_mut_bytes()])
-        }?;
-        Ok(response.response)
     }
 
     /// Resets the device (status 0) and waits (bounded) until it reads the status back as 0,

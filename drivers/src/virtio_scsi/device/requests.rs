@@ -2,47 +2,46 @@
 //! and the data buffer it owns while the device may use it, popping used commands with the
 //! same buffers, and giving buffers back after an abort or a confirmed reset.
 //!
-//! A [`RequestQueue`] owns everything its commands need (the virtqueue, the request table,
-//! the header set), so one CPU can drive it without touching state another CPU writes;
-//! telling the device about new requests is left to the owner ([`RequestQueue::flush`]
-//! takes the notify as a closure: a doorbell of the queue's own, or the shared transport).
+//! A [`RequestQueue`] owns everything its commands need (the [`OwnedQueue`] that keeps each
+//! command's buffers by token, the header set), so one CPU can drive it without touching
+//! state another CPU writes; telling the device about new requests is left to the owner
+//! ([`RequestQueue::flush`] takes the notify as a closure: a doorbell of the queue's own, or
+//! the shared transport).
 
-use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use scsi::host::DataDirection;
 use virtio_drivers::Hal;
 use virtio_drivers::queue::VirtQueue;
-use zerocopy::{FromZeros, IntoBytes};
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 use super::VirtioScsiError;
-use crate::virtio_scsi::tracker::{RequestTable, TrackError};
+use crate::virtio::queue::{self as owned, Exchange, OwnedQueue, Pinned, QueueError};
 use crate::virtio_scsi::wire::{self, CmdReq, CmdResp, queue};
 
-/// Driver-owned headers of one command.
+/// Driver-owned headers of one command: the request the device reads, then the response it
+/// writes (one heap block, split between the two when lent).
+#[derive(FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[repr(C)]
 pub(in crate::virtio_scsi) struct Headers {
     pub(in crate::virtio_scsi) req: CmdReq,
     pub(in crate::virtio_scsi) resp: CmdResp,
 }
 
-/// One outstanding command. It owns the data buffer the device was given: moving a `Vec`
-/// does not move its heap memory, so the descriptor's address stays valid while it is here.
-pub(in crate::virtio_scsi) struct Slot<T> {
-    pub(in crate::virtio_scsi) tag: T,
-    pub(in crate::virtio_scsi) headers: Box<Headers>,
-    /// The command's data buffer, or after a successful abort a scratch buffer of the same
-    /// length (the original went back to the caller) that the late used entry pops into.
-    pub(in crate::virtio_scsi) data: Vec<u8>,
-    pub(in crate::virtio_scsi) data_out: u32,
-    pub(in crate::virtio_scsi) data_in: u32,
+/// What the device holds of one command: its headers and its data buffer.
+type Command = Exchange<Pinned<Headers>, Vec<u8>>;
+
+/// The driver's record of one outstanding command.
+struct Record<T> {
+    tag: T,
     /// Set by a successful abort: report nothing when the used entry pops.
-    pub(in crate::virtio_scsi) aborted: bool,
+    aborted: bool,
 }
 
 /// A completed command as the device left it, with its data buffer handed back.
 pub(in crate::virtio_scsi) struct Finished<T> {
     pub(in crate::virtio_scsi) tag: T,
-    pub(in crate::virtio_scsi) headers: Box<Headers>,
+    pub(in crate::virtio_scsi) headers: Pinned<Headers>,
     pub(in crate::virtio_scsi) data: Vec<u8>,
     pub(in crate::virtio_scsi) used_len: u32,
     pub(in crate::virtio_scsi) data_out: u32,
@@ -56,25 +55,13 @@ pub(in crate::virtio_scsi) struct NotAdded {
     pub(in crate::virtio_scsi) data: Vec<u8>,
 }
 
-fn new_headers() -> Box<Headers> {
-    Box::new(Headers {
-        req: CmdReq::new_zeroed(),
-        resp: CmdResp::new_zeroed(),
-    })
-}
-
 /// One request virtqueue with the commands outstanding on it, tracked by `T` (the caller's
 /// tag type).
 pub struct RequestQueue<H: Hal, T, const QSIZE: usize> {
     /// Request queue number: virtqueue `2 + index`.
     index: u16,
-    requests: VirtQueue<H, QSIZE>,
-    table: RequestTable<Slot<T>>,
-    #[expect(
-        clippy::vec_box,
-        reason = "the device holds the headers' addresses; a Box keeps them in place while it moves between this set and a slot"
-    )]
-    spare_headers: Vec<Box<Headers>>,
+    requests: OwnedQueue<H, Command, Record<T>, QSIZE>,
+    spare_headers: Vec<Pinned<Headers>>,
     /// Commands added since the last notify (batched: one notify per poll or flush).
     unnotified: usize,
 }
@@ -86,13 +73,12 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
         // Polled until the owner asks for interrupts ([`Self::set_interrupt`]): a device that
         // raises none saves the emulator an interrupt per batch.
         requests.set_dev_notify(false);
-        let table = RequestTable::new(QSIZE, limit);
-        let limit = table.limit();
+        let requests = OwnedQueue::new(requests, limit);
+        let limit = requests.limit();
         Self {
             index,
             requests,
-            table,
-            spare_headers: (0..limit).map(|_| new_headers()).collect(),
+            spare_headers: (0..limit).map(|_| Pinned::new_zeroed()).collect(),
             unnotified: 0,
         }
     }
@@ -109,17 +95,17 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
 
     /// Most commands in flight at once (the host's can_queue).
     pub fn can_queue(&self) -> usize {
-        self.table.limit()
+        self.requests.limit()
     }
 
     /// Commands in flight.
     pub fn in_flight(&self) -> usize {
-        self.table.in_flight()
+        self.requests.in_flight()
     }
 
     /// Whether another command fits now.
     pub fn has_room(&self) -> bool {
-        self.table.has_room() && !self.spare_headers.is_empty()
+        self.requests.has_room() && !self.spare_headers.is_empty()
     }
 
     /// Notifies the device of commands added since the last notify, if it wants to hear,
@@ -152,25 +138,20 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
     /// may still read or write: the ring's DMA memory, and each command's headers and data
     /// (or abort scratch) buffer. Freeing any of it could let the device write into reused
     /// memory.
-    pub fn abandon(mut self) -> Vec<T> {
-        let slots: Vec<Slot<T>> = self.table.drain().collect();
-        let mut tags = Vec::with_capacity(slots.len());
-        for slot in slots {
-            if !slot.aborted {
-                tags.push(slot.tag);
-            }
-            core::mem::forget(slot.headers);
-            core::mem::forget(slot.data);
-        }
-        core::mem::forget(self);
-        tags
+    pub fn abandon(self) -> Vec<T> {
+        let records = self.requests.abandon();
+        records
+            .into_iter()
+            .filter(|record| !record.aborted)
+            .map(|record| record.tag)
+            .collect()
     }
 
     /// The ring of a queue with nothing outstanding (just set up), for a handle to
     /// [`Self::move_to`].
     pub(in crate::virtio_scsi) fn into_ring(self) -> VirtQueue<H, QSIZE> {
-        debug_assert_eq!(self.table.in_flight(), 0);
-        self.requests
+        debug_assert_eq!(self.requests.in_flight(), 0);
+        self.requests.into_ring()
     }
 
     /// Moves to `fresh`, the ring set up again after a confirmed device reset, and takes
@@ -180,16 +161,16 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
         &mut self,
         fresh: VirtQueue<H, QSIZE>,
     ) -> Vec<(T, Vec<u8>)> {
-        let returned = self.drain_after_reset();
-        self.requests = fresh;
+        let returned = self.requests.replace_ring(fresh);
         self.unnotified = 0;
-        returned
+        self.take_back(returned)
     }
 
     /// Takes back every outstanding command after a confirmed reset whose re-initialisation
     /// failed (there is no fresh ring to move to); the ring is freed.
     pub(in crate::virtio_scsi) fn close(mut self) -> Vec<(T, Vec<u8>)> {
-        self.drain_after_reset()
+        let returned = self.requests.drain_after_reset();
+        self.take_back(returned)
     }
 
     /// Adds a command whose data moves in `direction`, moving `data` into the request table until the command pops
@@ -202,18 +183,18 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
         lun: [u8; 8],
         tag_u64: u64,
         cdb: &[u8],
-        mut data: Vec<u8>,
+        data: Vec<u8>,
         direction: DataDirection,
     ) -> Result<u16, NotAdded> {
-        let device_writes_data = direction == DataDirection::FromDevice;
-        let headers = match self.table.reserve() {
-            Ok(()) => self.spare_headers.pop(),
-            Err(_) => None,
+        let headers = if self.requests.has_room() {
+            self.spare_headers.pop()
+        } else {
+            None
         };
         let Some(mut headers) = headers else {
-            let error = TrackError::Full {
-                in_flight: self.table.in_flight(),
-                limit: self.table.limit(),
+            let error = QueueError::Full {
+                in_flight: self.requests.in_flight(),
+                limit: self.requests.limit(),
             };
             return Err(NotAdded {
                 error: error.into(),
@@ -226,130 +207,88 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
         let n = cdb.len().min(wire::CDB_SIZE);
         headers.req.cdb[..n].copy_from_slice(&cdb[..n]);
         headers.resp = CmdResp::new_zeroed();
-        let data_len = data.len() as u32;
-        let Headers { req, resp } = &mut *headers;
-        let buffer = data.as_mut_slice();
-        // SAFETY: `req`/`resp` live in a Box and `buffer` in the heap memory of `data`, both
-        // moved into the request table below (moving a Box or a Vec does not move what it
-        // points to) and kept there until the command is popped in next_finished with the same
-        // buffers, or the device confirmed a reset (`move_to`); if it did not,
-        // `abandon` leaks them. If the table cannot record them, `insert` leaks them.
-        let added = unsafe {
-            match (buffer.is_empty(), device_writes_data) {
-                (true, _) => self
-                    .requests
-                    .add(&[req.as_bytes()], &mut [resp.as_mut_bytes()]),
-                (false, true) => self
-                    .requests
-                    .add(&[req.as_bytes()], &mut [resp.as_mut_bytes(), buffer]),
-                (false, false) => self
-                    .requests
-                    .add(&[req.as_bytes(), buffer], &mut [resp.as_mut_bytes()]),
-            }
+        let direction = match direction {
+            DataDirection::FromDevice => owned::DataDirection::FromDevice,
+            _ => owned::DataDirection::ToDevice,
         };
-        let token = match added {
-            Ok(token) => token,
-            Err(error) => {
-                self.spare_headers.push(headers);
-                return Err(NotAdded {
-                    error: error.into(),
-                    data,
-                });
-            }
-        };
-        let (data_out, data_in) = if device_writes_data {
-            (0, data_len)
-        } else {
-            (data_len, 0)
-        };
-        let slot = Slot {
+        let command = Exchange::new(headers, size_of::<CmdReq>(), data, direction);
+        let record = Record {
             tag,
-            headers,
-            data,
-            data_out,
-            data_in,
             aborted: false,
         };
-        // Posted but not recorded: the slot (and the buffers in it) is leaked, the data
-        // buffer with it; the caller learns only the error.
-        self.table.insert(token, slot).map_err(|error| NotAdded {
-            error: error.into(),
-            data: Vec::new(),
-        })?;
-        self.unnotified += 1;
-        Ok(token)
+        match self.requests.add(command, record) {
+            Ok(token) => {
+                self.unnotified += 1;
+                Ok(token)
+            }
+            Err(not_added) => {
+                // `returned: None`: posted but not recordable, so leaked with its data buffer;
+                // the caller learns only the error.
+                let data = match not_added.returned {
+                    Some((command, _)) => {
+                        let (headers, data) = command.into_parts();
+                        self.spare_headers.push(headers);
+                        data
+                    }
+                    None => Vec::new(),
+                };
+                Err(NotAdded {
+                    error: not_added.error.into(),
+                    data,
+                })
+            }
+        }
     }
 
     /// Pops the next used command with the buffers stored for it, and hands them back.
+    #[inline]
     pub(in crate::virtio_scsi) fn next_finished(
         &mut self,
     ) -> Result<Option<Finished<T>>, VirtioScsiError> {
-        let Some(id) = self.requests.peek_used() else {
+        let Some(done) = self.requests.pop()? else {
             return Ok(None);
         };
-        let requests = &mut self.requests;
-        let (slot, used_len) = self.table.pop_with(id, |slot| {
-            let device_writes = slot.data_in > 0;
-            let Headers { req, resp } = &mut *slot.headers;
-            let buffer = slot.data.as_mut_slice();
-            // SAFETY: the buffers are the ones added under `id` (headers and data from the
-            // slot, or the scratch of equal length that abort substituted for the data, which
-            // an identity or bouncing Hal may write into harmlessly).
-            unsafe {
-                match (buffer.is_empty(), device_writes) {
-                    (true, _) => {
-                        requests.pop_used(id, &[req.as_bytes()], &mut [resp.as_mut_bytes()])
-                    }
-                    (false, true) => {
-                        requests.pop_used(id, &[req.as_bytes()], &mut [resp.as_mut_bytes(), buffer])
-                    }
-                    (false, false) => {
-                        requests.pop_used(id, &[req.as_bytes(), buffer], &mut [resp.as_mut_bytes()])
-                    }
-                }
-            }
-            .map_err(VirtioScsiError::from)
-        })?;
+        let (data_out, data_in) = done.lent.data_lengths();
+        let (headers, data) = done.lent.into_parts();
         Ok(Some(Finished {
-            tag: slot.tag,
-            headers: slot.headers,
-            data: slot.data,
-            used_len,
-            data_out: slot.data_out,
-            data_in: slot.data_in,
-            aborted: slot.aborted,
+            tag: done.meta.tag,
+            headers,
+            data,
+            used_len: done.used_len,
+            data_out,
+            data_in,
+            aborted: done.meta.aborted,
         }))
     }
 
     /// Returns a finished command's headers to the spare set.
-    pub(in crate::virtio_scsi) fn recycle(&mut self, headers: Box<Headers>) {
+    pub(in crate::virtio_scsi) fn recycle(&mut self, headers: Pinned<Headers>) {
         self.spare_headers.push(headers);
     }
 
     /// Marks the command under used id `id` aborted (after ABORT TASK succeeded, so the
-    /// device is done with its buffers) and hands its data buffer back; its late used entry
-    /// pops into a scratch buffer of the same length and is not reported.
+    /// device is done with its buffers) and hands a copy of its data buffer back; the buffer
+    /// itself stays lent until its late used entry pops, which is not reported.
     pub(in crate::virtio_scsi) fn mark_aborted(
         &mut self,
         id: u16,
     ) -> Result<Vec<u8>, VirtioScsiError> {
-        let slot = self.table.get_mut(id)?;
-        let scratch = alloc::vec![0u8; slot.data.len()];
-        slot.aborted = true;
-        Ok(core::mem::replace(&mut slot.data, scratch))
+        let copy = self.requests.lent(id)?.data().to_vec();
+        self.requests.meta_mut(id)?.aborted = true;
+        Ok(copy)
     }
 
-    /// Takes back every outstanding command's tag and data buffer after a confirmed reset,
+    /// Takes back the tag and data buffer of each command a confirmed reset returned,
     /// leaving out commands an abort already answered for.
-    fn drain_after_reset(&mut self) -> Vec<(T, Vec<u8>)> {
-        let slots: Vec<Slot<T>> = self.table.drain().collect();
-        let mut returned = Vec::with_capacity(slots.len());
-        for slot in slots {
-            if !slot.aborted {
-                returned.push((slot.tag, slot.data));
+    fn take_back(&mut self, returned: Vec<(Command, Record<T>)>) -> Vec<(T, Vec<u8>)> {
+        let mut commands = Vec::with_capacity(returned.len());
+        for (command, record) in returned {
+            let (headers, data) = command.into_parts();
+            self.spare_headers.push(headers);
+            if !record.aborted {
+                commands.push((record.tag, data));
             }
-            self.spare_headers.push(slot.headers);
         }
-        returned
+        commands
     }
 }
