@@ -1,5 +1,5 @@
 #![no_main]
-//! The NBD server's protocol half (`net::nbd::session`) against an in-memory block device,
+//! The NBD server's protocol half (the `nbd` crate's `session`) against an in-memory block device,
 //! driven as a byte stream: the greeting and client flags, option haggling, transmission,
 //! shutdown, in arbitrary pieces with arbitrary work budgets and partial sends.
 //!
@@ -13,9 +13,9 @@
 use libfuzzer_sys::fuzz_target;
 use scsi::midlayer::ScsiError;
 use sensepool_fuzz::bytes::Script;
-use sensepool_fuzz::net::nbd::block::{BlockDevice, BlockExport};
-use sensepool_fuzz::net::nbd::session::{Budget, MAX_PAYLOAD_BYTES, OUTPUT_HIGH_WATER, Session};
-use sensepool_fuzz::net::nbd::wire::{self, opt};
+use nbd::block::{BlockDevice, BlockExport};
+use nbd::session::{Budget, MAX_PAYLOAD_BYTES, OUTPUT_HIGH_WATER, Session};
+use nbd::wire::{self, opt};
 
 const BLOCK: u32 = 512;
 

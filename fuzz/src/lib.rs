@@ -2,7 +2,7 @@
 //!
 //! The kernel is a binary crate, so a fuzz target cannot name its modules. Rather than split it,
 //! this crate compiles the kernel's pure, host-built module trees (the same ones the kernel's
-//! own host unit tests build: command line, memory map, platform tables, NBD protocol) from the
+//! own host unit tests build: command line, memory map, platform tables, the network configuration) from the
 //! kernel's own source files, at the same paths under the crate root (`crate::cmdline`,
 //! `crate::net`, ...), so their `crate::` references resolve exactly as in the kernel. Nothing
 //! is copied: a fuzz target always exercises the code the kernel boots with. The driver fakes

@@ -1,15 +1,16 @@
 //! Networking: virtio-net under smoltcp, serving the first SCSI disk over NBD and the pool and
 //! I/O statistics as text.
 //!
-//! [`nbd`] (the protocol, sans I/O) and [`config`] (the command-line words) are pure and built on
-//! the host, where they are tested; the rest runs in the guest: [`device`] binds
+//! The NBD protocol itself (handshake, options, transmission, the block export) is the `nbd`
+//! crate, sans I/O and host-tested; this module is the glue around it. [`config`] (the
+//! command-line words) is pure and built on the host, where it is tested; the rest runs in the
+//! guest: [`device`] binds
 //! `drivers::virtio_net` to the virtio-net PCI function (through the shared virtio PCI bring-up,
 //! `crate::platform::pci::virtio`), supplies its packet buffers and presents it to smoltcp as a polled
 //! `phy::Device`; [`server`] runs the TCP listeners and moves
 //! bytes between sockets and NBD sessions; [`stats`] formats the stats endpoint's text.
 
 pub mod config;
-pub mod nbd;
 
 #[cfg(target_os = "none")]
 pub mod device;

@@ -37,9 +37,9 @@ use smoltcp::wire::{EthernetAddress, IpCidr, IpEndpoint, Ipv4Address};
 
 use super::config::NetConfig;
 use super::device::{DeviceStats, NetDevice};
-use super::nbd::session::{Budget, Export, NbdStats};
 use crate::arch::time;
 use crate::platform::console::println;
+use nbd::session::{Budget, Export, NbdStats};
 
 mod linger;
 mod nbd_slot;

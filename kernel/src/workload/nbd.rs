@@ -33,14 +33,14 @@ use crate::arch::time;
 use crate::cmdline::Cmdline;
 use crate::net::config::NetConfig;
 use crate::net::device::NetDevice;
-use crate::net::nbd::block::{BlockDevice, BlockExport};
-use crate::net::nbd::session::Export;
 use crate::net::server::{Server, ServerStats};
 use crate::net::stats::{self, Snapshot};
 use crate::platform::console::println;
 use crate::storage::hotplug::Disks;
 use crate::storage::report::{NamedDisk, print_scan};
 use crate::storage::{self, HostInfo, HostVisitor, SenseBuf, Stack};
+use nbd::block::{BlockDevice, BlockExport};
+use nbd::session::Export;
 
 /// A scanned disk behind the midlayer, as the NBD export's block device.
 struct ScsiDisk<'s, 'c, H: ScsiHost<SenseBuf<'c>>> {

@@ -11,8 +11,8 @@ use smoltcp::socket::tcp;
 use super::linger::{CLOSING_LIMIT_NS, Linger, is_closing};
 use super::{HANDSHAKE_IDLE_NS, SHUTDOWN_GRACE_NS, Server, TURN_BUDGET};
 use crate::arch::time;
-use crate::net::nbd::session::{Export, STREAM_CHUNK_BYTES, Session};
 use crate::platform::console::println;
+use nbd::session::{Export, STREAM_CHUNK_BYTES, Session};
 
 /// Most bytes a session may hold unparsed: one piece of a streamed write and a header, with
 /// slack for small pipelined requests.

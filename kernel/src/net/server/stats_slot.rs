@@ -15,7 +15,7 @@ use super::linger::Linger;
 use super::{Server, ServerStats, now};
 use crate::arch::time;
 use crate::net::device::NetDevice;
-use crate::net::nbd::session::Export;
+use nbd::session::Export;
 
 /// A stats connection in any one state for this long is reset.
 const QUERY_LIMIT_NS: u64 = 10_000_000_000;

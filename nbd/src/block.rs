@@ -15,8 +15,8 @@ use alloc::vec;
 use scsi::midlayer::ScsiError;
 use scsi::wire::SenseKey;
 
-use super::session::{Export, ZERO_CHUNK_BYTES};
-use super::wire::Errno;
+use crate::session::{Export, ZERO_CHUNK_BYTES};
+use crate::wire::Errno;
 
 /// What [`BlockExport`] needs from a disk. Ranges are whole blocks within the disk.
 pub trait BlockDevice {

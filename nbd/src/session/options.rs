@@ -7,16 +7,17 @@ use super::{
     CloseReason, Export, MAX_OPTION_BYTES, MAX_PAYLOAD_BYTES, MIN_BLOCK_BYTES,
     PREFERRED_BLOCK_BYTES, Phase, Session,
 };
-use crate::net::nbd::wire::{self, info, opt, rep, tflag};
+use zerocopy::IntoBytes;
+use zerocopy::big_endian::{U16, U32};
+
+use crate::wire::{
+    self, BlockSizeInfo, ExportInfo, OptionHeader, OptionReplyHeader, info, opt, rep, tflag,
+};
 
 impl Session {
     /// The client's 32-bit flags. Returns the bytes taken, or `None` for more input.
     pub(super) fn client_flags(&mut self) -> Option<usize> {
-        let input = self.unparsed();
-        if input.len() < 4 {
-            return None;
-        }
-        let flags = wire::be_u32(input, 0);
+        let flags = wire::header::<U32>(self.unparsed())?.get();
         if flags & !wire::CLIENT_FLAGS_KNOWN != 0 {
             self.close(CloseReason::BadClientFlags(flags));
         } else {
@@ -28,12 +29,8 @@ impl Session {
 
     pub(super) fn option(&mut self, export: &mut impl Export) -> Option<usize> {
         let input = self.unparsed();
-        if input.len() < wire::OPTION_HEADER_BYTES {
-            return None;
-        }
-        let magic = wire::be_u64(input, 0);
-        let option = wire::be_u32(input, 8);
-        let len = wire::be_u32(input, 12);
+        let header: OptionHeader = wire::header(input)?;
+        let (magic, option, len) = (header.magic.get(), header.option.get(), header.len.get());
         if magic != wire::IHAVEOPT {
             self.close(CloseReason::BadOptionMagic(magic));
             return Some(0);
@@ -66,10 +63,9 @@ impl Session {
                     self.close(CloseReason::UnknownExport);
                     return Some(total);
                 }
-                self.output
-                    .extend_from_slice(&export.size_bytes().to_be_bytes());
-                self.output
-                    .extend_from_slice(&transmission_flags().to_be_bytes());
+                // NBD_INFO_EXPORT's payload without its type: size, then flags.
+                let export_info = export_info(export.size_bytes());
+                self.output.extend_from_slice(&export_info.as_bytes()[2..]);
                 if !self.no_zeroes {
                     self.output.extend_from_slice(&[0u8; 124]);
                 }
@@ -127,17 +123,14 @@ impl Session {
             }
             self.option_reply(option, rep::INFO, &reply);
         }
-        let mut export_info = Vec::with_capacity(12);
-        export_info.extend_from_slice(&info::EXPORT.to_be_bytes());
-        export_info.extend_from_slice(&size_bytes.to_be_bytes());
-        export_info.extend_from_slice(&transmission_flags().to_be_bytes());
-        self.option_reply(option, rep::INFO, &export_info);
-        let mut block_size = Vec::with_capacity(14);
-        block_size.extend_from_slice(&info::BLOCK_SIZE.to_be_bytes());
-        block_size.extend_from_slice(&MIN_BLOCK_BYTES.to_be_bytes());
-        block_size.extend_from_slice(&PREFERRED_BLOCK_BYTES.to_be_bytes());
-        block_size.extend_from_slice(&MAX_PAYLOAD_BYTES.to_be_bytes());
-        self.option_reply(option, rep::INFO, &block_size);
+        self.option_reply(option, rep::INFO, export_info(size_bytes).as_bytes());
+        let block_size = BlockSizeInfo {
+            kind: info::BLOCK_SIZE.into(),
+            min_bytes: MIN_BLOCK_BYTES.into(),
+            preferred_bytes: PREFERRED_BLOCK_BYTES.into(),
+            max_bytes: MAX_PAYLOAD_BYTES.into(),
+        };
+        self.option_reply(option, rep::INFO, block_size.as_bytes());
         self.option_reply(option, rep::ACK, &[]);
         if option == opt::GO {
             self.phase = Phase::Transmission;
@@ -149,13 +142,24 @@ impl Session {
     }
 
     fn option_reply(&mut self, option: u32, reply: u32, data: &[u8]) {
-        self.output
-            .extend_from_slice(&wire::REPLY_MAGIC.to_be_bytes());
-        self.output.extend_from_slice(&option.to_be_bytes());
-        self.output.extend_from_slice(&reply.to_be_bytes());
-        self.output
-            .extend_from_slice(&(data.len() as u32).to_be_bytes());
+        let header = OptionReplyHeader {
+            magic: wire::REPLY_MAGIC.into(),
+            option: option.into(),
+            reply: reply.into(),
+            // Every reply this server builds is a few dozen bytes (a name under 4 KiB at most).
+            len: (data.len() as u32).into(),
+        };
+        self.output.extend_from_slice(header.as_bytes());
         self.output.extend_from_slice(data);
+    }
+}
+
+/// `NBD_INFO_EXPORT` for an export of `size_bytes`.
+fn export_info(size_bytes: u64) -> ExportInfo {
+    ExportInfo {
+        kind: info::EXPORT.into(),
+        size_bytes: size_bytes.into(),
+        flags: transmission_flags().into(),
     }
 }
 
@@ -175,15 +179,9 @@ pub(super) fn transmission_flags() -> u16 {
 /// The export name and the info types (big-endian u16 pairs) of an INFO/GO payload, if the
 /// payload is well formed.
 fn parse_info_request(data: &[u8]) -> Option<(&[u8], &[u8])> {
-    if data.len() < 6 {
-        return None;
-    }
-    let name_len = wire::be_u32(data, 0) as usize;
+    let name_len = wire::header::<U32>(data)?.get() as usize;
     let name_end = 4usize.checked_add(name_len)?;
     let count_end = name_end.checked_add(2)?;
-    if data.len() < count_end {
-        return None;
-    }
-    let count = usize::from(wire::be_u16(data, name_end));
+    let count = usize::from(wire::header::<U16>(data.get(name_end..)?)?.get());
     (data.len() == count_end + 2 * count).then(|| (&data[4..name_end], &data[count_end..]))
 }

@@ -34,7 +34,9 @@
 
 use alloc::vec::Vec;
 
-use super::wire::{self, Errno};
+use zerocopy::IntoBytes;
+
+use crate::wire::{self, Errno};
 
 /// Largest read or write payload, advertised as the maximum block size: the 32 MiB the NBD
 /// protocol asks a server to accept from a client that negotiated no block sizes. Neither is
@@ -93,12 +95,19 @@ pub enum CloseReason {
 /// Counters of one session (and, summed, of the server).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NbdStats {
+    /// READs answered with their data.
     pub reads: u64,
+    /// WRITEs acknowledged.
     pub writes: u64,
+    /// FLUSHes acknowledged.
     pub flushes: u64,
+    /// TRIMs acknowledged.
     pub trims: u64,
+    /// WRITE_ZEROES acknowledged.
     pub write_zeroes: u64,
+    /// Bytes sent in successful READs.
     pub bytes_read: u64,
+    /// Bytes of acknowledged WRITEs.
     pub bytes_written: u64,
     /// Error replies sent in transmission.
     pub errors: u64,
@@ -167,10 +176,13 @@ impl Session {
     /// A new connection; the greeting is already queued in the output. `name` is the export's
     /// name (the default export `""` is accepted too).
     pub fn new(name: &'static str) -> Session {
+        let greeting = wire::Greeting {
+            nbd_magic: wire::NBDMAGIC.into(),
+            ihaveopt: wire::IHAVEOPT.into(),
+            flags: (wire::FLAG_FIXED_NEWSTYLE | wire::FLAG_NO_ZEROES).into(),
+        };
         let mut output = Vec::with_capacity(64);
-        output.extend_from_slice(&wire::NBDMAGIC.to_be_bytes());
-        output.extend_from_slice(&wire::IHAVEOPT.to_be_bytes());
-        output.extend_from_slice(&(wire::FLAG_FIXED_NEWSTYLE | wire::FLAG_NO_ZEROES).to_be_bytes());
+        output.extend_from_slice(greeting.as_bytes());
         Session {
             phase: Phase::ClientFlags,
             no_zeroes: false,
@@ -193,7 +205,6 @@ impl Session {
     /// A connection the server will not serve: the handshake runs, and INFO and GO are answered
     /// `NBD_REP_ERR_POLICY` carrying `message` (`NBD_OPT_EXPORT_NAME`, which has no error reply,
     /// closes the session).
-    #[cfg(test)]
     pub fn refusing(name: &'static str, message: alloc::string::String) -> Session {
         let mut session = Session::new(name);
         session.refusal = Some(message);
@@ -311,7 +322,6 @@ impl Session {
 
     /// Handles every complete message in the input, in order, until the input runs short, the
     /// output passes the high-water mark, or the session closes.
-    #[cfg(test)]
     pub fn step(&mut self, export: &mut impl Export) {
         let mut unlimited = Budget::UNLIMITED;
         self.step_within(export, &mut unlimited);
@@ -363,10 +373,7 @@ impl Session {
 
     fn simple_reply(&mut self, error: Option<Errno>, handle: u64) {
         self.output
-            .extend_from_slice(&wire::SIMPLE_REPLY_MAGIC.to_be_bytes());
-        self.output
-            .extend_from_slice(&error.map_or(0, |e| e.0).to_be_bytes());
-        self.output.extend_from_slice(&handle.to_be_bytes());
+            .extend_from_slice(wire::SimpleReply::new(error, handle).as_bytes());
         if error.is_some() {
             self.stats.errors += 1;
         }

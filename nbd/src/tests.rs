@@ -9,14 +9,27 @@ use proptest::prelude::*;
 use scsi::midlayer::ScsiError;
 use scsi::wire::SenseKey;
 
-use super::block::{BlockDevice, BlockExport};
-use super::session::{CloseReason, MAX_OPTION_BYTES, MAX_PAYLOAD_BYTES, Session};
-use super::wire::{self, Errno, cmd, opt, rep};
+use crate::block::{BlockDevice, BlockExport};
+use crate::session::{CloseReason, MAX_OPTION_BYTES, MAX_PAYLOAD_BYTES, Session};
+use crate::wire::{self, Errno, cmd, opt, rep};
 
 mod streaming;
 mod turns;
 
 const BLOCK: u32 = 512;
+
+/// A big-endian integer at `at` of a reply the test reads by offset.
+fn be_u16(bytes: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes(bytes[at..at + 2].try_into().unwrap())
+}
+
+fn be_u32(bytes: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap())
+}
+
+fn be_u64(bytes: &[u8], at: usize) -> u64 {
+    u64::from_be_bytes(bytes[at..at + 8].try_into().unwrap())
+}
 
 /// A RAM disk that fails loudly (a test panic) on any out-of-range access and can inject a
 /// medium error on one LBA.
@@ -147,9 +160,9 @@ fn connected(export: &mut BlockExport<RamDisk>) -> Session {
 fn replies(mut out: &[u8], read_len: impl Fn(u64) -> usize) -> Vec<(u32, u64, Vec<u8>)> {
     let mut list = Vec::new();
     while !out.is_empty() {
-        assert_eq!(wire::be_u32(out, 0), wire::SIMPLE_REPLY_MAGIC);
-        let error = wire::be_u32(out, 4);
-        let handle = wire::be_u64(out, 8);
+        assert_eq!(be_u32(out, 0), wire::SIMPLE_REPLY_MAGIC);
+        let error = be_u32(out, 4);
+        let handle = be_u64(out, 8);
         let len = if error == 0 { read_len(handle) } else { 0 };
         list.push((error, handle, out[16..16 + len].to_vec()));
         out = &out[16 + len..];
@@ -166,13 +179,13 @@ fn go_reports_size_and_block_sizes() {
     let out = run(&mut session, &mut export, &hello);
     let replies = &out[18..];
     // INFO(export), INFO(block size), ACK.
-    assert_eq!(wire::be_u32(replies, 12), rep::INFO);
-    assert_eq!(wire::be_u64(replies, 22), 64 * 512);
+    assert_eq!(be_u32(replies, 12), rep::INFO);
+    assert_eq!(be_u64(replies, 22), 64 * 512);
     let second = &replies[20 + 12..];
-    assert_eq!(wire::be_u32(second, 12), rep::INFO);
-    assert_eq!(wire::be_u32(second, 26), 4096);
-    assert_eq!(wire::be_u32(second, 30), MAX_PAYLOAD_BYTES);
-    assert_eq!(wire::be_u32(&second[20 + 14..], 12), rep::ACK);
+    assert_eq!(be_u32(second, 12), rep::INFO);
+    assert_eq!(be_u32(second, 26), 4096);
+    assert_eq!(be_u32(second, 30), MAX_PAYLOAD_BYTES);
+    assert_eq!(be_u32(&second[20 + 14..], 12), rep::ACK);
     assert!(session.in_transmission());
 }
 
@@ -185,7 +198,7 @@ fn export_name_with_and_without_zeroes() {
         hello.extend(option(opt::EXPORT_NAME, b""));
         let out = run(&mut session, &mut export, &hello);
         assert_eq!(out.len(), 18 + 10 + tail);
-        assert_eq!(wire::be_u64(&out, 18), 8 * 512);
+        assert_eq!(be_u64(&out, 18), 8 * 512);
         assert!(session.in_transmission());
     }
 }
@@ -199,9 +212,9 @@ fn unknown_option_and_unknown_export_are_answered_and_haggling_goes_on() {
     hello.extend(go("nope"));
     hello.extend(option(opt::INFO, b"\0\0")); // malformed
     let out = run(&mut session, &mut export, &hello);
-    assert_eq!(wire::be_u32(&out, 18 + 12), rep::ERR_UNSUP);
-    assert_eq!(wire::be_u32(&out, 38 + 12), rep::ERR_UNKNOWN);
-    assert_eq!(wire::be_u32(&out, 58 + 12), rep::ERR_INVALID);
+    assert_eq!(be_u32(&out, 18 + 12), rep::ERR_UNSUP);
+    assert_eq!(be_u32(&out, 38 + 12), rep::ERR_UNKNOWN);
+    assert_eq!(be_u32(&out, 58 + 12), rep::ERR_INVALID);
     assert_eq!(session.closed(), None);
     run(&mut session, &mut export, &go(""));
     assert!(session.in_transmission());

@@ -5,13 +5,14 @@
 /// it starts may overshoot (a 256 KiB piece against 4 KiB left), so every call makes progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
+    /// Requests (and options) that may still be started.
     pub commands: u32,
+    /// Bytes that may still move to or from the export.
     pub bytes: u64,
 }
 
 impl Budget {
-    /// No limit (the host tests' [`Session::step`]).
-    #[cfg(test)]
+    /// No limit ([`super::Session::step`]: tests, and a blocking driver with one session).
     pub const UNLIMITED: Budget = Budget {
         commands: u32::MAX,
         bytes: u64::MAX,

@@ -6,12 +6,12 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::super::session::{
+use super::{BLOCK, RamDisk, be_u16, be_u32, connected, option, replies, request, run};
+use crate::block::BlockExport;
+use crate::session::{
     Budget, CloseReason, MAX_PAYLOAD_BYTES, OUTPUT_HIGH_WATER, STREAM_CHUNK_BYTES, Session,
 };
-use super::super::wire::{self, Errno, cmd, info, opt, rep};
-use super::{BLOCK, RamDisk, connected, option, replies, request, run};
-use crate::net::nbd::block::BlockExport;
+use crate::wire::{self, Errno, cmd, info, opt, rep};
 
 const MAX: usize = MAX_PAYLOAD_BYTES as usize;
 
@@ -136,7 +136,7 @@ fn a_read_failing_after_its_header_closes_the_session() {
         &request(cmd::READ, 4, 0, 2 * STREAM_CHUNK_BYTES, &[]),
     );
     assert_eq!(out.len(), 16 + STREAM_CHUNK_BYTES as usize);
-    assert_eq!(wire::be_u32(&out, 4), 0, "the header said success");
+    assert_eq!(be_u32(&out, 4), 0, "the header said success");
     assert_eq!(
         session.closed(),
         Some(CloseReason::ReadFailedAfterHeader(Errno::EIO.0))
@@ -156,13 +156,13 @@ fn a_read_failing_after_its_header_closes_the_session() {
 fn infos(mut out: &[u8]) -> Vec<(u16, Vec<u8>)> {
     let mut list = Vec::new();
     loop {
-        let reply = wire::be_u32(out, 12);
-        let len = wire::be_u32(out, 16) as usize;
+        let reply = be_u32(out, 12);
+        let len = be_u32(out, 16) as usize;
         if reply != rep::INFO {
             assert_eq!(reply, rep::ACK);
             return list;
         }
-        list.push((wire::be_u16(out, 20), out[22..20 + len].to_vec()));
+        list.push((be_u16(out, 20), out[22..20 + len].to_vec()));
         out = &out[20 + len..];
     }
 }
@@ -203,7 +203,7 @@ fn go_answers_the_info_types_asked_for_and_always_the_block_sizes() {
             assert_eq!(name, b"sda");
         }
         let block_sizes = &got.iter().find(|(k, _)| *k == info::BLOCK_SIZE).unwrap().1;
-        assert_eq!(wire::be_u32(block_sizes, 8), MAX_PAYLOAD_BYTES);
+        assert_eq!(be_u32(block_sizes, 8), MAX_PAYLOAD_BYTES);
         assert!(session.in_transmission());
     }
 }
@@ -217,7 +217,7 @@ fn multi_conn_is_advertised_because_a_flush_covers_every_connection() {
     hello.extend(super::go(""));
     let out = run(&mut Session::new("sda"), &mut export, &hello);
     let export_info = &infos(&out[18..])[0].1;
-    let flags = wire::be_u16(export_info, 8);
+    let flags = be_u16(export_info, 8);
     assert_ne!(flags & wire::tflag::CAN_MULTI_CONN, 0, "flags {flags:#x}");
     // A write acknowledged on one connection, a flush on the other: the flush reaches the disk.
     run(&mut second, &mut export, &request(cmd::FLUSH, 9, 0, 0, &[]));

@@ -7,7 +7,7 @@ use super::{
     Budget, CloseReason, Export, MAX_PAYLOAD_BYTES, ReadRun, STREAM_CHUNK_BYTES, Session, WriteRun,
     ZERO_CHUNK_BYTES, ZeroRun,
 };
-use crate::net::nbd::wire::{self, Errno, cflag, cmd};
+use crate::wire::{self, Errno, RequestHeader, cflag, cmd};
 
 /// A parsed request header.
 #[derive(Debug, Clone, Copy)]
@@ -26,21 +26,17 @@ impl Session {
         export: &mut impl Export,
         budget: &mut Budget,
     ) -> Option<usize> {
-        let input = self.unparsed();
-        if input.len() < wire::REQUEST_BYTES {
-            return None;
-        }
-        let magic = wire::be_u32(input, 0);
-        if magic != wire::REQUEST_MAGIC {
-            self.close(CloseReason::BadRequestMagic(magic));
+        let header: RequestHeader = wire::header(self.unparsed())?;
+        if header.magic.get() != wire::REQUEST_MAGIC {
+            self.close(CloseReason::BadRequestMagic(header.magic.get()));
             return Some(0);
         }
         let request = Request {
-            flags: wire::be_u16(input, 4),
-            kind: wire::be_u16(input, 6),
-            handle: wire::be_u64(input, 8),
-            offset: wire::be_u64(input, 16),
-            len: wire::be_u32(input, 24),
+            flags: header.flags.get(),
+            kind: header.kind.get(),
+            handle: header.handle.get(),
+            offset: header.offset.get(),
+            len: header.len.get(),
         };
         let after_shutdown = self
             .shutdown_after

@@ -3,10 +3,10 @@
 
 use alloc::vec::Vec;
 
-use super::super::session::{Budget, CloseReason, Session, ZERO_CHUNK_BYTES};
-use super::super::wire::{self, Errno, cmd, opt, rep};
-use super::{BLOCK, RamDisk, connected, go, option, replies, request, run};
-use crate::net::nbd::block::BlockExport;
+use super::{BLOCK, RamDisk, be_u32, be_u64, connected, go, option, replies, request, run};
+use crate::block::BlockExport;
+use crate::session::{Budget, CloseReason, Session, ZERO_CHUNK_BYTES};
+use crate::wire::{self, Errno, cmd, opt, rep};
 
 /// One server turn's budget, as the guest's server gives it.
 const TURN: Budget = Budget {
@@ -110,8 +110,8 @@ fn a_refused_client_learns_why_and_export_name_closes() {
     hello.extend(go(""));
     let out = run(&mut session, &mut export, &hello);
     let reply = &out[18..];
-    assert_eq!(wire::be_u64(reply, 0), wire::REPLY_MAGIC);
-    assert_eq!(wire::be_u32(reply, 12), rep::ERR_POLICY);
+    assert_eq!(be_u64(reply, 0), wire::REPLY_MAGIC);
+    assert_eq!(be_u32(reply, 12), rep::ERR_POLICY);
     assert_eq!(&reply[20..], b"server full");
     assert!(!session.in_transmission());
     run(&mut session, &mut export, &option(opt::EXPORT_NAME, b""));
