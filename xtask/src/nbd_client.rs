@@ -1,28 +1,15 @@
 //! A minimal NBD client for the host-side tests: the fixed newstyle handshake, option requests,
 //! simple-reply transmission, and raw byte access so tests can misbehave on purpose. Every
 //! socket has read and write timeouts, so a silent server fails a test instead of hanging it.
+//! Its numbers and headers are the server's own (`nbd::wire`), re-exported for the tests.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-pub const NBDMAGIC: u64 = 0x4e42_444d_4147_4943;
-pub const IHAVEOPT: u64 = 0x4948_4156_454f_5054;
-pub const REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
-pub const REQUEST_MAGIC: u32 = 0x2560_9513;
-pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
-pub const OPT_GO: u32 = 7;
-pub const REP_ACK: u32 = 1;
-pub const REP_INFO: u32 = 3;
-pub const REP_ERR_UNSUP: u32 = (1 << 31) + 1;
-pub const REP_ERR_UNKNOWN: u32 = (1 << 31) + 6;
-pub const CMD_READ: u16 = 0;
-pub const CMD_WRITE: u16 = 1;
-pub const CMD_DISC: u16 = 2;
-pub const CMD_FLUSH: u16 = 3;
-pub const EINVAL: u32 = 22;
-pub const ENOSPC: u32 = 28;
-pub const EOVERFLOW: u32 = 75;
+use nbd::wire::{self, Greeting, OptionHeader, OptionReplyHeader, RequestHeader, SimpleReply};
+pub use nbd::wire::{Errno, cflag, cmd, opt, rep};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// How long any single read or write may block.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(60);
@@ -48,10 +35,9 @@ impl Client {
         stream.set_write_timeout(Some(IO_TIMEOUT))?;
         stream.set_nodelay(true)?;
         let mut client = Client { stream, size: 0 };
-        let magic = client.u64()?;
-        let opt = client.u64()?;
-        let _flags = client.bytes(2)?;
-        if magic != NBDMAGIC || opt != IHAVEOPT {
+        let greeting: Greeting = client.header()?;
+        let (magic, opt) = (greeting.nbd_magic.get(), greeting.ihaveopt.get());
+        if magic != wire::NBDMAGIC || opt != wire::IHAVEOPT {
             return Err(bad(format!("greeting {magic:#x} {opt:#x}")));
         }
         Ok(client)
@@ -61,15 +47,18 @@ impl Client {
     pub fn open(addr: SocketAddr) -> IoResult<Client> {
         let mut client = Client::connect(addr)?;
         client.send(&3u32.to_be_bytes())?;
-        client.option(OPT_GO, &go_payload(""))?;
+        client.option(opt::GO, &go_payload(""))?;
         loop {
             let (reply, data) = client.option_reply()?;
             match reply {
-                REP_INFO if data.len() >= 12 && data[..2] == [0, 0] => {
-                    client.size = u64::from_be_bytes(data[2..10].try_into().unwrap());
+                rep::INFO => {
+                    if let Some(export) = wire::header::<wire::ExportInfo>(&data)
+                        && export.kind.get() == wire::info::EXPORT
+                    {
+                        client.size = export.size_bytes.get();
+                    }
                 }
-                REP_INFO => {}
-                REP_ACK => return Ok(client),
+                rep::ACK => return Ok(client),
                 other => return Err(bad(format!("GO answered {other:#x}"))),
             }
         }
@@ -85,32 +74,32 @@ impl Client {
         Ok(buf)
     }
 
-    fn u64(&mut self) -> IoResult<u64> {
-        Ok(u64::from_be_bytes(self.bytes(8)?.try_into().unwrap()))
-    }
-
-    fn u32(&mut self) -> IoResult<u32> {
-        Ok(u32::from_be_bytes(self.bytes(4)?.try_into().unwrap()))
+    /// The next header of type `T` from the stream.
+    fn header<T: FromBytes + KnownLayout + Immutable>(&mut self) -> IoResult<T> {
+        let bytes = self.bytes(size_of::<T>())?;
+        Ok(wire::header(&bytes).expect("exactly the header's size was read"))
     }
 
     pub fn option(&mut self, code: u32, data: &[u8]) -> IoResult<()> {
-        let mut out = IHAVEOPT.to_be_bytes().to_vec();
-        out.extend(code.to_be_bytes());
-        out.extend((data.len() as u32).to_be_bytes());
+        let header = OptionHeader {
+            magic: wire::IHAVEOPT.into(),
+            option: code.into(),
+            len: (data.len() as u32).into(),
+        };
+        let mut out = header.as_bytes().to_vec();
         out.extend(data);
         self.send(&out)
     }
 
     /// (reply type, data) of one option reply.
     pub fn option_reply(&mut self) -> IoResult<(u32, Vec<u8>)> {
-        let magic = self.u64()?;
-        if magic != REPLY_MAGIC {
+        let header: OptionReplyHeader = self.header()?;
+        let magic = header.magic.get();
+        if magic != wire::REPLY_MAGIC {
             return Err(bad(format!("option reply magic {magic:#x}")));
         }
-        let _option = self.u32()?;
-        let reply = self.u32()?;
-        let len = self.u32()? as usize;
-        Ok((reply, self.bytes(len)?))
+        let data = self.bytes(header.len.get() as usize)?;
+        Ok((header.reply.get(), data))
     }
 
     pub fn request(
@@ -127,12 +116,12 @@ impl Client {
     /// (error, handle) of one simple reply; a successful read's data follows (read it with
     /// [`Client::bytes`]).
     pub fn reply(&mut self) -> IoResult<(u32, u64)> {
-        let magic = self.u32()?;
-        if magic != SIMPLE_REPLY_MAGIC {
+        let reply: SimpleReply = self.header()?;
+        let magic = reply.magic.get();
+        if magic != wire::SIMPLE_REPLY_MAGIC {
             return Err(bad(format!("reply magic {magic:#x}")));
         }
-        let error = self.u32()?;
-        Ok((error, self.u64()?))
+        Ok((reply.error.get(), reply.handle.get()))
     }
 
     /// Whether the server closed the connection (EOF before `IO_TIMEOUT`).
@@ -143,7 +132,7 @@ impl Client {
     }
 
     pub fn read(&mut self, offset: u64, len: u32) -> IoResult<Result<Vec<u8>, u32>> {
-        self.request(CMD_READ, 1, offset, len, &[])?;
+        self.request(cmd::READ, 1, offset, len, &[])?;
         match self.reply()? {
             (0, _) => Ok(Ok(self.bytes(len as usize)?)),
             (error, _) => Ok(Err(error)),
@@ -151,12 +140,12 @@ impl Client {
     }
 
     pub fn write(&mut self, offset: u64, data: &[u8]) -> IoResult<u32> {
-        self.request(CMD_WRITE, 2, offset, data.len() as u32, data)?;
+        self.request(cmd::WRITE, 2, offset, data.len() as u32, data)?;
         Ok(self.reply()?.0)
     }
 
     pub fn disconnect(mut self) -> IoResult<()> {
-        self.request(CMD_DISC, 0, 0, 0, &[])
+        self.request(cmd::DISC, 0, 0, 0, &[])
     }
 }
 
@@ -164,17 +153,14 @@ pub fn go_payload(name: &str) -> Vec<u8> {
     let mut data = (name.len() as u32).to_be_bytes().to_vec();
     data.extend(name.as_bytes());
     data.extend(1u16.to_be_bytes());
-    data.extend(3u16.to_be_bytes());
+    data.extend(wire::info::BLOCK_SIZE.to_be_bytes());
     data
 }
 
 pub fn request_bytes(kind: u16, handle: u64, offset: u64, len: u32, payload: &[u8]) -> Vec<u8> {
-    let mut out = REQUEST_MAGIC.to_be_bytes().to_vec();
-    out.extend(0u16.to_be_bytes());
-    out.extend(kind.to_be_bytes());
-    out.extend(handle.to_be_bytes());
-    out.extend(offset.to_be_bytes());
-    out.extend(len.to_be_bytes());
+    let mut out = RequestHeader::new(kind, 0, handle, offset, len)
+        .as_bytes()
+        .to_vec();
     out.extend(payload);
     out
 }

@@ -299,7 +299,7 @@ fn pattern_write() -> Result<String, String> {
     if back.as_deref() != Ok(&data[..]) {
         return Err("read back differs".into());
     }
-    io(client.request(nbd::CMD_FLUSH, 3, 0, 0, &[]))?;
+    io(client.request(nbd::cmd::FLUSH, 3, 0, 0, &[]))?;
     let (error, _) = io(client.reply())?;
     io(client.disconnect())?;
     if error != 0 {

@@ -93,7 +93,7 @@ fn measure(case: &Case, duration: Duration) -> std::io::Result<Record> {
     let start = Instant::now();
     let mut sent = Vec::new();
     for handle in 0..case.iodepth as u64 {
-        client.request(nbd::CMD_READ, handle, offset(), case.bs, &[])?;
+        client.request(nbd::cmd::READ, handle, offset(), case.bs, &[])?;
         sent.push(Instant::now());
     }
     let mut latencies_ns: Vec<u64> = Vec::new();
@@ -109,7 +109,7 @@ fn measure(case: &Case, duration: Duration) -> std::io::Result<Record> {
         if start.elapsed() >= duration {
             break;
         }
-        client.request(nbd::CMD_READ, handle, offset(), case.bs, &[])?;
+        client.request(nbd::cmd::READ, handle, offset(), case.bs, &[])?;
         sent[handle as usize] = Instant::now();
     }
     let elapsed = start.elapsed();

@@ -24,9 +24,9 @@ pub fn bad_handshake() -> Result<String, String> {
     io(client.send(&3u32.to_be_bytes()))?;
     io(client.option(8, &[]))?;
     let (unsup, _) = io(client.option_reply())?;
-    io(client.option(nbd::OPT_GO, &nbd::go_payload("nosuch")))?;
+    io(client.option(nbd::opt::GO, &nbd::go_payload("nosuch")))?;
     let (unknown, _) = io(client.option_reply())?;
-    if unsup != nbd::REP_ERR_UNSUP || unknown != nbd::REP_ERR_UNKNOWN {
+    if unsup != nbd::rep::ERR_UNSUP || unknown != nbd::rep::ERR_UNKNOWN {
         return Err(format!("replies {unsup:#x} {unknown:#x}"));
     }
     // A client that vanishes during the handshake.
@@ -48,9 +48,9 @@ pub fn bad_requests() -> Result<String, String> {
     let past_end = step("read past the end", client.read(size - 512, 1024))?.err();
     let oversize = step("oversize read", client.read(0, 64 << 20))?.err();
     let write_past = step("write past the end", client.write(size - 4, &[0xee; 8]))?;
-    if past_end != Some(nbd::EINVAL)
-        || oversize != Some(nbd::EOVERFLOW)
-        || write_past != nbd::ENOSPC
+    if past_end != Some(nbd::Errno::EINVAL.0)
+        || oversize != Some(nbd::Errno::EOVERFLOW.0)
+        || write_past != nbd::Errno::ENOSPC.0
     {
         return Err(format!(
             "errors: read past the end {past_end:?}, oversize read {oversize:?}, write past the end {write_past}"
@@ -66,7 +66,7 @@ pub fn bad_requests() -> Result<String, String> {
     step(
         "oversize write",
         client.request(
-            nbd::CMD_WRITE,
+            nbd::cmd::WRITE,
             9,
             0,
             oversize_len,
@@ -74,7 +74,7 @@ pub fn bad_requests() -> Result<String, String> {
         ),
     )?;
     let (error, _) = step("oversize write reply", client.reply())?;
-    if error != nbd::EOVERFLOW {
+    if error != nbd::Errno::EOVERFLOW.0 {
         return Err(format!("oversize write: errno {error}, not EOVERFLOW"));
     }
     match step("read after the oversize write", client.read(0, 4096))? {
@@ -95,7 +95,7 @@ pub fn bad_requests() -> Result<String, String> {
 
 pub fn torn_write() -> Result<String, String> {
     let mut client = io(Client::open(nbd_addr()))?;
-    let full = nbd::request_bytes(nbd::CMD_WRITE, 5, TORN_OFFSET, 4096, &[0xcd; 4096]);
+    let full = nbd::request_bytes(nbd::cmd::WRITE, 5, TORN_OFFSET, 4096, &[0xcd; 4096]);
     io(client.send(&full[..28 + 1000]))?;
     drop(client);
     // The server must go on serving.
@@ -117,7 +117,7 @@ pub fn pipelined() -> Result<String, String> {
     let mut batch = Vec::new();
     for i in 0..16u64 {
         batch.extend(nbd::request_bytes(
-            nbd::CMD_WRITE,
+            nbd::cmd::WRITE,
             100 + i,
             base + i * 4096,
             4096,
@@ -126,7 +126,7 @@ pub fn pipelined() -> Result<String, String> {
     }
     for i in 0..16u64 {
         batch.extend(nbd::request_bytes(
-            nbd::CMD_READ,
+            nbd::cmd::READ,
             200 + i,
             base + i * 4096,
             4096,

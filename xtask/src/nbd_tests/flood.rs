@@ -21,7 +21,6 @@ use crate::nbd_client::{self as nbd, Client};
 /// Whole-export WRITE_ZEROES requests in the flood (the count that stalled a reader for 193 s before
 /// the server took turns).
 pub const FLOOD_REQUESTS: u64 = 400;
-const CMD_WRITE_ZEROES: u16 = 6;
 /// Markers written before the flood, which must read back as zeroes after it.
 const MARKERS: [u64; 3] = [0, 32 << 20, (64 << 20) - 4096];
 /// The first read may wait for a whole unfair flood (101 s before the fix): a long timeout lets
@@ -47,7 +46,7 @@ pub fn flood() -> Result<String, String> {
         }
     }
     let requests: Vec<u8> = (1..=FLOOD_REQUESTS)
-        .flat_map(|handle| nbd::request_bytes(CMD_WRITE_ZEROES, handle, 0, size as u32, &[]))
+        .flat_map(|handle| nbd::request_bytes(nbd::cmd::WRITE_ZEROES, handle, 0, size as u32, &[]))
         .collect();
     io(flooder.stream.set_read_timeout(Some(STARVED_READ_TIMEOUT)))?;
     io(reader.stream.set_read_timeout(Some(STARVED_READ_TIMEOUT)))?;

@@ -14,12 +14,10 @@ use crate::nbd_client::{self as nbd, Client};
 const MAX_CLIENTS: usize = 64;
 /// Connections held in their handshake while the others are served.
 const HANDSHAKING: usize = 10;
-/// `NBD_REP_ERR_POLICY`, the refusal of a client over the limit.
-const REP_ERR_POLICY: u32 = (1 << 31) + 2;
 /// Stats connections held open by `idle_hold` (the guest has 8 stats sockets).
 const HELD_QUERIES: usize = 10;
 /// `NBD_ESHUTDOWN`.
-const ESHUTDOWN: u32 = 108;
+const ESHUTDOWN: u32 = nbd::Errno::ESHUTDOWN.0;
 /// How long a client retries while the server reclaims slots (each try is a fresh connection).
 const RETRY_FOR: Duration = Duration::from_secs(60);
 /// Where the client connected across the shutdown writes before it (must be in the image).
@@ -142,10 +140,10 @@ fn refused_client() -> Result<String, String> {
         }
     };
     io(client.send(&3u32.to_be_bytes()))?;
-    io(client.option(nbd::OPT_GO, &nbd::go_payload("")))?;
+    io(client.option(nbd::opt::GO, &nbd::go_payload("")))?;
     let (reply, data) = io(client.option_reply())?;
     let message = String::from_utf8_lossy(&data).into_owned();
-    if reply != REP_ERR_POLICY || !message.contains("nbd_max_clients") {
+    if reply != nbd::rep::ERR_POLICY || !message.contains("nbd_max_clients") {
         return Err(format!(
             "client {} answered {reply:#x} {message:?}, not a refusal naming nbd_max_clients",
             MAX_CLIENTS + 1
@@ -195,7 +193,7 @@ pub fn shutdown() -> Result<String, String> {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    io(client.request(nbd::CMD_DISC, 0, 0, 0, &[]))?;
+    io(client.request(nbd::cmd::DISC, 0, 0, 0, &[]))?;
     if !client.closed_by_server() {
         return Err("connection not closed after NBD_CMD_DISC".into());
     }

@@ -30,12 +30,12 @@ pub struct StuckClients {
 /// Opens both clients and leaves them stuck.
 pub fn open() -> Result<StuckClients, String> {
     let mut half_header = io(Client::open(nbd_addr()))?;
-    let header = nbd::request_bytes(nbd::CMD_READ, 7, 0, 4096, &[]);
+    let header = nbd::request_bytes(nbd::cmd::READ, 7, 0, 4096, &[]);
     io(half_header.send(&header[..HALF_HEADER_BYTES]))?;
     let mut unread = io(Client::open(nbd_addr()))?;
     for handle in 0..UNREAD_READS {
         let offset = handle * u64::from(UNREAD_READ_BYTES);
-        io(unread.request(nbd::CMD_READ, handle, offset, UNREAD_READ_BYTES, &[]))?;
+        io(unread.request(nbd::cmd::READ, handle, offset, UNREAD_READ_BYTES, &[]))?;
     }
     // Let the guest take both before `shutdown` marks what it had received.
     std::thread::sleep(Duration::from_secs(1));

@@ -12,9 +12,6 @@ use super::model::{BLOCK, Block, Shadow, pattern};
 use super::{Faults, Tally};
 use crate::nbd_client::{self as nbd, Client};
 
-const CMD_TRIM: u16 = 4;
-const CMD_WRITE_ZEROES: u16 = 6;
-const FLAG_FUA: u16 = 1;
 /// Largest request, in blocks.
 const MAX_BLOCKS: u64 = 16;
 
@@ -110,7 +107,7 @@ impl Worker {
 
     fn read(&mut self, faults: &Faults, index: u64, count: u64) -> Result<(), String> {
         self.tally.reads += 1;
-        let error = self.exchange(nbd::CMD_READ, 0, index, count, &[])?;
+        let error = self.exchange(nbd::cmd::READ, 0, index, count, &[])?;
         let injected = faults.touches_read(&self.shadow, index, count);
         if error != 0 {
             self.tally.note_error(injected);
@@ -136,15 +133,15 @@ impl Worker {
         let payload: Vec<u8> = (0..count)
             .flat_map(|i| pattern(tag, self.shadow.first_block + index + i))
             .collect();
-        let flags = if fua { FLAG_FUA } else { 0 };
-        let error = self.exchange(nbd::CMD_WRITE, flags, index, count, &payload)?;
+        let flags = if fua { nbd::cflag::FUA } else { 0 };
+        let error = self.exchange(nbd::cmd::WRITE, flags, index, count, &payload)?;
         self.settle(faults, index, count, error, Block::Data(tag));
         Ok(())
     }
 
     fn write_zeroes(&mut self, faults: &Faults, index: u64, count: u64) -> Result<(), String> {
         self.tally.write_zeroes += 1;
-        let error = self.exchange(CMD_WRITE_ZEROES, 0, index, count, &[])?;
+        let error = self.exchange(nbd::cmd::WRITE_ZEROES, 0, index, count, &[])?;
         self.settle(faults, index, count, error, Block::Zero);
         Ok(())
     }
@@ -165,7 +162,7 @@ impl Worker {
 
     fn flush(&mut self) -> Result<(), String> {
         self.tally.flushes += 1;
-        let error = self.exchange(nbd::CMD_FLUSH, 0, 0, 0, &[])?;
+        let error = self.exchange(nbd::cmd::FLUSH, 0, 0, 0, &[])?;
         if error != 0 {
             self.tally.note_error(false);
         }
@@ -174,7 +171,7 @@ impl Worker {
 
     fn trim(&mut self, index: u64, count: u64) -> Result<(), String> {
         self.tally.trims += 1;
-        let error = self.exchange(CMD_TRIM, 0, index, count, &[])?;
+        let error = self.exchange(nbd::cmd::TRIM, 0, index, count, &[])?;
         if error != 0 {
             self.tally.note_error(false);
         }
@@ -191,7 +188,8 @@ impl Worker {
             .flat_map(|i| pattern(tag, self.shadow.first_block + index + i))
             .collect();
         let offset = self.shadow.offset(index);
-        let bytes = nbd::request_bytes(nbd::CMD_WRITE, 1, offset, (count * BLOCK) as u32, &payload);
+        let bytes =
+            nbd::request_bytes(nbd::cmd::WRITE, 1, offset, (count * BLOCK) as u32, &payload);
         // Half of them cut the payload short (nothing may be written), half send it whole.
         let cut = if self.random() % 2 == 0 {
             bytes.len() / 2
@@ -225,7 +223,7 @@ impl Worker {
     }
 
     fn read_back_range(&mut self, faults: &Faults, index: u64, count: u64) -> Result<(), String> {
-        let error = self.exchange(nbd::CMD_READ, 0, index, count, &[])?;
+        let error = self.exchange(nbd::cmd::READ, 0, index, count, &[])?;
         if error == 0 {
             let data = self
                 .client()?

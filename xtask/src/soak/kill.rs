@@ -95,7 +95,7 @@ fn write_then_flush() -> Result<BTreeMap<u64, u64>, String> {
         written.insert(block, tag);
     }
     client
-        .request(nbd::CMD_FLUSH, 9, 0, 0, &[])
+        .request(nbd::cmd::FLUSH, 9, 0, 0, &[])
         .map_err(|e| e.to_string())?;
     let (error, _) = client.reply().map_err(|e| e.to_string())?;
     if error != 0 {
