@@ -62,7 +62,7 @@ impl fmt::Display for Verdict {
 }
 
 impl Verdict {
-    fn from_status(status: ExitStatus) -> Self {
+    pub(crate) fn from_status(status: ExitStatus) -> Self {
         use std::os::unix::process::ExitStatusExt;
         match (status.code(), status.signal()) {
             (Some(qemu::EXIT_SUCCESS), _) => Verdict::Pass,

@@ -20,7 +20,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::boot::{Echo, Outcome, Verdict};
+use crate::boot::{Echo, Outcome};
 use crate::front_door;
 use crate::guest::{Guest, Overrides};
 use crate::host_tests::Tally;
@@ -227,11 +227,11 @@ pub fn run(guest: &Guest) -> Tally {
             shutdown()
         };
         report("shutdown", stopped);
+        let mut stopped_through_qmp = false;
         if let Some(clients) = stuck {
-            report(
-                "shutdown-with-stuck-clients",
-                stuck::exited_within(asked, || boot.is_finished(), clients),
-            );
+            let finished = || boot.is_finished();
+            let exited = stuck::exited_within(asked, finished, clients, &mut stopped_through_qmp);
+            report("shutdown-with-stuck-clients", exited);
         }
         let outcome = boot.join().map_err(|_| "boot thread panicked".to_owned());
         // QEMU leaves its monitor socket behind when it is killed; the name is this run's.
@@ -241,7 +241,9 @@ pub fn run(guest: &Guest) -> Tally {
         let outcome = outcome.and_then(|result| result.map_err(|e| e.to_string()));
         match outcome {
             Ok(outcome) => {
-                report("image", check_image(&outcome, &expected_zero));
+                let image = stuck::guest_verdict(&outcome.verdict, stopped_through_qmp)
+                    .and_then(|()| check_image(&outcome, &expected_zero));
+                report("image", image);
                 if ready.is_ok() {
                     report("hotplug-console", hotplug::console(&outcome.console));
                 }
@@ -403,10 +405,8 @@ pub fn shutdown() -> Result<String, String> {
     Ok("stats sent, shutdown asked".into())
 }
 
+/// The disk image after a passing boot ([`stuck::guest_verdict`] judged the boot first).
 fn check_image(outcome: &Outcome, zero: &[(u64, usize)]) -> Result<String, String> {
-    if outcome.verdict != Verdict::Pass {
-        return Err(format!("guest {}", outcome.verdict));
-    }
     if !outcome
         .console
         .iter()

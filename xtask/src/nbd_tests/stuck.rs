@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::{io, nbd_addr};
+use crate::boot::Verdict;
 use crate::nbd_client::{self as nbd, Client};
 use crate::qemu;
 use crate::workspace;
@@ -45,12 +46,29 @@ pub fn open() -> Result<StuckClients, String> {
     })
 }
 
+/// How the guest's boot ended, for the image check: `Ok` when it passed. `stopped_through_qmp`
+/// says [`exited_within`] sent QMP `quit` because the guest was still running: QEMU then exits
+/// with status 0, which on its own reads as a reset (a triple fault), so the reason names the
+/// quit instead.
+pub fn guest_verdict(verdict: &Verdict, stopped_through_qmp: bool) -> Result<(), String> {
+    match verdict {
+        Verdict::Pass => Ok(()),
+        _ if stopped_through_qmp => Err(format!(
+            "guest stopped through QMP `quit` by the stuck-clients check: it had not exited {} s \
+             after shutdown (see shutdown-with-stuck-clients)",
+            EXIT_WITHIN.as_secs()
+        )),
+        other => Err(format!("guest {other}")),
+    }
+}
+
 /// Waits until the guest has exited, at most [`EXIT_WITHIN`] after `asked`; a guest still running
-/// is stopped through QMP so the caller's join returns.
+/// is stopped through QMP so the caller's join returns, and `stopped_through_qmp` is set.
 pub fn exited_within(
     asked: Instant,
     finished: impl Fn() -> bool,
     clients: StuckClients,
+    stopped_through_qmp: &mut bool,
 ) -> Result<String, String> {
     while asked.elapsed() < EXIT_WITHIN {
         if finished() {
@@ -66,9 +84,32 @@ pub fn exited_within(
         .map_err(|e| e.to_string())
         .and_then(|images| super::hotplug::Qmp::connect(&qemu::qmp_socket(&images, "nbd")))
         .and_then(|mut qmp| qmp.execute("quit", json!({})));
+    *stopped_through_qmp = true;
     drop(clients);
     Err(format!(
         "guest still running {} s after shutdown with a half-sent header and an unread reply (stopped through QMP: {quit:?})",
         EXIT_WITHIN.as_secs()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::ExitStatus;
+
+    use super::*;
+
+    #[test]
+    fn a_guest_stopped_through_qmp_is_reported_as_that_not_as_a_triple_fault() {
+        // What QEMU's exit status reads as after QMP `quit`: 0, the same as a reset.
+        let quit = Verdict::from_status(ExitStatus::from_raw(0));
+        let reason = guest_verdict(&quit, true).unwrap_err();
+        assert!(reason.contains("QMP"), "{reason}");
+        assert!(!reason.contains("triple fault"), "{reason}");
+        // Without the quit, status 0 is still a reset.
+        let reset = guest_verdict(&quit, false).unwrap_err();
+        assert!(reset.contains("triple fault"), "{reset}");
+        // A guest that passed before the quit landed passed.
+        assert_eq!(guest_verdict(&Verdict::Pass, true), Ok(()));
+    }
 }
