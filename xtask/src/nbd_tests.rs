@@ -220,9 +220,10 @@ pub fn run(guest: &Guest) -> Tally {
         } else {
             None
         };
-        let asked = Instant::now();
+        let began = Instant::now();
+        let mut asked = began;
         let stopped = if ready.is_ok() {
-            lifecycle::shutdown()
+            lifecycle::shutdown(&mut asked)
         } else {
             shutdown()
         };
@@ -230,7 +231,8 @@ pub fn run(guest: &Guest) -> Tally {
         let mut stopped_through_qmp = false;
         if let Some(clients) = stuck {
             let finished = || boot.is_finished();
-            let exited = stuck::exited_within(asked, finished, clients, &mut stopped_through_qmp);
+            let exited =
+                stuck::exited_within(began, asked, finished, clients, &mut stopped_through_qmp);
             report("shutdown-with-stuck-clients", exited);
         }
         let outcome = boot.join().map_err(|_| "boot thread panicked".to_owned());

@@ -155,25 +155,28 @@ fn refused_client() -> Result<String, String> {
 /// Reads the stats text to its end, then sends `command` and closes, as
 /// `(sleep 1; echo shutdown) | nc HOST PORT` does: the line arrives after the guest's FIN,
 /// together with this client's, when the guest's socket may already be in TIME-WAIT.
-fn late_command(command: &[u8]) -> Result<String, String> {
+fn late_command(command: &[u8], sent: &mut Instant) -> Result<String, String> {
     let mut stream = io(TcpStream::connect_timeout(&stats_addr(), nbd::IO_TIMEOUT))?;
     io(stream.set_read_timeout(Some(nbd::IO_TIMEOUT)))?;
     let mut text = String::new();
     io(stream.read_to_string(&mut text))?;
     io(stream.write_all(command))?;
+    *sent = Instant::now();
     io(stream.shutdown(Shutdown::Write))?;
     Ok(text)
 }
 
 /// A client connected across `shutdown`: its acknowledged write stays, later requests get
-/// `NBD_ESHUTDOWN`, and the server closes after its `NBD_CMD_DISC`.
-pub fn shutdown() -> Result<String, String> {
+/// `NBD_ESHUTDOWN`, and the server closes after its `NBD_CMD_DISC`. `line_sent` is set when
+/// the `shutdown` line has been written (after the client's write and the stats text, which
+/// take seconds on a loaded host).
+pub fn shutdown(line_sent: &mut Instant) -> Result<String, String> {
     let mut client = io(Client::open(nbd_addr()))?;
     let error = io(client.write(SHUTDOWN_OFFSET, &[SHUTDOWN_BYTE; 4096]))?;
     if error != 0 {
         return Err(format!("write before shutdown: errno {error}"));
     }
-    let text = late_command(b"shutdown\n")?;
+    let text = late_command(b"shutdown\n", line_sent)?;
     if !text.contains("poolinfo - 0.1") {
         return Err("no stats text before shutdown".into());
     }
