@@ -114,6 +114,32 @@ struct Nbd {
     ok: bool,
 }
 
+impl Nbd {
+    /// The virtio-net NIC, brought up and named on the console; `None` (said why) without one.
+    fn bring_up_nic(&self) -> Option<NetDevice> {
+        let mut device = match NetDevice::probe() {
+            Ok(device) => device,
+            Err(err) => {
+                println!("NBD FAILED: {err}");
+                return None;
+            }
+        };
+        device.inject_reset_after(self.net.nic_reset_after);
+        let mac = device.mac();
+        log::info!(
+            "net: virtio-net at {} mac {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+            device.function.bdf,
+            mac[0],
+            mac[1],
+            mac[2],
+            mac[3],
+            mac[4],
+            mac[5]
+        );
+        Some(device)
+    }
+}
+
 impl HostVisitor for Nbd {
     fn visit<'s, H: ScsiHost<SenseBuf<'s>>>(
         &mut self,
@@ -130,30 +156,14 @@ impl HostVisitor for Nbd {
             return true;
         };
         self.served = true;
-        let mut device = match NetDevice::probe() {
-            Ok(device) => device,
-            Err(err) => {
-                println!("NBD FAILED: {err}");
-                self.ok = false;
-                return false;
-            }
+        let Some(mut device) = self.bring_up_nic() else {
+            self.ok = false;
+            return false;
         };
-        device.inject_reset_after(self.net.nic_reset_after);
         let name: &'static str = String::leak(named.name.clone());
-        let mac = device.mac();
-        log::info!(
-            "net: virtio-net at {} mac {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-            device.function.bdf,
-            mac[0],
-            mac[1],
-            mac[2],
-            mac[3],
-            mac[4],
-            mac[5]
-        );
-        let mut server = Server::new(&mut device, self.net, name);
         let disk = named.disk;
-        let mut export = BlockExport::new(ScsiDisk { stack, disk });
+        let server = Server::new(&mut device, self.net, name);
+        let export = BlockExport::new(ScsiDisk { stack, disk });
         let [a, b, c, d] = self.net.ip;
         println!(
             "NBD serving {name} ({} bytes, {} {}-byte blocks, {host}) on {a}.{b}.{c}.{d}:{}, stats on :{}",
@@ -163,82 +173,112 @@ impl HostVisitor for Nbd {
             self.net.nbd_port,
             self.net.stats_port
         );
-        let sense_mode = self.sense;
-        let mut disks = Disks::new(*host, disks);
-        let serve = |server: &mut Server,
-                     device: &mut NetDevice,
-                     export: &mut BlockExport<ScsiDisk<'_, 's, H>>,
-                     disks: &mut Disks,
-                     last_traffic_ns: &mut u64| {
-            let before = device.stats();
-            // A session with work left (a long WRITE_ZEROES, requests waiting for their turn)
-            // counts as traffic: the loop must not halt under it.
-            let worked = server.poll(device, export, &mut |stats, device, export| {
-                stats_text(sense_mode, name, stats, device, export, disks.list())
-            });
-            // Hot-plug notices from the adapter: scan what appeared, forget what went away.
-            disks.poll(export.device_mut().stack);
-            let after = device.stats();
-            let now_ns = time::now_ns();
-            if worked || (after.rx_frames, after.tx_frames) != (before.rx_frames, before.tx_frames)
-            {
-                *last_traffic_ns = now_ns;
-            } else if now_ns - *last_traffic_ns > SPIN_AFTER_TRAFFIC_NS {
-                // Nothing moved for a while: halt until a frame, smoltcp's next timer or the
-                // idle period.
-                if !device.set_receive_interrupts(true) {
-                    idle::wait_until(server.next_deadline_ns(device));
-                }
-                device.set_receive_interrupts(false);
-            }
+        let mut serving = Serving {
+            server,
+            device,
+            export,
+            disks: Disks::new(*host, disks),
+            sense_mode: self.sense,
+            name,
+            last_traffic_ns: time::now_ns(),
         };
-        let (serve_start_ns, idle_start) = (time::now_ns(), idle::stats());
-        let mut last_traffic_ns = serve_start_ns;
+        let (serve_start_ns, idle_start) = (serving.last_traffic_ns, idle::stats());
+        let served = serving.run();
+        serving.print_idle(serve_start_ns, idle_start);
+        let flushed = serving.finish();
+        self.ok &= served && flushed;
+        self.ok
+    }
+}
+
+/// One served disk: the NIC, the server on it and the export, polled together.
+struct Serving<'d, 's, H: ScsiHost<SenseBuf<'s>>> {
+    server: Server,
+    device: NetDevice,
+    export: BlockExport<ScsiDisk<'d, 's, H>>,
+    /// The host's disks as hot-plug notices leave them (listed on the stats port).
+    disks: Disks,
+    sense_mode: SenseMode,
+    name: &'static str,
+    /// When a frame last moved or a session last did work (TSC ns).
+    last_traffic_ns: u64,
+}
+
+impl<'s, H: ScsiHost<SenseBuf<'s>>> Serving<'_, 's, H> {
+    /// Serves until the server has finished after `shutdown` (true) or the NIC died (false,
+    /// said on the console), then lets the stats client see its text and the FIN before the
+    /// machine goes away.
+    fn run(&mut self) -> bool {
         // After `shutdown` the server drains its sessions (NBD_ESHUTDOWN to later requests).
-        while !server.finished() {
-            if device.is_dead() {
+        while !self.server.finished() {
+            if self.device.is_dead() {
                 // No frame will move again: keep what was acknowledged and say so.
                 println!(
                     "NBD FAILED: the NIC did not confirm its reset; flushing the disk and exiting"
                 );
-                self.ok = false;
-                break;
+                return false;
             }
-            serve(
-                &mut server,
-                &mut device,
-                &mut export,
-                &mut disks,
-                &mut last_traffic_ns,
-            );
+            self.poll();
         }
-        // Let the stats client see its text and the FIN before the machine goes away.
         let deadline = time::now_ns() + 200_000_000;
-        while self.ok && time::now_ns() < deadline {
-            serve(
-                &mut server,
-                &mut device,
-                &mut export,
-                &mut disks,
-                &mut last_traffic_ns,
-            );
+        while time::now_ns() < deadline {
+            self.poll();
         }
-        let serve_ns = time::now_ns() - serve_start_ns;
+        true
+    }
+
+    /// One round of the server, then the host's hot-plug notices; halts when nothing has moved
+    /// for [`SPIN_AFTER_TRAFFIC_NS`].
+    fn poll(&mut self) {
+        let before = self.device.stats();
+        let (sense_mode, name, disks) = (self.sense_mode, self.name, &self.disks);
+        // A session with work left (a long WRITE_ZEROES, requests waiting for their turn)
+        // counts as traffic: the loop must not halt under it.
+        let worked = self.server.poll(
+            &mut self.device,
+            &mut self.export,
+            &mut |stats, device, export| {
+                stats_text(sense_mode, name, stats, device, export, disks.list())
+            },
+        );
+        // Hot-plug notices from the adapter: scan what appeared, forget what went away.
+        self.disks.poll(self.export.device_mut().stack);
+        let after = self.device.stats();
+        let now_ns = time::now_ns();
+        if worked || (after.rx_frames, after.tx_frames) != (before.rx_frames, before.tx_frames) {
+            self.last_traffic_ns = now_ns;
+        } else if now_ns - self.last_traffic_ns > SPIN_AFTER_TRAFFIC_NS {
+            // Nothing moved for a while: halt until a frame, smoltcp's next timer or the idle
+            // period.
+            if !self.device.set_receive_interrupts(true) {
+                idle::wait_until(self.server.next_deadline_ns(&self.device));
+            }
+            self.device.set_receive_interrupts(false);
+        }
+    }
+
+    /// The `NBD idle:` line: how much of the time since `start_ns` the CPU was halted.
+    fn print_idle(&self, start_ns: u64, idle_start: idle::IdleStats) {
+        let serve_ns = time::now_ns() - start_ns;
         let halted_ns = idle::stats().halted_ns - idle_start.halted_ns;
         println!(
             "NBD idle: halted {:.1}% of {} ms serving, {} wake-ups, device interrupts {}",
             100.0 * halted_ns as f64 / serve_ns.max(1) as f64,
             serve_ns / 1_000_000,
             idle::stats().wakeups - idle_start.wakeups,
-            if device.interrupts {
+            if self.device.interrupts {
                 "on (MSI-X)"
             } else {
                 "off (timer poll)"
             }
         );
+    }
+
+    /// The final SYNCHRONIZE CACHE and the `NBD stopped:` line; whether the flush succeeded.
+    fn finish(&mut self) -> bool {
         // Always SYNCHRONIZE CACHE here, even when the export saw no write since its last flush.
-        let flushed = export.sync_cache();
-        let totals = server.stats(&device);
+        let flushed = self.export.sync_cache();
+        let totals = self.server.stats(&self.device);
         println!(
             "NBD stopped: {} connections, {} refused, {} reads ({} B), {} writes ({} B), {} flushes ({} SYNCHRONIZE CACHE), {} errors, {} dropped; final flush {}",
             totals.connections,
@@ -248,7 +288,7 @@ impl HostVisitor for Nbd {
             totals.nbd.writes,
             totals.nbd.bytes_written,
             totals.nbd.flushes,
-            export.cache_syncs(),
+            self.export.cache_syncs(),
             totals.nbd.errors,
             totals.dropped,
             match flushed {
@@ -256,10 +296,7 @@ impl HostVisitor for Nbd {
                 Err(errno) => format!("failed (errno {})", errno.0),
             }
         );
-        if flushed.is_err() {
-            self.ok = false;
-        }
-        self.ok
+        flushed.is_ok()
     }
 }
 
