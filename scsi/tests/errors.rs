@@ -83,6 +83,42 @@ fn injected_unit_attentions_are_retried() {
     assert_quiescent(&stack);
 }
 
+/// Every completion says how often its command went to the host: once for a command that
+/// ended at its first answer, once more per retry. With `fake_rw`, READ/WRITE take the
+/// target's short path until `opts` asks for unit attentions; from then on they must take the
+/// long one, which injects them.
+#[test]
+fn completions_count_attempts_and_fake_rw_injects_after_opts_change() {
+    let mut stack = stack("delay=0 fake_rw=1");
+    let (_, disk) = scan_one(&mut stack);
+    let clean = run_all(
+        &mut stack,
+        (0..8).map(|i| read_request(&disk, i, 1)).collect(),
+    );
+    assert!(
+        clean
+            .iter()
+            .all(|d| d.result.as_ref().unwrap().attempts == 1)
+    );
+    stack.host_mut().set_injection(4, OPT_UNIT_ATTENTION);
+    let done = run_all(
+        &mut stack,
+        (0..40).map(|i| read_request(&disk, i, 1)).collect(),
+    );
+    let injected = stack.host().stats().injected_unit_attentions;
+    assert!(injected >= 10, "{injected} unit attentions injected");
+    let attempts: Vec<u8> = done
+        .iter()
+        .map(|d| d.result.as_ref().unwrap().attempts)
+        .collect();
+    assert!(attempts.iter().all(|&a| a >= 1), "{attempts:?}");
+    // Each injected UNIT ATTENTION cost its command one more attempt (a retried command can
+    // be hit again).
+    let extra: u64 = attempts.iter().map(|&a| u64::from(a) - 1).sum();
+    assert_eq!(extra, injected, "{attempts:?}");
+    assert_quiescent(&stack);
+}
+
 #[test]
 fn illegal_requests_fail_with_their_codes() {
     let mut stack = stack("delay=0");

@@ -326,7 +326,9 @@ where
         slot.user_data = request.user_data;
         slot.timeout_ns = timeout_ns;
         slot.retries_left = request.retries;
-        slot.attempts = 0;
+        // The first attempt, if it goes to the host now; a command that parks instead starts
+        // from 0 and counts its attempt when it is issued.
+        slot.attempts = 1;
         slot.recovered = false;
         if self.extra_per_command == 0 {
             // The common command: its buffer at once, and the data and sense buffers go
@@ -336,11 +338,15 @@ where
                 self.issue_with(tag, CmdBuffers { data, sense });
                 return Ok(tag);
             }
-            self.slots[usize::from(tag.0)].data = request.data;
+            let slot = &mut self.slots[usize::from(tag.0)];
+            slot.attempts = 0;
+            slot.data = request.data;
             self.wait_for_sense(tag);
             return Ok(tag);
         }
-        self.slots[usize::from(tag.0)].data = request.data;
+        let slot = &mut self.slots[usize::from(tag.0)];
+        slot.attempts = 0;
+        slot.data = request.data;
         if self.take_elements_multi(tag) {
             self.issue(tag);
         } else {
@@ -456,17 +462,18 @@ where
             self.park(tag, 0);
             return;
         };
+        slot.attempts = slot.attempts.saturating_add(1);
         let data = core::mem::take(&mut slot.data);
         self.issue_with(tag, CmdBuffers { data, sense });
     }
 
     /// Hands the command in `tag`'s slot to the host with `buffers`, which move into the host
-    /// with it; if the host is busy they come back into the slot and the command parks.
+    /// with it; if the host is busy they come back into the slot and the command parks. The
+    /// caller has counted the attempt in the slot.
     #[inline(always)]
     fn issue_with(&mut self, tag: Tag, buffers: CmdBuffers<A::Element>) {
         let slot = &mut self.slots[usize::from(tag.0)];
         slot.state = SlotState::InFlight;
-        slot.attempts = slot.attempts.saturating_add(1);
         slot.deadline_ns = UNSTAMPED;
         let cmd = ScsiCmd {
             tag,
