@@ -148,6 +148,11 @@ pub struct ScsiDebug<C: Clock, S = Box<[u8; SCSI_SENSE_BUFFERSIZE]>> {
     /// long delay for START STOP UNIT and SYNCHRONIZE CACHE).
     pub(crate) delay_override_ns: Option<u64>,
     pub(crate) cmnd_count: u64,
+    /// `params.host_can_queue()`, read on every command (the parameters do not change it).
+    can_queue: usize,
+    /// `fake_rw` with neither noise nor unit-attention injection in `opts`: READ/WRITE may
+    /// take [`Self::respond_fake_rw`]. Recomputed whenever `opts` changes.
+    pub(crate) fast_rw: bool,
     pub(crate) power_on_ns: u64,
     pub(crate) stats: TargetStats,
     pub(crate) reset_stats: ResetStats,
@@ -191,6 +196,8 @@ impl<C: Clock, S> ScsiDebug<C, S> {
         ];
         let power_on_ns = clock.now_ns();
         Ok(ScsiDebug {
+            can_queue: usize::from(params.host_can_queue()),
+            fast_rw: params.fast_rw(),
             capacity_blocks: params.capacity_blocks(),
             delay_ns: params.delay_ns(),
             pending: VecDeque::new(),
@@ -240,6 +247,7 @@ impl<C: Clock, S> ScsiDebug<C, S> {
     pub fn set_injection(&mut self, every_nth: i32, opts: u32) {
         self.params.every_nth = every_nth;
         self.params.opts = opts;
+        self.fast_rw = self.params.fast_rw();
         self.cmnd_count = 0;
     }
 
@@ -294,7 +302,7 @@ impl<C: Clock, S: SenseStorage> ScsiHost<S> for ScsiDebug<C, S> {
 
     #[inline(always)]
     fn queue_command(&mut self, cmd: ScsiCmd<S>) -> Result<(), Refused<S>> {
-        if self.outstanding() >= usize::from(self.params.host_can_queue()) {
+        if self.outstanding() >= self.can_queue {
             return host_busy(cmd);
         }
         self.stats.commands += 1;

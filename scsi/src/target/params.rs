@@ -355,6 +355,12 @@ impl ScsiDebugParams {
         Ok(())
     }
 
+    /// Whether a READ/WRITE may be answered on the `fake_rw` fast path: `fake_rw` set and
+    /// neither noise nor unit-attention injection in `opts` (both act before the response).
+    pub fn fast_rw(&self) -> bool {
+        self.fake_rw && self.opts & (OPT_NOISE | OPT_UNIT_ATTENTION) == 0
+    }
+
     /// The host's `can_queue`: the override if set, else `max_queue`.
     pub fn host_can_queue(&self) -> u16 {
         self.can_queue.unwrap_or(self.max_queue)

@@ -1,12 +1,11 @@
 //! How scsi_debug takes a command: the `fake_rw` fast path, and the full answer (parse, checks,
 //! response function, delay) for everything else.
 
-use super::params::{INCLUSIVE_TIMING_MAX_NS, OPT_NOISE, OPT_UNIT_ATTENTION};
+use super::params::INCLUSIVE_TIMING_MAX_NS;
 use super::{CmdView, Readiness, ScsiDebug};
 use crate::clock::Clock;
 use crate::host::{Completed, HostCompletion, QueueError, Refused, ScsiCmd};
 use crate::sense_alloc::SenseStorage;
-use crate::wire::Cdb;
 
 /// Hands a command back because the host holds `can_queue` already; out of line, so the
 /// common path of `queue_command` stays small.
@@ -33,11 +32,7 @@ impl<C: Clock, S: SenseStorage> ScsiDebug<C, S> {
         lun: Option<usize>,
     ) -> Option<HostCompletion> {
         let state = self.luns[lun?];
-        if !self.params.fake_rw
-            || state.ua != 0
-            || state.readiness != Readiness::Ready
-            || self.params.opts & (OPT_NOISE | OPT_UNIT_ATTENTION) != 0
-            || !Cdb::is_rw(cmd.cdb.as_slice())
+        if !self.fast_rw || state.ua != 0 || state.readiness != Readiness::Ready || !cmd.cdb.is_rw()
         {
             return None;
         }

@@ -97,6 +97,17 @@ impl CdbBytes {
         CdbBytes { bytes, len: 10 }
     }
 
+    /// [`Cdb::is_rw`] of these bytes, read from the fixed array without slicing it (the
+    /// per-command test of a `fake_rw` target).
+    #[inline]
+    pub fn is_rw(&self) -> bool {
+        match self.bytes[0] {
+            opcode::READ_10 | opcode::WRITE_10 => self.len >= 10,
+            opcode::READ_16 | opcode::WRITE_16 => self.len >= 16,
+            _ => false,
+        }
+    }
+
     /// The CDB bytes.
     #[inline]
     pub fn as_slice(&self) -> &[u8] {

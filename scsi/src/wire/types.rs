@@ -43,6 +43,10 @@ impl Lun {
     /// multi-level LUNs.
     #[inline]
     pub fn index(self) -> Option<u16> {
+        if self.0 < 0x100 {
+            // Peripheral addressing on bus 0, the LUN of nearly every command: one compare.
+            return Some(self.0 as u16);
+        }
         if self.0 > 0xffff {
             return None;
         }

@@ -140,6 +140,9 @@ proptest! {
         });
         prop_assert_eq!(Cdb::parse_rw(&raw), slow);
         prop_assert_eq!(Cdb::is_rw(&raw), slow.is_some());
+        if let Ok(bytes) = CdbBytes::from_slice(&raw) {
+            prop_assert_eq!(bytes.is_rw(), slow.is_some());
+        }
     }
 
     #[test]
