@@ -334,8 +334,7 @@ where
             // The common command: its buffer at once, and the data and sense buffers go
             // straight into the host's command instead of through the slot.
             if let Some(sense) = self.sense.alloc_for(tag) {
-                let data = request.data;
-                self.issue_with(tag, CmdBuffers { data, sense });
+                self.issue_with(tag, request.data, sense);
                 return Ok(tag);
             }
             let slot = &mut self.slots[usize::from(tag.0)];
@@ -464,14 +463,14 @@ where
         };
         slot.attempts = slot.attempts.saturating_add(1);
         let data = core::mem::take(&mut slot.data);
-        self.issue_with(tag, CmdBuffers { data, sense });
+        self.issue_with(tag, data, sense);
     }
 
     /// Hands the command in `tag`'s slot to the host with `buffers`, which move into the host
     /// with it; if the host is busy they come back into the slot and the command parks. The
     /// caller has counted the attempt in the slot.
     #[inline(always)]
-    fn issue_with(&mut self, tag: Tag, buffers: CmdBuffers<A::Element>) {
+    fn issue_with(&mut self, tag: Tag, data: Vec<u8>, sense: A::Element) {
         let slot = &mut self.slots[usize::from(tag.0)];
         slot.state = SlotState::InFlight;
         slot.deadline_ns = UNSTAMPED;
@@ -481,7 +480,7 @@ where
             lun: slot.lun,
             cdb: slot.cdb,
             direction: slot.direction,
-            buffers,
+            buffers: CmdBuffers { data, sense },
         };
         if let Err(refused) = self.host.queue_command(cmd) {
             self.host_refused(tag, refused.buffers);

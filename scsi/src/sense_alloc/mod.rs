@@ -317,6 +317,9 @@ where
     /// [`alloc`](Self::alloc). `None` means "wait for a free and try again".
     #[inline(always)]
     pub fn alloc_for(&mut self, tag: Tag) -> Option<A::Element> {
+        if let Backend::Mempool(_) = &self.backend {
+            return self.alloc();
+        }
         if let Backend::Pertag { .. } = &self.backend {
             return self.alloc_pertag(tag);
         }
@@ -359,6 +362,10 @@ where
     /// [`free`](Self::free).
     #[inline(always)]
     pub fn free_for(&mut self, tag: Tag, buf: A::Element) {
+        if let Backend::Mempool(_) = &self.backend {
+            // The per-command mode first: one test of the backend, not two.
+            return self.free(buf);
+        }
         if let Backend::Pertag { .. } = &self.backend {
             return self.free_pertag(tag, buf);
         }
