@@ -12,7 +12,7 @@ use pools::insn_marker::{self, Counted};
 use pools::slab::SlabConfig;
 use pools::{Magazine, SlabCache};
 use scsi::midlayer::{Midlayer, scan_text};
-use scsi::sense_alloc::SlabSense;
+use scsi::sense_alloc::{Boxed, SlabSense};
 use scsi::target::ScsiDebug;
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use scsi::workload::fake_rw::{self as shared, QueueRun, since, total};
@@ -25,11 +25,28 @@ use crate::platform::{self, ExitCode, HeapBacking, TscClock};
 /// The sense slab, as in the kernel but on Hermit's heap.
 type SenseCache = SlabCache<HeapBacking, CountingSpinLock>;
 
-/// Builds, scans and runs the one queue.
+/// Builds, scans and runs the one queue; the sense allocator as in the sensepool kernel
+/// (one-word boxes behind a magazine, the slab objects themselves without one).
 fn run_queue(params: &WorkloadParams, cache: &SenseCache) -> Result<QueueRun, WorkloadError> {
+    let sense = SlabSense::new(cache);
+    if params.sense_magazine == 0 {
+        run_queue_with(params, Magazine::new(sense, 0))
+    } else {
+        run_queue_with(
+            params,
+            Magazine::new(Boxed::new(sense), params.sense_magazine),
+        )
+    }
+}
+
+/// [`run_queue`] with the sense allocator `slab`.
+fn run_queue_with<A>(params: &WorkloadParams, slab: Magazine<A>) -> Result<QueueRun, WorkloadError>
+where
+    A: pools::ElementAllocator,
+    A::Element: scsi::sense_alloc::SenseStorage,
+{
     let job = params.job.share(0, 1);
     let target = ScsiDebug::try_new(params.target.clone(), TscClock)?;
-    let slab = Magazine::new(SlabSense::new(cache), params.sense_magazine);
     let mut stack = Midlayer::new(target, slab, params.sense, TscClock)?;
     let scan = stack.scan();
     for lun in &scan.luns {

@@ -3,7 +3,7 @@
 use pools::host::HostBacking;
 use pools::{Magazine, SlabCache, SlabConfig};
 use scsi::clock::Clock;
-use scsi::sense_alloc::SlabSense;
+use scsi::sense_alloc::{Boxed, SlabSense};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use std::time::Instant;
 
@@ -34,12 +34,14 @@ pub fn sense_cache() -> SlabCache<HostBacking> {
 
 /// The per-CPU front the guest puts before the sense slab: a magazine of free buffers, so the
 /// common allocation and free take no lock (a Linux slab's per-CPU array cache).
-/// `objects` is the magazine size (`sense_magazine=`; 0 = none).
+/// `objects` is the magazine size (`sense_magazine=`; 0 = none). The buffers travel as
+/// one-word boxes ([`Boxed`]), as in the guest; with no magazine every command then boxes on
+/// the heap (the guest uses the bare slab objects in that case).
 pub fn sense_front(
     cache: &SlabCache<HostBacking>,
     objects: usize,
-) -> Magazine<SlabSense<'_, HostBacking>> {
-    Magazine::new(SlabSense::new(cache), objects)
+) -> Magazine<Boxed<SlabSense<'_, HostBacking>>> {
+    Magazine::new(Boxed::new(SlabSense::new(cache)), objects)
 }
 
 /// Words of the form key=value from the command line, joined for `WorkloadParams::parse`.

@@ -32,7 +32,7 @@ mod storage;
 mod tag_slot;
 
 pub use shared::SharedReserve;
-pub use storage::{Failing, HeapSense, Reclaim, SenseStorage, SlabSense};
+pub use storage::{Boxed, Failing, HeapSense, Reclaim, SenseStorage, SlabSense};
 
 use crate::wire::{SCSI_SENSE_BUFFERSIZE, Tag};
 use alloc::vec::Vec;

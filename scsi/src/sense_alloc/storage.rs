@@ -80,6 +80,12 @@ impl<A: Reclaim, R: lock_api::RawMutex> Reclaim for pools::Failslab<'_, A, R> {
 
 impl Reclaim for HeapSense {}
 
+impl<A: Reclaim> Reclaim for Boxed<A> {
+    fn reclaim(&self) -> usize {
+        self.inner.reclaim()
+    }
+}
+
 impl<A: Reclaim> Reclaim for Failing<A> {
     fn reclaim(&self) -> usize {
         self.inner.reclaim()
@@ -175,5 +181,58 @@ impl<A: ElementAllocator> ElementAllocator for Failing<A> {
     }
     fn free(&self, element: A::Element) {
         self.inner.free(element);
+    }
+}
+
+/// An allocator whose elements are `A`'s, each in a one-word box: what the midlayer moves per
+/// command (into the host's command, back with the completion, into the free list) is then one
+/// pointer instead of the element itself (a slab object is four words). Put it *under* a cache
+/// that recycles elements (`pools::Magazine`), so the box is made when an element leaves `A`
+/// and unmade when it returns, not per command. A box that cannot be allocated gives the
+/// element back to `A` and fails the allocation, as an empty slab would.
+pub struct Boxed<A> {
+    inner: A,
+}
+
+impl<A> Boxed<A> {
+    /// Wraps `inner`.
+    pub fn new(inner: A) -> Self {
+        Boxed { inner }
+    }
+    /// The wrapped allocator.
+    pub fn inner(&self) -> &A {
+        &self.inner
+    }
+}
+
+impl<A: ElementAllocator> ElementAllocator for Boxed<A> {
+    type Element = Box<[A::Element; 1]>;
+    fn try_alloc(&self) -> Option<Self::Element> {
+        let element = self.inner.try_alloc()?;
+        // Fallibly: a heap that cannot hold the box is an empty pool, not an abort.
+        let mut cell = alloc::vec::Vec::new();
+        if cell.try_reserve_exact(1).is_err() {
+            self.inner.free(element);
+            return None;
+        }
+        cell.push(element);
+        let boxed: Box<[A::Element]> = cell.into_boxed_slice();
+        boxed.try_into().ok()
+    }
+    fn free(&self, element: Self::Element) {
+        let [element] = *element;
+        self.inner.free(element);
+    }
+}
+
+impl<E: SenseStorage> SenseStorage for Box<[E; 1]> {
+    fn store(&mut self, data: &[u8]) {
+        self[0].store(data);
+    }
+    fn load(&self, out: &mut [u8; SCSI_SENSE_BUFFERSIZE]) {
+        self[0].load(out);
+    }
+    fn dma_addr(&self) -> Option<DmaAddr> {
+        self[0].dma_addr()
     }
 }

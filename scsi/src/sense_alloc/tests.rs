@@ -180,3 +180,42 @@ fn pertag_untagged_free_returns_to_the_lending_slot_not_an_in_flight_one() {
     let s = a.stats();
     assert_eq!((s.slab_allocs, s.reserve_hits, s.waits), (0, 3, 0));
 }
+
+/// `Boxed` hands out one-word boxes around slab objects: the bytes and the bus address are the
+/// slab object's, a free gives the object back to the slab, and behind a magazine the boxes are
+/// recycled with the objects (the slab sees no traffic once the magazine is warm).
+#[test]
+fn boxed_slab_objects_are_the_slab_objects_one_word_wide() {
+    let cache = pools::SlabCache::<HostBacking>::create(
+        pools::SlabConfig::new("scsi_sense_cache", SCSI_SENSE_BUFFERSIZE),
+        HostBacking::new(),
+    )
+    .unwrap();
+    assert_eq!(
+        core::mem::size_of::<Option<<Boxed<SlabSense<HostBacking>> as ElementAllocator>::Element>>(
+        ),
+        core::mem::size_of::<usize>()
+    );
+    let boxed = Boxed::new(SlabSense::new(&cache));
+    let mut buf = boxed.try_alloc().unwrap();
+    assert_eq!(cache.stats().objects_in_use, 1);
+    buf.store(&[0x70, 0, 5, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0x24]);
+    let mut out = [0u8; SCSI_SENSE_BUFFERSIZE];
+    buf.load(&mut out);
+    assert_eq!((out[0], out[2], out[12]), (0x70, 5, 0x24));
+    assert_eq!(SenseStorage::dma_addr(&buf), Some(buf[0].dma_addr()));
+    boxed.free(buf);
+    assert_eq!(cache.stats().objects_in_use, 0, "the free reached the slab");
+
+    let magazine = pools::Magazine::new(Boxed::new(SlabSense::new(&cache)), 8);
+    let mut a = SenseAllocator::new(SenseMode::Mempool(2), &magazine, 64).unwrap();
+    for _ in 0..100 {
+        let held: alloc::vec::Vec<_> = (0..4).map(|_| a.alloc().unwrap()).collect();
+        for buf in held {
+            a.free(buf);
+        }
+    }
+    assert_eq!(a.stats().in_use, 0);
+    let in_use = cache.stats().objects_in_use;
+    assert!(in_use <= 2 + 8 + 4, "{in_use} objects out of the slab");
+}

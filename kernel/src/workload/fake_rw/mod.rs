@@ -22,7 +22,7 @@ use alloc::vec::Vec;
 use pools::slab::SlabConfig;
 use pools::{Magazine, SlabCache};
 use scsi::midlayer::Midlayer;
-use scsi::sense_alloc::SlabSense;
+use scsi::sense_alloc::{Boxed, SlabSense};
 use scsi::target::ScsiDebug;
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use scsi::workload::fake_rw::{self as shared, QueueRun, since, total};
@@ -56,6 +56,10 @@ fn host_info() -> HostInfo {
 
 /// Builds, scans and runs one queue on the calling CPU. Every caller passes the barrier exactly
 /// once, whether its set-up worked or not, so one failure cannot hang the others.
+///
+/// Behind a magazine the sense buffers travel as one-word boxes ([`Boxed`]), made when an
+/// object leaves the slab and recycled with it; without one (`sense_magazine=0`) every
+/// command would make a box on the shared heap, so the slab objects go as they are.
 fn run_queue(
     cpu: usize,
     queues: usize,
@@ -63,10 +67,31 @@ fn run_queue(
     cache: &SenseCache,
     barrier: &SpinBarrier,
 ) -> Result<QueueRun, WorkloadError> {
+    let sense = SlabSense::new(cache);
+    if params.sense_magazine == 0 {
+        let slab = Magazine::new(sense, 0);
+        run_queue_with(slab, cpu, queues, params, barrier)
+    } else {
+        let slab = Magazine::new(Boxed::new(sense), params.sense_magazine);
+        run_queue_with(slab, cpu, queues, params, barrier)
+    }
+}
+
+/// [`run_queue`] with the sense allocator `slab`.
+fn run_queue_with<A>(
+    slab: Magazine<A>,
+    cpu: usize,
+    queues: usize,
+    params: &WorkloadParams,
+    barrier: &SpinBarrier,
+) -> Result<QueueRun, WorkloadError>
+where
+    A: pools::ElementAllocator,
+    A::Element: scsi::sense_alloc::SenseStorage,
+{
     let job = params.job.share(cpu, queues);
     let setup = (|| {
         let target = ScsiDebug::try_new(params.target.clone(), KernelClock)?;
-        let slab = Magazine::new(SlabSense::new(cache), params.sense_magazine);
         let mut stack = Midlayer::new(target, slab, params.sense, KernelClock)?;
         let scan = stack.scan();
         if cpu == 0 {
