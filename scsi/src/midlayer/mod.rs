@@ -527,8 +527,10 @@ where
             each(clock, done);
         });
         let rest = scratch.len() - before;
-        for done in scratch.drain(before..) {
-            each(&self.clock, done);
+        if rest > 0 {
+            for done in scratch.drain(before..) {
+                each(&self.clock, done);
+            }
         }
         good + rest
     }
@@ -546,10 +548,16 @@ where
             self.wait_completed(found);
         }
         let mut done = core::mem::take(&mut self.host_done);
-        for completed in done.drain(..) {
+        let mut completions = done.drain(..);
+        for completed in &mut completions {
             self.finish(completed, out, &mut good);
         }
-        self.host_done = done;
+        // Every element was taken and there is no tail to move back: `Drain` has already
+        // emptied the vector (it does so up front, so forgetting it never exposes a moved-out
+        // element), and its out-of-line drop would only re-set an empty tail, once per poll.
+        core::mem::forget(completions);
+        // The empty vector `take` left in its place has nothing to free either.
+        core::mem::forget(core::mem::replace(&mut self.host_done, done));
         if !self.deferred.is_empty() {
             self.run_deferred(out);
         }

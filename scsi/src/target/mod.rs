@@ -317,6 +317,7 @@ impl<C: Clock, S: SenseStorage> ScsiHost<S> for ScsiDebug<C, S> {
         self.answer(cmd, lun_index);
         Ok(())
     }
+    #[inline]
     fn poll(&mut self, done: &mut Vec<Completed<S>>) -> usize {
         let mut count = self.ready.len();
         if done.is_empty() {
