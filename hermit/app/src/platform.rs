@@ -22,57 +22,10 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use pools::BackingError;
 use pools::backing::{Backing, Chunk, DmaAddr, NodeId};
 use pools::insn_marker;
-use workloads::tsc::{self, CalibrationError, PitChannel2, PitSample};
+use pit::rdtsc;
+use workloads::tsc::{self, CalibrationError};
 
 const PAGE_BYTES: usize = 4096;
-
-fn rdtsc() -> u64 {
-    // SAFETY: RDTSC has no memory effects and is allowed in ring 0, where Hermit runs us.
-    unsafe { core::arch::x86_64::_rdtsc() }
-}
-
-fn outb(port: u16, value: u8) {
-    // SAFETY: only the PIT (0x42, 0x43) and its gate (0x61) are written, by calibration alone;
-    // port writes have no memory effects.
-    unsafe {
-        core::arch::asm!("out dx, al", in("dx") port, in("al") value, options(nomem, nostack))
-    };
-}
-
-fn inb(port: u16) -> u8 {
-    let value: u8;
-    // SAFETY: as in `outb`; reading the PIT's latched counter or the gate has no memory effects.
-    unsafe {
-        core::arch::asm!("in al, dx", in("dx") port, out("al") value, options(nomem, nostack))
-    };
-    value
-}
-
-/// PIT channel 2 through ports. Hermit uses the PIT only for its own calibration, which the
-/// loader's `/hermit,tsc` device-tree node replaces, and that is over before the application runs.
-struct Pit;
-
-impl PitChannel2 for Pit {
-    fn restart(&mut self) {
-        let gate = inb(0x61);
-        outb(0x61, (gate & !0x02) | 0x01); // gate channel 2 on, speaker off
-        outb(0x43, 0xB0); // channel 2, lobyte/hibyte, mode 0, binary
-        outb(0x42, 0xff);
-        outb(0x42, 0xff);
-    }
-
-    fn read(&mut self) -> PitSample {
-        let tsc_before = rdtsc();
-        outb(0x43, 0x80); // latch channel 2
-        let low = inb(0x42);
-        let high = inb(0x42);
-        PitSample {
-            count: u16::from_le_bytes([low, high]),
-            tsc_before,
-            tsc_after: rdtsc(),
-        }
-    }
-}
 
 /// Nanoseconds per TSC cycle in 32.32 fixed point (0 before [`TscClock::calibrate`]): the
 /// sensepool kernel's conversion, one multiply and no division per clock read, so the two
@@ -89,7 +42,7 @@ impl TscClock {
     /// Measures the TSC rate against PIT channel 2 and makes the current TSC time 0. Returns
     /// the rate in Hz.
     pub fn calibrate() -> Result<u64, CalibrationError> {
-        let hz = tsc::calibrate_hz(&mut Pit)?;
+        let hz = tsc::calibrate_hz(&mut pit::Channel2)?;
         NS_PER_CYCLE_FP32.store(
             ((1_000_000_000u128 << 32) / u128::from(hz)) as u64,
             Ordering::Relaxed,
