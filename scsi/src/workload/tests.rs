@@ -204,3 +204,85 @@ fn the_loop_waits_through_the_installed_policy_and_reports_it() {
         "{json}"
     );
 }
+
+/// Once all but the last of `ios` commands completed, moves the clock past one timeout sweep
+/// and then, at the top of the next pass, `gap_ns` forward: the guest's vCPU descheduled by a
+/// busy host while only an injected timeout is out, so the TSC jumps past both its deadline
+/// and the stall watchdog.
+struct Descheduled {
+    clock: ManualClock,
+    ios: u64,
+    gap_ns: u64,
+    completed: u64,
+    stamped: bool,
+    jumped: bool,
+}
+
+/// Longer than the midlayer's sweep interval at a 50 ms timeout (6.25 ms).
+const SWEEP_PAST_NS: u64 = 10_000_000;
+
+impl<A> Hooks<A> for Descheduled {
+    fn tick(&mut self, _slab: &A) {
+        if self.completed + 1 != self.ios || self.jumped {
+            return;
+        }
+        if !self.stamped {
+            // First past one timeout sweep, so the swallowed command has its deadline (as
+            // in the guest, where it was out for most of a 20 ms round).
+            self.stamped = true;
+            self.clock.advance(SWEEP_PAST_NS);
+        } else {
+            self.jumped = true;
+            self.clock.advance(self.gap_ns);
+        }
+    }
+    fn completed(&mut self, _write: bool) {
+        self.completed += 1;
+    }
+}
+
+/// `eh+batch`'s lone LIVELOCK (`mempool:16`, 650 ms into a round, 1 outstanding, none
+/// parked): the stall watchdog judged the first poll after a gap in which the loop did not
+/// run. That poll's timeout sweep recovers the swallowed command (taking and giving back the
+/// recovery buffer: the "element moves") and parks its retry, but finds no completion, so the
+/// watchdog fired before the retry was issued. A recovery is progress: the retry completes.
+#[test]
+fn a_recovery_after_a_gap_in_polling_is_progress_not_a_stall() {
+    use crate::target::OPT_TIMEOUT;
+    const IOS: u64 = 600;
+    for recovery_buffer in [true, false] {
+        let params = WorkloadParams::parse(
+            "ios=600 iodepth=4 timeout=50ms stall_ms=500 ndelay=10000 batch_complete=1 \
+             fake_rw=0 sense=mempool:16 rw=randwrite",
+        )
+        .unwrap();
+        let clock = ManualClock::new(1000);
+        let target = ScsiDebug::new(params.target.clone(), clock.clone());
+        let mut stack =
+            Midlayer::new(target, HeapSense::new(), params.sense, clock.clone()).unwrap();
+        stack.set_recovery_buffer(recovery_buffer);
+        let disk = stack.scan().luns[0].disk.unwrap();
+        // One command swallowed, the 500th of the job: the last one out.
+        stack.host_mut().set_injection(500, OPT_TIMEOUT);
+        let mut hooks = Descheduled {
+            clock: clock.clone(),
+            ios: IOS,
+            gap_ns: 650_000_000,
+            completed: 0,
+            stamped: false,
+            jumped: false,
+        };
+        let report = run_with(&mut stack, &disk, &params.job, &mut hooks).unwrap();
+        assert!(hooks.jumped, "recovery buffer {recovery_buffer}");
+        assert_eq!(
+            (
+                report.stall,
+                report.ios,
+                report.errors,
+                report.midlayer.timeouts
+            ),
+            (None, IOS, 0, 1),
+            "recovery buffer {recovery_buffer}"
+        );
+    }
+}
