@@ -16,7 +16,7 @@
 //! node sets), [`slab`] (kmem_cache-like object cache), [`magazine`] (a per-CPU front of free
 //! objects for any allocator), [`failslab`] (fault injection per object allocation),
 //! [`mempool`] (reserve with Linux semantics), [`poolinfo`] (the sysfs `pools` file format),
-//! [`bench`](mod@bench) (the benchmark workload shared by host and guest), [`clock`] (the one
+//! [`clock`] (the one
 //! monotonic clock trait of the stack; `scsi` re-exports it), [`json`] (the one-line JSON
 //! writer every crate's `RESULT` lines use).
 #![no_std]
@@ -32,7 +32,6 @@ extern crate std;
     reason = "the unsafe `Backing` trait: a chunk stays valid and exclusive until freed"
 )]
 pub mod backing;
-pub mod bench;
 #[expect(
     unsafe_code,
     reason = "a `Backing` that forwards chunks to another and frees them back"
@@ -57,12 +56,6 @@ pub mod failslab;
     reason = "the host backing: `alloc_zeroed`/`dealloc` for test and benchmark chunks"
 )]
 pub mod host;
-#[cfg(target_arch = "x86_64")]
-#[expect(
-    unsafe_code,
-    reason = "the markers are inline-asm no-ops the instruction-count plugin recognises"
-)]
-pub mod insn_marker;
 pub mod json;
 pub mod magazine;
 pub mod mempool;

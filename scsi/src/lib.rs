@@ -16,7 +16,6 @@
 //!   Linux module's parameter names.
 //! - [`wait`]: how loops wait for completions (`io_mode=`): busy polling, or a policy that
 //!   halts on the host's completion interrupt.
-//! - [`workload`]: the fake_rw benchmark loop shared by the host examples and the guest kernel.
 //!
 //! Nothing here touches hardware or raw memory; drivers and the kernel supply that through the
 //! `ScsiHost`, [`clock::Clock`] and `pools` allocator traits.
@@ -37,4 +36,3 @@ pub mod sense_alloc;
 pub mod target;
 pub mod wait;
 pub mod wire;
-pub mod workload;

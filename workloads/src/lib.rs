@@ -7,11 +7,24 @@
 //! PIT channel 2 that every guest clock (the sensepool kernel's, the Hermit loader's and
 //! application's) is built on. The workloads themselves (fake-rw, the
 //! sense-reserve matrix and its pressure actors, the histogram, the result types) are to move
-//! here from `scsi::workload` and `pools::bench`.
+//! here from `workloads::io` and `workloads::dmapool_bench`.
 #![no_std]
 #![warn(missing_docs)]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
+extern crate alloc;
+#[cfg(test)]
+#[macro_use]
+extern crate std;
+
+pub mod dmapool_bench;
+#[cfg(target_arch = "x86_64")]
+#[expect(
+    unsafe_code,
+    reason = "the markers are inline-asm no-ops the instruction-count plugin recognises"
+)]
+pub mod insn_marker;
+pub mod io;
 pub mod rng;
 pub mod tsc;
 

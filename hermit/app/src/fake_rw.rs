@@ -8,15 +8,15 @@
 use alloc::vec;
 
 use pools::counting_lock::CountingSpinLock;
-use pools::insn_marker::{self, Counted};
+use workloads::insn_marker::{self, Counted};
 use pools::slab::SlabConfig;
 use pools::{Magazine, SlabCache};
 use scsi::midlayer::{Midlayer, scan_text};
 use scsi::sense_alloc::{Boxed, SlabSense};
 use scsi::target::ScsiDebug;
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
-use scsi::workload::fake_rw::{self as shared, QueueRun, since, total};
-use scsi::workload::{self, WorkloadError, WorkloadParams};
+use workloads::io::fake_rw::{self as shared, QueueRun, since, total};
+use workloads::io::{self as workload, WorkloadError, WorkloadParams};
 
 use hermit::println;
 
@@ -76,7 +76,7 @@ where
 /// `workload=fake-rw`.
 pub fn run(params: &WorkloadParams) -> ExitCode {
     if params.pressure.is_some()
-        || params.mem_budget_pages != scsi::workload::DEFAULT_MEM_BUDGET_PAGES
+        || params.mem_budget_pages != workloads::io::DEFAULT_MEM_BUDGET_PAGES
     {
         println!("fake-rw: FAILED: pressure= and mem_budget= apply to workload=sense-reserve");
         return ExitCode::Failure;

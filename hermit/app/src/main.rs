@@ -4,11 +4,11 @@
 //! Hermit hands the application the words after `--` in its bootargs (the loader puts the QEMU
 //! `-append` line there). They are the sensepool kernel's words: `workload=fake-rw` (the only
 //! workload here, and the default) and the fio and scsi_debug keys of
-//! [`scsi::workload::WorkloadParams`]. Anything else is a `CMDLINE ERROR:` line that names the
+//! [`workloads::io::WorkloadParams`]. Anything else is a `CMDLINE ERROR:` line that names the
 //! word, and the boot fails; a key given twice is an error too, as on the sensepool kernel.
 //!
 //! The run prints the same console lines and `RESULT` fields as the sensepool kernel's
-//! (`scsi::workload::fake_rw` and `scsi::midlayer::scan_text` build them for both) and leaves
+//! (`workloads::io::fake_rw` and `scsi::midlayer::scan_text` build them for both) and leaves
 //! QEMU through isa-debug-exit with the same codes.
 #![no_std]
 #![no_main]
@@ -22,7 +22,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use hermit::println;
-use scsi::workload::{WorkloadError, WorkloadParams};
+use workloads::io::{WorkloadError, WorkloadParams};
 
 use crate::platform::ExitCode;
 

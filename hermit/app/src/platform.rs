@@ -21,8 +21,8 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use pools::BackingError;
 use pools::backing::{Backing, Chunk, DmaAddr, NodeId};
-use pools::insn_marker;
 use pit::rdtsc;
+use workloads::insn_marker;
 use workloads::tsc::{self, CalibrationError};
 
 const PAGE_BYTES: usize = 4096;

@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 use scsi::param::number::count;
 use scsi::param::{self, Key, ValueError, choice};
 use scsi::target::ScsiDebugParams;
-use scsi::workload::WorkloadParams;
+use workloads::io::WorkloadParams;
 
 use scsi::wait::IoMode;
 

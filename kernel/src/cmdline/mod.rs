@@ -117,7 +117,7 @@ pub struct Cmdline {
     /// fio and scsi_debug words (`iodepth`, `bs`, `rw`, `runtime`, `ios`, `seed`, `sense`,
     /// `max_queue`, ...), parsed by the `scsi` crate's own parameter table so the guest and
     /// the host examples spell them the same way.
-    pub io: scsi::workload::WorkloadParams,
+    pub io: workloads::io::WorkloadParams,
     /// `ip=`, `gw=`, `nbd_port=`, `stats_port=`, `nbd_max_clients=`, `nbd_idle_s=`: the network
     /// for `workload=nbd`.
     pub net: crate::net::config::NetConfig,
@@ -164,7 +164,7 @@ impl Default for Cmdline {
             loglevel: log::LevelFilter::Info,
             maxcpus: None,
             smp_inject: SmpInject::None,
-            io: scsi::workload::WorkloadParams::default(),
+            io: workloads::io::WorkloadParams::default(),
             net: crate::net::config::NetConfig::default(),
             io_mode: None,
             poll_us: None,

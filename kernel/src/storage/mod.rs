@@ -58,7 +58,7 @@ pub struct StackConfig {
 
 impl StackConfig {
     /// The stack the workload parameters ask for.
-    pub fn new(params: &scsi::workload::WorkloadParams) -> Self {
+    pub fn new(params: &workloads::io::WorkloadParams) -> Self {
         Self {
             sense: params.sense,
             sense_magazine: params.sense_magazine,

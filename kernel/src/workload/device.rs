@@ -3,8 +3,8 @@
 //!
 //! Every host on PCI is scanned and the job from the command line (`numjobs=`, `iodepth=`,
 //! `bs=`, `rw=`, `runtime=` or `ios=`, `seed=`, `sense=`; fio's names, parsed by
-//! `scsi::workload`) runs on the first disk of each, through the same loop as the scsi_debug
-//! fake_rw benchmark (`scsi::workload::run`): buffers allocated once, completions batched per
+//! `workloads::io`) runs on the first disk of each, through the same loop as the scsi_debug
+//! fake_rw benchmark (`workloads::io::run`): buffers allocated once, completions batched per
 //! poll. With `numjobs=N` on a host that has several request queues (virtio-scsi at `--smp`
 //! ≥ 2), the jobs run one submission queue per CPU as in fake-rw: CPU `i` drives request queue
 //! `i` through its own midlayer (`JobParams::share` splits the jobs and an `ios=` limit), all
@@ -24,8 +24,8 @@ use alloc::vec::Vec;
 use pools::json::JsonObject;
 use scsi::host::ScsiHost;
 use scsi::midlayer::Disk;
-use scsi::workload::{JobParams, Limit, WorkloadError, WorkloadReport};
 use spin::mutex::SpinMutex;
+use workloads::io::{JobParams, Limit, WorkloadError, WorkloadReport};
 
 use crate::arch::exit::ExitCode;
 use crate::arch::insn_marker::{self, Counted};
@@ -51,7 +51,7 @@ impl Device<'_> {
         report: &WorkloadReport,
         per_queue: &[WorkloadReport],
     ) -> bool {
-        // The run's windows (scsi::workload::run marks them) are closed: publish them.
+        // The run's windows (workloads::io::run marks them) are closed: publish them.
         let counted = Counted {
             window: insn_marker::publish(),
             slot: report.sense_mode.slot(),
@@ -126,7 +126,7 @@ impl HostVisitor for Device<'_> {
             println!("DEVICE {host}: FAILED: the scan found no disk");
             return false;
         };
-        match scsi::workload::run(stack, &disk.disk, self.job) {
+        match workloads::io::run(stack, &disk.disk, self.job) {
             Ok(report) => {
                 let passed = self.report(host, disk, &report, core::slice::from_ref(&report));
                 passed && stack.outstanding() == 0
@@ -211,7 +211,7 @@ fn run_queues<'s, H: ScsiHost<SenseBuf<'s>> + Send>(
         barrier.wait();
         let stack = stack?;
         let disk = disks.get(queue)?;
-        Some(scsi::workload::run(stack, disk, &job.share(queue, queues)))
+        Some(workloads::io::run(stack, disk, &job.share(queue, queues)))
     });
     let mut outcomes: Vec<_> = outcomes.into_iter().flatten().collect();
     while outcomes.len() < queues {

@@ -1,6 +1,6 @@
 //! The dmapool workload: mpt3sas's chain-pool pattern on real page frames.
 //!
-//! It runs the `pools` crate's own benchmark body ([`pools::bench::fill_drain`]: create, n
+//! It runs the `pools` crate's own benchmark body ([`workloads::dmapool_bench::fill_drain`]: create, n
 //! allocs, n frees in allocation order, destroy) with the TSC clock and the DMA frame allocator,
 //! so guest and host numbers come from the same code. Each run prints one `RESULT {json}` line
 //! with the host benchmark's fields and `"where":"guest"`, the minimum over several
@@ -10,9 +10,9 @@
 
 use alloc::vec::Vec;
 
-use pools::bench::{FillDrain, Locking, MinOfReps, fill_drain_config};
 use pools::dmapool::{DefaultRawMutex, Legacy, Scalable, SideStack};
 use pools::{DmaPool, PoolAlgorithm, PoolConfig, PoolError, RawBlock};
+use workloads::dmapool_bench::{FillDrain, Locking, MinOfReps, fill_drain_config};
 
 use crate::arch::exit::ExitCode;
 use crate::arch::insn_marker::{self, Counted};

@@ -5,7 +5,7 @@
 //! per-CPU magazine fake-rw uses, with the slab's pages charged to a page budget under memory
 //! pressure. The scenarios, the defaults (`can_queue=1519`, `runtime=100ms` per round,
 //! `stall_ms=500`, `ndelay=10000`) and the rotation live in
-//! `scsi::workload` (`sense_reserve_cases`, `run_matrix`), which the host example runs too.
+//! `workloads::io` (`sense_reserve_cases`, `run_matrix`), which the host example runs too.
 //! Each cell prints a `RESULT` line with `"bench":"sense-reserve"`.
 
 use alloc::string::String;
@@ -13,7 +13,7 @@ use alloc::string::String;
 use scsi::sense_alloc::SenseMode;
 use scsi::target::OPT_RECOVERED_ERR;
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
-use scsi::workload::{
+use workloads::io::{
     Cell, MATRIX_MODES, WorkloadParams, run_matrix, sense_reserve_cases, sense_reserve_defaults,
     table_header,
 };

@@ -168,3 +168,59 @@ pub struct MidlayerStats {
     /// once per timeout sweep that found none.
     pub recovery_waits: u64,
 }
+
+impl MidlayerStats {
+    /// Field-wise sum.
+    pub fn plus(&self, other: &MidlayerStats) -> MidlayerStats {
+        MidlayerStats {
+            submitted: self.submitted + other.submitted,
+            completed: self.completed + other.completed,
+            succeeded: self.succeeded + other.succeeded,
+            failed: self.failed + other.failed,
+            retries: self.retries + other.retries,
+            requeues: self.requeues + other.requeues,
+            recovered: self.recovered + other.recovered,
+            timeouts: self.timeouts + other.timeouts,
+            aborts: self.aborts + other.aborts,
+            abort_failures: self.abort_failures + other.abort_failures,
+            lun_resets: self.lun_resets + other.lun_resets,
+            target_resets: self.target_resets + other.target_resets,
+            bus_resets: self.bus_resets + other.bus_resets,
+            host_resets: self.host_resets + other.host_resets,
+            sense_waits: self.sense_waits + other.sense_waits,
+            sense_parked_ns: self.sense_parked_ns + other.sense_parked_ns,
+            partial_takes: self.partial_takes + other.partial_takes,
+            recovery_waits: self.recovery_waits + other.recovery_waits,
+            bogus_completions: self.bogus_completions + other.bogus_completions,
+        }
+    }
+
+    /// What happened since `earlier` (a snapshot of the same midlayer). Each counter
+    /// saturates at 0, so snapshots passed in the wrong order give zeros rather than a
+    /// subtraction overflow (as the kernel's lock statistics do).
+    pub fn since(&self, earlier: &MidlayerStats) -> MidlayerStats {
+        MidlayerStats {
+            submitted: self.submitted.saturating_sub(earlier.submitted),
+            completed: self.completed.saturating_sub(earlier.completed),
+            succeeded: self.succeeded.saturating_sub(earlier.succeeded),
+            failed: self.failed.saturating_sub(earlier.failed),
+            retries: self.retries.saturating_sub(earlier.retries),
+            requeues: self.requeues.saturating_sub(earlier.requeues),
+            recovered: self.recovered.saturating_sub(earlier.recovered),
+            timeouts: self.timeouts.saturating_sub(earlier.timeouts),
+            aborts: self.aborts.saturating_sub(earlier.aborts),
+            abort_failures: self.abort_failures.saturating_sub(earlier.abort_failures),
+            lun_resets: self.lun_resets.saturating_sub(earlier.lun_resets),
+            target_resets: self.target_resets.saturating_sub(earlier.target_resets),
+            bus_resets: self.bus_resets.saturating_sub(earlier.bus_resets),
+            host_resets: self.host_resets.saturating_sub(earlier.host_resets),
+            sense_waits: self.sense_waits.saturating_sub(earlier.sense_waits),
+            sense_parked_ns: self.sense_parked_ns.saturating_sub(earlier.sense_parked_ns),
+            partial_takes: self.partial_takes.saturating_sub(earlier.partial_takes),
+            recovery_waits: self.recovery_waits.saturating_sub(earlier.recovery_waits),
+            bogus_completions: self
+                .bogus_completions
+                .saturating_sub(earlier.bogus_completions),
+        }
+    }
+}

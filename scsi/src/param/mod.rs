@@ -1,7 +1,7 @@
 //! `key=value` parameter words: the one number syntax ([`number`]) and the key table every
 //! parameter struct is parsed through.
 //!
-//! Each parameter struct ([`crate::workload::WorkloadParams`], [`crate::target::ScsiDebugParams`],
+//! Each parameter struct (`workloads::io::WorkloadParams`, [`crate::target::ScsiDebugParams`],
 //! the kernel's command line) owns one table of [`Key`]s: a name, its aliases and a setter.
 //! The parser, the "known keys" list of an error message and the docs check are all read off
 //! that table, so a key is spelled exactly once in code.

@@ -150,6 +150,19 @@ pub struct SenseStats {
 }
 
 impl SenseStats {
+    /// Sum of two allocators' counters and holdings.
+    pub fn plus(&self, other: &SenseStats) -> SenseStats {
+        SenseStats {
+            slab_allocs: self.slab_allocs + other.slab_allocs,
+            reserve_hits: self.reserve_hits + other.reserve_hits,
+            waits: self.waits + other.waits,
+            reserve_held: self.reserve_held + other.reserve_held,
+            in_use: self.in_use + other.in_use,
+        }
+    }
+}
+
+impl SenseStats {
     /// Bytes held in reserve (buffers × [`SCSI_SENSE_BUFFERSIZE`]).
     pub fn reserve_bytes(&self) -> usize {
         self.reserve_held * SCSI_SENSE_BUFFERSIZE

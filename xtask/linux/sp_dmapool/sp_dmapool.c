@@ -2,7 +2,7 @@
 /*
  * sp_dmapool: the mpt3sas chain-pool pattern on a stock kernel's dmapool, for
  * `cargo xtask bench linux`. The same loops as sensepool's dmapool bench
- * (pools::bench::fill_drain): create a pool of `size`-byte blocks aligned to
+ * (workloads::dmapool_bench::fill_drain): create a pool of `size`-byte blocks aligned to
  * `align`, allocate `n` blocks, free them in allocation order, destroy; each
  * loop timed with ktime_get_ns. One line per repetition:
  *

@@ -82,7 +82,7 @@ fn on_host(quick: bool) -> Result<ResultSet> {
         "run",
         "--release",
         "-p",
-        "pools",
+        "workloads",
         "--example",
         "bench_dmapool",
         "--",

@@ -94,7 +94,7 @@ fn on_host(quick: bool) -> Result<ResultSet> {
             "run",
             "--release",
             "-p",
-            "scsi",
+            "workloads",
             "--example",
             "fake_rw",
             "--",

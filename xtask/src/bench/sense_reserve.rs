@@ -104,7 +104,7 @@ pub fn run(options: &Options) -> Result<()> {
                 "run",
                 "--release",
                 "-p",
-                "scsi",
+                "workloads",
                 "--example",
                 "sense_reserve",
                 "--",

@@ -63,7 +63,7 @@ pub fn layer_of_frame(frame: &InlineFrame) -> Option<&'static str> {
         "completion"
     } else if in_file("scsi/src/midlayer/") {
         "midlayer submit"
-    } else if in_file("scsi/src/workload/") {
+    } else if in_file("workloads/src/io/") {
         "workload loop"
     } else if in_file("kernel/src/") {
         "kernel (clock, locks, markers)"
@@ -299,7 +299,7 @@ mod tests {
             layer("alloc", "/w/scsi/src/sense_alloc/mod.rs"),
             "sense alloc/free"
         );
-        assert_eq!(layer("run", "/w/scsi/src/workload/mod.rs"), "workload loop");
+        assert_eq!(layer("run", "/w/workloads/src/io/mod.rs"), "workload loop");
         let layout_in_parse = [
             frame("read_from_bytes", "/w/scsi/src/wire/cdb_layout.rs"),
             frame("parse", "/w/scsi/src/wire/cdb.rs"),
@@ -312,7 +312,7 @@ mod tests {
         let chain = [
             frame("next<u16>", "/rustc/abc/library/core/src/iter/range.rs"),
             frame("submit<H, A, C>", "/w/scsi/src/midlayer/mod.rs"),
-            frame("run<H, A, C>", "/w/scsi/src/workload/mod.rs"),
+            frame("run<H, A, C>", "/w/workloads/src/io/mod.rs"),
         ];
         assert_eq!(layer_of(&chain, None), "midlayer submit");
         assert_eq!(layer_of(&[], Some("talc::Talc::malloc")), "heap (talc)");

@@ -25,8 +25,8 @@ use scsi::midlayer::Midlayer;
 use scsi::sense_alloc::{Boxed, SlabSense};
 use scsi::target::ScsiDebug;
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
-use scsi::workload::fake_rw::{self as shared, QueueRun, since, total};
-use scsi::workload::{self, WorkloadError, WorkloadParams, WorkloadReport};
+use workloads::io::fake_rw::{self as shared, QueueRun, since, total};
+use workloads::io::{self as workload, WorkloadError, WorkloadParams, WorkloadReport};
 
 use crate::arch::exit::ExitCode;
 use crate::arch::insn_marker::{self, Counted};
@@ -150,7 +150,7 @@ pub fn print_summary(
 pub fn run(cmdline: &Cmdline) -> ExitCode {
     let params = &cmdline.io;
     if params.pressure.is_some()
-        || params.mem_budget_pages != scsi::workload::DEFAULT_MEM_BUDGET_PAGES
+        || params.mem_budget_pages != workloads::io::DEFAULT_MEM_BUDGET_PAGES
     {
         println!("fake-rw: FAILED: pressure= and mem_budget= apply to workload=sense-reserve");
         return ExitCode::Failure;

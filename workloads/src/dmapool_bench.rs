@@ -15,11 +15,11 @@ use alloc::vec::Vec;
 
 use lock_api::RawMutex;
 
-use crate::dmapool::{DmaPool, PoolAlgorithm, PoolConfig, RawBlock};
-use crate::error::PoolError;
-use crate::json::JsonObject;
+use pools::PoolError;
+use pools::dmapool::{DmaPool, PoolAlgorithm, PoolConfig, RawBlock};
+use pools::json::JsonObject;
 
-pub use crate::clock::Clock;
+pub use pools::clock::Clock;
 
 /// Block size of the mpt3sas chain pool.
 pub const CHAIN_SIZE: usize = 128;

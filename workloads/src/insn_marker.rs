@@ -12,10 +12,10 @@
 //! the plugin recognises by its bytes when it translates the block. Compilers pad with the same
 //! NOP only with displacement 0. Without the plugin (or under KVM) markers do nothing.
 
-use crate::json::JsonObject;
 use core::sync::atomic::{AtomicU32, Ordering};
+use pools::json::JsonObject;
 
-use crate::counting_lock::CountingMutex;
+use pools::counting_lock::CountingMutex;
 
 const BEGIN: u32 = 1;
 const END: u32 = 2;
@@ -67,7 +67,7 @@ pub fn end(slot: u8) {
 static PUBLISHED: AtomicU32 = AtomicU32::new(0);
 /// Keeps the counter and the marker in one order when two CPUs publish at once.
 static PUBLISH_LOCK: CountingMutex<()> = CountingMutex::const_new(
-    <crate::counting_lock::CountingSpinLock as lock_api::RawMutex>::INIT,
+    <pools::counting_lock::CountingSpinLock as lock_api::RawMutex>::INIT,
     (),
 );
 

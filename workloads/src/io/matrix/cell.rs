@@ -3,12 +3,12 @@
 
 use super::super::{Histogram, Stall, WorkloadReport};
 use super::PressureMode;
-use crate::sense_alloc::SenseMode;
 use alloc::string::{String, ToString};
 use core::fmt::Write;
 use pools::BudgetStats;
 use pools::budget::PAGE_BYTES;
 use pools::json::JsonObject;
+use scsi::sense_alloc::SenseMode;
 
 /// The header of [`Cell::table_row`].
 pub fn table_header() -> String {

@@ -1,10 +1,10 @@
 //! The sense-reserve matrix on the host: every sense mode (`slab`, `mempool:1/2/3/4/16`,
 //! `pertag`, `prealloc`, `backup`) under each scenario, side by side in one process, rounds
-//! rotated (`scsi::workload::run_matrix`, the code the guest runs too). Prints one table per
+//! rotated (`workloads::io::run_matrix`, the code the guest runs too). Prints one table per
 //! case and a `RESULT` line per cell.
 //!
 //! ```text
-//! cargo run --release -p scsi --example sense_reserve -- rounds=7 runtime=100ms
+//! cargo run --release -p workloads --example sense_reserve -- rounds=7 runtime=100ms
 //! ```
 
 #[expect(
@@ -14,11 +14,11 @@
 mod support;
 
 use pools::host::HostBacking;
-use scsi::workload::{
+use support::{StdClock, args};
+use workloads::io::{
     MATRIX_MODES, WorkloadParams, run_matrix, sense_reserve_cases, sense_reserve_defaults,
     table_header,
 };
-use support::{StdClock, args};
 
 fn main() {
     let mut rounds = None;

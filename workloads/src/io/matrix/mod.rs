@@ -20,16 +20,16 @@ pub use cell::{Cell, Verdict, table_header};
 
 use super::pressure::{CacheNeighbour, Neighbour, Pressure, PressureMode};
 use super::{JobParams, Limit, RwMode, WorkloadError, WorkloadParams, WorkloadReport, run_with};
-use crate::clock::Clock;
-use crate::midlayer::Midlayer;
-use crate::sense_alloc::{Reclaim, SenseMode, SlabSense};
-use crate::target::{OPT_RECOVERED_ERR, OPT_TIMEOUT, ScsiDebug};
-use crate::wire::SCSI_SENSE_BUFFERSIZE;
 use alloc::string::String;
 use alloc::vec::Vec;
 use cell::median_min_max;
 use pools::slab::SlabConfig;
 use pools::{Backing, BudgetBacking, Failslab, Magazine, PageBudget, SlabCache};
+use scsi::clock::Clock;
+use scsi::midlayer::Midlayer;
+use scsi::sense_alloc::{Reclaim, SenseMode, SlabSense};
+use scsi::target::{OPT_RECOVERED_ERR, OPT_TIMEOUT, ScsiDebug};
+use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 
 /// The modes of `bench sense-reserve`, in output order; `slab` is the baseline.
 pub const MATRIX_MODES: [SenseMode; 9] = [

@@ -4,12 +4,12 @@
 
 use super::WorkloadError;
 use super::pressure::{DEFAULT_MEM_BUDGET_PAGES, PressureMode, mem_budget_pages};
-use crate::param::number::{self, NumberError, count};
-use crate::param::{self, Key, ValueError, choice};
-use crate::sense_alloc::{SENSE_MAGAZINE_OBJECTS, SenseMode};
-use crate::target::ScsiDebugParams;
 use alloc::string::ToString;
 use alloc::vec::Vec;
+use scsi::param::number::{self, NumberError, count};
+use scsi::param::{self, Key, ValueError, choice};
+use scsi::sense_alloc::{SENSE_MAGAZINE_OBJECTS, SenseMode};
+use scsi::target::ScsiDebugParams;
 
 /// The I/O pattern (fio `rw=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +74,7 @@ impl Default for JobParams {
             rw: RwMode::RandRead,
             limit: Limit::RuntimeNs(1_000_000_000),
             seed: 1,
-            timeout_ns: crate::midlayer::DEFAULT_TIMEOUT_NS,
+            timeout_ns: scsi::midlayer::DEFAULT_TIMEOUT_NS,
             stall_ns: None,
         }
     }

@@ -6,16 +6,16 @@
 
 use super::super::pressure::{CacheNeighbour, Neighbour, Pressure, PressureMode};
 use super::super::{WorkloadParams, run_with};
-use crate::clock::ManualClock;
-use crate::midlayer::Midlayer;
-use crate::sense_alloc::{Reclaim, SenseMode, SenseStorage, SlabSense};
-use crate::target::ScsiDebug;
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use core::cell::RefCell;
 use pools::host::HostBacking;
 use pools::slab::SlabConfig;
 use pools::{BudgetBacking, ElementAllocator, Failslab, Magazine, PageBudget, SlabCache};
+use scsi::clock::ManualClock;
+use scsi::midlayer::Midlayer;
+use scsi::sense_alloc::{Reclaim, SenseMode, SenseStorage, SlabSense};
+use scsi::target::ScsiDebug;
 
 /// Counts the allocations each 4 KiB page served.
 struct PageCounter<A> {

@@ -2,7 +2,7 @@
 //! on the sense slab) gets its turns during a job.
 
 use super::Pressure;
-use crate::sense_alloc::Reclaim;
+use scsi::sense_alloc::Reclaim;
 
 /// What the stall watchdog saw: no command completed for `stall_ms` while commands were
 /// outstanding. The job then stops issuing, relieves any pressure and drains.

@@ -1,17 +1,17 @@
 //! fake_rw on the host: fio-style random I/O through the midlayer to scsi_debug with
-//! `fake_rw=1`, the same `scsi::workload` code the guest runs. Prints one `RESULT {json}` line
+//! `fake_rw=1`, the same `workloads::io` code the guest runs. Prints one `RESULT {json}` line
 //! per case.
 //!
 //! ```text
-//! cargo run --release -p scsi --example fake_rw                      # bs 512/4096 × iodepth 1/32
-//! cargo run --release -p scsi --example fake_rw -- bs=4k iodepth=32 runtime=2 sense=slab
+//! cargo run --release -p workloads --example fake_rw                      # bs 512/4096 × iodepth 1/32
+//! cargo run --release -p workloads --example fake_rw -- bs=4k iodepth=32 runtime=2 sense=slab
 //! ```
 //! Any workload or scsi_debug parameter may be given; `bs`/`iodepth` select a single case.
 
 mod support;
 
-use scsi::workload::{self, WorkloadParams};
 use support::{StdClock, args, sense_cache, sense_front};
+use workloads::io::{self as workload, WorkloadParams};
 
 fn main() {
     let words = args();

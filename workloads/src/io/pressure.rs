@@ -33,12 +33,12 @@
 //! previous pass's completions freed their buffers into the magazine and before the next
 //! submissions reuse them: the moment a shrinker running on another CPU takes the most.
 
-use crate::param::ValueError;
-use crate::param::number::count;
-use crate::sense_alloc::Reclaim;
 use alloc::string::{String, ToString};
 use pools::PageBudget;
 use pools::budget::PAGE_BYTES;
+use scsi::param::ValueError;
+use scsi::param::number::count;
+use scsi::sense_alloc::Reclaim;
 
 pub use super::neighbour::{CacheNeighbour, NEIGHBOUR_OBJECTS, Neighbour};
 

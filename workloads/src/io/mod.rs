@@ -32,18 +32,18 @@ pub use pressure::{
     Pressure, PressureMode, SHARED_MAX_HOLDERS, WRITEBACK_WRITES_PER_PAGE, mem_budget_pages,
 };
 
-use crate::clock::Clock;
-use crate::host::ScsiHost;
-use crate::midlayer::{Disk, Done, Midlayer, MidlayerStats, Request, ScsiError};
-use crate::sense_alloc::{ReserveFailed, SenseMode, SenseStats, SenseStorage};
-use crate::target::{ParamError, ScsiDebug};
-use crate::wait::{IoMode, IrqStats};
-use crate::wire::{BlockCount, Lba};
 use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
 use pools::ElementAllocator;
 use pools::json::JsonObject;
+use scsi::clock::Clock;
+use scsi::host::ScsiHost;
+use scsi::midlayer::{Disk, Done, Midlayer, MidlayerStats, Request, ScsiError};
+use scsi::sense_alloc::{ReserveFailed, SenseMode, SenseStats, SenseStorage};
+use scsi::target::{ParamError, ScsiDebug};
+use scsi::wait::{IoMode, IrqStats};
+use scsi::wire::{BlockCount, Lba};
 
 /// Why a workload could not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -62,7 +62,7 @@ pub enum WorkloadError {
         /// The value as written.
         value: String,
         /// What is wrong with it.
-        reason: crate::param::ValueError,
+        reason: scsi::param::ValueError,
     },
     /// A scsi_debug target parameter was rejected.
     #[error(transparent)]

@@ -18,13 +18,13 @@
 use super::super::pressure::{CacheNeighbour, Neighbour, Pressure, PressureMode};
 use super::super::{Hooks, JobParams, WorkloadError, WorkloadParams, run_with};
 use super::{Cell, budgets, caches, run_rounds, steady_after};
-use crate::clock::Clock;
-use crate::midlayer::{Disk, Done, Midlayer, Request};
-use crate::sense_alloc::{Reclaim, SenseMode, SenseStorage, SharedReserve, SlabSense};
-use crate::target::{OPT_TIMEOUT, ScsiDebug};
-use crate::wire::{BlockCount, Cdb, Lba};
 use alloc::vec::Vec;
 use pools::{Backing, ElementAllocator, Failslab, Magazine};
+use scsi::clock::Clock;
+use scsi::midlayer::{Disk, Done, Midlayer, Request};
+use scsi::sense_alloc::{Reclaim, SenseMode, SenseStorage, SharedReserve, SlabSense};
+use scsi::target::{OPT_TIMEOUT, ScsiDebug};
+use scsi::wire::{BlockCount, Cdb, Lba};
 
 /// Polls host A gets to hand back its commands after its device recovered (each poll idles
 /// once when nothing completed, so retry delays pass).
@@ -267,7 +267,7 @@ where
     for (m, cell) in cells.iter_mut().enumerate() {
         cell.held_by_other_host = held_by_a[m];
         cell.reserve_bytes = stacks[m].0.sense_stats().reserve_bytes()
-            + reserves[m].reserve_len() * crate::wire::SCSI_SENSE_BUFFERSIZE;
+            + reserves[m].reserve_len() * scsi::wire::SCSI_SENSE_BUFFERSIZE;
         neighbours[m].release_all();
         reserves[m].reclaim();
         cell.pinned_pages = caches[m].stats().slabs;

@@ -2,9 +2,9 @@
 //! stall verdicts and failed-command counts (never timings).
 
 use super::*;
-use crate::clock::ManualClock;
-use crate::sense_alloc::SenseMode;
 use pools::host::HostBacking;
+use scsi::clock::ManualClock;
+use scsi::sense_alloc::SenseMode;
 
 /// Rounds per matrix: every mode takes every position once.
 const ROUNDS: u32 = MATRIX_MODES.len() as u32;
@@ -289,7 +289,7 @@ struct SlotClock {
     slots: alloc::rc::Rc<core::cell::RefCell<alloc::collections::BTreeSet<u8>>>,
 }
 
-impl crate::clock::Clock for SlotClock {
+impl scsi::clock::Clock for SlotClock {
     fn now_ns(&self) -> u64 {
         self.inner.now_ns()
     }
@@ -330,7 +330,7 @@ struct TscLike {
     per_read_ns: u64,
 }
 
-impl crate::clock::Clock for TscLike {
+impl scsi::clock::Clock for TscLike {
     fn now_ns(&self) -> u64 {
         self.inner.advance(self.per_read_ns);
         self.inner.now_ns()

@@ -2,9 +2,9 @@
 //! rejected jobs.
 
 use super::*;
-use crate::clock::ManualClock;
-use crate::sense_alloc::HeapSense;
-use crate::target::ScsiDebugParams;
+use scsi::clock::ManualClock;
+use scsi::sense_alloc::HeapSense;
+use scsi::target::ScsiDebugParams;
 
 #[test]
 fn exact_counts_with_an_ios_limit() {
@@ -146,29 +146,29 @@ fn an_absurd_sense_reserve_is_an_error() {
 /// A completion wait that pretends to halt: one relax step of "halted" time per idle call.
 struct PretendHalt {
     clock: ManualClock,
-    stats: crate::wait::IrqStats,
+    stats: scsi::wait::IrqStats,
 }
 
-impl crate::wait::CompletionWait for PretendHalt {
-    fn io_mode(&self) -> crate::wait::IoMode {
-        crate::wait::IoMode::Irq
+impl scsi::wait::CompletionWait for PretendHalt {
+    fn io_mode(&self) -> scsi::wait::IoMode {
+        scsi::wait::IoMode::Irq
     }
-    fn completed(&mut self, _found: usize, _device: &mut dyn crate::host::CompletionInterrupt) {
+    fn completed(&mut self, _found: usize, _device: &mut dyn scsi::host::CompletionInterrupt) {
         self.stats.interrupts += 1;
     }
-    fn idle(&mut self, device: &mut dyn crate::host::CompletionInterrupt) -> crate::wait::Idle {
+    fn idle(&mut self, device: &mut dyn scsi::host::CompletionInterrupt) -> scsi::wait::Idle {
         // scsi_debug has no completion interrupt: the trait's default says so.
         assert_eq!(
             device.enable_completion_interrupt(),
-            crate::host::InterruptArm::Unsupported
+            scsi::host::InterruptArm::Unsupported
         );
         let before = self.clock.now_ns();
         self.clock.relax();
         self.stats.halts += 1;
         self.stats.halted_ns += self.clock.now_ns() - before;
-        crate::wait::Idle::Waited
+        scsi::wait::Idle::Waited
     }
-    fn stats(&self) -> crate::wait::IrqStats {
+    fn stats(&self) -> scsi::wait::IrqStats {
         self.stats
     }
 }
@@ -183,13 +183,13 @@ fn the_loop_waits_through_the_installed_policy_and_reports_it() {
     // Idle time before the run is not the run's.
     let mut wait = PretendHalt {
         clock: clock.clone(),
-        stats: crate::wait::IrqStats::default(),
+        stats: scsi::wait::IrqStats::default(),
     };
     wait.stats.halted_ns = 123_456;
     stack.set_completion_wait(alloc::boxed::Box::new(wait));
     let report = run(&mut stack, &disk, &params.job).unwrap();
     assert_eq!(report.ios, 200);
-    assert_eq!(report.io_mode, crate::wait::IoMode::Irq);
+    assert_eq!(report.io_mode, scsi::wait::IoMode::Irq);
     // Every empty poll went to the policy (scsi_debug has no interrupt: it said so).
     assert!(report.irq.halts > 0);
     assert_eq!(report.irq.halted_ns, report.irq.halts * 1000);
@@ -248,7 +248,7 @@ impl<A> Hooks<A> for Descheduled {
 /// watchdog fired before the retry was issued. A recovery is progress: the retry completes.
 #[test]
 fn a_recovery_after_a_gap_in_polling_is_progress_not_a_stall() {
-    use crate::target::OPT_TIMEOUT;
+    use scsi::target::OPT_TIMEOUT;
     const IOS: u64 = 600;
     for recovery_buffer in [true, false] {
         let params = WorkloadParams::parse(

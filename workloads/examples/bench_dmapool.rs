@@ -1,9 +1,9 @@
 //! Host benchmark of the dmapool algorithms on the mpt3sas chain-pool pattern.
 //!
-//! `cargo run --release -p pools --example bench_dmapool -- [--quick] [--n 1000,4000,...]
+//! `cargo run --release -p workloads --example bench_dmapool -- [--quick] [--n 1000,4000,...]
 //! [--reps N] [--pairs N] [--impl legacy,scalable,inblock,vec]`
 //!
-//! Runs `pools::bench` — the same code the guest kernel runs — over a pre-faulted arena so
+//! Runs `workloads::dmapool_bench` — the same code the guest kernel runs — over a pre-faulted arena so
 //! that page-allocation cost does not blur the comparison. Implementations alternate within
 //! each repetition, so every comparison comes from one run, and every implementation runs the
 //! same number of repetitions at every n. After all repetitions it prints
@@ -17,11 +17,12 @@
 
 use std::time::Instant;
 
-use pools::bench::{
-    self, CHAIN_ALIGN, CHAIN_COUNT, CHAIN_SIZE, Clock, FillDrain, Locking, MinOfReps, PairResult,
-};
 use pools::dmapool::{DefaultRawMutex, InBlock, Legacy, Scalable, SideStack};
 use pools::host::HostArena;
+use workloads::dmapool_bench::{
+    self as bench, CHAIN_ALIGN, CHAIN_COUNT, CHAIN_SIZE, Clock, FillDrain, Locking, MinOfReps,
+    PairResult,
+};
 
 struct HostClock(Instant);
 

@@ -6,10 +6,10 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use crate::target::{
+use crate::io::{Limit, WorkloadParams};
+use scsi::target::{
     OPT_MEDIUM_ERR, OPT_RECOVERED_ERR, OPT_TIMEOUT, OPT_UNIT_ATTENTION, TargetStats,
 };
-use crate::workload::{Limit, WorkloadParams};
 
 use super::{QueueRun, total};
 

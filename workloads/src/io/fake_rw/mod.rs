@@ -15,8 +15,8 @@ use pools::MagazineStats;
 use pools::counting_lock::LockStats;
 use pools::json::JsonObject;
 
-use crate::target::TargetStats;
-use crate::workload::WorkloadReport;
+use crate::io::WorkloadReport;
+use scsi::target::TargetStats;
 
 pub use check::check;
 
