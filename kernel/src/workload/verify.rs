@@ -331,14 +331,8 @@ pub fn run(cmdline: &Cmdline, io: bool) -> ExitCode {
             "sense_magazine",
             verify.sense_magazine.unwrap_or_default() as u64,
         )
-        .u64("irq_hosts", verify.irq_hosts)
-        .u64("irq_interrupts", verify.irq.interrupts)
-        .u64("irq_spurious", verify.irq.spurious)
-        .u64("irq_safety_recoveries", verify.irq.safety_recoveries)
-        .u64("irq_lost", verify.irq.lost)
-        .u64("irq_storms", verify.irq.storms)
-        .u64("irq_halts", verify.irq.halts)
-        .u64("halted_ns", verify.irq.halted_ns)
+        .u64("irq_hosts", verify.irq_hosts);
+    let line = workloads::io::irq_fields(line, &verify.irq)
         .str("verdict", if passed { "ok" } else { "failed" })
         .finish();
     println!("RESULT {line}");

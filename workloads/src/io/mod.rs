@@ -172,7 +172,7 @@ impl WorkloadReport {
     /// The report's members, for a line that adds fields of its own.
     pub fn json_object(&self, place: &str) -> JsonObject {
         let s = &self.sense;
-        JsonObject::new()
+        let object = JsonObject::new()
             .str("where", place)
             .str("rw", self.job.rw.name())
             .u64("numjobs", u64::from(self.job.numjobs))
@@ -203,15 +203,8 @@ impl WorkloadReport {
             .u64("sense_in_use_bytes", s.in_use_bytes() as u64)
             .u64("retries", self.midlayer.retries)
             .u64("timeouts", self.midlayer.timeouts)
-            .str("io_mode", self.io_mode.name())
-            .u64("irq_interrupts", self.irq.interrupts)
-            .u64("irq_spurious", self.irq.spurious)
-            .u64("irq_safety_recoveries", self.irq.safety_recoveries)
-            .u64("irq_lost", self.irq.lost)
-            .u64("irq_storms", self.irq.storms)
-            .u64("irq_halts", self.irq.halts)
-            .u64("halted_ns", self.irq.halted_ns)
-            .f64("busy_pct", self.busy_pct(), 1)
+            .str("io_mode", self.io_mode.name());
+        irq_fields(object, &self.irq).f64("busy_pct", self.busy_pct(), 1)
     }
 }
 
@@ -263,6 +256,19 @@ where
 /// busy poll or a halt that the irq wait policy's safety timer ends within 10 ms. The stall
 /// watchdog does not count such a gap.
 const UNOBSERVED_GAP_NS: u64 = 100_000_000;
+
+/// `object` with the interrupt path's counters under the RESULT keys every workload uses
+/// (`irq_interrupts` … `halted_ns`).
+pub fn irq_fields(object: JsonObject, irq: &IrqStats) -> JsonObject {
+    object
+        .u64("irq_interrupts", irq.interrupts)
+        .u64("irq_spurious", irq.spurious)
+        .u64("irq_safety_recoveries", irq.safety_recoveries)
+        .u64("irq_lost", irq.lost)
+        .u64("irq_storms", irq.storms)
+        .u64("irq_halts", irq.halts)
+        .u64("halted_ns", irq.halted_ns)
+}
 
 /// Runs `job` against `disk` on an attached midlayer.
 pub fn run<H, A, C>(
