@@ -2,7 +2,6 @@
 
 use alloc::vec::Vec;
 
-use crate::arch::boot::boot_tsc_value;
 use crate::arch::exit::ExitCode;
 use crate::arch::pvh::StartInfo;
 use crate::arch::{apic, gdt, idt, paging, serial, time};
@@ -15,6 +14,7 @@ use crate::platform::topology::report as topology_report;
 use crate::platform::{acpi, pci, smp};
 use crate::{tests, workload};
 use pools::json::JsonObject;
+use pvh::boot_tsc_value;
 
 const MIB: u64 = 1 << 20;
 

@@ -60,10 +60,8 @@ fn main() {
     std::process::exit(2);
 }
 
-/// Entered from the boot stub in 64-bit mode with the PVH start-info address.
+/// Entered from the boot stub (`arch::boot`) in 64-bit mode with the PVH start-info address.
 #[cfg(target_os = "none")]
-#[expect(unsafe_code, reason = "the boot stub calls this symbol by name")]
-#[unsafe(no_mangle)]
 extern "C" fn kernel_main(start_info: u32) -> ! {
     let verdict = boot::boot(u64::from(start_info));
     arch::exit::exit_qemu(verdict)

@@ -161,7 +161,7 @@ pub fn boot(start_info: u64) -> Result<Infallible, LoaderError> {
     }
     // SAFETY: everything read from the first MiB (start info, memory map, command line, module
     // list) has been copied into `info`, the device tree and the loader heap.
-    unsafe { crate::entry::unmap_first_mib() };
+    unsafe { pvh::unmap_first_mib() };
     println!(
         "hermit-loader: entering Hermit at {:#x} (bootargs \"{bootargs}\")",
         loaded.entry_point

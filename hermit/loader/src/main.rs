@@ -43,9 +43,8 @@ mod start_info;
 #[cfg(target_os = "none")]
 mod tsc;
 
-/// Entered from the boot stub in 64-bit mode with the PVH start-info address.
+/// Entered from the boot stub ([`entry`]) in 64-bit mode with the PVH start-info address.
 #[cfg(target_os = "none")]
-#[unsafe(no_mangle)]
 extern "C" fn loader_main(start_info: u32) -> ! {
     console::init();
     match boot::boot(u64::from(start_info)) {

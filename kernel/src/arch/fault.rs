@@ -123,7 +123,7 @@ fn page_fault_cause(error: u64) -> &'static str {
 
 /// Is `[addr, addr + 16)` inside a stack this kernel runs on?
 fn on_a_stack(addr: u64) -> bool {
-    let (bottom, top) = super::boot::boot_stack_bounds();
+    let (bottom, top) = pvh::boot_stack_bounds();
     let (ist_bottom, ist_top) = super::gdt::double_fault_stack_bounds();
     addr % 8 == 0
         && ((bottom..top.saturating_sub(16)).contains(&addr)
@@ -162,7 +162,7 @@ fn stack_trace(out: &mut impl Write, frame: &TrapFrame) {
 
 /// Linux-style `?` entries: words on the stack that look like kernel text addresses.
 fn scan_stack(out: &mut impl Write, rsp: u64, in_text: impl Fn(u64) -> bool) {
-    let (bottom, top) = super::boot::boot_stack_bounds();
+    let (bottom, top) = pvh::boot_stack_bounds();
     if !(bottom..top).contains(&rsp) {
         return;
     }

@@ -1,6 +1,7 @@
 //! Page tables: the boot identity map, extended on demand.
 //!
-//! The boot stub maps the first 4 GiB with 2 MiB write-back pages. Everything here keeps the
+//! The boot stub (`pvh::entry!`) maps the first 2 MiB with 4 KiB pages and the rest of the first
+//! 4 GiB with 2 MiB pages, all write-back. Everything here keeps the
 //! identity (virt == phys), so a physical address is usable as a pointer once it is mapped, and
 //! DMA addresses equal CPU addresses. [`map_mmio`] maps device registers (PCI BARs), also above
 //! 4 GiB where SeaBIOS may place 64-bit BARs, as uncached (PCD|PWT), no-execute pages: whole
@@ -153,7 +154,7 @@ pub fn map_mmio(phys: u64, len_bytes: u64) -> Result<*mut u8, PagingError> {
 /// Unmaps the boot stack's guard page so an overflow faults (and is reported via the double
 /// fault's IST stack) instead of silently overwriting the page directories below it.
 pub fn init() -> Result<(), PagingError> {
-    let guard = super::boot::boot_stack_guard_page();
+    let guard = pvh::boot_stack_guard_page();
     let _lock = LOCK.lock();
     // SAFETY: the guard page is reserved padding that nothing uses.
     unsafe { set_4k(guard, 0)? };

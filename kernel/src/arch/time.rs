@@ -50,5 +50,5 @@ pub fn cycles_to_ns(cycles: u64) -> u64 {
 /// Nanoseconds since the first instruction of the boot stub. Monotonic; 0 before calibration.
 #[inline]
 pub fn now_ns() -> u64 {
-    cycles_to_ns(rdtsc().saturating_sub(super::boot::boot_tsc_value()))
+    cycles_to_ns(rdtsc().saturating_sub(pvh::boot_tsc_value()))
 }

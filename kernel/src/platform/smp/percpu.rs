@@ -113,7 +113,7 @@ pub(super) fn init(topology: &Topology) -> &'static [PerCpu] {
             .store(core::ptr::from_ref(cpu) as u64, Ordering::Release);
     }
     let bsp = &cpus[0];
-    let (bottom, top) = crate::arch::boot::boot_stack_bounds();
+    let (bottom, top) = pvh::boot_stack_bounds();
     // SAFETY: the boot CPU is the one running; no AP has started.
     unsafe { bsp.set_stacks((bottom, top), crate::arch::gdt::double_fault_stack_bounds()) };
     install_gs(bsp);
