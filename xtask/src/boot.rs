@@ -62,6 +62,17 @@ impl fmt::Display for Verdict {
 }
 
 impl Verdict {
+    /// The exit status `cargo xtask run` ends with for this verdict: 0 pass, 1 the guest failed,
+    /// 3 it crashed (reset, QEMU error, signal), 124 it timed out (as `timeout(1)` does).
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            Verdict::Pass => 0,
+            Verdict::Fail => 1,
+            Verdict::Crash(_) => 3,
+            Verdict::Timeout(_) => 124,
+        }
+    }
+
     pub(crate) fn from_status(status: ExitStatus) -> Self {
         use std::os::unix::process::ExitStatusExt;
         match (status.code(), status.signal()) {

@@ -60,6 +60,23 @@ pub fn write(line: &str) {
     }
 }
 
+/// Names the open log, if any, once the command is done: the whole console is there.
+pub fn announce() {
+    let Some(path) = path() else {
+        return;
+    };
+    let root = workspace::root();
+    eprintln!(
+        "xtask: the whole console, with the RESULT lines, is in {}{}",
+        path.strip_prefix(&root).unwrap_or(&path).display(),
+        if verbose() {
+            ""
+        } else {
+            " (--verbose shows it live)"
+        }
+    );
+}
+
 /// Whether a console line is for xtask rather than for a person.
 pub fn is_machine_line(line: &str) -> bool {
     matches!(

@@ -9,10 +9,14 @@
 //!   [`child_guard`] (QEMU never outlives xtask); [`hermit`] builds the Hermit guest
 //!   (`--os hermit`).
 //! - The suites on it: [`lint`], [`host_tests`], [`fuzz`] (the cargo-fuzz targets of `fuzz/`),
-//!   [`guest_tests`] (the table in `tests/guest.toml`), [`nbd_tests`] with [`nbd_client`], [`soak`], and the scenario
-//!   benchmarks in [`bench`].
+//!   [`guest_tests`] (the table in `tests/guest.toml`), [`nbd_tests`] with [`nbd_client`],
+//!   [`soak`], and the scenario benchmarks in [`bench`]; [`suite`] runs them all for
+//!   `cargo xtask test`, and [`run`] is one boot for `cargo xtask run`.
 //!
-//! [`error::Error`] is the one error type; the command line maps it to an exit status.
+//! Each command's options are a `clap::Args` type beside the code that takes them
+//! ([`run::Options`], [`suite::Options`], [`bench::command::Command`], [`soak::Options`], …), so
+//! `main.rs` only parses, dispatches, and maps the outcome to an exit status.
+//! [`error::Error`] is the one error type.
 
 #![deny(unsafe_code)]
 
@@ -55,7 +59,9 @@ pub mod process;
 pub mod profile;
 pub mod qemu;
 pub mod report;
+pub mod run;
 pub mod setup;
 pub mod soak;
+pub mod suite;
 pub mod symbols;
 pub mod workspace;

@@ -7,6 +7,7 @@
 //! turns those files into the results pages under `docs/results/`. Absolute times on a shared machine are noise, so each
 //! benchmark runs its sides in one process and reports their ratio as well.
 
+pub mod command;
 pub mod device;
 pub mod dmapool;
 pub mod fake_rw;

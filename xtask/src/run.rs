@@ -1,0 +1,104 @@
+//! `cargo xtask run`: build a kernel (ours, Hermit's, or both in turn), boot it once in a QEMU
+//! profile with the console shown live, resolve a fault's call trace, and judge the verdict.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::accel::AccelRequest;
+use crate::boot::Echo;
+use crate::error::{Error, Result};
+use crate::guest::{Guest, Os, OsChoice, Overrides};
+use crate::{hermit, profile, symbols};
+
+/// Options of `cargo xtask run`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Options {
+    /// Which kernel to boot: ours, hermit (Hermit 0.11 through hermit/loader), or both in turn.
+    #[arg(long, value_enum, default_value_t = OsChoice::Ours)]
+    pub os: OsChoice,
+    /// Accelerator: auto picks KVM only when it is hardware-backed.
+    #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
+    pub accel: AccelRequest,
+    /// Number of vCPUs (default: the profile's).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=255))]
+    pub smp: Option<u32>,
+    /// Guest memory in MiB (default: the profile's).
+    #[arg(long = "mem", value_name = "MB", value_parser = clap::value_parser!(u32).range(16..))]
+    pub memory_mb: Option<u32>,
+    /// QEMU machine profile: a file qemu/NAME.toml.
+    #[arg(long, default_value = "default")]
+    pub profile: String,
+    /// Kill QEMU after this many seconds (default: the profile's).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// Boot this kernel ELF instead of building one.
+    #[arg(long, value_name = "ELF")]
+    pub kernel: Option<PathBuf>,
+    /// Kernel command line words (replace the profile's default_kernel_args).
+    #[arg(last = true, value_name = "KERNEL_ARGS")]
+    pub kernel_args: Vec<String>,
+}
+
+/// Boots each kernel `options.os` names; returns the worst verdict's exit status
+/// ([`crate::boot::Verdict::exit_status`]).
+pub fn run(options: &Options) -> Result<u8> {
+    // A misspelt profile fails before anything is built.
+    let profile = profile::load(&options.profile)?;
+    if options.kernel.is_some() && options.os != OsChoice::Ours {
+        return Err(Error::Hermit {
+            step: "run".into(),
+            reason:
+                "--kernel replaces our kernel's ELF; it cannot be combined with --os hermit|both"
+                    .into(),
+        });
+    }
+    let mut worst = 0;
+    for &os in options.os.list() {
+        let guest = Guest::prepare_os(os, options.accel, options.kernel.clone())?;
+        worst = worst.max(boot_once(options, &profile, &guest)?);
+    }
+    Ok(worst)
+}
+
+/// Boots `guest` once and tells what happened; returns the verdict's exit status.
+fn boot_once(options: &Options, profile: &profile::Profile, guest: &Guest) -> Result<u8> {
+    let overrides = Overrides {
+        smp: options.smp,
+        memory_mb: options.memory_mb,
+        timeout: options.timeout.map(Duration::from_secs),
+        kernel_args: (!options.kernel_args.is_empty()).then(|| options.kernel_args.join(" ")),
+        ..Overrides::default()
+    };
+    println!("profile: {} ({})", profile.name, profile.description);
+    if guest.os == Os::Hermit {
+        println!(
+            "os: hermit (Hermit {} booted by hermit-loader)",
+            hermit::KERNEL_VERSION
+        );
+    }
+    let outcome = guest.boot(profile, &overrides, Echo::Live)?;
+    if let Some(trace) = symbols::symbolize(&guest.kernel, &outcome.console) {
+        eprintln!("xtask: call trace, resolved with addr2line:");
+        for line in trace {
+            eprintln!("{line}");
+        }
+    }
+    for image in &outcome.images {
+        eprintln!("xtask: disk {} is {}", image.disk, image.path.display());
+    }
+    let first_workload_ms = outcome
+        .report
+        .boot
+        .as_ref()
+        .and_then(|boot| boot.get("tsc_ms_to_first_workload")?.as_f64());
+    if let Some(ms) = first_workload_ms {
+        eprintln!("xtask: guest reached its first workload after {ms:.3} ms (guest TSC)");
+    }
+    eprintln!(
+        "xtask: {} guest {}; QEMU wall time {:.3} s",
+        guest.os,
+        outcome.verdict,
+        outcome.wall.as_secs_f64()
+    );
+    Ok(outcome.verdict.exit_status())
+}
