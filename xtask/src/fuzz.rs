@@ -153,17 +153,8 @@ fn run_target(target: &str, seconds: u32, echo: bool) -> Result<Outcome> {
         .arg(&seeds)
         .args(["--", &format!("-max_total_time={seconds}")])
         .args(["-print_final_stats=1", "-rss_limit_mb=2048"]);
-    let described = process::describe(&command);
-    eprintln!("+ {described}");
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| Error::Spawn {
-            command: described.clone(),
-            source,
-        })?;
+    let (mut child, described) =
+        process::spawn(command.stdout(Stdio::null()).stderr(Stdio::piped()))?;
     let mut outcome = Outcome::default();
     let stderr = child.stderr.take().expect("stderr is piped");
     for line in BufReader::new(stderr).lines().map_while(|line| line.ok()) {

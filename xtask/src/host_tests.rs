@@ -27,16 +27,7 @@ pub fn run() -> Result<Tally> {
     let mut command = process::cargo();
     command.args(["test", "--workspace", "--no-fail-fast"]);
     command.current_dir(workspace::root());
-    let described = process::describe(&command);
-    eprintln!("+ {described}");
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|source| Error::Spawn {
-            command: described.clone(),
-            source,
-        })?;
+    let (mut child, described) = process::spawn(command.stdout(Stdio::piped()))?;
     let mut tally = Tally::default();
     let stdout = child.stdout.take().expect("stdout is piped");
     let mut reader = BufReader::new(stdout);

@@ -3,7 +3,7 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use crate::error::{Error, Result};
 
@@ -40,6 +40,21 @@ pub fn run(command: &mut Command) -> Result<()> {
             status,
         })
     }
+}
+
+/// Echoes and starts `command` (stdin closed; the caller sets up stdout and stderr) and returns
+/// the child with the command as a user would type it, for the caller's messages.
+pub fn spawn(command: &mut Command) -> Result<(Child, String)> {
+    let described = describe(command);
+    eprintln!("+ {described}");
+    let child = command
+        .stdin(Stdio::null())
+        .spawn()
+        .map_err(|source| Error::Spawn {
+            command: described.clone(),
+            source,
+        })?;
+    Ok((child, described))
 }
 
 /// Runs `command` quietly and returns its stdout, failing unless it exits 0.

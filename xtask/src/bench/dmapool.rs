@@ -21,7 +21,7 @@ use crate::accel::AccelRequest;
 use crate::error::{Error, Result};
 use crate::guest::{Guest, Overrides};
 use crate::insns::{self, CountOptions};
-use crate::{process, profile, workspace};
+use crate::{profile, workspace};
 
 /// The chain frame size mpt3sas allocates.
 pub const SIZE_BYTES: u64 = 128;
@@ -77,20 +77,10 @@ pub fn run(options: &Options) -> Result<()> {
 }
 
 fn on_host(quick: bool) -> Result<ResultSet> {
-    let mut command = process::cargo();
-    command.args([
-        "run",
-        "--release",
-        "-p",
-        "workloads",
-        "--example",
-        "bench_dmapool",
-        "--",
-    ]);
+    let mut command = super::workloads_example("bench_dmapool");
     if quick {
         command.arg("--quick");
     }
-    command.current_dir(workspace::root());
     let records = super::run_host_program(&mut command)?;
     let mut set = ResultSet::new("dmapool", "dmapool", "host", None);
     set.extend(records);
@@ -132,62 +122,20 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
 }
 
 pub const COLUMNS: [Column<'static>; 14] = [
-    Column {
-        header: "bench",
-        key: "bench",
-    },
-    Column {
-        header: "impl",
-        key: "impl",
-    },
-    Column {
-        header: "n",
-        key: "n",
-    },
-    Column {
-        header: "size",
-        key: "size",
-    },
-    Column {
-        header: "align",
-        key: "align",
-    },
-    Column {
-        header: "alloc ns/op",
-        key: "alloc_ns_per_op",
-    },
-    Column {
-        header: "free ns/op",
-        key: "free_ns_per_op",
-    },
-    Column {
-        header: "insns/op",
-        key: "insns_per_op",
-    },
-    Column {
-        header: "alloc median",
-        key: "alloc_ns_per_op_median",
-    },
-    Column {
-        header: "free median",
-        key: "free_ns_per_op_median",
-    },
-    Column {
-        header: "reps",
-        key: "reps",
-    },
-    Column {
-        header: "pages",
-        key: "pages",
-    },
-    Column {
-        header: "alloc ms",
-        key: "alloc_total_ms",
-    },
-    Column {
-        header: "free ms",
-        key: "free_total_ms",
-    },
+    Column::new("bench", "bench"),
+    Column::new("impl", "impl"),
+    Column::new("n", "n"),
+    Column::new("size", "size"),
+    Column::new("align", "align"),
+    Column::new("alloc ns/op", "alloc_ns_per_op"),
+    Column::new("free ns/op", "free_ns_per_op"),
+    Column::new("insns/op", "insns_per_op"),
+    Column::new("alloc median", "alloc_ns_per_op_median"),
+    Column::new("free median", "free_ns_per_op_median"),
+    Column::new("reps", "reps"),
+    Column::new("pages", "pages"),
+    Column::new("alloc ms", "alloc_total_ms"),
+    Column::new("free ms", "free_total_ms"),
 ];
 
 /// Prints the table and the legacy/scalable ratios, writes the JSON, draws the plot.

@@ -24,13 +24,13 @@ use serde_json::Value;
 
 use super::plot::{self, BarChart};
 use super::progress::Progress;
-use super::{Column, Record, ResultSet, fio, number};
+use super::{Column, Record, ResultSet, columns, fio, number};
 use crate::accel::AccelRequest;
 use crate::error::{Error, Result};
 use crate::guest::{Guest, OsChoice, Overrides};
 use crate::insns::{self, CountOptions, breakdown};
 use crate::proc_stat::{ProcStat, ticks_to_seconds};
-use crate::{process, profile, workspace};
+use crate::{profile, workspace};
 
 /// Where the workload runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -89,20 +89,10 @@ pub fn run(options: &Options) -> Result<()> {
 fn on_host(quick: bool) -> Result<ResultSet> {
     let mut set = ResultSet::new("fake-rw", "fake-rw-host", "host", None);
     for (bs, iodepth) in CASES {
-        let mut command = process::cargo();
-        command.args([
-            "run",
-            "--release",
-            "-p",
-            "workloads",
-            "--example",
-            "fake_rw",
-            "--",
-        ]);
+        let mut command = super::workloads_example("fake_rw");
         command.arg(format!("runtime={}", runtime(quick)));
         command.arg(format!("bs={bs}"));
         command.arg(format!("iodepth={iodepth}"));
-        command.current_dir(workspace::root());
         let records = super::run_host_program(&mut command)?;
         set.extend(records.into_iter().map(|record| tagged(record, 1)));
     }
@@ -204,82 +194,25 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
 }
 
 pub const COLUMNS: [Column<'static>; 19] = [
-    Column {
-        header: "smp",
-        key: "smp",
-    },
-    Column {
-        header: "numjobs",
-        key: "numjobs",
-    },
-    Column {
-        header: "bs",
-        key: "bs",
-    },
-    Column {
-        header: "iodepth",
-        key: "iodepth",
-    },
-    Column {
-        header: "sense",
-        key: "sense_mode",
-    },
-    Column {
-        header: "IOPS",
-        key: "iops",
-    },
-    Column {
-        header: "insns/IO",
-        key: "insns_per_op",
-    },
-    Column {
-        header: "mean ns",
-        key: "lat_mean_ns",
-    },
-    Column {
-        header: "p50 ns",
-        key: "lat_p50_ns",
-    },
-    Column {
-        header: "p99 ns",
-        key: "lat_p99_ns",
-    },
-    Column {
-        header: "p99.99 ns",
-        key: "lat_p9999_ns",
-    },
-    Column {
-        header: "max ns",
-        key: "lat_max_ns",
-    },
-    Column {
-        header: "I/Os",
-        key: "ios",
-    },
-    Column {
-        header: "slab allocs",
-        key: "sense_slab_allocs",
-    },
-    Column {
-        header: "reserve hits",
-        key: "sense_reserve_hits",
-    },
-    Column {
-        header: "magazine",
-        key: "sense_magazine",
-    },
-    Column {
-        header: "magazine hits",
-        key: "magazine_hits",
-    },
-    Column {
-        header: "host CPUs",
-        key: "qemu_host_cpus",
-    },
-    Column {
-        header: "lock contended",
-        key: "slab_lock_contended",
-    },
+    Column::new("smp", "smp"),
+    Column::new("numjobs", "numjobs"),
+    columns::BS,
+    columns::IODEPTH,
+    columns::SENSE_MODE,
+    columns::IOPS,
+    columns::INSNS_PER_IO,
+    columns::LAT_MEAN_NS,
+    columns::LAT_P50_NS,
+    columns::LAT_P99_NS,
+    columns::LAT_P9999_NS,
+    columns::LAT_MAX_NS,
+    columns::IOS,
+    Column::new("slab allocs", "sense_slab_allocs"),
+    Column::new("reserve hits", "sense_reserve_hits"),
+    Column::new("magazine", "sense_magazine"),
+    Column::new("magazine hits", "magazine_hits"),
+    Column::new("host CPUs", "qemu_host_cpus"),
+    Column::new("lock contended", "slab_lock_contended"),
 ];
 
 /// `numjobs=2 / numjobs=1` at smp 2: (median of per-repetition ratios, ratio of the bests).

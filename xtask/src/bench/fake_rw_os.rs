@@ -19,52 +19,22 @@ use serde_json::Value;
 use super::fake_rw::{CASES, Options, runtime};
 use super::plot::{self, BarChart};
 use super::progress::Progress;
-use super::{Column, ResultSet, number};
+use super::{Column, ResultSet, columns, number};
 use crate::error::{Error, Result};
 use crate::guest::{Guest, Os, Overrides};
 use crate::{insns, profile, workspace};
 
 const COLUMNS: [Column<'static>; 10] = [
-    Column {
-        header: "os",
-        key: "os",
-    },
-    Column {
-        header: "rep",
-        key: "rep",
-    },
-    Column {
-        header: "bs",
-        key: "bs",
-    },
-    Column {
-        header: "iodepth",
-        key: "iodepth",
-    },
-    Column {
-        header: "IOPS",
-        key: "iops",
-    },
-    Column {
-        header: "insns/IO",
-        key: "insns_per_op",
-    },
-    Column {
-        header: "mean ns",
-        key: "lat_mean_ns",
-    },
-    Column {
-        header: "p50 ns",
-        key: "lat_p50_ns",
-    },
-    Column {
-        header: "p99 ns",
-        key: "lat_p99_ns",
-    },
-    Column {
-        header: "I/Os",
-        key: "ios",
-    },
+    Column::new("os", "os"),
+    columns::REP,
+    columns::BS,
+    columns::IODEPTH,
+    columns::IOPS,
+    columns::INSNS_PER_IO,
+    columns::LAT_MEAN_NS,
+    columns::LAT_P50_NS,
+    columns::LAT_P99_NS,
+    columns::IOS,
 ];
 
 /// Boots every case on every kernel of `options.os`, `--reps` times, and reports.

@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use super::{Record, number};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The version string: who wrote the file and whose layout it follows.
 pub const VERSION: &str = "sensepool xtask (fio-3 JSON layout)";
@@ -84,14 +84,7 @@ pub fn document(runs: &[Run<'_>]) -> Value {
 
 /// Writes `<dir>/<stem>.fio.json` and returns its path.
 pub fn write(dir: &Path, stem: &str, document: &Value) -> Result<PathBuf> {
-    let path = dir.join(format!("{stem}.fio.json"));
-    let mut text = serde_json::to_string_pretty(document).unwrap_or_default();
-    text.push('\n');
-    std::fs::write(&path, text).map_err(|source| Error::Write {
-        path: path.clone(),
-        source,
-    })?;
-    Ok(path)
+    super::write_document(dir, &format!("{stem}.fio"), document)
 }
 
 /// One fio job, or `None` for a run that did not measure (a failed cell, no `elapsed_ns`).

@@ -7,6 +7,7 @@
 //! turns those files into the results pages under `docs/results/`. Absolute times on a shared machine are noise, so each
 //! benchmark runs its sides in one process and reports their ratio as well.
 
+pub mod columns;
 pub mod command;
 pub mod device;
 pub mod dmapool;
@@ -154,6 +155,13 @@ pub struct Column<'a> {
     pub key: &'a str,
 }
 
+impl<'a> Column<'a> {
+    /// A column headed `header` that shows each record's `key` field.
+    pub const fn new(header: &'a str, key: &'a str) -> Self {
+        Column { header, key }
+    }
+}
+
 /// Prints one table per `bench` value (in order of first appearance). A bench listed in `known`
 /// uses its columns; any other gets a column per field, so a new kind of result is never hidden.
 pub fn print_tables(records: &[Record], known: &[(&str, &[Column<'_>])]) {
@@ -265,18 +273,26 @@ pub fn host_info() -> Value {
     })
 }
 
+/// `cargo run --release -p workloads --example NAME --` from the workspace root: a host
+/// benchmark program, the same workload code the guest runs; the caller appends its arguments.
+pub fn workloads_example(name: &str) -> Command {
+    let mut command = process::cargo();
+    command.args([
+        "run",
+        "--release",
+        "-p",
+        "workloads",
+        "--example",
+        name,
+        "--",
+    ]);
+    command.current_dir(crate::workspace::root());
+    command
+}
+
 /// Runs a host benchmark program, echoing its output, and returns its `RESULT` objects.
 pub fn run_host_program(command: &mut Command) -> Result<Vec<Record>> {
-    let described = process::describe(command);
-    eprintln!("+ {described}");
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|source| Error::Spawn {
-            command: described.clone(),
-            source,
-        })?;
+    let (mut child, described) = process::spawn(command.stdout(Stdio::piped()))?;
     let stdout = child.stdout.take().expect("stdout is piped");
     let mut reader = BufReader::new(stdout);
     let mut buffer = Vec::new();

@@ -18,7 +18,7 @@ use serde_json::Value;
 use workloads::Rng;
 
 use super::plot::{self, BarChart};
-use super::{Column, Record, ResultSet, fio, number};
+use super::{Column, Record, ResultSet, columns, fio, number};
 use crate::accel::AccelRequest;
 use crate::error::{Error, Result};
 use crate::guest::{Guest, Overrides};
@@ -173,38 +173,14 @@ fn latency_fields(latencies_ns: &mut [u64]) -> Record {
 
 /// The table's columns (console and results page).
 pub const COLUMNS: [Column<'static>; 8] = [
-    Column {
-        header: "case",
-        key: "case",
-    },
-    Column {
-        header: "IOPS",
-        key: "iops",
-    },
-    Column {
-        header: "MiB/s",
-        key: "mib_per_s",
-    },
-    Column {
-        header: "mean lat us",
-        key: "lat_mean_us",
-    },
-    Column {
-        header: "p50 ns",
-        key: "lat_p50_ns",
-    },
-    Column {
-        header: "p99 ns",
-        key: "lat_p99_ns",
-    },
-    Column {
-        header: "p99.99 ns",
-        key: "lat_p9999_ns",
-    },
-    Column {
-        header: "max ns",
-        key: "lat_max_ns",
-    },
+    columns::CASE,
+    columns::IOPS,
+    Column::new("MiB/s", "mib_per_s"),
+    Column::new("mean lat us", "lat_mean_us"),
+    columns::LAT_P50_NS,
+    columns::LAT_P99_NS,
+    columns::LAT_P9999_NS,
+    columns::LAT_MAX_NS,
 ];
 
 /// Boots the server, runs every case, stops the guest, prints and writes the results.

@@ -22,12 +22,12 @@ use std::time::Duration;
 
 use super::fake_rw::Place;
 use super::plot::{self, LineChart, Series};
-use super::{Column, Record, ResultSet, number};
+use super::{Column, Record, ResultSet, columns, number};
 use crate::accel::AccelRequest;
 use crate::error::Result;
 use crate::guest::{Guest, Overrides};
 use crate::insns::{self, CountOptions};
-use crate::{process, profile, workspace};
+use crate::{profile, workspace};
 
 /// Options of `cargo xtask bench sense-reserve`.
 #[derive(Clone, Debug, clap::Args)]
@@ -99,18 +99,8 @@ pub fn run(options: &Options) -> Result<()> {
             set
         }
         Place::Host => {
-            let mut command = process::cargo();
-            command.args([
-                "run",
-                "--release",
-                "-p",
-                "workloads",
-                "--example",
-                "sense_reserve",
-                "--",
-            ]);
+            let mut command = super::workloads_example("sense_reserve");
             command.args(job(options.quick).split(' '));
-            command.current_dir(workspace::root());
             let records = super::run_host_program(&mut command)?;
             let mut set = ResultSet::new("sense-reserve", "sense-reserve-host", "host", None);
             set.extend(records);
@@ -120,39 +110,33 @@ pub fn run(options: &Options) -> Result<()> {
     report(set)
 }
 
-macro_rules! columns {
-    ($($header:literal => $key:literal),* $(,)?) => {
-        [$(Column { header: $header, key: $key }),*]
-    };
-}
-
-pub const COLUMNS: [Column<'static>; 26] = columns![
-    "scenario" => "scenario",
-    "sense" => "sense_mode",
-    "verdict" => "verdict",
-    "stall ns" => "stall_at_ns",
-    "IOPS (median)" => "iops",
-    "min" => "iops_min",
-    "max" => "iops_max",
-    "ratio vs slab" => "ratio_vs_slab",
-    "min" => "ratio_min",
-    "max" => "ratio_max",
-    "p50 ns" => "lat_p50_ns",
-    "p99 ns" => "lat_p99_ns",
-    "p99.9 ns" => "lat_p999_ns",
-    "reserve B" => "reserve_bytes",
-    "pages" => "pinned_pages",
-    "hits" => "reserve_hits",
-    "waits" => "waits",
-    "partial" => "partial_takes",
-    "parked ns" => "parked_ns",
-    "failed" => "failed",
-    "A held" => "held_by_host_a",
-    "timeouts" => "timeouts",
-    "EH waits" => "recovery_waits",
-    "insns/IO" => "insns_per_op",
-    "insns ratio" => "insns_ratio",
-    "TLB refills/IO" => "tlb_fills_per_op",
+pub const COLUMNS: [Column<'static>; 26] = [
+    Column::new("scenario", "scenario"),
+    columns::SENSE_MODE,
+    Column::new("verdict", "verdict"),
+    Column::new("stall ns", "stall_at_ns"),
+    Column::new("IOPS (median)", "iops"),
+    Column::new("min", "iops_min"),
+    Column::new("max", "iops_max"),
+    Column::new("ratio vs slab", "ratio_vs_slab"),
+    Column::new("min", "ratio_min"),
+    Column::new("max", "ratio_max"),
+    columns::LAT_P50_NS,
+    columns::LAT_P99_NS,
+    Column::new("p99.9 ns", "lat_p999_ns"),
+    Column::new("reserve B", "reserve_bytes"),
+    Column::new("pages", "pinned_pages"),
+    Column::new("hits", "reserve_hits"),
+    Column::new("waits", "waits"),
+    Column::new("partial", "partial_takes"),
+    Column::new("parked ns", "parked_ns"),
+    Column::new("failed", "failed"),
+    Column::new("A held", "held_by_host_a"),
+    Column::new("timeouts", "timeouts"),
+    Column::new("EH waits", "recovery_waits"),
+    columns::INSNS_PER_IO,
+    Column::new("insns ratio", "insns_ratio"),
+    Column::new("TLB refills/IO", "tlb_fills_per_op"),
 ];
 
 fn field<'a>(record: &'a Record, key: &str) -> &'a str {

@@ -3,7 +3,7 @@
 //! The columns are the benches' own console columns, so a page and a terminal show the same
 //! table. A JSON file this table does not know still gets a page, with a column per field.
 
-use crate::bench::{self, Column};
+use crate::bench::{self, Column, columns};
 
 /// One table of a page: the document's array under `key`, optionally only the records whose
 /// `bench` field is `record_bench`.
@@ -149,32 +149,11 @@ pub fn layout(stem: &str) -> Layout {
 
 /// `bench linux`'s side-by-side rows as written to its JSON.
 const SIDE_BY_SIDE: [Column<'static>; 7] = [
-    Column {
-        header: "case",
-        key: "case",
-    },
-    Column {
-        header: "unit",
-        key: "unit",
-    },
-    Column {
-        header: "sensepool",
-        key: "sensepool",
-    },
-    Column {
-        header: "Linux 6.1",
-        key: "linux_6_1",
-    },
-    Column {
-        header: "Linux 6.12",
-        key: "linux_6_12",
-    },
-    Column {
-        header: "sensepool vs 6.1",
-        key: "sensepool_vs_6_1",
-    },
-    Column {
-        header: "sensepool vs 6.12",
-        key: "sensepool_vs_6_12",
-    },
+    columns::CASE,
+    Column::new("unit", "unit"),
+    Column::new("sensepool", "sensepool"),
+    Column::new("Linux 6.1", "linux_6_1"),
+    Column::new("Linux 6.12", "linux_6_12"),
+    Column::new("sensepool vs 6.1", "sensepool_vs_6_1"),
+    Column::new("sensepool vs 6.12", "sensepool_vs_6_12"),
 ];

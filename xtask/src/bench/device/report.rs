@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::super::plot::{self, Bar, GroupedBars, Panel};
-use super::super::{Column, Record, ResultSet, fio, number};
+use super::super::{Column, Record, ResultSet, columns, fio, number};
 use super::Device;
 use super::matrix::{self, Cell, IoMode, Spread};
 use crate::error::{Error, Result};
@@ -85,68 +85,23 @@ fn summary(records: &[Record], cell: &Cell) -> Record {
 /// The per-cell summary table's columns (console and results page).
 pub fn columns() -> Vec<Column<'static>> {
     let mut columns = vec![
-        Column {
-            header: "device",
-            key: "device",
-        },
-        Column {
-            header: "io_mode",
-            key: "io_mode",
-        },
-        Column {
-            header: "qd",
-            key: "iodepth",
-        },
-        Column {
-            header: "jobs",
-            key: "numjobs",
-        },
-        Column {
-            header: "IOPS",
-            key: "iops",
-        },
-        Column {
-            header: "IOPS min-max",
-            key: "iops_spread",
-        },
+        Column::new("device", "device"),
+        Column::new("io_mode", "io_mode"),
+        Column::new("qd", "iodepth"),
+        Column::new("jobs", "numjobs"),
+        columns::IOPS,
+        Column::new("IOPS min-max", "iops_spread"),
     ];
     columns.extend([
-        Column {
-            header: "p50 us",
-            key: "lat_p50_us",
-        },
-        Column {
-            header: "p90 us",
-            key: "lat_p90_us",
-        },
-        Column {
-            header: "p99 us",
-            key: "lat_p99_us",
-        },
-        Column {
-            header: "p99.9 us",
-            key: "lat_p999_us",
-        },
-        Column {
-            header: "p99.99 us",
-            key: "lat_p9999_us",
-        },
-        Column {
-            header: "max us",
-            key: "lat_max_us",
-        },
-        Column {
-            header: "guest busy %",
-            key: "busy_pct",
-        },
-        Column {
-            header: "QEMU host CPUs",
-            key: "qemu_host_cpus",
-        },
-        Column {
-            header: "runs",
-            key: "runs",
-        },
+        Column::new("p50 us", "lat_p50_us"),
+        Column::new("p90 us", "lat_p90_us"),
+        Column::new("p99 us", "lat_p99_us"),
+        Column::new("p99.9 us", "lat_p999_us"),
+        Column::new("p99.99 us", "lat_p9999_us"),
+        Column::new("max us", "lat_max_us"),
+        Column::new("guest busy %", "busy_pct"),
+        Column::new("QEMU host CPUs", "qemu_host_cpus"),
+        Column::new("runs", "runs"),
     ]);
     columns
 }

@@ -10,7 +10,7 @@
 use serde_json::{Value, json};
 
 use super::super::plot::{self, BarChart};
-use super::super::{Column, Record, ResultSet, number, print_tables};
+use super::super::{Column, Record, ResultSet, columns, number, print_tables};
 use crate::error::{Error, Result};
 use crate::workspace;
 
@@ -252,50 +252,17 @@ pub fn print_rows(rows: &[Row]) {
 }
 
 pub const RAW_COLUMNS: [Column<'static>; 11] = [
-    Column {
-        header: "rep",
-        key: "rep",
-    },
-    Column {
-        header: "side",
-        key: "release",
-    },
-    Column {
-        header: "case",
-        key: "case",
-    },
-    Column {
-        header: "ioengine",
-        key: "ioengine",
-    },
-    Column {
-        header: "impl",
-        key: "impl",
-    },
-    Column {
-        header: "IOPS",
-        key: "iops",
-    },
-    Column {
-        header: "mean ns",
-        key: "lat_mean_ns",
-    },
-    Column {
-        header: "alloc ms",
-        key: "alloc_ms",
-    },
-    Column {
-        header: "free ms",
-        key: "free_ms",
-    },
-    Column {
-        header: "insns/IO",
-        key: "insns_per_io",
-    },
-    Column {
-        header: "load",
-        key: "host_load",
-    },
+    columns::REP,
+    Column::new("side", "release"),
+    columns::CASE,
+    Column::new("ioengine", "ioengine"),
+    Column::new("impl", "impl"),
+    columns::IOPS,
+    columns::LAT_MEAN_NS,
+    Column::new("alloc ms", "alloc_ms"),
+    Column::new("free ms", "free_ms"),
+    Column::new("insns/IO", "insns_per_io"),
+    Column::new("load", "host_load"),
 ];
 
 /// Prints both tables, writes the JSON (every row plus the side-by-side rows) and the plot.

@@ -7,62 +7,58 @@ use crate::bench::plot::{self, Bar, GroupedBars, Panel};
 use crate::bench::{Column, Record, ResultSet, number};
 use crate::error::Result;
 
-const fn col(header: &'static str, key: &'static str) -> Column<'static> {
-    Column { header, key }
-}
-
 /// The load-independent table first: one CPU at a time, so every figure is a count.
 pub const SOLO_COLUMNS: [Column<'static>; 9] = [
-    col("profile", "profile"),
-    col("size", "size"),
-    col("mode", "mode"),
-    col("metadata", "metadata"),
-    col("ops", "ops"),
-    col("cross-node frees", "cross_node_frees"),
-    col("contended", "contended"),
-    col("insns/op (solo)", "insns_per_op"),
-    col("insns vs shared", "insns_ratio"),
+    Column::new("profile", "profile"),
+    Column::new("size", "size"),
+    Column::new("mode", "mode"),
+    Column::new("metadata", "metadata"),
+    Column::new("ops", "ops"),
+    Column::new("cross-node frees", "cross_node_frees"),
+    Column::new("contended", "contended"),
+    Column::new("insns/op (solo)", "insns_per_op"),
+    Column::new("insns vs shared", "insns_ratio"),
 ];
 
 /// Every CPU at once, per mode: medians and range over the rotated rounds.
 pub const MODE_COLUMNS: [Column<'static>; 13] = [
-    col("profile", "profile"),
-    col("size", "size"),
-    col("mode", "mode"),
-    col("QEMU host CPUs", "qemu_host_cpus"),
-    col("contended/op", "contended_per_op"),
-    col("insns/op", "insns_per_op"),
-    col("ops/s median", "ops_per_sec_median"),
-    col("min", "ops_per_sec_min"),
-    col("max", "ops_per_sec"),
-    col("lock acq", "acquisitions"),
-    col("contended", "contended"),
-    col("wait cyc/acq", "wait_cycles_per_acq"),
-    col("lock wait share", "lock_wait_share"),
+    Column::new("profile", "profile"),
+    Column::new("size", "size"),
+    Column::new("mode", "mode"),
+    Column::new("QEMU host CPUs", "qemu_host_cpus"),
+    Column::new("contended/op", "contended_per_op"),
+    Column::new("insns/op", "insns_per_op"),
+    Column::new("ops/s median", "ops_per_sec_median"),
+    Column::new("min", "ops_per_sec_min"),
+    Column::new("max", "ops_per_sec"),
+    Column::new("lock acq", "acquisitions"),
+    Column::new("contended", "contended"),
+    Column::new("wait cyc/acq", "wait_cycles_per_acq"),
+    Column::new("lock wait share", "lock_wait_share"),
 ];
 
 /// Each pool's counting lock over the whole storm.
 pub const POOL_COLUMNS: [Column<'static>; 7] = [
-    col("profile", "profile"),
-    col("size", "size"),
-    col("mode", "mode"),
-    col("pool", "pool"),
-    col("lock acq", "acquisitions"),
-    col("contended", "contended"),
-    col("wait cycles", "wait_cycles"),
+    Column::new("profile", "profile"),
+    Column::new("size", "size"),
+    Column::new("mode", "mode"),
+    Column::new("pool", "pool"),
+    Column::new("lock acq", "acquisitions"),
+    Column::new("contended", "contended"),
+    Column::new("wait cycles", "wait_cycles"),
 ];
 
 /// Per-node against shared, per boot (profile and block size).
 pub const RATIO_COLUMNS: [Column<'static>; 9] = [
-    col("profile", "profile"),
-    col("size", "size"),
-    col("per-node/shared ops/s", "throughput_ratio"),
-    col("contended/op shared", "contended_per_op_shared"),
-    col("per-node", "contended_per_op_per_node"),
-    col("share removed", "contended_share_reduction"),
-    col("wait share shared", "lock_wait_share_shared"),
-    col("per-node", "lock_wait_share_per_node"),
-    col("local/heap ops/s", "local_throughput_ratio"),
+    Column::new("profile", "profile"),
+    Column::new("size", "size"),
+    Column::new("per-node/shared ops/s", "throughput_ratio"),
+    Column::new("contended/op shared", "contended_per_op_shared"),
+    Column::new("per-node", "contended_per_op_per_node"),
+    Column::new("share removed", "contended_share_reduction"),
+    Column::new("wait share shared", "lock_wait_share_shared"),
+    Column::new("per-node", "lock_wait_share_per_node"),
+    Column::new("local/heap ops/s", "local_throughput_ratio"),
 ];
 
 /// The order the tables are printed in.
