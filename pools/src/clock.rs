@@ -1,8 +1,10 @@
-//! Time for the benchmarks here and, through `scsi::clock`, for the SCSI midlayer, the
-//! scsi_debug target and the workload: one monotonic nanosecond clock behind a trait, so the same
-//! code runs on the host (`std::time::Instant` in tests and examples), in the guest (the TSC)
-//! and in deterministic tests ([`ManualClock`]). It lives in `pools`, the lowest crate that
-//! needs a clock (`bench`).
+//! Time for the stack: one monotonic nanosecond clock behind a trait, which `scsi::clock`
+//! re-exports for the SCSI midlayer and the scsi_debug target, so the same code runs on the
+//! host (`std::time::Instant` in tests and examples), in the guest (the TSC) and in
+//! deterministic tests ([`ManualClock`]). It lives in `pools`, the lowest crate of the stack.
+//! The trait holds time and what waiting needs ([`Clock::relax`]) and nothing else: marking a
+//! benchmark's timed windows for instruction counting is the lab's business
+//! (`workloads::window::CountedWindows`), not the stack's.
 
 use alloc::rc::Rc;
 use alloc::sync::Arc;
@@ -34,18 +36,6 @@ pub trait Clock {
     fn relax(&self) {
         core::hint::spin_loop();
     }
-
-    /// A timed window opens: the workload's measured loop starts now. `slot` names the case
-    /// (the `scsi` workload passes its sense mode's `SenseMode::slot`).
-    /// The guest kernel puts an instruction-count marker here; other clocks do nothing.
-    fn window_begin(&self, slot: u8) {
-        let _ = slot;
-    }
-
-    /// The timed window opened by [`window_begin`](Self::window_begin) closes.
-    fn window_end(&self, slot: u8) {
-        let _ = slot;
-    }
 }
 
 impl<C: Clock + ?Sized> Clock for &C {
@@ -63,12 +53,6 @@ impl<C: Clock + ?Sized> Clock for &C {
     fn relax(&self) {
         (**self).relax()
     }
-    fn window_begin(&self, slot: u8) {
-        (**self).window_begin(slot)
-    }
-    fn window_end(&self, slot: u8) {
-        (**self).window_end(slot)
-    }
 }
 
 impl<C: Clock + ?Sized> Clock for Rc<C> {
@@ -85,12 +69,6 @@ impl<C: Clock + ?Sized> Clock for Rc<C> {
     }
     fn relax(&self) {
         (**self).relax()
-    }
-    fn window_begin(&self, slot: u8) {
-        (**self).window_begin(slot)
-    }
-    fn window_end(&self, slot: u8) {
-        (**self).window_end(slot)
     }
 }
 

@@ -21,6 +21,8 @@ use pools::json::JsonObject;
 
 pub use pools::clock::Clock;
 
+use crate::window::CountedWindows;
+
 /// Block size of the mpt3sas chain pool.
 pub const CHAIN_SIZE: usize = 128;
 /// Alignment of the mpt3sas chain pool.
@@ -67,7 +69,7 @@ pub enum Locking {
 /// Creates a pool, allocates `n` blocks, frees them in allocation order, destroys the pool.
 /// `slots` is reused between runs to keep its allocation out of the timing.
 pub fn fill_drain<A: PoolAlgorithm, R: RawMutex>(
-    clock: &impl Clock,
+    clock: &(impl Clock + CountedWindows),
     backing: A::Backing,
     n: usize,
     size: usize,
@@ -79,7 +81,7 @@ pub fn fill_drain<A: PoolAlgorithm, R: RawMutex>(
 
 /// [`fill_drain`] with a choice of [`Locking`].
 pub fn fill_drain_with<A: PoolAlgorithm, R: RawMutex>(
-    clock: &impl Clock,
+    clock: &(impl Clock + CountedWindows),
     backing: A::Backing,
     n: usize,
     size: usize,
@@ -92,10 +94,10 @@ pub fn fill_drain_with<A: PoolAlgorithm, R: RawMutex>(
 }
 
 /// [`fill_drain_with`] on a pool made from `config` (e.g. one placed on a node). Its alloc and
-/// free loops are timed windows on `window` ([`Clock::window_begin`]; the guest gives each
+/// free loops are timed windows on `window` ([`CountedWindows::window_begin`]; the guest gives each
 /// implementation its own instruction-count slot).
 pub fn fill_drain_config<A: PoolAlgorithm, R: RawMutex>(
-    clock: &impl Clock,
+    clock: &(impl Clock + CountedWindows),
     backing: A::Backing,
     config: PoolConfig,
     n: usize,

@@ -27,5 +27,6 @@ pub mod insn_marker;
 pub mod io;
 pub mod rng;
 pub mod tsc;
+pub mod window;
 
 pub use rng::Rng;

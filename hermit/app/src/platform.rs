@@ -82,6 +82,10 @@ impl scsi::clock::Clock for TscClock {
         let cycles = rdtsc().wrapping_sub(EPOCH_TSC.load(Ordering::Relaxed));
         ((u128::from(cycles) * u128::from(NS_PER_CYCLE_FP32.load(Ordering::Relaxed))) >> 32) as u64
     }
+}
+
+/// The workloads' timed windows: an instruction-count marker at each end.
+impl workloads::window::CountedWindows for TscClock {
     #[inline]
     fn window_begin(&self, slot: u8) {
         insn_marker::begin(slot);

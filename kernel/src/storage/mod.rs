@@ -98,6 +98,10 @@ impl scsi::clock::Clock for KernelClock {
     fn ticks_to_ns(&self, ticks: u64) -> u64 {
         time::cycles_to_ns(ticks)
     }
+}
+
+/// The workloads' timed windows: an instruction-count marker at each end.
+impl workloads::window::CountedWindows for KernelClock {
     #[inline]
     fn window_begin(&self, slot: u8) {
         insn_marker::begin(slot);

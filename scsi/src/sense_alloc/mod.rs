@@ -62,8 +62,8 @@ pub enum SenseMode {
 impl SenseMode {
     /// A small number per mode, distinct for the modes of `bench sense-reserve` (slab 0,
     /// mempool:1/2/4/16 1–4, pertag 5, prealloc 6, any other mempool 7, mempool:3 8, backup
-    /// 9): which counter a timed
-    /// window of this mode feeds ([`Clock::window_begin`](crate::clock::Clock::window_begin)).
+    /// 9): which instruction-count slot a timed window of this mode feeds (the workloads'
+    /// `CountedWindows::window_begin`).
     pub fn slot(self) -> u8 {
         match self {
             SenseMode::Slab => 0,

@@ -6,6 +6,7 @@ use scsi::clock::Clock;
 use scsi::sense_alloc::{Boxed, SlabSense};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use std::time::Instant;
+use workloads::window::CountedWindows;
 
 /// Nanoseconds since the clock was made, from `Instant`.
 #[derive(Clone, Copy)]
@@ -22,6 +23,9 @@ impl Clock for StdClock {
         self.0.elapsed().as_nanos() as u64
     }
 }
+
+/// The host counts no instructions: windows are not marked.
+impl CountedWindows for StdClock {}
 
 /// The `scsi_sense_cache` slab: 96-byte objects from the pools slab cache.
 pub fn sense_cache() -> SlabCache<HostBacking> {

@@ -32,6 +32,7 @@ pub use pressure::{
     Pressure, PressureMode, SHARED_MAX_HOLDERS, WRITEBACK_WRITES_PER_PAGE, mem_budget_pages,
 };
 
+use crate::window::CountedWindows;
 use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
@@ -238,7 +239,7 @@ pub fn run_fake_rw<A, C>(
 where
     A: ElementAllocator,
     A::Element: SenseStorage,
-    C: Clock + Clone,
+    C: Clock + CountedWindows + Clone,
 {
     let target = ScsiDebug::try_new(params.target.clone(), clock.clone())?;
     let mut stack = Midlayer::new(target, slab, params.sense, clock)?;
@@ -280,7 +281,7 @@ where
     H: ScsiHost<A::Element>,
     A: ElementAllocator,
     A::Element: SenseStorage,
-    C: Clock,
+    C: Clock + CountedWindows,
 {
     run_with(stack, disk, job, &mut ())
 }
@@ -296,7 +297,7 @@ where
     H: ScsiHost<A::Element>,
     A: ElementAllocator,
     A::Element: SenseStorage,
-    C: Clock,
+    C: Clock + CountedWindows,
     P: Hooks<A>,
 {
     let template = stack.template();

@@ -20,6 +20,7 @@ pub use cell::{Cell, Verdict, table_header};
 
 use super::pressure::{CacheNeighbour, Neighbour, Pressure, PressureMode};
 use super::{JobParams, Limit, RwMode, WorkloadError, WorkloadParams, WorkloadReport, run_with};
+use crate::window::CountedWindows;
 use alloc::string::String;
 use alloc::vec::Vec;
 use cell::median_min_max;
@@ -214,7 +215,7 @@ pub fn run_matrix<B, C>(
 ) -> Result<Vec<Cell>, WorkloadError>
 where
     B: Backing + Copy,
-    C: Clock + Clone,
+    C: Clock + CountedWindows + Clone,
 {
     if let PressureMode::Shared { holders } = pressure {
         return shared::run_shared_matrix(params, holders, modes, backing, clock, rounds);

@@ -18,6 +18,7 @@
 use super::super::pressure::{CacheNeighbour, Neighbour, Pressure, PressureMode};
 use super::super::{Hooks, JobParams, WorkloadError, WorkloadParams, run_with};
 use super::{Cell, budgets, caches, run_rounds, steady_after};
+use crate::window::CountedWindows;
 use alloc::vec::Vec;
 use pools::{Backing, ElementAllocator, Failslab, Magazine};
 use scsi::clock::Clock;
@@ -186,7 +187,7 @@ pub(super) fn run_shared_matrix<B, C>(
 ) -> Result<Vec<Cell>, WorkloadError>
 where
     B: Backing + Copy,
-    C: Clock + Clone,
+    C: Clock + CountedWindows + Clone,
 {
     let pressure = PressureMode::Shared { holders };
     let can_queue = usize::from(params.target.host_can_queue());

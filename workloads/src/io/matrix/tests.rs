@@ -296,6 +296,9 @@ impl scsi::clock::Clock for SlotClock {
     fn relax(&self) {
         self.inner.relax();
     }
+}
+
+impl crate::window::CountedWindows for SlotClock {
     fn window_begin(&self, slot: u8) {
         self.slots.borrow_mut().insert(slot);
     }
@@ -339,6 +342,8 @@ impl scsi::clock::Clock for TscLike {
         self.inner.relax();
     }
 }
+
+impl crate::window::CountedWindows for TscLike {}
 
 fn tsc_matrix(words: &str, pressure: &str) -> Vec<Cell> {
     let params = WorkloadParams::parse(&alloc::format!(

@@ -1,0 +1,46 @@
+//! Counted windows: where a workload's measured loop starts and ends, for
+//! `cargo xtask bench … --count-insns`. The stack's [`Clock`](pools::clock::Clock) only keeps
+//! time (and says how to wait); marking windows is the lab's business, so it is a trait of its
+//! own here that the workloads ask of their clock, and the guest kernels (the sensepool kernel
+//! and the Hermit application) implement with their instruction-count markers
+//! ([`crate::insn_marker`]). Everything else takes the defaults, which do nothing.
+
+use alloc::rc::Rc;
+
+use pools::clock::ManualClock;
+
+/// Marks the timed windows of a workload.
+pub trait CountedWindows {
+    /// A timed window opens: the workload's measured loop starts now. `slot` names the case
+    /// (the fake-rw loop passes its sense mode's `SenseMode::slot`). The guest kernels put an
+    /// instruction-count marker here; the default does nothing.
+    fn window_begin(&self, slot: u8) {
+        let _ = slot;
+    }
+
+    /// The timed window opened by [`window_begin`](Self::window_begin) closes.
+    fn window_end(&self, slot: u8) {
+        let _ = slot;
+    }
+}
+
+impl<W: CountedWindows + ?Sized> CountedWindows for &W {
+    fn window_begin(&self, slot: u8) {
+        (**self).window_begin(slot)
+    }
+    fn window_end(&self, slot: u8) {
+        (**self).window_end(slot)
+    }
+}
+
+impl<W: CountedWindows + ?Sized> CountedWindows for Rc<W> {
+    fn window_begin(&self, slot: u8) {
+        (**self).window_begin(slot)
+    }
+    fn window_end(&self, slot: u8) {
+        (**self).window_end(slot)
+    }
+}
+
+/// Simulated time counts no instructions.
+impl CountedWindows for ManualClock {}
