@@ -30,6 +30,7 @@ pub mod boot;
 pub mod child_guard;
 pub mod console;
 pub mod console_log;
+pub mod disk_space;
 #[cfg(test)]
 mod docs_links;
 pub mod error;

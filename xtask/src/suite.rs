@@ -2,8 +2,9 @@
 //!
 //! Lint first (a failed step is one failure, and its name is repeated before the closing line),
 //! then the host tests and the fuzz smoke, then the guest tests of `tests/guest.toml` on our
-//! kernel, the NBD tests and a short soak on the same build, and the Hermit cases. Every part
-//! runs even when an earlier one failed, so one run shows every problem.
+//! kernel (after a check that target/ has room for them), the NBD tests and a short soak on the
+//! same build, and the Hermit cases. Every part runs even when an earlier one failed, so one run
+//! shows every problem.
 
 use std::path::PathBuf;
 
@@ -12,7 +13,7 @@ use crate::error::Result;
 use crate::guest::{Guest, Os};
 use crate::guest_tests::{self, GuestTest};
 use crate::host_tests::{self, Tally};
-use crate::{fuzz, lint, nbd_tests, soak};
+use crate::{disk_space, fuzz, lint, nbd_tests, soak, workspace};
 
 /// Options of `cargo xtask test`.
 #[derive(Clone, Debug, clap::Args)]
@@ -87,9 +88,16 @@ fn guest(options: &Options) -> Result<Tally> {
     let (hermit_tests, tests): (Vec<_>, Vec<_>) = guest_tests::load(&table)?
         .into_iter()
         .partition(|test| test.os == Os::Hermit);
+    let space = disk_space::require(&workspace::target_dir(), disk_space::GUEST_TESTS_NEED_BYTES);
     let mut tally = if tests.is_empty() {
         println!("guest tests: none listed in {}", table.display());
         Tally::default()
+    } else if let Err(error) = space {
+        println!("guest tests: not run: {error}");
+        Tally {
+            passed: 0,
+            failed: 1,
+        }
     } else {
         match Guest::prepare(options.accel, options.kernel.clone()) {
             Ok(guest) => on_our_kernel(options, &guest, &tests),
