@@ -35,7 +35,11 @@ pub trait BlockDevice {
 /// The NBD error for a failed SCSI command or block operation.
 pub fn errno_for(error: &ScsiError) -> Errno {
     match error {
-        ScsiError::CheckCondition { key, asc, .. } => match *key {
+        ScsiError::CheckCondition { key, asc, ascq, .. } => match *key {
+            // SPACE ALLOCATION FAILED WRITE PROTECT: the backing store is full (QEMU's answer
+            // to a host ENOSPC under werror=report). Linux fails such an I/O with ENOSPC too
+            // (scsi_check_sense: "thin provisioning hard threshold reached").
+            SenseKey::DataProtect if (*asc, *ascq) == (0x27, 0x07) => Errno::ENOSPC,
             SenseKey::DataProtect => Errno::EPERM,
             // LBA out of range (21h) or invalid field in CDB (24h): the request was wrong.
             SenseKey::IllegalRequest if matches!(asc, 0x21 | 0x24) => Errno::EINVAL,

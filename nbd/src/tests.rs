@@ -421,6 +421,15 @@ fn scsi_errors_map_to_the_errno_a_client_expects() {
     assert_eq!(errno_for(&check(SenseKey::MediumError, 0x11)), Errno::EIO);
     assert_eq!(errno_for(&check(SenseKey::HardwareError, 0x44)), Errno::EIO);
     assert_eq!(errno_for(&check(SenseKey::DataProtect, 0x27)), Errno::EPERM);
+    // SPACE ALLOCATION FAILED WRITE PROTECT: a thin or file-backed disk is full. QEMU answers a
+    // host ENOSPC with it (under werror=report), and Linux fails the I/O with ENOSPC.
+    let space_allocation_failed = ScsiError::CheckCondition {
+        key: SenseKey::DataProtect,
+        asc: 0x27,
+        ascq: 0x07,
+        information: None,
+    };
+    assert_eq!(errno_for(&space_allocation_failed), Errno::ENOSPC);
     assert_eq!(
         errno_for(&check(SenseKey::IllegalRequest, 0x21)),
         Errno::EINVAL

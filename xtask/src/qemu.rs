@@ -237,16 +237,24 @@ impl<'a> Machine<'a> {
                 // because isa-debug-exit ends QEMU without closing its block devices.
                 let file = path.to_string_lossy().replace(',', ",,");
                 let format = format.image_format().unwrap_or("raw");
+                // A host error on the image reaches the guest as a SCSI error (a full host
+                // file system as DATA PROTECT, SPACE ALLOCATION FAILED), which it reports to
+                // its client. QEMU's default, werror=enospc, would stop the whole guest on a
+                // full disk instead, and every client would wait for its timeout.
+                let errors = "werror=report,rerror=report";
                 let drive = match self.blkdebug.filter(|b| b.disk == disk.name) {
                     // The format driver on top of blkdebug, so blkdebug sees its read_aio and
                     // write_aio events (with blkdebug on top, the format driver emits them below
                     // it and blkdebug never sees them).
                     Some(blkdebug) => format!(
-                        "if=none,id={},driver={format},file.driver=blkdebug,file.config={},file.image.driver=file,file.image.filename={file}",
+                        "if=none,id={},driver={format},{errors},file.driver=blkdebug,file.config={},file.image.driver=file,file.image.filename={file}",
                         disk.name,
                         blkdebug.config.to_string_lossy().replace(',', ",,")
                     ),
-                    None => format!("if=none,id={},format={format},file={file}", disk.name),
+                    None => format!(
+                        "if=none,id={},format={format},{errors},file={file}",
+                        disk.name
+                    ),
                 };
                 command.args(["-drive", &drive]);
             }
@@ -311,7 +319,7 @@ mod tests {
         assert!(has_pair(
             &args(&with),
             "-drive",
-            "if=none,id=disk0,driver=raw,file.driver=blkdebug,file.config=/img/rules.conf,file.image.driver=file,file.image.filename=/img/p-disk0.raw"
+            "if=none,id=disk0,driver=raw,werror=report,rerror=report,file.driver=blkdebug,file.config=/img/rules.conf,file.image.driver=file,file.image.filename=/img/p-disk0.raw"
         ));
     }
 
@@ -436,7 +444,7 @@ mod tests {
         assert!(has_pair(
             &args,
             "-drive",
-            "if=none,id=disk0,format=raw,file=/img/p-disk0.raw"
+            "if=none,id=disk0,format=raw,werror=report,rerror=report,file=/img/p-disk0.raw"
         ));
         assert!(has_pair(
             &args,

@@ -156,6 +156,13 @@ impl Worker {
             self.shadow.set(index, count, done);
         } else {
             self.tally.note_error(injected);
+            if faults.only_full(&self.shadow, index, count) {
+                if error == nbd::Errno::ENOSPC.0 {
+                    self.tally.disk_full_errors += 1;
+                } else {
+                    self.tally.wrong_errno += 1;
+                }
+            }
             self.shadow.set(index, count, Block::Unknown);
         }
     }

@@ -11,13 +11,18 @@ use workloads::Rng;
 
 use super::model::{BLOCK, Shadow};
 use super::{BAD_SECTORS_EACH, nbd_addr};
+use crate::nbd_client::Errno;
 use crate::nbd_tests::hotplug::Qmp;
 
-/// The sectors blkdebug fails.
+/// The sectors blkdebug fails: with EIO for writes and for reads, and with ENOSPC for writes
+/// (a host file system that is full). QEMU reports an ENOSPC to the guest as DATA PROTECT,
+/// SPACE ALLOCATION FAILED WRITE PROTECT (27h/07h) only under `werror=report`; under its default
+/// (`werror=enospc`) it stops the guest instead, and every client times out.
 #[derive(Clone, Debug, Default)]
 pub struct Faults {
     write: Vec<u64>,
     read: Vec<u64>,
+    full: Vec<u64>,
 }
 
 impl Faults {
@@ -34,6 +39,9 @@ impl Faults {
                 faults.write.push(write_block * (BLOCK / 512) + 3);
                 faults.read.push(read_block * (BLOCK / 512) + 5);
             }
+            // One disk-full sector per region, before its first EIO sector.
+            let full_block = region.first_block + len / (2 * BAD_SECTORS_EACH + 1) / 2;
+            faults.full.push(full_block * (BLOCK / 512) + 1);
         }
         faults
     }
@@ -46,11 +54,20 @@ impl Faults {
 
     /// How many sectors fail.
     pub fn sectors(&self) -> u64 {
-        (self.write.len() + self.read.len()) as u64
+        (self.write.len() + self.read.len() + self.full.len()) as u64
     }
 
+    /// Whether a write of these blocks meets a failing sector (EIO or ENOSPC).
     pub fn touches_write(&self, shadow: &Shadow, index: u64, count: u64) -> bool {
         Self::touches(&self.write, shadow, index, count)
+            || Self::touches(&self.full, shadow, index, count)
+    }
+
+    /// Whether a write of these blocks meets only disk-full sectors, so ENOSPC is the one right
+    /// answer.
+    pub fn only_full(&self, shadow: &Shadow, index: u64, count: u64) -> bool {
+        Self::touches(&self.full, shadow, index, count)
+            && !Self::touches(&self.write, shadow, index, count)
     }
 
     pub fn touches_read(&self, shadow: &Shadow, index: u64, count: u64) -> bool {
@@ -59,15 +76,21 @@ impl Faults {
 
     /// blkdebug's rules file.
     pub fn config(&self) -> String {
-        let rule = |event: &str, sector: u64| {
-            format!("[inject-error]\nevent = \"{event}\"\nerrno = \"5\"\nsector = \"{sector}\"\n\n")
+        let rule = |event: &str, errno: Errno, sector: u64| {
+            format!(
+                "[inject-error]\nevent = \"{event}\"\nerrno = \"{}\"\nsector = \"{sector}\"\n\n",
+                errno.0
+            )
         };
         let mut text = String::new();
         for &sector in &self.write {
-            text += &rule("write_aio", sector);
+            text += &rule("write_aio", Errno::EIO, sector);
         }
         for &sector in &self.read {
-            text += &rule("read_aio", sector);
+            text += &rule("read_aio", Errno::EIO, sector);
+        }
+        for &sector in &self.full {
+            text += &rule("write_aio", Errno::ENOSPC, sector);
         }
         text
     }

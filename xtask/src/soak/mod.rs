@@ -1,8 +1,9 @@
 //! `cargo xtask soak [--minutes N]`: the NBD server on a bad day, checked against a model.
 //!
 //! **Phase 1, faults.** The `nbd` profile boots with its disk behind QEMU's `blkdebug` driver:
-//! a few sectors of each client's region fail every write (`write_aio`, EIO) and a few others
-//! fail every read (`read_aio`). `--clients` clients then run random reads, writes (a quarter
+//! a few sectors of each client's region fail every write (`write_aio`, EIO), a few others
+//! fail every read (`read_aio`), and one fails every write with ENOSPC, which must reach the
+//! client as ENOSPC. `--clients` clients then run random reads, writes (a quarter
 //! with FUA), flushes, trims and WRITE_ZEROES on their own regions ([`client`]), each against a
 //! shadow model ([`model`]); some hang up in the middle of a write. Beside them a thread opens
 //! garbage connections and another hot-plugs and unplugs a second disk over QMP. Every request
@@ -83,6 +84,9 @@ pub struct Tally {
     pub other_errors: u64,
     /// Requests that touched a failing sector and succeeded.
     pub missed_errors: u64,
+    /// Writes that met only a disk-full sector and were answered ENOSPC / something else.
+    pub disk_full_errors: u64,
+    pub wrong_errno: u64,
     pub mismatches: u64,
     /// Blocks read back and checked at the end / blocks the guest could not read.
     pub final_checked: u64,
@@ -110,6 +114,8 @@ impl Tally {
         self.injected_errors_seen += o.injected_errors_seen;
         self.other_errors += o.other_errors;
         self.missed_errors += o.missed_errors;
+        self.disk_full_errors += o.disk_full_errors;
+        self.wrong_errno += o.wrong_errno;
         self.mismatches += o.mismatches;
         self.final_checked += o.final_checked;
         self.final_unreadable += o.final_unreadable;
@@ -305,9 +311,10 @@ pub fn test(guest: &Guest) -> crate::host_tests::Tally {
             report.print();
             let t = &report.tally;
             let line = format!(
-                "{} ops, {} injected errors seen, {} missed, {} mismatches, {} connection errors, {} lost of {} image blocks, kill -9: {} lost of {}, ListenOverflows delta {}",
+                "{} ops, {} injected errors seen ({} ENOSPC on a full disk), {} missed, {} mismatches, {} connection errors, {} lost of {} image blocks, kill -9: {} lost of {}, ListenOverflows delta {}",
                 t.reads + t.writes + t.flushes + t.trims + t.write_zeroes,
                 t.injected_errors_seen,
+                t.disk_full_errors,
                 t.missed_errors,
                 t.mismatches,
                 t.connection_errors,

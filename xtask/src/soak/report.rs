@@ -64,6 +64,12 @@ impl Report {
         if t.missed_errors > 0 {
             wrong.push(format!("{} injected errors not reported", t.missed_errors));
         }
+        if t.wrong_errno > 0 {
+            wrong.push(format!(
+                "{} writes to a full disk not answered ENOSPC",
+                t.wrong_errno
+            ));
+        }
         if self.kill.lost > 0 {
             wrong.push(format!("{} flushed blocks lost by kill -9", self.kill.lost));
         }
@@ -117,6 +123,10 @@ impl Report {
             ),
             ("other errors seen by clients", t.other_errors.to_string()),
             ("injected errors missed", t.missed_errors.to_string()),
+            (
+                "disk-full writes answered ENOSPC (otherwise)",
+                format!("{} ({})", t.disk_full_errors, t.wrong_errno),
+            ),
             ("mismatches", t.mismatches.to_string()),
             (
                 "final read-back blocks (unreadable)",
@@ -183,6 +193,8 @@ impl Report {
             "injected_errors_seen": t.injected_errors_seen,
             "other_errors_seen": t.other_errors,
             "missed_errors": t.missed_errors,
+            "disk_full_errors": t.disk_full_errors,
+            "disk_full_wrong_errno": t.wrong_errno,
             "mismatches": t.mismatches,
             "final_checked_blocks": t.final_checked,
             "final_unreadable_blocks": t.final_unreadable,
