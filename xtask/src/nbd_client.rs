@@ -27,6 +27,18 @@ fn bad(what: String) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, what)
 }
 
+/// A socket timeout says which exchange the server left waiting; Linux reports it as EAGAIN
+/// ("Resource temporarily unavailable"), which names neither.
+fn named_timeout(error: std::io::Error, what: impl FnOnce() -> String) -> std::io::Error {
+    use std::io::ErrorKind::{TimedOut, WouldBlock};
+    if matches!(error.kind(), WouldBlock | TimedOut) {
+        let secs = IO_TIMEOUT.as_secs();
+        std::io::Error::new(TimedOut, format!("{} timed out after {secs} s", what()))
+    } else {
+        error
+    }
+}
+
 impl Client {
     /// Connects and reads the greeting; no flags sent yet.
     pub fn connect(addr: SocketAddr) -> IoResult<Client> {
@@ -65,12 +77,16 @@ impl Client {
     }
 
     pub fn send(&mut self, bytes: &[u8]) -> IoResult<()> {
-        self.stream.write_all(bytes)
+        self.stream
+            .write_all(bytes)
+            .map_err(|e| named_timeout(e, || format!("sending {} bytes", bytes.len())))
     }
 
     pub fn bytes(&mut self, len: usize) -> IoResult<Vec<u8>> {
         let mut buf = vec![0; len];
-        self.stream.read_exact(&mut buf)?;
+        self.stream
+            .read_exact(&mut buf)
+            .map_err(|e| named_timeout(e, || format!("waiting for {len} bytes from the server")))?;
         Ok(buf)
     }
 
@@ -163,4 +179,25 @@ pub fn request_bytes(kind: u16, handle: u64, offset: u64, len: u32, payload: &[u
         .to_vec();
     out.extend(payload);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_socket_timeout_names_what_waited() {
+        let eagain = std::io::Error::from_raw_os_error(11);
+        let named = named_timeout(eagain, || "waiting for 16 bytes from the server".into());
+        assert_eq!(named.kind(), std::io::ErrorKind::TimedOut);
+        assert_eq!(
+            named.to_string(),
+            "waiting for 16 bytes from the server timed out after 60 s"
+        );
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        assert_eq!(
+            named_timeout(reset, || unreachable!()).kind(),
+            std::io::ErrorKind::ConnectionReset
+        );
+    }
 }
