@@ -57,6 +57,29 @@ impl OsChoice {
     }
 }
 
+/// `--accel` and `--kernel`, the options of every command that boots our kernel.
+#[derive(Clone, Debug, clap::Args)]
+pub struct GuestOptions {
+    /// Accelerator for the guest.
+    #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
+    pub accel: AccelRequest,
+    /// Boot this kernel ELF instead of building one.
+    #[arg(long, value_name = "ELF")]
+    pub kernel: Option<PathBuf>,
+}
+
+impl GuestOptions {
+    /// Builds our kernel (unless `--kernel` names one) and picks the accelerator.
+    pub fn prepare(&self) -> Result<Guest> {
+        Guest::prepare(self.accel, self.kernel.clone())
+    }
+
+    /// [`Self::prepare`] for `os` (`--kernel` applies to ours only).
+    pub fn prepare_os(&self, os: Os) -> Result<Guest> {
+        Guest::prepare_os(os, self.accel, self.kernel.clone())
+    }
+}
+
 /// A built kernel and the accelerator to boot it with.
 #[derive(Clone, Debug)]
 pub struct Guest {

@@ -6,11 +6,8 @@
 //! same build, and the Hermit cases. Every part runs even when an earlier one failed, so one run
 //! shows every problem.
 
-use std::path::PathBuf;
-
-use crate::accel::AccelRequest;
 use crate::error::Result;
-use crate::guest::{Guest, Os};
+use crate::guest::{Guest, GuestOptions, Os};
 use crate::guest_tests::{self, GuestTest};
 use crate::host_tests::{self, Tally};
 use crate::{disk_space, fuzz, lint, nbd_tests, soak, workspace};
@@ -18,18 +15,14 @@ use crate::{disk_space, fuzz, lint, nbd_tests, soak, workspace};
 /// Options of `cargo xtask test`.
 #[derive(Clone, Debug, clap::Args)]
 pub struct Options {
-    /// Accelerator for the guest tests.
-    #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
-    pub accel: AccelRequest,
+    #[command(flatten)]
+    pub guest_options: GuestOptions,
     /// Run only the lint steps and the host tests.
     #[arg(long, conflicts_with = "guest")]
     pub host: bool,
     /// Run only the guest tests (no lint steps, no host tests).
     #[arg(long)]
     pub guest: bool,
-    /// Boot this kernel ELF instead of building one.
-    #[arg(long, value_name = "ELF")]
-    pub kernel: Option<PathBuf>,
     /// Run only guest tests whose name contains this.
     pub filter: Option<String>,
 }
@@ -99,7 +92,7 @@ fn guest(options: &Options) -> Result<Tally> {
             failed: 1,
         }
     } else {
-        match Guest::prepare(options.accel, options.kernel.clone()) {
+        match options.guest_options.prepare() {
             Ok(guest) => on_our_kernel(options, &guest, &tests),
             Err(error) => {
                 println!("guest tests: cannot prepare the guest: {error}");
@@ -154,7 +147,7 @@ fn on_hermit(options: &Options, tests: &[GuestTest]) -> Tally {
     if selected.is_empty() {
         return Tally::default();
     }
-    match Guest::prepare_hermit(options.accel) {
+    match Guest::prepare_hermit(options.guest_options.accel) {
         Ok(guest) => guest_tests::run(&guest, &selected, None),
         Err(error) => {
             println!("guest tests: cannot prepare the Hermit guest: {error}");

@@ -17,9 +17,8 @@ use std::time::Duration;
 
 use super::plot::{self, LineChart, Series};
 use super::{Column, Record, ResultSet, number};
-use crate::accel::AccelRequest;
 use crate::error::{Error, Result};
-use crate::guest::{Guest, Overrides};
+use crate::guest::{GuestOptions, Overrides};
 use crate::insns::{self, CountOptions};
 use crate::{profile, workspace};
 
@@ -39,12 +38,8 @@ pub struct Options {
     /// Run inside the guest under QEMU instead of on the host.
     #[arg(long)]
     pub guest: bool,
-    /// Accelerator for --guest.
-    #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
-    pub accel: AccelRequest,
-    /// Boot this kernel ELF instead of building one (--guest).
-    #[arg(long, value_name = "ELF")]
-    pub kernel: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub guest_options: GuestOptions,
     /// Per-boot timeout in seconds for --guest (legacy at n=373959 is O(n²)).
     #[arg(long, default_value_t = 1800)]
     pub timeout: u64,
@@ -88,7 +83,7 @@ fn on_host(quick: bool) -> Result<ResultSet> {
 }
 
 fn in_guest(options: &Options) -> Result<ResultSet> {
-    let guest = Guest::prepare(options.accel, options.kernel.clone())?;
+    let guest = options.guest_options.prepare()?;
     let profile = profile::load("default")?;
     let mut set = ResultSet::new(
         "dmapool",

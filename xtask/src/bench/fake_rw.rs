@@ -25,9 +25,8 @@ use serde_json::Value;
 use super::plot::{self, BarChart};
 use super::progress::Progress;
 use super::{Column, Record, ResultSet, columns, fio, number};
-use crate::accel::AccelRequest;
 use crate::error::{Error, Result};
-use crate::guest::{Guest, OsChoice, Overrides};
+use crate::guest::{GuestOptions, OsChoice, Overrides};
 use crate::insns::{self, CountOptions, breakdown};
 use crate::proc_stat::{ProcStat, ticks_to_seconds};
 use crate::{profile, workspace};
@@ -51,12 +50,8 @@ pub struct Options {
     /// Scaling repetitions (numjobs 1 and 2, alternating); default 3, 1 with --quick.
     #[arg(long)]
     pub reps: Option<u32>,
-    /// Accelerator for the guest.
-    #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
-    pub accel: AccelRequest,
-    /// Boot this kernel ELF instead of building one.
-    #[arg(long, value_name = "ELF")]
-    pub kernel: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub guest_options: GuestOptions,
     #[command(flatten)]
     pub count: CountOptions,
     /// With --count-insns: one more boot (bs 4096, iodepth 32, one job) whose executed blocks
@@ -118,7 +113,7 @@ fn children_cpu_seconds() -> f64 {
 }
 
 fn in_guest(options: &Options) -> Result<ResultSet> {
-    let guest = Guest::prepare(options.accel, options.kernel.clone())?;
+    let guest = options.guest_options.prepare()?;
     let profile = profile::load("default")?;
     let mut set = ResultSet::new(
         "fake-rw",

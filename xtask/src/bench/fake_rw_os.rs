@@ -21,7 +21,7 @@ use super::plot::{self, BarChart};
 use super::progress::Progress;
 use super::{Column, ResultSet, columns, number};
 use crate::error::{Error, Result};
-use crate::guest::{Guest, Os, Overrides};
+use crate::guest::{Os, Overrides};
 use crate::{insns, profile, workspace};
 
 const COLUMNS: [Column<'static>; 10] = [
@@ -43,7 +43,7 @@ pub fn run(options: &Options) -> Result<()> {
         .os
         .list()
         .iter()
-        .map(|&os| Guest::prepare_os(os, options.accel, options.kernel.clone()))
+        .map(|&os| options.guest_options.prepare_os(os))
         .collect::<Result<Vec<_>>>()?;
     let profile = profile::load("default")?;
     let plugin = options.count.plugin(&guests[0])?;

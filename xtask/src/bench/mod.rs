@@ -188,16 +188,16 @@ pub fn print_tables(records: &[Record], known: &[(&str, &[Column<'_>])]) {
     }
 }
 
-/// A column for every field of `records` except the run-wide markers, in first-seen order.
-fn derived_columns(records: &[Record]) -> Vec<Column<'_>> {
-    let mut columns: Vec<Column<'_>> = Vec::new();
-    for key in records.iter().flat_map(|record| record.keys()) {
+/// A column for every field of `records` except the run-wide markers, in first-seen order: the
+/// table of a result no bench lists columns for (console and results pages).
+pub fn derived_columns<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Column<'a>> {
+    let mut columns: Vec<Column<'a>> = Vec::new();
+    for key in records.into_iter().flat_map(|record| record.keys()) {
         // The histogram (`lat_bins`) is for the fio JSON, not for a table cell.
         let hidden = ["where", "accel", "lat_bins"].contains(&key.as_str());
-        if hidden || columns.iter().any(|c| c.key == key) {
-            continue;
+        if !hidden && !columns.iter().any(|column| column.key == key) {
+            columns.push(Column::new(key, key));
         }
-        columns.push(Column { header: key, key });
     }
     columns
 }

@@ -23,9 +23,8 @@ use std::time::Duration;
 use super::fake_rw::Place;
 use super::plot::{self, LineChart, Series};
 use super::{Column, Record, ResultSet, columns, number};
-use crate::accel::AccelRequest;
 use crate::error::Result;
-use crate::guest::{Guest, Overrides};
+use crate::guest::{GuestOptions, Overrides};
 use crate::insns::{self, CountOptions};
 use crate::{profile, workspace};
 
@@ -38,12 +37,8 @@ pub struct Options {
     /// 20 ms rounds instead of 100 ms.
     #[arg(long)]
     pub quick: bool,
-    /// Accelerator for the guest.
-    #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
-    pub accel: AccelRequest,
-    /// Boot this kernel ELF instead of building one.
-    #[arg(long, value_name = "ELF")]
-    pub kernel: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub guest_options: GuestOptions,
     #[command(flatten)]
     pub count: CountOptions,
     /// With --count-insns: also run every guest load and store through the plugin's model of
@@ -68,7 +63,7 @@ fn job(quick: bool) -> String {
 pub fn run(options: &Options) -> Result<()> {
     let set = match options.place {
         Place::Guest => {
-            let guest = Guest::prepare(options.accel, options.kernel.clone())?;
+            let guest = options.guest_options.prepare()?;
             let profile = profile::load("default")?;
             let plugin = options.count.plugin(&guest)?;
             let overrides = Overrides {

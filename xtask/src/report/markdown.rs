@@ -144,7 +144,7 @@ fn render_table(out: &mut String, document: &Value, table: &Table) {
     }
     let derived;
     let columns: Vec<&Column<'_>> = if table.columns.is_empty() {
-        derived = derived_columns(&records);
+        derived = bench::derived_columns(records.iter().copied());
         derived.iter().collect()
     } else {
         // Columns no record fills (a field of another mode, `insns/op` without counting) are
@@ -170,18 +170,6 @@ fn render_table(out: &mut String, document: &Value, table: &Table) {
             .collect();
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
-}
-
-/// A column per field (histograms and run-wide markers left out), in first-seen order.
-fn derived_columns<'a>(records: &[&'a Map<String, Value>]) -> Vec<Column<'a>> {
-    let mut columns: Vec<Column<'a>> = Vec::new();
-    for key in records.iter().flat_map(|record| record.keys()) {
-        let hidden = ["where", "accel", "lat_bins"].contains(&key.as_str());
-        if !hidden && !columns.iter().any(|column| column.key == key) {
-            columns.push(Column { header: key, key });
-        }
-    }
-    columns
 }
 
 fn render_problems(out: &mut String, document: &Value) {

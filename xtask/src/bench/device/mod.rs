@@ -31,10 +31,9 @@ use serde_json::Value;
 use self::matrix::{Cell, IO_MODES, IoMode, SMP};
 use super::progress::Progress;
 use super::{Record, ResultSet, number, qemu_cpu};
-use crate::accel::AccelRequest;
 use crate::boot::Echo;
 use crate::error::{Error, Result};
-use crate::guest::{Guest, Overrides};
+use crate::guest::{Guest, GuestOptions, Overrides};
 use crate::insns::{self, CountOptions};
 use crate::profile::{self, Profile};
 
@@ -82,12 +81,8 @@ pub struct Options {
     /// Show every boot's console instead of one line per run.
     #[arg(long)]
     pub console: bool,
-    /// Accelerator for the guest.
-    #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
-    pub accel: AccelRequest,
-    /// Boot this kernel ELF instead of building one.
-    #[arg(long, value_name = "ELF")]
-    pub kernel: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub guest_options: GuestOptions,
     #[command(flatten)]
     pub count: CountOptions,
 }
@@ -113,7 +108,7 @@ pub fn run(options: &Options) -> Result<()> {
     } else {
         options.io_mode.clone()
     };
-    let guest = Guest::prepare(options.accel, options.kernel.clone())?;
+    let guest = options.guest_options.prepare()?;
     let bench = Bench {
         guest: &guest,
         profiles: devices

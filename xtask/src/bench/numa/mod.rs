@@ -29,9 +29,8 @@ use serde_json::Value;
 
 use super::progress::Progress;
 use super::{Record, ResultSet, qemu_cpu};
-use crate::accel::AccelRequest;
 use crate::error::Result;
-use crate::guest::{Guest, Overrides};
+use crate::guest::{GuestOptions, Overrides};
 use crate::insns::{self, CountOptions};
 use crate::{profile, workspace};
 
@@ -57,12 +56,8 @@ pub struct Options {
     /// Block sizes in bytes (repeat or comma-separate); default 4096 and 256.
     #[arg(long = "size", value_delimiter = ',')]
     pub sizes: Vec<usize>,
-    /// Accelerator for the guest.
-    #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
-    pub accel: AccelRequest,
-    /// Boot this kernel ELF instead of building one.
-    #[arg(long, value_name = "ELF")]
-    pub kernel: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub guest_options: GuestOptions,
     /// Boot timeout in seconds.
     #[arg(long, default_value_t = 900)]
     pub timeout: u64,
@@ -72,7 +67,7 @@ pub struct Options {
 
 /// Runs the benchmark and reports it.
 pub fn run(options: &Options) -> Result<()> {
-    let guest = Guest::prepare(options.accel, options.kernel.clone())?;
+    let guest = options.guest_options.prepare()?;
     let n = if options.quick { 20_000 } else { options.n };
     let plugin = options.count.plugin(&guest)?;
     let profiles: Vec<String> = if options.profiles.is_empty() {
