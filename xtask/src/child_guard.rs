@@ -13,6 +13,8 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
+use rustix::process::{self, Pid, Signal};
+
 /// The last forwarded signal caught, or 0.
 static CAUGHT: AtomicI32 = AtomicI32::new(0);
 /// QEMU children running now; with none, a signal takes its default action at once.
@@ -73,17 +75,15 @@ pub fn caught() -> Option<i32> {
 /// parent-death signal follows the spawning thread; xtask's boot threads wait for QEMU, so they
 /// outlive it unless xtask itself dies).
 pub fn die_with_parent(command: &mut Command) {
-    let parent = std::process::id();
+    let parent = i32::try_from(std::process::id()).ok();
     // SAFETY: the closure runs in the child between fork and exec, where only async-signal-safe
-    // calls are allowed: `prctl` and `getppid` are system calls, and it allocates nothing (the
-    // error path builds an `io::Error` from a raw OS code, which does not allocate).
+    // calls are allowed: rustix's `prctl` and `getppid` are raw system calls, and it allocates
+    // nothing (an error becomes an `io::Error` from a raw OS code, which does not allocate).
     unsafe {
         command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            process::set_parent_process_death_signal(Some(Signal::TERM))?;
             // xtask may have died between fork and prctl; then nobody would stop this child.
-            if libc::getppid() as u32 != parent {
+            if process::getppid().map(Pid::as_raw_pid) != parent {
                 return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
             }
             Ok(())
@@ -91,12 +91,13 @@ pub fn die_with_parent(command: &mut Command) {
     }
 }
 
-/// Sends `signal` to process `pid`.
+/// Sends `signal` to process `pid`, our own child, still unreaped (the caller waits for it
+/// afterwards), so the number cannot have been reused. A signal number Linux does not name, or
+/// a pid that is not a process's, sends nothing.
 pub fn send(pid: u32, signal: i32) {
-    // SAFETY: `kill` has no memory-safety preconditions; `pid` is our own child, still unreaped
-    // (the caller waits for it afterwards), so the number cannot have been reused.
-    unsafe {
-        libc::kill(pid as libc::pid_t, signal);
+    let pid = i32::try_from(pid).ok().and_then(Pid::from_raw);
+    if let (Some(pid), Some(signal)) = (pid, Signal::from_named_raw(signal)) {
+        let _ = process::kill_process(pid, signal);
     }
 }
 

@@ -16,7 +16,6 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -32,12 +31,8 @@ const PUMP_BUFFER_BYTES: usize = 256 << 10;
 /// Its threads live as long as xtask.
 pub fn open(upstream: SocketAddr) -> std::io::Result<u16> {
     let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))?;
-    // SAFETY: `listen` on a descriptor this function owns (the listener is alive for the
-    // call); a second `listen` on a listening socket only changes its backlog.
-    let raised = unsafe { libc::listen(listener.as_raw_fd(), BACKLOG) };
-    if raised != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    // A second `listen` on a listening socket only changes its backlog (std's is 128).
+    rustix::net::listen(&listener, BACKLOG)?;
     let port = listener.local_addr()?.port();
     let (accepted, to_dial) = mpsc::channel::<TcpStream>();
     std::thread::Builder::new()

@@ -25,7 +25,7 @@ pub mod bench;
 pub mod boot;
 #[expect(
     unsafe_code,
-    reason = "`prctl`, `signal` and `kill` through libc, so QEMU never outlives xtask"
+    reason = "`signal` through libc and the `pre_exec` hook, so QEMU never outlives xtask"
 )]
 pub mod child_guard;
 pub mod console;
@@ -34,10 +34,6 @@ pub mod disk_space;
 #[cfg(test)]
 mod docs_links;
 pub mod error;
-#[expect(
-    unsafe_code,
-    reason = "`listen` through libc, to give the front door's socket its backlog"
-)]
 pub mod front_door;
 pub mod fuzz;
 pub mod guest;

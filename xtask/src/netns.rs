@@ -8,7 +8,9 @@
 //! so no traffic leaves. It needs CAP_SYS_ADMIN (xtask runs as root in CI); without it the caller
 //! stays in the host's namespace and says so.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
+
+use rustix::net::{AddressFamily, SocketType};
 
 /// Moves the calling thread into a new network namespace whose loopback is up.
 pub fn isolate_this_thread() -> Result<(), String> {
@@ -25,13 +27,8 @@ pub fn isolate_this_thread() -> Result<(), String> {
 
 /// Sets IFF_UP on `lo` (SIOCGIFFLAGS, then SIOCSIFFLAGS).
 fn loopback_up() -> Result<(), String> {
-    // SAFETY: `socket` has no memory-safety preconditions.
-    let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
-    if raw < 0 {
-        return Err(format!("socket: {}", std::io::Error::last_os_error()));
-    }
-    // SAFETY: `raw` is a descriptor just returned by `socket` and owned by nobody else.
-    let socket = unsafe { OwnedFd::from_raw_fd(raw) };
+    let socket = rustix::net::socket(AddressFamily::INET, SocketType::DGRAM, None)
+        .map_err(|errno| format!("socket: {}", std::io::Error::from(errno)))?;
     // SAFETY: `ifreq` is plain data (a name array and a union of integers and pointers) for
     // which all-zero bytes are a valid value.
     let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
