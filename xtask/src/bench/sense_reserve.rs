@@ -291,41 +291,77 @@ fn writeback_verdicts(set: &ResultSet, case: &str) -> Vec<String> {
 /// `multi:K`: every mempool:N with N < K never completes (STALL or LIVELOCK) and every one
 /// with N ≥ K completes with 0 failed.
 fn multi_verdicts(set: &ResultSet) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut scenarios: Vec<&str> = Vec::new();
+    cases_starting_with(set, "multi:")
+        .into_iter()
+        .map(|scenario| {
+            let k: f64 = base_scenario(scenario)["multi:".len()..]
+                .parse()
+                .unwrap_or(0.0);
+            threshold_verdict(set, scenario, "completes", Threshold::AtLeast(k))
+        })
+        .collect()
+}
+
+/// The distinct cases whose name starts with `prefix`, in the order first seen.
+fn cases_starting_with<'a>(set: &'a ResultSet, prefix: &str) -> Vec<&'a str> {
+    let mut cases: Vec<&str> = Vec::new();
     for r in &set.results {
-        if field(r, "case").starts_with("multi:") && !scenarios.contains(&field(r, "case")) {
-            scenarios.push(field(r, "case"));
+        if field(r, "case").starts_with(prefix) && !cases.contains(&field(r, "case")) {
+            cases.push(field(r, "case"));
         }
     }
-    for scenario in scenarios {
-        let k: f64 = base_scenario(scenario)["multi:".len()..]
-            .parse()
-            .unwrap_or(0.0);
-        let wrong: Vec<String> = set
-            .results
-            .iter()
-            .filter(|r| field(r, "case") == scenario)
-            .filter_map(|r| {
-                let n: f64 = field(r, "sense_mode")
-                    .strip_prefix("mempool:")?
-                    .parse()
-                    .ok()?;
-                let completes = field(r, "verdict") == "OK" && number(r, "failed") == Some(0.0);
-                (completes != (n >= k))
-                    .then(|| format!("{} {}", field(r, "sense_mode"), field(r, "verdict")))
-            })
-            .collect();
-        lines.push(if wrong.is_empty() {
-            format!("{scenario}: mempool:N completes exactly when N >= {k}: confirmed")
-        } else {
-            format!(
-                "{scenario}: mempool:N completes exactly when N >= {k}: refuted by {}",
-                wrong.join(", ")
-            )
-        });
+    cases
+}
+
+/// The N at which a scenario's mempool:N is expected to start completing.
+#[derive(Clone, Copy)]
+enum Threshold {
+    AtLeast(f64),
+    Above(f64),
+}
+
+impl Threshold {
+    fn holds(self, n: f64) -> bool {
+        match self {
+            Threshold::AtLeast(bound) => n >= bound,
+            Threshold::Above(bound) => n > bound,
+        }
     }
-    lines
+}
+
+impl std::fmt::Display for Threshold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Threshold::AtLeast(bound) => write!(f, ">= {bound}"),
+            Threshold::Above(bound) => write!(f, "> {bound}"),
+        }
+    }
+}
+
+/// Whether `scenario`'s mempool:N cells complete (verdict OK, 0 failed) exactly when N meets
+/// `threshold`: one line, "{scenario}: mempool:N {what} exactly when N {threshold}", then
+/// `confirmed` or `refuted by` the cells that break it.
+fn threshold_verdict(set: &ResultSet, scenario: &str, what: &str, threshold: Threshold) -> String {
+    let wrong: Vec<String> = set
+        .results
+        .iter()
+        .filter(|r| field(r, "case") == scenario)
+        .filter_map(|r| {
+            let n: f64 = field(r, "sense_mode")
+                .strip_prefix("mempool:")?
+                .parse()
+                .ok()?;
+            let completes = field(r, "verdict") == "OK" && number(r, "failed") == Some(0.0);
+            (completes != threshold.holds(n))
+                .then(|| format!("{} {}", field(r, "sense_mode"), field(r, "verdict")))
+        })
+        .collect();
+    let claim = format!("{scenario}: mempool:N {what} exactly when N {threshold}");
+    if wrong.is_empty() {
+        format!("{claim}: confirmed")
+    } else {
+        format!("{claim}: refuted by {}", wrong.join(", "))
+    }
 }
 
 /// `shared[:H]` (one reserve, two hosts; host A keeps H commands in error handling): the
@@ -333,13 +369,7 @@ fn multi_verdicts(set: &ResultSet) -> Vec<String> {
 /// whether mempool:N keeps B moving exactly when N > H.
 fn shared_verdicts(set: &ResultSet) -> Vec<String> {
     let mut lines = Vec::new();
-    let mut scenarios: Vec<&str> = Vec::new();
-    for r in &set.results {
-        if field(r, "case").starts_with("shared") && !scenarios.contains(&field(r, "case")) {
-            scenarios.push(field(r, "case"));
-        }
-    }
-    for scenario in scenarios {
+    for scenario in cases_starting_with(set, "shared") {
         let holders: f64 = base_scenario(scenario)
             .strip_prefix("shared:")
             .map_or(Some(1.0), |h| h.parse().ok())
@@ -358,28 +388,12 @@ fn shared_verdicts(set: &ResultSet) -> Vec<String> {
                 if held { "confirmed" } else { "refuted" }
             ));
         }
-        let wrong: Vec<String> = set
-            .results
-            .iter()
-            .filter(|r| field(r, "case") == scenario)
-            .filter_map(|r| {
-                let n: f64 = field(r, "sense_mode")
-                    .strip_prefix("mempool:")?
-                    .parse()
-                    .ok()?;
-                let completes = field(r, "verdict") == "OK" && number(r, "failed") == Some(0.0);
-                (completes != (n > holders))
-                    .then(|| format!("{} {}", field(r, "sense_mode"), field(r, "verdict")))
-            })
-            .collect();
-        lines.push(if wrong.is_empty() {
-            format!("{scenario}: mempool:N keeps host B moving exactly when N > {holders}: confirmed")
-        } else {
-            format!(
-                "{scenario}: mempool:N keeps host B moving exactly when N > {holders}: refuted by {}",
-                wrong.join(", ")
-            )
-        });
+        lines.push(threshold_verdict(
+            set,
+            scenario,
+            "keeps host B moving",
+            Threshold::Above(holders),
+        ));
     }
     lines
 }
@@ -387,43 +401,18 @@ fn shared_verdicts(set: &ResultSet) -> Vec<String> {
 /// `eh` (recovery takes a second buffer from the pool): mempool:N completes exactly when
 /// N ≥ 2; `eh:reuse` (Linux reuses the failed command's buffer): exactly when N ≥ 1.
 fn eh_verdicts(set: &ResultSet) -> Vec<String> {
-    let mut lines = Vec::new();
-    for (scenario, least) in [
+    [
         ("eh", 2.0),
         ("eh:reuse", 1.0),
         ("eh+batch", 2.0),
         ("eh:reuse+batch", 1.0),
-    ] {
-        let cells: Vec<&Record> = set
-            .results
-            .iter()
-            .filter(|r| field(r, "case") == scenario)
-            .collect();
-        if cells.is_empty() {
-            continue;
-        }
-        let wrong: Vec<String> = cells
-            .iter()
-            .filter_map(|r| {
-                let n: f64 = field(r, "sense_mode")
-                    .strip_prefix("mempool:")?
-                    .parse()
-                    .ok()?;
-                let completes = field(r, "verdict") == "OK" && number(r, "failed") == Some(0.0);
-                (completes != (n >= least))
-                    .then(|| format!("{} {}", field(r, "sense_mode"), field(r, "verdict")))
-            })
-            .collect();
-        lines.push(if wrong.is_empty() {
-            format!("{scenario}: mempool:N completes exactly when N >= {least}: confirmed")
-        } else {
-            format!(
-                "{scenario}: mempool:N completes exactly when N >= {least}: refuted by {}",
-                wrong.join(", ")
-            )
-        });
-    }
-    lines
+    ]
+    .into_iter()
+    .filter(|(scenario, _)| set.results.iter().any(|r| field(r, "case") == *scenario))
+    .map(|(scenario, least)| {
+        threshold_verdict(set, scenario, "completes", Threshold::AtLeast(least))
+    })
+    .collect()
 }
 
 /// Reserve entries + 1 (so `slab`'s 0 sits on a log axis).
