@@ -15,6 +15,23 @@ pub struct Tally {
     pub failed: u64,
 }
 
+impl Tally {
+    /// Prints `NAME ... ok (DETAIL)` or `NAME ... FAILED: REASON`, the line every host-side
+    /// case of `cargo xtask test` closes with, and counts it.
+    pub fn record(&mut self, name: &str, result: std::result::Result<String, String>) {
+        match result {
+            Ok(detail) => {
+                println!("{name} ... ok ({detail})");
+                self.passed += 1;
+            }
+            Err(reason) => {
+                println!("{name} ... FAILED: {reason}");
+                self.failed += 1;
+            }
+        }
+    }
+}
+
 impl std::ops::AddAssign for Tally {
     fn add_assign(&mut self, other: Self) {
         self.passed += other.passed;

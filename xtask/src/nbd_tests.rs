@@ -152,16 +152,8 @@ pub fn with_free_ports(profile: &Profile) -> Result<Profile, String> {
 /// Runs the NBD tests; each case prints `nbd NAME ... ok|FAILED: reason`.
 pub fn run(guest: &Guest) -> Tally {
     let mut tally = Tally::default();
-    let mut report = |name: &str, result: Result<String, String>| match result {
-        Ok(detail) => {
-            println!("nbd {name} ... ok ({detail})");
-            tally.passed += 1;
-        }
-        Err(reason) => {
-            println!("nbd {name} ... FAILED: {reason}");
-            tally.failed += 1;
-        }
-    };
+    let mut report =
+        |name: &str, result: Result<String, String>| tally.record(&format!("nbd {name}"), result);
     let profile = match profile::load("nbd") {
         Ok(profile) => profile,
         Err(error) => {

@@ -324,21 +324,13 @@ pub fn test(guest: &Guest) -> crate::host_tests::Tally {
                 report.kill.checked,
                 report.overflows_text()
             );
-            match report.verdict() {
-                Ok(()) => {
-                    println!("soak ... ok ({line})");
-                    tally.passed += 1;
-                }
-                Err(wrong) => {
-                    println!("soak ... FAILED: {wrong} ({line})");
-                    tally.failed += 1;
-                }
-            }
+            let verdict = match report.verdict() {
+                Ok(()) => Ok(line),
+                Err(wrong) => Err(format!("{wrong} ({line})")),
+            };
+            tally.record("soak", verdict);
         }
-        Err(error) => {
-            println!("soak ... FAILED: {error}");
-            tally.failed += 1;
-        }
+        Err(error) => tally.record("soak", Err(error.to_string())),
     }
     tally
 }
