@@ -223,8 +223,7 @@ mod tests {
             *mutex.lock() += 1;
         }
         assert!(mutex.try_lock().is_some());
-        // SAFETY: reading counters through the raw lock; nobody unlocks through this reference.
-        let stats = unsafe { mutex.raw() }.stats();
+        let stats = crate::raw_lock(&mutex).stats();
         assert_eq!(
             stats,
             LockStats {
@@ -260,8 +259,7 @@ mod tests {
             let mutex = Arc::clone(&mutex);
             std::thread::spawn(move || *mutex.lock() += 1)
         };
-        // SAFETY: reading counters only.
-        let raw = unsafe { mutex.raw() };
+        let raw = crate::raw_lock(&mutex);
         while raw.entered_wait.load(Ordering::Acquire) == 0 {
             std::thread::yield_now();
         }
@@ -295,8 +293,7 @@ mod tests {
             worker.join().unwrap();
         }
         assert_eq!(*mutex.lock(), THREADS * ROUNDS);
-        // SAFETY: reading counters only.
-        let stats = unsafe { mutex.raw() }.stats();
+        let stats = crate::raw_lock(&mutex).stats();
         assert_eq!(stats.acquisitions, THREADS * ROUNDS + 1);
         assert!(stats.contended <= stats.acquisitions);
         assert_eq!(stats.contended == 0, stats.wait_cycles == 0);

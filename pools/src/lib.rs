@@ -43,10 +43,6 @@ pub mod clock;
     reason = "the lock implements `lock_api::RawMutex`, an unsafe trait, and reads the TSC"
 )]
 pub mod counting_lock;
-#[expect(
-    unsafe_code,
-    reason = "block memory and `Backing::free_chunk`: a pool frees a page only when none of its blocks is live"
-)]
 pub mod dmapool;
 mod error;
 pub mod failslab;
@@ -63,13 +59,9 @@ pub mod poolinfo;
 mod radix;
 #[expect(
     unsafe_code,
-    reason = "the volatile reads, writes and copies of block memory the pools share"
+    reason = "pages from a `Backing` and bounds-checked views of their bytes, the one way pools reach block memory"
 )]
 mod raw;
-#[expect(
-    unsafe_code,
-    reason = "object memory and `Backing::free_chunk`: a slab is freed only when none of its objects is live"
-)]
 pub mod slab;
 
 pub use backing::{Backing, Chunk, DmaAddr, NodeId};

@@ -7,12 +7,16 @@
 //! both from the top block with no lookup at all. Like Linux it trusts free-block memory: only
 //! in debug mode (Linux: `pool_check_block` and friends) is each block checked before its link
 //! is read.
+//!
+//! The lists reach block memory through `raw`'s checked views; the one thing no view can check
+//! is Linux's trust itself: outside debug mode an in-block pop follows an address read back
+//! from free-block memory. That trust is this module's one `unsafe` block, in [`InBlock::pop`].
 
 use alloc::vec::Vec;
 use core::ptr::NonNull;
 
 use crate::backing::DmaAddr;
-use crate::raw;
+use crate::raw::{Block, Bytes};
 
 mod sealed {
     pub trait Sealed {}
@@ -27,8 +31,9 @@ pub enum Popped {
     Block { cpu: NonNull<u8>, dma: DmaAddr },
 }
 
-/// Checks a free block's CPU address before its link is read (debug mode).
-pub type Validate<'a> = &'a dyn Fn(NonNull<u8>) -> bool;
+/// Checks a free block's CPU address before its link is read (debug mode): the block's bytes
+/// if it is a free block of the pool.
+pub type Validate<'a> = &'a dyn Fn(NonNull<u8>) -> Option<Bytes<'a>>;
 
 /// Where a [`Scalable`](crate::dmapool::Scalable) pool keeps its free blocks. Sealed.
 pub trait FreeList: sealed::Sealed + Default + Send {
@@ -41,28 +46,20 @@ pub trait FreeList: sealed::Sealed + Default + Send {
     /// then tracks live blocks only in debug mode.
     const YIELDS_KEYS: bool;
 
-    /// Pushes a free block.
-    ///
-    /// # Safety
-    /// `block` points to the free block named by `key`, at least 16 writable bytes that the
-    /// pool owns until it is popped again, and `dma` is its bus address.
-    unsafe fn push(&mut self, key: u32, block: NonNull<u8>, dma: DmaAddr);
+    /// Pushes free block `key`; `block` gives its bytes and bus address, for lists that write
+    /// into it (called at most once, so lists that do not never pay for the lookup). `false` if
+    /// the list needed the block and `block` gave none (the block is then not on the list).
+    fn push<'a>(&mut self, key: u32, block: impl FnOnce() -> Option<Block<'a>>) -> bool;
 
-    /// Pushes all blocks of a new page, so that the first key of `keys` is popped first.
-    ///
-    /// # Safety
-    /// Every key names a free block of the pool, and `block(key)`, when `Some`, gives its
-    /// addresses as required by [`push`](Self::push).
-    unsafe fn push_page(
+    /// Pushes all blocks of a new page, so that the first key of `keys` is popped first;
+    /// `block(key)` gives each one as for [`push`](Self::push).
+    fn push_page<'a>(
         &mut self,
         keys: impl DoubleEndedIterator<Item = u32>,
-        block: impl Fn(u32) -> Option<(NonNull<u8>, DmaAddr)>,
+        block: impl Fn(u32) -> Option<Block<'a>>,
     ) {
         for key in keys.rev() {
-            if let Some((cpu, dma)) = block(key) {
-                // SAFETY: the caller's promise for `push_page` covers each `push`.
-                unsafe { self.push(key, cpu, dma) };
-            }
+            self.push(key, || block(key));
         }
     }
 
@@ -83,9 +80,9 @@ pub trait FreeList: sealed::Sealed + Default + Send {
         self.len() == 0
     }
 
-    /// The free keys, for the invariant walker; `key_of` names the block at a CPU address
-    /// (`None` stops the walk: a corrupted link).
-    fn keys(&self, key_of: impl Fn(NonNull<u8>) -> Option<u32>) -> Vec<u32>;
+    /// The free keys, for the invariant walker; `key_of` names the block at a CPU address and
+    /// gives its bytes (`None` stops the walk: a corrupted link).
+    fn keys<'a>(&self, key_of: impl Fn(NonNull<u8>) -> Option<(u32, Bytes<'a>)>) -> Vec<u32>;
 }
 
 /// Free keys on a stack in ordinary memory: nothing in block memory is ever read back.
@@ -99,17 +96,18 @@ impl FreeList for SideStack {
     const IN_BLOCK_BYTES: usize = 0;
     const YIELDS_KEYS: bool = true;
 
-    unsafe fn push_page(
+    fn push_page<'a>(
         &mut self,
         keys: impl DoubleEndedIterator<Item = u32>,
-        _block: impl Fn(u32) -> Option<(NonNull<u8>, DmaAddr)>,
+        _block: impl Fn(u32) -> Option<Block<'a>>,
     ) {
         self.0.extend(keys.rev());
     }
 
     #[inline]
-    unsafe fn push(&mut self, key: u32, _block: NonNull<u8>, _dma: DmaAddr) {
+    fn push<'a>(&mut self, key: u32, _block: impl FnOnce() -> Option<Block<'a>>) -> bool {
         self.0.push(key);
+        true
     }
 
     /// Grows by doubling as `Vec` does, but into a fresh allocation that receives only the
@@ -133,7 +131,7 @@ impl FreeList for SideStack {
         self.0.len()
     }
 
-    fn keys(&self, _key_of: impl Fn(NonNull<u8>) -> Option<u32>) -> Vec<u32> {
+    fn keys<'a>(&self, _key_of: impl Fn(NonNull<u8>) -> Option<(u32, Bytes<'a>)>) -> Vec<u32> {
         self.0.clone()
     }
 }
@@ -156,14 +154,16 @@ impl FreeList for InBlock {
     const YIELDS_KEYS: bool = false;
 
     #[inline]
-    unsafe fn push(&mut self, _key: u32, block: NonNull<u8>, dma: DmaAddr) {
-        // SAFETY: the caller guarantees `block` is a free block of ≥ 16 bytes the pool owns.
-        unsafe {
-            raw::write_u64(block, self.head as u64);
-            raw::write_u64(raw::at(block, 8), dma.0);
-        }
-        self.head = block.as_ptr() as usize;
+    fn push<'a>(&mut self, _key: u32, block: impl FnOnce() -> Option<Block<'a>>) -> bool {
+        let Some(Block { bytes, dma }) = block() else {
+            return false;
+        };
+        // Blocks are at least `MIN_BLOCK_BYTES` (16): the view's check never fails.
+        bytes.write_u64(0, self.head as u64);
+        bytes.write_u64(8, dma.0);
+        self.head = bytes.ptr().as_ptr() as usize;
         self.len += 1;
+        true
     }
 
     /// `pool_block_pop`: the top block's link and bus address, read from the block. Without
@@ -174,13 +174,16 @@ impl FreeList for InBlock {
         let Some(block) = NonNull::new(self.head as *mut u8) else {
             return Ok(None);
         };
-        if validate.is_some_and(|valid| !valid(block)) {
-            return Err(self.head as u64);
-        }
-        // SAFETY: `block` is the top free block: the pool pushed it (a free block of ≥ 16
-        // bytes it owns) and its memory still holds what `push` wrote (checked by `validate`
-        // in debug mode, promised by the writers of block memory otherwise).
-        let (next, dma) = unsafe { (raw::read_u64(block), raw::read_u64(raw::at(block, 8))) };
+        let bytes = match validate {
+            Some(valid) => valid(block).ok_or(self.head as u64)?,
+            // SAFETY: Linux's trust, which this list exists to measure: `block` is the top free
+            // block, either pushed by the pool (a free block of ≥ 16 bytes it owns, whose page
+            // lives until destroy; the pool's lock is held) or read back from the link of the
+            // block below, which holds what `push` wrote there as long as nothing wrote into a
+            // free block (promised by the writers of block memory, as in Linux).
+            None => unsafe { Bytes::from_raw_parts(block, 16) },
+        };
+        let (next, dma) = (bytes.read_u64(0), bytes.read_u64(8));
         self.head = usize::try_from(next).unwrap_or(0);
         self.len = self.len.saturating_sub(1);
         Ok(Some(Popped::Block {
@@ -193,17 +196,18 @@ impl FreeList for InBlock {
         self.len
     }
 
-    fn keys(&self, key_of: impl Fn(NonNull<u8>) -> Option<u32>) -> Vec<u32> {
+    fn keys<'a>(&self, key_of: impl Fn(NonNull<u8>) -> Option<(u32, Bytes<'a>)>) -> Vec<u32> {
         let mut keys = Vec::new();
         let mut at = self.head;
         while let Some(block) = NonNull::new(at as *mut u8) {
-            let Some(key) = key_of(block) else { break };
+            let Some((key, bytes)) = key_of(block) else {
+                break;
+            };
             if keys.len() > self.len {
                 break;
             }
             keys.push(key);
-            // SAFETY: `key_of` accepted the address: a free block of this pool.
-            at = usize::try_from(unsafe { raw::read_u64(block) }).unwrap_or(0);
+            at = usize::try_from(bytes.read_u64(0)).unwrap_or(0);
         }
         keys
     }

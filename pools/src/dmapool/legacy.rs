@@ -25,16 +25,16 @@ use core::cell::Cell;
 
 use super::geometry::Geometry;
 use super::{POISON_ALLOCATED, POISON_FREED, PoolAlgorithm, PoolConfig, PoolInfo, RawBlock};
-use crate::backing::{Backing, Chunk, DmaAddr};
+use crate::backing::{Backing, DmaAddr};
 use crate::error::PoolError;
-use crate::raw;
+use crate::raw::{Bytes, Page, PageSource};
 
 const NIL: usize = usize::MAX;
 /// Legacy handles carry no key; the pool finds the page by walking.
 const NO_KEY: u32 = u32::MAX;
 
 struct LegacyPage {
-    chunk: Chunk,
+    page: Page,
     /// Next page in the list (towards older pages), `NIL` at the tail.
     next: usize,
     in_use: usize,
@@ -47,7 +47,7 @@ struct LegacyPage {
 pub struct Legacy<B: Backing> {
     config: PoolConfig,
     geo: Geometry,
-    backing: B,
+    source: PageSource<B>,
     pages: Vec<LegacyPage>,
     head: usize,
     active: usize,
@@ -77,35 +77,43 @@ impl<B: Backing> Legacy<B> {
         self.pages_walked.get()
     }
 
+    /// The bytes of the block at `offset` of `page`. Every caller passes a block start of the
+    /// layout (checked when it was linked or freed), so the view's own check never fails.
+    fn block(&self, page: usize, offset: usize) -> Bytes<'_> {
+        match self.pages[page].page.bytes().sub(offset, self.geo.size) {
+            Some(block) => block,
+            None => panic!("legacy pool: offset {offset:#x} is no block of page {page} (pool bug)"),
+        }
+    }
+
     /// The link stored in free block `offset` of `page`: offset of the next free block (the
     /// 4-byte `*(int *)(page->vaddr + offset)` of old Linux).
     fn link(&self, page: usize, offset: usize) -> u64 {
-        // SAFETY: `offset` is a block start of the layout (checked by every caller) inside the
-        // page's chunk, blocks are at least 4 bytes, and the block is free, so the pool owns it.
-        u64::from(unsafe { raw::read_u32(raw::at(self.pages[page].chunk.cpu, offset)) })
+        u64::from(self.block(page, offset).read_u32(0))
     }
 
     fn set_link(&mut self, page: usize, offset: usize, next: usize) {
         // Offsets are below the allocation, which is at most 1 GiB, so they fit the u32 link.
-        let next = next as u32;
-        // SAFETY: as in `link`; the block is free (being initialised or just given back).
-        unsafe { raw::write_u32(raw::at(self.pages[page].chunk.cpu, offset), next) }
+        self.block(page, offset).write_u32(0, next as u32);
     }
 
     /// `pool_alloc_page` + `pool_initialise_page`, then `list_add` at the head.
     fn grow(&mut self) -> Result<usize, PoolError> {
-        let chunk = self.backing.alloc_chunk(
-            self.geo.allocation,
-            self.geo.chunk_align,
-            self.config.node,
-        )?;
+        let allocated =
+            self.source
+                .alloc(self.geo.allocation, self.geo.chunk_align, self.config.node)?;
+        if allocated.len_bytes() < self.geo.allocation {
+            self.source.free(allocated);
+            return Err(PoolError::Inconsistent {
+                what: "backing gave a page shorter than asked",
+            });
+        }
         if self.config.debug {
-            // SAFETY: the backing guarantees `allocation` writable bytes that nobody else uses.
-            unsafe { raw::fill(chunk.cpu, self.geo.allocation, POISON_FREED) };
+            allocated.bytes().fill(POISON_FREED);
         }
         let page = self.pages.len();
         self.pages.push(LegacyPage {
-            chunk,
+            page: allocated,
             next: self.head,
             in_use: 0,
             offset: self
@@ -129,14 +137,14 @@ impl<B: Backing> Legacy<B> {
     /// `pool_find_page`: the linear walk that makes the old pool O(n²).
     fn find_page(&self, dma: DmaAddr) -> Option<usize> {
         self.walk().find(|&page| {
-            let base = self.pages[page].chunk.dma.0;
+            let base = self.pages[page].page.dma().0;
             dma.0 >= base && dma.0 - base < self.geo.allocation as u64
         })
     }
 
     fn find_page_cpu(&self, cpu: u64) -> Option<usize> {
         self.walk().find(|&page| {
-            let base = self.pages[page].chunk.cpu.as_ptr() as u64;
+            let base = self.pages[page].page.cpu().as_ptr() as u64;
             cpu >= base && cpu - base < self.geo.allocation as u64
         })
     }
@@ -166,19 +174,12 @@ impl<B: Backing> Legacy<B> {
                 block_size: self.geo.size,
             });
         }
-        let dma = self.pages[page].chunk.dma.offset(offset as u64);
+        let dma = self.pages[page].page.dma().offset(offset as u64);
         if self.pages[page].in_use == 0 || (self.config.debug && self.on_free_chain(page, offset)) {
             return Err(PoolError::DoubleFree { dma });
         }
         if self.config.debug {
-            // SAFETY: the block at `offset` is a live block of this page being given back.
-            unsafe {
-                raw::fill(
-                    raw::at(self.pages[page].chunk.cpu, offset),
-                    self.geo.size,
-                    POISON_FREED,
-                )
-            };
+            self.block(page, offset).fill(POISON_FREED);
         }
         let next = self.pages[page].offset;
         self.set_link(page, offset, next);
@@ -199,7 +200,7 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
         Ok(Self {
             config,
             geo,
-            backing,
+            source: PageSource::new(backing),
             pages: Vec::new(),
             head: NIL,
             active: 0,
@@ -218,8 +219,7 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
             None => self.grow()?,
         };
         let offset = self.pages[page].offset;
-        let chunk = &self.pages[page].chunk;
-        let dma = chunk.dma.offset(offset as u64);
+        let dma = self.pages[page].page.dma().offset(offset as u64);
         let link = self.link(page, offset);
         // The link came from device-reachable memory: it must be the end or a block start.
         let next = usize::try_from(link)
@@ -228,18 +228,19 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
         let Some(next) = next else {
             return Err(PoolError::FreeListCorrupted { dma, link });
         };
-        // SAFETY: `offset` is a block start inside the chunk (checked when it was linked).
-        let cpu = unsafe { raw::at(chunk.cpu, offset) };
+        let block = self.block(page, offset);
+        let cpu = block.ptr();
         if self.config.debug {
-            // SAFETY: the block is free and pool-owned, `size` bytes; checked from byte 4 on,
-            // past the link (`for (i = sizeof(page->offset); i < pool->size; i++)`).
-            let bad = unsafe { raw::first_not(raw::at(cpu, 4), self.geo.size - 4, POISON_FREED) };
+            // Checked from byte 4 on, past the link
+            // (`for (i = sizeof(page->offset); i < pool->size; i++)`).
+            let bad = block
+                .sub(4, self.geo.size - 4)
+                .and_then(|tail| tail.first_not(POISON_FREED));
+            block.fill(POISON_ALLOCATED);
             if bad.is_some() {
                 self.written_after_free += 1;
                 log::error!("dma_pool_alloc {}, {dma} (corrupted)", self.config.name);
             }
-            // SAFETY: as above; the block is about to be handed out.
-            unsafe { raw::fill(cpu, self.geo.size, POISON_ALLOCATED) };
         }
         let node = self.config.node;
         let p = &mut self.pages[page];
@@ -252,9 +253,9 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
     fn free(&mut self, block: RawBlock) -> Result<(), PoolError> {
         let dma = block.dma_addr();
         let page = self.find_page(dma).ok_or(PoolError::ForeignDma { dma })?;
-        let offset = (dma.0 - self.pages[page].chunk.dma.0) as usize;
+        let offset = (dma.0 - self.pages[page].page.dma().0) as usize;
         let cpu = block.cpu_ptr().as_ptr() as u64;
-        if cpu.wrapping_sub(self.pages[page].chunk.cpu.as_ptr() as u64) != offset as u64 {
+        if cpu.wrapping_sub(self.pages[page].page.cpu().as_ptr() as u64) != offset as u64 {
             return Err(PoolError::ForeignHandle {
                 cpu: cpu as usize,
                 dma,
@@ -268,13 +269,13 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
         let page = self
             .find_page_cpu(addr)
             .ok_or(PoolError::ForeignCpu { cpu: cpu as usize })?;
-        let offset = (addr - self.pages[page].chunk.cpu.as_ptr() as u64) as usize;
+        let offset = (addr - self.pages[page].page.cpu().as_ptr() as u64) as usize;
         self.release(page, offset, addr)
     }
 
     fn free_dma(&mut self, dma: DmaAddr) -> Result<(), PoolError> {
         let page = self.find_page(dma).ok_or(PoolError::ForeignDma { dma })?;
-        let offset = (dma.0 - self.pages[page].chunk.dma.0) as usize;
+        let offset = (dma.0 - self.pages[page].page.dma().0) as usize;
         self.release(page, offset, dma.0)
     }
 
@@ -304,9 +305,7 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
                 leaked_pages += 1;
                 continue;
             }
-            // SAFETY: the chunk came from this backing in `grow`, is drained so it is given
-            // back once, and has no live block.
-            unsafe { self.backing.free_chunk(page.chunk) };
+            self.source.free(page.page);
         }
         self.head = NIL;
         if leaked_pages > 0 {

@@ -35,12 +35,24 @@
 //! [`DmaPool::free_cpu`] give it back; those are the paths where double frees and foreign
 //! addresses are detected and reported as [`PoolError`]s.
 
+#[expect(
+    unsafe_code,
+    reason = "`InBlock` follows a link read back from free-block memory unchecked, as Linux 6.4 does"
+)]
 mod free_list;
 mod geometry;
 mod legacy;
 mod node_set;
 mod pages;
+#[expect(
+    unsafe_code,
+    reason = "a `DmaBlock` reaches its block's bytes outside the pool's lock"
+)]
 mod pool;
+#[expect(
+    unsafe_code,
+    reason = "an in-block pool outside debug mode writes its link at a handle's address, as Linux 6.4 does"
+)]
 mod scalable;
 
 use alloc::string::String;
@@ -55,6 +67,7 @@ pub use scalable::Scalable;
 
 use crate::backing::{Backing, DmaAddr, NodeId};
 use crate::error::PoolError;
+use crate::raw::HandleAddr;
 
 /// The scalable pool: side-stack free list, O(1) alloc and free. Use this one.
 pub type ScalablePool<B, R = DefaultRawMutex> = DmaPool<Scalable<B, SideStack>, R>;
@@ -154,7 +167,7 @@ impl PoolConfig {
 /// free, without re-deriving the addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RawBlock {
-    cpu: NonNull<u8>,
+    cpu: HandleAddr,
     dma: DmaAddr,
     pool: u64,
     key: u32,
@@ -169,12 +182,6 @@ pub(crate) fn next_pool_id() -> u64 {
     NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed)
 }
 
-// SAFETY: a `RawBlock` is a pair of addresses and an index; it grants no access by itself
-// (writing through `cpu_ptr` is the caller's unsafe act).
-unsafe impl Send for RawBlock {}
-// SAFETY: as above, sharing the addresses shares nothing else.
-unsafe impl Sync for RawBlock {}
-
 impl RawBlock {
     pub(crate) fn new(
         cpu: NonNull<u8>,
@@ -184,7 +191,7 @@ impl RawBlock {
         node: Option<NodeId>,
     ) -> Self {
         Self {
-            cpu,
+            cpu: HandleAddr(cpu),
             dma,
             pool,
             key,
@@ -195,7 +202,7 @@ impl RawBlock {
     /// CPU address of the block.
     #[must_use]
     pub fn cpu_ptr(&self) -> NonNull<u8> {
-        self.cpu
+        self.cpu.0
     }
 
     /// Bus address of the block, for the device.

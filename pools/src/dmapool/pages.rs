@@ -1,4 +1,5 @@
-//! The pages of a scalable pool: the chunks themselves plus the O(1) address-to-page maps.
+//! The pages of a scalable pool: the pages themselves (a [`BlockPages`], so that naming a block
+//! is checked once, not on every alloc) plus the O(1) address-to-page maps.
 //!
 //! Pages are only appended (Linux keeps pages until destroy), so a page index is stable for
 //! the life of the pool and can be baked into block keys. A client that frees by handle never
@@ -6,10 +7,10 @@
 //! free by address (O(pages), once) and kept up to date from then on: pools used the mpt3sas
 //! way pay nothing for them.
 
-use alloc::vec::Vec;
-
-use crate::backing::{Backing, Chunk, DmaAddr};
+use super::geometry::Geometry;
+use crate::backing::{Backing, DmaAddr};
 use crate::radix::RadixMap;
+use crate::raw::{Block, BlockPages, Page, PageSource};
 
 const FRAME_SHIFT: u32 = 12;
 
@@ -21,52 +22,60 @@ struct AddressMaps {
 
 /// The pages of one pool and, once needed, the reverse maps from addresses to them.
 pub(crate) struct Pages {
-    chunks: Vec<Chunk>,
+    pages: BlockPages,
     maps: Option<AddressMaps>,
     allocation: usize,
 }
 
 impl Pages {
-    pub fn new(allocation: usize) -> Self {
+    /// No pages yet, laid out as `geo` says.
+    pub fn new(geo: &Geometry) -> Self {
         Self {
-            chunks: Vec::new(),
+            pages: BlockPages::new(&geo.offsets, geo.size, geo.allocation),
             maps: None,
-            allocation,
+            allocation: geo.allocation,
         }
     }
 
     pub fn len(&self) -> usize {
-        self.chunks.len()
+        self.pages.len()
     }
 
+    /// Block `index` of page `page`, if both exist.
     #[inline]
-    pub fn get(&self, page: usize) -> Option<&Chunk> {
-        self.chunks.get(page)
+    pub fn block(&self, page: usize, index: usize) -> Option<Block<'_>> {
+        self.pages.block(page, index)
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Chunk> {
-        self.chunks.iter()
+    pub fn iter(&self) -> impl Iterator<Item = &Page> {
+        self.pages.iter()
     }
 
-    /// Adds a page and returns its index.
-    pub fn push(&mut self, chunk: Chunk) -> usize {
-        let page = self.chunks.len();
-        if let Some(maps) = &mut self.maps {
-            maps.insert(&chunk, page, self.allocation);
+    /// Adds a page and returns its index; a page shorter than the layout goes back to `source`
+    /// and is reported as `None` (the backing broke its contract).
+    pub fn push<B: Backing>(&mut self, page: Page, source: &PageSource<B>) -> Option<usize> {
+        let page = match self.pages.push(page) {
+            Ok(page) => page,
+            Err(short) => {
+                source.free(short);
+                return None;
+            }
+        };
+        if let (Some(maps), Some(added)) = (&mut self.maps, self.pages.get(page)) {
+            maps.insert(added, page, self.allocation);
         }
-        self.chunks.push(chunk);
-        page
+        Some(page)
     }
 
     fn maps(&mut self) -> &AddressMaps {
-        let (chunks, allocation) = (&self.chunks, self.allocation);
+        let (pages, allocation) = (&self.pages, self.allocation);
         self.maps.get_or_insert_with(|| {
             let mut maps = AddressMaps {
                 by_cpu: RadixMap::new(),
                 by_dma: RadixMap::new(),
             };
-            for (page, chunk) in chunks.iter().enumerate() {
-                maps.insert(chunk, page, allocation);
+            for (index, page) in pages.iter().enumerate() {
+                maps.insert(page, index, allocation);
             }
             maps
         })
@@ -86,15 +95,14 @@ impl Pages {
     /// [`find_cpu`](Self::find_cpu) without building the maps: `None` until they exist.
     pub fn lookup_cpu(&self, cpu: u64) -> Option<(usize, usize)> {
         let page = self.maps.as_ref()?.by_cpu.get(cpu >> FRAME_SHIFT)? as usize;
-        let base = self.chunks[page].cpu.as_ptr() as u64;
-        let offset = cpu.checked_sub(base)? as usize;
+        let offset = self.pages.get(page)?.offset_of_cpu(cpu)?;
         (offset < self.allocation).then_some((page, offset))
     }
 
     /// The page holding bus address `dma`, and the offset into it.
     pub fn find_dma(&mut self, dma: DmaAddr) -> Option<(usize, usize)> {
         let page = self.maps().by_dma.get(dma.0 >> FRAME_SHIFT)? as usize;
-        let offset = dma.0.checked_sub(self.chunks[page].dma.0)? as usize;
+        let offset = self.pages.get(page)?.offset_of_dma(dma)?;
         (offset < self.allocation).then_some((page, offset))
     }
 
@@ -103,9 +111,9 @@ impl Pages {
         let Some(maps) = &self.maps else {
             return Ok(());
         };
-        for (page, chunk) in self.chunks.iter().enumerate() {
-            let cpu = maps.by_cpu.get(chunk.cpu.as_ptr() as u64 >> FRAME_SHIFT);
-            let dma = maps.by_dma.get(chunk.dma.0 >> FRAME_SHIFT);
+        for (page, added) in self.pages.iter().enumerate() {
+            let cpu = maps.by_cpu.get(added.cpu().as_ptr() as u64 >> FRAME_SHIFT);
+            let dma = maps.by_dma.get(added.dma().0 >> FRAME_SHIFT);
             if cpu != Some(page as u32) || dma != Some(page as u32) {
                 return Err(page);
             }
@@ -113,27 +121,26 @@ impl Pages {
         Ok(())
     }
 
-    /// Gives every page back to `backing` (or, with `leak`, forgets them) and drops the maps.
-    pub fn release_all<B: Backing>(&mut self, backing: &B, leak: bool) {
+    /// Gives every page back to `source` (or, with `leak`, forgets them: a device may still
+    /// write to a live block) and drops the maps.
+    pub fn release_all<B: Backing>(&mut self, source: &PageSource<B>, leak: bool) {
         self.maps = None;
-        for chunk in self.chunks.drain(..) {
+        for page in self.pages.drain() {
             if !leak {
-                // SAFETY: the chunk came from `backing` (only `push` adds chunks, and the pool
-                // passes its own backing), it is drained so it is given back once, and the
-                // pool has no live block in it (the caller checked `active == 0`).
-                unsafe { backing.free_chunk(chunk) };
+                source.free(page);
             }
         }
     }
 }
 
 impl AddressMaps {
-    fn insert(&mut self, chunk: &Chunk, page: usize, allocation: usize) {
-        for frame in frames(chunk.cpu.as_ptr() as u64, allocation) {
-            self.by_cpu.insert(frame, page as u32);
+    fn insert(&mut self, page: &Page, index: usize, allocation: usize) {
+        let page_index = index as u32;
+        for frame in frames(page.cpu().as_ptr() as u64, allocation) {
+            self.by_cpu.insert(frame, page_index);
         }
-        for frame in frames(chunk.dma.0, allocation) {
-            self.by_dma.insert(frame, page as u32);
+        for frame in frames(page.dma().0, allocation) {
+            self.by_dma.insert(frame, page_index);
         }
     }
 }

@@ -17,7 +17,7 @@ use lock_api::{Mutex, RawMutex};
 use super::{PoolAlgorithm, PoolConfig, PoolInfo, RawBlock};
 use crate::backing::{DmaAddr, NodeId};
 use crate::error::PoolError;
-use crate::raw;
+use crate::raw::Bytes;
 
 /// The lock used when none is named: a `spin` spin lock.
 pub type DefaultRawMutex = spin::mutex::SpinMutex<()>;
@@ -173,30 +173,24 @@ impl<A: PoolAlgorithm, R: RawMutex> DmaBlock<'_, A, R> {
         self.pool.size
     }
 
+    /// The block's bytes, a view no longer than the borrow of this guard.
+    fn bytes(&self) -> Bytes<'_> {
+        // SAFETY: the block is `size` bytes of a page of the pool this guard borrows, and a pool
+        // gives its pages back only in `destroy` or on drop, which the borrow rules out until
+        // the guard is gone. The guard owns the block (a pool hands a block to one client until
+        // it is freed, and the guard frees it only on drop), so no other thread reaches it; the
+        // view is tied to `&self`, so `write_at`'s `&mut self` keeps writes to one at a time.
+        unsafe { Bytes::from_raw_parts(self.raw.cpu_ptr(), self.pool.size) }
+    }
+
     /// Copies `data` into the block at `offset`; `false` (and no write) if it does not fit.
     pub fn write_at(&mut self, offset: usize, data: &[u8]) -> bool {
-        if offset
-            .checked_add(data.len())
-            .is_none_or(|end| end > self.pool.size)
-        {
-            return false;
-        }
-        // SAFETY: the range is inside this block, which this guard owns exclusively.
-        unsafe { raw::copy_in(raw::at(self.raw.cpu_ptr(), offset), data) };
-        true
+        self.bytes().copy_in(offset, data)
     }
 
     /// Copies from the block at `offset` into `out`; `false` (and no read) if out of range.
     pub fn read_at(&self, offset: usize, out: &mut [u8]) -> bool {
-        if offset
-            .checked_add(out.len())
-            .is_none_or(|end| end > self.pool.size)
-        {
-            return false;
-        }
-        // SAFETY: the range is inside this block, which this guard owns.
-        unsafe { raw::copy_out(raw::at(self.raw.cpu_ptr(), offset), out) };
-        true
+        self.bytes().copy_out(offset, out)
     }
 
     /// Gives up ownership: the block stays allocated and must be freed with the raw API.

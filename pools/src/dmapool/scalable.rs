@@ -20,7 +20,7 @@ use super::pages::Pages;
 use super::{POISON_ALLOCATED, POISON_FREED, PoolAlgorithm, PoolConfig, PoolInfo, RawBlock};
 use crate::backing::{Backing, DmaAddr};
 use crate::error::PoolError;
-use crate::raw;
+use crate::raw::{Block, Bytes, PageSource};
 
 use super::free_list::{FreeList, Popped, SideStack};
 
@@ -33,7 +33,7 @@ const NO_KEY: u32 = u32::MAX;
 pub struct Scalable<B: Backing, F: FreeList = SideStack> {
     config: PoolConfig,
     geo: Geometry,
-    backing: B,
+    source: PageSource<B>,
     pages: Pages,
     live: Vec<u64>,
     free: F,
@@ -55,23 +55,20 @@ fn key_at(geo: &Geometry, pages: &Pages, cpu: NonNull<u8>) -> Option<u32> {
     Some(geo.key(page, geo.index_of(offset)?))
 }
 
-/// The key of the block at `cpu` by scanning the pages (for the invariant walker).
-fn key_by_scan(geo: &Geometry, pages: &Pages, cpu: NonNull<u8>) -> Option<u32> {
+/// The key and bytes of the block at `cpu` by scanning the pages (for the invariant walker).
+fn key_by_scan<'a>(geo: &Geometry, pages: &'a Pages, cpu: NonNull<u8>) -> Option<(u32, Bytes<'a>)> {
     let cpu = cpu.as_ptr() as u64;
-    pages.iter().enumerate().find_map(|(page, chunk)| {
-        let offset = usize::try_from(cpu.checked_sub(chunk.cpu.as_ptr() as u64)?).ok()?;
-        (offset < geo.allocation).then(|| Some(geo.key(page, geo.index_of(offset)?)))?
+    pages.iter().enumerate().find_map(|(page, added)| {
+        let key = geo.key(page, geo.index_of(added.offset_of_cpu(cpu)?)?);
+        Some((key, locate_in(geo, pages, key)?.bytes))
     })
 }
 
-/// CPU and bus address of block `key`, if the key names a block of the pool.
-fn locate_in(geo: &Geometry, pages: &Pages, key: u32) -> Option<(NonNull<u8>, DmaAddr)> {
+/// Bytes and bus address of block `key`, if the key names a block of the pool.
+#[inline]
+fn locate_in<'a>(geo: &Geometry, pages: &'a Pages, key: u32) -> Option<Block<'a>> {
     let (page, index) = geo.split(key);
-    let chunk = pages.get(page)?;
-    let offset = *geo.offsets.get(index)? as usize;
-    // SAFETY: `offset` is a block offset of the layout, `< allocation <= chunk.len_bytes`.
-    let cpu = unsafe { raw::at(chunk.cpu, offset) };
-    Some((cpu, chunk.dma.offset(offset as u64)))
+    pages.block(page, index)
 }
 
 impl<B: Backing, F: FreeList> Scalable<B, F> {
@@ -91,7 +88,7 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
         F::YIELDS_KEYS || self.config.debug
     }
 
-    fn locate(&self, key: u32) -> Option<(NonNull<u8>, DmaAddr)> {
+    fn locate(&self, key: u32) -> Option<Block<'_>> {
         locate_in(&self.geo, &self.pages, key)
     }
 
@@ -104,25 +101,25 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
                 max_pages: self.geo.max_pages(),
             });
         }
-        let chunk = self.backing.alloc_chunk(
-            self.geo.allocation,
-            self.geo.chunk_align,
-            self.config.node,
-        )?;
+        let page =
+            self.source
+                .alloc(self.geo.allocation, self.geo.chunk_align, self.config.node)?;
         if self.config.debug {
-            // SAFETY: the backing guarantees `allocation` writable bytes that nobody else uses.
-            unsafe { raw::fill(chunk.cpu, self.geo.allocation, POISON_FREED) };
+            page.bytes().fill(POISON_FREED);
         }
-        let page = self.pages.push(chunk);
+        let page = self
+            .pages
+            .push(page, &self.source)
+            .ok_or(PoolError::Inconsistent {
+                what: "backing gave a page shorter than asked",
+            })?;
         let words = ((page + 1) << self.geo.key_shift).div_ceil(64);
         self.live.resize(words, 0);
         // Room for every block on the free list now, so that no free ever reallocates it.
         self.free.reserve_total((page + 1) * self.geo.per_page);
         let (geo, pages) = (&self.geo, &self.pages);
         let keys = (0..geo.per_page).map(|index| geo.key(page, index));
-        // SAFETY: the keys are the blocks of the page just added, all free and pool-owned,
-        // and `locate_in` gives each one's addresses.
-        unsafe { self.free.push_page(keys, |key| locate_in(geo, pages, key)) };
+        self.free.push_page(keys, |key| locate_in(geo, pages, key));
         Ok(())
     }
 
@@ -133,8 +130,10 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
     fn pop_free(&mut self) -> Result<Option<(u32, NonNull<u8>, DmaAddr)>, PoolError> {
         let checked = self.config.debug && !F::YIELDS_KEYS;
         let (geo, pages, live) = (&self.geo, &self.pages, &self.live);
-        let valid =
-            |cpu: NonNull<u8>| key_at(geo, pages, cpu).is_some_and(|key| !is_live_in(live, key));
+        let valid = |cpu: NonNull<u8>| {
+            let key = key_at(geo, pages, cpu).filter(|&key| !is_live_in(live, key))?;
+            Some(locate_in(geo, pages, key)?.bytes)
+        };
         let corrupted = |dma, link| PoolError::FreeListCorrupted { dma, link };
         let popped = self
             .free
@@ -143,16 +142,16 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
         match popped {
             None => Ok(None),
             Some(Popped::Key(key)) => {
-                let (cpu, dma) = self.locate(key).ok_or(PoolError::Inconsistent {
+                let block = self.locate(key).ok_or(PoolError::Inconsistent {
                     what: "free key names no block",
                 })?;
-                Ok(Some((key, cpu, dma)))
+                Ok(Some((key, block.bytes.ptr(), block.dma)))
             }
             Some(Popped::Block { cpu, dma }) if checked => {
                 let link = cpu.as_ptr() as u64;
                 let key = key_at(geo, pages, cpu).ok_or(corrupted(dma, link))?;
                 match locate_in(geo, pages, key) {
-                    Some((_, own)) if own == dma => Ok(Some((key, cpu, dma))),
+                    Some(own) if own.dma == dma => Ok(Some((key, cpu, dma))),
                     _ => Err(corrupted(dma, link)),
                 }
             }
@@ -160,11 +159,18 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
         }
     }
 
-    /// Debug mode: checks the poison of a block about to be handed out, then marks it new.
-    fn check_poison(&mut self, cpu: NonNull<u8>, dma: DmaAddr) {
+    /// Debug mode: checks the poison of block `key` about to be handed out, then marks it new.
+    /// (Debug mode always knows the key: in-block pops are resolved to one.)
+    fn check_poison(&mut self, key: u32, dma: DmaAddr) {
         let skip = F::IN_BLOCK_BYTES;
-        // SAFETY: the block is free and pool-owned, `size` bytes, `skip < size`.
-        let bad = unsafe { raw::first_not(raw::at(cpu, skip), self.geo.size - skip, POISON_FREED) };
+        let Some(block) = self.locate(key) else {
+            return;
+        };
+        let bad = block
+            .bytes
+            .sub(skip, self.geo.size - skip)
+            .and_then(|tail| tail.first_not(POISON_FREED));
+        block.bytes.fill(POISON_ALLOCATED);
         if let Some(offset) = bad {
             self.written_after_free += 1;
             log::error!(
@@ -173,11 +179,9 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
                 offset + skip
             );
         }
-        // SAFETY: as above; the block is about to be handed out and is still pool-owned.
-        unsafe { raw::fill(cpu, self.geo.size, POISON_ALLOCATED) };
     }
 
-    /// Frees block `key` at `cpu`/`dma` (as `locate` gave them).
+    /// Frees block `key` at `cpu`/`dma` (as `locate` gave them, or a handle of this pool).
     #[inline]
     fn release(&mut self, key: u32, cpu: NonNull<u8>, dma: DmaAddr) -> Result<(), PoolError> {
         if self.tracks_live() {
@@ -188,29 +192,44 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
             }
         }
         if self.config.debug {
-            self.poison_freed(cpu);
+            self.poison_freed(key);
         }
-        // SAFETY: `cpu` is the block named by `key` (or, from an in-block pool outside debug
-        // mode, a block this pool handed out: the handle's pool id was checked), now free and
-        // pool-owned; `dma` is its bus address.
-        unsafe { self.free.push(key, cpu, dma) };
+        let (geo, pages, size) = (&self.geo, &self.pages, self.geo.size);
+        let pushed = self.free.push(key, || match key {
+            NO_KEY => Some(Block {
+                // SAFETY: only an in-block pool outside debug mode hands out `NO_KEY` handles,
+                // and `free` checked this handle's pool id: `cpu` is a block of this pool
+                // (`size` bytes in a page that lives until destroy), given back by its client,
+                // so free and the pool's (whose lock is held); `dma` is its bus address.
+                bytes: unsafe { Bytes::from_raw_parts(cpu, size) },
+                dma,
+            }),
+            key => locate_in(geo, pages, key),
+        });
+        if !pushed {
+            return Err(PoolError::Inconsistent {
+                what: "freed key names no block",
+            });
+        }
         Ok(())
     }
 
-    /// Debug mode: poisons a block just given back.
+    /// Debug mode: poisons block `key`, just given back (an in-block link, if any, is
+    /// written after the poison).
     #[cold]
     #[inline(never)]
-    fn poison_freed(&mut self, cpu: NonNull<u8>) {
-        // SAFETY: the caller just took the block back from its client: it is free, pool-owned
-        // and `size` bytes; an in-block link (if any) is written after the poison.
-        unsafe { raw::fill(cpu, self.geo.size, POISON_FREED) };
+    fn poison_freed(&mut self, key: u32) {
+        if let Some(block) = self.locate(key) {
+            block.bytes.fill(POISON_FREED);
+        }
     }
 
     fn release_at(&mut self, page: usize, index: usize) -> Result<(), PoolError> {
         let key = self.geo.key(page, index);
-        let (cpu, dma) = self.locate(key).ok_or(PoolError::Inconsistent {
+        let block = self.locate(key).ok_or(PoolError::Inconsistent {
             what: "located page has no block",
         })?;
+        let (cpu, dma) = (block.bytes.ptr(), block.dma);
         self.release(key, cpu, dma)
     }
 
@@ -245,7 +264,7 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
 
     fn create(config: PoolConfig, backing: B) -> Result<Self, PoolError> {
         let geo = Geometry::new(&config)?;
-        let mut pages = Pages::new(geo.allocation);
+        let mut pages = Pages::new(&geo);
         if config.debug && !F::YIELDS_KEYS {
             // Debug mode validates in-block links through the address maps.
             pages.ensure_maps();
@@ -254,7 +273,7 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
             pages,
             config,
             geo,
-            backing,
+            source: PageSource::new(backing),
             live: Vec::new(),
             free: F::default(),
             written_after_free: 0,
@@ -285,7 +304,7 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
             *word |= 1u64 << (key % 64);
         }
         if self.config.debug {
-            self.check_poison(cpu, dma);
+            self.check_poison(key, dma);
         }
         Ok(RawBlock::new(cpu, dma, self.id, key, self.config.node))
     }
@@ -300,7 +319,10 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
         }
         let key = block.key();
         debug_assert!(
-            key == NO_KEY || self.locate(key) == Some((block.cpu_ptr(), block.dma_addr())),
+            key == NO_KEY
+                || self.locate(key).is_some_and(
+                    |own| (own.bytes.ptr(), own.dma) == (block.cpu_ptr(), block.dma_addr())
+                ),
             "a handle of this pool names its block"
         );
         self.release(key, block.cpu_ptr(), block.dma_addr())
@@ -353,7 +375,7 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
         let active = self.active();
         let busy = active > 0;
         let leaked_pages = if busy { self.pages.len() } else { 0 };
-        self.pages.release_all(&self.backing, busy);
+        self.pages.release_all(&self.source, busy);
         self.free = F::default();
         self.live.clear();
         if busy {
@@ -402,9 +424,9 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
                 self.free.len()
             ));
         }
-        for chunk in self.pages.iter() {
-            let cpu = chunk.cpu.as_ptr() as u64;
-            if chunk.len_bytes < self.geo.allocation || cpu % self.geo.chunk_align as u64 != 0 {
+        for page in self.pages.iter() {
+            let cpu = page.cpu().as_ptr() as u64;
+            if page.len_bytes() < self.geo.allocation || cpu % self.geo.chunk_align as u64 != 0 {
                 return Err(format!("page {cpu:#x} too short or misaligned"));
             }
         }

@@ -8,10 +8,10 @@
 use alloc::vec::Vec;
 
 use super::{CACHE_LINE_BYTES, RawObject, SlabConfig, SlabStats};
-use crate::backing::{Backing, Chunk, DmaAddr};
+use crate::backing::{Backing, DmaAddr};
 use crate::error::PoolError;
 use crate::radix::RadixMap;
-use crate::raw;
+use crate::raw::{Bytes, HandleAddr, Page, PageSource};
 
 mod invariants;
 
@@ -23,7 +23,7 @@ enum List {
 }
 
 struct Slab {
-    chunk: Chunk,
+    page: Page,
     free: Vec<u16>,
     live: Vec<u64>,
     in_use: usize,
@@ -42,7 +42,7 @@ impl Slab {
 
 pub(super) struct SlabCore<B: Backing> {
     config: SlabConfig,
-    backing: B,
+    source: PageSource<B>,
     stride: usize,
     slab_bytes: usize,
     chunk_align: usize,
@@ -94,7 +94,7 @@ impl<B: Backing> SlabCore<B> {
             chunk_align: slab_bytes.next_power_of_two().max(align).max(4096),
             key_shift: per_slab.next_power_of_two().trailing_zeros(),
             config,
-            backing,
+            source: PageSource::new(backing),
             stride,
             slab_bytes,
             per_slab,
@@ -148,25 +148,31 @@ impl<B: Backing> SlabCore<B> {
                 });
             }
         };
-        let chunk =
-            match self
-                .backing
-                .alloc_chunk(self.slab_bytes, self.chunk_align, self.config.node)
-            {
-                Ok(chunk) => chunk,
-                Err(error) => {
-                    self.free_ids.push(id);
-                    return Err(error.into());
-                }
-            };
-        for frame in frames(chunk.cpu.as_ptr() as u64, self.slab_bytes) {
+        let page = match self
+            .source
+            .alloc(self.slab_bytes, self.chunk_align, self.config.node)
+        {
+            Ok(page) if page.len_bytes() >= self.slab_bytes => page,
+            Ok(short) => {
+                self.source.free(short);
+                self.free_ids.push(id);
+                return Err(PoolError::Inconsistent {
+                    what: "backing gave a slab shorter than asked",
+                });
+            }
+            Err(error) => {
+                self.free_ids.push(id);
+                return Err(error.into());
+            }
+        };
+        for frame in frames(page.cpu().as_ptr() as u64, self.slab_bytes) {
             self.by_cpu.insert(frame, id);
         }
-        for frame in frames(chunk.dma.0, self.slab_bytes) {
+        for frame in frames(page.dma().0, self.slab_bytes) {
             self.by_dma.insert(frame, id);
         }
         self.slots[id as usize] = Some(Slab {
-            chunk,
+            page,
             free: (0..self.per_slab as u16).rev().collect(),
             live: alloc::vec![0; self.per_slab.div_ceil(64)],
             in_use: 0,
@@ -197,18 +203,23 @@ impl<B: Backing> SlabCore<B> {
             });
         };
         let index = usize::from(index);
+        let offset = index * self.stride;
+        // `index < per_slab`, so the object lies inside the slab: the check never fails.
+        let Some(cpu) = slab.page.bytes().sub(offset, self.stride).map(Bytes::ptr) else {
+            slab.free.push(index as u16);
+            return Err(PoolError::Inconsistent {
+                what: "free object index beyond its slab",
+            });
+        };
         slab.flip_live(index);
         slab.in_use += 1;
-        let offset = index * self.stride;
-        // SAFETY: `index < per_slab`, so the object lies inside the slab's chunk.
-        let cpu = unsafe { raw::at(slab.chunk.cpu, offset) };
-        let dma = slab.chunk.dma.offset(offset as u64);
+        let dma = slab.page.dma().offset(offset as u64);
         let full = slab.in_use == per_slab;
         self.move_to(id, if full { List::Full } else { List::Partial });
         self.in_use += 1;
         self.allocs += 1;
         Ok(RawObject {
-            cpu,
+            cpu: HandleAddr(cpu),
             dma,
             key: ((id as usize) << self.key_shift | index) as u32,
         })
@@ -238,9 +249,9 @@ impl<B: Backing> SlabCore<B> {
             return Err(foreign());
         }
         let offset = index * stride;
-        let dma = slab.chunk.dma.offset(offset as u64);
+        let dma = slab.page.dma().offset(offset as u64);
         if let Some((cpu, handle_dma)) = expect
-            && (cpu != slab.chunk.cpu.as_ptr() as u64 + offset as u64 || handle_dma != dma)
+            && (cpu != slab.page.cpu().as_ptr() as u64 + offset as u64 || handle_dma != dma)
         {
             return Err(foreign());
         }
@@ -260,7 +271,7 @@ impl<B: Backing> SlabCore<B> {
     pub fn free(&mut self, object: RawObject) -> Result<(), PoolError> {
         let key = object.key as usize;
         let (id, index) = (key >> self.key_shift, key & ((1 << self.key_shift) - 1));
-        self.release(id, index, Some((object.cpu.as_ptr() as u64, object.dma)))
+        self.release(id, index, Some((object.cpu.0.as_ptr() as u64, object.dma)))
     }
 
     fn locate(&self, id: u32, base: u64, addr: u64) -> Result<(usize, usize), PoolError> {
@@ -280,7 +291,7 @@ impl<B: Backing> SlabCore<B> {
         let id = self.by_cpu.get(cpu >> 12).ok_or(foreign.clone())?;
         let base = self.slots[id as usize]
             .as_ref()
-            .map(|s| s.chunk.cpu.as_ptr() as u64)
+            .map(|s| s.page.cpu().as_ptr() as u64)
             .ok_or(foreign.clone())?;
         if cpu < base || cpu - base >= self.slab_bytes as u64 {
             return Err(foreign);
@@ -294,7 +305,7 @@ impl<B: Backing> SlabCore<B> {
         let id = self.by_dma.get(dma.0 >> 12).ok_or(foreign.clone())?;
         let base = self.slots[id as usize]
             .as_ref()
-            .map(|s| s.chunk.dma.0)
+            .map(|s| s.page.dma().0)
             .ok_or(foreign.clone())?;
         if dma.0 < base || dma.0 - base >= self.slab_bytes as u64 {
             return Err(foreign);
@@ -307,16 +318,15 @@ impl<B: Backing> SlabCore<B> {
         let Some(slab) = self.slots[id as usize].take() else {
             return;
         };
-        for frame in frames(slab.chunk.cpu.as_ptr() as u64, self.slab_bytes) {
+        for frame in frames(slab.page.cpu().as_ptr() as u64, self.slab_bytes) {
             self.by_cpu.remove(frame);
         }
-        for frame in frames(slab.chunk.dma.0, self.slab_bytes) {
+        for frame in frames(slab.page.dma().0, self.slab_bytes) {
             self.by_dma.remove(frame);
         }
         self.free_ids.push(id);
-        // SAFETY: the chunk came from this backing in `grow`, was taken out of its slot so it
-        // is given back once, and the slab has no live object (callers only pass empty slabs).
-        unsafe { self.backing.free_chunk(slab.chunk) };
+        // Callers only pass empty slabs: no object of this one is live.
+        self.source.free(slab.page);
     }
 
     pub fn shrink(&mut self) -> usize {

@@ -13,6 +13,11 @@
 //! drop, [`RawObject`] is returned with [`SlabCache::free_raw`] / [`SlabCache::free_dma`].
 
 mod cache;
+#[expect(
+    unsafe_code,
+    reason = "an object's bytes, reached outside the cache's lock by the guard that owns it"
+)]
+mod object;
 
 use alloc::string::String;
 use core::ptr::NonNull;
@@ -23,8 +28,9 @@ use crate::backing::{Backing, DmaAddr, NodeId};
 use crate::dmapool::DefaultRawMutex;
 use crate::error::PoolError;
 use crate::mempool::ElementAllocator;
-use crate::raw;
+use crate::raw::HandleAddr;
 use cache::SlabCore;
+pub use object::SlabObject;
 
 /// Default object alignment: one x86 cache line.
 pub const CACHE_LINE_BYTES: usize = 64;
@@ -115,21 +121,16 @@ pub struct SlabStats {
 /// An object handed out by a cache, as plain addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RawObject {
-    cpu: NonNull<u8>,
+    cpu: HandleAddr,
     dma: DmaAddr,
     key: u32,
 }
-
-// SAFETY: a `RawObject` is a pair of addresses and an index; it grants no access by itself.
-unsafe impl Send for RawObject {}
-// SAFETY: as above.
-unsafe impl Sync for RawObject {}
 
 impl RawObject {
     /// CPU address.
     #[must_use]
     pub fn cpu_ptr(&self) -> NonNull<u8> {
-        self.cpu
+        self.cpu.0
     }
 
     /// Bus address, for the device.
@@ -157,10 +158,7 @@ impl<B: Backing, R: RawMutex> SlabCache<B, R> {
 
     /// Allocates an object that frees itself on drop.
     pub fn alloc(&self) -> Result<SlabObject<'_, B, R>, PoolError> {
-        Ok(SlabObject {
-            cache: self,
-            raw: self.alloc_raw()?,
-        })
+        Ok(SlabObject::new(self, self.alloc_raw()?))
     }
 
     /// Allocates an object whose release is the caller's job.
@@ -233,70 +231,6 @@ impl<B: Backing, R: RawMutex> ElementAllocator for SlabCache<B, R> {
     fn free(&self, element: RawObject) {
         if let Err(error) = self.free_raw(element) {
             log::error!("slab {}: mempool free: {error}", self.inner.lock().name());
-        }
-    }
-}
-
-/// An allocated object that returns itself to its cache on drop.
-pub struct SlabObject<'cache, B: Backing, R: RawMutex = DefaultRawMutex> {
-    cache: &'cache SlabCache<B, R>,
-    raw: RawObject,
-}
-
-impl<B: Backing, R: RawMutex> SlabObject<'_, B, R> {
-    /// CPU address.
-    pub fn cpu_ptr(&self) -> NonNull<u8> {
-        self.raw.cpu
-    }
-
-    /// Bus address.
-    pub fn dma_addr(&self) -> DmaAddr {
-        self.raw.dma
-    }
-
-    /// Object length in bytes (the size asked for).
-    pub fn len_bytes(&self) -> usize {
-        self.cache.object_size
-    }
-
-    /// Copies `data` in at `offset`; `false` (and no write) if it does not fit.
-    pub fn write_at(&mut self, offset: usize, data: &[u8]) -> bool {
-        if offset
-            .checked_add(data.len())
-            .is_none_or(|end| end > self.cache.object_size)
-        {
-            return false;
-        }
-        // SAFETY: the range is inside this object, which this guard owns exclusively.
-        unsafe { raw::copy_in(raw::at(self.raw.cpu, offset), data) };
-        true
-    }
-
-    /// Copies out from `offset`; `false` (and no read) if out of range.
-    pub fn read_at(&self, offset: usize, out: &mut [u8]) -> bool {
-        if offset
-            .checked_add(out.len())
-            .is_none_or(|end| end > self.cache.object_size)
-        {
-            return false;
-        }
-        // SAFETY: the range is inside this object, which this guard owns.
-        unsafe { raw::copy_out(raw::at(self.raw.cpu, offset), out) };
-        true
-    }
-
-    /// Gives up ownership; free the object with the raw API.
-    pub fn into_raw(self) -> RawObject {
-        let raw = self.raw;
-        core::mem::forget(self);
-        raw
-    }
-}
-
-impl<B: Backing, R: RawMutex> Drop for SlabObject<'_, B, R> {
-    fn drop(&mut self) {
-        if let Err(error) = self.cache.free_raw(self.raw) {
-            log::error!("dropping slab object {}: {error}", self.raw.dma);
         }
     }
 }
