@@ -15,6 +15,8 @@
     reason = "only part of each borrowed module tree is used by a given target"
 )]
 
+#![deny(unsafe_code)]
+
 extern crate alloc;
 
 #[path = "../../kernel/src/cmdline/mod.rs"]
@@ -29,6 +31,10 @@ pub mod platform;
 #[path = "../../drivers/tests/commands/mod.rs"]
 pub mod commands;
 #[path = "../../drivers/tests/virtio_fake/mod.rs"]
+#[expect(
+    unsafe_code,
+    reason = "the fake device reads and writes the driver's rings through their DMA addresses"
+)]
 pub mod virtio_fake;
 
 pub mod bytes;

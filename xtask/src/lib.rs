@@ -61,4 +61,6 @@ pub mod setup;
 pub mod soak;
 pub mod suite;
 pub mod symbols;
+#[cfg(test)]
+mod unsafe_confinement;
 pub mod workspace;

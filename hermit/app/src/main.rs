@@ -12,10 +12,15 @@
 //! QEMU through isa-debug-exit with the same codes.
 #![no_std]
 #![no_main]
+#![deny(unsafe_code)]
 
 extern crate alloc;
 
 mod fake_rw;
+#[expect(
+    unsafe_code,
+    reason = "heap chunks as a `pools::Backing`, and the isa-debug-exit port"
+)]
 mod platform;
 
 use alloc::string::{String, ToString};
@@ -83,6 +88,7 @@ pub fn parse(words: &[String]) -> Result<WorkloadParams, CmdlineError> {
 ///
 /// # Safety
 /// `argv` must hold `argc` NUL-terminated strings, as Hermit's `runtime_entry` contract gives.
+#[expect(unsafe_code, reason = "reading Hermit's C argv")]
 unsafe fn words(argc: i32, argv: *const *const u8) -> Vec<String> {
     (1..usize::try_from(argc).unwrap_or(0))
         .map(|index| {
@@ -94,6 +100,10 @@ unsafe fn words(argc: i32, argv: *const *const u8) -> Vec<String> {
 }
 
 /// Hermit's application entry point (called on its first task once the kernel is up).
+#[expect(
+    unsafe_code,
+    reason = "Hermit calls this symbol by name with its C argv"
+)]
 #[unsafe(no_mangle)]
 extern "C" fn runtime_entry(argc: i32, argv: *const *const u8, _env: *const *const u8) -> ! {
     // SAFETY: Hermit passes its argv array of `argc` NUL-terminated strings.

@@ -15,6 +15,7 @@
 //!
 //! Any failure is one line on COM1 and the failure exit code; the loader never hangs.
 #![cfg_attr(target_os = "none", no_std, no_main)]
+#![deny(unsafe_code)]
 
 #[cfg(not(target_os = "none"))]
 fn main() {
@@ -28,8 +29,13 @@ fn main() {
 extern crate alloc;
 
 #[cfg(target_os = "none")]
+#[expect(
+    unsafe_code,
+    reason = "the module's memory, the relocated image and the jump into the Hermit kernel"
+)]
 mod boot;
 #[cfg(target_os = "none")]
+#[expect(unsafe_code, reason = "COM1's ports and the isa-debug-exit port")]
 #[macro_use]
 mod console;
 #[cfg(target_os = "none")]
@@ -37,8 +43,13 @@ mod entry;
 #[cfg(target_os = "none")]
 mod fdt;
 #[cfg(target_os = "none")]
+#[expect(unsafe_code, reason = "the bump allocator is the `GlobalAlloc`")]
 mod heap;
 #[cfg(target_os = "none")]
+#[expect(
+    unsafe_code,
+    reason = "reading `hvm_start_info`, the memory map and the module list at physical addresses"
+)]
 mod start_info;
 #[cfg(target_os = "none")]
 mod tsc;
