@@ -87,14 +87,15 @@ impl<B: Backing> Legacy<B> {
     }
 
     /// The link stored in free block `offset` of `page`: offset of the next free block (the
-    /// 4-byte `*(int *)(page->vaddr + offset)` of old Linux).
+    /// 4-byte `*(int *)(page->vaddr + offset)` of old Linux). Read through the page's view, so
+    /// one check covers it (blocks are at least the link's 4 bytes).
     fn link(&self, page: usize, offset: usize) -> u64 {
-        u64::from(self.block(page, offset).read_u32(0))
+        u64::from(self.pages[page].page.bytes().read_u32(offset))
     }
 
     fn set_link(&mut self, page: usize, offset: usize, next: usize) {
         // Offsets are below the allocation, which is at most 1 GiB, so they fit the u32 link.
-        self.block(page, offset).write_u32(0, next as u32);
+        self.pages[page].page.bytes().write_u32(offset, next as u32);
     }
 
     /// `pool_alloc_page` + `pool_initialise_page`, then `list_add` at the head.

@@ -76,9 +76,6 @@ impl<B: Backing> PageSource<B> {
     ) -> Result<Page, BackingError> {
         let chunk = self.backing.alloc_chunk(len_bytes, align_bytes, node)?;
         Ok(Page {
-            // The `Backing` contract promises at least `len_bytes`; the views rely only on the
-            // length the chunk itself states, and never on more than the request.
-            len_bytes: chunk.len_bytes.min(len_bytes),
             chunk,
             source: self.id,
             not_sync: PhantomData,
@@ -107,9 +104,8 @@ impl<B: Backing> PageSource<B> {
 
 /// One chunk of block memory, owned by a pool (see the module documentation).
 pub(crate) struct Page {
+    /// Its `len_bytes` (at least what the pool asked for) are valid, by the `Backing` contract.
     chunk: Chunk,
-    /// The length the views may use: the chunk's, capped at what the pool asked for.
-    len_bytes: usize,
     source: u64,
     /// Views write through `&Page`, so a page stays on the thread that holds its pool.
     not_sync: PhantomData<Cell<()>>,
@@ -120,7 +116,7 @@ impl core::fmt::Debug for Page {
         f.debug_struct("Page")
             .field("cpu", &self.chunk.cpu)
             .field("dma", &self.chunk.dma)
-            .field("len_bytes", &self.len_bytes)
+            .field("len_bytes", &self.chunk.len_bytes)
             .finish()
     }
 }
@@ -141,7 +137,7 @@ impl Page {
     /// Usable length in bytes (at least what was asked for).
     #[inline]
     pub fn len_bytes(&self) -> usize {
-        self.len_bytes
+        self.chunk.len_bytes
     }
 
     /// A view of the whole page.
@@ -149,7 +145,7 @@ impl Page {
     pub fn bytes(&self) -> Bytes<'_> {
         Bytes {
             base: self.chunk.cpu,
-            len_bytes: self.len_bytes,
+            len_bytes: self.chunk.len_bytes,
             page: PhantomData,
         }
     }
@@ -158,14 +154,14 @@ impl Page {
     #[inline]
     pub fn offset_of_cpu(&self, cpu: u64) -> Option<usize> {
         let offset = usize::try_from(cpu.checked_sub(self.chunk.cpu.as_ptr() as u64)?).ok()?;
-        (offset < self.len_bytes).then_some(offset)
+        (offset < self.chunk.len_bytes).then_some(offset)
     }
 
     /// Whether bus address `dma` lies in this page; its offset if so.
     #[inline]
     pub fn offset_of_dma(&self, dma: DmaAddr) -> Option<usize> {
         let offset = usize::try_from(dma.0.checked_sub(self.chunk.dma.0)?).ok()?;
-        (offset < self.len_bytes).then_some(offset)
+        (offset < self.chunk.len_bytes).then_some(offset)
     }
 }
 
