@@ -15,6 +15,7 @@ mod aggregate;
 pub mod fake_rw;
 mod histogram;
 mod hooks;
+mod job_loop;
 mod matrix;
 mod neighbour;
 mod params;
@@ -34,17 +35,15 @@ pub use pressure::{
 
 use crate::window::CountedWindows;
 use alloc::string::{String, ToString};
-use alloc::vec;
-use alloc::vec::Vec;
+use job_loop::run_job;
 use pools::ElementAllocator;
 use pools::json::JsonObject;
 use scsi::clock::Clock;
 use scsi::host::ScsiHost;
-use scsi::midlayer::{Disk, Done, Midlayer, MidlayerStats, Request, ScsiError};
+use scsi::midlayer::{Disk, Midlayer, MidlayerStats, ScsiError};
 use scsi::sense_alloc::{ReserveFailed, SenseMode, SenseStats, SenseStorage};
 use scsi::target::{ParamError, ScsiDebug};
 use scsi::wait::{IoMode, IrqStats};
-use scsi::wire::{BlockCount, Lba};
 
 /// Why a workload could not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -146,6 +145,27 @@ pub struct WorkloadReport {
 }
 
 impl WorkloadReport {
+    /// A report of `job` in `sense_mode` and `io_mode` before anything ran: every count zero.
+    fn empty(job: &JobParams, sense_mode: SenseMode, io_mode: IoMode) -> Self {
+        Self {
+            job: job.clone(),
+            sense_mode,
+            ios: 0,
+            reads: 0,
+            writes: 0,
+            errors: 0,
+            recovered: 0,
+            elapsed_ns: 0,
+            latency: Histogram::default(),
+            sense: SenseStats::default(),
+            midlayer: MidlayerStats::default(),
+            stall: None,
+            io_mode,
+            irq: IrqStats::default(),
+            elapsed_cpu_ns: 0,
+        }
+    }
+
     /// Completed I/Os per second.
     pub fn iops(&self) -> u64 {
         if self.elapsed_ns == 0 {
@@ -209,26 +229,6 @@ impl WorkloadReport {
     }
 }
 
-/// xorshift64*: cheap, seedable, good enough to scatter LBAs.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
-
-/// A job's random stream, advanced on every submission: a cache line of its own, because the
-/// jobs of different CPUs allocate these at the same moment (one 8-byte `Rng` next to another
-/// CPU's would bounce between them on every command).
-#[repr(align(64))]
-struct Job {
-    rng: Rng,
-}
-
 /// Builds scsi_debug, attaches the midlayer with `slab` in `params.sense` mode, scans, and runs
 /// the job on the first disk.
 pub fn run_fake_rw<A, C>(
@@ -251,12 +251,6 @@ where
         .ok_or(WorkloadError::NoDisk)?;
     run(&mut stack, &disk, &params.job)
 }
-
-/// A gap between two polls of the job loop longer than this is time the loop did not run (a
-/// vCPU descheduled on a busy host), not time the stack waited: the loop's own waits are a
-/// busy poll or a halt that the irq wait policy's safety timer ends within 10 ms. The stall
-/// watchdog does not count such a gap.
-const UNOBSERVED_GAP_NS: u64 = 100_000_000;
 
 /// `object` with the interrupt path's counters under the RESULT keys every workload uses
 /// (`irq_interrupts` … `halted_ns`).
@@ -301,210 +295,60 @@ where
     P: Hooks<A>,
 {
     let template = stack.template();
-    let in_flight = usize::from(job.numjobs) * usize::from(job.iodepth);
-    if in_flight > usize::from(template.can_queue) {
-        return Err(WorkloadError::TooDeep {
+    let shape = Shape::check(job, disk, template.can_queue, stack.max_transfer_bytes())?;
+    Ok(run_job(stack, disk, job, hooks, shape))
+}
+
+/// Where a job's commands may land on its disk, checked before anything is allocated.
+#[derive(Clone, Copy)]
+struct Shape {
+    /// `numjobs × iodepth`: commands in flight when every job's depth is full.
+    in_flight: usize,
+    /// Disk blocks per command (`bs / block_len`).
+    blocks_per_io: u32,
+    /// Command-sized slots on the disk: an LBA is a slot times `blocks_per_io`.
+    slots: u64,
+}
+
+impl Shape {
+    /// Checks that `job` fits a host that queues `can_queue` commands of at most `max_bytes`,
+    /// and `disk`'s blocks.
+    fn check(
+        job: &JobParams,
+        disk: &Disk,
+        can_queue: u16,
+        max_bytes: usize,
+    ) -> Result<Self, WorkloadError> {
+        let in_flight = usize::from(job.numjobs) * usize::from(job.iodepth);
+        if in_flight > usize::from(can_queue) {
+            return Err(WorkloadError::TooDeep {
+                in_flight,
+                can_queue,
+            });
+        }
+        let bad_size = WorkloadError::BlockSize {
+            bs: job.bs,
+            block_len: disk.block_len,
+            max_bytes,
+        };
+        if job.bs == 0
+            || disk.block_len == 0
+            || job.bs % disk.block_len != 0
+            || job.bs as usize > max_bytes
+        {
+            return Err(bad_size);
+        }
+        let blocks_per_io = job.bs / disk.block_len;
+        let slots = disk.blocks / u64::from(blocks_per_io);
+        if slots == 0 {
+            return Err(bad_size);
+        }
+        Ok(Self {
             in_flight,
-            can_queue: template.can_queue,
-        });
-    }
-    let max_bytes = stack.max_transfer_bytes();
-    if job.bs == 0
-        || disk.block_len == 0
-        || job.bs % disk.block_len != 0
-        || job.bs as usize > max_bytes
-    {
-        return Err(WorkloadError::BlockSize {
-            bs: job.bs,
-            block_len: disk.block_len,
-            max_bytes,
-        });
-    }
-    let blocks_per_io = job.bs / disk.block_len;
-    let slots = disk.blocks / u64::from(blocks_per_io);
-    if slots == 0 {
-        return Err(WorkloadError::BlockSize {
-            bs: job.bs,
-            block_len: disk.block_len,
-            max_bytes,
-        });
-    }
-    let sense_before = stack.sense_stats();
-    let midlayer_before = stack.stats();
-    let mut jobs: Vec<Job> = (0..job.numjobs)
-        .map(|j| Job {
-            rng: Rng(job
-                .seed
-                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-                .wrapping_add(u64::from(j))
-                | 1),
+            blocks_per_io,
+            slots,
         })
-        .collect();
-    // Submission stamps in the clock's raw ticks (the TSC in the guest): converted to ns once
-    // per command, as the difference at completion.
-    let mut start_ticks = vec![0u64; usize::from(template.can_queue)];
-    let mut latency = Histogram::default();
-    let mut report = WorkloadReport {
-        job: job.clone(),
-        sense_mode: stack.sense_allocator().mode(),
-        ios: 0,
-        reads: 0,
-        writes: 0,
-        errors: 0,
-        recovered: 0,
-        elapsed_ns: 0,
-        latency: Histogram::default(),
-        sense: SenseStats::default(),
-        midlayer: MidlayerStats::default(),
-        stall: None,
-        io_mode: IoMode::Poll,
-        irq: IrqStats::default(),
-        elapsed_cpu_ns: 0,
-    };
-    let (io_mode, irq_before) = stack.completion_wait_stats();
-    report.io_mode = io_mode;
-    let begin = stack.clock().now_ns();
-    let slot = hooks
-        .window_slot()
-        .unwrap_or_else(|| report.sense_mode.slot());
-    stack.clock().window_begin(slot);
-    let mut now = begin;
-    let mut issued = 0u64;
-    let stop_issuing = |issued: u64, now: u64| match job.limit {
-        Limit::Ios(n) => issued >= n,
-        Limit::RuntimeNs(ns) => now - begin >= ns,
-    };
-    // Prime: every job fills its depth.
-    let mut spare: Vec<(u16, Vec<u8>)> = Vec::with_capacity(in_flight);
-    for j in 0..job.numjobs {
-        for _ in 0..job.iodepth {
-            spare.push((j, vec![0u8; job.bs as usize]));
-        }
     }
-    let mut done: Vec<Done> = Vec::with_capacity(usize::from(template.can_queue));
-    let mut reaped_writes: Vec<bool> = Vec::with_capacity(if P::WANTS_COMPLETIONS {
-        usize::from(template.can_queue)
-    } else {
-        0
-    });
-    let mut outstanding = 0usize;
-    let mut last_progress_ns = begin;
-    let element_moves = |s: SenseStats| s.slab_allocs + s.reserve_hits;
-    let mut moves_at_progress = element_moves(sense_before);
-    loop {
-        hooks.tick(stack.sense_allocator().slab());
-        while report.stall.is_none() && !stop_issuing(issued, now) {
-            let Some((j, buf)) = spare.pop() else { break };
-            let rng = &mut jobs[usize::from(j)].rng;
-            let roll = rng.next();
-            // Lemire's multiply-shift maps the random word onto 0..slots without a division
-            // (a helper call under TCG).
-            let slot = ((u128::from(roll) * u128::from(slots)) >> 64) as u64;
-            let lba = Lba(slot * u64::from(blocks_per_io));
-            let write = match job.rw {
-                RwMode::RandRead => false,
-                RwMode::RandWrite => true,
-                RwMode::RandRw => roll >> 63 == 1,
-            };
-            let count = BlockCount(blocks_per_io);
-            let mut request = Request::rw(disk.device, write, lba, count, buf);
-            request.user_data = (u64::from(j) << 1) | u64::from(write);
-            request.timeout_ns = job.timeout_ns;
-            let submitted = stack.clock().now_ticks();
-            match stack.submit(request) {
-                Ok(tag) => {
-                    start_ticks[usize::from(tag.0)] = submitted;
-                    issued += 1;
-                    outstanding += 1;
-                }
-                Err(rejected) => {
-                    spare.push((j, rejected.request.data));
-                    break;
-                }
-            }
-        }
-        if outstanding == 0 {
-            break;
-        }
-        // Each finished command is reaped as the midlayer finds it (`poll_with`), stamped
-        // with its own clock read, and its buffer goes back to the spares.
-        let found = stack.poll_with(
-            &mut done,
-            #[inline(always)]
-            |clock, d| {
-                outstanding -= 1;
-                let ticks = clock
-                    .now_ticks()
-                    .saturating_sub(start_ticks[usize::from(d.tag.0)]);
-                latency.record(clock.ticks_to_ns(ticks));
-                let write = d.user_data & 1 == 1;
-                match d.result {
-                    Ok(c) => {
-                        report.ios += 1;
-                        report.recovered += u64::from(c.recovered);
-                        if write {
-                            report.writes += 1;
-                        } else {
-                            report.reads += 1
-                        }
-                    }
-                    Err(_) => report.errors += 1,
-                }
-                if P::WANTS_COMPLETIONS {
-                    reaped_writes.push(write);
-                }
-                spare.push(((d.user_data >> 1) as u16, d.data));
-            },
-        );
-        // The hooks see the completions after the poll, as they always have: a pressure
-        // actor's budget moves between polls, not between two commands of one poll.
-        if P::WANTS_COMPLETIONS {
-            for write in reaped_writes.drain(..) {
-                hooks.completed(write);
-            }
-        }
-        let previous_poll_ns = now;
-        now = stack.clock().now_ns();
-        let gap_ns = now.saturating_sub(previous_poll_ns);
-        if gap_ns > UNOBSERVED_GAP_NS {
-            // The loop did not run (its vCPU was descheduled): the watchdog counts only time
-            // in which the stack could move, so the first poll after the gap, whose timeout
-            // sweep only now recovers what fell due meanwhile, is not judged on it.
-            last_progress_ns = last_progress_ns.saturating_add(gap_ns).min(now);
-        }
-        if found == 0 {
-            if report.stall.is_none()
-                && let Some(stall_ns) = job.stall_ns
-                && now - last_progress_ns >= stall_ns
-            {
-                report.stall = Some(Stall {
-                    at_ns: now - begin,
-                    outstanding,
-                    parked: stack.waiting_for_sense(),
-                    completed: report.ios + report.errors,
-                    element_moves: element_moves(stack.sense_stats()) - moves_at_progress,
-                });
-                hooks.relieve();
-            }
-            // Busy-poll, or halt on the host's interrupt (the policy `io_mode=` installed).
-            stack.idle();
-            continue;
-        }
-        last_progress_ns = now;
-        moves_at_progress = element_moves(stack.sense_stats());
-    }
-    stack.clock().window_end(slot);
-    report.elapsed_ns = now - begin;
-    report.elapsed_cpu_ns = report.elapsed_ns;
-    report.latency = latency;
-    let mut sense = stack.sense_stats();
-    sense.slab_allocs -= sense_before.slab_allocs;
-    sense.reserve_hits -= sense_before.reserve_hits;
-    sense.waits -= sense_before.waits;
-    report.sense = sense;
-    report.midlayer = stack.stats().since(&midlayer_before);
-    report.irq = stack.completion_wait_stats().1.since(&irq_before);
-    Ok(report)
 }
 
 #[cfg(test)]

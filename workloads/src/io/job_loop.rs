@@ -1,0 +1,420 @@
+//! The fake_rw job loop, in three steps: set-up (the counters before, an empty report, the
+//! random streams and the stamp table), the submit/complete passes ([`passes`]: submit until
+//! every job's depth is full, reap what completed, watch for a stall, until the limit is
+//! reached and the last command is back), and the end-of-run report ([`finish`]).
+//!
+//! The loop's state is split by who touches it: [`Tally`] is what the completion closure
+//! updates while the midlayer polls (so it lives in memory), [`Progress`] the scalars carried
+//! from pass to pass (so they can stay in registers), [`Plan`] what stays fixed. Every step is
+//! `#[inline(always)]`: the passes are the measured path (`cargo xtask bench fake-rw
+//! --count-insns`) and should compile to what one function did.
+
+use crate::window::CountedWindows;
+use alloc::vec;
+use alloc::vec::Vec;
+use pools::ElementAllocator;
+use scsi::clock::Clock;
+use scsi::host::ScsiHost;
+use scsi::midlayer::{Disk, Done, Midlayer, MidlayerStats, Request};
+use scsi::sense_alloc::{SenseStats, SenseStorage};
+use scsi::wait::IrqStats;
+use scsi::wire::{BlockCount, Lba};
+
+use super::{Histogram, Hooks, JobParams, Limit, RwMode, Shape, Stall, WorkloadReport};
+
+/// A gap between two polls of the job loop longer than this is time the loop did not run (a
+/// vCPU descheduled on a busy host), not time the stack waited: the loop's own waits are a
+/// busy poll or a halt that the irq wait policy's safety timer ends within 10 ms. The stall
+/// watchdog does not count such a gap.
+const UNOBSERVED_GAP_NS: u64 = 100_000_000;
+
+/// xorshift64*: cheap, seedable, good enough to scatter LBAs.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// A job's random stream, advanced on every submission: a cache line of its own, because the
+/// jobs of different CPUs allocate these at the same moment (one 8-byte `Rng` next to another
+/// CPU's would bounce between them on every command).
+#[repr(align(64))]
+struct Stream {
+    rng: Rng,
+}
+
+/// Objects taken from the sense pool, slab or reserve: what the stall watchdog compares to
+/// tell a livelock (elements keep moving) from a stall (nothing moves).
+fn element_moves(s: SenseStats) -> u64 {
+    s.slab_allocs + s.reserve_hits
+}
+
+/// What stays fixed while the job runs.
+#[derive(Clone, Copy)]
+struct Plan<'r> {
+    job: &'r JobParams,
+    disk: &'r Disk,
+    shape: Shape,
+    /// The clock when the run began (before the first buffer is allocated).
+    begin_ns: u64,
+}
+
+/// What the completions update: the reap closure holds all of it while the midlayer polls.
+struct Tally {
+    report: WorkloadReport,
+    latency: Histogram,
+    /// Submission stamps by tag, in the clock's raw ticks (the TSC in the guest): converted to
+    /// ns once per command, as the difference at completion.
+    start_ticks: Vec<u64>,
+    /// Buffers not in flight, with the job they belong to.
+    spare: Vec<(u16, Vec<u8>)>,
+    /// Whether each command reaped in the last poll was a write, for [`Hooks::completed`].
+    reaped_writes: Vec<bool>,
+    outstanding: usize,
+}
+
+/// Where the loop is: scalars carried from one pass to the next (kept apart from [`Tally`],
+/// whose fields the poll borrows, so they can stay in registers).
+struct Progress {
+    issued: u64,
+    now_ns: u64,
+    last_progress_ns: u64,
+    moves_at_progress: u64,
+}
+
+/// The stack's counters when the job began, subtracted at the end so the report holds the
+/// job's own.
+struct Before {
+    sense: SenseStats,
+    midlayer: MidlayerStats,
+    irq: IrqStats,
+}
+
+/// Runs `job` on `stack` against `disk`: set-up (the counters before, an empty report, one
+/// random stream per job, the stamp table), then inside the counted window the buffers and
+/// the passes, then the report.
+///
+/// Every step below is `#[inline(always)]`: the passes are the measured path (`cargo xtask
+/// bench fake-rw --count-insns`) and compile to what one function did.
+#[inline(always)]
+pub(super) fn run_job<H, A, C, P>(
+    stack: &mut Midlayer<H, A, C>,
+    disk: &Disk,
+    job: &JobParams,
+    hooks: &mut P,
+    shape: Shape,
+) -> WorkloadReport
+where
+    H: ScsiHost<A::Element>,
+    A: ElementAllocator,
+    A::Element: SenseStorage,
+    C: Clock + CountedWindows,
+    P: Hooks<A>,
+{
+    let can_queue = usize::from(stack.template().can_queue);
+    let (io_mode, irq) = stack.completion_wait_stats();
+    let before = Before {
+        sense: stack.sense_stats(),
+        midlayer: stack.stats(),
+        irq,
+    };
+    let mut streams = streams(job);
+    let mut tally = Tally {
+        report: WorkloadReport::empty(job, stack.sense_allocator().mode(), io_mode),
+        latency: Histogram::default(),
+        start_ticks: vec![0u64; can_queue],
+        spare: Vec::new(),
+        reaped_writes: Vec::new(),
+        outstanding: 0,
+    };
+    let begin_ns = stack.clock().now_ns();
+    let slot = hooks
+        .window_slot()
+        .unwrap_or_else(|| tally.report.sense_mode.slot());
+    stack.clock().window_begin(slot);
+    let plan = Plan {
+        job,
+        disk,
+        shape,
+        begin_ns,
+    };
+    let mut done = prime::<A, P>(plan, can_queue, &mut tally);
+    let mut progress = Progress {
+        issued: 0,
+        now_ns: begin_ns,
+        last_progress_ns: begin_ns,
+        moves_at_progress: element_moves(before.sense),
+    };
+    passes(
+        stack,
+        hooks,
+        plan,
+        &mut streams,
+        &mut tally,
+        &mut done,
+        &mut progress,
+    );
+    stack.clock().window_end(slot);
+    finish(stack, tally, &before, progress.now_ns - begin_ns)
+}
+
+/// One random stream per job, from the job's seed.
+#[inline(always)]
+fn streams(job: &JobParams) -> Vec<Stream> {
+    (0..job.numjobs)
+        .map(|j| Stream {
+            rng: Rng(job
+                .seed
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                .wrapping_add(u64::from(j))
+                | 1),
+        })
+        .collect()
+}
+
+/// Allocates one buffer per command every job keeps in flight (inside the measured run, as it
+/// always was) and the completion scratch; returns the scratch.
+#[inline(always)]
+fn prime<A, P: Hooks<A>>(plan: Plan<'_>, can_queue: usize, tally: &mut Tally) -> Vec<Done> {
+    let job = plan.job;
+    tally.spare = Vec::with_capacity(plan.shape.in_flight);
+    for j in 0..job.numjobs {
+        for _ in 0..job.iodepth {
+            tally.spare.push((j, vec![0u8; job.bs as usize]));
+        }
+    }
+    let done = Vec::with_capacity(can_queue);
+    tally.reaped_writes = Vec::with_capacity(if P::WANTS_COMPLETIONS { can_queue } else { 0 });
+    done
+}
+
+/// Passes until the limit is reached (or the watchdog fired) and nothing is outstanding.
+#[inline(always)]
+fn passes<H, A, C, P>(
+    stack: &mut Midlayer<H, A, C>,
+    hooks: &mut P,
+    plan: Plan<'_>,
+    streams: &mut [Stream],
+    tally: &mut Tally,
+    done: &mut Vec<Done>,
+    progress: &mut Progress,
+) where
+    H: ScsiHost<A::Element>,
+    A: ElementAllocator,
+    A::Element: SenseStorage,
+    C: Clock,
+    P: Hooks<A>,
+{
+    loop {
+        hooks.tick(stack.sense_allocator().slab());
+        submit(stack, plan, streams, tally, progress);
+        if tally.outstanding == 0 {
+            break;
+        }
+        let found = reap::<H, A, C, P>(stack, tally, done);
+        // The hooks see the completions after the poll, as they always have: a pressure
+        // actor's budget moves between polls, not between two commands of one poll.
+        if P::WANTS_COMPLETIONS {
+            for write in tally.reaped_writes.drain(..) {
+                hooks.completed(write);
+            }
+        }
+        note_poll(progress, stack.clock().now_ns());
+        if found == 0 {
+            watch_for_stall(stack, hooks, plan, tally, progress);
+            // Busy-poll, or halt on the host's interrupt (the policy `io_mode=` installed).
+            stack.idle();
+            continue;
+        }
+        progress.last_progress_ns = progress.now_ns;
+        progress.moves_at_progress = element_moves(stack.sense_stats());
+    }
+}
+
+/// Submits spare buffers at random slots until none is left, the job's limit (`ios=` or
+/// `runtime=`) is reached or the midlayer refuses one (its buffer goes back to the spares).
+#[inline(always)]
+fn submit<H, A, C>(
+    stack: &mut Midlayer<H, A, C>,
+    plan: Plan<'_>,
+    streams: &mut [Stream],
+    tally: &mut Tally,
+    progress: &mut Progress,
+) where
+    H: ScsiHost<A::Element>,
+    A: ElementAllocator,
+    A::Element: SenseStorage,
+    C: Clock,
+{
+    let job = plan.job;
+    let stop_issuing = |issued: u64, now: u64| match job.limit {
+        Limit::Ios(n) => issued >= n,
+        Limit::RuntimeNs(ns) => now - plan.begin_ns >= ns,
+    };
+    let Shape {
+        blocks_per_io,
+        slots,
+        ..
+    } = plan.shape;
+    while tally.report.stall.is_none() && !stop_issuing(progress.issued, progress.now_ns) {
+        let Some((j, buf)) = tally.spare.pop() else {
+            break;
+        };
+        let rng = &mut streams[usize::from(j)].rng;
+        let roll = rng.next();
+        // Lemire's multiply-shift maps the random word onto 0..slots without a division
+        // (a helper call under TCG).
+        let slot = ((u128::from(roll) * u128::from(slots)) >> 64) as u64;
+        let lba = Lba(slot * u64::from(blocks_per_io));
+        let write = match job.rw {
+            RwMode::RandRead => false,
+            RwMode::RandWrite => true,
+            RwMode::RandRw => roll >> 63 == 1,
+        };
+        let count = BlockCount(blocks_per_io);
+        let mut request = Request::rw(plan.disk.device, write, lba, count, buf);
+        request.user_data = (u64::from(j) << 1) | u64::from(write);
+        request.timeout_ns = job.timeout_ns;
+        let submitted = stack.clock().now_ticks();
+        match stack.submit(request) {
+            Ok(tag) => {
+                tally.start_ticks[usize::from(tag.0)] = submitted;
+                progress.issued += 1;
+                tally.outstanding += 1;
+            }
+            Err(rejected) => {
+                tally.spare.push((j, rejected.request.data));
+                break;
+            }
+        }
+    }
+}
+
+/// One poll: each finished command is reaped as the midlayer finds it (`poll_with`), stamped
+/// with its own clock read, counted, and its buffer goes back to the spares. Returns how many
+/// completed.
+#[inline(always)]
+fn reap<H, A, C, P>(stack: &mut Midlayer<H, A, C>, tally: &mut Tally, done: &mut Vec<Done>) -> usize
+where
+    H: ScsiHost<A::Element>,
+    A: ElementAllocator,
+    A::Element: SenseStorage,
+    C: Clock,
+    P: Hooks<A>,
+{
+    let Tally {
+        report,
+        latency,
+        start_ticks,
+        spare,
+        reaped_writes,
+        outstanding,
+    } = tally;
+    stack.poll_with(
+        done,
+        #[inline(always)]
+        |clock, d| {
+            *outstanding -= 1;
+            let ticks = clock
+                .now_ticks()
+                .saturating_sub(start_ticks[usize::from(d.tag.0)]);
+            latency.record(clock.ticks_to_ns(ticks));
+            let write = d.user_data & 1 == 1;
+            match d.result {
+                Ok(c) => {
+                    report.ios += 1;
+                    report.recovered += u64::from(c.recovered);
+                    if write {
+                        report.writes += 1;
+                    } else {
+                        report.reads += 1
+                    }
+                }
+                Err(_) => report.errors += 1,
+            }
+            if P::WANTS_COMPLETIONS {
+                reaped_writes.push(write);
+            }
+            spare.push(((d.user_data >> 1) as u16, d.data));
+        },
+    )
+}
+
+/// Takes the clock after a poll. A gap longer than [`UNOBSERVED_GAP_NS`] means the loop did
+/// not run (its vCPU was descheduled): the watchdog counts only time in which the stack could
+/// move, so the first poll after the gap, whose timeout sweep only now recovers what fell due
+/// meanwhile, is not judged on it.
+#[inline(always)]
+fn note_poll(progress: &mut Progress, now_ns: u64) {
+    let gap_ns = now_ns.saturating_sub(progress.now_ns);
+    progress.now_ns = now_ns;
+    if gap_ns > UNOBSERVED_GAP_NS {
+        progress.last_progress_ns = progress.last_progress_ns.saturating_add(gap_ns).min(now_ns);
+    }
+}
+
+/// After a poll that found nothing: fires the watchdog (`stall_ms=`) once when no command has
+/// completed for that long, recording what it saw and relieving the hooks' pressure.
+#[inline(always)]
+fn watch_for_stall<H, A, C, P>(
+    stack: &Midlayer<H, A, C>,
+    hooks: &mut P,
+    plan: Plan<'_>,
+    tally: &mut Tally,
+    progress: &Progress,
+) where
+    H: ScsiHost<A::Element>,
+    A: ElementAllocator,
+    A::Element: SenseStorage,
+    C: Clock,
+    P: Hooks<A>,
+{
+    let now = progress.now_ns;
+    if tally.report.stall.is_none()
+        && let Some(stall_ns) = plan.job.stall_ns
+        && now - progress.last_progress_ns >= stall_ns
+    {
+        tally.report.stall = Some(Stall {
+            at_ns: now - plan.begin_ns,
+            outstanding: tally.outstanding,
+            parked: stack.waiting_for_sense(),
+            completed: tally.report.ios + tally.report.errors,
+            element_moves: element_moves(stack.sense_stats()) - progress.moves_at_progress,
+        });
+        hooks.relieve();
+    }
+}
+
+/// The end-of-run report: the loop's counts and latencies with the stack's counters since
+/// `before`.
+#[inline(always)]
+fn finish<H, A, C>(
+    stack: &Midlayer<H, A, C>,
+    tally: Tally,
+    before: &Before,
+    elapsed_ns: u64,
+) -> WorkloadReport
+where
+    H: ScsiHost<A::Element>,
+    A: ElementAllocator,
+    A::Element: SenseStorage,
+    C: Clock,
+{
+    let mut report = tally.report;
+    report.elapsed_ns = elapsed_ns;
+    report.elapsed_cpu_ns = elapsed_ns;
+    report.latency = tally.latency;
+    let mut sense = stack.sense_stats();
+    sense.slab_allocs -= before.sense.slab_allocs;
+    sense.reserve_hits -= before.sense.reserve_hits;
+    sense.waits -= before.sense.waits;
+    report.sense = sense;
+    report.midlayer = stack.stats().since(&before.midlayer);
+    report.irq = stack.completion_wait_stats().1.since(&before.irq);
+    report
+}
