@@ -14,11 +14,11 @@
 //!
 //! Modules: [`backing`] (the memory trait, [`DmaAddr`], [`NodeId`]), [`dmapool`] (pools and
 //! node sets), [`slab`] (kmem_cache-like object cache), [`magazine`] (a per-CPU front of free
-//! objects for any allocator), [`failslab`] (fault injection per object allocation),
-//! [`mempool`] (reserve with Linux semantics), [`poolinfo`] (the sysfs `pools` file format),
-//! [`clock`] (the one
-//! monotonic clock trait of the stack; `scsi` re-exports it), [`json`] (the one-line JSON
-//! writer every crate's `RESULT` lines use).
+//! objects for any allocator), [`mempool`] (reserve with Linux semantics), [`poolinfo`] (the
+//! sysfs `pools` file format), [`clock`] (the one monotonic clock trait of the stack; `scsi`
+//! re-exports it), [`json`] (the one-line JSON writer every crate's `RESULT` lines use). What
+//! puts a pool under memory pressure for a benchmark (a page budget, failslab) lives in
+//! `workloads`, apart from the stack.
 #![no_std]
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
@@ -32,11 +32,6 @@ extern crate std;
     reason = "the unsafe `Backing` trait: a chunk stays valid and exclusive until freed"
 )]
 pub mod backing;
-#[expect(
-    unsafe_code,
-    reason = "a `Backing` that forwards chunks to another and frees them back"
-)]
-pub mod budget;
 pub mod clock;
 #[expect(
     unsafe_code,
@@ -45,7 +40,6 @@ pub mod clock;
 pub mod counting_lock;
 pub mod dmapool;
 mod error;
-pub mod failslab;
 #[cfg(any(test, feature = "std"))]
 #[expect(
     unsafe_code,
@@ -65,13 +59,11 @@ mod raw;
 pub mod slab;
 
 pub use backing::{Backing, Chunk, DmaAddr, NodeId};
-pub use budget::{BudgetBacking, BudgetStats, PageBudget};
 pub use dmapool::{
     DmaBlock, DmaPool, InBlockPool, LegacyPool, NodePoolSet, PoolAlgorithm, PoolConfig, PoolInfo,
     RawBlock, ScalablePool,
 };
 pub use error::{BackingError, PoolError};
-pub use failslab::Failslab;
 pub use magazine::{Magazine, MagazineStats};
 pub use mempool::{AllocMode, ElementAllocator, Mempool, Waiter};
 pub use raw::raw_lock;

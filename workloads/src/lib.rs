@@ -1,13 +1,15 @@
 //! The lab around the stack: what drives and measures `pools`, `scsi` and `drivers`, kept out
-//! of them so a product crate's `cargo tree` holds no benchmark code. `no_std`, so the guest
-//! kernel, the host examples and xtask share one copy.
+//! of them so a product crate's `cargo tree` holds no benchmark code (a test in `tests/apart.rs`
+//! holds that line). `no_std`, so the guest kernel, the Hermit application, the host examples
+//! and xtask share one copy.
 //!
-//! Today it holds [`rng`], the one seeded generator every workload, guest test and host client
-//! uses (a repeated seed must give a repeated run), and [`tsc`], the one TSC calibration against
-//! PIT channel 2 that every guest clock (the sensepool kernel's, the Hermit loader's and
-//! application's) is built on. The workloads themselves (fake-rw, the
-//! sense-reserve matrix and its pressure actors, the histogram, the result types) are to move
-//! here from `workloads::io` and `workloads::dmapool_bench`.
+//! It holds the workloads ([`io`]: fake-rw, the sense-reserve matrix and its pressure actors,
+//! the latency histogram and the result types; [`dmapool_bench`]), what puts a pool under
+//! memory pressure ([`budget`]: a page budget a pool's backing is charged to; [`failslab`]:
+//! failure injection per object allocation), [`rng`], the one seeded generator every workload,
+//! guest test and host client uses (a repeated seed must give a repeated run), [`tsc`], the one
+//! TSC calibration against PIT channel 2 that every guest clock is built on, and [`window`],
+//! the hooks that mark a workload's window for instruction counting.
 #![no_std]
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
@@ -17,7 +19,13 @@ extern crate alloc;
 #[macro_use]
 extern crate std;
 
+#[expect(
+    unsafe_code,
+    reason = "a `Backing` that forwards chunks to another and frees them back"
+)]
+pub mod budget;
 pub mod dmapool_bench;
+pub mod failslab;
 #[cfg(target_arch = "x86_64")]
 #[expect(
     unsafe_code,
@@ -29,4 +37,6 @@ pub mod rng;
 pub mod tsc;
 pub mod window;
 
+pub use budget::{BudgetBacking, BudgetStats, PageBudget};
+pub use failslab::Failslab;
 pub use rng::Rng;

@@ -72,12 +72,6 @@ impl<A: ElementAllocator + Reclaim> Reclaim for pools::Magazine<A> {
     }
 }
 
-impl<A: Reclaim, R: lock_api::RawMutex> Reclaim for pools::Failslab<'_, A, R> {
-    fn reclaim(&self) -> usize {
-        self.inner().reclaim()
-    }
-}
-
 impl Reclaim for HeapSense {}
 
 impl<A: Reclaim> Reclaim for Boxed<A> {

@@ -93,8 +93,8 @@ impl<B: Backing, R: RawMutex> CacheNeighbour for Neighbour<'_, B, R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pools::PageBudget;
-    use pools::budget::BudgetBacking;
+    use crate::PageBudget;
+    use crate::budget::BudgetBacking;
     use pools::host::HostBacking;
     use pools::slab::SlabConfig;
 

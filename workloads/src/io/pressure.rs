@@ -1,14 +1,14 @@
 //! Memory pressure on the sense slab, for the sense-reserve question: does a reserve keep I/O
 //! moving when the slab cannot get memory?
 //!
-//! The slab's pages come from a `pools::PageBudget` of `mem_budget` pages, and the slab is
+//! The slab's pages come from a `workloads::PageBudget` of `mem_budget` pages, and the slab is
 //! shared: a [`CacheNeighbour`] (another user of the same 96-byte cache, as every host shares
 //! Linux's `scsi_sense_cache` and SLUB may merge it with other caches of that size) holds a few
 //! objects and churns them, so its objects and the host's share pages. `pressure=` picks what
 //! else happens while the job runs:
 //! - `none`: nothing; the budget only caps the slab.
 //! - `fail:P`: each sense allocation fails with probability P (seeded by `seed=`), drawn per
-//!   object in front of the per-CPU magazine (`pools::Failslab`, Linux failslab semantics).
+//!   object in front of the per-CPU magazine (`workloads::Failslab`, Linux failslab semantics).
 //! - `writeback[:K]`: a shrinker drains the per-CPU magazine and reclaims the slab's empty
 //!   pages (as `kmem_cache_shrink` does), a consumer (dirty page cache) takes every free page,
 //!   the neighbour takes every free object left on partially used pages, and the consumer
@@ -34,8 +34,8 @@
 //! submissions reuse them: the moment a shrinker running on another CPU takes the most.
 
 use alloc::string::{String, ToString};
-use pools::PageBudget;
-use pools::budget::PAGE_BYTES;
+use crate::PageBudget;
+use crate::budget::PAGE_BYTES;
 use scsi::param::ValueError;
 use scsi::param::number::count;
 use scsi::sense_alloc::Reclaim;

@@ -5,8 +5,8 @@ use super::super::{Histogram, Stall, WorkloadReport};
 use super::PressureMode;
 use alloc::string::{String, ToString};
 use core::fmt::Write;
-use pools::BudgetStats;
-use pools::budget::PAGE_BYTES;
+use crate::BudgetStats;
+use crate::budget::PAGE_BYTES;
 use pools::json::JsonObject;
 use scsi::sense_alloc::SenseMode;
 

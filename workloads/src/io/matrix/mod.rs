@@ -1,9 +1,9 @@
 //! The sense-reserve matrix: every sense mode under one scenario, side by side on one workload
 //! in one run. Each mode gets its own scsi_debug + midlayer stack over its own sense slab,
-//! whose pages come from its own `pools::PageBudget` (`mem_budget=`) under its own
+//! whose pages come from its own `workloads::PageBudget` (`mem_budget=`) under its own
 //! [`Pressure`] actor, with its own [`Neighbour`] on that slab, so the modes never take memory
 //! from each other. The host's allocator is the slab behind a per-CPU magazine, behind
-//! `pools::Failslab` (the `fail:P` draw per allocation).
+//! `workloads::Failslab` (the `fail:P` draw per allocation).
 //!
 //! Rounds rotate the order (round r runs mode (k + r) mod n in position k), so over n rounds
 //! each mode takes every position once and position bias cancels. Per round each mode's IOPS
@@ -25,7 +25,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use cell::median_min_max;
 use pools::slab::SlabConfig;
-use pools::{Backing, BudgetBacking, Failslab, Magazine, PageBudget, SlabCache};
+use crate::{BudgetBacking, Failslab, PageBudget};
+use pools::{Backing, Magazine, SlabCache};
 use scsi::clock::Clock;
 use scsi::midlayer::Midlayer;
 use scsi::sense_alloc::{Reclaim, SenseMode, SlabSense};

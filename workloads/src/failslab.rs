@@ -2,17 +2,19 @@
 //! `slab_pre_alloc_hook` on every `kmem_cache_alloc`, before the per-CPU fast path, so a warm
 //! per-CPU cache does not hide an injected failure.
 //!
-//! [`Failslab`] wraps the allocator a client calls (in front of a [`Magazine`](crate::Magazine),
-//! not behind it): every `try_alloc` draws once from its [`PageBudget`]'s seeded generator, and
+//! [`Failslab`] wraps the allocator a client calls (in front of a [`Magazine`](pools::Magazine),
+//! not behind it): every `try_alloc` draws once from its [`PageBudget`](crate::PageBudget)'s seeded generator, and
 //! a drawn failure returns `None` without touching the allocator. Frees pass through. A
 //! magazine refill made by the inner allocator is part of the one allocation that triggered it,
 //! as in SLUB, where a refill of the per-CPU slab is not a separate `kmem_cache_alloc`.
 
 use lock_api::RawMutex;
 
+use pools::ElementAllocator;
+use pools::dmapool::DefaultRawMutex;
+use scsi::sense_alloc::Reclaim;
+
 use crate::budget::BudgetState;
-use crate::dmapool::DefaultRawMutex;
-use crate::mempool::ElementAllocator;
 
 /// See the [module docs](self).
 pub struct Failslab<'budget, A, R: RawMutex = DefaultRawMutex> {
@@ -48,11 +50,17 @@ impl<A: ElementAllocator, R: RawMutex> ElementAllocator for Failslab<'_, A, R> {
     }
 }
 
+impl<A: Reclaim, R: RawMutex> Reclaim for Failslab<'_, A, R> {
+    fn reclaim(&self) -> usize {
+        self.inner().reclaim()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Magazine;
     use crate::budget::PageBudget;
+    use pools::Magazine;
     use core::cell::Cell;
 
     struct Counter(Cell<u32>);

@@ -22,9 +22,8 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use lock_api::{Mutex, RawMutex};
 
-use crate::backing::{Backing, Chunk, NodeId};
-use crate::dmapool::DefaultRawMutex;
-use crate::error::BackingError;
+use pools::dmapool::DefaultRawMutex;
+use pools::{Backing, BackingError, Chunk, NodeId};
 
 /// The page size the budget counts in.
 pub const PAGE_BYTES: usize = 4096;
@@ -219,8 +218,8 @@ unsafe impl<B: Backing, R: RawMutex + Send + Sync> Backing for BudgetBacking<'_,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::HostBacking;
-    use crate::slab::{SlabCache, SlabConfig};
+    use pools::host::HostBacking;
+    use pools::slab::{SlabCache, SlabConfig};
 
     #[test]
     fn a_slab_grows_only_from_free_pages_and_the_consumer_takes_the_rest() {
