@@ -10,9 +10,18 @@ use pools::dmapool::{CurrentNode, InBlock, Legacy, NodePoolSet, Scalable, SideSt
 use pools::host::{HostBacking, HostRawMutex};
 use pools::slab::{SlabCache, SlabConfig};
 use pools::{DmaPool, NodeId, PoolAlgorithm, PoolConfig, RawBlock};
-use workloads::Rng;
+use proptest::prelude::RngCore;
+use proptest::test_runner::{RngAlgorithm, TestRng};
 
 const THREADS: u64 = 4;
+
+/// A repeatable stream for thread `seed`: proptest's seeded ChaCha generator (the project's
+/// own, `workloads::Rng`, is the lab's, which `pools` does not depend on, not even for tests).
+fn seeded(seed: u64) -> TestRng {
+    let mut key = [0u8; 32];
+    key[..8].copy_from_slice(&seed.to_le_bytes());
+    TestRng::from_seed(RngAlgorithm::ChaCha, &key)
+}
 
 fn write_tag(block: &RawBlock, tag: u64) {
     // SAFETY: a live block of ≥ 16 bytes held only by this thread.
@@ -26,7 +35,7 @@ fn read_tag(block: &RawBlock) -> u64 {
 
 /// Random alloc/free through `alloc`/`free`, checking tags; frees everything at the end.
 fn churn(thread: u64, ops: usize, alloc: impl Fn() -> RawBlock, free: impl Fn(RawBlock)) {
-    let mut rng = Rng::new(thread);
+    let mut rng = seeded(thread);
     let mut held: Vec<(RawBlock, u64)> = Vec::new();
     for step in 0..ops as u64 {
         if held.is_empty() || rng.next_u64() % 5 < 3 {
@@ -156,7 +165,7 @@ fn shared_slab_cache() {
         .map(|t| {
             let cache = cache.clone();
             std::thread::spawn(move || {
-                let mut rng = Rng::new(t + 7);
+                let mut rng = seeded(t + 7);
                 let mut held = Vec::new();
                 for step in 0..10_000u64 {
                     if held.is_empty() || rng.next_u64() % 5 < 3 {

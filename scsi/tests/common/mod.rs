@@ -215,10 +215,16 @@ pub fn meddled(params: &str, setup: impl FnOnce(&mut Meddler<ScsiDebug<ManualClo
     Midlayer::new(host, HeapSense::new(), SenseMode::Mempool(2), clock).expect("reserve")
 }
 
-/// Deterministic pseudo-random bytes, so a failing test reproduces.
+/// Deterministic pseudo-random bytes, so a failing test reproduces: proptest's seeded ChaCha
+/// generator (the project's own, `workloads::Rng`, is the lab's, which `scsi` does not depend
+/// on, not even for tests).
 pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    use proptest::prelude::RngCore;
+    use proptest::test_runner::{RngAlgorithm, TestRng};
+    let mut key = [0u8; 32];
+    key[..8].copy_from_slice(&seed.to_le_bytes());
     let mut data = vec![0; len];
-    workloads::Rng::new(seed).fill_bytes(&mut data);
+    TestRng::from_seed(RngAlgorithm::ChaCha, &key).fill_bytes(&mut data);
     data
 }
 

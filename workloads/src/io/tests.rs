@@ -129,6 +129,28 @@ fn rejects_impossible_jobs() {
     ));
 }
 
+/// A disk whose block length is 0 (a device's reply the midlayer passed on) is refused before
+/// any command, not divided by.
+#[test]
+fn a_disk_with_zero_block_length_is_refused() {
+    let params = WorkloadParams::parse("ios=1 dev_size_mb=1").unwrap();
+    let clock = ManualClock::new(1000);
+    let target = ScsiDebug::try_new(params.target.clone(), clock.clone()).unwrap();
+    let mut stack = Midlayer::new(target, HeapSense::new(), params.sense, clock).unwrap();
+    let disk = stack.scan().luns.iter().find_map(|l| l.disk).unwrap();
+    let bogus = Disk {
+        block_len: 0,
+        ..disk
+    };
+    let submitted = stack.stats().submitted;
+    assert!(matches!(
+        run(&mut stack, &bogus, &params.job),
+        Err(WorkloadError::BlockSize { block_len: 0, .. })
+    ));
+    assert_eq!(stack.outstanding(), 0);
+    assert_eq!(stack.stats().submitted, submitted, "no command was sent");
+}
+
 #[test]
 fn an_absurd_sense_reserve_is_an_error() {
     // The kernel command line reaches the mempool unchanged; its reserve array cannot be
