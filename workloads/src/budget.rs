@@ -22,6 +22,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use lock_api::{Mutex, RawMutex};
 
+use crate::Rng;
 use pools::dmapool::DefaultRawMutex;
 use pools::{Backing, BackingError, Chunk, NodeId};
 
@@ -59,7 +60,7 @@ struct State {
     stats: BudgetStats,
     /// Object allocation failure probability in parts per million.
     fail_ppm: u32,
-    rng: u64,
+    rng: Rng,
 }
 
 /// See the [module docs](self).
@@ -89,7 +90,7 @@ impl<R: RawMutex> BudgetState<R> {
                     ..BudgetStats::default()
                 },
                 fail_ppm: fail_ppm.min(1_000_000),
-                rng: seed | 1,
+                rng: Rng::new(seed),
             }),
             fail_ppm: AtomicU32::new(fail_ppm.min(1_000_000)),
         }
@@ -140,12 +141,7 @@ impl<R: RawMutex> BudgetState<R> {
         if state.fail_ppm == 0 {
             return false;
         }
-        // xorshift64*: cheap and seedable; the roll is uniform over 0..10⁶.
-        state.rng ^= state.rng >> 12;
-        state.rng ^= state.rng << 25;
-        state.rng ^= state.rng >> 27;
-        let roll = state.rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
-        let fail = ((u128::from(roll) * 1_000_000) >> 64) < u128::from(state.fail_ppm);
+        let fail = state.rng.below(1_000_000) < u64::from(state.fail_ppm);
         if fail {
             state.stats.allocs_injected += 1;
         }

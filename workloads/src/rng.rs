@@ -41,7 +41,7 @@ impl Rng {
     /// any bound a workload uses). A `bound` of 0 gives 0 rather than a panic.
     #[inline]
     pub fn below(&mut self, bound: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
+        scale_below(self.next_u64(), bound)
     }
 
     /// Fills `out` with the stream's bytes (little-endian words).
@@ -51,6 +51,24 @@ impl Rng {
             chunk.copy_from_slice(&word[..chunk.len()]);
         }
     }
+}
+
+/// `word` (a full-range random number) mapped onto `0..bound` by Lemire's multiply-shift,
+/// for a caller that uses the same draw for something else too (fake-rw takes a command's
+/// direction from its top bit). A `bound` of 0 gives 0.
+#[inline]
+#[must_use]
+pub fn scale_below(word: u64, bound: u64) -> u64 {
+    ((u128::from(word) * u128::from(bound)) >> 64) as u64
+}
+
+/// The seed of stream `index` of a family of streams from `seed`: `Rng::new` of it is the
+/// `index`th splitmix64 output of `seed`'s sequence, so the streams are unrelated, and a
+/// caller that hands out a run of indices (fake-rw's jobs, split over queues) gives each job
+/// the same stream however they are split.
+#[must_use]
+pub const fn stream_seed(seed: u64, index: u64) -> u64 {
+    seed.wrapping_add(index.wrapping_mul(GOLDEN_GAMMA))
 }
 
 /// One splitmix64 output for `seed`: a bijective mix of all 64 bits.
@@ -98,6 +116,13 @@ mod tests {
         assert!(seen.iter().all(|&n| n > 800), "{seen:?}");
         assert_eq!(rng.below(0), 0);
         assert_eq!(rng.below(1), 0);
+    }
+
+    #[test]
+    fn a_stream_seed_is_a_step_of_splitmix() {
+        assert_eq!(stream_seed(5, 0), 5);
+        assert_eq!(stream_seed(stream_seed(5, 2), 3), stream_seed(5, 5));
+        assert_ne!(Rng::new(stream_seed(5, 1)), Rng::new(stream_seed(5, 2)));
     }
 
     #[test]

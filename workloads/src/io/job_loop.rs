@@ -20,6 +20,9 @@ use scsi::sense_alloc::{SenseStats, SenseStorage};
 use scsi::wait::IrqStats;
 use scsi::wire::{BlockCount, Lba};
 
+use crate::Rng;
+use crate::rng::{scale_below, stream_seed};
+
 use super::{Histogram, Hooks, JobParams, Limit, RwMode, Shape, Stall, WorkloadReport};
 
 /// A gap between two polls of the job loop longer than this is time the loop did not run (a
@@ -27,18 +30,6 @@ use super::{Histogram, Hooks, JobParams, Limit, RwMode, Shape, Stall, WorkloadRe
 /// busy poll or a halt that the irq wait policy's safety timer ends within 10 ms. The stall
 /// watchdog does not count such a gap.
 const UNOBSERVED_GAP_NS: u64 = 100_000_000;
-
-/// xorshift64*: cheap, seedable, good enough to scatter LBAs.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
 
 /// A job's random stream, advanced on every submission: a cache line of its own, because the
 /// jobs of different CPUs allocate these at the same moment (one 8-byte `Rng` next to another
@@ -168,11 +159,7 @@ where
 fn streams(job: &JobParams) -> Vec<Stream> {
     (0..job.numjobs)
         .map(|j| Stream {
-            rng: Rng(job
-                .seed
-                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-                .wrapping_add(u64::from(j))
-                | 1),
+            rng: Rng::new(stream_seed(job.seed, u64::from(j))),
         })
         .collect()
 }
@@ -266,10 +253,10 @@ fn submit<H, A, C>(
             break;
         };
         let rng = &mut streams[usize::from(j)].rng;
-        let roll = rng.next();
+        let roll = rng.next_u64();
         // Lemire's multiply-shift maps the random word onto 0..slots without a division
-        // (a helper call under TCG).
-        let slot = ((u128::from(roll) * u128::from(slots)) >> 64) as u64;
+        // (a helper call under TCG); its top bit is also a randrw command's direction.
+        let slot = scale_below(roll, slots);
         let lba = Lba(slot * u64::from(blocks_per_io));
         let write = match job.rw {
             RwMode::RandRead => false,

@@ -3,6 +3,7 @@
 //! words such as a kernel command line.
 
 use super::WorkloadError;
+use crate::rng::stream_seed;
 use super::pressure::{DEFAULT_MEM_BUDGET_PAGES, PressureMode, mem_budget_pages};
 use alloc::string::ToString;
 use alloc::vec::Vec;
@@ -101,9 +102,8 @@ impl JobParams {
         JobParams {
             numjobs: jobs_here as u16,
             limit,
-            seed: self
-                .seed
-                .wrapping_add((first as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            // Job `first + j` of the whole run draws from stream `j` of this seed.
+            seed: stream_seed(self.seed, first as u64),
             ..self.clone()
         }
     }

@@ -21,7 +21,7 @@ fn exact_counts_with_an_ios_limit() {
         report.to_json("host"),
         concat!(
             r#"{"where":"host","rw":"randrw","numjobs":3,"iodepth":8,"bs":4096,"sense_mode":"mempool:2",""#,
-            r#"ios":5000,"reads":2449,"writes":2551,"errors":0,"recovered":0,"elapsed_ns":0,"iops":0,"lat"#,
+            r#"ios":5000,"reads":2563,"writes":2437,"errors":0,"recovered":0,"elapsed_ns":0,"iops":0,"lat"#,
             r#"_mean_ns":0,"lat_p50_ns":0,"lat_p90_ns":0,"lat_p99_ns":0,"lat_p999_ns":0,"lat_p9999_ns":0,"lat_max_ns":0,"lat_min_ns":0,"lat_stddev_ns":0,"lat_bins":"0:5000","sense_slab_allocs":5000,"sense_reserve_hits":0,"#,
             r#""sense_waits":0,"reserve_bytes":192,"sense_in_use_bytes":0,"retries":0,"timeouts":0,"io_mode":"poll","#,
             r#""irq_interrupts":0,"irq_spurious":0,"irq_safety_recoveries":0,"irq_lost":0,"irq_storms":0,"irq_halts":0,"halted_ns":0,"busy_pct":100.0}"#,

@@ -25,6 +25,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use cell::median_min_max;
 use pools::slab::SlabConfig;
+use crate::rng::stream_seed;
 use crate::{BudgetBacking, Failslab, PageBudget};
 use pools::{Backing, Magazine, SlabCache};
 use scsi::clock::Clock;
@@ -292,7 +293,10 @@ where
 /// One page budget per mode (`mem_budget=`), each with its own failure stream.
 fn budgets(params: &WorkloadParams, modes: usize) -> Vec<PageBudget> {
     (0..modes)
-        .map(|m| PageBudget::new(params.mem_budget_pages, 0, params.job.seed + m as u64))
+        .map(|m| {
+            let seed = stream_seed(params.job.seed, m as u64);
+            PageBudget::new(params.mem_budget_pages, 0, seed)
+        })
         .collect()
 }
 
