@@ -243,13 +243,24 @@ where
 {
     let target = ScsiDebug::try_new(params.target.clone(), clock.clone())?;
     let mut stack = Midlayer::new(target, slab, params.sense, clock)?;
+    let disk = first_disk(&mut stack)?;
+    run(&mut stack, &disk, &params.job)
+}
+
+/// Scans `stack` and returns the first disk it found.
+pub fn first_disk<H, A, C>(stack: &mut Midlayer<H, A, C>) -> Result<Disk, WorkloadError>
+where
+    H: ScsiHost<A::Element>,
+    A: ElementAllocator,
+    A::Element: SenseStorage,
+    C: Clock,
+{
     let report = stack.scan();
-    let disk = report
+    report
         .luns
         .iter()
         .find_map(|l| l.disk)
-        .ok_or(WorkloadError::NoDisk)?;
-    run(&mut stack, &disk, &params.job)
+        .ok_or(WorkloadError::NoDisk)
 }
 
 /// `object` with the interrupt path's counters under the RESULT keys every workload uses

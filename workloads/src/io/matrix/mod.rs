@@ -19,7 +19,9 @@ mod shared;
 pub use cell::{Cell, Verdict, table_header};
 
 use super::pressure::{CacheNeighbour, Neighbour, Pressure, PressureMode};
-use super::{JobParams, Limit, RwMode, WorkloadError, WorkloadParams, WorkloadReport, run_with};
+use super::{
+    JobParams, Limit, RwMode, WorkloadError, WorkloadParams, WorkloadReport, first_disk, run_with,
+};
 use crate::window::CountedWindows;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -250,27 +252,15 @@ where
                 second_buffer: true
             }
         ));
-        let disk = stack
-            .scan()
-            .luns
-            .iter()
-            .find_map(|l| l.disk)
-            .ok_or(WorkloadError::NoDisk)?;
+        let disk = first_disk(&mut stack)?;
         if swallows {
             let (every_nth, opts) = (params.target.every_nth, params.target.opts);
             stack.host_mut().set_injection(every_nth, opts);
         }
         stacks.push((stack, disk));
     }
-    let mut actors: Vec<Pressure> = budgets
-        .iter()
-        .zip(&neighbours)
-        .map(|(b, n)| Pressure::new(pressure, b, Some(n as &dyn CacheNeighbour)))
-        .collect();
-    let mut cells: Vec<Cell> = modes
-        .iter()
-        .map(|m| Cell::new(pressure, *m, can_queue))
-        .collect();
+    let mut actors = actors(pressure, &budgets, &neighbours);
+    let mut cells = cells(pressure, modes, can_queue);
     let steady_after = steady_after(&params.job);
     run_rounds(&mut cells, rounds, |m| {
         let (stack, disk) = &mut stacks[m];
@@ -297,6 +287,27 @@ fn budgets(params: &WorkloadParams, modes: usize) -> Vec<PageBudget> {
             let seed = stream_seed(params.job.seed, m as u64);
             PageBudget::new(params.mem_budget_pages, 0, seed)
         })
+        .collect()
+}
+
+/// One pressure actor per mode, each on its mode's budget and neighbour.
+fn actors<'a, N: CacheNeighbour>(
+    pressure: PressureMode,
+    budgets: &'a [PageBudget],
+    neighbours: &'a [N],
+) -> Vec<Pressure<'a>> {
+    budgets
+        .iter()
+        .zip(neighbours)
+        .map(|(b, n)| Pressure::new(pressure, b, Some(n as &dyn CacheNeighbour)))
+        .collect()
+}
+
+/// One empty cell per mode.
+fn cells(pressure: PressureMode, modes: &[SenseMode], can_queue: usize) -> Vec<Cell> {
+    modes
+        .iter()
+        .map(|m| Cell::new(pressure, *m, can_queue))
         .collect()
 }
 

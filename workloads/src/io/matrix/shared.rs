@@ -16,8 +16,8 @@
 //! switched off and a host reset hands its commands back, so every round starts alike.
 
 use super::super::pressure::{CacheNeighbour, Neighbour, Pressure, PressureMode};
-use super::super::{Hooks, JobParams, WorkloadError, WorkloadParams, run_with};
-use super::{Cell, budgets, caches, run_rounds, steady_after};
+use super::super::{Hooks, JobParams, WorkloadError, WorkloadParams, first_disk, run_with};
+use super::{Cell, actors, budgets, caches, cells, run_rounds, steady_after};
 use crate::window::CountedWindows;
 use alloc::vec::Vec;
 use crate::Failslab;
@@ -67,12 +67,7 @@ where
         target.every_nth = 0;
         let target = ScsiDebug::try_new(target, clock.clone())?;
         let mut stack = Midlayer::new(target, slab, mode, clock)?;
-        let disk = stack
-            .scan()
-            .luns
-            .iter()
-            .find_map(|l| l.disk)
-            .ok_or(WorkloadError::NoDisk)?;
+        let disk = first_disk(&mut stack)?;
         let block_len = disk.block_len as usize;
         Ok(HostA {
             stack,
@@ -224,25 +219,13 @@ where
         };
         let target = ScsiDebug::try_new(params.target.clone(), clock.clone())?;
         let mut stack = Midlayer::new(target, reserve, per_host, clock.clone())?;
-        let disk = stack
-            .scan()
-            .luns
-            .iter()
-            .find_map(|l| l.disk)
-            .ok_or(WorkloadError::NoDisk)?;
+        let disk = first_disk(&mut stack)?;
         stacks.push((stack, disk));
         let host_a = HostA::attach(params, reserve, per_host, clock.clone(), holders as usize)?;
         hosts_a.push(host_a);
     }
-    let mut actors: Vec<Pressure> = budgets
-        .iter()
-        .zip(&neighbours)
-        .map(|(b, n)| Pressure::new(pressure, b, Some(n as &dyn CacheNeighbour)))
-        .collect();
-    let mut cells: Vec<Cell> = modes
-        .iter()
-        .map(|m| Cell::new(pressure, *m, can_queue))
-        .collect();
+    let mut actors = actors(pressure, &budgets, &neighbours);
+    let mut cells = cells(pressure, modes, can_queue);
     let steady_after = steady_after(&params.job);
     let job: &JobParams = &params.job;
     let mut held_by_a = alloc::vec![0usize; modes.len()];
