@@ -60,8 +60,8 @@ impl<A: Reclaim, R: RawMutex> Reclaim for Failslab<'_, A, R> {
 mod tests {
     use super::*;
     use crate::budget::PageBudget;
-    use pools::Magazine;
     use core::cell::Cell;
+    use pools::Magazine;
 
     struct Counter(Cell<u32>);
 

@@ -48,7 +48,13 @@ fn reached(metadata: &serde_json::Value, roots: &[&str]) -> BTreeSet<String> {
 fn pools_scsi_and_drivers_do_not_reach_the_lab() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = Command::new(cargo)
-        .args(["metadata", "--no-deps", "--format-version", "1", "--offline"])
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo metadata runs");

@@ -3,8 +3,8 @@
 //! words such as a kernel command line.
 
 use super::WorkloadError;
-use crate::rng::stream_seed;
 use super::pressure::{DEFAULT_MEM_BUDGET_PAGES, PressureMode, mem_budget_pages};
+use crate::rng::stream_seed;
 use alloc::string::ToString;
 use alloc::vec::Vec;
 use scsi::param::number::{self, NumberError, count};

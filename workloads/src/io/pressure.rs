@@ -33,9 +33,9 @@
 //! previous pass's completions freed their buffers into the magazine and before the next
 //! submissions reuse them: the moment a shrinker running on another CPU takes the most.
 
-use alloc::string::{String, ToString};
 use crate::PageBudget;
 use crate::budget::PAGE_BYTES;
+use alloc::string::{String, ToString};
 use scsi::param::ValueError;
 use scsi::param::number::count;
 use scsi::sense_alloc::Reclaim;

@@ -3,10 +3,10 @@
 
 use super::super::{Histogram, Stall, WorkloadReport};
 use super::PressureMode;
-use alloc::string::{String, ToString};
-use core::fmt::Write;
 use crate::BudgetStats;
 use crate::budget::PAGE_BYTES;
+use alloc::string::{String, ToString};
+use core::fmt::Write;
 use pools::json::JsonObject;
 use scsi::sense_alloc::SenseMode;
 

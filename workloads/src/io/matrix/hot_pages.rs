@@ -6,12 +6,12 @@
 
 use super::super::pressure::{CacheNeighbour, Neighbour, Pressure, PressureMode};
 use super::super::{WorkloadParams, run_with};
+use crate::{BudgetBacking, Failslab, PageBudget};
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use core::cell::RefCell;
 use pools::host::HostBacking;
 use pools::slab::SlabConfig;
-use crate::{BudgetBacking, Failslab, PageBudget};
 use pools::{ElementAllocator, Magazine, SlabCache};
 use scsi::clock::ManualClock;
 use scsi::midlayer::Midlayer;

@@ -22,13 +22,13 @@ use super::pressure::{CacheNeighbour, Neighbour, Pressure, PressureMode};
 use super::{
     JobParams, Limit, RwMode, WorkloadError, WorkloadParams, WorkloadReport, first_disk, run_with,
 };
+use crate::rng::stream_seed;
 use crate::window::CountedWindows;
+use crate::{BudgetBacking, Failslab, PageBudget};
 use alloc::string::String;
 use alloc::vec::Vec;
 use cell::median_min_max;
 use pools::slab::SlabConfig;
-use crate::rng::stream_seed;
-use crate::{BudgetBacking, Failslab, PageBudget};
 use pools::{Backing, Magazine, SlabCache};
 use scsi::clock::Clock;
 use scsi::midlayer::Midlayer;

@@ -18,9 +18,9 @@
 use super::super::pressure::{CacheNeighbour, Neighbour, Pressure, PressureMode};
 use super::super::{Hooks, JobParams, WorkloadError, WorkloadParams, first_disk, run_with};
 use super::{Cell, actors, budgets, caches, cells, run_rounds, steady_after};
+use crate::Failslab;
 use crate::window::CountedWindows;
 use alloc::vec::Vec;
-use crate::Failslab;
 use pools::{Backing, ElementAllocator, Magazine};
 use scsi::clock::Clock;
 use scsi::midlayer::{Disk, Done, Midlayer, Request};
