@@ -61,6 +61,6 @@ fn main() {
             report.latency.mean_ns(),
             report.latency.quantile_ns(990)
         );
-        println!("RESULT {}", report.to_json("host"));
+        println!("{}", workloads::result::result_line(&report.result("host")));
     }
 }

@@ -93,6 +93,15 @@ pub struct Counted {
 }
 
 impl Counted {
+    /// The keys as the typed results carry them.
+    pub fn insn_count(&self) -> crate::result::InsnCount {
+        crate::result::InsnCount {
+            insn_window: u64::from(self.window),
+            insn_slot: u64::from(self.slot),
+            insn_ops: self.ops,
+        }
+    }
+
     /// The members a `RESULT` line carries for xtask to join with the plugin's count.
     pub fn json_object(&self) -> JsonObject {
         JsonObject::new()

@@ -33,6 +33,7 @@ pub mod failslab;
 )]
 pub mod insn_marker;
 pub mod io;
+pub mod result;
 pub mod rng;
 pub mod tsc;
 pub mod window;

@@ -82,6 +82,11 @@ pub enum Error {
     #[error("malformed RESULT line {line:?}: {reason}")]
     ResultLine { line: String, reason: String },
 
+    /// A `RESULT` object that does not read as its typed result (a field missing or of
+    /// another type: guest and xtask disagree on the schema).
+    #[error("{what} does not match its schema: {reason}")]
+    BadResult { what: String, reason: String },
+
     /// A benchmark run produced no `RESULT` lines.
     #[error("{what} printed no RESULT lines")]
     NoResults { what: String },

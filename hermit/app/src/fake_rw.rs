@@ -130,8 +130,9 @@ pub fn run(params: &WorkloadParams) -> ExitCode {
         slot: params.sense.slot(),
         ops: report.ios + report.errors,
     };
-    let line = shared::result_json(&report, &runs, &lock, params.sense_magazine, cpus);
-    println!("RESULT {}", line.extend(counted.json_object()).finish());
+    let mut result = shared::result(&report, &runs, &lock, params.sense_magazine, cpus);
+    result.insns = Some(counted.insn_count());
+    println!("{}", workloads::result::result_line(&result));
     let failures = shared::check(params, &runs);
     drop(runs);
     if let Err(error) = cache.destroy() {

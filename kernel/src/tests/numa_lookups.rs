@@ -8,9 +8,9 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use ::pools::json::JsonObject;
 use pools::{NodeId, RawBlock};
 use spin::Mutex as SpinMutex;
+use workloads::result::{NumaLookupsResult, result_line};
 
 use super::ensure;
 use super::numa_pools::{ThisCpu, node_of, setup, text};
@@ -113,14 +113,15 @@ pub fn numa_pool_lookups() -> Result<(), String> {
             .collect(),
         ";",
     );
-    let line = JsonObject::new()
-        .str("bench", "numa_lookups")
-        .u64("cpus", cpus as u64)
-        .u64("nodes", set.nodes() as u64)
-        .str("cpu_nodes", &cpu_nodes)
-        .str("lookups", &lookups)
-        .str("where", "guest");
-    println!("RESULT {}", line.finish());
+    let result = NumaLookupsResult {
+        bench: "numa_lookups".into(),
+        cpus: cpus as u64,
+        nodes: set.nodes() as u64,
+        cpu_nodes,
+        lookups,
+        place: "guest".into(),
+    };
+    println!("{}", result_line(&result));
     set.destroy().map_err(text)?;
     Ok(())
 }

@@ -21,11 +21,11 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use pools::json::JsonObject;
 use scsi::host::ScsiHost;
 use scsi::midlayer::Disk;
 use spin::mutex::SpinMutex;
 use workloads::io::{JobParams, Limit, WorkloadError, WorkloadReport};
+use workloads::result::{DeviceResult, result_line};
 
 use crate::arch::exit::ExitCode;
 use crate::arch::insn_marker::{self, Counted};
@@ -65,16 +65,16 @@ impl Device<'_> {
             .iter()
             .map(|run| format!("{}", run.ios + run.errors))
             .collect();
-        // The report's object, with the adapter and disk in front.
-        let line = JsonObject::new()
-            .str("device", host.driver)
-            .str("disk", &disk.name)
-            .extend(report.json_object("guest"))
-            .u64("queues", per_queue.len() as u64)
-            .str("per_queue_iops", &per_queue_iops.join("/"))
-            .str("per_queue_ios", &per_queue_ios.join("/"))
-            .extend(counted.json_object());
-        println!("RESULT {}", line.finish());
+        let result = DeviceResult {
+            device: host.driver.into(),
+            disk: disk.name.clone(),
+            io: report.result("guest"),
+            queues: per_queue.len() as u64,
+            per_queue_iops: per_queue_iops.join("/"),
+            per_queue_ios: per_queue_ios.join("/"),
+            insns: Some(counted.insn_count()),
+        };
+        println!("{}", result_line(&result));
         log::info!(
             "{host} {}: {} numjobs={} iodepth={} bs={} on {} queue(s): {} IOPS, latency mean {} ns, {}, {} errors",
             disk.name,

@@ -36,6 +36,7 @@ use crate::storage::report::{NamedDisk, print_scan};
 use crate::storage::{self, HostInfo, HostVisitor, SenseBuf, Stack};
 use crate::workload::verify_plan::{Range, fill, first_mismatch, plan};
 use pools::json::JsonObject;
+use workloads::result::{VerifyResult, result_line, rounded};
 
 /// Largest logical block the plan handles (SBC allows more; no QEMU disk uses it).
 const MAX_BLOCK_BYTES: usize = 64 * 1024;
@@ -317,25 +318,22 @@ pub fn run(cmdline: &Cmdline, io: bool) -> ExitCode {
     );
     let elapsed_ms = (time::now_ns() - start) as f64 / 1e6;
     let passed = summary.hosts > 0 && summary.failed == 0 && verify.failures == 0;
-    let line = JsonObject::new()
-        .str("workload", if io { "verify" } else { "scan" })
-        .u64("hosts", summary.hosts as u64)
-        .u64("disks", verify.disks as u64)
-        .u64("ranges", verify.ranges as u64)
-        .u64("bytes_written", verify.bytes)
-        .u64("seed", verify.seed)
-        .u64("failures", (verify.failures + summary.failed) as u64)
-        .f64("elapsed_ms", elapsed_ms, 3)
-        .str("io_mode", cmdline.io_mode().name())
-        .u64(
-            "sense_magazine",
-            verify.sense_magazine.unwrap_or_default() as u64,
-        )
-        .u64("irq_hosts", verify.irq_hosts);
-    let line = workloads::io::irq_fields(line, &verify.irq)
-        .str("verdict", if passed { "ok" } else { "failed" })
-        .finish();
-    println!("RESULT {line}");
+    let result = VerifyResult {
+        workload: if io { "verify" } else { "scan" }.into(),
+        hosts: summary.hosts as u64,
+        disks: verify.disks as u64,
+        ranges: verify.ranges as u64,
+        bytes_written: verify.bytes,
+        seed: verify.seed,
+        failures: (verify.failures + summary.failed) as u64,
+        elapsed_ms: rounded(elapsed_ms, 3),
+        io_mode: cmdline.io_mode().name().into(),
+        sense_magazine: verify.sense_magazine.unwrap_or_default() as u64,
+        irq_hosts: verify.irq_hosts,
+        irq: workloads::io::irq_result(&verify.irq),
+        verdict: if passed { "ok" } else { "failed" }.into(),
+    };
+    println!("{}", result_line(&result));
     if passed {
         ExitCode::Success
     } else {

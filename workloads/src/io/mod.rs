@@ -20,8 +20,9 @@ mod matrix;
 mod neighbour;
 mod params;
 mod pressure;
+mod result;
 
-pub use histogram::{BinsText, Histogram};
+pub use histogram::Histogram;
 pub use hooks::{Hooks, Stall};
 pub use matrix::{
     CAN_QUEUE_2008, Case, Cell, MATRIX_MODES, NDELAY_DEFAULT_NS, STALL_MS_DEFAULT, Verdict,
@@ -32,12 +33,12 @@ pub use pressure::{
     CacheNeighbour, DEFAULT_MEM_BUDGET_PAGES, MULTI_MAX_ELEMENTS, NEIGHBOUR_OBJECTS, Neighbour,
     Pressure, PressureMode, SHARED_MAX_HOLDERS, WRITEBACK_WRITES_PER_PAGE, mem_budget_pages,
 };
+pub use result::irq_result;
 
 use crate::window::CountedWindows;
-use alloc::string::{String, ToString};
+use alloc::string::String;
 use job_loop::run_job;
 use pools::ElementAllocator;
-use pools::json::JsonObject;
 use scsi::clock::Clock;
 use scsi::host::ScsiHost;
 use scsi::midlayer::{Disk, Midlayer, MidlayerStats, ScsiError};
@@ -184,49 +185,6 @@ impl WorkloadReport {
         let halted = self.irq.halted_ns.min(self.elapsed_cpu_ns);
         100.0 * (self.elapsed_cpu_ns - halted) as f64 / self.elapsed_cpu_ns as f64
     }
-
-    /// One JSON object (no trailing newline); `place` is `"host"` or `"guest"`.
-    pub fn to_json(&self, place: &str) -> String {
-        self.json_object(place).finish()
-    }
-
-    /// The report's members, for a line that adds fields of its own.
-    pub fn json_object(&self, place: &str) -> JsonObject {
-        let s = &self.sense;
-        let object = JsonObject::new()
-            .str("where", place)
-            .str("rw", self.job.rw.name())
-            .u64("numjobs", u64::from(self.job.numjobs))
-            .u64("iodepth", u64::from(self.job.iodepth))
-            .u64("bs", u64::from(self.job.bs))
-            .str("sense_mode", &self.sense_mode.to_string())
-            .u64("ios", self.ios)
-            .u64("reads", self.reads)
-            .u64("writes", self.writes)
-            .u64("errors", self.errors)
-            .u64("recovered", self.recovered)
-            .u64("elapsed_ns", self.elapsed_ns)
-            .u64("iops", self.iops())
-            .u64("lat_mean_ns", self.latency.mean_ns())
-            .u64("lat_p50_ns", self.latency.quantile_ppm_ns(500_000))
-            .u64("lat_p90_ns", self.latency.quantile_ppm_ns(900_000))
-            .u64("lat_p99_ns", self.latency.quantile_ppm_ns(990_000))
-            .u64("lat_p999_ns", self.latency.quantile_ppm_ns(999_000))
-            .u64("lat_p9999_ns", self.latency.quantile_ppm_ns(999_900))
-            .u64("lat_max_ns", self.latency.max_ns())
-            .u64("lat_min_ns", self.latency.min_ns())
-            .u64("lat_stddev_ns", self.latency.stddev_ns())
-            .str("lat_bins", &BinsText(&self.latency).to_string())
-            .u64("sense_slab_allocs", s.slab_allocs)
-            .u64("sense_reserve_hits", s.reserve_hits)
-            .u64("sense_waits", s.waits)
-            .u64("reserve_bytes", s.reserve_bytes() as u64)
-            .u64("sense_in_use_bytes", s.in_use_bytes() as u64)
-            .u64("retries", self.midlayer.retries)
-            .u64("timeouts", self.midlayer.timeouts)
-            .str("io_mode", self.io_mode.name());
-        irq_fields(object, &self.irq).f64("busy_pct", self.busy_pct(), 1)
-    }
 }
 
 /// Builds scsi_debug, attaches the midlayer with `slab` in `params.sense` mode, scans, and runs
@@ -261,19 +219,6 @@ where
         .iter()
         .find_map(|l| l.disk)
         .ok_or(WorkloadError::NoDisk)
-}
-
-/// `object` with the interrupt path's counters under the RESULT keys every workload uses
-/// (`irq_interrupts` … `halted_ns`).
-pub fn irq_fields(object: JsonObject, irq: &IrqStats) -> JsonObject {
-    object
-        .u64("irq_interrupts", irq.interrupts)
-        .u64("irq_spurious", irq.spurious)
-        .u64("irq_safety_recoveries", irq.safety_recoveries)
-        .u64("irq_lost", irq.lost)
-        .u64("irq_storms", irq.storms)
-        .u64("irq_halts", irq.halts)
-        .u64("halted_ns", irq.halted_ns)
 }
 
 /// Runs `job` against `disk` on an attached midlayer.

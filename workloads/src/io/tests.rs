@@ -18,11 +18,11 @@ fn exact_counts_with_an_ios_limit() {
     assert_eq!(report.latency.count(), 5000);
     // Every member, in order (the manual clock never advances, so the times are 0).
     assert_eq!(
-        report.to_json("host"),
+        serde_json::to_string(&report.result("host")).unwrap(),
         concat!(
             r#"{"where":"host","rw":"randrw","numjobs":3,"iodepth":8,"bs":4096,"sense_mode":"mempool:2",""#,
             r#"ios":5000,"reads":2563,"writes":2437,"errors":0,"recovered":0,"elapsed_ns":0,"iops":0,"lat"#,
-            r#"_mean_ns":0,"lat_p50_ns":0,"lat_p90_ns":0,"lat_p99_ns":0,"lat_p999_ns":0,"lat_p9999_ns":0,"lat_max_ns":0,"lat_min_ns":0,"lat_stddev_ns":0,"lat_bins":"0:5000","sense_slab_allocs":5000,"sense_reserve_hits":0,"#,
+            r#"_mean_ns":0,"lat_p50_ns":0,"lat_p90_ns":0,"lat_p99_ns":0,"lat_p999_ns":0,"lat_p9999_ns":0,"lat_max_ns":0,"lat_min_ns":0,"lat_stddev_ns":0,"lat_bins":[{"floor_ns":0,"count":5000}],"sense_slab_allocs":5000,"sense_reserve_hits":0,"#,
             r#""sense_waits":0,"reserve_bytes":192,"sense_in_use_bytes":0,"retries":0,"timeouts":0,"io_mode":"poll","#,
             r#""irq_interrupts":0,"irq_spurious":0,"irq_safety_recoveries":0,"irq_lost":0,"irq_storms":0,"irq_halts":0,"halted_ns":0,"busy_pct":100.0}"#,
         )
@@ -219,7 +219,7 @@ fn the_loop_waits_through_the_installed_policy_and_reports_it() {
     // The manual clock moves only in the policy's pretend halts: the run was all halted.
     assert_eq!(report.irq.halted_ns, report.elapsed_ns);
     assert_eq!(report.busy_pct(), 0.0);
-    let json = report.to_json("host");
+    let json = serde_json::to_string(&report.result("host")).unwrap();
     assert!(json.contains(r#""io_mode":"irq""#), "{json}");
     assert!(
         json.contains(&format!(r#""halted_ns":{}"#, report.irq.halted_ns)),

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::fake_rw_record::{FakeRwRecord, HostFakeRwRecord};
 use super::plot::{self, BarChart};
 use super::progress::Progress;
 use super::{Column, Record, ResultSet, columns, fio, number};
@@ -211,22 +212,21 @@ pub const COLUMNS: [Column<'static>; 19] = [
 ];
 
 /// `numjobs=2 / numjobs=1` at smp 2: (median of per-repetition ratios, ratio of the bests).
-pub fn scaling(set: &ResultSet) -> Option<(f64, f64)> {
-    let iops = |numjobs: f64, rep: Option<f64>| {
-        set.results
+pub fn scaling(records: &[FakeRwRecord]) -> Option<(f64, f64)> {
+    let iops = |numjobs: u64, rep: Option<u32>| {
+        records
             .iter()
-            .filter(|r| number(r, "smp") == Some(2.0) && number(r, "numjobs") == Some(numjobs))
-            .filter(|r| number(r, "sense_magazine") != Some(0.0))
-            .filter(|r| rep.is_none() || number(r, "rep") == rep)
-            .filter_map(|r| number(r, "iops"))
+            .filter(|r| r.smp == 2 && r.result.io.numjobs == numjobs)
+            .filter(|r| r.result.sense_magazine != 0)
+            .filter(|r| rep.is_none() || r.rep == rep)
+            .map(|r| r.result.io.iops as f64)
             .fold(None, |best: Option<f64>, v| {
                 Some(best.map_or(v, |b| b.max(v)))
             })
     };
-    let best = iops(2.0, None)? / iops(1.0, None)?;
+    let best = iops(2, None)? / iops(1, None)?;
     let mut ratios: Vec<f64> = (0..64)
-        .map(f64::from)
-        .filter_map(|rep| Some(iops(2.0, Some(rep))? / iops(1.0, Some(rep))?))
+        .filter_map(|rep| Some(iops(2, Some(rep))? / iops(1, Some(rep))?))
         .collect();
     ratios.sort_by(f64::total_cmp);
     let median = ratios.get(ratios.len() / 2).copied()?;
@@ -235,20 +235,23 @@ pub fn scaling(set: &ResultSet) -> Option<(f64, f64)> {
 
 /// With instruction counts: the two-job case without the per-CPU magazine against the same case
 /// with it, in instructions per I/O and in IOPS (best runs).
-pub fn magazine_comparison(set: &ResultSet) -> Option<String> {
+pub fn magazine_comparison(records: &[FakeRwRecord]) -> Option<String> {
     let two_jobs = |magazine_off: bool| {
-        set.results
+        records
             .iter()
-            .filter(|r| number(r, "smp") == Some(2.0) && number(r, "numjobs") == Some(2.0))
-            .filter(move |r| (number(r, "sense_magazine") == Some(0.0)) == magazine_off)
+            .filter(|r| r.smp == 2 && r.result.io.numjobs == 2)
+            .filter(move |r| (r.result.sense_magazine == 0) == magazine_off)
     };
-    let best = |magazine_off: bool, key: &'static str| {
-        two_jobs(magazine_off).filter_map(move |r| number(r, key))
+    let best_iops = |magazine_off: bool| {
+        two_jobs(magazine_off)
+            .map(|r| r.result.io.iops as f64)
+            .fold(0.0, f64::max)
     };
-    let insns_off = best(true, "insns_per_op").next()?;
-    let insns_on = best(false, "insns_per_op").fold(f64::INFINITY, f64::min);
-    let iops_off = best(true, "iops").fold(0.0, f64::max);
-    let iops_on = best(false, "iops").fold(0.0, f64::max);
+    let insns_off = two_jobs(true).find_map(|r| r.insns_per_op)?;
+    let insns_on = two_jobs(false)
+        .filter_map(|r| r.insns_per_op)
+        .fold(f64::INFINITY, f64::min);
+    let (iops_off, iops_on) = (best_iops(true), best_iops(false));
     (insns_on.is_finite() && iops_on > 0.0).then(|| {
         format!(
             "sense_magazine=0 / magazine (smp 2, numjobs 2): {:.3}× instructions per I/O ({insns_off:.1} vs {insns_on:.1}; a contended lock's spinning counts), {:.3}× IOPS (best runs)",
@@ -256,6 +259,18 @@ pub fn magazine_comparison(set: &ResultSet) -> Option<String> {
             iops_off / iops_on
         )
     })
+}
+
+/// The records of `set` read as their typed results: the guest's as [`FakeRwRecord`]s (which
+/// the headlines are computed from); the host's are only checked against their type.
+fn typed(set: &ResultSet) -> Result<Vec<FakeRwRecord>> {
+    if set.place == "host" {
+        for record in &set.results {
+            HostFakeRwRecord::read(record)?;
+        }
+        return Ok(Vec::new());
+    }
+    set.results.iter().map(FakeRwRecord::read).collect()
 }
 
 fn label(record: &Record) -> String {
@@ -283,16 +298,15 @@ fn label(record: &Record) -> String {
 fn report(mut set: ResultSet) -> Result<()> {
     super::print_tables(&set.results, &[("fake-rw", &COLUMNS)]);
     println!();
-    if let Some((median, best)) = scaling(&set) {
+    let records = typed(&set)?;
+    if let Some((median, best)) = scaling(&records) {
         set.headline(format!(
             "scaling at smp 2, bs 4096, iodepth 32: numjobs=2 / numjobs=1 = {median:.2}× (median of repetitions), {best:.2}× (best of each)"
         ));
-        let two_job_cpus = set
-            .results
+        let two_job_cpus = records
             .iter()
-            .filter(|r| number(r, "numjobs") == Some(2.0))
-            .filter(|r| number(r, "sense_magazine") != Some(0.0))
-            .filter_map(|r| number(r, "qemu_host_cpus"))
+            .filter(|r| r.result.io.numjobs == 2 && r.result.sense_magazine != 0)
+            .filter_map(|r| r.qemu_host_cpus)
             .fold(0.0_f64, f64::max);
         if two_job_cpus > 0.0 && two_job_cpus < 1.8 {
             set.headline(format!(
@@ -300,7 +314,7 @@ fn report(mut set: ResultSet) -> Result<()> {
             ));
         }
     }
-    if let Some(line) = magazine_comparison(&set) {
+    if let Some(line) = magazine_comparison(&records) {
         set.headline(line);
     }
     let dir = workspace::output_dir("bench")?;
@@ -355,40 +369,85 @@ fn report(mut set: ResultSet) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::console::parse_result;
+
+    fn record(smp: u32, numjobs: u64, magazine: u64, iops: u64) -> FakeRwRecord {
+        let mut record = FakeRwRecord {
+            smp,
+            ..FakeRwRecord::default()
+        };
+        record.result.io.numjobs = numjobs;
+        record.result.io.iops = iops;
+        record.result.sense_magazine = magazine;
+        record
+    }
+
+    fn counted(mut record: FakeRwRecord, insns_per_op: f64) -> FakeRwRecord {
+        record.insns_per_op = Some(insns_per_op);
+        record
+    }
+
+    fn rep(mut record: FakeRwRecord, rep: u32) -> FakeRwRecord {
+        record.rep = Some(rep);
+        record
+    }
 
     #[test]
     fn the_magazine_comparison_pairs_the_two_job_cases() {
-        let mut set = ResultSet::new("fake-rw", "fake-rw", "guest", None);
-        let lines = [
-            r#"{"smp":2,"numjobs":2,"sense_magazine":0,"iops":50.0,"insns_per_op":1300.0}"#,
-            r#"{"smp":2,"numjobs":2,"sense_magazine":64,"iops":100.0,"insns_per_op":870.0}"#,
-            r#"{"smp":2,"numjobs":2,"sense_magazine":64,"iops":200.0,"insns_per_op":871.0}"#,
-            r#"{"smp":1,"numjobs":1,"sense_magazine":64,"iops":900.0,"insns_per_op":800.0}"#,
+        let records = [
+            counted(record(2, 2, 0, 50), 1300.0),
+            counted(record(2, 2, 64, 100), 870.0),
+            counted(record(2, 2, 64, 200), 871.0),
+            counted(record(1, 1, 64, 900), 800.0),
         ];
-        set.extend(lines.iter().map(|line| parse_result(line).unwrap()));
-        let line = magazine_comparison(&set).unwrap();
+        let line = magazine_comparison(&records).unwrap();
         assert!(line.contains("1.494× instructions"), "{line}");
         assert!(line.contains("0.250× IOPS"), "{line}");
     }
 
     #[test]
     fn scaling_pairs_repetitions() {
-        let mut set = ResultSet::new("fake-rw", "fake-rw", "guest", None);
-        let lines = [
-            r#"{"numjobs":1,"iops":100.0,"smp":2,"rep":0}"#,
-            r#"{"numjobs":2,"iops":180.0,"smp":2,"rep":0}"#,
-            r#"{"numjobs":1,"iops":120.0,"smp":2,"rep":1}"#,
-            r#"{"numjobs":2,"iops":150.0,"smp":2,"rep":1}"#,
-            r#"{"numjobs":1,"iops":500.0,"smp":1}"#,
+        let records = [
+            rep(record(2, 1, 64, 100), 0),
+            rep(record(2, 2, 64, 180), 0),
+            rep(record(2, 1, 64, 120), 1),
+            rep(record(2, 2, 64, 150), 1),
+            record(1, 1, 64, 500),
         ];
-        set.extend(lines.iter().map(|line| parse_result(line).unwrap()));
-        let (median, best) = scaling(&set).unwrap();
+        let (median, best) = scaling(&records).unwrap();
         assert!(
-            magazine_comparison(&set).is_none(),
+            magazine_comparison(&records).is_none(),
             "no counts, no comparison"
         );
         assert!((best - 1.5).abs() < 1e-9, "{best}");
         assert!((median - 1.8).abs() < 1e-9, "{median}");
+    }
+
+    /// A column whose key is no field of the typed record would print an empty cell forever.
+    #[test]
+    fn every_column_names_a_field_of_the_typed_record() {
+        let mut full = counted(rep(record(2, 2, 64, 1), 0), 1.0);
+        full.qemu_host_cpus = Some(1.0);
+        full.result.insns = Some(Default::default());
+        let Value::Object(fields) = serde_json::to_value(&full).unwrap() else {
+            panic!("a record serializes to an object")
+        };
+        for column in COLUMNS {
+            assert!(fields.contains_key(column.key), "column `{}`", column.key);
+        }
+    }
+
+    /// What the kernel prints reads back; a field it lacks is an error that names it.
+    #[test]
+    fn a_guest_line_reads_and_a_missing_field_is_named() {
+        let mut full = record(2, 2, 64, 1000);
+        full.result.io.lat_bins =
+            workloads::result::LatencyBins::parse_text("900:1,1500:2").unwrap();
+        let Value::Object(mut fields) = serde_json::to_value(&full).unwrap() else {
+            panic!("a record serializes to an object")
+        };
+        assert_eq!(FakeRwRecord::read(&fields).unwrap(), full);
+        fields.remove("magazine_hits");
+        let error = FakeRwRecord::read(&fields).unwrap_err().to_string();
+        assert!(error.contains("magazine_hits"), "{error}");
     }
 }

@@ -35,6 +35,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
+use workloads::result::LatencyBins;
 
 use super::{Record, number};
 use crate::error::Result;
@@ -142,16 +143,11 @@ fn job(run: &Run<'_>) -> Option<Value> {
     Some(job)
 }
 
-/// The run's histogram from its `lat_bins` field (`floor:count,…`), if it has a readable one.
+/// The run's histogram from its `lat_bins` field, if it has a readable one: the typed list of
+/// `{floor_ns, count}` (fake-rw) or the `floor:count,…` text (the other workloads, older files).
 fn bins(record: &Record) -> Option<Vec<(u64, u64)>> {
-    let text = record.get("lat_bins")?.as_str()?;
-    text.split(',')
-        .filter(|pair| !pair.is_empty())
-        .map(|pair| {
-            let (floor, count) = pair.split_once(':')?;
-            Some((floor.parse().ok()?, count.parse().ok()?))
-        })
-        .collect()
+    let bins: LatencyBins = serde_json::from_value(record.get("lat_bins")?.clone()).ok()?;
+    Some(bins.0.iter().map(|bin| (bin.floor_ns, bin.count)).collect())
 }
 
 /// fio's range edges for `latency_ns` and `latency_us` (the key is the range's upper bound).

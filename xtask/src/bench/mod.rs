@@ -13,6 +13,7 @@ pub mod device;
 pub mod dmapool;
 pub mod fake_rw;
 pub mod fake_rw_os;
+pub mod fake_rw_record;
 pub mod fio;
 pub mod linux;
 pub mod nbd;

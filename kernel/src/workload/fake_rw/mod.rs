@@ -228,8 +228,9 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         ops: report.ios + report.errors,
     };
     let cpus_online = smp::online_count().max(1);
-    let line = shared::result_json(&report, &runs, &lock, params.sense_magazine, cpus_online);
-    println!("RESULT {}", line.extend(counted.json_object()).finish());
+    let mut result = shared::result(&report, &runs, &lock, params.sense_magazine, cpus_online);
+    result.insns = Some(counted.insn_count());
+    println!("{}", workloads::result::result_line(&result));
     let failures = shared::check(params, &runs);
     drop(runs);
     if let Err(error) = cache.destroy() {

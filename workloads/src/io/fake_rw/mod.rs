@@ -2,7 +2,7 @@
 //! kernel and the Hermit build in `hermit/app`), so both print the same console lines and the
 //! same `RESULT` fields: each queue's outcome ([`QueueRun`]), their sum ([`total`]), the verdict
 //! ([`check`]: every command completed exactly once, each injected error class had its
-//! outcome), the `RESULT` members ([`result_json`]) and the summary lines ([`summary_lines`]).
+//! outcome), the `RESULT` line ([`result`]) and the summary lines ([`summary_lines`]).
 //! How the queues are run (CPUs, the sense slab's backing and lock) stays with each guest.
 
 mod check;
@@ -13,9 +13,9 @@ use alloc::vec::Vec;
 
 use pools::MagazineStats;
 use pools::counting_lock::LockStats;
-use pools::json::JsonObject;
 
 use crate::io::WorkloadReport;
+use crate::result::FakeRwResult;
 use scsi::target::TargetStats;
 
 pub use check::check;
@@ -65,30 +65,32 @@ pub fn total(runs: &[QueueRun]) -> WorkloadReport {
     total
 }
 
-/// `RESULT` line: the report plus the multi-queue and slab-lock figures.
-pub fn result_json(
+/// The `RESULT` line's value: the report plus the multi-queue and slab-lock figures (the
+/// caller adds the instruction-count keys where it counts).
+pub fn result(
     report: &WorkloadReport,
     runs: &[QueueRun],
     lock: &LockStats,
     magazine: usize,
     cpus_online: usize,
-) -> JsonObject {
-    let hits: u64 = runs.iter().map(|run| run.magazine.hits).sum();
+) -> FakeRwResult {
     let per_cpu: Vec<String> = runs
         .iter()
         .map(|run| format!("{}", run.report.iops()))
         .collect();
-    report
-        .json_object("guest")
-        .str("bench", "fake-rw")
-        .u64("queues", runs.len() as u64)
-        .u64("cpus_online", cpus_online as u64)
-        .str("per_queue_iops", &per_cpu.join("/"))
-        .u64("sense_magazine", magazine as u64)
-        .u64("magazine_hits", hits)
-        .u64("slab_lock_acquisitions", lock.acquisitions)
-        .u64("slab_lock_contended", lock.contended)
-        .u64("slab_lock_wait_cycles", lock.wait_cycles)
+    FakeRwResult {
+        io: report.result("guest"),
+        bench: "fake-rw".into(),
+        queues: runs.len() as u64,
+        cpus_online: cpus_online as u64,
+        per_queue_iops: per_cpu.join("/"),
+        sense_magazine: magazine as u64,
+        magazine_hits: runs.iter().map(|run| run.magazine.hits).sum(),
+        slab_lock_acquisitions: lock.acquisitions,
+        slab_lock_contended: lock.contended,
+        slab_lock_wait_cycles: lock.wait_cycles,
+        insns: None,
+    }
 }
 
 /// The three readable summary lines of a (summed) report.
