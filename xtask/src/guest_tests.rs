@@ -62,6 +62,7 @@ use crate::workspace;
 
 pub mod registry;
 mod result_check;
+pub mod schema;
 
 /// One boot of the guest test table.
 #[derive(Clone, Debug, Deserialize)]
@@ -490,6 +491,15 @@ mod tests {
         assert!(judge(&named, &outcome(Verdict::Fail, &bad)).is_ok());
         named.expect_line = Some("CMDLINE ERROR: key 'size'".into());
         assert!(judge(&named, &outcome(Verdict::Fail, &bad)).is_err());
+    }
+
+    /// Every field a condition of tests/guest.toml names is a member of the typed result
+    /// (`workloads::result`) its boot prints.
+    #[test]
+    fn the_shipped_conditions_name_fields_of_the_schema() {
+        let tests = load(&table_path()).unwrap();
+        let errors: Vec<String> = tests.iter().flat_map(schema::condition_errors).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
     }
 
     #[test]

@@ -1,0 +1,125 @@
+//! Which typed `RESULT` line a guest test's boot prints ([`workloads::result`]), so the fields
+//! its conditions (`result_at_least`, `result_at_most`, `result_equals`) name are checked
+//! against the type the guest prints: a field renamed in the schema, or misspelt in
+//! `tests/guest.toml`, fails a host test instead of a boot minutes later.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+use serde_json::Value;
+use workloads::result::{DeviceResult, FakeRwResult, InsnCount, NumaLookupsResult, VerifyResult};
+
+use super::GuestTest;
+
+/// The names of the members `value` serializes to (nested values are not entered: a condition
+/// names a top-level member).
+fn field_names(value: &impl Serialize) -> BTreeSet<String> {
+    match serde_json::to_value(value) {
+        Ok(Value::Object(fields)) => fields.keys().cloned().collect(),
+        _ => BTreeSet::new(),
+    }
+}
+
+/// The members of the `RESULT` lines `test`'s boot prints, or `None` if what it runs has no
+/// typed result (yet).
+pub fn result_fields(test: &GuestTest) -> Option<BTreeSet<String>> {
+    let args = test.args.as_deref().unwrap_or("");
+    let word = |wanted: &str| args.split_whitespace().any(|word| word == wanted);
+    let tests_named = |name: &str| {
+        args.split_whitespace()
+            .filter_map(|word| word.strip_prefix("test="))
+            .any(|list| list.split(',').any(|test| test == name))
+    };
+    let counted = Some(InsnCount::default());
+    if word("workload=fake-rw") {
+        Some(field_names(&FakeRwResult {
+            insns: counted,
+            ..FakeRwResult::default()
+        }))
+    } else if word("workload=device") {
+        Some(field_names(&DeviceResult {
+            insns: counted,
+            ..DeviceResult::default()
+        }))
+    } else if word("workload=verify") || word("workload=scan") {
+        Some(field_names(&VerifyResult::default()))
+    } else if tests_named("numa-pool-lookups") {
+        Some(field_names(&NumaLookupsResult::default()))
+    } else {
+        None
+    }
+}
+
+/// What is wrong with `test`'s conditions on `RESULT` fields: each field its result type does
+/// not have, or that it has conditions on a boot whose result has no type. Empty when all is
+/// well (or it has no conditions).
+pub fn condition_errors(test: &GuestTest) -> Vec<String> {
+    let named: BTreeSet<&String> = test
+        .result_at_least
+        .keys()
+        .chain(test.result_at_most.keys())
+        .chain(test.result_equals.keys())
+        .collect();
+    if named.is_empty() {
+        return Vec::new();
+    }
+    let Some(fields) = result_fields(test) else {
+        return vec![format!(
+            "`{}` has RESULT conditions, but what it runs ({:?}) has no typed result in workloads::result",
+            test.name,
+            test.args.as_deref().unwrap_or("")
+        )];
+    };
+    named
+        .into_iter()
+        .filter(|name| !fields.contains(*name))
+        .map(|name| {
+            format!(
+                "`{}`: RESULT field `{name}` is not in its result type",
+                test.name
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_misspelt_field_is_named_and_a_known_one_passes() {
+        let mut test = GuestTest::named("t");
+        test.args = Some("workload=device ios=10".into());
+        test.result_at_least.insert("irq_interrupts".into(), 1);
+        test.result_equals.insert("io_mode".into(), "irq".into());
+        assert_eq!(condition_errors(&test), Vec::<String>::new());
+        test.result_at_most.insert("irq_lots".into(), 0);
+        let errors = condition_errors(&test);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains("`irq_lots`"), "{errors:?}");
+    }
+
+    #[test]
+    fn conditions_on_an_untyped_result_are_an_error() {
+        let mut test = GuestTest::named("t");
+        test.args = Some("workload=nbd".into());
+        assert!(
+            condition_errors(&test).is_empty(),
+            "no conditions, nothing to check"
+        );
+        test.result_at_least.insert("ios".into(), 1);
+        let errors = condition_errors(&test);
+        assert!(errors[0].contains("no typed result"), "{errors:?}");
+    }
+
+    #[test]
+    fn the_lookup_test_is_found_in_a_list() {
+        let mut test = GuestTest::named("t");
+        test.args = Some("test=numa-pool-lookups,numa-pool-set-node".into());
+        let fields = result_fields(&test).unwrap();
+        assert!(
+            fields.contains("cpu_nodes") && fields.contains("lookups"),
+            "{fields:?}"
+        );
+    }
+}
