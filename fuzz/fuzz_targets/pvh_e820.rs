@@ -1,5 +1,6 @@
 #![no_main]
-//! The PVH start info block and its e820 map, then the carving of usable RAM out of them.
+//! The PVH start info block (`pvh::start_info`, which the kernel and the Hermit loader share),
+//! its e820 map and module list, then the kernel's carving of usable RAM out of them.
 //!
 //! Input: the 56-byte `hvm_start_info` block, the block's address, the command line's length,
 //! then map entries (24 bytes each). Beyond "no panic": an error names its field; the ranges
@@ -8,10 +9,11 @@
 //! non-RAM entry and every occupied range.
 use libfuzzer_sys::fuzz_target;
 use sensepool_fuzz::bytes::Script;
-use sensepool_fuzz::memory::memmap::{E820Entry, E820Kind, PAGE_BYTES, PhysRange, usable_ram};
-use sensepool_fuzz::memory::start_info::{
-    Header, MEMMAP_ENTRY_BYTES, START_INFO_BYTES, decode_memmap,
+use pvh::start_info::{
+    E820Entry, E820Kind, Header, MEMMAP_ENTRY_BYTES, PhysRange, START_INFO_BYTES, decode_memmap,
+    decode_modules,
 };
+use sensepool_fuzz::memory::memmap::{PAGE_BYTES, usable_ram};
 
 fn overlaps(a: &PhysRange, start: u64, end: u64) -> bool {
     a.start < end && start < a.end
@@ -63,8 +65,19 @@ fuzz_target!(|data: &[u8]| {
     }
     let available = entries.len() - entries.len() % MEMMAP_ENTRY_BYTES;
     let read = available.min(header.memmap_bytes() as usize);
-    let map: Vec<E820Entry> = decode_memmap(&entries[..read]);
+    let map: Vec<E820Entry> = decode_memmap(&entries[..read]).collect();
     assert_eq!(map.len(), read / MEMMAP_ENTRY_BYTES);
+    // The same bytes as a module list (the Hermit loader's `-initrd`): a module's range is
+    // exactly as long as described, or an error naming it.
+    for module in decode_modules(entries) {
+        match module.range() {
+            Ok(range) => assert_eq!(range.len_bytes(), module.len_bytes),
+            Err(err) => assert!(err.to_string().contains("module paddr"), "{err}"),
+        }
+    }
+    if let Err(err) = header.modlist() {
+        assert!(err.to_string().contains("modlist_paddr"), "{err}");
+    }
     for entry in &map {
         let _ = entry.to_string();
     }

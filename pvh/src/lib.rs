@@ -20,11 +20,18 @@
 //! Below the boot stack lies a guard page that the program may unmap ([`boot_stack_guard_page`])
 //! so an overflow faults instead of overwriting the page tables.
 //!
+//! [`start_info`] decodes the block the stub passes on (the e820 map, the command line, the
+//! modules, the RSDP) and reads it at the loader's addresses, for both programs.
+//!
 //! The stub is a macro, expanded in the binary crate, rather than a `global_asm!` in this
 //! library: the linker pulls an archive member only for a symbol something references, and
 //! nothing references `pvh_start32` but the ELF entry point and the note.
 #![no_std]
 #![deny(unsafe_code)]
+
+extern crate alloc;
+
+pub mod start_info;
 
 #[cfg(target_arch = "x86_64")]
 #[expect(

@@ -2,16 +2,17 @@
 
 use alloc::alloc::{Layout, alloc_zeroed};
 use alloc::boxed::Box;
+use alloc::vec::Vec;
 use core::convert::Infallible;
 use core::mem::MaybeUninit;
 use core::num::{NonZeroU16, NonZeroU64};
 
 use hermit_entry::boot_info::{BootInfo, HardwareInfo, PlatformInfo, RawBootInfo};
 use hermit_entry::elf::KernelObject;
+use pvh::start_info::{PhysRange, StartInfo, StartInfoError};
 
 use crate::console::println;
 use crate::fdt::{self, FdtError};
-use crate::start_info::{PhysRange, StartInfo, StartInfoError};
 use crate::tsc;
 use workloads::tsc::CalibrationError;
 
@@ -30,6 +31,9 @@ pub enum LoaderError {
     /// The PVH start info could not be used.
     #[error(transparent)]
     StartInfo(#[from] StartInfoError),
+    /// QEMU was started without `-initrd`.
+    #[error("no module in hvm_start_info: pass the Hermit application ELF with -initrd")]
+    NoModule,
     /// The module is not where the loader can read it.
     #[error(
         "the application module at {start:#x}..{end:#x} is outside the identity map 2 MiB..4 GiB"
@@ -65,20 +69,25 @@ unsafe extern "C" {
 
 /// Where the image goes: a fixed-address image where it is linked, a relocatable one on the
 /// first 2 MiB boundary above the loader (or above the module) that lies in RAM.
-fn place(image_len: u64, fixed: Option<u64>, info: &StartInfo) -> Result<PhysRange, LoaderError> {
+fn place(
+    image_len: u64,
+    fixed: Option<u64>,
+    module: PhysRange,
+    ram: &[PhysRange],
+) -> Result<PhysRange, LoaderError> {
     let loader_end = core::ptr::addr_of!(__loader_end) as u64;
     let reserved = [
         PhysRange {
             start: 0,
             end: loader_end,
         },
-        info.module,
+        module,
     ];
     let candidates = match fixed {
         Some(start) => [Some(start), None],
         None => [
             loader_end.checked_next_multiple_of(LARGE_PAGE_BYTES),
-            info.module.end.checked_next_multiple_of(LARGE_PAGE_BYTES),
+            module.end.checked_next_multiple_of(LARGE_PAGE_BYTES),
         ],
     };
     candidates
@@ -93,7 +102,7 @@ fn place(image_len: u64, fixed: Option<u64>, info: &StartInfo) -> Result<PhysRan
         .find(|range| {
             range.end <= IDENTITY_MAP_END
                 && reserved.iter().all(|taken| !taken.overlaps(range))
-                && info.ram.iter().any(|ram| ram.contains(range))
+                && ram.iter().any(|ram| ram.contains(range))
         })
         .ok_or(LoaderError::NoRoom {
             len_bytes: image_len,
@@ -105,7 +114,8 @@ pub fn boot(start_info: u64) -> Result<Infallible, LoaderError> {
     // SAFETY: `start_info` is the %ebx value QEMU's PVH loader passed; nothing has reused the
     // memory it describes (the loader allocates only from its own .bss).
     let info = unsafe { StartInfo::read(start_info) }?;
-    let module = info.module;
+    let module = info.modules.first().ok_or(LoaderError::NoModule)?.range()?;
+    let ram: Vec<PhysRange> = info.ram().collect();
     if module.start < LARGE_PAGE_BYTES || module.end > IDENTITY_MAP_END {
         return Err(LoaderError::ModuleUnmapped {
             start: module.start,
@@ -122,7 +132,7 @@ pub fn boot(start_info: u64) -> Result<Infallible, LoaderError> {
     };
     let object = KernelObject::parse(elf).map_err(|e| LoaderError::Elf(alloc::format!("{e}")))?;
     let image_len = object.mem_size() as u64;
-    let range = place(image_len, object.start_addr(), &info)?;
+    let range = place(image_len, object.start_addr(), module, &ram)?;
     println!(
         "hermit-loader: {} B application at {:#x}..{:#x}, placed at {:#x}..{:#x}",
         module.end - module.start,
@@ -140,8 +150,9 @@ pub fn boot(start_info: u64) -> Result<Infallible, LoaderError> {
 
     let tsc_khz = tsc::khz().map_err(LoaderError::Tsc)?;
     println!("hermit-loader: TSC {tsc_khz} kHz (PIT channel 2), handed to Hermit as /hermit,tsc");
-    let bootargs = fdt::bootargs(&info.cmdline)?;
-    let blob = Box::leak(fdt::build(&info.ram, tsc_khz, &bootargs)?.into_boxed_slice());
+    let cmdline = info.cmdline.strip_suffix(b"\0").unwrap_or(info.cmdline);
+    let bootargs = fdt::bootargs(cmdline)?;
+    let blob = Box::leak(fdt::build(&ram, tsc_khz, &bootargs)?.into_boxed_slice());
     let boot_info = BootInfo {
         hardware_info: HardwareInfo {
             phys_addr_range: 0..0,
@@ -160,7 +171,8 @@ pub fn boot(start_info: u64) -> Result<Infallible, LoaderError> {
         panic!("the loader heap cannot hold Hermit's boot stack");
     }
     // SAFETY: everything read from the first MiB (start info, memory map, command line, module
-    // list) has been copied into `info`, the device tree and the loader heap.
+    // list) has been copied into `info`, `ram`, `bootargs`, the device tree and the loader heap;
+    // `info.cmdline`, which borrows the line in place, is not read after this.
     unsafe { pvh::unmap_first_mib() };
     println!(
         "hermit-loader: entering Hermit at {:#x} (bootargs \"{bootargs}\")",

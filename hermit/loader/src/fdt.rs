@@ -17,7 +17,7 @@ use alloc::vec::Vec;
 
 use vm_fdt::FdtWriter;
 
-use crate::start_info::PhysRange;
+use pvh::start_info::PhysRange;
 
 /// Why no device tree was built.
 #[derive(Debug, thiserror::Error)]

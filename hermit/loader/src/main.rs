@@ -5,7 +5,8 @@
 //! does on Multiboot, on PVH instead:
 //!
 //! 1. the stub ([`entry`]) enters long mode with page tables Hermit can extend;
-//! 2. [`start_info`] reads the e820 map, the `-append` line and the module from `hvm_start_info`;
+//! 2. `pvh::start_info` reads the e820 map, the `-append` line and the module from
+//!    `hvm_start_info` (the kernel's reader too);
 //! 3. `hermit_entry::elf` parses the application, which must carry Hermit's entry-version note,
 //!    and relocates it into RAM above the loader and clear of the module;
 //! 4. [`tsc`] measures the TSC rate against PIT channel 2, and [`fdt`] builds the device tree
@@ -45,12 +46,6 @@ mod fdt;
 #[cfg(target_os = "none")]
 #[expect(unsafe_code, reason = "the bump allocator is the `GlobalAlloc`")]
 mod heap;
-#[cfg(target_os = "none")]
-#[expect(
-    unsafe_code,
-    reason = "reading `hvm_start_info`, the memory map and the module list at physical addresses"
-)]
-mod start_info;
 #[cfg(target_os = "none")]
 mod tsc;
 

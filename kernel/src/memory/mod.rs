@@ -10,7 +10,6 @@
 pub mod frames;
 pub mod memmap;
 pub mod node_frames;
-pub mod start_info;
 
 #[cfg(target_os = "none")]
 #[expect(
