@@ -134,13 +134,29 @@ pub enum AcpiError {
 
 /// Reads the ACPI tables. `rsdp_paddr` is the PVH start info's (0 = not given).
 pub fn discover(rsdp_paddr: u64, bsp_apic_id: u32) -> Result<Platform, AcpiError> {
+    let (tables, rsdp_source) = find_tables(rsdp_paddr)?;
+    let madt = tables.find_table::<Madt>().map_err(AcpiError::NoMadt)?;
+    // The crate's entry iterator trusts the lengths and reads whole structs; check them first.
+    tables::madt::check_madt(table_bytes(&madt))?;
+    let (cpus, lapic_phys) = madt_cpus(madt.get());
+    let (srat, slit) = numa_tables(&tables);
+    Ok(Platform {
+        topology: Topology::from_tables(bsp_apic_id, &cpus, srat, slit),
+        lapic_phys,
+        rsdp_source,
+    })
+}
+
+/// The tables behind the loader's RSDP, else behind the one the BIOS area holds, with where the
+/// RSDP came from.
+fn find_tables(rsdp_paddr: u64) -> Result<(AcpiTables<IdentityMap>, &'static str), AcpiError> {
     let from_loader = (rsdp_paddr != 0).then(|| {
         // SAFETY: the loader's start info names this address as the RSDP; the crate validates
         // its signature and checksum before using it.
         unsafe { AcpiTables::from_rsdp(IdentityMap, rsdp_paddr as usize) }
     });
-    let (tables, rsdp_source) = match from_loader {
-        Some(Ok(tables)) => (Ok(tables), "PVH start info"),
+    match from_loader {
+        Some(Ok(tables)) => Ok((tables, "PVH start info")),
         loader => {
             if let Some(Err(err)) = loader {
                 log::warn!(
@@ -150,17 +166,18 @@ pub fn discover(rsdp_paddr: u64, bsp_apic_id: u32) -> Result<Platform, AcpiError
             // SAFETY: this is a BIOS (SeaBIOS) machine: the EBDA and 0xE0000-0xFFFFF are
             // identity mapped and readable.
             let tables = unsafe { AcpiTables::search_for_rsdp_bios(IdentityMap) };
-            (tables, "BIOS area scan")
+            Ok((tables.map_err(AcpiError::NoRsdp)?, "BIOS area scan"))
         }
-    };
-    let tables = tables.map_err(AcpiError::NoRsdp)?;
+    }
+}
 
-    let madt = tables.find_table::<Madt>().map_err(AcpiError::NoMadt)?;
-    // The crate's entry iterator trusts the lengths and reads whole structs; check them first.
-    tables::madt::check_madt(table_bytes(&madt))?;
-    let mut lapic_phys = u64::from(madt.get().local_apic_address);
+/// The MADT's CPUs (local APIC and x2APIC entries, in table order) and the local APIC's
+/// physical address (the override's if there is one, the architectural default if it is 0).
+/// `check_madt` must have accepted the table.
+fn madt_cpus(madt: core::pin::Pin<&Madt>) -> (Vec<MadtCpu>, u64) {
+    let mut lapic_phys = u64::from(madt.local_apic_address);
     let mut cpus = Vec::new();
-    for entry in madt.get().entries() {
+    for entry in madt.entries() {
         match entry {
             MadtEntry::LocalApic(lapic) => cpus.push(MadtCpu {
                 apic_id: u32::from(lapic.apic_id),
@@ -177,7 +194,16 @@ pub fn discover(rsdp_paddr: u64, bsp_apic_id: u32) -> Result<Platform, AcpiError
     if lapic_phys == 0 {
         lapic_phys = DEFAULT_LAPIC_BASE;
     }
+    (cpus, lapic_phys)
+}
 
+/// A table as parsed, `None` when the firmware has none.
+type Parsed<T> = Option<Result<T, tables::TableError>>;
+
+/// The SRAT and SLIT, each parsed if present.
+fn numa_tables(
+    tables: &AcpiTables<IdentityMap>,
+) -> (Parsed<tables::srat::Srat>, Parsed<tables::slit::Slit>) {
     type Srat = RawTable<{ u32::from_le_bytes(*b"SRAT") }>;
     type Slit = RawTable<{ u32::from_le_bytes(*b"SLIT") }>;
     let srat = tables
@@ -188,9 +214,5 @@ pub fn discover(rsdp_paddr: u64, bsp_apic_id: u32) -> Result<Platform, AcpiError
         .find_table::<Slit>()
         .ok()
         .map(|mapping| tables::slit::parse_slit(table_bytes(&mapping)));
-    Ok(Platform {
-        topology: Topology::from_tables(bsp_apic_id, &cpus, srat, slit),
-        lapic_phys,
-        rsdp_source,
-    })
+    (srat, slit)
 }

@@ -126,94 +126,11 @@ impl Topology {
         srat: Option<&Srat>,
         slit: Option<&Slit>,
     ) -> Self {
-        let mut domains: Vec<u32> = srat
-            .map(|srat| {
-                let cpus = srat.cpus.iter().filter(|c| c.enabled).map(|c| c.domain);
-                let memory = srat.memory.iter().filter(|m| m.enabled).map(|m| m.domain);
-                cpus.chain(memory).collect()
-            })
-            .unwrap_or_default();
-        domains.sort_unstable();
-        domains.dedup();
-        let node_of_domain = |domain: u32| {
-            domains
-                .binary_search(&domain)
-                .map_or(NodeId(0), |index| NodeId(index as u16))
-        };
-        let node_of_apic = |apic_id: u32| {
-            srat.and_then(|srat| {
-                srat.cpus
-                    .iter()
-                    .find(|c| c.enabled && c.apic_id == apic_id)
-                    .map(|c| node_of_domain(c.domain))
-            })
-            .unwrap_or(NodeId(0))
-        };
-
-        let mut cpus = alloc::vec![Cpu {
-            index: 0,
-            apic_id: bsp_apic_id,
-            node: node_of_apic(bsp_apic_id),
-        }];
-        let mut skipped = Vec::new();
-        for entry in madt.iter().filter(|entry| entry.apic_id != bsp_apic_id) {
-            let reason = if !entry.usable {
-                Some("disabled in the MADT")
-            } else if entry.apic_id > MAX_XAPIC_ID {
-                Some("x2APIC id, not addressable in xAPIC mode")
-            } else if cpus.iter().any(|cpu| cpu.apic_id == entry.apic_id) {
-                Some("duplicate APIC id in the MADT")
-            } else if cpus.len() >= MAX_CPUS {
-                Some("more CPUs than MAX_CPUS")
-            } else {
-                None
-            };
-            match reason {
-                Some(reason) => skipped.push(SkippedCpu {
-                    apic_id: entry.apic_id,
-                    reason,
-                }),
-                None => cpus.push(Cpu {
-                    index: cpus.len(),
-                    apic_id: entry.apic_id,
-                    node: node_of_apic(entry.apic_id),
-                }),
-            }
-        }
-
-        let mut memory: Vec<NodeRange> = srat
-            .map(|srat| {
-                srat.memory
-                    .iter()
-                    .filter(|m| m.enabled && m.len_bytes > 0)
-                    .map(|m| NodeRange {
-                        node: node_of_domain(m.domain),
-                        range: PhysRange {
-                            start: m.base,
-                            end: m.base.saturating_add(m.len_bytes),
-                        },
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        memory.sort_unstable_by_key(|r| r.range.start);
-
-        let nodes = domains.len().clamp(1, usize::from(u16::MAX)) as u16;
-        let n = usize::from(nodes);
-        let mut distance = alloc::vec![REMOTE_DISTANCE; n * n];
-        for i in 0..n {
-            distance[i * n + i] = LOCAL_DISTANCE;
-        }
-        if let Some(slit) = slit {
-            for (i, &from) in domains.iter().enumerate() {
-                for (j, &to) in domains.iter().enumerate() {
-                    let (from, to) = (from as usize, to as usize);
-                    if from < slit.localities && to < slit.localities {
-                        distance[i * n + j] = slit.distance[from * slit.localities + to];
-                    }
-                }
-            }
-        }
+        let domains = Domains::from_srat(srat);
+        let (cpus, skipped) = cpus_from_madt(bsp_apic_id, madt, &domains);
+        let memory = domains.memory();
+        let nodes = domains.ids.len().clamp(1, usize::from(u16::MAX)) as u16;
+        let distance = domains.distances(usize::from(nodes), slit);
         Topology {
             cpus,
             skipped,
@@ -303,6 +220,133 @@ impl Topology {
             }
         }
         pieces
+    }
+}
+
+/// The SRAT's proximity domains, sorted: node `i` is the `i`-th domain that an enabled CPU or
+/// memory entry names (one node, 0, without a SRAT).
+struct Domains<'a> {
+    srat: Option<&'a Srat>,
+    ids: Vec<u32>,
+}
+
+impl<'a> Domains<'a> {
+    fn from_srat(srat: Option<&'a Srat>) -> Self {
+        let mut ids: Vec<u32> = srat
+            .map(|srat| {
+                let cpus = srat.cpus.iter().filter(|c| c.enabled).map(|c| c.domain);
+                let memory = srat.memory.iter().filter(|m| m.enabled).map(|m| m.domain);
+                cpus.chain(memory).collect()
+            })
+            .unwrap_or_default();
+        ids.sort_unstable();
+        ids.dedup();
+        Domains { srat, ids }
+    }
+
+    fn node_of_domain(&self, domain: u32) -> NodeId {
+        self.ids
+            .binary_search(&domain)
+            .map_or(NodeId(0), |index| NodeId(index as u16))
+    }
+
+    /// The node of the CPU with `apic_id`, node 0 when the SRAT does not place it.
+    fn node_of_apic(&self, apic_id: u32) -> NodeId {
+        self.srat
+            .and_then(|srat| {
+                srat.cpus
+                    .iter()
+                    .find(|c| c.enabled && c.apic_id == apic_id)
+                    .map(|c| self.node_of_domain(c.domain))
+            })
+            .unwrap_or(NodeId(0))
+    }
+
+    /// The SRAT's enabled, non-empty memory ranges with their nodes, sorted by address.
+    fn memory(&self) -> Vec<NodeRange> {
+        let mut memory: Vec<NodeRange> = self
+            .srat
+            .map(|srat| {
+                srat.memory
+                    .iter()
+                    .filter(|m| m.enabled && m.len_bytes > 0)
+                    .map(|m| NodeRange {
+                        node: self.node_of_domain(m.domain),
+                        range: PhysRange {
+                            start: m.base,
+                            end: m.base.saturating_add(m.len_bytes),
+                        },
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        memory.sort_unstable_by_key(|r| r.range.start);
+        memory
+    }
+
+    /// The `nodes` x `nodes` distance matrix: the SLIT's entries for the domains it covers,
+    /// Linux's defaults (10 local, 20 remote) for the rest.
+    fn distances(&self, nodes: usize, slit: Option<&Slit>) -> Vec<u8> {
+        let mut distance = alloc::vec![REMOTE_DISTANCE; nodes * nodes];
+        for i in 0..nodes {
+            distance[i * nodes + i] = LOCAL_DISTANCE;
+        }
+        let Some(slit) = slit else {
+            return distance;
+        };
+        for (i, &from) in self.ids.iter().enumerate() {
+            for (j, &to) in self.ids.iter().enumerate() {
+                let (from, to) = (from as usize, to as usize);
+                if from < slit.localities && to < slit.localities {
+                    distance[i * nodes + j] = slit.distance[from * slit.localities + to];
+                }
+            }
+        }
+        distance
+    }
+}
+
+/// The boot CPU first, then every MADT entry that can be started, in MADT order; the others
+/// with why they are left out.
+fn cpus_from_madt(
+    bsp_apic_id: u32,
+    madt: &[MadtCpu],
+    domains: &Domains<'_>,
+) -> (Vec<Cpu>, Vec<SkippedCpu>) {
+    let mut cpus = alloc::vec![Cpu {
+        index: 0,
+        apic_id: bsp_apic_id,
+        node: domains.node_of_apic(bsp_apic_id),
+    }];
+    let mut skipped = Vec::new();
+    for entry in madt.iter().filter(|entry| entry.apic_id != bsp_apic_id) {
+        match skip_reason(entry, &cpus) {
+            Some(reason) => skipped.push(SkippedCpu {
+                apic_id: entry.apic_id,
+                reason,
+            }),
+            None => cpus.push(Cpu {
+                index: cpus.len(),
+                apic_id: entry.apic_id,
+                node: domains.node_of_apic(entry.apic_id),
+            }),
+        }
+    }
+    (cpus, skipped)
+}
+
+/// Why `entry` cannot join the CPUs taken so far, or `None` when it can.
+fn skip_reason(entry: &MadtCpu, cpus: &[Cpu]) -> Option<&'static str> {
+    if !entry.usable {
+        Some("disabled in the MADT")
+    } else if entry.apic_id > MAX_XAPIC_ID {
+        Some("x2APIC id, not addressable in xAPIC mode")
+    } else if cpus.iter().any(|cpu| cpu.apic_id == entry.apic_id) {
+        Some("duplicate APIC id in the MADT")
+    } else if cpus.len() >= MAX_CPUS {
+        Some("more CPUs than MAX_CPUS")
+    } else {
+        None
     }
 }
 

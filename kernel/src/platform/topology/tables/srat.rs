@@ -66,53 +66,70 @@ pub fn parse_srat(bytes: &[u8]) -> Result<Srat, TableError> {
             len: sub.len() as u8,
         };
         match entry_type {
-            0 => {
-                if sub.len() < 16 {
-                    return Err(bad);
-                }
-                let domain = u32::from(sub[2])
-                    | u32::from(sub[9]) << 8
-                    | u32::from(sub[10]) << 16
-                    | u32::from(sub[11]) << 24;
-                let enabled = u32_at(sub, 4) & 1 != 0;
-                domains.note(domain, enabled)?;
-                srat.cpus.push(CpuAffinity {
-                    apic_id: u32::from(sub[3]),
-                    domain,
-                    enabled,
-                });
+            0 | 2 => {
+                let decode = if entry_type == 0 {
+                    processor_affinity
+                } else {
+                    x2apic_affinity
+                };
+                let cpu = decode(sub).ok_or(bad)?;
+                domains.note(cpu.domain, cpu.enabled)?;
+                srat.cpus.push(cpu);
             }
             1 => {
-                if sub.len() < 40 {
-                    return Err(bad);
-                }
-                let flags = u32_at(sub, 28);
-                let (domain, enabled) = (u32_at(sub, 2), flags & 1 != 0);
-                domains.note(domain, enabled)?;
-                srat.memory.push(MemoryAffinity {
-                    base: u64_at(sub, 8),
-                    len_bytes: u64_at(sub, 16),
-                    domain,
-                    enabled,
-                    hot_pluggable: flags & 2 != 0,
-                });
-            }
-            2 => {
-                if sub.len() < 24 {
-                    return Err(bad);
-                }
-                let (domain, enabled) = (u32_at(sub, 4), u32_at(sub, 12) & 1 != 0);
-                domains.note(domain, enabled)?;
-                srat.cpus.push(CpuAffinity {
-                    apic_id: u32_at(sub, 8),
-                    domain,
-                    enabled,
-                });
+                let memory = memory_affinity(sub).ok_or(bad)?;
+                domains.note(memory.domain, memory.enabled)?;
+                srat.memory.push(memory);
             }
             _ => {}
         }
     }
     Ok(srat)
+}
+
+/// A Processor Local APIC/SAPIC Affinity structure (type 0, 16 bytes; ACPI 6.5 §5.2.16.1):
+/// the domain's low byte at 2, its high bytes at 9..12. `None` when it is too short.
+fn processor_affinity(sub: &[u8]) -> Option<CpuAffinity> {
+    if sub.len() < 16 {
+        return None;
+    }
+    Some(CpuAffinity {
+        apic_id: u32::from(sub[3]),
+        domain: u32::from(sub[2])
+            | u32::from(sub[9]) << 8
+            | u32::from(sub[10]) << 16
+            | u32::from(sub[11]) << 24,
+        enabled: u32_at(sub, 4) & 1 != 0,
+    })
+}
+
+/// A Memory Affinity structure (type 1, 40 bytes; ACPI 6.5 §5.2.16.2). `None` when it is too
+/// short.
+fn memory_affinity(sub: &[u8]) -> Option<MemoryAffinity> {
+    if sub.len() < 40 {
+        return None;
+    }
+    let flags = u32_at(sub, 28);
+    Some(MemoryAffinity {
+        base: u64_at(sub, 8),
+        len_bytes: u64_at(sub, 16),
+        domain: u32_at(sub, 2),
+        enabled: flags & 1 != 0,
+        hot_pluggable: flags & 2 != 0,
+    })
+}
+
+/// A Processor Local x2APIC Affinity structure (type 2, 24 bytes; ACPI 6.5 §5.2.16.3). `None`
+/// when it is too short.
+fn x2apic_affinity(sub: &[u8]) -> Option<CpuAffinity> {
+    if sub.len() < 24 {
+        return None;
+    }
+    Some(CpuAffinity {
+        apic_id: u32_at(sub, 8),
+        domain: u32_at(sub, 4),
+        enabled: u32_at(sub, 12) & 1 != 0,
+    })
 }
 
 /// The distinct domains of enabled entries seen so far, sorted; refuses one past [`MAX_NODES`].
