@@ -24,9 +24,9 @@ use drivers::dma::BackingAlloc;
 use drivers::dma::mapping::IdentityMapper;
 use drivers::irq::{WaitConfig, Waiter};
 use drivers::mpt::host::MptHost;
-use drivers::mpt::ioc::MptConfig;
+use drivers::mpt::ioc::{Geometry, IocFacts, MptConfig};
 use drivers::mpt::regs::MmioRegisters;
-use drivers::mpt::sgl::{ChainPoolSizing, preallocate};
+use drivers::mpt::sgl::{ChainPoolSizing, SglLayout, preallocate};
 use drivers::mpt::{MMIO_BAR, Mpt, MptStats};
 use pools::dmapool::ScalablePool;
 use pools::{PoolConfig, PoolInfo};
@@ -215,8 +215,34 @@ fn attach_with_pool(
             pool_bytes: pool.info().size,
         });
     }
-    let facts = *mpt.facts();
     let geometry = *mpt.geometry();
+    log_facts(info, mpt.facts(), &geometry, mpt.port_facts().max_devices);
+    with_sense_cache(frames, |cache| {
+        let mut host = MptHost::new(mpt, IdentityMapper, &mut memory)?;
+        host.set_interrupt_routed(wait.is_some());
+        let vector = wait.as_ref().map(|w| w.source().vector.clone());
+        let detach = Detach {
+            info,
+            layout,
+            interrupts_before: vector.as_ref().map(|v| v.count()),
+            vector,
+            chain_frames: size_chain_pool(info, pool, &layout, &host, geometry.can_queue),
+        };
+        let wait = wait.map(|w| Box::new(w) as Box<dyn CompletionWait + Send>);
+        run_stack_with_wait(
+            info,
+            host,
+            cache,
+            stack_config,
+            visitor,
+            wait,
+            |host: &mut Host<'_, '_>| detach.shut_down(host),
+        )
+    })
+}
+
+/// The IOC's facts as one line.
+fn log_facts(info: &HostInfo, facts: &IocFacts, geometry: &Geometry, max_devices: u16) {
     log::info!(
         "{info}: MPI {:#06x} firmware {}.{}.{}.{}, {} credits, reply depth {}, request frames {} B (using {}), MaxChainDepth {}, {} ports; {} targets",
         facts.msg_version,
@@ -230,64 +256,76 @@ fn attach_with_pool(
         geometry.frame_size_bytes,
         facts.max_chain_depth,
         facts.number_of_ports,
-        mpt.port_facts().max_devices
+        max_devices
     );
-    with_sense_cache(frames, |cache| {
-        let mut host = MptHost::new(mpt, IdentityMapper, &mut memory)?;
-        host.set_interrupt_routed(wait.is_some());
-        let vector = wait.as_ref().map(|w| w.source().vector.clone());
-        let interrupts_before = vector.as_ref().map(|v| v.count());
-        let wait = wait.map(|w| Box::new(w) as Box<dyn CompletionWait + Send>);
-        let sg_tablesize = usize::from(host.template().sg_tablesize);
-        let sizing = ChainPoolSizing::new(&layout, sg_tablesize, geometry.can_queue);
-        let got = preallocate(pool, &sizing);
+}
+
+/// Sizes the chain pool the mpt3sas way (the chain frames one maximal request needs, times
+/// `can_queue`), preallocates it and logs the sum; returns the frame count.
+fn size_chain_pool(
+    info: &HostInfo,
+    pool: &Pool,
+    layout: &SglLayout,
+    host: &Host<'_, '_>,
+    can_queue: usize,
+) -> usize {
+    let sg_tablesize = usize::from(host.template().sg_tablesize);
+    let sizing = ChainPoolSizing::new(layout, sg_tablesize, can_queue);
+    let got = preallocate(pool, &sizing);
+    log::info!(
+        "{info}: chain pool: {} chains per I/O ({} segments, {} in the request frame, {} per chain frame) x can_queue {} = {} frames of {} B ({} KiB), {} preallocated",
+        sizing.chains_per_io,
+        sg_tablesize,
+        layout.main_slots(),
+        layout.chain_slots(),
+        can_queue,
+        sizing.frames,
+        sizing.frame_size_bytes,
+        sizing.total_bytes / 1024,
+        got
+    );
+    sizing.frames
+}
+
+/// What the detach report needs from the attach.
+struct Detach<'a> {
+    info: &'a HostInfo,
+    layout: SglLayout,
+    chain_frames: usize,
+    /// The IOC's vector and its count before the run, when it has one.
+    vector: Option<Arc<irq::DeviceVector>>,
+    interrupts_before: Option<u64>,
+}
+
+impl Detach<'_> {
+    /// Shuts the IOC down after the run and reports its counters, its chain frames and its
+    /// interrupts; returns the chain pool's poolinfo.
+    fn shut_down(&self, host: &mut Host<'_, '_>) -> vec::Vec<PoolInfo> {
+        let info = self.info;
+        let adapter = host.adapter_mut();
+        let stats = *adapter.stats();
+        if let Err(err) = adapter.shutdown(|_| {}) {
+            log::error!("{info}: shutdown: {err}");
+        }
         log::info!(
-            "{info}: chain pool: {} chains per I/O ({} segments, {} in the request frame, {} per chain frame) x can_queue {} = {} frames of {} B ({} KiB), {} preallocated",
-            sizing.chains_per_io,
-            sg_tablesize,
-            layout.main_slots(),
-            layout.chain_slots(),
-            geometry.can_queue,
-            sizing.frames,
-            sizing.frame_size_bytes,
-            sizing.total_bytes / 1024,
-            got
+            "{info}: {} requests, {} turbo replies, {} full replies, {} bad replies, {} resets, at most {} chain frames per I/O",
+            stats.submitted,
+            stats.turbo_replies,
+            stats.address_replies,
+            stats.bad_replies,
+            stats.resets,
+            stats.max_chains_per_io
         );
-        run_stack_with_wait(
-            info,
-            host,
-            cache,
-            stack_config,
-            visitor,
-            wait,
-            |host: &mut Host<'_, '_>| {
-                let adapter = host.adapter_mut();
-                let stats = *adapter.stats();
-                if let Err(err) = adapter.shutdown(|_| {}) {
-                    log::error!("{info}: shutdown: {err}");
-                }
-                log::info!(
-                    "{info}: {} requests, {} turbo replies, {} full replies, {} bad replies, {} resets, at most {} chain frames per I/O",
-                    stats.submitted,
-                    stats.turbo_replies,
-                    stats.address_replies,
-                    stats.bad_replies,
-                    stats.resets,
-                    stats.max_chains_per_io
-                );
-                println!(
-                    "mptsas {}: chain frames per I/O: max {} of {} allowed; chain pool {} frames",
-                    info.index,
-                    stats.max_chains_per_io,
-                    layout.max_chain_depth(),
-                    sizing.frames
-                );
-                if let (Some(vector), Some(before)) = (&vector, interrupts_before) {
-                    report_interrupts(info, vector, vector.count().wrapping_sub(before), &stats);
-                }
-                let infos: vec::Vec<PoolInfo> = vec![adapter.chain_pool().info()];
-                infos
-            },
-        )
-    })
+        println!(
+            "mptsas {}: chain frames per I/O: max {} of {} allowed; chain pool {} frames",
+            info.index,
+            stats.max_chains_per_io,
+            self.layout.max_chain_depth(),
+            self.chain_frames
+        );
+        if let (Some(vector), Some(before)) = (&self.vector, self.interrupts_before) {
+            report_interrupts(info, vector, vector.count().wrapping_sub(before), &stats);
+        }
+        vec![adapter.chain_pool().info()]
+    }
 }

@@ -72,41 +72,8 @@ pub fn attach(
             wanted,
             |virtqueue| doorbell(function, virtqueue),
         )?;
-        if let Some(device) = hosts.first_mut().and_then(Host::device_mut) {
-            let config = device.config();
-            log::info!(
-                "{info}: virtio-scsi num_queues={} seg_max={} max_sectors={} cmd_per_lun={} max_target={} max_lun={} features {:?}; {} request queue(s) used",
-                config.num_queues,
-                config.seg_max,
-                config.max_sectors,
-                config.cmd_per_lun,
-                config.max_target,
-                config.max_lun,
-                device.features(),
-                wanted.min(config.num_queues as usize)
-            );
-        }
-        let virtqueues: Vec<u16> = hosts.iter().map(Host::virtqueue).collect();
-        let mut waits = Vec::new();
-        let mut interrupts = None;
-        if virtio_irq::wanted(io_mode) {
-            match virtio_irq::route(function, &virtqueues) {
-                Ok((kept, sources)) => {
-                    for host in hosts.iter_mut() {
-                        host.set_interrupt_routed(true);
-                    }
-                    if let Some(first) = hosts.first() {
-                        first.on_reinit(virtio_irq::reroute_hook(function));
-                    }
-                    waits = sources
-                        .into_iter()
-                        .map(|source| virtio_irq::waiter(io_mode, source))
-                        .collect();
-                    interrupts = Some(kept);
-                }
-                Err(why) => println!("{info}: no MSI-X ({why}): completions are polled"),
-            }
-        }
+        log_config(info, &mut hosts, wanted);
+        let (waits, interrupts) = route_interrupts(info, function, io_mode, &mut hosts);
         let result = if hosts.len() > 1 {
             run_queues(info, hosts, waits, cache, config, visitor)
         } else {
@@ -117,6 +84,62 @@ pub fn attach(
         }
         result
     })
+}
+
+/// The device's configuration and how many of its request queues are used, as one line.
+fn log_config(info: &HostInfo, hosts: &mut [Host<'_>], wanted: usize) {
+    let Some(device) = hosts.first_mut().and_then(Host::device_mut) else {
+        return;
+    };
+    let config = device.config();
+    log::info!(
+        "{info}: virtio-scsi num_queues={} seg_max={} max_sectors={} cmd_per_lun={} max_target={} max_lun={} features {:?}; {} request queue(s) used",
+        config.num_queues,
+        config.seg_max,
+        config.max_sectors,
+        config.cmd_per_lun,
+        config.max_target,
+        config.max_lun,
+        device.features(),
+        wanted.min(config.num_queues as usize)
+    );
+}
+
+/// Routes each request queue's MSI-X vector when `io_mode` waits on interrupts: the waits, one
+/// per queue, and the vectors to finish after the run. None (the hosts poll) when the mode
+/// busy-polls or the routing fails, which is said.
+fn route_interrupts(
+    info: &HostInfo,
+    function: &PciFunction,
+    io_mode: IoMode,
+    hosts: &mut [Host<'_>],
+) -> (
+    Vec<Box<dyn CompletionWait + Send>>,
+    Option<virtio_irq::QueueInterrupts>,
+) {
+    if !virtio_irq::wanted(io_mode) {
+        return (Vec::new(), None);
+    }
+    let virtqueues: Vec<u16> = hosts.iter().map(Host::virtqueue).collect();
+    match virtio_irq::route(function, &virtqueues) {
+        Ok((kept, sources)) => {
+            for host in hosts.iter_mut() {
+                host.set_interrupt_routed(true);
+            }
+            if let Some(first) = hosts.first() {
+                first.on_reinit(virtio_irq::reroute_hook(function));
+            }
+            let waits = sources
+                .into_iter()
+                .map(|source| virtio_irq::waiter(io_mode, source))
+                .collect();
+            (waits, Some(kept))
+        }
+        Err(why) => {
+            println!("{info}: no MSI-X ({why}): completions are polled");
+            (Vec::new(), None)
+        }
+    }
 }
 
 /// The single-queue host on its midlayer (the path every visitor but a multi-job one takes).
