@@ -53,6 +53,13 @@ pub fn render(snapshot: &Snapshot<'_>) -> String {
 
 fn write_text(out: &mut String, s: &Snapshot<'_>) -> core::fmt::Result {
     writeln!(out, "sensepool stats uptime_ms={}", s.uptime_ms)?;
+    write_stack(out, s)?;
+    write_server(out, s.server, s.nic_interrupts)?;
+    write_disks(out, s.disks, s.export)
+}
+
+/// The pools, the sense allocator and the midlayer.
+fn write_stack(out: &mut String, s: &Snapshot<'_>) -> core::fmt::Result {
     pools::poolinfo::render(out, s.pools)?;
     writeln!(out, "pools {}", s.pools.len())?;
     writeln!(
@@ -76,14 +83,18 @@ fn write_text(out: &mut String, s: &Snapshot<'_>) -> core::fmt::Result {
         s.scsi.timeouts,
         s.scsi.aborts,
         s.scsi.host_resets
-    )?;
-    let nbd = &s.server.nbd;
+    )
+}
+
+/// The NBD server's sessions and the NIC under it.
+fn write_server(out: &mut String, server: &ServerStats, nic_interrupts: bool) -> core::fmt::Result {
+    let nbd = &server.nbd;
     writeln!(
         out,
         "nbd connections={} dropped={} refused={} reads={} writes={} flushes={} trims={} write_zeroes={} bytes_read={} bytes_written={} errors={}",
-        s.server.connections,
-        s.server.dropped,
-        s.server.refused,
+        server.connections,
+        server.dropped,
+        server.refused,
         nbd.reads,
         nbd.writes,
         nbd.flushes,
@@ -93,7 +104,7 @@ fn write_text(out: &mut String, s: &Snapshot<'_>) -> core::fmt::Result {
         nbd.bytes_written,
         nbd.errors
     )?;
-    let dev = &s.server.device;
+    let dev = &server.device;
     writeln!(
         out,
         "net rx_frames={} tx_frames={} rx_bytes={} tx_bytes={} errors={} resets={} irq={} irq_routes={} tx_dropped={} rx_waits_for_tx={}",
@@ -103,13 +114,17 @@ fn write_text(out: &mut String, s: &Snapshot<'_>) -> core::fmt::Result {
         dev.tx_bytes,
         dev.errors,
         dev.resets,
-        if s.nic_interrupts { "msix" } else { "timer" },
+        if nic_interrupts { "msix" } else { "timer" },
         dev.interrupt_routes,
         dev.tx_dropped,
         dev.rx_waits_for_tx
-    )?;
-    writeln!(out, "disks {}", s.disks.len())?;
-    for disk in s.disks {
+    )
+}
+
+/// The disks of the host now, marking the exported one.
+fn write_disks(out: &mut String, disks: &[NamedDisk], export: &str) -> core::fmt::Result {
+    writeln!(out, "disks {}", disks.len())?;
+    for disk in disks {
         writeln!(
             out,
             "disk {} hctl={} blocks={} block_len={} bytes={} ({}){}",
@@ -121,7 +136,7 @@ fn write_text(out: &mut String, s: &Snapshot<'_>) -> core::fmt::Result {
                 .blocks
                 .saturating_mul(u64::from(disk.disk.block_len)),
             capacity_text(&disk.disk),
-            if disk.name == s.export { " export" } else { "" }
+            if disk.name == export { " export" } else { "" }
         )?;
     }
     Ok(())

@@ -43,6 +43,62 @@ impl StatsSlot {
             linger: Linger::new(),
         }
     }
+
+    /// Keeps the start of what the client sent: only a short command line is of interest.
+    fn receive(&mut self, socket: &mut tcp::Socket<'_>) {
+        while socket.can_recv() {
+            let received = &mut self.received;
+            let _ = socket.recv(|bytes| {
+                let keep = bytes.len().min(64usize.saturating_sub(received.len()));
+                received.extend_from_slice(&bytes[..keep]);
+                (bytes.len(), ())
+            });
+        }
+    }
+
+    /// Forgets the last query and listens on `port` for the next.
+    fn listen_again(&mut self, socket: &mut tcp::Socket<'_>, port: u16) {
+        self.pending = None;
+        self.received.clear();
+        self.opened_ns = 0;
+        if let Err(err) = socket.listen(port) {
+            log::error!("stats: listen on {port}: {err:?}");
+        }
+    }
+
+    /// Sends the text (made once, when the connection is up) and closes after its last byte.
+    fn send_text(
+        &mut self,
+        socket: &mut tcp::Socket<'_>,
+        state: tcp::State,
+        text: impl FnOnce() -> String,
+    ) {
+        if self.pending.is_none()
+            && matches!(state, tcp::State::Established | tcp::State::CloseWait)
+        {
+            self.pending = Some(text().into_bytes());
+        }
+        if let Some(pending) = self.pending.as_mut()
+            && !pending.is_empty()
+        {
+            if let Ok(sent) = socket.send_slice(pending) {
+                pending.drain(..sent);
+            }
+            if pending.is_empty() {
+                socket.close();
+            }
+        }
+    }
+}
+
+/// Whether a connection that has been `in_state_ns` in `state` has had its time.
+fn expired(state: tcp::State, in_state_ns: u64) -> bool {
+    match state {
+        tcp::State::TimeWait => true,
+        tcp::State::FinWait2 => in_state_ns > FIN_WAIT_LIMIT_NS,
+        tcp::State::Listen => false,
+        _ => in_state_ns > QUERY_LIMIT_NS,
+    }
 }
 
 impl Server {
@@ -60,15 +116,7 @@ impl Server {
         // Read before anything else: a line sent after our text arrives with the peer's FIN,
         // which can take the socket straight to TIME-WAIT, a state smoltcp counts as not open
         // but whose receive buffer still holds the line.
-        while socket.can_recv() {
-            let received = &mut slot.received;
-            let _ = socket.recv(|bytes| {
-                // Only a short command line is of interest; the rest is dropped.
-                let keep = bytes.len().min(64usize.saturating_sub(received.len()));
-                received.extend_from_slice(&bytes[..keep]);
-                (bytes.len(), ())
-            });
-        }
+        slot.receive(socket);
         let shutdown = received_shutdown(&slot.received);
         let peer = socket.remote_endpoint();
         if !socket.is_open() {
@@ -77,45 +125,17 @@ impl Server {
                 // `listen` now would forget it first and leave the client waiting.
                 return;
             }
-            slot.pending = None;
-            slot.received.clear();
-            slot.opened_ns = 0;
-            if let Err(err) = socket.listen(self.config.stats_port) {
-                log::error!("stats: listen on {}: {err:?}", self.config.stats_port);
+            slot.listen_again(socket, self.config.stats_port);
+        } else {
+            let state = socket.state();
+            let in_state_ns = slot.linger.observe(state, now_ns);
+            if state != tcp::State::Listen && slot.opened_ns == 0 {
+                slot.opened_ns = now_ns;
             }
-            if shutdown {
-                self.begin_shutdown(peer);
+            slot.send_text(socket, state, || stats_text(stats, device, export));
+            if expired(state, in_state_ns) {
+                socket.abort();
             }
-            return;
-        }
-        let state = socket.state();
-        let in_state_ns = slot.linger.observe(state, now_ns);
-        if state != tcp::State::Listen && slot.opened_ns == 0 {
-            slot.opened_ns = now_ns;
-        }
-        if slot.pending.is_none()
-            && matches!(state, tcp::State::Established | tcp::State::CloseWait)
-        {
-            slot.pending = Some(stats_text(stats, device, export).into_bytes());
-        }
-        if let Some(pending) = slot.pending.as_mut()
-            && !pending.is_empty()
-        {
-            if let Ok(sent) = socket.send_slice(pending) {
-                pending.drain(..sent);
-            }
-            if pending.is_empty() {
-                socket.close();
-            }
-        }
-        let expired = match state {
-            tcp::State::TimeWait => true,
-            tcp::State::FinWait2 => in_state_ns > FIN_WAIT_LIMIT_NS,
-            tcp::State::Listen => false,
-            _ => in_state_ns > QUERY_LIMIT_NS,
-        };
-        if expired {
-            socket.abort();
         }
         if shutdown {
             self.begin_shutdown(peer);
@@ -152,12 +172,7 @@ impl Server {
         if let Some(slot) = slot {
             let socket = self.sockets.get_mut::<tcp::Socket>(slot.handle);
             if socket.remote_endpoint().is_none() {
-                slot.pending = None;
-                slot.received.clear();
-                slot.opened_ns = 0;
-                if let Err(err) = socket.listen(self.config.stats_port) {
-                    log::error!("stats: listen on {}: {err:?}", self.config.stats_port);
-                }
+                slot.listen_again(socket, self.config.stats_port);
             }
         }
     }
