@@ -87,57 +87,7 @@ fn storm(cmdline: &Cmdline) -> Result<(), String> {
         storm::BATCH,
         storm::HANDOFF
     );
-    let mut totals: Vec<ModeTotals> = modes.iter().map(|_| ModeTotals::default()).collect();
-    // Round 0 warms the code and the frames; it is not counted.
-    for round in 0..=REPS {
-        if round == 1 {
-            // Drop the warm-up's instruction counts: no RESULT names this publish.
-            insn_marker::publish();
-        }
-        for position in 0..modes.len() {
-            let slot = (position + round) % modes.len();
-            let pools = &modes[slot];
-            let before: Vec<LockStats> = pools
-                .each()
-                .iter()
-                .map(|(_, pool)| pool.raw_lock().stats())
-                .collect();
-            let storm = storm::run(
-                pools,
-                per_cpu,
-                slot as u8,
-                usize::from(nodes),
-                Schedule::Together,
-            )?;
-            for (name, pool) in pools.each() {
-                let active = pool.info().active;
-                if active != 0 {
-                    return Err(format!("{name}: {active} blocks still active after a run"));
-                }
-            }
-            if round == 0 {
-                continue;
-            }
-            let pool_deltas = pools
-                .each()
-                .into_iter()
-                .zip(&before)
-                .map(|((name, pool), earlier)| {
-                    // The active check above took each lock once more.
-                    let mut delta = pool.raw_lock().stats().since(earlier);
-                    delta.acquisitions = delta.acquisitions.saturating_sub(1);
-                    (name, pool.node(), delta)
-                })
-                .collect();
-            let rate = totals[slot].add(&storm, pool_deltas);
-            log::info!(
-                "numa {:<14} round {round}: {} ops in {:.3} ms = {rate:.0} ops/s",
-                pools.name(),
-                storm.ops,
-                storm.slowest_ns as f64 / 1e6,
-            );
-        }
-    }
+    let totals = rounds(&modes, per_cpu, usize::from(nodes))?;
     let solo = modes
         .iter()
         .enumerate()
@@ -164,6 +114,70 @@ fn storm(cmdline: &Cmdline) -> Result<(), String> {
             free_before.abs_diff(free_after)
         ));
     }
+    Ok(())
+}
+
+/// Round 0 (a warm-up, not counted) and [`REPS`] counted rounds of every mode, each round
+/// starting one mode later; the counted rounds' totals per mode.
+fn rounds(modes: &[Pools<'_>], per_cpu: usize, nodes: usize) -> Result<Vec<ModeTotals>, String> {
+    let mut totals: Vec<ModeTotals> = modes.iter().map(|_| ModeTotals::default()).collect();
+    for round in 0..=REPS {
+        if round == 1 {
+            // Drop the warm-up's instruction counts: no RESULT names this publish.
+            insn_marker::publish();
+        }
+        for position in 0..modes.len() {
+            let slot = (position + round) % modes.len();
+            let counted = (round > 0).then_some((round, &mut totals[slot]));
+            one_run(&modes[slot], slot as u8, per_cpu, nodes, counted)?;
+        }
+    }
+    Ok(totals)
+}
+
+/// One storm of `pools` on instruction-count slot `slot`, checked to leave no block active;
+/// `counted` (the round and the mode's totals) adds its operations and each pool's lock
+/// statistics, and logs its rate.
+fn one_run(
+    pools: &Pools<'_>,
+    slot: u8,
+    per_cpu: usize,
+    nodes: usize,
+    counted: Option<(usize, &mut ModeTotals)>,
+) -> Result<(), String> {
+    let before: Vec<LockStats> = pools
+        .each()
+        .iter()
+        .map(|(_, pool)| pool.raw_lock().stats())
+        .collect();
+    let storm = storm::run(pools, per_cpu, slot, nodes, Schedule::Together)?;
+    for (name, pool) in pools.each() {
+        let active = pool.info().active;
+        if active != 0 {
+            return Err(format!("{name}: {active} blocks still active after a run"));
+        }
+    }
+    let Some((round, totals)) = counted else {
+        return Ok(());
+    };
+    let pool_deltas = pools
+        .each()
+        .into_iter()
+        .zip(&before)
+        .map(|((name, pool), earlier)| {
+            // The active check above took each lock once more.
+            let mut delta = pool.raw_lock().stats().since(earlier);
+            delta.acquisitions = delta.acquisitions.saturating_sub(1);
+            (name, pool.node(), delta)
+        })
+        .collect();
+    let rate = totals.add(&storm, pool_deltas);
+    log::info!(
+        "numa {:<14} round {round}: {} ops in {:.3} ms = {rate:.0} ops/s",
+        pools.name(),
+        storm.ops,
+        storm.slowest_ns as f64 / 1e6,
+    );
     Ok(())
 }
 

@@ -143,13 +143,8 @@ pub fn run(
     let owner = TurnOwner::new(schedule);
     let runs = smp::run_on_each_cpu(|context| {
         let mut run = CpuRun::default();
-        let turns = if schedule == Schedule::Solo { cpus } else { 1 };
-        for turn in 0..turns {
-            barrier.wait();
-            if schedule == Schedule::Solo && turn != context.index {
-                continue;
-            }
-            owner.begin(context.index);
+        let me = context.index;
+        in_turns(schedule, cpus, me, &barrier, &owner, || {
             let start = time::now_ns();
             let limits = Limits {
                 blocks,
@@ -157,34 +152,17 @@ pub fn run(
                 inbox_cap,
             };
             insn_marker::begin(slot);
-            cpu_loop(
-                pools,
-                &inboxes,
-                &context,
-                partner(context.index, cpus, nodes),
-                &limits,
-                &mut run,
-            );
+            let to = partner(me, cpus, nodes);
+            cpu_loop(pools, &inboxes, &context, to, &limits, &mut run);
             insn_marker::end(slot);
             run.elapsed_ns = time::now_ns() - start;
-        }
+        });
         // Once every CPU has stopped sending, what is left in the inbox is freed (counted in
         // the lock's acquisitions, not in the timed operations). A solo run drains in turns
         // too: a CPU whose turn came early receives its partner's blocks after that turn.
-        for turn in 0..turns {
-            barrier.wait();
-            if schedule == Schedule::Solo && turn != context.index {
-                continue;
-            }
-            owner.begin(context.index);
-            drain(
-                pools,
-                &inboxes[context.index],
-                &owner,
-                context.index,
-                &mut run,
-            );
-        }
+        in_turns(schedule, cpus, me, &barrier, &owner, || {
+            drain(pools, &inboxes[me], &owner, me, &mut run);
+        });
         run
     });
     let mut totals = StormTotals::default();
@@ -200,6 +178,28 @@ pub fn run(
         totals.cpu_ns += run.elapsed_ns;
     }
     Ok(totals)
+}
+
+/// Runs `step` on CPU `me` in turns, every CPU meeting at `barrier` before each: a storm
+/// together is one turn that every CPU takes at once, a solo storm one turn per CPU, which
+/// only that CPU takes (and owns, for `owner`'s checks).
+fn in_turns(
+    schedule: Schedule,
+    cpus: usize,
+    me: usize,
+    barrier: &SpinBarrier,
+    owner: &TurnOwner,
+    mut step: impl FnMut(),
+) {
+    let turns = if schedule == Schedule::Solo { cpus } else { 1 };
+    for turn in 0..turns {
+        barrier.wait();
+        if schedule == Schedule::Solo && turn != me {
+            continue;
+        }
+        owner.begin(me);
+        step();
+    }
 }
 
 /// Frees what waits in `cpu`'s inbox.
