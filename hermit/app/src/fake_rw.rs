@@ -75,10 +75,8 @@ where
 
 /// `workload=fake-rw`.
 pub fn run(params: &WorkloadParams) -> ExitCode {
-    if params.pressure.is_some()
-        || params.mem_budget_pages != workloads::io::DEFAULT_MEM_BUDGET_PAGES
-    {
-        println!("fake-rw: FAILED: pressure= and mem_budget= apply to workload=sense-reserve");
+    if let Some(line) = shared::refused(params) {
+        println!("{line}");
         return ExitCode::Failure;
     }
     let tsc_hz = match TscClock::calibrate() {
@@ -130,22 +128,17 @@ pub fn run(params: &WorkloadParams) -> ExitCode {
         slot: params.sense.slot(),
         ops: report.ios + report.errors,
     };
-    let mut result = shared::result(&report, &runs, &lock, params.sense_magazine, cpus);
-    result.insns = Some(counted.insn_count());
-    println!("{}", workloads::result::result_line(&result));
-    let failures = shared::check(params, &runs);
-    drop(runs);
-    if let Err(error) = cache.destroy() {
-        println!("fake-rw: FAILED: sense slab not empty at the end: {error}");
-        return ExitCode::Failure;
-    }
-    if failures.is_empty() {
-        println!("fake-rw: checks passed: every command completed exactly once");
+    let finished = shared::Finished {
+        params,
+        report: &report,
+        runs,
+        lock: &lock,
+        cpus_online: cpus,
+        insns: counted.insn_count(),
+    };
+    if finished.report(|| cache.destroy(), |line| println!("{line}")) {
         ExitCode::Success
     } else {
-        for failure in &failures {
-            println!("fake-rw: FAILED: {failure}");
-        }
         ExitCode::Failure
     }
 }

@@ -149,42 +149,16 @@ pub fn print_summary(
 /// `workload=fake-rw`.
 pub fn run(cmdline: &Cmdline) -> ExitCode {
     let params = &cmdline.io;
-    if params.pressure.is_some()
-        || params.mem_budget_pages != workloads::io::DEFAULT_MEM_BUDGET_PAGES
-    {
-        println!("fake-rw: FAILED: pressure= and mem_budget= apply to workload=sense-reserve");
+    if let Some(line) = shared::refused(params) {
+        println!("{line}");
         return ExitCode::Failure;
     }
-    let Some(frames) = crate::memory::dma::frames() else {
-        log::error!("fake-rw: no DMA frame allocator");
+    let Some(cache) = sense_cache() else {
         return ExitCode::Failure;
-    };
-    let cache: SenseCache = match SlabCache::create(
-        SlabConfig::new("scsi_sense_cache", SCSI_SENSE_BUFFERSIZE),
-        frames,
-    ) {
-        Ok(cache) => cache,
-        Err(error) => {
-            log::error!("fake-rw: sense slab: {error}");
-            return ExitCode::Failure;
-        }
     };
     let cpus = smp::online_count().max(1);
     let queues = usize::from(params.job.numjobs).min(cpus);
-    log::info!(
-        "fake-rw: scsi_debug dev_size_mb={} sector_size={} num_tgts={} max_luns={} max_queue={} delay={} ndelay={} every_nth={} opts={:#x} fake_rw={}; {} job(s) on {queues} of {cpus} CPUs",
-        params.target.dev_size_mb,
-        params.target.sector_size,
-        params.target.num_tgts,
-        params.target.max_luns,
-        params.target.max_queue,
-        params.target.delay,
-        params.target.ndelay,
-        params.target.every_nth,
-        params.target.opts,
-        u8::from(params.target.fake_rw),
-        params.job.numjobs
-    );
+    log_target(params, queues, cpus);
     let heap_before = crate::memory::heap::lock_stats();
     let outcomes = run_queues(params, queues, &cache);
     let heap = crate::memory::heap::lock_stats().since(&heap_before);
@@ -200,20 +174,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
     }
     let lock = cache.raw_lock().stats();
     let report = total(&runs);
-    if runs.len() > 1 {
-        for run in &runs {
-            log::info!(
-                "fake-rw cpu{}: {} job(s), {} IOPS, {} I/Os, magazine {} hits {} refills {} flushes",
-                run.cpu,
-                run.report.job.numjobs,
-                run.report.iops(),
-                run.report.ios,
-                run.magazine.hits,
-                run.magazine.refills,
-                run.magazine.flushes
-            );
-        }
-    }
+    log_queues(&runs);
     let hits = runs.iter().map(|run| run.magazine.hits).sum();
     print_summary(&report, runs.len(), &lock, hits, params.sense_magazine);
     log::info!(
@@ -227,23 +188,69 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         slot: params.sense.slot(),
         ops: report.ios + report.errors,
     };
-    let cpus_online = smp::online_count().max(1);
-    let mut result = shared::result(&report, &runs, &lock, params.sense_magazine, cpus_online);
-    result.insns = Some(counted.insn_count());
-    println!("{}", workloads::result::result_line(&result));
-    let failures = shared::check(params, &runs);
-    drop(runs);
-    if let Err(error) = cache.destroy() {
-        println!("fake-rw: FAILED: sense slab not empty at the end: {error}");
-        return ExitCode::Failure;
-    }
-    if failures.is_empty() {
-        println!("fake-rw: checks passed: every command completed exactly once");
+    let finished = shared::Finished {
+        params,
+        report: &report,
+        runs,
+        lock: &lock,
+        cpus_online: smp::online_count().max(1),
+        insns: counted.insn_count(),
+    };
+    if finished.report(|| cache.destroy(), |line| println!("{line}")) {
         ExitCode::Success
     } else {
-        for failure in &failures {
-            println!("fake-rw: FAILED: {failure}");
-        }
         ExitCode::Failure
+    }
+}
+
+/// The sense slab every queue shares, on the DMA frames; `None` (and why, logged) when it
+/// cannot be made.
+fn sense_cache() -> Option<SenseCache> {
+    let Some(frames) = crate::memory::dma::frames() else {
+        log::error!("fake-rw: no DMA frame allocator");
+        return None;
+    };
+    SlabCache::create(
+        SlabConfig::new("scsi_sense_cache", SCSI_SENSE_BUFFERSIZE),
+        frames,
+    )
+    .inspect_err(|error| log::error!("fake-rw: sense slab: {error}"))
+    .ok()
+}
+
+/// The scsi_debug target's parameters and how the jobs are spread, as one line.
+fn log_target(params: &WorkloadParams, queues: usize, cpus: usize) {
+    log::info!(
+        "fake-rw: scsi_debug dev_size_mb={} sector_size={} num_tgts={} max_luns={} max_queue={} delay={} ndelay={} every_nth={} opts={:#x} fake_rw={}; {} job(s) on {queues} of {cpus} CPUs",
+        params.target.dev_size_mb,
+        params.target.sector_size,
+        params.target.num_tgts,
+        params.target.max_luns,
+        params.target.max_queue,
+        params.target.delay,
+        params.target.ndelay,
+        params.target.every_nth,
+        params.target.opts,
+        u8::from(params.target.fake_rw),
+        params.job.numjobs
+    );
+}
+
+/// One line per queue when there are several.
+fn log_queues(runs: &[QueueRun]) {
+    if runs.len() < 2 {
+        return;
+    }
+    for run in runs {
+        log::info!(
+            "fake-rw cpu{}: {} job(s), {} IOPS, {} I/Os, magazine {} hits {} refills {} flushes",
+            run.cpu,
+            run.report.job.numjobs,
+            run.report.iops(),
+            run.report.ios,
+            run.magazine.hits,
+            run.magazine.refills,
+            run.magazine.flushes
+        );
     }
 }

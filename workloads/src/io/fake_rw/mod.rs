@@ -2,10 +2,12 @@
 //! kernel and the Hermit build in `hermit/app`), so both print the same console lines and the
 //! same `RESULT` fields: each queue's outcome ([`QueueRun`]), their sum ([`total`]), the verdict
 //! ([`check`]: every command completed exactly once, each injected error class had its
-//! outcome), the `RESULT` line ([`result`]) and the summary lines ([`summary_lines`]).
+//! outcome), the `RESULT` line ([`result`]), the summary lines ([`summary_lines`]), and the
+//! run's start and end on either guest ([`refused`], [`Finished`]).
 //! How the queues are run (CPUs, the sense slab's backing and lock) stays with each guest.
 
 mod check;
+mod finish;
 
 use alloc::format;
 use alloc::string::String;
@@ -19,6 +21,7 @@ use crate::result::FakeRwResult;
 use scsi::target::TargetStats;
 
 pub use check::check;
+pub use finish::{Finished, refused};
 
 /// What one CPU's queue did.
 pub struct QueueRun {
