@@ -132,60 +132,69 @@ pub fn sense_reserve_cases(params: &WorkloadParams) -> Vec<Case> {
     if let Some(pressure) = params.pressure {
         return alloc::vec![with(pressure)];
     }
-    let mut cases: Vec<Case> = [
-        PressureMode::None,
-        PressureMode::Fail { ppm: 10_000 },
-        PressureMode::Fail { ppm: 500_000 },
-        PressureMode::Writeback {
-            writes_per_page: super::WRITEBACK_WRITES_PER_PAGE,
-        },
-        PressureMode::Multi {
-            elements_per_step: 2,
-        },
-        PressureMode::Multi {
-            elements_per_step: 3,
-        },
-        PressureMode::Shared { holders: 1 },
-        PressureMode::Eh {
-            second_buffer: true,
-        },
-        PressureMode::Eh {
-            second_buffer: false,
-        },
-    ]
-    .into_iter()
-    .map(with)
-    .collect();
+    let mut cases: Vec<Case> = DEFAULT_PRESSURES.into_iter().map(with).collect();
     // The worst case of each write-back scenario: the device completes its queue together
     // (`batch_complete=1`), so when the pressure starts the host has nothing in flight.
     if !params.target.batch_complete {
         let batched: Vec<Case> = cases
             .iter()
             .filter(|c| c.pressure.writes_back())
-            .map(|c| {
-                let mut params = c.params.clone();
-                params.target.batch_complete = true;
-                Case {
-                    name: alloc::format!("{}{BATCH_SUFFIX}", c.name),
-                    pressure: c.pressure,
-                    params,
-                }
-            })
+            .map(batched)
             .collect();
         cases.extend(batched);
     }
+    cases.push(errors_case(params));
+    cases
+}
+
+/// The pressures `bench sense-reserve` runs when the command line names none.
+const DEFAULT_PRESSURES: [PressureMode; 9] = [
+    PressureMode::None,
+    PressureMode::Fail { ppm: 10_000 },
+    PressureMode::Fail { ppm: 500_000 },
+    PressureMode::Writeback {
+        writes_per_page: super::WRITEBACK_WRITES_PER_PAGE,
+    },
+    PressureMode::Multi {
+        elements_per_step: 2,
+    },
+    PressureMode::Multi {
+        elements_per_step: 3,
+    },
+    PressureMode::Shared { holders: 1 },
+    PressureMode::Eh {
+        second_buffer: true,
+    },
+    PressureMode::Eh {
+        second_buffer: false,
+    },
+];
+
+/// `case` with the device completing its queue together (`batch_complete=1`).
+fn batched(case: &Case) -> Case {
+    let mut params = case.params.clone();
+    params.target.batch_complete = true;
+    Case {
+        name: alloc::format!("{}{BATCH_SUFFIX}", case.name),
+        pressure: case.pressure,
+        params,
+    }
+}
+
+/// `errors`: no pressure, recovered errors injected every 50th command (`fake_rw=0`) unless
+/// the command line injects its own.
+fn errors_case(params: &WorkloadParams) -> Case {
     let mut errors = params.clone();
     if errors.target.every_nth == 0 {
         errors.target.every_nth = 50;
         errors.target.opts |= OPT_RECOVERED_ERR;
         errors.target.fake_rw = false;
     }
-    cases.push(Case {
+    Case {
         name: String::from("errors"),
         pressure: PressureMode::None,
         params: errors,
-    });
-    cases
+    }
 }
 
 /// `eh`'s injection and timeout where the command line left them alone: every
