@@ -120,6 +120,38 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Drop for Mpt<R, D, M
     }
 }
 
+/// The request and reply frames, `geometry.slots` of each, in one 4 GiB window (the IOC takes
+/// one high address word for both), and that window's high half.
+fn frame_memory<M: DmaMemory>(
+    memory: &mut impl DmaAlloc<Region = M>,
+    geometry: &Geometry,
+    config: &MptConfig,
+) -> Result<(M, M, u32), MptError> {
+    let request_bytes = geometry.slots * geometry.frame_size_bytes;
+    let requests = memory
+        .alloc(request_bytes, 64)
+        .ok_or(MptError::OutOfDmaMemory {
+            what: "request frames",
+            len_bytes: request_bytes,
+        })?;
+    let reply_bytes = geometry.slots * usize::from(config.reply_frame_size_bytes);
+    let replies = memory
+        .alloc(reply_bytes, 64)
+        .ok_or(MptError::OutOfDmaMemory {
+            what: "reply frames",
+            len_bytes: reply_bytes,
+        })?;
+    let window_high32 = window_of("request frames", &requests)?;
+    if window_of("reply frames", &replies)? != window_high32 {
+        return Err(MptError::HighAddressMismatch {
+            what: "reply frames",
+            addr: replies.bus_addr(),
+            window_high32,
+        });
+    }
+    Ok((requests, replies, window_high32))
+}
+
 /// Checks that `region` lies in one 4 GiB window and returns its high half.
 fn window_of(what: &'static str, region: &impl DmaMemory) -> Result<u32, MptError> {
     let start = region.bus_addr();
@@ -151,28 +183,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         let geometry = Geometry::new(&facts, &config)?;
         let layout = SglLayout::new(geometry.frame_size_bytes, geometry.max_chain_depth)?;
 
-        let request_bytes = geometry.slots * geometry.frame_size_bytes;
-        let requests = memory
-            .alloc(request_bytes, 64)
-            .ok_or(MptError::OutOfDmaMemory {
-                what: "request frames",
-                len_bytes: request_bytes,
-            })?;
-        let reply_bytes = geometry.slots * usize::from(config.reply_frame_size_bytes);
-        let replies = memory
-            .alloc(reply_bytes, 64)
-            .ok_or(MptError::OutOfDmaMemory {
-                what: "reply frames",
-                len_bytes: reply_bytes,
-            })?;
-        let window_high32 = window_of("request frames", &requests)?;
-        if window_of("reply frames", &replies)? != window_high32 {
-            return Err(MptError::HighAddressMismatch {
-                what: "reply frames",
-                addr: replies.bus_addr(),
-                window_high32,
-            });
-        }
+        let (requests, replies, window_high32) = frame_memory(memory, &geometry, &config)?;
 
         let mut adapter = Self {
             regs,

@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 
 use zerocopy::{FromBytes, IntoBytes};
 
-use crate::dma::{BusAddr, DmaAddr};
+use crate::dma::{BusAddr, DmaAddr, Segment};
 
 use super::super::mpi::ioc::{
     EventNotificationReply, IocFactsReply, IocInitReply, IocInitRequest, PORT_PROTOCOL_INITIATOR,
@@ -26,30 +26,30 @@ fn dwords<T>() -> u8 {
     (core::mem::size_of::<T>() / 4) as u8
 }
 
+/// EVENT_NOTIFICATION's reply: one event (0x0A) whose one data word says whether the host
+/// switched notification on.
+fn event_notification(message: &[u8], context: u32) -> Vec<u8> {
+    let mut reply = EventNotificationReply {
+        msg_length: dwords::<EventNotificationReply>() + 1,
+        function: function::EVENT_NOTIFICATION,
+        event_data_length: 1.into(),
+        msg_context: context.into(),
+        event: 0x0A.into(),
+        ..Default::default()
+    }
+    .as_bytes()
+    .to_vec();
+    reply.extend_from_slice(&u32::from(message[0] != 0).to_le_bytes());
+    reply
+}
+
 impl IocModel {
     /// Answers a handshake message; `None` for a function the IOC does not know.
     pub(super) fn handshake_message(&mut self, message: &[u8]) -> Option<Vec<u8>> {
         let function = *message.get(3)?;
         let context = u32::from_le_bytes(message.get(8..12)?.try_into().ok()?);
         let reply = match function {
-            function::IOC_FACTS => IocFactsReply {
-                msg_version: MPI_VERSION_1_5.into(),
-                msg_length: dwords::<IocFactsReply>(),
-                function,
-                msg_context: context.into(),
-                max_chain_depth: self.config.max_chain_depth,
-                block_size: 13,
-                reply_queue_depth: self.config.reply_queue_depth.into(),
-                request_frame_size: self.config.request_frame_size_dwords.into(),
-                global_credits: self.config.global_credits.into(),
-                number_of_ports: 8,
-                current_host_mfa_high_addr: self.mfa_high.into(),
-                cur_reply_frame_size: self.reply_frame_size.into(),
-                fw_version: [0, 0x92, 0x32, 1],
-                ..Default::default()
-            }
-            .as_bytes()
-            .to_vec(),
+            function::IOC_FACTS => self.ioc_facts(context),
             function::PORT_FACTS => PortFactsReply {
                 msg_length: dwords::<PortFactsReply>(),
                 function,
@@ -63,26 +63,7 @@ impl IocModel {
             }
             .as_bytes()
             .to_vec(),
-            function::IOC_INIT => {
-                let (init, _) = IocInitRequest::read_from_prefix(message).ok()?;
-                self.reply_frame_size = init.reply_frame_size.get();
-                self.mfa_high = init.host_mfa_high_addr.get();
-                self.sense_high = init.sense_buffer_high_addr.get();
-                if let Some(code) = self.fault_after_init {
-                    self.fault(code);
-                } else if self.state == IocState::Ready {
-                    self.state = IocState::Operational;
-                }
-                IocInitReply {
-                    who_init: init.who_init,
-                    msg_length: dwords::<IocInitReply>(),
-                    function,
-                    msg_context: context.into(),
-                    ..Default::default()
-                }
-                .as_bytes()
-                .to_vec()
-            }
+            function::IOC_INIT => self.ioc_init(message, context)?,
             function::PORT_ENABLE => PortEnableReply {
                 msg_length: dwords::<PortEnableReply>(),
                 function,
@@ -91,23 +72,54 @@ impl IocModel {
             }
             .as_bytes()
             .to_vec(),
-            function::EVENT_NOTIFICATION => {
-                let mut reply = EventNotificationReply {
-                    msg_length: dwords::<EventNotificationReply>() + 1,
-                    function,
-                    event_data_length: 1.into(),
-                    msg_context: context.into(),
-                    event: 0x0A.into(),
-                    ..Default::default()
-                }
-                .as_bytes()
-                .to_vec();
-                reply.extend_from_slice(&u32::from(message[0] != 0).to_le_bytes());
-                reply
-            }
+            function::EVENT_NOTIFICATION => event_notification(message, context),
             _ => return None,
         };
         Some(reply)
+    }
+
+    /// IOC_FACTS: the configured limits, and what IOC_INIT set.
+    fn ioc_facts(&self, context: u32) -> Vec<u8> {
+        IocFactsReply {
+            msg_version: MPI_VERSION_1_5.into(),
+            msg_length: dwords::<IocFactsReply>(),
+            function: function::IOC_FACTS,
+            msg_context: context.into(),
+            max_chain_depth: self.config.max_chain_depth,
+            block_size: 13,
+            reply_queue_depth: self.config.reply_queue_depth.into(),
+            request_frame_size: self.config.request_frame_size_dwords.into(),
+            global_credits: self.config.global_credits.into(),
+            number_of_ports: 8,
+            current_host_mfa_high_addr: self.mfa_high.into(),
+            cur_reply_frame_size: self.reply_frame_size.into(),
+            fw_version: [0, 0x92, 0x32, 1],
+            ..Default::default()
+        }
+        .as_bytes()
+        .to_vec()
+    }
+
+    /// IOC_INIT: takes the host's frame size and high address words, and goes operational
+    /// (or faults, when the test asked for it). `None` for a message too short to be one.
+    fn ioc_init(&mut self, message: &[u8], context: u32) -> Option<Vec<u8>> {
+        let (init, _) = IocInitRequest::read_from_prefix(message).ok()?;
+        self.reply_frame_size = init.reply_frame_size.get();
+        self.mfa_high = init.host_mfa_high_addr.get();
+        self.sense_high = init.sense_buffer_high_addr.get();
+        if let Some(code) = self.fault_after_init {
+            self.fault(code);
+        } else if self.state == IocState::Ready {
+            self.state = IocState::Operational;
+        }
+        let reply = IocInitReply {
+            who_init: init.who_init,
+            msg_length: dwords::<IocInitReply>(),
+            function: function::IOC_INIT,
+            msg_context: context.into(),
+            ..Default::default()
+        };
+        Some(reply.as_bytes().to_vec())
     }
 
     /// Reads bytes the way a bus master does: unmapped parts read as zero.
@@ -150,77 +162,98 @@ impl IocModel {
             msg_context: request.msg_context,
             ..Default::default()
         };
-        let fail = |model: &mut Self, mut reply: ScsiIoReply, status: u16| {
-            reply.scsi_state = scsi_state::NO_SCSI_STATUS;
-            reply.ioc_status = status.into();
-            model.post_full(reply.as_bytes());
+        let segments = match self.address_check(&request) {
+            Ok(()) => self.segments(frame, &request),
+            Err(status) => Err(status),
         };
+        let segments = match segments {
+            Ok(segments) => segments,
+            Err(status) => {
+                reply.scsi_state = scsi_state::NO_SCSI_STATUS;
+                reply.ioc_status = status.into();
+                return self.post_full(reply.as_bytes());
+            }
+        };
+        let data_length = request.data_length.get();
+        let cdb = &request.cdb[..usize::from(request.cdb_length.min(16))];
+        let space = self.space.clone();
+        let disk = self
+            .targets
+            .get_mut(&request.target_id)
+            .expect("checked by address_check");
+        let execution = disk.execute(cdb, &segments, data_length, &space);
+        self.dma_errors += execution.dma_errors;
+        self.write_sense(&request, &execution.sense);
+        let complete = execution.status == 0 && execution.transferred == data_length;
+        if complete && !self.always_full_reply {
+            return self.post_turbo(request.msg_context.get());
+        }
+        self.fill_reply(&mut reply, &execution, data_length);
+        self.post_full(reply.as_bytes());
+    }
+
+    /// The IOC status that refuses a request's bus, target or LUN, if any.
+    fn address_check(&self, request: &ScsiIoRequest) -> Result<(), u16> {
         if request.bus != 0 {
-            return fail(self, reply, ioc_status::SCSI_INVALID_BUS);
+            return Err(ioc_status::SCSI_INVALID_BUS);
         }
         if request.target_id >= 8 {
-            return fail(self, reply, ioc_status::SCSI_INVALID_TARGETID);
+            return Err(ioc_status::SCSI_INVALID_TARGETID);
         }
         if !self.targets.contains_key(&request.target_id) || request.lun[1] != 0 {
-            return fail(self, reply, ioc_status::SCSI_DEVICE_NOT_THERE);
+            return Err(ioc_status::SCSI_DEVICE_NOT_THERE);
         }
+        Ok(())
+    }
+
+    /// The request's scatter list, walked through its chain frames as the IOC does; an
+    /// INVALID_SGL status when it cannot be read or holds less than `data_length`.
+    fn segments(&mut self, frame: &[u8], request: &ScsiIoRequest) -> Result<Vec<Segment>, u16> {
         let space = self.space.clone();
         let depth = usize::from(self.config.max_chain_depth);
         let decoded = decode(frame, request.chain_offset, depth, |addr, out| {
             space.read(addr, out).is_ok()
-        });
-        let data_length = request.data_length.get();
-        let segments = match decoded {
-            Ok(d)
-                if d.segments
-                    .iter()
-                    .map(|s| u64::from(s.len_bytes))
-                    .sum::<u64>()
-                    >= u64::from(data_length) =>
-            {
-                self.chain_frames_walked += d.chain_frames;
-                d.segments
-            }
-            _ => return fail(self, reply, ioc_status::INVALID_SGL),
-        };
-        let cdb = &request.cdb[..usize::from(request.cdb_length.min(16))];
-        let disk = self
-            .targets
-            .get_mut(&request.target_id)
-            .expect("checked above");
-        let Execution {
-            status,
-            transferred,
-            sense,
-            dma_errors,
-        } = disk.execute(cdb, &segments, data_length, &space);
-        self.dma_errors += dma_errors;
+        })
+        .map_err(|_| ioc_status::INVALID_SGL)?;
+        let covered: u64 = decoded
+            .segments
+            .iter()
+            .map(|s| u64::from(s.len_bytes))
+            .sum();
+        if covered < u64::from(request.data_length.get()) {
+            return Err(ioc_status::INVALID_SGL);
+        }
+        self.chain_frames_walked += decoded.chain_frames;
+        Ok(decoded.segments)
+    }
+
+    /// Writes as much of `sense` as the request's sense buffer holds (autosense).
+    fn write_sense(&mut self, request: &ScsiIoRequest, sense: &[u8]) {
         let sense_len = sense.len().min(usize::from(request.sense_buffer_length));
-        if sense_len > 0 {
-            let sense_addr =
-                DmaAddr::from_halves(self.sense_high, request.sense_buffer_low_addr.get());
-            if space.write(sense_addr, &sense[..sense_len]).is_err() {
-                self.dma_errors += 1;
-            }
+        if sense_len == 0 {
+            return;
         }
-        let complete = status == 0 && transferred == data_length;
-        if complete && !self.always_full_reply {
-            return self.post_turbo(request.msg_context.get());
+        let sense_addr = DmaAddr::from_halves(self.sense_high, request.sense_buffer_low_addr.get());
+        if self.space.write(sense_addr, &sense[..sense_len]).is_err() {
+            self.dma_errors += 1;
         }
-        reply.scsi_status = status;
-        reply.transfer_count = (transferred + self.transfer_count_bonus).into();
-        if status != 0 {
-            reply.scsi_state = if sense.is_empty() {
+    }
+
+    /// The full reply's status fields for a command that did not simply complete.
+    fn fill_reply(&self, reply: &mut ScsiIoReply, execution: &Execution, data_length: u32) {
+        reply.scsi_status = execution.status;
+        reply.transfer_count = (execution.transferred + self.transfer_count_bonus).into();
+        if execution.status != 0 {
+            reply.scsi_state = if execution.sense.is_empty() {
                 0
             } else {
                 scsi_state::AUTOSENSE_VALID
             };
-            reply.sense_count = (sense.len() as u32).into();
+            reply.sense_count = (execution.sense.len() as u32).into();
             reply.ioc_status = ioc_status::SCSI_DATA_UNDERRUN.into();
-        } else if transferred < data_length {
+        } else if execution.transferred < data_length {
             reply.ioc_status = ioc_status::SCSI_DATA_UNDERRUN.into();
         }
-        self.post_full(reply.as_bytes());
     }
 
     fn task_mgmt(&mut self, frame: &[u8]) {
