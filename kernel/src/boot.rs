@@ -13,8 +13,8 @@ use crate::platform::topology::Topology;
 use crate::platform::topology::report as topology_report;
 use crate::platform::{acpi, pci, smp};
 use crate::{tests, workload};
-use pools::json::JsonObject;
 use pvh::boot_tsc_value;
+use workloads::result::{BootResult, rounded, tagged_line};
 
 const MIB: u64 = 1 << 20;
 
@@ -71,7 +71,7 @@ pub fn boot(start_info: u64) -> ExitCode {
         nodes: topology.nodes,
         pci_functions: devices.len(),
     };
-    println!("BOOT {}", summary.json());
+    println!("{}", tagged_line("BOOT", &summary.result()));
 
     match &cmdline.tests {
         Some(selection) => tests::run(selection),
@@ -169,31 +169,22 @@ struct BootSummary<'a> {
 }
 
 impl BootSummary<'_> {
-    fn json(&self) -> alloc::string::String {
+    fn result(&self) -> BootResult {
         let layout = self.layout;
-        JsonObject::new()
-            .str("kernel", env!("CARGO_PKG_VERSION"))
-            .f64("tsc_ms_to_first_workload", time::now_ns() as f64 / 1e6, 3)
-            .f64(
-                "stub_to_rust_ms",
-                time::cycles_to_ns(self.stub_cycles) as f64 / 1e6,
-                3,
-            )
-            .u64("tsc_hz", self.tsc_hz)
-            .u64("ram_mib", self.ram_bytes / MIB)
-            .u64(
-                "heap_mib",
-                layout.heap.iter().map(|r| r.len_bytes()).sum::<u64>() / MIB,
-            )
-            .u64(
-                "dma_mib",
-                layout.dma.iter().map(|(_, r)| r.len_bytes()).sum::<u64>() / MIB,
-            )
-            .u64("cpus_online", self.cpus_online as u64)
-            .u64("nodes", u64::from(self.nodes))
-            .f64("ap_bringup_ms", self.ap_bringup_ns as f64 / 1e6, 3)
-            .u64("pci_functions", self.pci_functions as u64)
-            .finish()
+        let ms = |ns: u64| rounded(ns as f64 / 1e6, 3);
+        BootResult {
+            kernel: env!("CARGO_PKG_VERSION").into(),
+            tsc_ms_to_first_workload: ms(time::now_ns()),
+            stub_to_rust_ms: ms(time::cycles_to_ns(self.stub_cycles)),
+            tsc_hz: self.tsc_hz,
+            ram_mib: self.ram_bytes / MIB,
+            heap_mib: layout.heap.iter().map(|r| r.len_bytes()).sum::<u64>() / MIB,
+            dma_mib: layout.dma.iter().map(|(_, r)| r.len_bytes()).sum::<u64>() / MIB,
+            cpus_online: self.cpus_online as u64,
+            nodes: u64::from(self.nodes),
+            ap_bringup_ms: ms(self.ap_bringup_ns),
+            pci_functions: self.pci_functions as u64,
+        }
     }
 }
 

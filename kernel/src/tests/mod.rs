@@ -17,7 +17,7 @@ use alloc::vec::Vec;
 use crate::arch::exit::ExitCode;
 use crate::cmdline::TestSelection;
 use crate::platform::console::println;
-use ::pools::json::JsonObject;
+use workloads::result::{TestListEntry, tagged_line};
 
 #[expect(
     unsafe_code,
@@ -211,11 +211,11 @@ fn list() -> ExitCode {
             Expect::Pass => "pass",
             Expect::Report(prefix) => prefix,
         };
-        let line = JsonObject::new()
-            .str("name", test.name)
-            .str("expect", expect)
-            .finish();
-        println!("TEST-LIST {line}");
+        let entry = TestListEntry {
+            name: test.name.into(),
+            expect: expect.into(),
+        };
+        println!("{}", tagged_line("TEST-LIST", &entry));
     }
     ExitCode::Success
 }

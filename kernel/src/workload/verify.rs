@@ -35,8 +35,7 @@ use crate::platform::console::println;
 use crate::storage::report::{NamedDisk, print_scan};
 use crate::storage::{self, HostInfo, HostVisitor, SenseBuf, Stack};
 use crate::workload::verify_plan::{Range, fill, first_mismatch, plan};
-use pools::json::JsonObject;
-use workloads::result::{VerifyResult, result_line, rounded};
+use workloads::result::{VerifyPlanRange, VerifyResult, result_line, rounded, tagged_line};
 
 /// Largest logical block the plan handles (SBC allows more; no QEMU disk uses it).
 const MAX_BLOCK_BYTES: usize = 64 * 1024;
@@ -195,18 +194,18 @@ fn unit_serial<'s, H: ScsiHost<SenseBuf<'s>>>(
 /// range must hold the pattern and every other byte of the (fresh) image must be zero.
 fn print_plan(disk: &NamedDisk, serial: &str, seed: u64, plan: &[Range]) {
     for range in plan {
-        let line = JsonObject::new()
-            .str("disk", &disk.name)
-            .str("hctl", &disk.hctl)
-            .str("serial", serial)
-            .u64("block_len", u64::from(disk.disk.block_len))
-            .u64("blocks", disk.disk.blocks)
-            .u64("seed", seed)
-            .str("range", range.name)
-            .u64("lba", range.lba)
-            .u64("len_blocks", range.blocks)
-            .finish();
-        println!("VERIFY-PLAN {line}");
+        let line = VerifyPlanRange {
+            disk: disk.name.clone(),
+            hctl: disk.hctl.clone(),
+            serial: serial.into(),
+            block_len: u64::from(disk.disk.block_len),
+            blocks: disk.disk.blocks,
+            seed,
+            range: range.name.into(),
+            lba: range.lba,
+            len_blocks: range.blocks,
+        };
+        println!("{}", tagged_line("VERIFY-PLAN", &line));
     }
 }
 

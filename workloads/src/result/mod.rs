@@ -8,12 +8,22 @@
 //! `target/bench/` still read; one thing changed shape: the latency histogram (`lat_bins`) is a
 //! list of `{floor_ns, count}` objects instead of a `"floor:count,…"` string (both read, see
 //! [`LatencyBins`]). The I/O workloads' lines ([`io`]: fake-rw, device) share [`IoResult`];
-//! `workload=verify` and the NUMA lookup test have lines of their own. The sense-reserve,
-//! dmapool and numa benchmark lines are still built with `pools::json` and move here one by one.
+//! `workload=verify` and the NUMA lookup test have lines of their own, `workload=numa` its four
+//! ([`NumaResult`]); the `BOOT`, `TEST-LIST` and `VERIFY-PLAN` lines are typed here too. The
+//! sense-reserve and dmapool benchmark lines are still built with `pools::json` and move here one
+//! by one.
 
+mod boot;
 mod io;
+mod numa;
+mod verify_plan;
 
+pub use boot::{BootResult, TestListEntry, tagged_line};
 pub use io::{DeviceResult, FakeRwResult, IoResult, IrqResult};
+pub use numa::{
+    NumaLocalRatio, NumaModeResult, NumaPoolResult, NumaRatioResult, NumaResult, NumaSoloResult,
+};
+pub use verify_plan::VerifyPlanRange;
 
 use alloc::string::String;
 use alloc::vec::Vec;

@@ -13,7 +13,10 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use pools::NodeId;
-use pools::json::JsonObject;
+use workloads::result::{
+    NumaLocalRatio, NumaModeResult, NumaPoolResult, NumaRatioResult, NumaResult, NumaSoloResult,
+    result_line, rounded,
+};
 
 use super::modes::Pools;
 use super::storm::{self, StormTotals};
@@ -114,21 +117,21 @@ pub fn print_solo(modes: &[Pools<'_>], solo: &[SoloRun], facts: &Facts) {
             slot: run.slot,
             ops: run.storm.ops,
         };
-        let line = JsonObject::new()
-            .str("bench", "numa_solo")
-            .str("mode", pools.name())
-            .str("metadata", pools.metadata())
-            .u64("cpus", facts.cpus as u64)
-            .u64("nodes", u64::from(facts.nodes))
-            .u64("size", facts.size as u64)
-            .u64("ops", run.storm.ops)
-            .u64("lock_ops", run.storm.lock_ops)
-            .u64("cross_node_frees", run.storm.cross_node_frees)
-            .u64("acquisitions", run.locks.acquisitions)
-            .u64("contended", run.locks.contended)
-            .str("where", "guest")
-            .extend(counted.json_object());
-        println!("RESULT {}", line.finish());
+        let line = NumaResult::Solo(NumaSoloResult {
+            mode: pools.name().into(),
+            metadata: pools.metadata().into(),
+            cpus: facts.cpus as u64,
+            nodes: u64::from(facts.nodes),
+            size: facts.size as u64,
+            ops: run.storm.ops,
+            lock_ops: run.storm.lock_ops,
+            cross_node_frees: run.storm.cross_node_frees,
+            acquisitions: run.locks.acquisitions,
+            contended: run.locks.contended,
+            place: "guest".into(),
+            insns: Some(counted.insn_count()),
+        });
+        println!("{}", result_line(&line));
     }
 }
 
@@ -142,22 +145,18 @@ pub fn print(modes: &[Pools<'_>], totals: &[ModeTotals], facts: &Facts) {
     for (slot, (pools, total)) in modes.iter().zip(totals).enumerate() {
         mode_line(pools, total, facts, slot as u8);
         for (name, node, stats) in &total.pools {
-            let line = JsonObject::new()
-                .str("bench", "numa_pool")
-                .str("mode", pools.name())
-                .u64("size", facts.size as u64)
-                .str("pool", name);
-            let line = match node {
-                Some(node) => line.u64("node", u64::from(node.0)),
-                None => line.null("node"),
-            };
-            let line = line
-                .u64("acquisitions", stats.acquisitions)
-                .u64("contended", stats.contended)
-                .f64("contended_share", share(stats), 6)
-                .u64("wait_cycles", stats.wait_cycles)
-                .str("where", "guest");
-            println!("RESULT {}", line.finish());
+            let line = NumaResult::Pool(NumaPoolResult {
+                mode: pools.name().into(),
+                size: facts.size as u64,
+                pool: name.clone(),
+                node: node.map(|node| u64::from(node.0)),
+                acquisitions: stats.acquisitions,
+                contended: stats.contended,
+                contended_share: rounded(share(stats), 6),
+                wait_cycles: stats.wait_cycles,
+                place: "guest".into(),
+            });
+            println!("{}", result_line(&line));
         }
     }
     let find = |name: &str| {
@@ -178,43 +177,36 @@ fn mode_line(pools: &Pools<'_>, total: &ModeTotals, facts: &Facts, slot: u8) {
         ops: total.ops,
     };
     let locks = &total.locks;
-    let line = JsonObject::new()
-        .str("bench", "numa")
-        .str("mode", pools.name())
-        .str("metadata", pools.metadata())
-        .u64("cpus", facts.cpus as u64)
-        .u64("nodes", u64::from(facts.nodes))
-        .u64("size", facts.size as u64)
-        .u64("n", facts.per_cpu as u64)
-        .u64("batch", storm::BATCH as u64)
-        .u64("handoff", storm::HANDOFF as u64)
-        .u64("reps", total.ops_per_sec.len() as u64)
-        .f64("ops_per_sec", total.extreme(f64::max, 0.0), 0)
-        .f64("ops_per_sec_median", total.median(), 0)
-        .f64("ops_per_sec_min", total.extreme(f64::min, f64::MAX), 0)
-        .u64("ops", total.ops)
-        .u64("lock_ops", total.lock_ops)
-        .u64("cross_cpu_frees", total.cross_cpu_frees)
-        .u64("cross_node_frees", total.cross_node_frees)
-        .u64("acquisitions", locks.acquisitions)
-        .u64("contended", locks.contended)
-        .f64("contended_share", total.contended_share(), 6)
-        .f64("contended_per_op", total.contended_per_op(), 6)
-        .u64("wait_cycles", locks.wait_cycles)
-        .f64(
-            "wait_cycles_per_acq",
-            locks.wait_cycles as f64 / locks.acquisitions.max(1) as f64,
-            2,
-        )
-        .f64(
-            "wait_cycles_per_op",
-            locks.wait_cycles as f64 / total.lock_ops.max(1) as f64,
-            2,
-        )
-        .f64("lock_wait_share", total.wait_share(), 6)
-        .str("where", "guest")
-        .extend(counted.json_object());
-    println!("RESULT {}", line.finish());
+    let per = |cycles: u64, count: u64| rounded(cycles as f64 / count.max(1) as f64, 2);
+    let line = NumaResult::Mode(NumaModeResult {
+        mode: pools.name().into(),
+        metadata: pools.metadata().into(),
+        cpus: facts.cpus as u64,
+        nodes: u64::from(facts.nodes),
+        size: facts.size as u64,
+        n: facts.per_cpu as u64,
+        batch: storm::BATCH as u64,
+        handoff: storm::HANDOFF as u64,
+        reps: total.ops_per_sec.len() as u64,
+        ops_per_sec: rounded(total.extreme(f64::max, 0.0), 0),
+        ops_per_sec_median: rounded(total.median(), 0),
+        ops_per_sec_min: rounded(total.extreme(f64::min, f64::MAX), 0),
+        ops: total.ops,
+        lock_ops: total.lock_ops,
+        cross_cpu_frees: total.cross_cpu_frees,
+        cross_node_frees: total.cross_node_frees,
+        acquisitions: locks.acquisitions,
+        contended: locks.contended,
+        contended_share: rounded(total.contended_share(), 6),
+        contended_per_op: rounded(total.contended_per_op(), 6),
+        wait_cycles: locks.wait_cycles,
+        wait_cycles_per_acq: per(locks.wait_cycles, locks.acquisitions),
+        wait_cycles_per_op: per(locks.wait_cycles, total.lock_ops),
+        lock_wait_share: rounded(total.wait_share(), 6),
+        place: "guest".into(),
+        insns: Some(counted.insn_count()),
+    });
+    println!("{}", result_line(&line));
 }
 
 fn ratio_line(
@@ -240,31 +232,27 @@ fn ratio_line(
         shared.wait_share() * 100.0,
         per_node.wait_share() * 100.0
     );
-    let mut line = JsonObject::new()
-        .str("bench", "numa_ratio")
-        .u64("cpus", facts.cpus as u64)
-        .u64("nodes", u64::from(facts.nodes))
-        .u64("size", facts.size as u64)
-        .f64("throughput_ratio", throughput, 3)
-        .f64("contended_share_shared", shared_share, 6)
-        .f64("contended_share_per_node", node_share, 6)
-        .f64("contended_share_reduction", reduction, 4)
-        .f64("contended_per_op_shared", shared.contended_per_op(), 6)
-        .f64("contended_per_op_per_node", per_node.contended_per_op(), 6)
-        .f64("lock_wait_share_shared", shared.wait_share(), 6)
-        .f64("lock_wait_share_per_node", per_node.wait_share(), 6)
-        .u64("wait_cycles_shared", shared.locks.wait_cycles)
-        .u64("wait_cycles_per_node", per_node.locks.wait_cycles);
-    if let Some(local) = local {
-        line = line
-            .f64(
-                "local_throughput_ratio",
-                local.median() / per_node.median().max(1.0),
-                3,
-            )
-            .f64("contended_per_op_local", local.contended_per_op(), 6)
-            .f64("lock_wait_share_local", local.wait_share(), 6)
-            .u64("wait_cycles_local", local.locks.wait_cycles);
-    }
-    println!("RESULT {}", line.str("where", "guest").finish());
+    let line = NumaResult::Ratio(NumaRatioResult {
+        cpus: facts.cpus as u64,
+        nodes: u64::from(facts.nodes),
+        size: facts.size as u64,
+        throughput_ratio: rounded(throughput, 3),
+        contended_share_shared: rounded(shared_share, 6),
+        contended_share_per_node: rounded(node_share, 6),
+        contended_share_reduction: rounded(reduction, 4),
+        contended_per_op_shared: rounded(shared.contended_per_op(), 6),
+        contended_per_op_per_node: rounded(per_node.contended_per_op(), 6),
+        lock_wait_share_shared: rounded(shared.wait_share(), 6),
+        lock_wait_share_per_node: rounded(per_node.wait_share(), 6),
+        wait_cycles_shared: shared.locks.wait_cycles,
+        wait_cycles_per_node: per_node.locks.wait_cycles,
+        local: local.map(|local| NumaLocalRatio {
+            local_throughput_ratio: rounded(local.median() / per_node.median().max(1.0), 3),
+            contended_per_op_local: rounded(local.contended_per_op(), 6),
+            lock_wait_share_local: rounded(local.wait_share(), 6),
+            wait_cycles_local: local.locks.wait_cycles,
+        }),
+        place: "guest".into(),
+    });
+    println!("{}", result_line(&line));
 }
