@@ -12,7 +12,9 @@
 //! - `TEST-LIST {json}`: one entry of the kernel's test table (a `test=list` boot);
 //! - `FAULT …` (CPU exception report), `PANIC …` (Rust panic), `CMDLINE ERROR: key '…': …`.
 
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use workloads::result::{BootResult, TestListEntry, VerifyPlanRange};
 
 use crate::error::{Error, Result};
 
@@ -105,8 +107,8 @@ pub fn parse_summary(line: &str) -> Option<(u64, u64)> {
 #[derive(Debug, Default)]
 pub struct Report {
     pub results: Vec<Map<String, Value>>,
-    /// The `BOOT` object, if the kernel printed one.
-    pub boot: Option<Map<String, Value>>,
+    /// The `BOOT` line, if the kernel printed one.
+    pub boot: Option<BootResult>,
     pub tests_ok: Vec<String>,
     pub tests_failed: Vec<(String, String)>,
     /// The last `N passed, N failed` line.
@@ -114,11 +116,12 @@ pub struct Report {
     pub faults: Vec<String>,
     pub panics: Vec<String>,
     pub cmdline_errors: Vec<String>,
-    /// The `VERIFY-PLAN` objects, in order.
-    pub verify_plan: Vec<Map<String, Value>>,
-    /// The `TEST-LIST` objects of a `test=list` boot, in order.
-    pub test_list: Vec<Map<String, Value>>,
-    /// `RESULT`, `BOOT`, `VERIFY-PLAN` or `TEST-LIST` lines that were not JSON objects.
+    /// The `VERIFY-PLAN` ranges, in order.
+    pub verify_plan: Vec<VerifyPlanRange>,
+    /// The `TEST-LIST` entries of a `test=list` boot, in order.
+    pub test_list: Vec<TestListEntry>,
+    /// `RESULT` lines that were not JSON objects, and `BOOT`, `VERIFY-PLAN` or `TEST-LIST`
+    /// lines that did not read as their types.
     pub bad_results: Vec<Error>,
 }
 
@@ -130,16 +133,16 @@ impl Report {
                 Ok(object) => self.results.push(object),
                 Err(error) => self.bad_results.push(error),
             },
-            Line::Boot(json) => match parse_result(json) {
-                Ok(object) => self.boot = Some(object),
+            Line::Boot(json) => match parse_typed("BOOT", json) {
+                Ok(boot) => self.boot = Some(boot),
                 Err(error) => self.bad_results.push(error),
             },
-            Line::VerifyPlan(json) => match parse_result(json) {
-                Ok(object) => self.verify_plan.push(object),
+            Line::VerifyPlan(json) => match parse_typed("VERIFY-PLAN", json) {
+                Ok(range) => self.verify_plan.push(range),
                 Err(error) => self.bad_results.push(error),
             },
-            Line::TestList(json) => match parse_result(json) {
-                Ok(object) => self.test_list.push(object),
+            Line::TestList(json) => match parse_typed("TEST-LIST", json) {
+                Ok(entry) => self.test_list.push(entry),
                 Err(error) => self.bad_results.push(error),
             },
             Line::TestOk { name } => self.tests_ok.push(name.to_owned()),
@@ -155,7 +158,16 @@ impl Report {
     }
 }
 
-/// Parses a `RESULT` (or `BOOT`) payload, which must be a JSON object.
+/// Parses the payload of a `tag` line as its type (`workloads::result`); the error names the
+/// line and what did not read (a missing field by name).
+pub fn parse_typed<T: DeserializeOwned>(tag: &str, json: &str) -> Result<T> {
+    serde_json::from_str(json).map_err(|error| Error::BadResult {
+        what: format!("{tag} line {json}"),
+        reason: error.to_string(),
+    })
+}
+
+/// Parses a `RESULT` payload, which must be a JSON object.
 pub fn parse_result(json: &str) -> Result<Map<String, Value>> {
     match serde_json::from_str::<Value>(json) {
         Ok(Value::Object(object)) => Ok(object),
@@ -228,5 +240,30 @@ mod tests {
         assert_eq!(report.results.len(), 1);
         assert_eq!(report.bad_results.len(), 2);
         assert_eq!(report.summary, Some((1, 0)));
+    }
+
+    /// The machine lines other than `RESULT` read as their `workloads::result` types; one that
+    /// lacks a field is a bad line naming it, not a report without it.
+    #[test]
+    fn boot_plan_and_test_list_lines_read_typed() {
+        let boot = r#"{"kernel":"0.1.0","tsc_ms_to_first_workload":12.5,"stub_to_rust_ms":0.01,"tsc_hz":2400000000,"ram_mib":512,"heap_mib":64,"dma_mib":32,"cpus_online":2,"nodes":1,"ap_bringup_ms":1.5,"pci_functions":7}"#;
+        let plan = r#"{"disk":"sda","hctl":"0:0:0:0","serial":"disk0","block_len":512,"blocks":131072,"seed":25306484737,"range":"4k","lba":0,"len_blocks":8}"#;
+        let mut report = Report::default();
+        report.add(&format!("BOOT {boot}"));
+        report.add(&format!("VERIFY-PLAN {plan}"));
+        report.add(r#"TEST-LIST {"name":"fault-pf","expect":"FAULT #PF"}"#);
+        assert!(report.bad_results.is_empty(), "{:?}", report.bad_results);
+        assert_eq!(report.boot.as_ref().map(|b| b.cpus_online), Some(2));
+        assert_eq!(report.verify_plan[0].serial, "disk0");
+        assert_eq!(report.verify_plan[0].seed, 0x5e4625001);
+        assert_eq!(report.test_list[0].expect, "FAULT #PF");
+        report.add(&format!("BOOT {}", boot.replace(r#""cpus_online":2,"#, "")));
+        report.add(r#"VERIFY-PLAN {"disk":"sda"}"#);
+        report.add(r#"TEST-LIST {"name":"x"}"#);
+        let errors: Vec<String> = report.bad_results.iter().map(|e| e.to_string()).collect();
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors[0].contains("cpus_online"), "{errors:?}");
+        assert!(errors[1].contains("hctl"), "{errors:?}");
+        assert!(errors[2].contains("expect"), "{errors:?}");
     }
 }

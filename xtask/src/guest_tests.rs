@@ -313,7 +313,7 @@ pub fn judge(test: &GuestTest, outcome: &Outcome) -> Result<String, String> {
     )? {
         detail = format!("{detail}; {checked}");
     }
-    let plan = image_check::parse_plan(&outcome.report.verify_plan)?;
+    let plan = &outcome.report.verify_plan;
     let planned_disks: std::collections::BTreeSet<&str> =
         plan.iter().map(|range| range.serial.as_str()).collect();
     if let Some(expected) = test.verify_disks
@@ -324,7 +324,7 @@ pub fn judge(test: &GuestTest, outcome: &Outcome) -> Result<String, String> {
             planned_disks.len()
         ));
     }
-    let checks = image_check::checks_from_plan(&plan)?;
+    let checks = image_check::checks_from_plan(plan)?;
     let all: Vec<&ImageCheck> = test.image_check.iter().chain(&checks).collect();
     for check in &all {
         let image = outcome

@@ -25,7 +25,6 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use serde::Deserialize;
-use serde_json::{Map, Value};
 
 /// One range to check.
 #[derive(Clone, Debug, Deserialize)]
@@ -98,33 +97,9 @@ impl ImageCheck {
     }
 }
 
-/// One `VERIFY-PLAN` line: a range the guest wrote with the `offset-u64` pattern.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-pub struct PlannedRange {
-    /// The guest's name for the disk (`sda`).
-    pub disk: String,
-    /// Its unit serial number: the profile's `[[disk]] name`.
-    pub serial: String,
-    pub block_len: u64,
-    /// The disk's size in blocks.
-    pub blocks: u64,
-    pub seed: u64,
-    /// The plan's name for the range.
-    pub range: String,
-    pub lba: u64,
-    pub len_blocks: u64,
-}
-
-/// Parses the `VERIFY-PLAN` objects of a boot.
-pub fn parse_plan(objects: &[Map<String, Value>]) -> Result<Vec<PlannedRange>, String> {
-    objects
-        .iter()
-        .map(|object| {
-            serde_json::from_value(Value::Object(object.clone()))
-                .map_err(|error| format!("VERIFY-PLAN {}: {error}", Value::Object(object.clone())))
-        })
-        .collect()
-}
+/// One `VERIFY-PLAN` line: a range the guest wrote with the `offset-u64` pattern (the console
+/// reads it as the type the kernel prints).
+pub use workloads::result::VerifyPlanRange as PlannedRange;
 
 /// The checks a plan implies, image by image (keyed by serial, the disk name): each planned
 /// range holds the pattern and the bytes before, between and after them are zero, up to the
@@ -236,6 +211,7 @@ mod tests {
     fn planned(serial: &str, range: &str, lba: u64, len_blocks: u64) -> PlannedRange {
         PlannedRange {
             disk: "sda".into(),
+            hctl: "0:0:0:0".into(),
             serial: serial.into(),
             block_len: 512,
             blocks: 64,
@@ -313,19 +289,5 @@ mod tests {
         let two = checks_from_plan(&[planned("d0", "a", 0, 64), planned("d1", "a", 0, 64)]);
         let disks: Vec<String> = two.unwrap().into_iter().map(|check| check.disk).collect();
         assert_eq!(disks, ["d0", "d1"]);
-    }
-
-    #[test]
-    fn plan_lines_parse_from_the_guest_json() {
-        let line = r#"{"disk":"sda","hctl":"0:0:0:0","serial":"disk0","block_len":512,"blocks":131072,"seed":25306484737,"range":"4k","lba":0,"len_blocks":8}"#;
-        let Value::Object(object) = serde_json::from_str(line).unwrap() else {
-            panic!("not an object");
-        };
-        let plan = parse_plan(&[object]).unwrap();
-        assert_eq!(plan[0].serial, "disk0");
-        assert_eq!(plan[0].seed, 0x5e4625001);
-        let mut broken = Map::new();
-        broken.insert("disk".into(), Value::from("sda"));
-        assert!(parse_plan(&[broken]).is_err());
     }
 }

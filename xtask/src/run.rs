@@ -90,7 +90,7 @@ fn boot_once(options: &Options, profile: &profile::Profile, guest: &Guest) -> Re
         .report
         .boot
         .as_ref()
-        .and_then(|boot| boot.get("tsc_ms_to_first_workload")?.as_f64());
+        .map(|boot| boot.tsc_ms_to_first_workload);
     if let Some(ms) = first_workload_ms {
         eprintln!("xtask: guest reached its first workload after {ms:.3} ms (guest TSC)");
     }

@@ -6,34 +6,27 @@
 //! timeout) under the test's name, and the boots that are not single kernel tests (`test=all`,
 //! workloads, command-line errors).
 
-use serde::Deserialize;
+use workloads::result::TestListEntry;
 
 use super::{Expect, GuestTest, default_profile};
 use crate::boot::{Echo, Verdict};
 use crate::guest::{Guest, Overrides};
 use crate::profile;
 
-/// One entry of the kernel's table.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-pub struct KernelTest {
-    pub name: String,
-    /// `pass`, or the report prefix the test must end the boot with.
-    pub expect: String,
-}
+/// One entry of the kernel's table, as its `TEST-LIST` line prints it.
+pub type KernelTest = TestListEntry;
 
-impl KernelTest {
-    /// The boot outcome and the line it must print, or `None` for a test that returns.
-    fn report(&self) -> Result<Option<(Expect, String)>, String> {
-        let prefix = self.expect.as_str();
-        match prefix.split(' ').next() {
-            _ if prefix == "pass" => Ok(None),
-            Some("FAULT") => Ok(Some((Expect::Fault, prefix.to_owned()))),
-            Some("PANIC") => Ok(Some((Expect::Panic, prefix.to_owned()))),
-            _ => Err(format!(
-                "kernel test {}: unknown expectation {prefix:?}",
-                self.name
-            )),
-        }
+/// The boot outcome of `test` and the line it must print, or `None` for a test that returns.
+fn report(test: &KernelTest) -> Result<Option<(Expect, String)>, String> {
+    let prefix = test.expect.as_str();
+    match prefix.split(' ').next() {
+        _ if prefix == "pass" => Ok(None),
+        Some("FAULT") => Ok(Some((Expect::Fault, prefix.to_owned()))),
+        Some("PANIC") => Ok(Some((Expect::Panic, prefix.to_owned()))),
+        _ => Err(format!(
+            "kernel test {}: unknown expectation {prefix:?}",
+            test.name
+        )),
     }
 }
 
@@ -50,15 +43,10 @@ pub fn query(guest: &Guest) -> Result<Vec<KernelTest>, String> {
     if outcome.verdict != Verdict::Pass {
         return Err(format!("the test=list boot {}", outcome.verdict));
     }
-    let tests: Vec<KernelTest> = outcome
-        .report
-        .test_list
-        .iter()
-        .map(|object| {
-            serde_json::from_value(serde_json::Value::Object(object.clone()))
-                .map_err(|error| format!("TEST-LIST line: {error}"))
-        })
-        .collect::<Result<_, _>>()?;
+    if let Some(bad) = outcome.report.bad_results.first() {
+        return Err(format!("the test=list boot: {bad}"));
+    }
+    let tests = outcome.report.test_list;
     if tests.is_empty() {
         return Err("the test=list boot printed no TEST-LIST line".into());
     }
@@ -80,7 +68,7 @@ pub fn derive(table: &[GuestTest], kernel: &[KernelTest]) -> Result<Vec<GuestTes
         }
     }
     for test in kernel {
-        let Some((expect, line)) = test.report()? else {
+        let Some((expect, line)) = report(test)? else {
             continue;
         };
         match tests.iter_mut().find(|entry| entry.name == test.name) {

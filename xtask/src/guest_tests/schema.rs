@@ -7,7 +7,10 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 use serde_json::Value;
-use workloads::result::{DeviceResult, FakeRwResult, InsnCount, NumaLookupsResult, VerifyResult};
+use workloads::result::{
+    DeviceResult, FakeRwResult, InsnCount, NumaLookupsResult, NumaModeResult, NumaPoolResult,
+    NumaRatioResult, NumaResult, NumaSoloResult, VerifyResult,
+};
 
 use super::GuestTest;
 
@@ -43,11 +46,29 @@ pub fn result_fields(test: &GuestTest) -> Option<BTreeSet<String>> {
         }))
     } else if word("workload=verify") || word("workload=scan") {
         Some(field_names(&VerifyResult::default()))
+    } else if word("workload=numa") {
+        Some(numa_fields())
     } else if tests_named("numa-pool-lookups") {
         Some(field_names(&NumaLookupsResult::default()))
     } else {
         None
     }
+}
+
+/// The members every `workload=numa` line has: a boot prints all four kinds, and a condition
+/// holds for every `RESULT` line of the boot.
+fn numa_fields() -> BTreeSet<String> {
+    let kinds = [
+        NumaResult::Solo(NumaSoloResult::default()),
+        NumaResult::Mode(NumaModeResult::default()),
+        NumaResult::Pool(NumaPoolResult::default()),
+        NumaResult::Ratio(NumaRatioResult::default()),
+    ];
+    let mut sets = kinds.iter().map(field_names);
+    let first = sets.next().unwrap_or_default();
+    sets.fold(first, |common, fields| {
+        common.intersection(&fields).cloned().collect()
+    })
 }
 
 /// What is wrong with `test`'s conditions on `RESULT` fields: each field its result type does
@@ -110,6 +131,24 @@ mod tests {
         test.result_at_least.insert("ios".into(), 1);
         let errors = condition_errors(&test);
         assert!(errors[0].contains("no typed result"), "{errors:?}");
+    }
+
+    /// Every line of a `workload=numa` boot is checked, so a condition may name only what all
+    /// four kinds of line have.
+    #[test]
+    fn numa_conditions_name_fields_every_numa_line_has() {
+        let mut test = GuestTest::named("t");
+        test.args = Some("workload=numa n=2000".into());
+        test.result_at_least.insert("size".into(), 256);
+        test.result_equals.insert("bench".into(), "numa".into());
+        assert_eq!(condition_errors(&test), Vec::<String>::new());
+        test.result_at_most.insert("cpus".into(), 4);
+        let errors = condition_errors(&test);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].contains("`cpus`"),
+            "numa_pool has no cpus: {errors:?}"
+        );
     }
 
     #[test]

@@ -18,8 +18,10 @@
 //! operation of the solo runs (`--count-insns`) and contended acquisitions per operation.
 //! Writes `target/bench/numa.json` and `numa.svg`.
 
+mod record;
 mod report;
 
+pub use record::NumaRecord;
 pub use report::{MODE_COLUMNS, POOL_COLUMNS, RATIO_COLUMNS, SOLO_COLUMNS};
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -107,10 +109,18 @@ pub fn run(options: &Options) -> Result<()> {
                     record.insert("qemu_host_cpus".into(), Value::from(cpus));
                 }
             }
+            for record in &records {
+                NumaRecord::read(record)?;
+            }
+            let kind = |record: &Record| {
+                NumaRecord::read(record)
+                    .ok()
+                    .map(|r| (r.result.bench(), r.result.mode().map(str::to_owned)))
+            };
             insns::add_ratios(
                 &mut records,
-                |r| text(r, "mode") == "shared",
-                |a, b| text(a, "bench") == text(b, "bench"),
+                |r| kind(r).is_some_and(|(_, mode)| mode.as_deref() == Some("shared")),
+                |a, b| kind(a).map(|(bench, _)| bench) == kind(b).map(|(bench, _)| bench),
             );
             set.extend(records);
         }
@@ -127,8 +137,4 @@ fn boot_cpus(samples: &[qemu_cpu::Sample]) -> Option<f64> {
         return None;
     }
     qemu_cpu::cpus_over_last(samples, window).map(|cpus| (cpus * 100.0).round() / 100.0)
-}
-
-fn text<'a>(record: &'a Record, key: &str) -> &'a str {
-    record.get(key).and_then(|v| v.as_str()).unwrap_or("")
 }

@@ -2,9 +2,11 @@
 
 use std::path::Path;
 
-use super::text;
+use workloads::result::{NumaModeResult, NumaResult};
+
+use super::NumaRecord;
 use crate::bench::plot::{self, Bar, GroupedBars, Panel};
-use crate::bench::{Column, Record, ResultSet, number};
+use crate::bench::{Column, Record, ResultSet};
 use crate::error::Result;
 
 /// The load-independent table first: one CPU at a time, so every figure is a count.
@@ -61,32 +63,34 @@ pub const RATIO_COLUMNS: [Column<'static>; 9] = [
     Column::new("local/heap ops/s", "local_throughput_ratio"),
 ];
 
-/// The order the tables are printed in.
-const TABLES: [&str; 4] = ["numa_solo", "numa", "numa_ratio", "numa_pool"];
+/// The order the tables are printed in, with their columns.
+const TABLES: [(&str, &[Column<'static>]); 4] = [
+    ("numa_solo", &SOLO_COLUMNS),
+    ("numa", &MODE_COLUMNS),
+    ("numa_ratio", &RATIO_COLUMNS),
+    ("numa_pool", &POOL_COLUMNS),
+];
 
 /// One line per boot against the target the per-node design exists for (at least halving the
 /// contended acquisitions per operation), and what a per-node operation costs in instructions.
-pub fn verdicts(set: &ResultSet) -> Vec<String> {
+pub fn verdicts(records: &[NumaRecord]) -> Vec<String> {
     let mut lines = Vec::new();
-    let ratios: Vec<&Record> = set.matching("bench", "numa_ratio").collect();
-    if ratios.is_empty() {
-        return vec!["no numa_ratio result (one mode only?)".into()];
-    }
-    for ratio in ratios {
-        let (profile, size) = (text(ratio, "profile"), number(ratio, "size").unwrap_or(0.0));
-        let shared = number(ratio, "contended_per_op_shared").unwrap_or(0.0);
-        let per_node = number(ratio, "contended_per_op_per_node").unwrap_or(0.0);
+    for record in records {
+        let NumaResult::Ratio(ratio) = &record.result else {
+            continue;
+        };
+        let (profile, size) = (&record.profile, ratio.size);
+        let shared = ratio.contended_per_op_shared;
+        let per_node = ratio.contended_per_op_per_node;
         let halved = shared > 0.0 && per_node <= shared / 2.0;
         let insns = |mode: &str| {
-            set.results
+            records
                 .iter()
                 .find(|r| {
-                    text(r, "bench") == "numa_solo"
-                        && text(r, "mode") == mode
-                        && text(r, "profile") == profile
-                        && number(r, "size") == Some(size)
+                    matches!(&r.result, NumaResult::Solo(solo) if solo.mode == mode)
+                        && r.same_boot(record)
                 })
-                .and_then(|r| number(r, "insns_per_op"))
+                .and_then(|r| r.insns_per_op)
         };
         let cost = match (insns("shared"), insns("per-node")) {
             (Some(s), Some(p)) => format!("; solo insns/op {s:.1} shared, {p:.1} per-node"),
@@ -100,53 +104,61 @@ pub fn verdicts(set: &ResultSet) -> Vec<String> {
             "per-node does not halve it"
         };
         lines.push(format!(
-            "{profile} {size:.0} B: contended/op {shared:.4} shared, {per_node:.4} per-node: {verdict}{cost}"
+            "{profile} {size} B: contended/op {shared:.4} shared, {per_node:.4} per-node: {verdict}{cost}"
         ));
+    }
+    if lines.is_empty() {
+        return vec!["no numa_ratio result (one mode only?)".into()];
     }
     lines
 }
 
-/// Prints the tables and verdicts, writes the JSON and the plot.
+/// Prints the tables and verdicts, writes the JSON and the plot. Fails, naming the field, when
+/// a record does not read as a [`NumaRecord`].
 pub fn report(mut set: ResultSet, dir: &Path) -> Result<()> {
+    let typed: Vec<NumaRecord> = set
+        .results
+        .iter()
+        .map(NumaRecord::read)
+        .collect::<Result<_>>()?;
     let ordered: Vec<Record> = TABLES
         .iter()
-        .flat_map(|bench| set.matching("bench", bench).cloned())
-        .chain(
+        .flat_map(|(bench, _)| {
             set.results
                 .iter()
-                .filter(|r| !TABLES.contains(&text(r, "bench")))
-                .cloned(),
-        )
+                .zip(&typed)
+                .filter(move |(_, r)| r.result.bench() == *bench)
+                .map(|(record, _)| record.clone())
+        })
         .collect();
-    super::super::print_tables(
-        &ordered,
-        &[
-            ("numa_solo", &SOLO_COLUMNS),
-            ("numa", &MODE_COLUMNS),
-            ("numa_ratio", &RATIO_COLUMNS),
-            ("numa_pool", &POOL_COLUMNS),
-        ],
-    );
+    super::super::print_tables(&ordered, &TABLES);
     println!();
-    for line in verdicts(&set) {
+    for line in verdicts(&typed) {
         set.headline(line);
     }
     let json = set.write_json(dir)?;
     let svg = dir.join(format!("{}.svg", set.file_stem));
-    plot::draw_grouped(&svg, &chart(&set))?;
+    plot::draw_grouped(&svg, &chart(&typed, &set.place_label()))?;
     println!("wrote {} and {}", json.display(), svg.display());
     Ok(())
 }
 
 /// Groups are boots (profile and size), series are modes: median ops/s with the rounds'
 /// range, and contended acquisitions per operation.
-fn chart(set: &ResultSet) -> GroupedBars {
-    let rows: Vec<&Record> = set.matching("bench", "numa").collect();
+fn chart(records: &[NumaRecord], place: &str) -> GroupedBars {
+    let rows: Vec<(&NumaRecord, &NumaModeResult)> = records
+        .iter()
+        .filter_map(|r| match &r.result {
+            NumaResult::Mode(mode) => Some((r, mode)),
+            _ => None,
+        })
+        .collect();
     let mut groups: Vec<String> = Vec::new();
     let mut series: Vec<String> = Vec::new();
-    let group_of = |r: &Record| format!("{} {} B", text(r, "profile"), text_number(r, "size"));
-    for r in &rows {
-        let (group, mode) = (group_of(r), text(r, "mode").to_owned());
+    let group_of =
+        |(r, mode): &(&NumaRecord, &NumaModeResult)| format!("{} {} B", r.profile, mode.size);
+    for row in &rows {
+        let (group, mode) = (group_of(row), row.1.mode.clone());
         if !groups.contains(&group) {
             groups.push(group);
         }
@@ -154,7 +166,7 @@ fn chart(set: &ResultSet) -> GroupedBars {
             series.push(mode);
         }
     }
-    let panel = |y_label: &str, bar: &dyn Fn(&Record) -> Option<Bar>| Panel {
+    let panel = |y_label: &str, bar: &dyn Fn(&NumaModeResult) -> Bar| Panel {
         y_label: y_label.into(),
         bars: groups
             .iter()
@@ -163,33 +175,25 @@ fn chart(set: &ResultSet) -> GroupedBars {
                     .iter()
                     .map(|mode| {
                         rows.iter()
-                            .find(|r| &group_of(r) == group && text(r, "mode") == mode)
-                            .and_then(|r| bar(r))
+                            .find(|row| &group_of(row) == group && &row.1.mode == mode)
+                            .map(|row| bar(row.1))
                     })
                     .collect()
             })
             .collect(),
     };
-    let ops = |r: &Record| {
-        Some(Bar {
-            value: number(r, "ops_per_sec_median")? / 1e6,
-            min: number(r, "ops_per_sec_min")? / 1e6,
-            max: number(r, "ops_per_sec")? / 1e6,
-        })
+    let ops = |m: &NumaModeResult| Bar {
+        value: m.ops_per_sec_median / 1e6,
+        min: m.ops_per_sec_min / 1e6,
+        max: m.ops_per_sec / 1e6,
     };
-    let contended = |r: &Record| {
-        let value = number(r, "contended_per_op")?;
-        Some(Bar {
-            value,
-            min: value,
-            max: value,
-        })
+    let contended = |m: &NumaModeResult| Bar {
+        value: m.contended_per_op,
+        min: m.contended_per_op,
+        max: m.contended_per_op,
     };
     GroupedBars {
-        title: format!(
-            "dmapool storm from every CPU: shared vs per-node pools, {}",
-            set.place_label()
-        ),
+        title: format!("dmapool storm from every CPU: shared vs per-node pools, {place}"),
         panels: vec![
             panel("contended acquisitions per alloc or free", &contended),
             panel("million alloc+free ops/s (median, range of rounds)", &ops),
@@ -199,68 +203,5 @@ fn chart(set: &ResultSet) -> GroupedBars {
     }
 }
 
-fn text_number(record: &Record, key: &str) -> String {
-    number(record, key).map_or_else(|| "?".into(), |v| format!("{v:.0}"))
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::console::parse_result;
-
-    fn set(shared: f64, per_node: f64) -> ResultSet {
-        let mut set = ResultSet::new("numa", "numa", "guest", Some("tcg".into()));
-        let line = format!(
-            r#"{{"bench":"numa_ratio","profile":"numa2x2","size":256,"contended_per_op_shared":{shared},"contended_per_op_per_node":{per_node}}}"#
-        );
-        let solo = |mode: &str, insns: f64| {
-            format!(
-                r#"{{"bench":"numa_solo","profile":"numa2x2","size":256,"mode":"{mode}","insns_per_op":{insns}}}"#
-            )
-        };
-        set.extend([
-            parse_result(&line).unwrap(),
-            parse_result(&solo("shared", 90.0)).unwrap(),
-            parse_result(&solo("per-node", 110.0)).unwrap(),
-        ]);
-        set
-    }
-
-    #[test]
-    fn verdict_needs_the_contended_share_per_op_halved() {
-        let good = verdicts(&set(0.40, 0.10));
-        assert!(good[0].contains("per-node at least halves it"), "{good:?}");
-        assert!(good[0].contains("90.0 shared, 110.0 per-node"), "{good:?}");
-        let bad = verdicts(&set(0.40, 0.30));
-        assert!(bad[0].contains("does not halve"), "{bad:?}");
-        assert!(verdicts(&set(0.0, 0.0))[0].contains("never contended"));
-    }
-
-    #[test]
-    fn the_chart_has_a_group_per_boot_and_a_series_per_mode() {
-        let mut set = ResultSet::new("numa", "numa", "guest", None);
-        for (profile, mode) in [
-            ("numa2", "shared"),
-            ("numa2", "per-node"),
-            ("numa2x2", "shared"),
-        ] {
-            let line = format!(
-                r#"{{"bench":"numa","profile":"{profile}","size":4096,"mode":"{mode}","ops_per_sec_median":2e6,"ops_per_sec_min":1e6,"ops_per_sec":3e6,"contended_per_op":0.5}}"#
-            );
-            set.extend([parse_result(&line).unwrap()]);
-        }
-        let chart = chart(&set);
-        assert_eq!(chart.groups, ["numa2 4096 B", "numa2x2 4096 B"]);
-        assert_eq!(chart.series, ["shared", "per-node"]);
-        let ops = &chart.panels[1].bars;
-        assert_eq!(
-            ops[0][1],
-            Some(Bar {
-                value: 2.0,
-                min: 1.0,
-                max: 3.0
-            })
-        );
-        assert_eq!(ops[1][1], None);
-    }
-}
+mod tests;
