@@ -1,12 +1,14 @@
 //! The cells of the device matrix, the order a round boots them in, and what the rounds add up
 //! to: per-cell medians with their min–max spread and the ratios within a round.
 //!
-//! Pure logic over result records, so the rotation and the statistics are host-tested.
+//! Pure logic over typed runs ([`DeviceRun`]), so the rotation and the statistics are
+//! host-tested.
 
 use serde_json::Value;
 
-use super::super::{Record, number};
+use super::super::Record;
 use super::Device;
+use super::record::{DeviceRecord, DeviceRun};
 
 /// How the guest waits for completions (the kernel's `io_mode=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -70,7 +72,8 @@ impl Cell {
         )
     }
 
-    /// Adds the cell's identity to a record (the fields [`Cell::matches`] reads back).
+    /// Adds the cell's identity to a record (the fields [`Cell::matches`] reads back from the
+    /// typed run).
     pub fn tag(&self, record: &mut Record) {
         record.insert("bench".into(), Value::from("device"));
         record.insert("device".into(), Value::from(self.device.name()));
@@ -80,12 +83,15 @@ impl Cell {
         record.insert("smp".into(), Value::from(SMP));
     }
 
-    /// Whether `record` was measured in this cell.
-    pub fn matches(&self, record: &Record) -> bool {
-        record.get("device").and_then(Value::as_str) == Some(self.device.name())
-            && record.get("io_mode").and_then(Value::as_str) == Some(self.io_mode.name())
-            && number(record, "iodepth") == Some(f64::from(self.iodepth))
-            && number(record, "numjobs") == Some(f64::from(self.numjobs))
+    /// Whether `run` was booted in this cell.
+    pub fn matches(&self, run: &DeviceRun) -> bool {
+        run.cell()
+            == (
+                self.device.name(),
+                self.io_mode.name(),
+                u64::from(self.iodepth),
+                u64::from(self.numjobs),
+            )
     }
 
     /// The same cell with another io_mode or job count.
@@ -165,28 +171,26 @@ impl Spread {
     }
 }
 
-/// The successful runs of `cell` (records without an `error`).
-pub fn runs<'a>(records: &'a [Record], cell: &'a Cell) -> impl Iterator<Item = &'a Record> {
-    records
-        .iter()
-        .filter(move |r| cell.matches(r) && !r.contains_key("error"))
+/// A figure of a measured run (IOPS, a latency, `busy_pct`, QEMU's host CPUs).
+pub type Figure = fn(&DeviceRecord) -> Option<f64>;
+
+/// The successful runs of `cell`.
+pub fn runs<'a>(runs: &'a [DeviceRun], cell: &'a Cell) -> impl Iterator<Item = &'a DeviceRecord> {
+    runs.iter()
+        .filter(move |run| cell.matches(run))
+        .filter_map(DeviceRun::measured)
 }
 
-/// `key` over the successful runs of `cell`.
-pub fn spread(records: &[Record], cell: &Cell, key: &str) -> Option<Spread> {
-    Spread::of(runs(records, cell).filter_map(|r| number(r, key)))
+/// `figure` over the successful runs of `cell`.
+pub fn spread(all: &[DeviceRun], cell: &Cell, figure: Figure) -> Option<Spread> {
+    Spread::of(runs(all, cell).filter_map(figure))
 }
 
-/// `key` of `top` over `key` of `bottom`, taken within each round that measured both.
-pub fn ratio(records: &[Record], top: &Cell, bottom: &Cell, key: &str) -> Option<Spread> {
-    let in_round = |cell: &Cell, round: f64| {
-        runs(records, cell)
-            .find(|r| number(r, "round") == Some(round))
-            .and_then(|r| number(r, key))
-    };
-    let mut rounds: Vec<f64> = runs(records, top)
-        .filter_map(|r| number(r, "round"))
-        .collect();
+/// `figure` of `top` over `figure` of `bottom`, taken within each round that measured both.
+pub fn ratio(all: &[DeviceRun], top: &Cell, bottom: &Cell, figure: Figure) -> Option<Spread> {
+    let in_round =
+        |cell: &Cell, round: u32| runs(all, cell).find(|r| r.round == round).and_then(figure);
+    let mut rounds: Vec<u32> = runs(all, top).map(|r| r.round).collect();
     rounds.dedup();
     Spread::of(rounds.into_iter().filter_map(|round| {
         let (top, bottom) = (in_round(top, round)?, in_round(bottom, round)?);
@@ -195,9 +199,9 @@ pub fn ratio(records: &[Record], top: &Cell, bottom: &Cell, key: &str) -> Option
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
+    use super::super::record::FailedRun;
     use super::*;
-    use crate::console::parse_result;
 
     fn cell(device: Device, io_mode: IoMode, iodepth: u32, numjobs: u32) -> Cell {
         Cell {
@@ -261,30 +265,56 @@ mod tests {
         assert_eq!(Spread::of([]), None);
     }
 
+    /// A measured run of `cell` in `round` with `iops`.
+    pub fn measured(cell: &Cell, round: u32, iops: u64) -> DeviceRun {
+        let mut record = DeviceRecord {
+            round,
+            smp: SMP,
+            ..DeviceRecord::default()
+        };
+        record.result.device = cell.device.name().into();
+        record.result.io.io_mode = cell.io_mode.name().into();
+        record.result.io.iodepth = u64::from(cell.iodepth);
+        record.result.io.numjobs = u64::from(cell.numjobs);
+        record.result.io.iops = iops;
+        DeviceRun::Measured(Box::new(record))
+    }
+
+    /// A failed boot of `cell` in `round`.
+    pub fn failed(cell: &Cell, round: u32) -> DeviceRun {
+        DeviceRun::Failed(FailedRun {
+            error: "guest failed".into(),
+            device: cell.device.name().into(),
+            io_mode: cell.io_mode.name().into(),
+            iodepth: u64::from(cell.iodepth),
+            numjobs: u64::from(cell.numjobs),
+            round,
+        })
+    }
+
+    fn iops(record: &DeviceRecord) -> Option<f64> {
+        Some(record.result.io.iops as f64)
+    }
+
     #[test]
     fn ratios_pair_runs_of_the_same_round_and_skip_failures() {
         let one = cell(Device::VirtioScsi, IoMode::Irq, 32, 1);
         let two = one.with(IoMode::Irq, 2);
-        let mut records = Vec::new();
-        for (c, round, iops) in [
-            (one, 0, 100.0),
-            (two, 0, 180.0),
-            (one, 1, 50.0),
-            (two, 1, 100.0),
-            (two, 2, 999.0), // no numjobs=1 partner in round 2
-        ] {
-            let mut record =
-                parse_result(&format!(r#"{{"round":{round},"iops":{iops}}}"#)).unwrap();
-            c.tag(&mut record);
-            records.push(record);
-        }
-        let mut failed = parse_result(r#"{"round":1,"error":"guest failed"}"#).unwrap();
-        one.with(IoMode::Poll, 1).tag(&mut failed);
-        records.push(failed);
-        let r = ratio(&records, &two, &one, "iops").unwrap();
+        let mut records: Vec<DeviceRun> = [
+            (one, 0, 100),
+            (two, 0, 180),
+            (one, 1, 50),
+            (two, 1, 100),
+            (two, 2, 999), // no numjobs=1 partner in round 2
+        ]
+        .iter()
+        .map(|(c, round, iops)| measured(c, *round, *iops))
+        .collect();
+        records.push(failed(&one.with(IoMode::Poll, 1), 1));
+        let r = ratio(&records, &two, &one, iops).unwrap();
         assert_eq!((r.count, r.min, r.max), (2, 1.8, 2.0));
         assert!((r.median - 1.9).abs() < 1e-12);
-        assert_eq!(spread(&records, &two, "iops").unwrap().count, 3);
-        assert_eq!(spread(&records, &one.with(IoMode::Poll, 1), "iops"), None);
+        assert_eq!(spread(&records, &two, iops).unwrap().count, 3);
+        assert_eq!(spread(&records, &one.with(IoMode::Poll, 1), iops), None);
     }
 }

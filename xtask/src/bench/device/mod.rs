@@ -21,6 +21,7 @@
 //! `device.fio.json` (fio's JSON layout, [`super::fio`]) and one plot, `device.svg`.
 
 pub mod matrix;
+pub mod record;
 pub mod report;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,13 +30,15 @@ use std::time::Duration;
 use serde_json::Value;
 
 use self::matrix::{Cell, IO_MODES, IoMode, SMP};
+use self::record::DeviceRun;
 use super::progress::Progress;
-use super::{Record, ResultSet, number, qemu_cpu};
+use super::{Record, ResultSet, qemu_cpu};
 use crate::boot::Echo;
 use crate::error::{Error, Result};
 use crate::guest::{Guest, GuestOptions, Overrides};
 use crate::insns::{self, CountOptions};
 use crate::profile::{self, Profile};
+use workloads::result::DeviceResult;
 
 /// Which adapter to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -138,11 +141,11 @@ pub fn run(options: &Options) -> Result<()> {
             let mut record = bench.measure(cell);
             record.insert("round".into(), Value::from(round));
             record.insert("position".into(), Value::from(position));
-            println!(
-                "round {round} {}: {}",
-                cell.label(),
-                report::one_line(&record)
+            let line = DeviceRun::read(&record).map_or_else(
+                |error| format!("FAILED: {error}"),
+                |run| report::one_line(&run),
             );
+            println!("round {round} {}: {line}", cell.label());
             set.extend([record]);
         }
     }
@@ -183,10 +186,9 @@ impl Bench<'_> {
             (outcome, sampler.join().unwrap_or_default())
         });
         let (records, _) = outcome?;
-        let mut record = one_record(records, cell)?;
-        let elapsed = number(&record, "elapsed_ns").unwrap_or(0.0);
-        if let Some(cpus) = qemu_cpu::cpus_over_last(&samples, Duration::from_nanos(elapsed as u64))
-        {
+        let (mut record, result) = one_record(records, cell)?;
+        let elapsed = Duration::from_nanos(result.io.elapsed_ns);
+        if let Some(cpus) = qemu_cpu::cpus_over_last(&samples, elapsed) {
             record.insert(
                 "qemu_host_cpus".into(),
                 Value::from((cpus * 100.0).round() / 100.0),
@@ -196,41 +198,54 @@ impl Bench<'_> {
     }
 }
 
-/// The one RESULT of a cell's boot, checked to be the run that was asked for: the profile's
-/// adapter, the job count and (when the kernel reports it) the io_mode. A kernel that falls
-/// back (say to polling, on an adapter without interrupt support yet) ran another cell.
-fn one_record(records: Vec<Record>, cell: &Cell) -> Result<Record> {
+/// The one RESULT of a cell's boot, read as the guest's [`DeviceResult`] (an error names a
+/// field it lacks) and checked to be the run that was asked for: the profile's adapter, the job
+/// count and the io_mode. A kernel that falls back (say to polling, on an adapter without
+/// interrupt support yet) ran another cell.
+fn one_record(records: Vec<Record>, cell: &Cell) -> Result<(Record, DeviceResult)> {
     let mut records = records.into_iter();
     let (Some(record), None) = (records.next(), records.next()) else {
         return Err(Error::NoResults {
             what: format!("exactly one RESULT line from {}", cell.label()),
         });
     };
-    let text = |key: &str| match record.get(key) {
-        Some(Value::String(text)) => text.clone(),
-        Some(other) => other.to_string(),
-        None => "nothing".into(),
-    };
+    let result: DeviceResult =
+        serde_json::from_value(Value::Object(record.clone())).map_err(|error| {
+            Error::BadResult {
+                what: format!("device RESULT of {}", cell.label()),
+                reason: error.to_string(),
+            }
+        })?;
     let asked = [
-        ("device", cell.device.name().to_owned()),
-        ("numjobs", cell.numjobs.to_string()),
-        ("io_mode", cell.io_mode.name().to_owned()),
+        (
+            "device",
+            result.device.clone(),
+            cell.device.name().to_owned(),
+        ),
+        (
+            "numjobs",
+            result.io.numjobs.to_string(),
+            cell.numjobs.to_string(),
+        ),
+        (
+            "io_mode",
+            result.io.io_mode.clone(),
+            cell.io_mode.name().to_owned(),
+        ),
     ];
-    for (key, wanted) in asked {
-        let optional = key == "io_mode" && !record.contains_key(key);
-        if !optional && text(key) != wanted {
+    for (key, reported, wanted) in asked {
+        if reported != wanted {
             return Err(Error::Guest {
-                verdict: format!("reported {key}={} when asked for {key}={wanted}", text(key)),
+                verdict: format!("reported {key}={reported} when asked for {key}={wanted}"),
             });
         }
     }
-    Ok(record)
+    Ok((record, result))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::console::parse_result;
 
     fn cell() -> Cell {
         Cell {
@@ -241,41 +256,60 @@ mod tests {
         }
     }
 
+    fn line(device: &str, numjobs: u64, io_mode: &str) -> Record {
+        let mut result = DeviceResult {
+            device: device.into(),
+            ..DeviceResult::default()
+        };
+        result.io.numjobs = numjobs;
+        result.io.io_mode = io_mode.into();
+        match serde_json::to_value(result) {
+            Ok(Value::Object(record)) => record,
+            other => panic!("a result serializes to an object: {other:?}"),
+        }
+    }
+
     #[test]
     fn a_run_must_be_the_one_asked_for() {
-        let good = r#"{"device":"virtio-scsi","numjobs":2,"io_mode":"irq","iops":5}"#;
-        let parse = |line: &str| parse_result(line).unwrap();
-        assert!(one_record(vec![parse(good)], &cell()).is_ok());
-        // A kernel that does not report io_mode yet is taken at its word.
-        let silent = r#"{"device":"virtio-scsi","numjobs":2,"iops":5}"#;
-        assert!(one_record(vec![parse(silent)], &cell()).is_ok());
-        for (line, says) in [
+        let good = line("virtio-scsi", 2, "irq");
+        assert!(one_record(vec![good.clone()], &cell()).is_ok());
+        for (record, says) in [
             (
-                r#"{"device":"mptsas","numjobs":2}"#,
+                line("mptsas", 2, "irq"),
                 "reported device=mptsas when asked for device=virtio-scsi",
             ),
             (
-                r#"{"device":"virtio-scsi"}"#,
-                "reported numjobs=nothing when asked for numjobs=2",
+                line("virtio-scsi", 1, "irq"),
+                "reported numjobs=1 when asked for numjobs=2",
             ),
             (
-                r#"{"device":"virtio-scsi","numjobs":2,"io_mode":"poll"}"#,
+                line("virtio-scsi", 2, "poll"),
                 "reported io_mode=poll when asked for io_mode=irq",
             ),
         ] {
-            let error = one_record(vec![parse(line)], &cell()).unwrap_err();
+            let error = one_record(vec![record], &cell()).unwrap_err();
             assert!(error.to_string().contains(says), "{error}");
         }
+        let mut silent = good.clone();
+        silent.remove("io_mode");
+        let error = one_record(vec![silent], &cell()).unwrap_err().to_string();
+        assert!(
+            error.contains("io_mode"),
+            "a missing field is named: {error}"
+        );
         assert!(one_record(vec![], &cell()).is_err());
-        assert!(one_record(vec![parse(good), parse(good)], &cell()).is_err());
+        assert!(one_record(vec![good.clone(), good], &cell()).is_err());
     }
 
     #[test]
     fn a_failed_boot_becomes_an_error_record_of_its_cell() {
         let mut record = Record::new();
         record.insert("error".into(), Value::from("guest failed: CMDLINE ERROR"));
+        record.insert("round".into(), Value::from(0));
         cell().tag(&mut record);
-        assert!(cell().matches(&record));
-        assert_eq!(matrix::runs(&[record], &cell()).count(), 0);
+        let run = DeviceRun::read(&record).unwrap();
+        assert!(cell().matches(&run));
+        assert!(run.measured().is_none());
+        assert_eq!(matrix::runs(&[run], &cell()).count(), 0);
     }
 }

@@ -1,30 +1,28 @@
 //! What `bench device` prints and writes: one table (a row per cell: medians with the IOPS
 //! spread), the failed runs with the guest's reason, the ratios that matter, the JSON, the fio
-//! JSON and one SVG.
+//! JSON and one SVG. Every figure is read from the typed runs ([`DeviceRun`]).
 
 use serde_json::{Value, json};
 
 use super::super::plot::{self, Bar, GroupedBars, Panel};
-use super::super::{Column, Record, ResultSet, columns, fio, number};
+use super::super::{Column, Record, ResultSet, columns, fio};
 use super::Device;
-use super::matrix::{self, Cell, IoMode, Spread};
+use super::matrix::{self, Cell, Figure, IoMode, Spread};
+use super::record::{CellSummary, DeviceRecord, DeviceRun, IopsSummary};
 use crate::error::{Error, Result};
 use crate::workspace;
 
 /// One progress line for a finished run.
-pub fn one_line(record: &Record) -> String {
-    if let Some(error) = record.get("error").and_then(Value::as_str) {
-        return format!("FAILED: {}", brief(error));
-    }
-    let field = |key| number(record, key);
-    let mut line = format!("{:.0} IOPS", field("iops").unwrap_or(0.0));
-    if let Some(p99) = field("lat_p99_ns") {
-        line += &format!(", p99 {:.1} us", p99 / 1000.0);
-    }
-    if let Some(busy) = field("busy_pct") {
-        line += &format!(", guest busy {busy:.1}%");
-    }
-    if let Some(cpus) = field("qemu_host_cpus") {
+pub fn one_line(run: &DeviceRun) -> String {
+    let record = match run {
+        DeviceRun::Failed(failed) => return format!("FAILED: {}", brief(&failed.error)),
+        DeviceRun::Measured(record) => record,
+    };
+    let io = &record.result.io;
+    let mut line = format!("{} IOPS", io.iops);
+    line += &format!(", p99 {:.1} us", io.lat_p99_ns as f64 / 1000.0);
+    line += &format!(", guest busy {:.1}%", io.busy_pct);
+    if let Some(cpus) = record.qemu_host_cpus {
         line += &format!(", QEMU {cpus:.2} host CPUs");
     }
     line
@@ -37,49 +35,88 @@ fn brief(error: &str) -> &str {
         .map_or(error, |(head, _)| head)
 }
 
-/// The latency percentiles of the table: result field and header (µs).
-const LATENCIES: [(&str, &str); 6] = [
-    ("lat_p50_ns", "p50 us"),
-    ("lat_p90_ns", "p90 us"),
-    ("lat_p99_ns", "p99 us"),
-    ("lat_p999_ns", "p99.9 us"),
-    ("lat_p9999_ns", "p99.99 us"),
-    ("lat_max_ns", "max us"),
+fn iops(r: &DeviceRecord) -> Option<f64> {
+    Some(r.result.io.iops as f64)
+}
+
+fn busy_pct(r: &DeviceRecord) -> Option<f64> {
+    Some(r.result.io.busy_pct)
+}
+
+fn qemu_host_cpus(r: &DeviceRecord) -> Option<f64> {
+    r.qemu_host_cpus
+}
+
+/// Where a figure goes in a [`CellSummary`].
+type RowField = fn(&mut CellSummary) -> &mut Option<f64>;
+
+/// The latency percentiles of the table, in ns, and where each goes in the row (µs).
+const LATENCIES: [(Figure, RowField); 6] = [
+    (
+        |r| Some(r.result.io.lat_p50_ns as f64),
+        |s| &mut s.lat_p50_us,
+    ),
+    (
+        |r| Some(r.result.io.lat_p90_ns as f64),
+        |s| &mut s.lat_p90_us,
+    ),
+    (
+        |r| Some(r.result.io.lat_p99_ns as f64),
+        |s| &mut s.lat_p99_us,
+    ),
+    (
+        |r| Some(r.result.io.lat_p999_ns as f64),
+        |s| &mut s.lat_p999_us,
+    ),
+    (
+        |r| Some(r.result.io.lat_p9999_ns as f64),
+        |s| &mut s.lat_p9999_us,
+    ),
+    (
+        |r| Some(r.result.io.lat_max_ns as f64),
+        |s| &mut s.lat_max_us,
+    ),
 ];
 
+fn rounded(value: f64, places: i32) -> f64 {
+    let scale = 10f64.powi(places);
+    (value * scale).round() / scale
+}
+
 /// A cell's row: medians over its rounds, the IOPS spread, how many runs succeeded.
-fn summary(records: &[Record], cell: &Cell) -> Record {
-    let mut row = Record::new();
-    cell.tag(&mut row);
-    row.remove("bench");
-    let attempted = records.iter().filter(|r| cell.matches(r)).count();
-    let succeeded = matrix::runs(records, cell).count();
-    row.insert(
-        "runs".into(),
-        Value::from(format!("{succeeded}/{attempted}")),
-    );
-    let round = |value: f64, places: i32| {
-        let scale = 10f64.powi(places);
-        Value::from((value * scale).round() / scale)
+fn summary(runs: &[DeviceRun], cell: &Cell) -> CellSummary {
+    let attempted = runs.iter().filter(|r| cell.matches(r)).count();
+    let succeeded = matrix::runs(runs, cell).count();
+    let mut row = CellSummary {
+        device: cell.device.name().into(),
+        io_mode: cell.io_mode.name().into(),
+        iodepth: cell.iodepth,
+        numjobs: cell.numjobs,
+        smp: matrix::SMP,
+        runs: format!("{succeeded}/{attempted}"),
+        iops: matrix::spread(runs, cell, iops).map(|s| IopsSummary {
+            iops: rounded(s.median, 0),
+            iops_min: rounded(s.min, 0),
+            iops_max: rounded(s.max, 0),
+            iops_spread: format!("{:.0}-{:.0}", s.min, s.max),
+        }),
+        ..CellSummary::default()
     };
-    if let Some(iops) = matrix::spread(records, cell, "iops") {
-        row.insert("iops".into(), round(iops.median, 0));
-        row.insert("iops_min".into(), round(iops.min, 0));
-        row.insert("iops_max".into(), round(iops.max, 0));
-        let spread = format!("{:.0}-{:.0}", iops.min, iops.max);
-        row.insert("iops_spread".into(), Value::from(spread));
+    for (figure, field) in LATENCIES {
+        *field(&mut row) =
+            matrix::spread(runs, cell, figure).map(|ns| rounded(ns.median / 1000.0, 1));
     }
-    for (key, _) in LATENCIES {
-        if let Some(ns) = matrix::spread(records, cell, key) {
-            row.insert(key.replace("_ns", "_us"), round(ns.median / 1000.0, 1));
-        }
-    }
-    for key in ["busy_pct", "qemu_host_cpus"] {
-        if let Some(value) = matrix::spread(records, cell, key) {
-            row.insert(key.into(), round(value.median, 2));
-        }
-    }
+    row.busy_pct = matrix::spread(runs, cell, busy_pct).map(|s| rounded(s.median, 2));
+    row.qemu_host_cpus = matrix::spread(runs, cell, qemu_host_cpus).map(|s| rounded(s.median, 2));
     row
+}
+
+/// A row as the table printer and the JSON take it.
+fn row_record(row: &CellSummary) -> Record {
+    match serde_json::to_value(row) {
+        Ok(Value::Object(record)) => record,
+        _ => Record::new(),
+    }
 }
 
 /// The per-cell summary table's columns (console and results page).
@@ -121,13 +158,13 @@ fn ratio_entry(name: String, what: &str, spread: Spread) -> (String, Value) {
 
 /// The ratios that matter: numjobs 2 / 1 per adapter, io_mode and iodepth; irq / poll and
 /// hybrid / poll in IOPS and guest busy %, per adapter, iodepth and numjobs.
-fn ratios(records: &[Record], groups: &[Vec<Cell>]) -> Vec<(String, Value)> {
+fn ratios(runs: &[DeviceRun], groups: &[Vec<Cell>]) -> Vec<(String, Value)> {
     let mut lines = Vec::new();
     let cells = || groups.iter().flatten();
     for cell in cells().filter(|c| c.numjobs == 1) {
         let two = cell.with(cell.io_mode, 2);
-        if let Some(spread) = matrix::ratio(records, &two, cell, "iops") {
-            let cpus = matrix::spread(records, &two, "qemu_host_cpus")
+        if let Some(spread) = matrix::ratio(runs, &two, cell, iops) {
+            let cpus = matrix::spread(runs, &two, qemu_host_cpus)
                 .map(|c| format!("; QEMU got {:.2} host CPUs with two jobs", c.median))
                 .unwrap_or_default();
             let name = format!(
@@ -143,8 +180,9 @@ fn ratios(records: &[Record], groups: &[Vec<Cell>]) -> Vec<(String, Value)> {
     for cell in cells().filter(|c| c.io_mode == IoMode::Poll) {
         for mode in [IoMode::Irq, IoMode::Hybrid] {
             let other = cell.with(mode, cell.numjobs);
-            for (key, what) in [("iops", "IOPS"), ("busy_pct", "guest busy %")] {
-                if let Some(spread) = matrix::ratio(records, &other, cell, key) {
+            let figures: [(Figure, &str); 2] = [(iops, "IOPS"), (busy_pct, "guest busy %")];
+            for (figure, what) in figures {
+                if let Some(spread) = matrix::ratio(runs, &other, cell, figure) {
                     let name = format!(
                         "{} / poll, {} qd{} j{}",
                         mode.name(),
@@ -162,7 +200,7 @@ fn ratios(records: &[Record], groups: &[Vec<Cell>]) -> Vec<(String, Value)> {
 
 /// The plot: IOPS (median, min–max whisker), guest busy % and QEMU's host CPUs, one bar per
 /// io_mode in each (adapter, iodepth, numjobs) group.
-fn chart(records: &[Record], groups: &[Vec<Cell>], place: &str) -> GroupedBars {
+fn chart(runs: &[DeviceRun], groups: &[Vec<Cell>], place: &str) -> GroupedBars {
     let mut modes: Vec<IoMode> = Vec::new();
     let mut keys: Vec<Cell> = Vec::new();
     for cell in groups.iter().flatten() {
@@ -174,7 +212,7 @@ fn chart(records: &[Record], groups: &[Vec<Cell>], place: &str) -> GroupedBars {
             keys.push(key);
         }
     }
-    let panel = |key: &str, label: &str| Panel {
+    let panel = |figure: Figure, label: &str| Panel {
         y_label: label.into(),
         bars: keys
             .iter()
@@ -182,7 +220,7 @@ fn chart(records: &[Record], groups: &[Vec<Cell>], place: &str) -> GroupedBars {
                 modes
                     .iter()
                     .map(|&mode| {
-                        let s = matrix::spread(records, &group.with(mode, group.numjobs), key)?;
+                        let s = matrix::spread(runs, &group.with(mode, group.numjobs), figure)?;
                         Some(Bar {
                             value: s.median,
                             min: s.min,
@@ -208,42 +246,49 @@ fn chart(records: &[Record], groups: &[Vec<Cell>], place: &str) -> GroupedBars {
             .collect(),
         series: modes.iter().map(|m| m.name().to_owned()).collect(),
         panels: vec![
-            panel("iops", "IOPS"),
-            panel("busy_pct", "guest busy %"),
-            panel("qemu_host_cpus", "QEMU host CPUs"),
+            panel(iops, "IOPS"),
+            panel(busy_pct, "guest busy %"),
+            panel(qemu_host_cpus, "QEMU host CPUs"),
         ],
     }
 }
 
 /// Prints the table, failures and ratios; writes the JSON, fio JSON and plot. Fails (after
-/// writing everything) when any run failed.
+/// writing everything) when any run failed, and before writing anything when a record does not
+/// read as a [`DeviceRun`].
 pub fn report(set: &ResultSet, groups: &[Vec<Cell>]) -> Result<()> {
     let records = &set.results;
+    let runs: Vec<DeviceRun> = records.iter().map(DeviceRun::read).collect::<Result<_>>()?;
     let rows: Vec<Record> = groups
         .iter()
         .flatten()
-        .map(|c| summary(records, c))
+        .map(|c| row_record(&summary(&runs, c)))
         .collect();
     println!();
     super::super::print_table(&rows, &columns());
     if groups.iter().flatten().any(|c| c.device == Device::Mptsas) {
         println!("mptsas has a single request queue: its two jobs share it.");
     }
-    let failed: Vec<&Record> = records.iter().filter(|r| r.contains_key("error")).collect();
-    for record in &failed {
-        let label = groups
+    let label = |run: &DeviceRun| {
+        groups
             .iter()
             .flatten()
-            .find(|c| c.matches(record))
-            .map(Cell::label);
-        println!(
-            "failed: {} round {}: {}",
-            label.unwrap_or_default(),
-            number(record, "round").unwrap_or(0.0),
-            brief(record.get("error").and_then(Value::as_str).unwrap_or(""))
-        );
+            .find(|c| c.matches(run))
+            .map(Cell::label)
+            .unwrap_or_default()
+    };
+    let failed: Vec<&DeviceRun> = runs.iter().filter(|r| r.measured().is_none()).collect();
+    for run in &failed {
+        if let DeviceRun::Failed(failure) = run {
+            println!(
+                "failed: {} round {}: {}",
+                label(run),
+                failure.round,
+                brief(&failure.error)
+            );
+        }
     }
-    let ratios = ratios(records, groups);
+    let ratios = ratios(&runs, groups);
     if !ratios.is_empty() {
         println!("\nratios within a round (median over rounds, min-max):");
     }
@@ -261,27 +306,19 @@ pub fn report(set: &ResultSet, groups: &[Vec<Cell>]) -> Result<()> {
     document["summary"] = Value::from(rows.into_iter().map(Value::Object).collect::<Vec<_>>());
     document["ratios"] = Value::from(ratios.into_iter().map(|(_, v)| v).collect::<Vec<_>>());
     let json = super::super::write_document(&dir, &set.file_stem, &document)?;
-    let runs: Vec<fio::Run<'_>> = records
+    let fio_runs: Vec<fio::Run<'_>> = records
         .iter()
-        .map(|record| fio::Run {
-            name: format!(
-                "{} round {}",
-                groups
-                    .iter()
-                    .flatten()
-                    .find(|c| c.matches(record))
-                    .map(Cell::label)
-                    .unwrap_or_default(),
-                number(record, "round").unwrap_or(0.0)
-            ),
+        .zip(&runs)
+        .map(|(record, run)| fio::Run {
+            name: format!("{} round {}", label(run), run.round()),
             engine: "sensepool workload=device",
             option_keys: &["device", "io_mode", "smp"],
             record,
         })
         .collect();
-    let fio_json = fio::write(&dir, &set.file_stem, &fio::document(&runs))?;
+    let fio_json = fio::write(&dir, &set.file_stem, &fio::document(&fio_runs))?;
     let svg = dir.join("device.svg");
-    let drawn = plot::draw_grouped(&svg, &chart(records, groups, &set.place_label()));
+    let drawn = plot::draw_grouped(&svg, &chart(&runs, groups, &set.place_label()));
     match drawn {
         Ok(()) => println!(
             "wrote {}, {} and {}",
@@ -308,35 +345,4 @@ pub fn report(set: &ResultSet, groups: &[Vec<Cell>]) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::console::parse_result;
-
-    #[test]
-    fn the_summary_row_has_medians_spread_and_run_counts() {
-        let cell = Cell {
-            device: Device::Mptsas,
-            io_mode: IoMode::Poll,
-            iodepth: 1,
-            numjobs: 1,
-        };
-        let mut records = Vec::new();
-        for line in [
-            r#"{"round":0,"iops":100,"lat_p99_ns":20000,"qemu_host_cpus":1.0}"#,
-            r#"{"round":1,"iops":300,"lat_p99_ns":40000,"qemu_host_cpus":1.2}"#,
-            r#"{"round":2,"iops":200,"lat_p99_ns":10000,"qemu_host_cpus":1.1}"#,
-            r#"{"round":3,"error":"guest failed"}"#,
-        ] {
-            let mut record = parse_result(line).unwrap();
-            cell.tag(&mut record);
-            records.push(record);
-        }
-        let row = summary(&records, &cell);
-        assert_eq!(row["iops"], 200.0);
-        assert_eq!(row["iops_spread"], "100-300");
-        assert_eq!(row["lat_p99_us"], 20.0);
-        assert_eq!(row["qemu_host_cpus"], 1.1);
-        assert_eq!(row["runs"], "3/4");
-        assert!(row.get("busy_pct").is_none(), "not reported, not invented");
-    }
-}
+mod tests;

@@ -1,0 +1,88 @@
+use super::super::matrix::tests::{failed, measured};
+use super::*;
+
+#[test]
+fn the_summary_row_has_medians_spread_and_run_counts() {
+    let cell = Cell {
+        device: Device::Mptsas,
+        io_mode: IoMode::Poll,
+        iodepth: 1,
+        numjobs: 1,
+    };
+    let mut runs = Vec::new();
+    for (round, iops, p99_ns, cpus) in [
+        (0, 100, 20000, 1.0),
+        (1, 300, 40000, 1.2),
+        (2, 200, 10000, 1.1),
+    ] {
+        let mut run = measured(&cell, round, iops);
+        if let DeviceRun::Measured(record) = &mut run {
+            record.result.io.lat_p99_ns = p99_ns;
+            record.qemu_host_cpus = Some(cpus);
+        }
+        runs.push(run);
+    }
+    runs.push(failed(&cell, 3));
+    let row = summary(&runs, &cell);
+    let iops = row.iops.as_ref().unwrap();
+    assert_eq!(iops.iops, 200.0);
+    assert_eq!(iops.iops_spread, "100-300");
+    assert_eq!(row.lat_p99_us, Some(20.0));
+    assert_eq!(row.qemu_host_cpus, Some(1.1));
+    assert_eq!(row.runs, "3/4");
+    let none = summary(&[failed(&cell, 0)], &cell);
+    assert_eq!(
+        (none.iops, none.busy_pct, none.runs.as_str()),
+        (None, None, "0/1")
+    );
+}
+
+/// A column whose key is no field of the summary row would print an empty cell forever.
+#[test]
+fn every_column_names_a_field_of_the_summary_row() {
+    let cell = Cell {
+        device: Device::VirtioScsi,
+        io_mode: IoMode::Irq,
+        iodepth: 32,
+        numjobs: 2,
+    };
+    let mut run = measured(&cell, 0, 1000);
+    if let DeviceRun::Measured(record) = &mut run {
+        record.qemu_host_cpus = Some(1.5);
+    }
+    let row = row_record(&summary(&[run], &cell));
+    for column in columns() {
+        assert!(row.contains_key(column.key), "column `{}`", column.key);
+    }
+}
+
+/// A record as `target/bench/device.json` holds it (the guest's line with the histogram
+/// in the older `floor:count` text, the cell's tag, the round) reads; without a field it
+/// does not, and the error names the field.
+#[test]
+fn an_older_record_reads_and_a_missing_field_is_named() {
+    let cell = Cell {
+        device: Device::VirtioScsi,
+        io_mode: IoMode::Poll,
+        iodepth: 1,
+        numjobs: 1,
+    };
+    let DeviceRun::Measured(record) = measured(&cell, 2, 777) else {
+        unreachable!()
+    };
+    let Value::Object(mut fields) = serde_json::to_value(&record).unwrap() else {
+        panic!("an object")
+    };
+    fields.insert("lat_bins".into(), Value::from("900:1,1500:2"));
+    fields.insert("position".into(), Value::from(5));
+    cell.tag(&mut fields);
+    let run = DeviceRun::read(&fields).unwrap();
+    assert!(cell.matches(&run));
+    assert_eq!(
+        run.measured().map(|r| (r.round, r.result.io.iops)),
+        Some((2, 777))
+    );
+    fields.remove("lat_p99_ns");
+    let error = DeviceRun::read(&fields).unwrap_err().to_string();
+    assert!(error.contains("lat_p99_ns"), "{error}");
+}
