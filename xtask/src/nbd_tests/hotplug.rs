@@ -76,6 +76,25 @@ impl Qmp {
             // An asynchronous event (DEVICE_DELETED, ...): not the reply.
         }
     }
+
+    /// Plugs the raw image at `image` into the guest's virtio-scsi bus at 0:0:1:0 as block node
+    /// and device `node`. Errors are reported to the guest, as for the boot disks
+    /// (`qemu::DRIVE_ERRORS`): under QEMU's default, `werror=enospc`, a full host disk would
+    /// stop the whole guest and every NBD client would wait out its timeout.
+    pub(crate) fn plug_scsi_hd(&mut self, node: &str, image: &Path) -> Result<(), String> {
+        self.execute(
+            "blockdev-add",
+            json!({ "driver": "raw", "node-name": node,
+                    "file": { "driver": "file", "filename": image.to_string_lossy() } }),
+        )?;
+        self.execute(
+            "device_add",
+            json!({ "driver": "scsi-hd", "bus": "scsi0.0", "scsi-id": 1, "lun": 0,
+                    "drive": node, "id": node,
+                    "werror": qemu::WRITE_ERRORS, "rerror": qemu::READ_ERRORS }),
+        )?;
+        Ok(())
+    }
 }
 
 /// The stats port's `disk` lines.
@@ -138,17 +157,7 @@ fn plug_and_unplug(image: &Path) -> Result<String, String> {
     if before.len() != 1 || !is_export(&before[0]) {
         return Err(format!("before hot-plug the stats port listed {before:?}"));
     }
-    let filename = image.to_string_lossy().into_owned();
-    qmp.execute(
-        "blockdev-add",
-        json!({ "driver": "raw", "node-name": NODE,
-                "file": { "driver": "file", "filename": filename } }),
-    )?;
-    qmp.execute(
-        "device_add",
-        json!({ "driver": "scsi-hd", "bus": "scsi0.0", "scsi-id": 1, "lun": 0,
-                "drive": NODE, "id": NODE }),
-    )?;
+    qmp.plug_scsi_hd(NODE, &image)?;
     let start = Instant::now();
     let added = wait_for("the hot-plugged disk at 0:0:1:0", |lines| {
         lines.len() == 2 && lines.iter().any(|l| is_hotplugged(l)) && is_export(&lines[0])
