@@ -12,7 +12,7 @@ use workloads::Rng;
 use super::model::{BLOCK, Shadow};
 use super::{BAD_SECTORS_EACH, nbd_addr};
 use crate::nbd_client::Errno;
-use crate::nbd_tests::hotplug::Qmp;
+use crate::qmp::Qmp;
 
 /// The sectors blkdebug fails: with EIO for writes and for reads, and with ENOSPC for writes
 /// (a host file system that is full). QEMU reports an ENOSPC to the guest as DATA PROTECT,
