@@ -55,6 +55,7 @@ pub mod proc_stat;
 pub mod process;
 pub mod profile;
 pub mod qemu;
+pub mod qmp;
 pub mod report;
 pub mod run;
 pub mod setup;

@@ -226,6 +226,14 @@ pub fn run(guest: &Guest) -> Tally {
             let exited =
                 stuck::exited_within(began, asked, finished, clients, &mut stopped_through_qmp);
             report("shutdown-with-stuck-clients", exited);
+        } else if let Ok(images) = crate::workspace::output_dir("images") {
+            // Without the stuck-clients case nothing else bounds the wait for the guest's exit.
+            let socket = crate::qemu::qmp_socket(&images, "nbd");
+            if let Err(error) =
+                crate::qmp::exit_or_quit(|| boot.is_finished(), crate::qmp::EXIT_WITHIN, &socket)
+            {
+                report("shutdown-exit", Err(error));
+            }
         }
         let outcome = boot.join().map_err(|_| "boot thread panicked".to_owned());
         // QEMU leaves its monitor socket behind when it is killed; the name is this run's.

@@ -26,6 +26,15 @@ use crate::insns::Counting;
 use crate::process;
 use crate::profile::{Disk, DiskFormat, Profile};
 
+/// What QEMU does on a host write error to a guest disk: report it to the guest, which sees a
+/// SCSI error (a full host file system as DATA PROTECT, SPACE ALLOCATION FAILED WRITE PROTECT,
+/// 27h/07h) and reports it to its client. QEMU's default, `enospc`, would stop the whole guest
+/// on a full disk instead, and every client would wait for its timeout. Boot disks and
+/// hot-plugged ones (`Qmp::plug_scsi_hd`) both take it.
+pub(crate) const WRITE_ERRORS: &str = "report";
+/// What QEMU does on a host read error to a guest disk: report it, as [`WRITE_ERRORS`].
+pub(crate) const READ_ERRORS: &str = "report";
+
 /// `-nic TYPE,model=DEVICE,REST` as its `-netdev TYPE,id=nic0,REST` and `-device DEVICE,
 /// netdev=nic0` pair (see the module comment); `None` for a NIC without a model (left to `-nic`).
 fn nic_as_device(nic: &str) -> Option<[String; 2]> {
@@ -237,11 +246,7 @@ impl<'a> Machine<'a> {
                 // because isa-debug-exit ends QEMU without closing its block devices.
                 let file = path.to_string_lossy().replace(',', ",,");
                 let format = format.image_format().unwrap_or("raw");
-                // A host error on the image reaches the guest as a SCSI error (a full host
-                // file system as DATA PROTECT, SPACE ALLOCATION FAILED), which it reports to
-                // its client. QEMU's default, werror=enospc, would stop the whole guest on a
-                // full disk instead, and every client would wait for its timeout.
-                let errors = "werror=report,rerror=report";
+                let errors = format!("werror={WRITE_ERRORS},rerror={READ_ERRORS}");
                 let drive = match self.blkdebug.filter(|b| b.disk == disk.name) {
                     // The format driver on top of blkdebug, so blkdebug sees its read_aio and
                     // write_aio events (with blkdebug on top, the format driver emits them below

@@ -8,75 +8,20 @@
 //! transport-reset event, so everything the stats port shows comes from the guest's own event
 //! handling and rescan. Every wait is bounded.
 
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::stats_text;
 use crate::qemu;
+use crate::qmp::Qmp;
 use crate::workspace;
 
 /// The hot-plugged image: 8 MiB, 16384 blocks of 512 B.
 const IMAGE_BYTES: u64 = 8 << 20;
 const NODE: &str = "hotplug1";
-/// A monitor reply, or a stats port change, must come within this.
-const QMP_TIMEOUT: Duration = Duration::from_secs(30);
 const GUEST_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// A QMP connection (one JSON object per line; asynchronous events are skipped).
-pub(crate) struct Qmp {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
-}
-
-impl Qmp {
-    pub(crate) fn connect(path: &Path) -> Result<Qmp, String> {
-        let stream =
-            UnixStream::connect(path).map_err(|e| format!("QMP socket {}: {e}", path.display()))?;
-        stream
-            .set_read_timeout(Some(QMP_TIMEOUT))
-            .map_err(|e| e.to_string())?;
-        let writer = stream.try_clone().map_err(|e| e.to_string())?;
-        let mut qmp = Qmp {
-            reader: BufReader::new(stream),
-            writer,
-        };
-        let greeting = qmp.read()?;
-        if greeting.get("QMP").is_none() {
-            return Err(format!("no QMP greeting: {greeting}"));
-        }
-        qmp.execute("qmp_capabilities", json!({}))?;
-        Ok(qmp)
-    }
-
-    fn read(&mut self) -> Result<Value, String> {
-        let mut line = String::new();
-        match self.reader.read_line(&mut line) {
-            Ok(0) => Err("QMP closed the connection".into()),
-            Ok(_) => serde_json::from_str(&line).map_err(|e| format!("QMP sent {line:?}: {e}")),
-            Err(e) => Err(format!("QMP read: {e}")),
-        }
-    }
-
-    /// Runs one command; its `return` value, or its `error` as the error.
-    pub(crate) fn execute(&mut self, command: &str, arguments: Value) -> Result<Value, String> {
-        let request = json!({ "execute": command, "arguments": arguments });
-        writeln!(self.writer, "{request}").map_err(|e| format!("QMP write: {e}"))?;
-        loop {
-            let reply = self.read()?;
-            if let Some(value) = reply.get("return") {
-                return Ok(value.clone());
-            }
-            if let Some(error) = reply.get("error") {
-                return Err(format!("{command}: {error}"));
-            }
-            // An asynchronous event (DEVICE_DELETED, ...): not the reply.
-        }
-    }
-}
 
 /// The stats port's `disk` lines.
 fn disk_lines() -> Result<Vec<String>, String> {
@@ -138,17 +83,7 @@ fn plug_and_unplug(image: &Path) -> Result<String, String> {
     if before.len() != 1 || !is_export(&before[0]) {
         return Err(format!("before hot-plug the stats port listed {before:?}"));
     }
-    let filename = image.to_string_lossy().into_owned();
-    qmp.execute(
-        "blockdev-add",
-        json!({ "driver": "raw", "node-name": NODE,
-                "file": { "driver": "file", "filename": filename } }),
-    )?;
-    qmp.execute(
-        "device_add",
-        json!({ "driver": "scsi-hd", "bus": "scsi0.0", "scsi-id": 1, "lun": 0,
-                "drive": NODE, "id": NODE }),
-    )?;
+    qmp.plug_scsi_hd(NODE, image)?;
     let start = Instant::now();
     let added = wait_for("the hot-plugged disk at 0:0:1:0", |lines| {
         lines.len() == 2 && lines.iter().any(|l| is_hotplugged(l)) && is_export(&lines[0])

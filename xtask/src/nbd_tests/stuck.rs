@@ -87,7 +87,7 @@ pub fn exited_within(
     }
     let quit = workspace::output_dir("images")
         .map_err(|e| e.to_string())
-        .and_then(|images| super::hotplug::Qmp::connect(&qemu::qmp_socket(&images, "nbd")))
+        .and_then(|images| crate::qmp::Qmp::connect(&qemu::qmp_socket(&images, "nbd")))
         .and_then(|mut qmp| qmp.execute("quit", json!({})));
     *stopped_through_qmp = true;
     drop(clients);

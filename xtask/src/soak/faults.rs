@@ -12,7 +12,7 @@ use workloads::Rng;
 use super::model::{BLOCK, Shadow};
 use super::{BAD_SECTORS_EACH, nbd_addr};
 use crate::nbd_client::Errno;
-use crate::nbd_tests::hotplug::Qmp;
+use crate::qmp::Qmp;
 
 /// The sectors blkdebug fails: with EIO for writes and for reads, and with ENOSPC for writes
 /// (a host file system that is full). QEMU reports an ENOSPC to the guest as DATA PROTECT,
@@ -138,16 +138,7 @@ fn plug_cycle(qmp: &mut Qmp, image: &Path, stop: &AtomicBool) -> std::result::Re
     file.set_len(8 << 20).map_err(|e| e.to_string())?;
     drop(file);
     let node = "soakhp";
-    qmp.execute(
-        "blockdev-add",
-        json!({ "driver": "raw", "node-name": node,
-                "file": { "driver": "file", "filename": image.to_string_lossy() } }),
-    )?;
-    qmp.execute(
-        "device_add",
-        json!({ "driver": "scsi-hd", "bus": "scsi0.0", "scsi-id": 1, "lun": 0,
-                "drive": node, "id": node }),
-    )?;
+    qmp.plug_scsi_hd(node, image)?;
     sleep_unless(stop, Duration::from_secs(3));
     qmp.execute("device_del", json!({ "id": node }))?;
     // The node is released once the device is gone.

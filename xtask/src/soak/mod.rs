@@ -31,7 +31,7 @@ use crate::boot::{Echo, Outcome};
 use crate::error::{Error, Result};
 use crate::guest::{Blkdebug, Guest, Overrides};
 use crate::nbd_client::Client;
-use crate::{front_door, image_lock, nbd_tests, netns, profile, qemu, workspace};
+use crate::{front_door, image_lock, nbd_tests, netns, profile, qemu, qmp, workspace};
 
 mod client;
 mod faults;
@@ -196,6 +196,7 @@ fn soak_here(
     };
     let stop = AtomicBool::new(false);
     let garbage = AtomicU64::new(0);
+    let qmp_socket = qemu::qmp_socket(&images, &profile.name);
     let (workers, hotplug, outcome) = std::thread::scope(|scope| {
         let boot = scope.spawn(|| guest.boot(&profile, &overrides, Echo::Quiet));
         if let Err(e) = nbd_tests::wait_ready(&boot) {
@@ -204,9 +205,8 @@ fn soak_here(
         }
         let until = Instant::now() + duration;
         let garbage_thread = scope.spawn(|| garbage_connections(&stop, &garbage));
-        let qmp = qemu::qmp_socket(&images, &profile.name);
-        let (stop, images) = (&stop, &images);
-        let hotplug_thread = scope.spawn(move || hotplug_cycles(stop, &qmp, images));
+        let (stop, images, qmp) = (&stop, &images, &qmp_socket);
+        let hotplug_thread = scope.spawn(move || hotplug_cycles(stop, qmp, images));
         let handles: Vec<_> = regions
             .iter()
             .cloned()
@@ -231,11 +231,21 @@ fn soak_here(
             .join()
             .unwrap_or((0, vec!["panicked".into()]));
         let _ = nbd_tests::shutdown();
+        // A guest that stopped without exiting (QEMU paused it, or it hangs) would hold the
+        // join for the whole boot timeout: give it a minute, then ask QEMU, by name.
+        let exited = qmp::exit_or_quit(|| boot.is_finished(), qmp::EXIT_WITHIN, &qmp_socket);
         let outcome = boot.join().ok().and_then(|r| r.ok());
+        let workers = match (workers, exited) {
+            (workers, Ok(())) => workers,
+            (Ok(_), Err(stuck)) => Err(stuck),
+            (Err(clients), Err(stuck)) => {
+                Err(format!("{stuck}; before that, the clients: {clients}"))
+            }
+        };
         (workers, hotplug, outcome)
     });
     let _ = std::fs::remove_file(&rules);
-    let _ = std::fs::remove_file(qemu::qmp_socket(&images, &profile.name));
+    let _ = std::fs::remove_file(&qmp_socket);
     let workers = workers?;
     let outcome = outcome.ok_or("the soak guest did not finish")?;
     let (lost, checked) = check_image(&outcome, &workers)?;
