@@ -263,14 +263,24 @@ pub trait PoolAlgorithm: Send + Sized {
 
     /// Validates `config` and creates an empty pool (no page is allocated yet).
     fn create(config: PoolConfig, backing: Self::Backing) -> Result<Self, PoolError>;
-    /// Hands out a block, growing by one page if needed.
+    /// Hands out a raw block, growing by one page if needed.
     fn alloc(&mut self) -> Result<RawBlock, PoolError>;
-    /// Takes back a block by its handle.
+    /// Takes back a raw block by its handle. A block a guard holds is refused with
+    /// [`PoolError::HeldByGuard`] (a stale copy of an earlier tenant's handle names it too).
     fn free(&mut self, block: RawBlock) -> Result<(), PoolError>;
-    /// Takes back a block by its CPU address.
+    /// Takes back a raw block by its CPU address; a guard's block is refused as by `free`.
     fn free_cpu(&mut self, cpu: *const u8) -> Result<(), PoolError>;
-    /// Takes back a block by its bus address (e.g. as returned by a device).
+    /// Takes back a raw block by its bus address (e.g. as returned by a device); a guard's
+    /// block is refused as by `free`.
     fn free_dma(&mut self, dma: DmaAddr) -> Result<(), PoolError>;
+    /// Hands out a block for a guard ([`DmaBlock`]): until [`free_guarded`](Self::free_guarded)
+    /// or [`unguard`](Self::unguard), the raw paths above refuse it.
+    fn alloc_guarded(&mut self) -> Result<RawBlock, PoolError>;
+    /// Takes back a block handed out by [`alloc_guarded`](Self::alloc_guarded) (the guard's
+    /// drop).
+    fn free_guarded(&mut self, block: RawBlock) -> Result<(), PoolError>;
+    /// Turns a guard's block into a raw one ([`DmaBlock::into_raw`]): the raw paths free it now.
+    fn unguard(&mut self, block: RawBlock) -> Result<(), PoolError>;
     /// Current statistics.
     fn info(&self) -> PoolInfo;
     /// Returns the pages to the backing; with live blocks, reports [`PoolError::Busy`] and
