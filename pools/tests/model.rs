@@ -117,9 +117,6 @@ fn run_dmapool<A: PoolAlgorithm<Backing = &'static HostBacking>>(
     let mut freed: Vec<RawBlock> = Vec::new();
     let mut next_tag = 1u64;
     let size = pool.block_size();
-    // The in-block pool outside debug mode keeps no per-block state (Linux 6.4): it checks no
-    // free, so it cannot tell a guard's block either.
-    let checks_holder = A::NAME != "inblock" || config.debug;
     for op in ops {
         match op {
             Op::Alloc | Op::AllocGuard => {
@@ -150,7 +147,7 @@ fn run_dmapool<A: PoolAlgorithm<Backing = &'static HostBacking>>(
                 prop_assert_eq!(pool.get_mut().free_guarded(block), Ok(()));
                 freed.push(block);
             }
-            Op::FreeGuarded(i, how) if !guarded.is_empty() && checks_holder => {
+            Op::FreeGuarded(i, how) if !guarded.is_empty() => {
                 let (block, _) = guarded[i % guarded.len()];
                 let result = match how {
                     0 => pool.free_raw(block),

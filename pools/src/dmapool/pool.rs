@@ -182,10 +182,10 @@ impl<A: PoolAlgorithm, R: RawMutex> DmaBlock<'_, A, R> {
         // SAFETY: the block is `size` bytes of a page of the pool this guard borrows, and a pool
         // gives its pages back only in `destroy` or on drop, which the borrow rules out until
         // the guard is gone. The guard owns the block: a pool hands a block to one client until
-        // it is freed, the pool marked it a guard's, so its raw paths (a handle, an address)
-        // refuse to free it, and the guard frees it only on drop; so no other thread reaches it
-        // (except the in-block pool outside debug mode, which keeps no mark and trusts its
-        // clients as Linux 6.4 does; see `crate::dmapool`). The view is tied to `&self`, so `write_at`'s `&mut self` keeps writes to one at a time.
+        // it is freed, every algorithm marked it a guard's, so the raw paths (a handle, an
+        // address) refuse to free it and no other guard is handed it, and the guard frees it
+        // only on drop; so no other safe code reaches it. The view is tied to `&self`, so
+        // `write_at`'s `&mut self` keeps writes to one at a time.
         unsafe { Bytes::from_raw_parts(self.raw.cpu_ptr(), self.pool.size) }
     }
 

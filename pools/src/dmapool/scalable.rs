@@ -41,6 +41,10 @@ pub struct Scalable<B: Backing, F: FreeList = SideStack> {
     free: F,
     written_after_free: usize,
     destroyed: bool,
+    /// Whether a guard was ever handed out while the holder states are not kept (the in-block
+    /// list outside debug mode): then the states hold the guards' marks, and a raw free checks
+    /// them. A pool that never handed out a guard pays one test of this flag per free.
+    guards_seen: bool,
     /// This pool's identity, stamped on every handle it gives out.
     id: u64,
 }
@@ -80,7 +84,7 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
 
     /// Whether the holder states are kept: always with the side stack, only in debug mode with
     /// the in-block list (Linux 6.4 keeps nothing per block, so outside debug mode it checks no
-    /// free: neither a double free nor one of a guard's block).
+    /// double free; it marks only the blocks guards hold, once it hands out a guard).
     fn tracks_live(&self) -> bool {
         F::YIELDS_KEYS || self.config.debug
     }
@@ -187,10 +191,12 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
         dma: DmaAddr,
         holder: Holder,
     ) -> Result<(), PoolError> {
-        if self.tracks_live()
-            && let Err(actual) = self.holders.give_back(key, holder)
-        {
-            return Err(misuse(actual, cpu, dma));
+        if self.tracks_live() {
+            if let Err(actual) = self.holders.give_back(key, holder) {
+                return Err(misuse(actual, cpu, dma));
+            }
+        } else if self.guards_seen {
+            self.release_untracked(key, cpu, dma, holder)?;
         }
         if self.config.debug {
             self.poison_freed(key);
@@ -213,6 +219,64 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
             });
         }
         Ok(())
+    }
+
+    /// Without holder states (the in-block list outside debug mode, once it handed out a
+    /// guard): a guard gives its block back, or a raw free is refused if a guard holds the
+    /// block. Nothing else is checked, as in Linux 6.4.
+    #[cold]
+    #[inline(never)]
+    fn release_untracked(
+        &mut self,
+        key: u32,
+        cpu: NonNull<u8>,
+        dma: DmaAddr,
+        holder: Holder,
+    ) -> Result<(), PoolError> {
+        let key = match key {
+            // A raw handle of this list names no key: find it by address.
+            NO_KEY => self.key_of_cpu(cpu)?,
+            key => key,
+        };
+        match (holder, self.holders.holder(key)) {
+            (Holder::Guard, _) => self
+                .holders
+                .give_back(key, Holder::Guard)
+                .map_err(|actual| misuse(actual, cpu, dma)),
+            (Holder::Raw, Some(Holder::Guard)) => Err(misuse(Some(Holder::Guard), cpu, dma)),
+            (Holder::Raw, _) => Ok(()),
+        }
+    }
+
+    /// The key of the block at `cpu`, through the address maps (built on first use).
+    fn key_of_cpu(&mut self, cpu: NonNull<u8>) -> Result<u32, PoolError> {
+        let addr = cpu.as_ptr() as u64;
+        let (page, offset) = self
+            .pages
+            .find_cpu(addr)
+            .ok_or(PoolError::ForeignCpu { cpu: addr as usize })?;
+        let index = self
+            .geo
+            .index_of(offset)
+            .ok_or_else(|| self.misaligned(addr, offset))?;
+        Ok(self.geo.key(page, index))
+    }
+
+    /// Without holder states: marks the block at `cpu`, just popped for a guard, as the
+    /// guard's, and gives its key (the guard's handle carries it). A block already marked is on
+    /// the free list only through a double free: it is refused, so two guards never share one.
+    #[cold]
+    #[inline(never)]
+    fn mark_guard_untracked(&mut self, cpu: NonNull<u8>, dma: DmaAddr) -> Result<u32, PoolError> {
+        let key = self.key_of_cpu(cpu)?;
+        if self.holders.holder(key).is_some() || !self.holders.take(key, Holder::Guard) {
+            return Err(PoolError::FreeListCorrupted {
+                dma,
+                link: cpu.as_ptr() as u64,
+            });
+        }
+        self.guards_seen = true;
+        Ok(key)
     }
 
     /// Debug mode: poisons block `key`, just given back (an in-block link, if any, is
@@ -290,6 +354,10 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
                 what: "free key beyond the holder states",
             });
         }
+        let key = match (key, holder) {
+            (NO_KEY, Holder::Guard) => self.mark_guard_untracked(cpu, dma)?,
+            _ => key,
+        };
         if self.config.debug {
             self.check_poison(key, dma);
         }
@@ -334,6 +402,7 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
             free: F::default(),
             written_after_free: 0,
             destroyed: false,
+            guards_seen: false,
             id: super::next_pool_id(),
         })
     }
@@ -366,12 +435,12 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
 
     fn unguard(&mut self, block: RawBlock) -> Result<(), PoolError> {
         let key = self.own(&block)?;
-        if self.tracks_live()
-            && let Err(actual) = self.holders.unguard(key)
-        {
-            return Err(misuse(actual, block.cpu_ptr(), block.dma_addr()));
-        }
-        Ok(())
+        // Without holder states only guards are marked: the mark goes.
+        let handed = match self.tracks_live() {
+            true => self.holders.unguard(key),
+            false => self.holders.give_back(key, Holder::Guard),
+        };
+        handed.map_err(|actual| misuse(actual, block.cpu_ptr(), block.dma_addr()))
     }
 
     fn free_cpu(&mut self, cpu: *const u8) -> Result<(), PoolError> {
@@ -457,9 +526,8 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
             if page >= self.pages.len() || index >= self.geo.per_page {
                 return Err(format!("free key {key:#x} outside the pool"));
             }
-            if (self.tracks_live() && self.is_live(key))
-                || core::mem::replace(&mut seen[key as usize], true)
-            {
+            // Without holder states only the guards' blocks are marked: none may be free either.
+            if self.is_live(key) || core::mem::replace(&mut seen[key as usize], true) {
                 return Err(format!("free key {key:#x} is live or listed twice"));
             }
         }
@@ -467,7 +535,7 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
             .holders
             .count_live()
             .map_err(|key| format!("block {key:#x} is raw but not live"))?;
-        if self.tracks_live() && live_count != self.active() {
+        if (self.tracks_live() && live_count != self.active()) || live_count > self.active() {
             return Err(format!(
                 "holder states {live_count} live != total {total} - free {}",
                 self.free.len()
