@@ -25,6 +25,9 @@ use crate::raw::{Block, Bytes, PageSource};
 
 use super::free_list::{FreeList, Popped, SideStack};
 
+mod invariants;
+mod untracked;
+
 /// The key of a handle from an in-block pool outside debug mode: such a pool, like Linux
 /// 6.4, does not know which block it handed out, only where.
 const NO_KEY: u32 = u32::MAX;
@@ -53,15 +56,6 @@ pub struct Scalable<B: Backing, F: FreeList = SideStack> {
 fn key_at(geo: &Geometry, pages: &Pages, cpu: NonNull<u8>) -> Option<u32> {
     let (page, offset) = pages.lookup_cpu(cpu.as_ptr() as u64)?;
     Some(geo.key(page, geo.index_of(offset)?))
-}
-
-/// The key and bytes of the block at `cpu` by scanning the pages (for the invariant walker).
-fn key_by_scan<'a>(geo: &Geometry, pages: &'a Pages, cpu: NonNull<u8>) -> Option<(u32, Bytes<'a>)> {
-    let cpu = cpu.as_ptr() as u64;
-    pages.iter().enumerate().find_map(|(page, added)| {
-        let key = geo.key(page, geo.index_of(added.offset_of_cpu(cpu)?)?);
-        Some((key, locate_in(geo, pages, key)?.bytes))
-    })
 }
 
 /// Bytes and bus address of block `key`, if the key names a block of the pool.
@@ -219,64 +213,6 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
             });
         }
         Ok(())
-    }
-
-    /// Without holder states (the in-block list outside debug mode, once it handed out a
-    /// guard): a guard gives its block back, or a raw free is refused if a guard holds the
-    /// block. Nothing else is checked, as in Linux 6.4.
-    #[cold]
-    #[inline(never)]
-    fn release_untracked(
-        &mut self,
-        key: u32,
-        cpu: NonNull<u8>,
-        dma: DmaAddr,
-        holder: Holder,
-    ) -> Result<(), PoolError> {
-        let key = match key {
-            // A raw handle of this list names no key: find it by address.
-            NO_KEY => self.key_of_cpu(cpu)?,
-            key => key,
-        };
-        match (holder, self.holders.holder(key)) {
-            (Holder::Guard, _) => self
-                .holders
-                .give_back(key, Holder::Guard)
-                .map_err(|actual| misuse(actual, cpu, dma)),
-            (Holder::Raw, Some(Holder::Guard)) => Err(misuse(Some(Holder::Guard), cpu, dma)),
-            (Holder::Raw, _) => Ok(()),
-        }
-    }
-
-    /// The key of the block at `cpu`, through the address maps (built on first use).
-    fn key_of_cpu(&mut self, cpu: NonNull<u8>) -> Result<u32, PoolError> {
-        let addr = cpu.as_ptr() as u64;
-        let (page, offset) = self
-            .pages
-            .find_cpu(addr)
-            .ok_or(PoolError::ForeignCpu { cpu: addr as usize })?;
-        let index = self
-            .geo
-            .index_of(offset)
-            .ok_or_else(|| self.misaligned(addr, offset))?;
-        Ok(self.geo.key(page, index))
-    }
-
-    /// Without holder states: marks the block at `cpu`, just popped for a guard, as the
-    /// guard's, and gives its key (the guard's handle carries it). A block already marked is on
-    /// the free list only through a double free: it is refused, so two guards never share one.
-    #[cold]
-    #[inline(never)]
-    fn mark_guard_untracked(&mut self, cpu: NonNull<u8>, dma: DmaAddr) -> Result<u32, PoolError> {
-        let key = self.key_of_cpu(cpu)?;
-        if self.holders.holder(key).is_some() || !self.holders.take(key, Holder::Guard) {
-            return Err(PoolError::FreeListCorrupted {
-                dma,
-                link: cpu.as_ptr() as u64,
-            });
-        }
-        self.guards_seen = true;
-        Ok(key)
     }
 
     /// Debug mode: poisons block `key`, just given back (an in-block link, if any, is
@@ -509,47 +445,6 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        use alloc::format;
-        let total = self.pages.len() * self.geo.per_page;
-        let (geo, pages) = (&self.geo, &self.pages);
-        let keys = self.free.keys(|cpu| key_by_scan(geo, pages, cpu));
-        if keys.len() != self.free.len() || keys.len() > total {
-            return Err(format!(
-                "free list walk {} / len {} / total {total}",
-                keys.len(),
-                self.free.len(),
-            ));
-        }
-        let mut seen = alloc::vec![false; (self.pages.len() << self.geo.key_shift).max(1)];
-        for key in keys {
-            let (page, index) = self.geo.split(key);
-            if page >= self.pages.len() || index >= self.geo.per_page {
-                return Err(format!("free key {key:#x} outside the pool"));
-            }
-            // Without holder states only the guards' blocks are marked: none may be free either.
-            if self.is_live(key) || core::mem::replace(&mut seen[key as usize], true) {
-                return Err(format!("free key {key:#x} is live or listed twice"));
-            }
-        }
-        let live_count = self
-            .holders
-            .count_live()
-            .map_err(|key| format!("block {key:#x} is raw but not live"))?;
-        if (self.tracks_live() && live_count != self.active()) || live_count > self.active() {
-            return Err(format!(
-                "holder states {live_count} live != total {total} - free {}",
-                self.free.len()
-            ));
-        }
-        for page in self.pages.iter() {
-            let cpu = page.cpu().as_ptr() as u64;
-            if page.len_bytes() < self.geo.allocation || cpu % self.geo.chunk_align as u64 != 0 {
-                return Err(format!("page {cpu:#x} too short or misaligned"));
-            }
-        }
-        if let Err(page) = self.pages.check_maps() {
-            return Err(format!("page {page} missing from the address maps"));
-        }
-        Ok(())
+        self.walk_invariants()
     }
 }
