@@ -6,8 +6,9 @@
 //! A free names the holder it expects, so one masked compare both catches a double free and
 //! keeps the raw paths (a handle, a CPU or a bus address) off a block a guard holds, which would
 //! otherwise be freed and handed out again under the guard. Marking the raw blocks rather than
-//! the guarded ones costs neither side an instruction over the single live bit: each path sets,
-//! tests and clears one constant mask.
+//! the guarded ones treats both sides alike: each alloc sets one constant mask, each free tests
+//! and clears one (an xor, then a test), a few instructions more than the single live bit took
+//! (docs/unsafe.md has the counts).
 
 use alloc::vec::Vec;
 
@@ -28,10 +29,11 @@ const BLOCKS_PER_WORD: usize = 32;
 /// The live bit of every block in a word.
 const LIVE_BITS: u64 = 0x5555_5555_5555_5555;
 
-/// The word of block `key` and the shift of its two bits in it.
+/// The word of block `key` and the shift of its two bits in it, taken modulo 64 by the
+/// `wrapping_` shifts below (which x86's shifts do for free, so no masking instruction).
 #[inline(always)]
 fn slot(key: u32) -> (usize, u32) {
-    (key as usize / BLOCKS_PER_WORD, (key % 32) * 2)
+    (key as usize / BLOCKS_PER_WORD, key << 1)
 }
 
 impl Holders {
@@ -59,7 +61,7 @@ impl Holders {
         let (word, shift) = slot(key);
         match self.0.get_mut(word) {
             Some(word) => {
-                *word |= (holder as u64) << shift;
+                *word |= (holder as u64).wrapping_shl(shift);
                 true
             }
             None => false,
@@ -71,13 +73,17 @@ impl Holders {
     #[inline(always)]
     pub fn give_back(&mut self, key: u32, holder: Holder) -> Result<(), Option<Holder>> {
         let (word, shift) = slot(key);
-        match self.0.get_mut(word) {
-            Some(word) if (*word >> shift) & 0b11 == holder as u64 => {
-                *word &= !(0b11 << shift);
-                Ok(())
+        let state = (holder as u64).wrapping_shl(shift);
+        let both = 0b11u64.wrapping_shl(shift);
+        if let Some(word) = self.0.get_mut(word) {
+            // Clearing by xor leaves the two bits zero exactly when they were `holder`'s.
+            let freed = *word ^ state;
+            if freed & both == 0 {
+                *word = freed;
+                return Ok(());
             }
-            _ => Err(self.holder(key)),
         }
+        Err(self.holder(key))
     }
 
     /// Hands a guard's block `key` over to a raw handle; otherwise changes nothing and says who
@@ -85,8 +91,8 @@ impl Holders {
     pub fn unguard(&mut self, key: u32) -> Result<(), Option<Holder>> {
         let (word, shift) = slot(key);
         match self.0.get_mut(word) {
-            Some(word) if (*word >> shift) & 0b11 == Holder::Guard as u64 => {
-                *word |= (Holder::Raw as u64) << shift;
+            Some(word) if (*word).wrapping_shr(shift) & 0b11 == Holder::Guard as u64 => {
+                *word |= (Holder::Raw as u64).wrapping_shl(shift);
                 Ok(())
             }
             _ => Err(self.holder(key)),
@@ -96,7 +102,7 @@ impl Holders {
     /// Who holds block `key` (`None`: no one).
     pub fn holder(&self, key: u32) -> Option<Holder> {
         let (word, shift) = slot(key);
-        match self.0.get(word).map(|w| (w >> shift) & 0b11) {
+        match self.0.get(word).map(|w| w.wrapping_shr(shift) & 0b11) {
             Some(0b01) => Some(Holder::Guard),
             Some(0b11) => Some(Holder::Raw),
             _ => None,

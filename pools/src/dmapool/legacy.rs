@@ -259,7 +259,10 @@ impl<B: Backing> Legacy<B> {
         }
     }
 
-    /// `dma_pool_alloc`: the block, its page and its offset.
+    /// `dma_pool_alloc`: the block, its page and its offset. Always inlined, so that the raw
+    /// `alloc` stays the one function it was before guards were marked (out of line, the tuple
+    /// comes back through memory).
+    #[inline(always)]
     fn take(&mut self) -> Result<(RawBlock, usize, usize), PoolError> {
         let allocation = self.geo.allocation;
         let with_room = self.walk().find(|&p| self.pages[p].offset < allocation);
