@@ -67,6 +67,16 @@ pub enum PoolError {
         /// Bus address of the block.
         dma: DmaAddr,
     },
+    /// The block is held by a guard ([`DmaBlock`](crate::DmaBlock),
+    /// [`SlabObject`](crate::slab::SlabObject)), which gives it back when it drops: a raw handle
+    /// or an address cannot free it under the guard.
+    #[error("block at CPU address {cpu:#x}, bus address {dma} is held by a guard; drop the guard")]
+    HeldByGuard {
+        /// CPU address of the block.
+        cpu: usize,
+        /// Bus address of the block.
+        dma: DmaAddr,
+    },
     /// The CPU address does not lie in any page of this pool.
     #[error("CPU address {cpu:#x} is not from this pool")]
     ForeignCpu {

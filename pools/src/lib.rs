@@ -40,6 +40,7 @@ pub mod clock;
 pub mod counting_lock;
 pub mod dmapool;
 mod error;
+mod holders;
 #[cfg(any(test, feature = "std"))]
 #[expect(
     unsafe_code,

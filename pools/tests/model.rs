@@ -1,9 +1,9 @@
 //! Model-based random sequences for every dmapool algorithm and for the slab cache.
 //!
 //! Each case builds a random pool geometry, then applies random operations — alloc, free by
-//! handle / bus address / CPU address, double free, foreign and misaligned frees, and
-//! destroy-and-recreate — to the pool and to a plain reference model (the set of live
-//! blocks). After every step an invariant walker checks the pool's own bookkeeping and the
+//! handle / bus address / CPU address, double free, foreign and misaligned frees, a guard's
+//! alloc, drop and `into_raw`, raw frees of a guard's block, and destroy-and-recreate — to the
+//! pool and to a plain reference model (the sets of raw and guarded live blocks). After every step an invariant walker checks the pool's own bookkeeping and the
 //! agreement with the model, and every live block still holds the tag written into it at
 //! allocation, which catches overlapping or reused-while-live blocks.
 
@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use pools::dmapool::{InBlock, Legacy, Scalable, SideStack};
 use pools::host::{HostBacking, HostRawMutex};
-use pools::slab::{RawObject, SlabCache, SlabConfig};
+use pools::slab::{RawObject, SlabCache, SlabConfig, SlabObject};
 use pools::{DmaAddr, DmaPool, PoolAlgorithm, PoolConfig, PoolError, RawBlock};
 use proptest::prelude::*;
 
@@ -25,6 +25,14 @@ enum Op {
     Misaligned(usize, u64),
     Foreign(u64),
     Recreate,
+    /// A guard's alloc (`DmaPool::alloc`, `SlabCache::alloc`).
+    AllocGuard,
+    /// A guard's drop.
+    DropGuard(usize),
+    /// A raw free of a guard's block: by handle (0), bus (1) or CPU address (2).
+    FreeGuarded(usize, u8),
+    /// A guard's `into_raw`.
+    IntoRaw(usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -37,6 +45,10 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<usize>(), 1u64..16).prop_map(|(i, d)| Op::Misaligned(i, d)),
         1 => any::<u64>().prop_map(Op::Foreign),
         1 => Just(Op::Recreate),
+        3 => Just(Op::AllocGuard),
+        2 => any::<usize>().prop_map(Op::DropGuard),
+        2 => (any::<usize>(), 0u8..3).prop_map(|(i, how)| Op::FreeGuarded(i, how)),
+        1 => any::<usize>().prop_map(Op::IntoRaw),
     ]
 }
 
@@ -99,23 +111,59 @@ fn run_dmapool<A: PoolAlgorithm<Backing = &'static HostBacking>>(
     let backing: &'static HostBacking = Box::leak(Box::new(HostBacking::new()));
     let mut pool = DmaPool::<A, HostRawMutex>::with_config(config.clone(), backing).unwrap();
     let mut live: Vec<(RawBlock, u64)> = Vec::new();
+    // Blocks a guard holds. The guards are the algorithm's (`alloc_guarded` and friends through
+    // `get_mut`), so that destroy can find them live as it finds leaked `DmaBlock`s.
+    let mut guarded: Vec<(RawBlock, u64)> = Vec::new();
     let mut freed: Vec<RawBlock> = Vec::new();
     let mut next_tag = 1u64;
     let size = pool.block_size();
     for op in ops {
         match op {
-            Op::Alloc => {
-                let block = pool.alloc_raw().unwrap();
+            Op::Alloc | Op::AllocGuard => {
+                let block = match op {
+                    Op::Alloc => pool.alloc_raw().unwrap(),
+                    _ => pool.get_mut().alloc_guarded().unwrap(),
+                };
                 prop_assert!(block.dma_addr().0 % config.align.max(1) as u64 == 0);
-                prop_assert!(live.iter().all(|(b, _)| b.dma_addr() != block.dma_addr()));
+                prop_assert!(
+                    live.iter()
+                        .chain(&guarded)
+                        .all(|(b, _)| b.dma_addr() != block.dma_addr())
+                );
                 if config.boundary != 0 {
                     let (s, e) = (block.dma_addr().0, block.dma_addr().0 + size as u64 - 1);
                     prop_assert_eq!(s / config.boundary as u64, e / config.boundary as u64);
                 }
                 tag(&block, size, next_tag);
-                live.push((block, next_tag));
+                match op {
+                    Op::Alloc => live.push((block, next_tag)),
+                    _ => guarded.push((block, next_tag)),
+                }
                 freed.retain(|f| f.dma_addr() != block.dma_addr());
                 next_tag += 1;
+            }
+            Op::DropGuard(i) if !guarded.is_empty() => {
+                let (block, _) = guarded.swap_remove(i % guarded.len());
+                prop_assert_eq!(pool.get_mut().free_guarded(block), Ok(()));
+                freed.push(block);
+            }
+            Op::FreeGuarded(i, how) if !guarded.is_empty() => {
+                let (block, _) = guarded[i % guarded.len()];
+                let result = match how {
+                    0 => pool.free_raw(block),
+                    1 => pool.free_dma(block.dma_addr()),
+                    _ => pool.free_cpu(block.cpu_ptr().as_ptr()),
+                };
+                let held = PoolError::HeldByGuard {
+                    cpu: block.cpu_ptr().as_ptr() as usize,
+                    dma: block.dma_addr(),
+                };
+                prop_assert_eq!(result, Err(held));
+            }
+            Op::IntoRaw(i) if !guarded.is_empty() => {
+                let entry = guarded.swap_remove(i % guarded.len());
+                prop_assert_eq!(pool.get_mut().unguard(entry.0), Ok(()));
+                live.push(entry);
             }
             Op::Free(i) | Op::FreeDma(i) | Op::FreeCpu(i) if !live.is_empty() => {
                 let (block, _) = live.swap_remove(i % live.len());
@@ -156,19 +204,20 @@ fn run_dmapool<A: PoolAlgorithm<Backing = &'static HostBacking>>(
             Op::Recreate => {
                 let pages = pool.info().pages;
                 let result = pool.destroy();
-                if live.is_empty() {
+                let held = live.len() + guarded.len();
+                if held == 0 {
                     prop_assert_eq!(result, Ok(()));
                 } else {
-                    let busy =
-                        matches!(result, Err(PoolError::Busy { live: n, .. }) if n == live.len());
+                    let busy = matches!(result, Err(PoolError::Busy { live: n, .. }) if n == held);
                     prop_assert!(busy, "{:?}", result);
                     let _ = pages;
                     // Leaked pages stay valid memory: tags must still be there.
-                    for (block, t) in &live {
+                    for (block, t) in live.iter().chain(&guarded) {
                         prop_assert_eq!(read_tag(block, size), tagged(*t, size));
                     }
                 }
                 live.clear();
+                guarded.clear();
                 freed.clear();
                 pool = DmaPool::with_config(config.clone(), backing).unwrap();
             }
@@ -176,10 +225,10 @@ fn run_dmapool<A: PoolAlgorithm<Backing = &'static HostBacking>>(
         }
         pool.check_invariants().map_err(TestCaseError::fail)?;
         let info = pool.info();
-        prop_assert_eq!(info.active, live.len());
+        prop_assert_eq!(info.active, live.len() + guarded.len());
         prop_assert!(info.total >= info.active);
         prop_assert!(backing.outstanding() >= info.pages);
-        for (block, t) in &live {
+        for (block, t) in live.iter().chain(&guarded) {
             prop_assert_eq!(
                 read_tag(block, size),
                 tagged(*t, size),
@@ -188,7 +237,7 @@ fn run_dmapool<A: PoolAlgorithm<Backing = &'static HostBacking>>(
             );
         }
     }
-    let had_live = !live.is_empty();
+    let had_live = !live.is_empty() || !guarded.is_empty();
     let before = backing.outstanding();
     let pages = pool.info().pages;
     let result = pool.destroy();
@@ -253,6 +302,10 @@ fn run_slab(config: SlabConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
     let mut cache =
         SlabCache::<&HostBacking, HostRawMutex>::create(config.clone(), &backing).unwrap();
     let mut live: HashMap<u64, (RawObject, u64)> = HashMap::new();
+    // Real guards: the slab model never destroys its cache before the end.
+    let mut guards: Vec<(SlabObject<'_, &HostBacking, HostRawMutex>, u64)> = Vec::new();
+    // Every raw handle ever handed out, by bus address: stale copies name later guards' objects.
+    let mut handles: HashMap<u64, RawObject> = HashMap::new();
     let mut freed: Vec<RawObject> = Vec::new();
     let mut next_tag = 1u64;
     for op in ops {
@@ -268,8 +321,54 @@ fn run_slab(config: SlabConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 prop_assert!(!live.contains_key(&object.dma_addr().0));
                 tag_object(&object, len, next_tag);
                 live.insert(object.dma_addr().0, (object, next_tag & mask));
+                handles.insert(object.dma_addr().0, object);
                 freed.retain(|f| f.dma_addr() != object.dma_addr());
                 next_tag += 1;
+            }
+            Op::AllocGuard => {
+                let mut guard = cache.alloc().unwrap();
+                let dma = guard.dma_addr();
+                prop_assert!(!live.contains_key(&dma.0));
+                prop_assert!(guards.iter().all(|(g, _)| g.dma_addr() != dma));
+                prop_assert!(guard.write_at(0, &next_tag.to_ne_bytes()[..len.min(8)]));
+                guards.push((guard, next_tag & mask));
+                freed.retain(|f| f.dma_addr() != dma);
+                next_tag += 1;
+            }
+            Op::DropGuard(i) if !guards.is_empty() => {
+                let (guard, _) = guards.swap_remove(i % guards.len());
+                if let Some(&stale) = handles.get(&guard.dma_addr().0) {
+                    freed.push(stale);
+                }
+                drop(guard);
+            }
+            Op::FreeGuarded(i, how) if !guards.is_empty() => {
+                let (guard, _) = &guards[i % guards.len()];
+                let (cpu, dma) = (guard.cpu_ptr().as_ptr(), guard.dma_addr());
+                let held = PoolError::HeldByGuard {
+                    cpu: cpu as usize,
+                    dma,
+                };
+                match (how, handles.get(&dma.0)) {
+                    // A stale handle of a shrunk slab's object no longer matches: foreign.
+                    (0, Some(&stale)) => {
+                        let result = cache.free_raw(stale);
+                        prop_assert!(
+                            result == Err(held)
+                                || matches!(result, Err(PoolError::ForeignHandle { .. })),
+                            "{:?}",
+                            result
+                        );
+                    }
+                    (1, _) => prop_assert_eq!(cache.free_dma(dma), Err(held)),
+                    _ => prop_assert_eq!(cache.free_cpu(cpu), Err(held)),
+                }
+            }
+            Op::IntoRaw(i) if !guards.is_empty() => {
+                let (guard, t) = guards.swap_remove(i % guards.len());
+                let object = guard.into_raw();
+                handles.insert(object.dma_addr().0, object);
+                live.insert(object.dma_addr().0, (object, t));
             }
             Op::Free(i) | Op::FreeDma(i) | Op::FreeCpu(i) if !keys.is_empty() => {
                 let (object, _) = live.remove(&keys[i % keys.len()]).unwrap();
@@ -321,7 +420,7 @@ fn run_slab(config: SlabConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
         }
         cache.check_invariants().map_err(TestCaseError::fail)?;
         let stats = cache.stats();
-        prop_assert_eq!(stats.objects_in_use, live.len());
+        prop_assert_eq!(stats.objects_in_use, live.len() + guards.len());
         prop_assert_eq!(stats.slabs, backing.outstanding());
         prop_assert_eq!(
             stats.partial_slabs + stats.full_slabs + stats.empty_slabs,
@@ -330,8 +429,17 @@ fn run_slab(config: SlabConfig, ops: Vec<Op>) -> Result<(), TestCaseError> {
         for (object, t) in live.values() {
             prop_assert_eq!(object_tag(object, len), *t);
         }
+        for (guard, t) in &guards {
+            let mut bytes = [0u8; 8];
+            prop_assert!(guard.read_at(0, &mut bytes[..len.min(8)]));
+            prop_assert_eq!(u64::from_ne_bytes(bytes), *t);
+        }
     }
-    let had_live = !live.is_empty();
+    let had_live = !live.is_empty() || !guards.is_empty();
+    // The guards leak their objects, as `DmaBlock`s leaked past destroy would.
+    for (guard, _) in guards {
+        guard.into_raw();
+    }
     let result =
         std::mem::replace(&mut cache, SlabCache::create(config, &backing).unwrap()).destroy();
     prop_assert_eq!(result.is_err(), had_live);

@@ -44,8 +44,10 @@ pub fn numa_pool_lookups() -> Result<(), String> {
             let before: Vec<_> = set.pools().map(|p| p.raw_lock().stats()).collect();
             let mut blocks: Vec<RawBlock> = Vec::new();
             for _ in 0..LOOKUPS {
-                match set.alloc(&ThisCpu) {
-                    Ok(block) => blocks.push(block.into_raw()),
+                // Raw, not a guard's `into_raw`: that takes the pool's lock once more, to hand
+                // the block from the guard to the raw paths.
+                match set.alloc_raw(&ThisCpu) {
+                    Ok(block) => blocks.push(block),
                     Err(err) => {
                         failure.lock().get_or_insert(format!("CPU {turn}: {err}"));
                     }

@@ -14,11 +14,20 @@
 //! overwrote one yields [`PoolError::FreeListCorrupted`] rather than a wild pointer. A double
 //! free is detected by walking the page's free chain, and like Linux only in debug mode:
 //! without it a free costs the page-list walk alone (a second free of a block is then caught
-//! only when its page has nothing live). Linux's `pool_block_err` walks the page list and the
-//! free chain on every debug free as this does; it also drops `pool->lock` while it allocates
-//! a page, which a single-threaded model has no need of (the pool's lock is the caller's).
+//! only when its page has nothing live, and otherwise lists the block twice on its chain).
+//! Linux's `pool_block_err` walks the page list and the free chain on every debug free as this
+//! does; it also drops `pool->lock` while it allocates a page, which a single-threaded model has
+//! no need of (the pool's lock is the caller's).
+//!
+//! Linux has no guards; this port marks the blocks a [`DmaBlock`](super::DmaBlock) holds, one
+//! bit each in ordinary memory, so that a raw free (handle or address) of a guard's block is
+//! refused ([`PoolError::HeldByGuard`]) in either mode. The mark sits on the guards' side
+//! because the raw paths are the baseline being measured: their alloc is unchanged, and their
+//! free tests one bit at the block index it already computes. A guard's alloc also refuses a
+//! block its chain lists while a guard holds it (only an undetected double free lists it so),
+//! so two guards never share a block; a raw client can still be handed a block twice after a
+//! double free outside debug mode, as in Linux.
 
-use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::cell::Cell;
@@ -27,7 +36,10 @@ use super::geometry::Geometry;
 use super::{POISON_ALLOCATED, POISON_FREED, PoolAlgorithm, PoolConfig, PoolInfo, RawBlock};
 use crate::backing::{Backing, DmaAddr};
 use crate::error::PoolError;
+use crate::holders::Holder;
 use crate::raw::{Bytes, Page, PageSource};
+
+mod invariants;
 
 const NIL: usize = usize::MAX;
 /// Legacy handles carry no key; the pool finds the page by walking.
@@ -49,6 +61,8 @@ pub struct Legacy<B: Backing> {
     geo: Geometry,
     source: PageSource<B>,
     pages: Vec<LegacyPage>,
+    /// One bit per block (`page * per_page + index`): a guard holds it.
+    guarded: Vec<u64>,
     head: usize,
     active: usize,
     destroyed: bool,
@@ -93,6 +107,30 @@ impl<B: Backing> Legacy<B> {
         u64::from(self.pages[page].page.bytes().read_u32(offset))
     }
 
+    /// The bit of block `index` of `page` in `guarded`: its word and its mask.
+    fn guard_bit(&self, page: usize, index: usize) -> (usize, u64) {
+        let bit = page * self.geo.per_page + index;
+        (bit / 64, 1 << (bit % 64))
+    }
+
+    fn is_guarded(&self, page: usize, index: usize) -> bool {
+        let (word, mask) = self.guard_bit(page, index);
+        self.guarded.get(word).is_some_and(|w| w & mask != 0)
+    }
+
+    /// Sets (`true`) or clears the guard mark of block `index` of `page`; `false` if it was
+    /// already so.
+    fn mark_guarded(&mut self, page: usize, index: usize, guarded: bool) -> bool {
+        let (word, mask) = self.guard_bit(page, index);
+        match self.guarded.get_mut(word) {
+            Some(w) if (*w & mask != 0) != guarded => {
+                *w ^= mask;
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn set_link(&mut self, page: usize, offset: usize, next: usize) {
         // Offsets are below the allocation, which is at most 1 GiB, so they fit the u32 link.
         self.pages[page].page.bytes().write_u32(offset, next as u32);
@@ -132,6 +170,8 @@ impl<B: Backing> Legacy<B> {
             self.set_link(page, self.geo.offsets[index] as usize, next);
         }
         self.head = page;
+        self.guarded
+            .resize(((page + 1) * self.geo.per_page).div_ceil(64), 0);
         Ok(page)
     }
 
@@ -166,18 +206,31 @@ impl<B: Backing> Legacy<B> {
         false
     }
 
-    /// Frees the block at `offset` of `page` (the tail of `dma_pool_free`).
-    fn release(&mut self, page: usize, offset: usize, addr: u64) -> Result<(), PoolError> {
-        if self.geo.index_of(offset).is_none() {
+    /// Frees the block at `offset` of `page` (the tail of `dma_pool_free`) if `holder` holds
+    /// it: a guard's block only for `Holder::Guard`.
+    fn release(
+        &mut self,
+        page: usize,
+        offset: usize,
+        addr: u64,
+        holder: Holder,
+    ) -> Result<(), PoolError> {
+        let Some(index) = self.geo.index_of(offset) else {
             return Err(PoolError::Misaligned {
                 addr,
                 offset_in_page: offset,
                 block_size: self.geo.size,
             });
-        }
+        };
         let dma = self.pages[page].page.dma().offset(offset as u64);
         if self.pages[page].in_use == 0 || (self.config.debug && self.on_free_chain(page, offset)) {
             return Err(PoolError::DoubleFree { dma });
+        }
+        if self.is_guarded(page, index) != (holder == Holder::Guard) {
+            return Err(self.not_held_by(holder, page, offset));
+        }
+        if holder == Holder::Guard {
+            self.mark_guarded(page, index, false);
         }
         if self.config.debug {
             self.block(page, offset).fill(POISON_FREED);
@@ -190,29 +243,27 @@ impl<B: Backing> Legacy<B> {
         self.active -= 1;
         Ok(())
     }
-}
 
-impl<B: Backing> PoolAlgorithm for Legacy<B> {
-    type Backing = B;
-    const NAME: &'static str = "legacy";
-
-    fn create(config: PoolConfig, backing: B) -> Result<Self, PoolError> {
-        let geo = Geometry::legacy(&config)?;
-        Ok(Self {
-            config,
-            geo,
-            source: PageSource::new(backing),
-            pages: Vec::new(),
-            head: NIL,
-            active: 0,
-            destroyed: false,
-            pages_walked: Cell::new(0),
-            written_after_free: 0,
-            id: super::next_pool_id(),
-        })
+    /// Why `holder` may not free block `offset` of `page`, which is live.
+    #[cold]
+    #[inline(never)]
+    fn not_held_by(&self, holder: Holder, page: usize, offset: usize) -> PoolError {
+        match holder {
+            Holder::Raw => PoolError::HeldByGuard {
+                cpu: self.pages[page].page.cpu().as_ptr() as usize + offset,
+                dma: self.pages[page].page.dma().offset(offset as u64),
+            },
+            Holder::Guard => PoolError::Inconsistent {
+                what: "a guard's block is not marked as a guard's",
+            },
+        }
     }
 
-    fn alloc(&mut self) -> Result<RawBlock, PoolError> {
+    /// `dma_pool_alloc`: the block, its page and its offset. Always inlined, so that the raw
+    /// `alloc` stays the one function it was before guards were marked (out of line, the tuple
+    /// comes back through memory).
+    #[inline(always)]
+    fn take(&mut self) -> Result<(RawBlock, usize, usize), PoolError> {
         let allocation = self.geo.allocation;
         let with_room = self.walk().find(|&p| self.pages[p].offset < allocation);
         let page = match with_room {
@@ -248,10 +299,11 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
         p.offset = next;
         p.in_use += 1;
         self.active += 1;
-        Ok(RawBlock::new(cpu, dma, self.id, NO_KEY, node))
+        Ok((RawBlock::new(cpu, dma, self.id, NO_KEY, node), page, offset))
     }
 
-    fn free(&mut self, block: RawBlock) -> Result<(), PoolError> {
+    /// The page and offset of `block`, a handle of this pool.
+    fn find_handle(&self, block: &RawBlock) -> Result<(usize, usize), PoolError> {
         let dma = block.dma_addr();
         let page = self.find_page(dma).ok_or(PoolError::ForeignDma { dma })?;
         let offset = (dma.0 - self.pages[page].page.dma().0) as usize;
@@ -262,7 +314,73 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
                 dma,
             });
         }
-        self.release(page, offset, dma.0)
+        Ok((page, offset))
+    }
+}
+
+impl<B: Backing> PoolAlgorithm for Legacy<B> {
+    type Backing = B;
+    const NAME: &'static str = "legacy";
+
+    fn create(config: PoolConfig, backing: B) -> Result<Self, PoolError> {
+        let geo = Geometry::legacy(&config)?;
+        Ok(Self {
+            config,
+            geo,
+            source: PageSource::new(backing),
+            pages: Vec::new(),
+            guarded: Vec::new(),
+            head: NIL,
+            active: 0,
+            destroyed: false,
+            pages_walked: Cell::new(0),
+            written_after_free: 0,
+            id: super::next_pool_id(),
+        })
+    }
+
+    fn alloc(&mut self) -> Result<RawBlock, PoolError> {
+        self.take().map(|(block, _, _)| block)
+    }
+
+    fn free(&mut self, block: RawBlock) -> Result<(), PoolError> {
+        let (page, offset) = self.find_handle(&block)?;
+        self.release(page, offset, block.dma_addr().0, Holder::Raw)
+    }
+
+    /// As `alloc`, and marks the block a guard's. A block already marked is on the chain only
+    /// because of a double free outside debug mode: it is refused (it stays the first guard's;
+    /// taking it off the chain undid the double free's count).
+    fn alloc_guarded(&mut self) -> Result<RawBlock, PoolError> {
+        let (block, page, offset) = self.take()?;
+        let marked = self
+            .geo
+            .index_of(offset)
+            .is_some_and(|index| self.mark_guarded(page, index, true));
+        if !marked {
+            return Err(PoolError::FreeListCorrupted {
+                dma: block.dma_addr(),
+                link: offset as u64,
+            });
+        }
+        Ok(block)
+    }
+
+    fn free_guarded(&mut self, block: RawBlock) -> Result<(), PoolError> {
+        let (page, offset) = self.find_handle(&block)?;
+        self.release(page, offset, block.dma_addr().0, Holder::Guard)
+    }
+
+    fn unguard(&mut self, block: RawBlock) -> Result<(), PoolError> {
+        let (page, offset) = self.find_handle(&block)?;
+        let unmarked = self
+            .geo
+            .index_of(offset)
+            .is_some_and(|index| self.mark_guarded(page, index, false));
+        if !unmarked {
+            return Err(self.not_held_by(Holder::Guard, page, offset));
+        }
+        Ok(())
     }
 
     fn free_cpu(&mut self, cpu: *const u8) -> Result<(), PoolError> {
@@ -271,13 +389,13 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
             .find_page_cpu(addr)
             .ok_or(PoolError::ForeignCpu { cpu: cpu as usize })?;
         let offset = (addr - self.pages[page].page.cpu().as_ptr() as u64) as usize;
-        self.release(page, offset, addr)
+        self.release(page, offset, addr, Holder::Raw)
     }
 
     fn free_dma(&mut self, dma: DmaAddr) -> Result<(), PoolError> {
         let page = self.find_page(dma).ok_or(PoolError::ForeignDma { dma })?;
         let offset = (dma.0 - self.pages[page].page.dma().0) as usize;
-        self.release(page, offset, dma.0)
+        self.release(page, offset, dma.0, Holder::Raw)
     }
 
     fn info(&self) -> PoolInfo {
@@ -309,6 +427,7 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
             self.source.free(page.page);
         }
         self.head = NIL;
+        self.guarded.clear();
         if leaked_pages > 0 {
             log::error!(
                 "dma_pool_destroy {}, busy: {} blocks live",
@@ -325,39 +444,6 @@ impl<B: Backing> PoolAlgorithm for Legacy<B> {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        let listed = self.walk().take(self.pages.len() + 1).count();
-        if listed != self.pages.len() {
-            return Err(format!(
-                "page list has {listed} entries, {} pages",
-                self.pages.len()
-            ));
-        }
-        let mut active = 0;
-        for page in 0..self.pages.len() {
-            let p = &self.pages[page];
-            let mut free = 0;
-            let mut chain = p.offset;
-            while chain != self.geo.allocation {
-                if self.geo.index_of(chain).is_none() || free >= self.geo.per_page {
-                    return Err(format!("page {page}: bad free chain at offset {chain:#x}"));
-                }
-                free += 1;
-                chain = usize::try_from(self.link(page, chain)).unwrap_or(NIL);
-            }
-            if free + p.in_use != self.geo.per_page {
-                return Err(format!(
-                    "page {page}: {free} free + {} in use != {}",
-                    p.in_use, self.geo.per_page
-                ));
-            }
-            active += p.in_use;
-        }
-        if active != self.active {
-            return Err(format!(
-                "pages hold {active} live blocks, pool says {}",
-                self.active
-            ));
-        }
-        Ok(())
+        self.walk_invariants()
     }
 }

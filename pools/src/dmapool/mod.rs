@@ -9,8 +9,9 @@
 //! Three algorithms implement [`PoolAlgorithm`] so that every test and benchmark runs on all:
 //! - [`Scalable`] with [`SideStack`] (the default, [`ScalablePool`]): O(1) alloc and free with
 //!   *all* bookkeeping outside block memory. Free blocks sit on a stack of `u32` block keys in
-//!   ordinary kernel memory; a bitmap records which blocks are live, so a double free or a
-//!   forged handle is caught in O(1). A block key is `page << shift | index`, so the handle a
+//!   ordinary kernel memory; two bits per block record who holds it (no one, a guard, a raw
+//!   handle), so a double free, a forged handle or a raw free of a guard's block is caught in
+//!   O(1). A block key is `page << shift | index`, so the handle a
 //!   client gives back names its page without a search. Addresses that come back from a
 //!   device without a handle are resolved through a radix map keyed by `address >> 12`
 //!   (also O(1): a fixed six levels), built on the first such free so that handle-only
@@ -19,8 +20,12 @@
 //! - [`Scalable`] with [`InBlock`] ([`InBlockPool`]): Linux 6.4's design, kept only to measure
 //!   the side stack against it. A free block holds what Linux's `struct dma_block` holds (the
 //!   next free block's address and its own bus address); a pop reads both and does no lookup.
-//!   Like Linux it checks nothing unless [`PoolConfig::debug`] is on: then it keeps the live
-//!   bitmap and validates every link before following it, so corruption is an error.
+//!   Like Linux it checks nothing unless [`PoolConfig::debug`] is on: then it keeps the holder
+//!   states and validates every link before following it, so corruption is an error. Outside
+//!   debug mode it marks only the blocks guards hold (resolving a guard's block to its key
+//!   through the address maps, and a raw handle's once a guard was handed out), so that a guard
+//!   is as safe here as in the other pools; a double free of a raw block goes unseen, as in
+//!   Linux.
 //! - [`Legacy`] ([`LegacyPool`]): Linux before 6.4, a page list with per-page in-block free
 //!   lists. Alloc walks the list for a page with room, free walks it for the block's page:
 //!   O(pages) per operation and O(n²) for the mpt3sas pattern. It is the baseline. As before
@@ -33,7 +38,13 @@
 //! and get them back later use the raw API instead — [`DmaPool::alloc_raw`] returns a
 //! [`RawBlock`] (a copyable handle) and [`DmaPool::free_raw`], [`DmaPool::free_dma`] and
 //! [`DmaPool::free_cpu`] give it back; those are the paths where double frees and foreign
-//! addresses are detected and reported as [`PoolError`]s.
+//! addresses are detected and reported as [`PoolError`]s. They take any handle or address, so
+//! each algorithm marks which blocks guards hold and the raw paths refuse those
+//! ([`PoolError::HeldByGuard`]): a guard's block is freed only by its drop, and never handed
+//! out again under it. The scalable pool and the slab mark the raw blocks instead, in the bits
+//! they keep for double-free detection, so the mark costs neither kind of client; the Linux
+//! models mark the guards' blocks, which keeps their raw (measured) paths as Linux has them
+//! but for one test on free.
 
 #[expect(
     unsafe_code,
@@ -263,14 +274,24 @@ pub trait PoolAlgorithm: Send + Sized {
 
     /// Validates `config` and creates an empty pool (no page is allocated yet).
     fn create(config: PoolConfig, backing: Self::Backing) -> Result<Self, PoolError>;
-    /// Hands out a block, growing by one page if needed.
+    /// Hands out a raw block, growing by one page if needed.
     fn alloc(&mut self) -> Result<RawBlock, PoolError>;
-    /// Takes back a block by its handle.
+    /// Takes back a raw block by its handle. A block a guard holds is refused with
+    /// [`PoolError::HeldByGuard`] (a stale copy of an earlier tenant's handle names it too).
     fn free(&mut self, block: RawBlock) -> Result<(), PoolError>;
-    /// Takes back a block by its CPU address.
+    /// Takes back a raw block by its CPU address; a guard's block is refused as by `free`.
     fn free_cpu(&mut self, cpu: *const u8) -> Result<(), PoolError>;
-    /// Takes back a block by its bus address (e.g. as returned by a device).
+    /// Takes back a raw block by its bus address (e.g. as returned by a device); a guard's
+    /// block is refused as by `free`.
     fn free_dma(&mut self, dma: DmaAddr) -> Result<(), PoolError>;
+    /// Hands out a block for a guard ([`DmaBlock`]): until [`free_guarded`](Self::free_guarded)
+    /// or [`unguard`](Self::unguard), the raw paths above refuse it.
+    fn alloc_guarded(&mut self) -> Result<RawBlock, PoolError>;
+    /// Takes back a block handed out by [`alloc_guarded`](Self::alloc_guarded) (the guard's
+    /// drop).
+    fn free_guarded(&mut self, block: RawBlock) -> Result<(), PoolError>;
+    /// Turns a guard's block into a raw one ([`DmaBlock::into_raw`]): the raw paths free it now.
+    fn unguard(&mut self, block: RawBlock) -> Result<(), PoolError>;
     /// Current statistics.
     fn info(&self) -> PoolInfo;
     /// Returns the pages to the backing; with live blocks, reports [`PoolError::Busy`] and

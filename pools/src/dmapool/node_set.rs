@@ -71,6 +71,12 @@ impl<A: PoolAlgorithm, R: RawMutex> NodePoolSet<A, R> {
         self.alloc_on(here.current_node())
     }
 
+    /// Allocates a raw block on the caller's node.
+    #[inline(always)]
+    pub fn alloc_raw(&self, here: &impl CurrentNode) -> Result<RawBlock, PoolError> {
+        self.alloc_raw_on(here.current_node())
+    }
+
     /// Allocates a raw block on `node`.
     #[inline(always)]
     pub fn alloc_raw_on(&self, node: NodeId) -> Result<RawBlock, PoolError> {

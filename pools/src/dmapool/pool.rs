@@ -4,11 +4,13 @@
 //! supplies (a spinlock with contention counters there; [`DefaultRawMutex`] is a plain spin
 //! lock). Blocks come in two forms:
 //! - [`DmaBlock`] owns a block and gives it back on drop. It borrows the pool, so a pool
-//!   cannot be destroyed under it. This is what ordinary clients use.
+//!   cannot be destroyed under it, and the pool marks its block as a guard's, so no raw path
+//!   frees it under it. This is what ordinary clients use.
 //! - [`RawBlock`] is what a driver keeps while a device holds the bus address; it is returned
 //!   with [`DmaPool::free_raw`], or by address with [`DmaPool::free_dma`] /
-//!   [`DmaPool::free_cpu`]. These are the calls that report double frees and foreign or
-//!   misaligned addresses, because that is where such values can come from.
+//!   [`DmaPool::free_cpu`]. These are the calls that report double frees, foreign or
+//!   misaligned addresses and blocks a guard holds ([`PoolError::HeldByGuard`]), because that is
+//!   where such values can come from.
 
 use core::ptr::NonNull;
 
@@ -73,12 +75,12 @@ impl<A: PoolAlgorithm, R: RawMutex> DmaPool<A, R> {
         Self::with_config(config, backing)
     }
 
-    /// Allocates a block that frees itself when dropped.
+    /// Allocates a block that frees itself when dropped. Until then the raw paths
+    /// ([`free_raw`](Self::free_raw), [`free_dma`](Self::free_dma), [`free_cpu`](Self::free_cpu))
+    /// refuse it.
     pub fn alloc(&self) -> Result<DmaBlock<'_, A, R>, PoolError> {
-        Ok(DmaBlock {
-            pool: self,
-            raw: self.alloc_raw()?,
-        })
+        let raw = self.inner.lock().alloc_guarded()?;
+        Ok(DmaBlock { pool: self, raw })
     }
 
     /// Allocates a block whose release is the caller's job (`dma_pool_alloc`).
@@ -90,18 +92,20 @@ impl<A: PoolAlgorithm, R: RawMutex> DmaPool<A, R> {
         self.inner.lock().alloc()
     }
 
-    /// Gives back a block by its handle (`dma_pool_free(pool, vaddr, dma)`).
+    /// Gives back a block by its handle (`dma_pool_free(pool, vaddr, dma)`); a block a guard
+    /// holds is refused ([`PoolError::HeldByGuard`]).
     #[inline(always)]
     pub fn free_raw(&self, block: RawBlock) -> Result<(), PoolError> {
         self.inner.lock().free(block)
     }
 
-    /// Gives back the block at CPU address `cpu`.
+    /// Gives back the block at CPU address `cpu`; a block a guard holds is refused.
     pub fn free_cpu(&self, cpu: *const u8) -> Result<(), PoolError> {
         self.inner.lock().free_cpu(cpu)
     }
 
-    /// Gives back the block at bus address `dma`, e.g. one a device returned.
+    /// Gives back the block at bus address `dma`, e.g. one a device returned; a block a guard
+    /// holds is refused.
     pub fn free_dma(&self, dma: DmaAddr) -> Result<(), PoolError> {
         self.inner.lock().free_dma(dma)
     }
@@ -177,9 +181,11 @@ impl<A: PoolAlgorithm, R: RawMutex> DmaBlock<'_, A, R> {
     fn bytes(&self) -> Bytes<'_> {
         // SAFETY: the block is `size` bytes of a page of the pool this guard borrows, and a pool
         // gives its pages back only in `destroy` or on drop, which the borrow rules out until
-        // the guard is gone. The guard owns the block (a pool hands a block to one client until
-        // it is freed, and the guard frees it only on drop), so no other thread reaches it; the
-        // view is tied to `&self`, so `write_at`'s `&mut self` keeps writes to one at a time.
+        // the guard is gone. The guard owns the block: a pool hands a block to one client until
+        // it is freed, every algorithm marked it a guard's, so the raw paths (a handle, an
+        // address) refuse to free it and no other guard is handed it, and the guard frees it
+        // only on drop; so no other safe code reaches it. The view is tied to `&self`, so
+        // `write_at`'s `&mut self` keeps writes to one at a time.
         unsafe { Bytes::from_raw_parts(self.raw.cpu_ptr(), self.pool.size) }
     }
 
@@ -193,9 +199,14 @@ impl<A: PoolAlgorithm, R: RawMutex> DmaBlock<'_, A, R> {
         self.bytes().copy_out(offset, out)
     }
 
-    /// Gives up ownership: the block stays allocated and must be freed with the raw API.
+    /// Gives up ownership: the block stays allocated, now as a raw block, and must be freed
+    /// with the raw API.
     pub fn into_raw(self) -> RawBlock {
         let raw = self.raw;
+        if let Err(error) = self.pool.inner.lock().unguard(raw) {
+            // Unreachable: the guard's block stays the guard's until now.
+            log::error!("DMA block {} into raw: {error}", raw.dma_addr());
+        }
         core::mem::forget(self);
         raw
     }
@@ -203,8 +214,8 @@ impl<A: PoolAlgorithm, R: RawMutex> DmaBlock<'_, A, R> {
 
 impl<A: PoolAlgorithm, R: RawMutex> Drop for DmaBlock<'_, A, R> {
     fn drop(&mut self) {
-        if let Err(error) = self.pool.free_raw(self.raw) {
-            // Only reachable if the same block was also freed through the raw API.
+        if let Err(error) = self.pool.inner.lock().free_guarded(self.raw) {
+            // Unreachable: no raw path frees a guard's block.
             log::error!("dropping DMA block {}: {error}", self.raw.dma_addr());
         }
     }

@@ -3,16 +3,16 @@
 //! A block is named by a `u32` key, `page << key_shift | index`. Free blocks are a LIFO — of
 //! keys on a side stack ([`SideStack`], the default), or, for comparison with Linux 6.4,
 //! threaded through the free blocks themselves ([`InBlock`]: each holds the next block's
-//! address and its own bus address, so a pop needs no lookup). With the side stack a bitmap
-//! over keys says which blocks are live, so a free checks its handle against the bitmap in
-//! O(1): a double free, a forged handle or a foreign address is an error and changes nothing.
-//! The in-block list, like Linux 6.4, keeps no per-block state and checks nothing unless the
-//! pool is in debug mode; then it tracks live blocks too and validates every link it follows.
+//! address and its own bus address, so a pop needs no lookup). With the side stack two bits per
+//! key say who holds each block (no one, a guard, a raw handle; `pools::holders`), so a free
+//! checks its handle or address against them in O(1): a double free, a forged handle, a foreign
+//! address or a raw free of a guard's block is an error and changes nothing. The in-block list,
+//! like Linux 6.4, keeps no per-block state and checks nothing unless the pool is in debug mode;
+//! then it keeps the holder states too and validates every link it follows.
 //!
 //! LIFO order keeps recently freed, cache-hot blocks in use, as Linux's stack does.
 
 use alloc::string::String;
-use alloc::vec::Vec;
 use core::ptr::NonNull;
 
 use super::geometry::Geometry;
@@ -20,9 +20,13 @@ use super::pages::Pages;
 use super::{POISON_ALLOCATED, POISON_FREED, PoolAlgorithm, PoolConfig, PoolInfo, RawBlock};
 use crate::backing::{Backing, DmaAddr};
 use crate::error::PoolError;
+use crate::holders::{Holder, Holders};
 use crate::raw::{Block, Bytes, PageSource};
 
 use super::free_list::{FreeList, Popped, SideStack};
+
+mod invariants;
+mod untracked;
 
 /// The key of a handle from an in-block pool outside debug mode: such a pool, like Linux
 /// 6.4, does not know which block it handed out, only where.
@@ -35,33 +39,23 @@ pub struct Scalable<B: Backing, F: FreeList = SideStack> {
     geo: Geometry,
     source: PageSource<B>,
     pages: Pages,
-    live: Vec<u64>,
+    /// Who holds each live block (a guard or a raw handle), when [`Self::tracks_live`].
+    holders: Holders,
     free: F,
     written_after_free: usize,
     destroyed: bool,
+    /// Whether a guard was ever handed out while the holder states are not kept (the in-block
+    /// list outside debug mode): then the states hold the guards' marks, and a raw free checks
+    /// them. A pool that never handed out a guard pays one test of this flag per free.
+    guards_seen: bool,
     /// This pool's identity, stamped on every handle it gives out.
     id: u64,
-}
-
-fn is_live_in(live: &[u64], key: u32) -> bool {
-    let key = key as usize;
-    live.get(key / 64)
-        .is_some_and(|w| w & (1 << (key % 64)) != 0)
 }
 
 /// The key of the block at `cpu`, if the address maps have it (debug mode builds them).
 fn key_at(geo: &Geometry, pages: &Pages, cpu: NonNull<u8>) -> Option<u32> {
     let (page, offset) = pages.lookup_cpu(cpu.as_ptr() as u64)?;
     Some(geo.key(page, geo.index_of(offset)?))
-}
-
-/// The key and bytes of the block at `cpu` by scanning the pages (for the invariant walker).
-fn key_by_scan<'a>(geo: &Geometry, pages: &'a Pages, cpu: NonNull<u8>) -> Option<(u32, Bytes<'a>)> {
-    let cpu = cpu.as_ptr() as u64;
-    pages.iter().enumerate().find_map(|(page, added)| {
-        let key = geo.key(page, geo.index_of(added.offset_of_cpu(cpu)?)?);
-        Some((key, locate_in(geo, pages, key)?.bytes))
-    })
 }
 
 /// Bytes and bus address of block `key`, if the key names a block of the pool.
@@ -79,11 +73,12 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
     }
 
     fn is_live(&self, key: u32) -> bool {
-        is_live_in(&self.live, key)
+        self.holders.holder(key).is_some()
     }
 
-    /// Whether the live bitmap is kept: always with the side stack, only in debug mode with
-    /// the in-block list (Linux 6.4 keeps nothing per block).
+    /// Whether the holder states are kept: always with the side stack, only in debug mode with
+    /// the in-block list (Linux 6.4 keeps nothing per block, so outside debug mode it checks no
+    /// double free; it marks only the blocks guards hold, once it hands out a guard).
     fn tracks_live(&self) -> bool {
         F::YIELDS_KEYS || self.config.debug
     }
@@ -113,8 +108,7 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
             .ok_or(PoolError::Inconsistent {
                 what: "backing gave a page shorter than asked",
             })?;
-        let words = ((page + 1) << self.geo.key_shift).div_ceil(64);
-        self.live.resize(words, 0);
+        self.holders.grow_to((page + 1) << self.geo.key_shift);
         // Room for every block on the free list now, so that no free ever reallocates it.
         self.free.reserve_total((page + 1) * self.geo.per_page);
         let (geo, pages) = (&self.geo, &self.pages);
@@ -129,9 +123,9 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
     #[inline]
     fn pop_free(&mut self) -> Result<Option<(u32, NonNull<u8>, DmaAddr)>, PoolError> {
         let checked = self.config.debug && !F::YIELDS_KEYS;
-        let (geo, pages, live) = (&self.geo, &self.pages, &self.live);
+        let (geo, pages, holders) = (&self.geo, &self.pages, &self.holders);
         let valid = |cpu: NonNull<u8>| {
-            let key = key_at(geo, pages, cpu).filter(|&key| !is_live_in(live, key))?;
+            let key = key_at(geo, pages, cpu).filter(|&key| holders.holder(key).is_none())?;
             Some(locate_in(geo, pages, key)?.bytes)
         };
         let corrupted = |dma, link| PoolError::FreeListCorrupted { dma, link };
@@ -181,15 +175,22 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
         }
     }
 
-    /// Frees block `key` at `cpu`/`dma` (as `locate` gave them, or a handle of this pool).
+    /// Frees block `key` at `cpu`/`dma` (as `locate` gave them, or a handle of this pool) if
+    /// `holder` holds it.
     #[inline]
-    fn release(&mut self, key: u32, cpu: NonNull<u8>, dma: DmaAddr) -> Result<(), PoolError> {
+    fn release(
+        &mut self,
+        key: u32,
+        cpu: NonNull<u8>,
+        dma: DmaAddr,
+        holder: Holder,
+    ) -> Result<(), PoolError> {
         if self.tracks_live() {
-            let bit = 1u64 << (key % 64);
-            match self.live.get_mut(key as usize / 64) {
-                Some(word) if *word & bit != 0 => *word &= !bit,
-                _ => return Err(double_free(dma)),
+            if let Err(actual) = self.holders.give_back(key, holder) {
+                return Err(misuse(actual, cpu, dma));
             }
+        } else if self.guards_seen {
+            self.release_untracked(key, cpu, dma, holder)?;
         }
         if self.config.debug {
             self.poison_freed(key);
@@ -230,7 +231,7 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
             what: "located page has no block",
         })?;
         let (cpu, dma) = (block.bytes.ptr(), block.dma);
-        self.release(key, cpu, dma)
+        self.release(key, cpu, dma, Holder::Raw)
     }
 
     fn misaligned(&self, addr: u64, offset_in_page: usize) -> PoolError {
@@ -242,10 +243,21 @@ impl<B: Backing, F: FreeList> Scalable<B, F> {
     }
 }
 
+/// Why a free of a block held by `actual` (not by the freeing path) is refused.
 #[cold]
 #[inline(never)]
-fn double_free(dma: DmaAddr) -> PoolError {
-    PoolError::DoubleFree { dma }
+fn misuse(actual: Option<Holder>, cpu: NonNull<u8>, dma: DmaAddr) -> PoolError {
+    match actual {
+        None => PoolError::DoubleFree { dma },
+        Some(Holder::Guard) => PoolError::HeldByGuard {
+            cpu: cpu.as_ptr() as usize,
+            dma,
+        },
+        // Only a guard's drop names the guard as holder, and a guard holds its block until then.
+        Some(Holder::Raw) => PoolError::Inconsistent {
+            what: "a guard's block is held by a raw handle",
+        },
+    }
 }
 
 #[cold]
@@ -255,6 +267,54 @@ fn foreign_handle(cpu: NonNull<u8>, dma: DmaAddr) -> PoolError {
     PoolError::ForeignHandle {
         cpu: cpu.as_ptr() as usize,
         dma,
+    }
+}
+
+impl<B: Backing, F: FreeList> Scalable<B, F> {
+    /// Hands out a block held by `holder`.
+    // Inlined into `DmaPool::alloc_raw` (see there); growth and debug checks are out of line.
+    #[inline(always)]
+    fn alloc_for(&mut self, holder: Holder) -> Result<RawBlock, PoolError> {
+        let (key, cpu, dma) = match self.pop_free()? {
+            Some(popped) => popped,
+            None => {
+                self.grow()?;
+                self.pop_free()?.ok_or(PoolError::Inconsistent {
+                    what: "new page added no free block",
+                })?
+            }
+        };
+        // `pop_free` located the key, so its page exists and the states cover it.
+        if key != NO_KEY && !self.holders.take(key, holder) {
+            return Err(PoolError::Inconsistent {
+                what: "free key beyond the holder states",
+            });
+        }
+        let key = match (key, holder) {
+            (NO_KEY, Holder::Guard) => self.mark_guard_untracked(cpu, dma)?,
+            _ => key,
+        };
+        if self.config.debug {
+            self.check_poison(key, dma);
+        }
+        Ok(RawBlock::new(cpu, dma, self.id, key, self.config.node))
+    }
+
+    /// Checks that `block` is a handle of this pool (see [`PoolAlgorithm::free`]).
+    #[inline(always)]
+    fn own(&self, block: &RawBlock) -> Result<u32, PoolError> {
+        if block.pool() != self.id {
+            return Err(foreign_handle(block.cpu_ptr(), block.dma_addr()));
+        }
+        let key = block.key();
+        debug_assert!(
+            key == NO_KEY
+                || self.locate(key).is_some_and(
+                    |own| (own.bytes.ptr(), own.dma) == (block.cpu_ptr(), block.dma_addr())
+                ),
+            "a handle of this pool names its block"
+        );
+        Ok(key)
     }
 }
 
@@ -274,58 +334,49 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
             config,
             geo,
             source: PageSource::new(backing),
-            live: Vec::new(),
+            holders: Holders::default(),
             free: F::default(),
             written_after_free: 0,
             destroyed: false,
+            guards_seen: false,
             id: super::next_pool_id(),
         })
     }
 
-    // Inlined into `DmaPool::alloc_raw` (see there); growth and debug checks are out of line.
-    #[inline(always)]
-    fn alloc(&mut self) -> Result<RawBlock, PoolError> {
-        let (key, cpu, dma) = match self.pop_free()? {
-            Some(popped) => popped,
-            None => {
-                self.grow()?;
-                self.pop_free()?.ok_or(PoolError::Inconsistent {
-                    what: "new page added no free block",
-                })?
-            }
-        };
-        if key != NO_KEY {
-            // `pop_free` located the key, so its page exists and the bitmap covers it.
-            let Some(word) = self.live.get_mut(key as usize / 64) else {
-                return Err(PoolError::Inconsistent {
-                    what: "free key beyond the live bitmap",
-                });
-            };
-            *word |= 1u64 << (key % 64);
-        }
-        if self.config.debug {
-            self.check_poison(key, dma);
-        }
-        Ok(RawBlock::new(cpu, dma, self.id, key, self.config.node))
-    }
-
     /// Takes back a handle. Only a pool makes [`RawBlock`]s, so a handle stamped with this
     /// pool's id carries the addresses of the block its key names (checked in debug builds):
-    /// the id rejects every other pool's handle, the live bit a second free.
+    /// the id rejects every other pool's handle, the holder states a second free and a free of
+    /// a guard's block.
     #[inline(always)]
     fn free(&mut self, block: RawBlock) -> Result<(), PoolError> {
-        if block.pool() != self.id {
-            return Err(foreign_handle(block.cpu_ptr(), block.dma_addr()));
-        }
-        let key = block.key();
-        debug_assert!(
-            key == NO_KEY
-                || self.locate(key).is_some_and(
-                    |own| (own.bytes.ptr(), own.dma) == (block.cpu_ptr(), block.dma_addr())
-                ),
-            "a handle of this pool names its block"
-        );
-        self.release(key, block.cpu_ptr(), block.dma_addr())
+        let key = self.own(&block)?;
+        self.release(key, block.cpu_ptr(), block.dma_addr(), Holder::Raw)
+    }
+
+    #[inline(always)]
+    fn alloc(&mut self) -> Result<RawBlock, PoolError> {
+        self.alloc_for(Holder::Raw)
+    }
+
+    #[inline(always)]
+    fn alloc_guarded(&mut self) -> Result<RawBlock, PoolError> {
+        self.alloc_for(Holder::Guard)
+    }
+
+    #[inline(always)]
+    fn free_guarded(&mut self, block: RawBlock) -> Result<(), PoolError> {
+        let key = self.own(&block)?;
+        self.release(key, block.cpu_ptr(), block.dma_addr(), Holder::Guard)
+    }
+
+    fn unguard(&mut self, block: RawBlock) -> Result<(), PoolError> {
+        let key = self.own(&block)?;
+        // Without holder states only guards are marked: the mark goes.
+        let handed = match self.tracks_live() {
+            true => self.holders.unguard(key),
+            false => self.holders.give_back(key, Holder::Guard),
+        };
+        handed.map_err(|actual| misuse(actual, block.cpu_ptr(), block.dma_addr()))
     }
 
     fn free_cpu(&mut self, cpu: *const u8) -> Result<(), PoolError> {
@@ -377,7 +428,7 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
         let leaked_pages = if busy { self.pages.len() } else { 0 };
         self.pages.release_all(&self.source, busy);
         self.free = F::default();
-        self.live.clear();
+        self.holders.clear();
         if busy {
             log::error!(
                 "dma_pool_destroy {}, busy: {} blocks live",
@@ -394,45 +445,6 @@ impl<B: Backing, F: FreeList> PoolAlgorithm for Scalable<B, F> {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        use alloc::format;
-        let total = self.pages.len() * self.geo.per_page;
-        let (geo, pages) = (&self.geo, &self.pages);
-        let keys = self.free.keys(|cpu| key_by_scan(geo, pages, cpu));
-        if keys.len() != self.free.len() || keys.len() > total {
-            return Err(format!(
-                "free list walk {} / len {} / total {total}",
-                keys.len(),
-                self.free.len(),
-            ));
-        }
-        let mut seen = alloc::vec![false; (self.pages.len() << self.geo.key_shift).max(1)];
-        for key in keys {
-            let (page, index) = self.geo.split(key);
-            if page >= self.pages.len() || index >= self.geo.per_page {
-                return Err(format!("free key {key:#x} outside the pool"));
-            }
-            if (self.tracks_live() && self.is_live(key))
-                || core::mem::replace(&mut seen[key as usize], true)
-            {
-                return Err(format!("free key {key:#x} is live or listed twice"));
-            }
-        }
-        let live_count: usize = self.live.iter().map(|w| w.count_ones() as usize).sum();
-        if self.tracks_live() && live_count != self.active() {
-            return Err(format!(
-                "live bitmap {live_count} != total {total} - free {}",
-                self.free.len()
-            ));
-        }
-        for page in self.pages.iter() {
-            let cpu = page.cpu().as_ptr() as u64;
-            if page.len_bytes() < self.geo.allocation || cpu % self.geo.chunk_align as u64 != 0 {
-                return Err(format!("page {cpu:#x} too short or misaligned"));
-            }
-        }
-        if let Err(page) = self.pages.check_maps() {
-            return Err(format!("page {page} missing from the address maps"));
-        }
-        Ok(())
+        self.walk_invariants()
     }
 }

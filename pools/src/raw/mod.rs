@@ -30,8 +30,9 @@
 //! lock is the guard's own ([`crate::DmaBlock`], [`crate::slab::SlabObject`]), and, in Linux 6.4's
 //! in-block free stack, that an address read back from free-block memory or taken from a handle
 //! names a block (Linux trusts both, and the in-block pool exists to measure that design). The
-//! guards' argument has one gap the types do not close: `free_cpu`/`free_dma` take any address,
-//! so a client can free a guard's block by address while the guard lives.
+//! guards' argument rests on one more thing the types cannot show: `free_raw`, `free_cpu` and
+//! `free_dma` take any handle or address, so every pool marks the blocks guards hold and
+//! refuses those on its raw paths (`PoolError::HeldByGuard`).
 
 mod block_pages;
 mod bytes;

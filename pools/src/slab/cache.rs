@@ -1,7 +1,8 @@
 //! The unlocked slab algorithm behind [`super::SlabCache`].
 //!
 //! Slabs live in a slot table (ids are reused after `shrink`); each slab keeps a stack of
-//! free object indices and a live bitmap in ordinary memory. The three lists are vectors of
+//! free object indices and its objects' holder states (`pools::holders`: free, a guard's, a
+//! raw handle's) in ordinary memory. The three lists are vectors of
 //! slab ids, and each slab remembers its position, so moving a slab between lists is O(1).
 //! An object key is `slab_id << shift | index`, as in the dmapool.
 
@@ -10,6 +11,7 @@ use alloc::vec::Vec;
 use super::{CACHE_LINE_BYTES, RawObject, SlabConfig, SlabStats};
 use crate::backing::{Backing, DmaAddr};
 use crate::error::PoolError;
+use crate::holders::{Holder, Holders};
 use crate::radix::RadixMap;
 use crate::raw::{Bytes, HandleAddr, Page, PageSource};
 
@@ -25,7 +27,7 @@ enum List {
 struct Slab {
     page: Page,
     free: Vec<u16>,
-    live: Vec<u64>,
+    holders: Holders,
     in_use: usize,
     list: List,
     pos: usize,
@@ -33,10 +35,7 @@ struct Slab {
 
 impl Slab {
     fn is_live(&self, index: usize) -> bool {
-        self.live[index / 64] & (1 << (index % 64)) != 0
-    }
-    fn flip_live(&mut self, index: usize) {
-        self.live[index / 64] ^= 1 << (index % 64);
+        self.holders.holder(index as u32).is_some()
     }
 }
 
@@ -174,7 +173,7 @@ impl<B: Backing> SlabCore<B> {
         self.slots[id as usize] = Some(Slab {
             page,
             free: (0..self.per_slab as u16).rev().collect(),
-            live: alloc::vec![0; self.per_slab.div_ceil(64)],
+            holders: Holders::new(self.per_slab),
             in_use: 0,
             list: List::Empty,
             pos: self.lists[List::Empty as usize].len(),
@@ -183,7 +182,8 @@ impl<B: Backing> SlabCore<B> {
         Ok(id)
     }
 
-    pub fn alloc(&mut self) -> Result<RawObject, PoolError> {
+    /// Hands out an object held by `holder`.
+    pub fn alloc(&mut self, holder: Holder) -> Result<RawObject, PoolError> {
         let id = match self.lists[List::Partial as usize]
             .last()
             .or(self.lists[List::Empty as usize].last())
@@ -211,7 +211,12 @@ impl<B: Backing> SlabCore<B> {
                 what: "free object index beyond its slab",
             });
         };
-        slab.flip_live(index);
+        if !slab.holders.take(index as u32, holder) {
+            slab.free.push(index as u16);
+            return Err(PoolError::Inconsistent {
+                what: "free object index beyond its holder states",
+            });
+        }
         slab.in_use += 1;
         let dma = slab.page.dma().offset(offset as u64);
         let full = slab.in_use == per_slab;
@@ -225,12 +230,14 @@ impl<B: Backing> SlabCore<B> {
         })
     }
 
-    /// Frees object `index` of slab `id`; `expect` (cpu, dma) must match when given.
+    /// Frees object `index` of slab `id` if `holder` holds it; `expect` (cpu, dma) must match
+    /// when given.
     fn release(
         &mut self,
         id: usize,
         index: usize,
         expect: Option<(u64, DmaAddr)>,
+        holder: Holder,
     ) -> Result<(), PoolError> {
         let stride = self.stride;
         let foreign = || match expect {
@@ -255,10 +262,10 @@ impl<B: Backing> SlabCore<B> {
         {
             return Err(foreign());
         }
-        if !slab.is_live(index) {
-            return Err(PoolError::DoubleFree { dma });
+        if let Err(actual) = slab.holders.give_back(index as u32, holder) {
+            let cpu = slab.page.cpu().as_ptr() as usize + offset;
+            return Err(misuse(actual, cpu, dma));
         }
-        slab.flip_live(index);
         slab.free.push(index as u16);
         slab.in_use -= 1;
         let empty = slab.in_use == 0;
@@ -268,10 +275,32 @@ impl<B: Backing> SlabCore<B> {
         Ok(())
     }
 
-    pub fn free(&mut self, object: RawObject) -> Result<(), PoolError> {
-        let key = object.key as usize;
-        let (id, index) = (key >> self.key_shift, key & ((1 << self.key_shift) - 1));
-        self.release(id, index, Some((object.cpu.0.as_ptr() as u64, object.dma)))
+    /// Frees `object`, a handle of this cache, if `holder` holds it.
+    pub fn free(&mut self, object: RawObject, holder: Holder) -> Result<(), PoolError> {
+        let (id, index) = self.split(object.key);
+        let expect = Some((object.cpu.0.as_ptr() as u64, object.dma));
+        self.release(id, index, expect, holder)
+    }
+
+    /// Hands a guard's `object` over to a raw handle.
+    pub fn unguard(&mut self, object: RawObject) -> Result<(), PoolError> {
+        let (id, index) = self.split(object.key);
+        let cpu = object.cpu.0.as_ptr() as usize;
+        let slab = self.slots.get_mut(id).and_then(Option::as_mut);
+        match slab.map(|slab| slab.holders.unguard(index as u32)) {
+            Some(Ok(())) => Ok(()),
+            Some(Err(actual)) => Err(misuse(actual, cpu, object.dma)),
+            None => Err(PoolError::ForeignHandle {
+                cpu,
+                dma: object.dma,
+            }),
+        }
+    }
+
+    /// The slab id and index a key names.
+    fn split(&self, key: u32) -> (usize, usize) {
+        let key = key as usize;
+        (key >> self.key_shift, key & ((1 << self.key_shift) - 1))
     }
 
     fn locate(&self, id: u32, base: u64, addr: u64) -> Result<(usize, usize), PoolError> {
@@ -297,7 +326,7 @@ impl<B: Backing> SlabCore<B> {
             return Err(foreign);
         }
         let (id, index) = self.locate(id, base, cpu)?;
-        self.release(id, index, None)
+        self.release(id, index, None, Holder::Raw)
     }
 
     pub fn free_dma(&mut self, dma: DmaAddr) -> Result<(), PoolError> {
@@ -311,7 +340,7 @@ impl<B: Backing> SlabCore<B> {
             return Err(foreign);
         }
         let (id, index) = self.locate(id, base, dma.0)?;
-        self.release(id, index, None)
+        self.release(id, index, None, Holder::Raw)
     }
 
     fn release_slab(&mut self, id: u32) {
@@ -383,5 +412,19 @@ impl<B: Backing> SlabCore<B> {
             });
         }
         Ok(())
+    }
+}
+
+/// Why a free of an object held by `actual` (not by the freeing path) is refused.
+#[cold]
+#[inline(never)]
+fn misuse(actual: Option<Holder>, cpu: usize, dma: DmaAddr) -> PoolError {
+    match actual {
+        None => PoolError::DoubleFree { dma },
+        Some(Holder::Guard) => PoolError::HeldByGuard { cpu, dma },
+        // Only a guard's drop names the guard as holder, and a guard holds its object until then.
+        Some(Holder::Raw) => PoolError::Inconsistent {
+            what: "a guard's object is held by a raw handle",
+        },
     }
 }

@@ -10,7 +10,12 @@
 //! also has a bus address, and the slab keeps its free lists and live bitmap outside the
 //! objects, exactly as the scalable dmapool does: a device writing into a freed sense buffer
 //! cannot corrupt the cache. Handles work the same way too: [`SlabObject`] frees itself on
-//! drop, [`RawObject`] is returned with [`SlabCache::free_raw`] / [`SlabCache::free_dma`].
+//! drop, [`RawObject`] is returned with [`SlabCache::free_raw`] / [`SlabCache::free_dma`] /
+//! [`SlabCache::free_cpu`]. Each object's state says who holds it (no one, a guard, a raw
+//! handle; `pools::holders`), so those raw paths refuse a double free and an object a guard
+//! holds ([`PoolError::HeldByGuard`]): otherwise the guard would write into an object the cache
+//! hands out again, or into a slab `shrink` gave back. The raw objects carry the mark, in the
+//! same two bits as the live state, so neither kind of alloc or free pays for it.
 
 mod cache;
 #[expect(
@@ -27,6 +32,7 @@ use lock_api::{Mutex, RawMutex};
 use crate::backing::{Backing, DmaAddr, NodeId};
 use crate::dmapool::DefaultRawMutex;
 use crate::error::PoolError;
+use crate::holders::Holder;
 use crate::mempool::ElementAllocator;
 use crate::raw::HandleAddr;
 use cache::SlabCore;
@@ -156,27 +162,41 @@ impl<B: Backing, R: RawMutex> SlabCache<B, R> {
         })
     }
 
-    /// Allocates an object that frees itself on drop.
+    /// Allocates an object that frees itself on drop. Until then the raw paths
+    /// ([`free_raw`](Self::free_raw), [`free_dma`](Self::free_dma), [`free_cpu`](Self::free_cpu))
+    /// refuse it.
     pub fn alloc(&self) -> Result<SlabObject<'_, B, R>, PoolError> {
-        Ok(SlabObject::new(self, self.alloc_raw()?))
+        let raw = self.inner.lock().alloc(Holder::Guard)?;
+        Ok(SlabObject::new(self, raw))
     }
 
     /// Allocates an object whose release is the caller's job.
     pub fn alloc_raw(&self) -> Result<RawObject, PoolError> {
-        self.inner.lock().alloc()
+        self.inner.lock().alloc(Holder::Raw)
     }
 
-    /// Frees an object by handle.
+    /// Frees an object by handle; an object a guard holds is refused
+    /// ([`PoolError::HeldByGuard`]).
     pub fn free_raw(&self, object: RawObject) -> Result<(), PoolError> {
-        self.inner.lock().free(object)
+        self.inner.lock().free(object, Holder::Raw)
     }
 
-    /// Frees an object by CPU address.
+    /// Frees a guard's object (its drop).
+    pub(super) fn free_guarded(&self, object: RawObject) -> Result<(), PoolError> {
+        self.inner.lock().free(object, Holder::Guard)
+    }
+
+    /// Hands a guard's object over to the raw paths (its `into_raw`).
+    pub(super) fn unguard(&self, object: RawObject) -> Result<(), PoolError> {
+        self.inner.lock().unguard(object)
+    }
+
+    /// Frees an object by CPU address; an object a guard holds is refused.
     pub fn free_cpu(&self, cpu: *const u8) -> Result<(), PoolError> {
         self.inner.lock().free_cpu(cpu as u64)
     }
 
-    /// Frees an object by bus address.
+    /// Frees an object by bus address; an object a guard holds is refused.
     pub fn free_dma(&self, dma: DmaAddr) -> Result<(), PoolError> {
         self.inner.lock().free_dma(dma)
     }

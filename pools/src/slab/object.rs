@@ -41,10 +41,12 @@ impl<'cache, B: Backing, R: RawMutex> SlabObject<'cache, B, R> {
     fn bytes(&self) -> Bytes<'_> {
         // SAFETY: the object is `object_size` bytes of a live slab of the cache this guard
         // borrows; a cache gives a slab back only when none of its objects is live (`shrink`),
-        // or on `destroy`/drop, which the borrow rules out. The guard owns the object (a cache
-        // hands an object to one client until it is freed, and the guard frees it only on
-        // drop), so no other thread reaches it; the view is tied to `&self`, so `write_at`'s
-        // `&mut self` keeps writes to one at a time.
+        // or on `destroy`/drop, which the borrow rules out. The guard owns the object: a cache
+        // hands an object to one client until it is freed, it marked this one a guard's, so its
+        // raw paths (a handle, an address) refuse to free it, and the guard frees it only on
+        // drop; so the object stays live (and its slab with it) and no other thread reaches
+        // it. The view is tied to `&self`, so `write_at`'s `&mut self` keeps writes to one at a
+        // time.
         unsafe { Bytes::from_raw_parts(self.raw.cpu.0, self.cache.object_size()) }
     }
 
@@ -58,9 +60,14 @@ impl<'cache, B: Backing, R: RawMutex> SlabObject<'cache, B, R> {
         self.bytes().copy_out(offset, out)
     }
 
-    /// Gives up ownership; free the object with the raw API.
+    /// Gives up ownership; the object stays allocated, now as a raw one: free it with the raw
+    /// API.
     pub fn into_raw(self) -> RawObject {
         let raw = self.raw;
+        if let Err(error) = self.cache.unguard(raw) {
+            // Unreachable: the guard's object stays the guard's until now.
+            log::error!("slab object {} into raw: {error}", raw.dma);
+        }
         core::mem::forget(self);
         raw
     }
@@ -68,7 +75,8 @@ impl<'cache, B: Backing, R: RawMutex> SlabObject<'cache, B, R> {
 
 impl<B: Backing, R: RawMutex> Drop for SlabObject<'_, B, R> {
     fn drop(&mut self) {
-        if let Err(error) = self.cache.free_raw(self.raw) {
+        // Fails only if the guard's object were not the guard's: no raw path frees it.
+        if let Err(error) = self.cache.free_guarded(self.raw) {
             log::error!("dropping slab object {}: {error}", self.raw.dma);
         }
     }

@@ -36,7 +36,10 @@ impl<B: Backing> SlabCore<B> {
                         slab.in_use, slab.list
                     ));
                 }
-                let live: usize = slab.live.iter().map(|w| w.count_ones() as usize).sum();
+                let live = slab
+                    .holders
+                    .count_live()
+                    .map_err(|index| format!("slab {id}: object {index} raw but not live"))?;
                 if live != slab.in_use || slab.free.len() + slab.in_use != self.per_slab {
                     return Err(format!(
                         "slab {id}: live {live}, free {}, in_use {}",
