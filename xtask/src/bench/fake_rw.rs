@@ -21,11 +21,12 @@
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use workloads::result::IoResult;
 
 use super::fake_rw_record::{FakeRwRecord, HostFakeRwRecord};
 use super::plot::{self, BarChart};
 use super::progress::Progress;
-use super::{Column, Record, ResultSet, columns, fio, number};
+use super::{Column, Record, ResultSet, columns, fio};
 use crate::error::{Error, Result};
 use crate::guest::{GuestOptions, OsChoice, Overrides};
 use crate::insns::{self, CountOptions, breakdown};
@@ -261,44 +262,58 @@ pub fn magazine_comparison(records: &[FakeRwRecord]) -> Option<String> {
     })
 }
 
-/// The records of `set` read as their typed results: the guest's as [`FakeRwRecord`]s (which
-/// the headlines are computed from); the host's are only checked against their type.
-fn typed(set: &ResultSet) -> Result<Vec<FakeRwRecord>> {
-    if set.place == "host" {
-        for record in &set.results {
-            HostFakeRwRecord::read(record)?;
-        }
-        return Ok(Vec::new());
-    }
-    set.results.iter().map(FakeRwRecord::read).collect()
+/// What the chart and the fio file show of a run: its label, IOPS and repetition.
+struct Labelled {
+    label: String,
+    iops: f64,
+    rep: Option<u32>,
 }
 
-fn label(record: &Record) -> String {
-    let field = |key| number(record, key).unwrap_or(0.0);
-    let magazine = if number(record, "sense_magazine") == Some(0.0) {
-        " -mag"
-    } else {
-        ""
+/// A run's label: `4k qd32 j2/2cpu`, with ` -mag` when it ran without the per-CPU magazine.
+fn label(io: &IoResult, smp: u32, magazine: Option<u64>) -> String {
+    let bs = match io.bs {
+        bs if bs >= 1024 => format!("{}k", bs as f64 / 1024.0),
+        bs => format!("{bs}"),
     };
-    let bs = field("bs");
-    let bs = if bs >= 1024.0 {
-        format!("{}k", bs / 1024.0)
-    } else {
-        format!("{bs}")
-    };
-    format!(
-        "{bs} qd{} j{}/{}cpu{magazine}",
-        field("iodepth"),
-        field("numjobs"),
-        field("smp")
-    )
+    let magazine = if magazine == Some(0) { " -mag" } else { "" };
+    format!("{bs} qd{} j{}/{smp}cpu{magazine}", io.iodepth, io.numjobs)
+}
+
+/// The records of `set` read as their typed results: the guest's as [`FakeRwRecord`]s (which
+/// the headlines are computed from, none for the host), and every run's label, in order.
+fn typed(set: &ResultSet) -> Result<(Vec<FakeRwRecord>, Vec<Labelled>)> {
+    if set.place == "host" {
+        let labelled = set.results.iter().map(|record| {
+            let host = HostFakeRwRecord::read(record)?;
+            Ok(Labelled {
+                label: label(&host.io, host.smp, None),
+                iops: host.io.iops as f64,
+                rep: None,
+            })
+        });
+        return Ok((Vec::new(), labelled.collect::<Result<_>>()?));
+    }
+    let records = set
+        .results
+        .iter()
+        .map(FakeRwRecord::read)
+        .collect::<Result<Vec<_>>>()?;
+    let labelled = records
+        .iter()
+        .map(|r| Labelled {
+            label: label(&r.result.io, r.smp, Some(r.result.sense_magazine)),
+            iops: r.result.io.iops as f64,
+            rep: r.rep,
+        })
+        .collect();
+    Ok((records, labelled))
 }
 
 /// Prints the table and the scaling factor, writes the JSON, draws the chart.
 fn report(mut set: ResultSet) -> Result<()> {
     super::print_tables(&set.results, &[("fake-rw", &COLUMNS)]);
     println!();
-    let records = typed(&set)?;
+    let (records, labelled) = typed(&set)?;
     if let Some((median, best)) = scaling(&records) {
         set.headline(format!(
             "scaling at smp 2, bs 4096, iodepth 32: numjobs=2 / numjobs=1 = {median:.2}× (median of repetitions), {best:.2}× (best of each)"
@@ -322,11 +337,10 @@ fn report(mut set: ResultSet) -> Result<()> {
     let svg = dir.join(format!("{}.svg", set.file_stem));
     // One bar per case: the best run of each label.
     let mut bars: Vec<(String, f64)> = Vec::new();
-    for record in &set.results {
-        let (name, iops) = (label(record), number(record, "iops").unwrap_or(0.0));
-        match bars.iter_mut().find(|bar| bar.0 == name) {
-            Some(bar) => bar.1 = bar.1.max(iops),
-            None => bars.push((name, iops)),
+    for run in &labelled {
+        match bars.iter_mut().find(|bar| bar.0 == run.label) {
+            Some(bar) => bar.1 = bar.1.max(run.iops),
+            None => bars.push((run.label.clone(), run.iops)),
         }
     }
     let place = set.place_label();
@@ -341,10 +355,11 @@ fn report(mut set: ResultSet) -> Result<()> {
     let runs: Vec<fio::Run<'_>> = set
         .results
         .iter()
-        .map(|record| fio::Run {
-            name: match number(record, "rep") {
-                Some(rep) => format!("fake-rw {} rep {rep}", label(record)),
-                None => format!("fake-rw {}", label(record)),
+        .zip(&labelled)
+        .map(|(record, run)| fio::Run {
+            name: match run.rep {
+                Some(rep) => format!("fake-rw {} rep {rep}", run.label),
+                None => format!("fake-rw {}", run.label),
             },
             engine: "sensepool workload=fake-rw (scsi_debug fake_rw=1)",
             option_keys: &["smp", "sense_mode", "sense_magazine", "io_mode"],

@@ -4,11 +4,11 @@
 //! disagree; the table's columns are checked against it by a test.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use workloads::result::{FakeRwResult, IoResult};
 
 use super::Record;
-use crate::error::{Error, Result};
+use super::typed::read;
+use crate::error::Result;
 
 /// One guest boot's fake-rw result and xtask's notes on it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -37,13 +37,6 @@ pub struct HostFakeRwRecord {
     pub io: IoResult,
     /// Always 1 (one host thread).
     pub smp: u32,
-}
-
-fn read<T: for<'de> Deserialize<'de>>(record: &Record, what: &str) -> Result<T> {
-    serde_json::from_value(Value::Object(record.clone())).map_err(|error| Error::BadResult {
-        what: what.into(),
-        reason: error.to_string(),
-    })
 }
 
 impl FakeRwRecord {

@@ -23,6 +23,7 @@ pub mod progress;
 pub mod qemu_cpu;
 pub mod sense_reserve;
 pub mod stamp;
+pub mod typed;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

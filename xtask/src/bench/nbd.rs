@@ -14,11 +14,11 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 use workloads::Rng;
 
 use super::plot::{self, BarChart};
-use super::{Column, Record, ResultSet, columns, fio, number};
+use super::{Column, ResultSet, columns, fio, typed};
 use crate::accel::AccelRequest;
 use crate::error::{Error, Result};
 use crate::guest::{Guest, Overrides};
@@ -77,7 +77,7 @@ const CASES: [Case; 5] = [
     },
 ];
 
-fn measure(case: &Case, duration: Duration) -> std::io::Result<Record> {
+fn measure(case: &Case, duration: Duration) -> std::io::Result<NbdRecord> {
     let mut client = Client::open(nbd_tests::nbd_addr())?;
     let blocks = client.size / u64::from(case.bs);
     let (mut seq, mut rng) = (0u64, Rng::new(0x6e_6264));
@@ -121,54 +121,77 @@ fn measure(case: &Case, duration: Duration) -> std::io::Result<Record> {
     client.disconnect()?;
     let done = latencies_ns.len() as u64;
     let seconds = elapsed.as_secs_f64();
-    let mut record = Record::new();
-    record.insert("case".into(), Value::from(case.name));
-    record.insert(
-        "rw".into(),
-        Value::from(if case.random { "randread" } else { "read" }),
-    );
-    record.insert("bs".into(), Value::from(case.bs));
-    record.insert("iodepth".into(), Value::from(case.iodepth));
-    record.insert("ios".into(), Value::from(done));
-    record.insert("elapsed_ns".into(), Value::from(elapsed.as_nanos() as u64));
-    record.insert("iops".into(), Value::from((done as f64 / seconds).round()));
-    record.insert(
-        "mib_per_s".into(),
-        Value::from(
-            ((done * u64::from(case.bs)) as f64 / seconds / 1048576.0 * 100.0).round() / 100.0,
-        ),
-    );
     let mean_ns = latencies_ns.iter().sum::<u64>() / done.max(1);
-    record.insert("lat_mean_us".into(), Value::from(mean_ns / 1000));
-    record.extend(latency_fields(&mut latencies_ns));
-    Ok(record)
+    Ok(NbdRecord {
+        case: case.name.into(),
+        rw: if case.random { "randread" } else { "read" }.into(),
+        bs: case.bs,
+        iodepth: case.iodepth as u64,
+        ios: done,
+        elapsed_ns: elapsed.as_nanos() as u64,
+        iops: (done as f64 / seconds).round(),
+        mib_per_s: ((done * u64::from(case.bs)) as f64 / seconds / 1048576.0 * 100.0).round()
+            / 100.0,
+        lat_mean_us: mean_ns / 1000,
+        latency: latencies(&mut latencies_ns),
+    })
 }
 
-/// Exact request latencies as the guest reports its own: `lat_min_ns`, `lat_mean_ns`, the
-/// percentiles `lat_p50_ns` … `lat_p9999_ns` (the sample of rank ⌈q·n⌉, the rule the guest's
-/// histogram uses) and `lat_max_ns`. Empty for no samples.
-fn latency_fields(latencies_ns: &mut [u64]) -> Record {
-    let mut fields = Record::new();
+/// One case's result: what the host client did and how long its requests took.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NbdRecord {
+    /// The case's name (`seq-4k-qd1`, …).
+    pub case: String,
+    /// fio's name of the pattern: `read` or `randread`.
+    pub rw: String,
+    pub bs: u32,
+    /// Requests kept in flight on the connection.
+    pub iodepth: u64,
+    /// Requests answered in the timed window.
+    pub ios: u64,
+    pub elapsed_ns: u64,
+    /// `ios` per second, rounded.
+    pub iops: f64,
+    /// MiB read per second, to 0.01.
+    pub mib_per_s: f64,
+    /// Mean request latency in whole µs.
+    pub lat_mean_us: u64,
+    /// The latency figures (absent when no request completed).
+    #[serde(flatten)]
+    pub latency: Option<Latencies>,
+}
+
+/// Exact request latencies under the names the guest reports its own with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Latencies {
+    pub lat_min_ns: u64,
+    pub lat_mean_ns: u64,
+    pub lat_p50_ns: u64,
+    pub lat_p90_ns: u64,
+    pub lat_p99_ns: u64,
+    pub lat_p999_ns: u64,
+    pub lat_p9999_ns: u64,
+    pub lat_max_ns: u64,
+}
+
+/// Exact request latencies as the guest reports its own: min, mean, the percentiles p50 …
+/// p99.99 (the sample of rank ⌈q·n⌉, the rule the guest's histogram uses) and max. `None` for
+/// no samples.
+fn latencies(latencies_ns: &mut [u64]) -> Option<Latencies> {
     latencies_ns.sort_unstable();
-    let (Some(&min), Some(&max)) = (latencies_ns.first(), latencies_ns.last()) else {
-        return fields;
-    };
+    let (&min, &max) = (latencies_ns.first()?, latencies_ns.last()?);
     let n = latencies_ns.len() as u64;
-    let mean = latencies_ns.iter().sum::<u64>() / n;
-    fields.insert("lat_min_ns".into(), Value::from(min));
-    fields.insert("lat_mean_ns".into(), Value::from(mean));
-    for (key, ppm) in [
-        ("lat_p50_ns", 500_000u64),
-        ("lat_p90_ns", 900_000),
-        ("lat_p99_ns", 990_000),
-        ("lat_p999_ns", 999_000),
-        ("lat_p9999_ns", 999_900),
-    ] {
-        let rank = (n * ppm).div_ceil(1_000_000).max(1);
-        fields.insert(key.into(), Value::from(latencies_ns[rank as usize - 1]));
-    }
-    fields.insert("lat_max_ns".into(), Value::from(max));
-    fields
+    let rank = |ppm: u64| latencies_ns[(n * ppm).div_ceil(1_000_000).max(1) as usize - 1];
+    Some(Latencies {
+        lat_min_ns: min,
+        lat_mean_ns: latencies_ns.iter().sum::<u64>() / n,
+        lat_p50_ns: rank(500_000),
+        lat_p90_ns: rank(900_000),
+        lat_p99_ns: rank(990_000),
+        lat_p999_ns: rank(999_000),
+        lat_p9999_ns: rank(999_900),
+        lat_max_ns: max,
+    })
 }
 
 /// The table's columns (console and results page).
@@ -203,7 +226,7 @@ pub fn run(options: &Options) -> Result<()> {
     let records = std::thread::scope(|scope| {
         let boot = scope.spawn(|| guest.boot(&profile, &overrides, crate::boot::Echo::Quiet));
         let ready = nbd_tests::wait_ready(&boot);
-        let records: std::result::Result<Vec<Record>, String> = ready.and_then(|_| {
+        let records: std::result::Result<Vec<NbdRecord>, String> = ready.and_then(|_| {
             CASES
                 .iter()
                 .map(|case| measure(case, duration).map_err(|e| format!("{}: {e}", case.name)))
@@ -226,7 +249,7 @@ pub fn run(options: &Options) -> Result<()> {
             verdict: "the nbd guest did not stop cleanly".into(),
         });
     }
-    set.extend(records);
+    set.extend(records.iter().map(typed::record));
     super::print_table(&set.results, &COLUMNS);
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
@@ -236,28 +259,18 @@ pub fn run(options: &Options) -> Result<()> {
         &BarChart {
             title: "NBD reads from the host over QEMU user networking (MiB/s)".into(),
             y_label: "MiB/s".into(),
-            bars: set
-                .results
+            bars: records
                 .iter()
-                .map(|r| {
-                    let name = r
-                        .get("case")
-                        .and_then(Value::as_str)
-                        .unwrap_or("?")
-                        .to_owned();
-                    (name, number(r, "mib_per_s").unwrap_or(0.0))
-                })
+                .map(|r| (r.case.clone(), r.mib_per_s))
                 .collect(),
         },
     )?;
     let runs: Vec<fio::Run<'_>> = set
         .results
         .iter()
-        .map(|record| fio::Run {
-            name: format!(
-                "nbd {}",
-                record.get("case").and_then(Value::as_str).unwrap_or("?")
-            ),
+        .zip(&records)
+        .map(|(record, nbd)| fio::Run {
+            name: format!("nbd {}", nbd.case),
             engine: "nbd client (xtask) over QEMU user networking",
             option_keys: &[],
             record,
@@ -280,15 +293,32 @@ mod tests {
     #[test]
     fn latency_percentiles_take_the_rank_the_guest_takes() {
         let mut samples: Vec<u64> = (1..=1000).rev().collect();
-        let fields = latency_fields(&mut samples);
-        let get = |key: &str| fields[key].as_u64().unwrap();
-        assert_eq!((get("lat_min_ns"), get("lat_max_ns")), (1, 1000));
-        assert_eq!(get("lat_mean_ns"), 500);
-        assert_eq!(get("lat_p50_ns"), 500);
-        assert_eq!(get("lat_p90_ns"), 900);
-        assert_eq!(get("lat_p99_ns"), 990);
-        assert_eq!(get("lat_p999_ns"), 999);
-        assert_eq!(get("lat_p9999_ns"), 1000);
-        assert!(latency_fields(&mut []).is_empty());
+        let latency = latencies(&mut samples).unwrap();
+        assert_eq!((latency.lat_min_ns, latency.lat_max_ns), (1, 1000));
+        assert_eq!(latency.lat_mean_ns, 500);
+        assert_eq!(latency.lat_p50_ns, 500);
+        assert_eq!(latency.lat_p90_ns, 900);
+        assert_eq!(latency.lat_p99_ns, 990);
+        assert_eq!(latency.lat_p999_ns, 999);
+        assert_eq!(latency.lat_p9999_ns, 1000);
+        assert_eq!(latencies(&mut []), None);
+    }
+
+    /// A row of `target/bench/nbd.json` as main wrote it on 2026-12-01 (its results page).
+    const OLD_RECORD: &str = r#"{"accel":"tcg","bs":4096,"case":"seq-4k-qd1","elapsed_ns":1000120000,"ios":399,"iodepth":1,"iops":399.0,"lat_max_ns":100253020,"lat_mean_ns":2494000,"lat_mean_us":2494,"lat_min_ns":200000,"lat_p50_ns":319182,"lat_p90_ns":400000,"lat_p99_ns":66023990,"lat_p999_ns":100253020,"lat_p9999_ns":100253020,"mib_per_s":1.56,"rw":"read","where":"guest"}"#;
+
+    #[test]
+    fn an_old_record_reads_and_every_column_is_a_field() {
+        let old = crate::console::parse_result(OLD_RECORD).unwrap();
+        let record: NbdRecord = typed::read(&old, "nbd result").unwrap();
+        assert_eq!((record.iops, record.mib_per_s), (399.0, 1.56));
+        assert_eq!(record.latency.unwrap().lat_p99_ns, 66023990);
+        let fields = typed::record(&record);
+        for column in COLUMNS {
+            assert!(fields.contains_key(column.key), "column `{}`", column.key);
+        }
+        for key in fields.keys() {
+            assert!(old.contains_key(key), "`{key}` is not in the old record");
+        }
     }
 }

@@ -16,8 +16,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::Prepared;
-use super::run::{self, Group, Plan, VCPUS};
+use super::run::{self, Group, Measured, Plan, VCPUS};
 use crate::bench::Record;
+use crate::bench::fake_rw_record::FakeRwRecord;
 use crate::error::{Error, Result};
 use crate::guest::{Guest, Overrides};
 use crate::insns::Counting;
@@ -93,21 +94,24 @@ fn sensepool(guest: &Guest, plan: &Plan, plugin: &Path) -> Result<Record> {
         ..Overrides::default()
     };
     let records = crate::bench::run_guest_case(guest, &profile, &overrides)?;
-    let per_op = records
-        .iter()
-        .find_map(|record| record.get("insns_per_op").and_then(Value::as_f64))
-        .ok_or_else(|| fail("the counted fake-rw boot reported no insns_per_op".into()))?;
+    let mut per_op = None;
+    for mut record in records {
+        record.insert("smp".into(), Value::from(VCPUS));
+        per_op = per_op.or(FakeRwRecord::read(&record)?.insns_per_op);
+    }
+    let per_op =
+        per_op.ok_or_else(|| fail("the counted fake-rw boot reported no insns_per_op".into()))?;
     Ok(row("sensepool", per_op, Record::new()))
 }
 
 fn linux(guest: &Guest, kernel: &Prepared, plan: &Plan, plugin: &Path) -> Result<Record> {
     let ios = number_ios(plan.quick);
     let mut totals = [0u64; 2];
-    let mut info = Record::new();
+    let mut last = None;
     for (slot, &n) in ios.iter().enumerate() {
         let counting = Counting::next_boot(plugin, false)?;
         let extra = format!("sp_number_ios={n} sp_count=1");
-        let (results, problems) = run::boot_linux(
+        let (runs, problems) = run::boot_linux(
             guest,
             kernel,
             plan,
@@ -119,10 +123,11 @@ fn linux(guest: &Guest, kernel: &Prepared, plan: &Plan, plugin: &Path) -> Result
         if let Some(problem) = problems.into_iter().next() {
             return Err(fail(problem));
         }
-        let done = results
-            .first()
-            .and_then(|r| r.get("ios"))
-            .and_then(Value::as_u64);
+        let fio = runs.into_iter().find_map(|run| match run.measured {
+            Measured::Fio(fio) => Some((fio, run.info)),
+            Measured::Dmapool(_) => None,
+        });
+        let done = fio.as_ref().map(|(fio, _)| fio.summary.ios);
         if done != Some(n) {
             return Err(fail(format!(
                 "fio was asked for {n} I/Os and reported {done:?}"
@@ -142,7 +147,7 @@ fn linux(guest: &Guest, kernel: &Prepared, plan: &Plan, plugin: &Path) -> Result
             ))
         })?;
         totals[slot] = window.insns;
-        info = results.into_iter().next().unwrap_or_default();
+        last = fio;
     }
     let per_io = per_io(totals, ios).ok_or_else(|| {
         fail(format!(
@@ -151,10 +156,10 @@ fn linux(guest: &Guest, kernel: &Prepared, plan: &Plan, plugin: &Path) -> Result
     })?;
     let mut extra = Record::new();
     extra.insert("release".into(), Value::from(kernel.kernel.release.label()));
-    for key in ["kernel", "fio", "ioengine"] {
-        if let Some(value) = info.get(key) {
-            extra.insert(key.into(), value.clone());
-        }
+    if let Some((fio, info)) = last {
+        extra.insert("kernel".into(), Value::from(info.kernel));
+        extra.insert("fio".into(), Value::from(fio.summary.fio));
+        extra.insert("ioengine".into(), Value::from(fio.case.ioengine));
     }
     extra.insert("number_ios".into(), Value::from(ios.to_vec()));
     extra.insert("window_insns".into(), Value::from(totals.to_vec()));

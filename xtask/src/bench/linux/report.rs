@@ -7,10 +7,11 @@
 //! libaio and io_uring rows. The dmapool rows compare Linux with both of sensepool's models:
 //! `legacy` (the pre-6.4 algorithm, Linux 6.1's) and `scalable`.
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::super::plot::{self, BarChart};
-use super::super::{Column, Record, ResultSet, columns, number, print_tables};
+use super::super::{Column, ResultSet, columns, print_tables, typed};
 use crate::error::{Error, Result};
 use crate::workspace;
 
@@ -40,6 +41,32 @@ impl Row {
     }
 }
 
+/// A row of `linux.json`'s `side_by_side`: a [`Row`] with its advantages.
+#[derive(Debug, Serialize)]
+pub struct SideBySide<'a> {
+    pub case: &'a str,
+    pub unit: &'a str,
+    pub sensepool: Option<f64>,
+    pub linux_6_1: Option<f64>,
+    pub linux_6_12: Option<f64>,
+    pub sensepool_vs_6_1: Option<f64>,
+    pub sensepool_vs_6_12: Option<f64>,
+}
+
+impl<'a> SideBySide<'a> {
+    fn of(row: &'a Row) -> Self {
+        SideBySide {
+            case: &row.case,
+            unit: row.unit,
+            sensepool: row.sensepool,
+            linux_6_1: row.linux_6_1,
+            linux_6_12: row.linux_6_12,
+            sensepool_vs_6_1: row.advantage(row.linux_6_1),
+            sensepool_vs_6_12: row.advantage(row.linux_6_12),
+        }
+    }
+}
+
 /// The median of `values` (the mean of the middle two for an even count).
 pub fn median(mut values: Vec<f64>) -> Option<f64> {
     values.retain(|value| value.is_finite());
@@ -52,89 +79,141 @@ pub fn median(mut values: Vec<f64>) -> Option<f64> {
     }
 }
 
-fn text<'a>(record: &'a Record, key: &str) -> &'a str {
-    record.get(key).and_then(Value::as_str).unwrap_or("")
+/// A row of `linux.json`'s results as the side-by-side table reads it: the keys `run` and
+/// `counts` put on every row, and the figures compared (each present on the rows that measure
+/// it). Rows hold more (each side's own result fields); those are for the raw table.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ComparedRun {
+    /// `sensepool` or `linux`.
+    pub side: String,
+    /// `sensepool`, `6.1` or `6.12`.
+    pub release: String,
+    /// The table key ([`super::run::case_key`], `dmapool n=N`).
+    pub case: String,
+    /// The repetition (absent on the instruction-count rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rep: Option<u32>,
+    /// fio's engine, on Linux's I/O rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ioengine: Option<String>,
+    /// The dmapool model: `linux`, or sensepool's `legacy` and `scalable`.
+    #[serde(rename = "impl", default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iops: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lat_mean_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insns_per_io: Option<f64>,
+    /// The host's 1-minute load average when the row was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_load: Option<f64>,
 }
 
-fn median_of(set: &ResultSet, filter: impl Fn(&Record) -> bool, key: &str) -> Option<f64> {
-    median(
+impl ComparedRun {
+    /// Every result of `set` read as a compared row, or the first that does not read.
+    pub fn read_all(set: &ResultSet) -> Result<Vec<ComparedRun>> {
         set.results
             .iter()
+            .map(|record| typed::read(record, "bench linux result"))
+            .collect()
+    }
+
+    /// The dmapool figure `op` (`pages`, `alloc_ms`, `free_ms`).
+    fn dmapool(&self, op: &str) -> Option<f64> {
+        match op {
+            "pages" => self.pages,
+            "alloc_ms" => self.alloc_ms,
+            "free_ms" => self.free_ms,
+            _ => None,
+        }
+    }
+}
+
+fn median_of(
+    runs: &[ComparedRun],
+    filter: impl Fn(&ComparedRun) -> bool,
+    figure: impl Fn(&ComparedRun) -> Option<f64>,
+) -> Option<f64> {
+    median(
+        runs.iter()
             .filter(|r| filter(r))
-            .filter_map(|r| number(r, key))
+            .filter_map(figure)
             .collect(),
     )
 }
 
-/// The side-by-side rows, in the order the cases first appear.
-pub fn rows(set: &ResultSet) -> Vec<Row> {
-    let mut rows = Vec::new();
-    let mut io_keys: Vec<(String, String)> = Vec::new();
-    for record in &set.results {
-        if record.contains_key("iops") && text(record, "side") == "linux" {
-            let key = (
-                text(record, "case").to_owned(),
-                text(record, "ioengine").to_owned(),
-            );
-            if !io_keys.contains(&key) {
-                io_keys.push(key);
+/// Each distinct value of `key` over `runs`, in the order they first appear.
+fn distinct<T: PartialEq>(runs: &[ComparedRun], key: impl Fn(&ComparedRun) -> Option<T>) -> Vec<T> {
+    runs.iter()
+        .filter_map(key)
+        .fold(Vec::new(), |mut seen, value| {
+            if !seen.contains(&value) {
+                seen.push(value);
             }
-        }
-    }
+            seen
+        })
+}
+
+/// The side-by-side rows, in the order the cases first appear.
+pub fn rows(runs: &[ComparedRun]) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let io_keys = distinct(runs, |r| {
+        (r.iops.is_some() && r.side == "linux")
+            .then(|| (r.case.clone(), r.ioengine.clone().unwrap_or_default()))
+    });
     for (case, engine) in io_keys {
         let linux = |release: &str| {
             median_of(
-                set,
+                runs,
                 |r| {
-                    text(r, "case") == case
-                        && text(r, "release") == release
-                        && text(r, "ioengine") == engine
+                    r.case == case
+                        && r.release == release
+                        && r.ioengine.as_deref().unwrap_or_default() == engine
                 },
-                "iops",
+                |r| r.iops,
             )
         };
         rows.push(Row {
             case: format!("{case} {engine}"),
             unit: "IOPS",
             sensepool: median_of(
-                set,
-                |r| text(r, "case") == case && text(r, "side") == "sensepool",
-                "iops",
+                runs,
+                |r| r.case == case && r.side == "sensepool",
+                |r| r.iops,
             ),
             linux_6_1: linux("6.1"),
             linux_6_12: linux("6.12"),
         });
     }
-    rows.extend(insns_rows(set));
-    let dmapool_cases: Vec<String> = set
-        .results
-        .iter()
-        .filter(|r| text(r, "case").starts_with("dmapool"))
-        .map(|r| text(r, "case").to_owned())
-        .fold(Vec::new(), |mut seen, case| {
-            if !seen.contains(&case) {
-                seen.push(case);
-            }
-            seen
-        });
+    rows.extend(insns_rows(runs));
+    let dmapool_cases = distinct(runs, |r| {
+        r.case.starts_with("dmapool").then(|| r.case.clone())
+    });
     for case in dmapool_cases {
         for model in ["legacy", "scalable"] {
             // Pages first: the pre-6.4 layout holds 31 blocks of 128 B per 4 KiB page.
             for (op, unit) in [("pages", "pages"), ("alloc_ms", "ms"), ("free_ms", "ms")] {
                 let of = |release: &str| {
                     median_of(
-                        set,
-                        |r| text(r, "case") == case && text(r, "release") == release,
-                        op,
+                        runs,
+                        |r| r.case == case && r.release == release,
+                        |r| r.dmapool(op),
                     )
                 };
                 rows.push(Row {
                     case: format!("{case} {} (sensepool {model})", op.trim_end_matches("_ms")),
                     unit,
                     sensepool: median_of(
-                        set,
-                        |r| text(r, "case") == case && text(r, "impl") == model,
-                        op,
+                        runs,
+                        |r| r.case == case && r.model.as_deref() == Some(model),
+                        |r| r.dmapool(op),
                     ),
                     linux_6_1: of("6.1"),
                     linux_6_12: of("6.12"),
@@ -146,25 +225,15 @@ pub fn rows(set: &ResultSet) -> Vec<Row> {
 }
 
 /// Instructions per I/O (`--count-insns`), one row per counted case.
-fn insns_rows(set: &ResultSet) -> Vec<Row> {
-    let mut cases: Vec<&str> = Vec::new();
-    for record in set
-        .results
-        .iter()
-        .filter(|r| r.contains_key("insns_per_io"))
-    {
-        if !cases.contains(&text(record, "case")) {
-            cases.push(text(record, "case"));
-        }
-    }
-    cases
+fn insns_rows(runs: &[ComparedRun]) -> Vec<Row> {
+    distinct(runs, |r| r.insns_per_io.is_some().then(|| r.case.clone()))
         .into_iter()
         .map(|case| {
             let of = |release: &str| {
                 median_of(
-                    set,
-                    |r| text(r, "case") == case && text(r, "release") == release,
-                    "insns_per_io",
+                    runs,
+                    |r| r.case == case && r.release == release,
+                    |r| r.insns_per_io,
                 )
             };
             Row {
@@ -269,22 +338,12 @@ pub const RAW_COLUMNS: [Column<'static>; 11] = [
 pub fn write(set: &ResultSet, problems: &[String]) -> Result<()> {
     print_tables(&set.results, &[("linux", &RAW_COLUMNS)]);
     println!();
-    let rows = rows(set);
+    let rows = rows(&ComparedRun::read_all(set)?);
     print_rows(&rows);
     let dir = workspace::output_dir("bench")?;
     let mut document = set.to_json();
-    document["side_by_side"] = Value::from(
-        rows.iter()
-            .map(|row| {
-                json!({
-                    "case": row.case, "unit": row.unit, "sensepool": row.sensepool,
-                    "linux_6_1": row.linux_6_1, "linux_6_12": row.linux_6_12,
-                    "sensepool_vs_6_1": row.advantage(row.linux_6_1),
-                    "sensepool_vs_6_12": row.advantage(row.linux_6_12),
-                })
-            })
-            .collect::<Vec<_>>(),
-    );
+    let side_by_side: Vec<SideBySide<'_>> = rows.iter().map(SideBySide::of).collect();
+    document["side_by_side"] = serde_json::to_value(side_by_side).unwrap_or_default();
     document["problems"] = Value::from(problems.to_vec());
     let json_path = dir.join("linux.json");
     let mut body = serde_json::to_string_pretty(&document).unwrap_or_default();
@@ -342,7 +401,7 @@ mod tests {
             r#"{"side":"linux","release":"6.1","case":"dmapool n=9","impl":"linux","alloc_ms":4.0,"free_ms":50.0,"pages":13}"#,
         ];
         set.extend(lines.iter().map(|line| parse_result(line).unwrap()));
-        let rows = rows(&set);
+        let rows = rows(&ComparedRun::read_all(&set).unwrap());
         assert_eq!(rows[0].case, "c libaio");
         assert_eq!(
             (rows[0].sensepool, rows[0].linux_6_1, rows[0].linux_6_12),
@@ -373,6 +432,61 @@ mod tests {
         assert_eq!(
             (scalable.sensepool, scalable.advantage(scalable.linux_6_1)),
             (None, None)
+        );
+    }
+
+    /// A raw column whose key is no field of the compared row would print empty cells forever.
+    #[test]
+    fn every_raw_column_names_a_field_of_the_compared_row() {
+        let full = ComparedRun {
+            rep: Some(0),
+            ioengine: Some("libaio".into()),
+            model: Some("legacy".into()),
+            iops: Some(1.0),
+            lat_mean_ns: Some(1.0),
+            pages: Some(1.0),
+            alloc_ms: Some(1.0),
+            free_ms: Some(1.0),
+            insns_per_io: Some(1.0),
+            host_load: Some(1.0),
+            ..ComparedRun::default()
+        };
+        let fields = typed::record(&full);
+        for column in RAW_COLUMNS {
+            assert!(fields.contains_key(column.key), "column `{}`", column.key);
+        }
+        let mut set = ResultSet::new("linux", "linux", "guest", None);
+        set.extend([
+            parse_result(r#"{"side":"linux","release":"6.1","case":"c","iops":"many"}"#).unwrap(),
+        ]);
+        let error = ComparedRun::read_all(&set).unwrap_err().to_string();
+        assert!(error.contains("iops"), "{error}");
+    }
+
+    /// Rows of `target/bench/linux.json` as main wrote them on 2026-12-02 (its results page):
+    /// a Linux fio row, a Linux dmapool row and a counted row.
+    const OLD_ROWS: [&str; 3] = [
+        r#"{"accel":"tcg","bench":"linux","bs":4096,"case":"scsi_debug randread bs=4096 qd32 j1","cpus":2,"fio":"fio-3.33","fio_sys_cpu_pct":80.5,"fio_usr_cpu_pct":10.25,"host_load":12.96,"iodepth":32,"ioengine":"libaio","iops":9297.0,"ios":9297,"kernel":"6.1.0-41-amd64","lat_mean_ns":3322211.0,"lat_p99_ns":9109504.0,"numjobs":1,"release":"6.1","rep":0,"side":"linux","target":"scsi_debug","vcpus":2,"where":"guest"}"#,
+        r#"{"accel":"tcg","align":16,"alloc_ms":3556.0,"alloc_ns":3556000000,"bench":"linux","case":"dmapool n=373959","cpus":2,"fio":"fio-3.33","free_ms":44161.0,"free_ns":44161000000,"host_load":12.0,"impl":"linux","kernel":"6.1.0-41-amd64","n":373959,"pages":12064,"release":"6.1","rep":0,"side":"linux","size":128,"vcpus":2,"where":"guest"}"#,
+        r#"{"accel":"tcg","bench":"linux","case":"scsi_debug randread bs=4096 qd32 j1","host_load":9.0,"insns_per_io":548.0,"release":"sensepool","side":"sensepool","vcpus":2,"where":"guest"}"#,
+    ];
+
+    #[test]
+    fn old_rows_read() {
+        let mut set = ResultSet::new("linux", "linux", "guest", None);
+        set.extend(OLD_ROWS.iter().map(|line| parse_result(line).unwrap()));
+        let runs = ComparedRun::read_all(&set).unwrap();
+        assert_eq!((runs[0].iops, runs[0].rep), (Some(9297.0), Some(0)));
+        assert_eq!(
+            (runs[1].model.as_deref(), runs[1].pages),
+            (Some("linux"), Some(12064.0))
+        );
+        assert_eq!((runs[2].insns_per_io, runs[2].rep), (Some(548.0), None));
+        let rows = rows(&runs);
+        assert_eq!(rows[0].linux_6_1, Some(9297.0));
+        assert!(
+            rows.iter()
+                .any(|r| r.unit == "insns/IO" && r.sensepool == Some(548.0))
         );
     }
 }

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::results::{self, GuestLine};
+use super::results::{self, GuestLine, LinuxDmapool, LinuxFio, LinuxInfo};
 use super::{Options, Prepared};
 use crate::bench::progress::Progress;
-use crate::bench::{Record, ResultSet};
+use crate::bench::{Record, ResultSet, typed};
 use crate::boot::{self, Echo, Verdict};
 use crate::error::Result;
 use crate::guest::{Guest, Overrides};
@@ -243,7 +243,7 @@ fn linux(
     plan: &Plan,
     group: Group,
 ) -> Result<(Vec<Record>, Vec<String>)> {
-    boot_linux(
+    let (runs, problems) = boot_linux(
         guest,
         kernel,
         plan,
@@ -251,7 +251,68 @@ fn linux(
         &plan.linux_cases(group),
         "",
         None,
-    )
+    )?;
+    Ok((runs.iter().map(LinuxRun::record).collect(), problems))
+}
+
+/// What a Linux guest measured.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Measured {
+    Fio(LinuxFio),
+    Dmapool(LinuxDmapool),
+}
+
+/// One result of a Linux boot: what was measured, on which kernel, under which table key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinuxRun {
+    pub measured: Measured,
+    /// The table's key ([`case_key`], or `dmapool n=N`).
+    pub case: String,
+    /// `6.1` or `6.12`.
+    pub release: &'static str,
+    pub info: LinuxInfo,
+}
+
+impl LinuxRun {
+    /// The result record: the guest's words and figures (dmapool's times also in ms, as
+    /// sensepool's), the table key, the side and the guest's kernel, fio and CPUs.
+    pub fn record(&self) -> Record {
+        let mut record = match &self.measured {
+            Measured::Fio(fio) => fio.record(),
+            Measured::Dmapool(dmapool) => {
+                let mut record = typed::record(dmapool);
+                let ms = |ns: u64| Value::from((ns as f64 / 1e6 * 1000.0).round() / 1000.0);
+                record.insert("alloc_ms".into(), ms(dmapool.alloc_ns));
+                record.insert("free_ms".into(), ms(dmapool.free_ns));
+                record.insert("impl".into(), Value::from("linux"));
+                record
+            }
+        };
+        record.insert("case".into(), Value::from(self.case.as_str()));
+        record.insert("side".into(), Value::from("linux"));
+        record.insert("release".into(), Value::from(self.release));
+        for (key, value) in typed::record(&self.info) {
+            record.entry(key).or_insert(value);
+        }
+        record
+    }
+
+    /// A line for the console: IOPS and latency, or the dmapool times.
+    fn summary(&self) -> String {
+        match &self.measured {
+            Measured::Fio(fio) => format!(
+                "{} {:.0} IOPS, mean {:.1} us",
+                fio.case.ioengine,
+                fio.summary.iops,
+                fio.summary.lat_mean_ns / 1000.0
+            ),
+            Measured::Dmapool(dmapool) => format!(
+                "alloc {:.1} ms, free {:.1} ms",
+                dmapool.alloc_ns as f64 / 1e6,
+                dmapool.free_ns as f64 / 1e6
+            ),
+        }
+    }
 }
 
 /// One Linux boot on `group`'s machine running `cases`, with `extra` words on the kernel
@@ -264,7 +325,7 @@ pub fn boot_linux(
     cases: &[String],
     extra: &str,
     counting: Option<&Counting>,
-) -> Result<(Vec<Record>, Vec<String>)> {
+) -> Result<(Vec<LinuxRun>, Vec<String>)> {
     let label = kernel.kernel.release.label();
     let mut profile: Profile = profile::load(group.profile())?;
     profile.args.push("-initrd".into());
@@ -297,34 +358,44 @@ pub fn boot_linux(
         None => plan.linux_timeout(group),
     };
     let outcome = boot::boot(&machine, timeout, Echo::Quiet)?;
-    let (mut records, mut problems, mut info, mut done) =
-        (Vec::new(), Vec::new(), Record::new(), false);
+    let (mut runs, mut problems, mut info, mut done) =
+        (Vec::new(), Vec::new(), LinuxInfo::default(), false);
     for line in &outcome.console {
-        match results::classify(line) {
-            Ok(GuestLine::Info(fields)) => info = fields,
-            Ok(GuestLine::Result(mut record)) => {
-                let case = describe_linux(&mut record, plan);
-                eprintln!("xtask: Linux {label}: {case}: {}", summary(&record));
-                record.insert("case".into(), Value::from(case));
-                record.insert("side".into(), Value::from("linux"));
-                record.insert("release".into(), Value::from(label));
-                for (key, value) in &info {
-                    record.entry(key.as_str()).or_insert_with(|| value.clone());
-                }
-                records.push(record);
+        let measured = match results::classify(line) {
+            Ok(GuestLine::Info(fields)) => {
+                info = fields;
+                continue;
             }
+            Ok(GuestLine::Fio(fio)) => Measured::Fio(fio),
+            Ok(GuestLine::Dmapool(dmapool)) => Measured::Dmapool(dmapool),
             Ok(GuestLine::Error { case, reason }) => {
-                problems.push(format!("Linux {label} {case}: {reason}"))
+                problems.push(format!("Linux {label} {case}: {reason}"));
+                continue;
             }
             Ok(GuestLine::Stderr(text)) => {
                 if let Some(last) = problems.last_mut() {
                     last.push_str(&format!("\n    fio: {text}"));
                 }
+                continue;
             }
-            Ok(GuestLine::Done { .. }) => done = true,
-            Ok(GuestLine::Other) => {}
-            Err(error) => problems.push(format!("Linux {label}: {error}")),
-        }
+            Ok(GuestLine::Done { .. }) => {
+                done = true;
+                continue;
+            }
+            Ok(GuestLine::Other) => continue,
+            Err(error) => {
+                problems.push(format!("Linux {label}: {error}"));
+                continue;
+            }
+        };
+        let run = LinuxRun {
+            case: case_of(&measured, plan),
+            measured,
+            release: label,
+            info: info.clone(),
+        };
+        eprintln!("xtask: Linux {label}: {}: {}", run.case, run.summary());
+        runs.push(run);
     }
     if !done || !matches!(outcome.verdict, Verdict::Pass | Verdict::Fail) {
         let tail: Vec<&str> = outcome
@@ -341,48 +412,13 @@ pub fn boot_linux(
             tail.join("\n    ")
         ));
     }
-    Ok((records, problems))
+    Ok((runs, problems))
 }
 
-/// Gives a Linux result its table key (and dmapool's times in ms); returns the key.
-fn describe_linux(record: &mut Record, plan: &Plan) -> String {
-    let text = |record: &Record, key: &str| {
-        record
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
-    let number = |record: &Record, key: &str| record.get(key).and_then(Value::as_u64).unwrap_or(0);
-    if text(record, "case") == "dmapool" {
-        for (from, to) in [("alloc_ns", "alloc_ms"), ("free_ns", "free_ms")] {
-            let ms = number(record, from) as f64 / 1e6;
-            record.insert(to.into(), Value::from((ms * 1000.0).round() / 1000.0));
-        }
-        record.insert("impl".into(), Value::from("linux"));
-        return format!("dmapool n={}", plan.dmapool_n);
-    }
-    let numjobs = u32::try_from(number(record, "numjobs")).unwrap_or(0);
-    case_key(&text(record, "target"), number(record, "bs"), numjobs)
-}
-
-fn summary(record: &Record) -> String {
-    let number = |key: &str| record.get(key).and_then(Value::as_f64).unwrap_or(0.0);
-    if record.contains_key("iops") {
-        let engine = record
-            .get("ioengine")
-            .and_then(Value::as_str)
-            .unwrap_or("?");
-        format!(
-            "{engine} {:.0} IOPS, mean {:.1} us",
-            number("iops"),
-            number("lat_mean_ns") / 1000.0
-        )
-    } else {
-        format!(
-            "alloc {:.1} ms, free {:.1} ms",
-            number("alloc_ms"),
-            number("free_ms")
-        )
+/// A Linux result's table key: [`case_key`] for fio, `dmapool n=N` for the dmapool case.
+fn case_of(measured: &Measured, plan: &Plan) -> String {
+    match measured {
+        Measured::Fio(fio) => case_key(&fio.case.target, fio.case.bs, fio.case.numjobs),
+        Measured::Dmapool(_) => format!("dmapool n={}", plan.dmapool_n),
     }
 }

@@ -32,122 +32,198 @@
 //! With both reads and writes in one run the guest keeps one latency histogram, so both
 //! directions carry it.
 
+mod layout;
+
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value, json};
+use serde::Deserialize;
+use serde_json::Value;
 use workloads::result::LatencyBins;
 
-use super::{Record, number};
-use crate::error::Result;
+pub use layout::{Direction, FioOutput, Job, Latency, Samples};
+
+use super::Record;
+use crate::error::{Error, Result};
 
 /// The version string: who wrote the file and whose layout it follows.
 pub const VERSION: &str = "sensepool xtask (fio-3 JSON layout)";
 
-/// fio's percentile keys for the quantiles the guest reports, with the record field of each.
-pub const PERCENTILES: [(&str, &str); 5] = [
-    ("50.000000", "lat_p50_ns"),
-    ("90.000000", "lat_p90_ns"),
-    ("99.000000", "lat_p99_ns"),
-    ("99.900000", "lat_p999_ns"),
-    ("99.990000", "lat_p9999_ns"),
+/// fio's percentile keys for the quantiles the guest reports.
+pub const PERCENTILES: [&str; 5] = [
+    "50.000000",
+    "90.000000",
+    "99.000000",
+    "99.900000",
+    "99.990000",
 ];
 
 /// One run to describe: its label, what drove the I/O, settings of its own, and its record.
 pub struct Run<'a> {
     pub name: String,
     pub engine: &'a str,
-    /// Extra `"job options"` (`io_mode`, `device`, …) from these record fields, when present.
+    /// Extra `"job options"` (`io_mode`, `device`, …): these record fields, copied as text
+    /// when present (fio's options are strings; the caller chooses which fields are options).
     pub option_keys: &'a [&'a str],
     pub record: &'a Record,
 }
 
+/// What the fio layout takes from a run's record: fields of the I/O workloads' results
+/// (`workloads::result::IoResult` and what xtask adds), by the same names. Each is optional
+/// because the benches that write fio files report different subsets (the NBD client has no
+/// histogram or CPU figures, a failed cell only its `error`).
+#[derive(Debug, Default, Deserialize)]
+struct Figures {
+    /// Present on a cell that failed instead of measuring.
+    error: Option<serde::de::IgnoredAny>,
+    rw: Option<String>,
+    bs: Option<f64>,
+    iodepth: Option<f64>,
+    numjobs: Option<f64>,
+    ios: Option<f64>,
+    reads: Option<f64>,
+    writes: Option<f64>,
+    errors: Option<f64>,
+    elapsed_ns: Option<f64>,
+    lat_min_ns: Option<f64>,
+    lat_max_ns: Option<f64>,
+    lat_mean_ns: Option<f64>,
+    lat_stddev_ns: Option<f64>,
+    lat_p50_ns: Option<f64>,
+    lat_p90_ns: Option<f64>,
+    lat_p99_ns: Option<f64>,
+    lat_p999_ns: Option<f64>,
+    lat_p9999_ns: Option<f64>,
+    lat_bins: Option<LatencyBins>,
+    busy_pct: Option<f64>,
+    halted_ns: Option<f64>,
+    qemu_host_cpus: Option<f64>,
+}
+
+impl Figures {
+    fn read(run: &Run<'_>) -> std::result::Result<Figures, UnreadRun> {
+        super::typed::from_value(Value::Object(run.record.clone())).map_err(|reason| UnreadRun {
+            run: run.name.clone(),
+            reason,
+        })
+    }
+
+    /// The quantiles the run reports, in [`PERCENTILES`]' order.
+    fn percentiles(&self) -> [Option<f64>; 5] {
+        [
+            self.lat_p50_ns,
+            self.lat_p90_ns,
+            self.lat_p99_ns,
+            self.lat_p999_ns,
+            self.lat_p9999_ns,
+        ]
+    }
+}
+
+/// A run whose record does not read as fio figures: which run, and serde's reason (which names
+/// the field).
+#[derive(Clone, Debug, PartialEq)]
+pub struct UnreadRun {
+    pub run: String,
+    pub reason: String,
+}
+
+/// What [`document`] makes: the fio document, or the first run that did not read.
+pub type Document = std::result::Result<FioOutput, UnreadRun>;
+
 /// The fio document of `runs` (skipping runs without a completed measurement).
-pub fn document(runs: &[Run<'_>]) -> Value {
+pub fn document(runs: &[Run<'_>]) -> Document {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    let jobs: Vec<Value> = runs
-        .iter()
-        .filter_map(job)
-        .enumerate()
-        .map(|(index, mut job)| {
-            job["groupid"] = Value::from(index);
-            job
-        })
-        .collect();
-    json!({
-        "fio version": VERSION,
-        "timestamp": now.as_secs(),
-        "timestamp_ms": now.as_millis() as u64,
-        "jobs": jobs,
+    let mut jobs = Vec::new();
+    for run in runs {
+        if let Some(mut job) = job(run, &Figures::read(run)?) {
+            job.groupid = jobs.len() as u64;
+            jobs.push(job);
+        }
+    }
+    Ok(FioOutput {
+        fio_version: VERSION.into(),
+        timestamp: now.as_secs(),
+        timestamp_ms: now.as_millis() as u64,
+        jobs,
     })
 }
 
-/// Writes `<dir>/<stem>.fio.json` and returns its path.
-pub fn write(dir: &Path, stem: &str, document: &Value) -> Result<PathBuf> {
-    super::write_document(dir, &format!("{stem}.fio"), document)
+/// Writes `<dir>/<stem>.fio.json` and returns its path; a document whose run did not read is
+/// an error naming the run and the field.
+pub fn write(dir: &Path, stem: &str, document: &Document) -> Result<PathBuf> {
+    let document = document.as_ref().map_err(|unread| Error::BadResult {
+        what: format!("{stem}: run `{}`", unread.run),
+        reason: unread.reason.clone(),
+    })?;
+    let value = serde_json::to_value(document).map_err(|error| Error::BadResult {
+        what: format!("{stem}.fio.json"),
+        reason: error.to_string(),
+    })?;
+    super::write_document(dir, &format!("{stem}.fio"), &value)
 }
 
 /// One fio job, or `None` for a run that did not measure (a failed cell, no `elapsed_ns`).
-fn job(run: &Run<'_>) -> Option<Value> {
-    let record = run.record;
-    if record.contains_key("error") {
+fn job(run: &Run<'_>, figures: &Figures) -> Option<Job> {
+    if figures.error.is_some() {
         return None;
     }
-    let elapsed_ns = number(record, "elapsed_ns").filter(|ns| *ns > 0.0)?;
-    let rw = record
-        .get("rw")
-        .and_then(Value::as_str)
-        .unwrap_or("randread");
-    let ios = number(record, "ios").unwrap_or(0.0);
-    let reads = number(record, "reads").unwrap_or(if rw.contains("write") { 0.0 } else { ios });
-    let writes = number(record, "writes").unwrap_or(ios - reads);
-    let bs = number(record, "bs").unwrap_or(0.0);
+    let elapsed_ns = figures.elapsed_ns.filter(|ns| *ns > 0.0)?;
+    let rw = figures.rw.as_deref().unwrap_or("randread");
+    let ios = figures.ios.unwrap_or(0.0);
+    let reads = figures
+        .reads
+        .unwrap_or(if rw.contains("write") { 0.0 } else { ios });
+    let writes = figures.writes.unwrap_or(ios - reads);
+    let bs = figures.bs.unwrap_or(0.0);
     let runtime_ms = (elapsed_ns / 1e6).round();
-    let mut options = Map::new();
-    options.insert("name".into(), Value::from(run.name.as_str()));
-    options.insert("ioengine".into(), Value::from(run.engine));
-    options.insert("rw".into(), Value::from(rw));
-    for (key, default) in [("bs", 0.0), ("iodepth", 1.0), ("numjobs", 1.0)] {
-        let value = number(record, key).unwrap_or(default);
-        options.insert(key.into(), Value::from(format!("{value}")));
+    let mut options = BTreeMap::new();
+    options.insert("name".to_owned(), run.name.clone());
+    options.insert("ioengine".to_owned(), run.engine.to_owned());
+    options.insert("rw".to_owned(), rw.to_owned());
+    for (key, value) in [
+        ("bs", figures.bs.unwrap_or(0.0)),
+        ("iodepth", figures.iodepth.unwrap_or(1.0)),
+        ("numjobs", figures.numjobs.unwrap_or(1.0)),
+    ] {
+        options.insert(key.to_owned(), format!("{value}"));
     }
-    options.insert("runtime".into(), Value::from(format!("{runtime_ms}ms")));
+    options.insert("runtime".to_owned(), format!("{runtime_ms}ms"));
     for &key in run.option_keys {
-        if let Some(value) = record.get(key) {
+        if let Some(value) = run.record.get(key) {
             let text = value
                 .as_str()
                 .map_or_else(|| value.to_string(), str::to_owned);
-            options.insert(key.into(), Value::from(text));
+            options.insert(key.to_owned(), text);
         }
     }
-    let errors = number(record, "errors").unwrap_or(0.0);
-    let mut job = json!({
-        "jobname": run.name,
-        "groupid": 0,
-        "error": if errors > 0.0 { 5 } else { 0 },
-        "total_err": errors as u64,
-        "elapsed": (elapsed_ns / 1e9).ceil() as u64,
-        "job options": options,
-        "read": direction(record, reads, bs, elapsed_ns),
-        "write": direction(record, writes, bs, elapsed_ns),
-        "trim": direction(record, 0.0, bs, elapsed_ns),
-        "job_runtime": runtime_ms as u64,
+    let errors = figures.errors.unwrap_or(0.0);
+    let bins = figures.lat_bins.as_ref().map(|bins| {
+        bins.0
+            .iter()
+            .map(|bin| (bin.floor_ns, bin.count))
+            .collect::<Vec<_>>()
     });
-    cpu(record, elapsed_ns, &mut job);
-    if let Some(bins) = bins(record) {
-        for (key, table) in distributions(&bins) {
-            job[key] = table;
-        }
+    let mut job = Job {
+        jobname: run.name.clone(),
+        error: if errors > 0.0 { 5 } else { 0 },
+        total_err: errors as u64,
+        elapsed: (elapsed_ns / 1e9).ceil() as u64,
+        job_options: options,
+        read: direction(figures, bins.as_deref(), reads, bs, elapsed_ns),
+        write: direction(figures, bins.as_deref(), writes, bs, elapsed_ns),
+        trim: direction(figures, None, 0.0, bs, elapsed_ns),
+        job_runtime: runtime_ms as u64,
+        ..Job::default()
+    };
+    cpu(figures, elapsed_ns, &mut job);
+    if let Some(bins) = &bins {
+        let [ns, us, ms] = distributions(bins);
+        (job.latency_ns, job.latency_us, job.latency_ms) = (Some(ns), Some(us), Some(ms));
     }
     Some(job)
-}
-
-/// The run's histogram from its `lat_bins` field, if it has a readable one: the typed list of
-/// `{floor_ns, count}` (fake-rw) or the `floor:count,…` text (the other workloads, older files).
-fn bins(record: &Record) -> Option<Vec<(u64, u64)>> {
-    let bins: LatencyBins = serde_json::from_value(record.get("lat_bins")?.clone()).ok()?;
-    Some(bins.0.iter().map(|bin| (bin.floor_ns, bin.count)).collect())
 }
 
 /// fio's range edges for `latency_ns` and `latency_us` (the key is the range's upper bound).
@@ -155,7 +231,7 @@ const EDGES: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
 
 /// fio's `latency_ns`, `latency_us` and `latency_ms` from histogram bins: the percentage of
 /// I/Os in each range, a non-zero share under 0.01% shown as 0.01 (fio's `stat_calc_lat`).
-fn distributions(bins: &[(u64, u64)]) -> [(&'static str, Value); 3] {
+fn distributions(bins: &[(u64, u64)]) -> [BTreeMap<String, f64>; 3] {
     let total: u64 = bins.iter().map(|bin| bin.1).sum();
     let mut ns = [0u64; 10];
     let mut us = [0u64; 10];
@@ -180,120 +256,76 @@ fn distributions(bins: &[(u64, u64)]) -> [(&'static str, Value); 3] {
             share
         }
     };
-    let table = |counts: &[u64], keys: &[String]| -> Value {
-        let pairs = keys
-            .iter()
+    let table = |counts: &[u64], keys: &[String]| -> BTreeMap<String, f64> {
+        keys.iter()
             .zip(counts)
-            .map(|(k, c)| (k.clone(), Value::from(percent(*c))));
-        Value::Object(pairs.collect())
+            .map(|(k, c)| (k.clone(), percent(*c)))
+            .collect()
     };
     let mut keys: Vec<String> = EDGES.iter().map(u64::to_string).collect();
     let (ns, us) = (table(&ns, &keys), table(&us, &keys));
     keys.extend(["2000".to_owned(), ">=2000".to_owned()]);
-    [
-        ("latency_ns", ns),
-        ("latency_us", us),
-        ("latency_ms", table(&ms, &keys)),
-    ]
+    [ns, us, table(&ms, &keys)]
 }
 
-/// A `read`/`write`/`trim` object for `ios` commands of `bs` bytes in `elapsed_ns`.
-fn direction(record: &Record, ios: f64, bs: f64, elapsed_ns: f64) -> Value {
+/// A `read`/`write`/`trim` object for `ios` commands of `bs` bytes in `elapsed_ns`, with the
+/// run's histogram `bins` when it has one.
+fn direction(
+    figures: &Figures,
+    bins: Option<&[(u64, u64)]>,
+    ios: f64,
+    bs: f64,
+    elapsed_ns: f64,
+) -> Direction {
     if ios <= 0.0 {
-        let zero = json!({"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0});
-        let mut object = json!({
-            "io_bytes": 0, "io_kbytes": 0, "bw_bytes": 0, "bw": 0, "iops": 0.0,
-            "runtime": 0, "total_ios": 0, "short_ios": 0, "drop_ios": 0,
-            "clat_ns": zero, "lat_ns": zero,
-        });
-        not_sampled(&mut object);
-        return object;
+        return Direction::idle();
     }
     let seconds = elapsed_ns / 1e9;
     let io_bytes = ios * bs;
-    let mut latency = Map::new();
-    for (fio_key, key) in [("min", "lat_min_ns"), ("max", "lat_max_ns")] {
-        if let Some(ns) = number(record, key) {
-            latency.insert(fio_key.into(), Value::from(ns as u64));
-        }
-    }
-    if let Some(mean) = number(record, "lat_mean_ns") {
-        latency.insert("mean".into(), Value::from(mean));
-    }
-    if let Some(stddev) = number(record, "lat_stddev_ns") {
-        latency.insert("stddev".into(), Value::from(stddev));
-    }
-    latency.insert("N".into(), Value::from(ios as u64));
-    let lat_ns = Value::Object(latency.clone());
-    let percentiles: Map<String, Value> = PERCENTILES
-        .iter()
-        .filter_map(|(fio_key, key)| {
-            Some((
-                fio_key.to_string(),
-                Value::from(number(record, key)? as u64),
-            ))
-        })
-        .collect();
-    if !percentiles.is_empty() {
-        latency.insert("percentile".into(), Value::Object(percentiles));
-    }
-    if let Some(bins) = bins(record) {
-        let bins = bins
-            .into_iter()
-            .map(|(floor, count)| (floor.to_string(), Value::from(count)));
-        latency.insert("bins".into(), Value::Object(bins.collect()));
-    }
-    let mut object = json!({
-        "io_bytes": io_bytes as u64,
-        "io_kbytes": (io_bytes / 1024.0) as u64,
-        "bw_bytes": (io_bytes / seconds) as u64,
-        "bw": (io_bytes / 1024.0 / seconds) as u64,
-        "iops": ios / seconds,
-        "runtime": (elapsed_ns / 1e6).round() as u64,
-        "total_ios": ios as u64,
-        "short_ios": 0,
-        "drop_ios": 0,
-        "clat_ns": Value::Object(latency),
-        "lat_ns": lat_ns,
-    });
-    not_sampled(&mut object);
-    object
-}
-
-/// fio's periodic bandwidth and IOPS samples, as fio prints them for a job it never sampled.
-fn not_sampled(direction: &mut Value) {
-    for key in [
-        "bw_min",
-        "bw_max",
-        "bw_samples",
-        "iops_min",
-        "iops_max",
-        "iops_samples",
-    ] {
-        direction[key] = Value::from(0);
-    }
-    for key in ["bw_agg", "bw_mean", "bw_dev", "iops_mean", "iops_stddev"] {
-        direction[key] = Value::from(0.0);
+    let lat_ns = Latency {
+        min: figures.lat_min_ns.map(|ns| ns as u64),
+        max: figures.lat_max_ns.map(|ns| ns as u64),
+        mean: figures.lat_mean_ns,
+        stddev: figures.lat_stddev_ns,
+        samples: ios as u64,
+        ..Latency::default()
+    };
+    let clat_ns = Latency {
+        percentile: PERCENTILES
+            .iter()
+            .zip(figures.percentiles())
+            .filter_map(|(key, ns)| Some((key.to_string(), ns? as u64)))
+            .collect(),
+        bins: bins.unwrap_or_default().iter().copied().collect(),
+        ..lat_ns.clone()
+    };
+    Direction {
+        io_bytes: io_bytes as u64,
+        io_kbytes: (io_bytes / 1024.0) as u64,
+        bw_bytes: (io_bytes / seconds) as u64,
+        bw: (io_bytes / 1024.0 / seconds) as u64,
+        iops: ios / seconds,
+        runtime: (elapsed_ns / 1e6).round() as u64,
+        total_ios: ios as u64,
+        clat_ns,
+        lat_ns,
+        ..Direction::default()
     }
 }
 
 /// fio's CPU fields from the guest's busy and halted figures, and the host CPUs QEMU got.
-fn cpu(record: &Record, elapsed_ns: f64, job: &mut Value) {
-    if let Some(busy) = number(record, "busy_pct") {
-        job["usr_cpu"] = Value::from(0.0);
-        job["sys_cpu"] = Value::from(busy);
-        job["guest_busy_pct"] = Value::from(busy);
+fn cpu(figures: &Figures, elapsed_ns: f64, job: &mut Job) {
+    if let Some(busy) = figures.busy_pct {
+        job.usr_cpu = Some(0.0);
+        job.sys_cpu = Some(busy);
+        job.guest_busy_pct = Some(busy);
     }
-    if let Some(halted) = number(record, "halted_ns") {
-        job["guest_halted_pct"] = Value::from(100.0 * halted / elapsed_ns);
-    }
-    if let Some(cpus) = number(record, "qemu_host_cpus") {
-        job["qemu_host_cpus"] = Value::from(cpus);
-    }
+    job.guest_halted_pct = figures.halted_ns.map(|halted| 100.0 * halted / elapsed_ns);
+    job.qemu_host_cpus = figures.qemu_host_cpus;
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::console::parse_result;
 
@@ -323,7 +355,7 @@ mod tests {
             record: &record,
         }];
         // Through text, as a consumer would get it.
-        let text = serde_json::to_string(&document(&runs)).unwrap();
+        let text = serde_json::to_string(&document(&runs).unwrap()).unwrap();
         let document: Value = serde_json::from_str(&text).unwrap();
         assert!(document["fio version"].as_str().unwrap().contains("fio-3"));
         let (iops, bw, runtime, total_ios, io_bytes, p99) = read_like_fio_tools(&document);
@@ -406,7 +438,7 @@ mod tests {
                 record: &bare,
             },
         ];
-        let document = document(&runs);
+        let document = serde_json::to_value(document(&runs).unwrap()).unwrap();
         let jobs = document["jobs"].as_array().unwrap();
         assert_eq!(jobs.len(), 1);
         let job = &jobs[0];
@@ -415,5 +447,62 @@ mod tests {
         assert!(job["read"]["clat_ns"].get("percentile").is_none());
         assert!(job["read"]["clat_ns"].get("min").is_none());
         assert!(job.get("usr_cpu").is_none() && job.get("sys_cpu").is_none());
+    }
+
+    /// fio 3.33's own output for one job (trimmed), as `bench linux` gets it from a stock guest.
+    pub const FIO_3_33: &str = r#"{"fio version" : "fio-3.33","timestamp" : 1,"jobs" : [{"jobname" : "randread","groupid" : 0,"error" : 0,"job options" : {"rw" : "randread","bs" : "4k"},"read" : {"io_bytes" : 81920000,"bw" : 40000,"iops" : 20000.5,"runtime" : 1000,"total_ios" : 20000,"clat_ns" : {"min" : 1,"percentile" : {"1.000000" : 10,"99.000000" : 91136}},"lat_ns" : {"min" : 1,"max" : 2,"mean" : 1550.25}},"write" : {"iops" : 0.0,"total_ios" : 0},"usr_cpu" : 10.5,"sys_cpu" : 80.25}]}"#;
+
+    #[test]
+    fn fio_output_and_ours_read_as_the_same_types() {
+        let fio: FioOutput = serde_json::from_str(FIO_3_33).unwrap();
+        assert_eq!(fio.fio_version, "fio-3.33");
+        let read = &fio.jobs[0].read;
+        assert_eq!((read.iops, read.total_ios), (20000.5, 20000));
+        assert_eq!(read.clat_ns.percentile["99.000000"], 91136);
+        assert_eq!(read.lat_ns.mean, Some(1550.25));
+        assert_eq!(fio.jobs[0].job_options["bs"], "4k");
+        let record = parse_result(DEVICE).unwrap();
+        let runs = [Run {
+            name: "device".into(),
+            engine: "e",
+            option_keys: &["io_mode"],
+            record: &record,
+        }];
+        let ours = document(&runs).unwrap();
+        let text = serde_json::to_string(&ours).unwrap();
+        let back: FioOutput = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, ours);
+        assert_eq!(back.jobs[0].read.clat_ns.bins[&155648], 150000);
+    }
+
+    #[test]
+    fn a_record_field_of_the_wrong_type_is_an_error_naming_it() {
+        let record = parse_result(
+            r#"{"rw":"randread","ios":10,"bs":512,"elapsed_ns":1000000000,"lat_p99_ns":"fast"}"#,
+        )
+        .unwrap();
+        let runs = [Run {
+            name: "bad p99".into(),
+            engine: "e",
+            option_keys: &[],
+            record: &record,
+        }];
+        let document = document(&runs);
+        let unread = document.as_ref().unwrap_err();
+        assert_eq!(unread.run, "bad p99");
+        assert!(
+            unread.reason.starts_with("lat_p99_ns: "),
+            "{}",
+            unread.reason
+        );
+        let dir = std::env::temp_dir();
+        let error = write(&dir, "never-written", &document)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("bad p99") && error.contains("lat_p99_ns"),
+            "{error}"
+        );
+        assert!(!dir.join("never-written.fio.json").exists());
     }
 }
