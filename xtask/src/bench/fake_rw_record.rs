@@ -39,7 +39,9 @@ pub struct HostFakeRwRecord {
     pub smp: u32,
 }
 
-fn read<T: for<'de> Deserialize<'de>>(record: &Record, what: &str) -> Result<T> {
+/// `record` read as `T`, or an error naming `what` and the field that did not read: the one
+/// way a bench reads a `RESULT` object into its type.
+pub fn read<T: for<'de> Deserialize<'de>>(record: &Record, what: &str) -> Result<T> {
     serde_json::from_value(Value::Object(record.clone())).map_err(|error| Error::BadResult {
         what: what.into(),
         reason: error.to_string(),
