@@ -23,6 +23,7 @@ use workloads::dmapool_bench::{
     self as bench, CHAIN_ALIGN, CHAIN_COUNT, CHAIN_SIZE, Clock, FillDrain, Locking, MinOfReps,
     PairResult,
 };
+use workloads::result::result_line;
 
 struct HostClock(Instant);
 
@@ -90,16 +91,15 @@ type ScalableAlgo<'a> = Scalable<&'a HostArena, SideStack>;
 type InBlockAlgo<'a> = Scalable<&'a HostArena, InBlock>;
 type LegacyAlgo<'a> = Legacy<&'a HostArena>;
 
-/// The minimum over repetitions as the result, with the median and count beside it.
+/// The `RESULT` line of the minimum over repetitions, with the median and count beside it.
 fn summarize(name: &str, runs: &[FillDrain]) -> String {
     let bench_name = if name.ends_with("-nolock") {
         "dmapool_nolock"
     } else {
         "dmapool"
     };
-    MinOfReps::of(runs)
-        .expect("a result has at least one run")
-        .to_json(bench_name, name, "host")
+    let summary = MinOfReps::of(runs).expect("a result has at least one run");
+    result_line(&summary.result(bench_name, name, "host"))
 }
 
 fn main() {
@@ -171,7 +171,7 @@ fn main() {
     }
     results.sort_by_key(|(name, n, _)| (*n, name.clone()));
     for (name, _, runs) in &results {
-        println!("RESULT {}", summarize(name, runs));
+        println!("{}", summarize(name, runs));
     }
     pairs(&args, &clock, &arena, max_n.clamp(1024, CHAIN_COUNT));
 }
@@ -221,9 +221,6 @@ fn pairs(args: &Args, clock: &HostClock, arena: &HostArena, live: usize) {
         }
     }
     for r in best {
-        println!(
-            "RESULT {}",
-            r.to_json("host").replacen("}", ",\"stat\":\"min\"}", 1)
-        );
+        println!("{}", result_line(&r.result("host", "min")));
     }
 }

@@ -19,6 +19,7 @@ use workloads::io::{
     MATRIX_MODES, WorkloadParams, run_matrix, sense_reserve_cases, sense_reserve_defaults,
     table_header,
 };
+use workloads::result::result_line;
 
 fn main() {
     let mut rounds = None;
@@ -57,7 +58,7 @@ fn main() {
             }
         }
         for cell in &cells {
-            println!("RESULT {}", cell.to_json("host", &case.name));
+            println!("{}", result_line(&cell.result("host", &case.name)));
         }
     }
 }

@@ -17,10 +17,10 @@ use lock_api::RawMutex;
 
 use pools::PoolError;
 use pools::dmapool::{DmaPool, PoolAlgorithm, PoolConfig, RawBlock};
-use pools::json::JsonObject;
 
 pub use pools::clock::Clock;
 
+use crate::result::{DmapoolPairsResult, DmapoolResult, rounded};
 use crate::window::CountedWindows;
 
 /// Block size of the mpt3sas chain pool.
@@ -254,35 +254,6 @@ pub fn vec_pairs(clock: &impl Clock, live: usize, pairs: usize) -> PairResult {
     }
 }
 
-impl FillDrain {
-    /// The result as one JSON object (the `RESULT` line format xtask reads).
-    pub fn to_json(&self, place: &str) -> alloc::string::String {
-        self.to_json_as("dmapool", place)
-    }
-
-    /// The result as one JSON object with another `bench` name.
-    pub fn to_json_as(&self, bench: &str, place: &str) -> alloc::string::String {
-        self.json_object(bench, self.impl_name, place).finish()
-    }
-
-    /// The result's members, with `bench` and `impl` named by the caller.
-    fn json_object(&self, bench: &str, impl_name: &str, place: &str) -> JsonObject {
-        JsonObject::new()
-            .str("bench", bench)
-            .str("impl", impl_name)
-            .u64("n", self.n as u64)
-            .u64("size", self.size as u64)
-            .u64("align", self.align as u64)
-            .f64("alloc_ns_per_op", self.alloc_ns_per_op, 3)
-            .f64("free_ns_per_op", self.free_ns_per_op, 3)
-            .f64("alloc_total_ms", self.alloc_total_ms, 6)
-            .f64("free_total_ms", self.free_total_ms, 6)
-            .f64("destroy_ms", self.destroy_ms, 6)
-            .u64("pages", self.pages as u64)
-            .str("where", place)
-    }
-}
-
 /// The best of several runs of one implementation at one n: the minimum of each time (the
 /// estimate least disturbed by other load on a shared machine), with the medians beside it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -320,34 +291,45 @@ impl MinOfReps {
         })
     }
 
-    /// One JSON object: [`FillDrain::to_json_as`] with `impl` set to `impl_name`, plus
-    /// `stat` ("min"), `reps` and the medians.
-    pub fn to_json(&self, bench: &str, impl_name: &str, place: &str) -> alloc::string::String {
-        self.json_object(bench, impl_name, place).finish()
-    }
-
-    /// [`Self::to_json`]'s members, for a line that adds fields of its own.
-    pub fn json_object(&self, bench: &str, impl_name: &str, place: &str) -> JsonObject {
-        self.best
-            .json_object(bench, impl_name, place)
-            .str("stat", "min")
-            .u64("reps", self.reps as u64)
-            .f64("alloc_ns_per_op_median", self.alloc_ns_per_op_median, 3)
-            .f64("free_ns_per_op_median", self.free_ns_per_op_median, 3)
+    /// The `RESULT` line's value: the best run's fields with `bench` and `impl` named by the
+    /// caller, `stat` "min", `reps` and the medians. The guest adds its instruction-count keys
+    /// to `insns`.
+    pub fn result(&self, bench: &str, impl_name: &str, place: &str) -> DmapoolResult {
+        let best = &self.best;
+        DmapoolResult {
+            bench: bench.into(),
+            impl_name: impl_name.into(),
+            n: best.n as u64,
+            size: best.size as u64,
+            align: best.align as u64,
+            alloc_ns_per_op: rounded(best.alloc_ns_per_op, 3),
+            free_ns_per_op: rounded(best.free_ns_per_op, 3),
+            alloc_total_ms: rounded(best.alloc_total_ms, 6),
+            free_total_ms: rounded(best.free_total_ms, 6),
+            destroy_ms: rounded(best.destroy_ms, 6),
+            pages: best.pages as u64,
+            place: place.into(),
+            stat: "min".into(),
+            reps: self.reps as u64,
+            alloc_ns_per_op_median: rounded(self.alloc_ns_per_op_median, 3),
+            free_ns_per_op_median: rounded(self.free_ns_per_op_median, 3),
+            insns: None,
+        }
     }
 }
 
 impl PairResult {
-    /// The result as one JSON object.
-    pub fn to_json(&self, place: &str) -> alloc::string::String {
-        JsonObject::new()
-            .str("bench", "dmapool_pairs")
-            .str("impl", self.impl_name)
-            .u64("live", self.live as u64)
-            .u64("pairs", self.pairs as u64)
-            .f64("ns_per_pair", self.ns_per_pair, 3)
-            .str("where", place)
-            .finish()
+    /// The `RESULT` line's value; `stat` says what the time is over repetitions (`"min"`).
+    pub fn result(&self, place: &str, stat: &str) -> DmapoolPairsResult {
+        DmapoolPairsResult {
+            bench: "dmapool_pairs".into(),
+            impl_name: self.impl_name.into(),
+            live: self.live as u64,
+            pairs: self.pairs as u64,
+            ns_per_pair: rounded(self.ns_per_pair, 3),
+            place: place.into(),
+            stat: stat.into(),
+        }
     }
 }
 
@@ -370,29 +352,31 @@ mod tests {
         }
     }
 
+    /// The line a reader of older results knows: the same members in the same order, times
+    /// rounded as the hand-built line printed them (3 decimals per op, 6 per total).
     #[test]
     fn result_lines_keep_their_fields_order_and_precision() {
+        let summary = MinOfReps::of(&[sample(30.0), sample(10.0), sample(20.0)]).unwrap();
+        let line = crate::result::result_line(&summary.result("dmapool", "scalable-min", "guest"));
         assert_eq!(
-            sample(12.34567).to_json("host"),
+            line,
             concat!(
-                r#"{"bench":"dmapool","impl":"scalable","n":1000,"size":128,"align":16,"#,
-                r#""alloc_ns_per_op":12.346,"free_ns_per_op":20.000,"alloc_total_ms":0.012346,"#,
-                r#""free_total_ms":0.020000,"destroy_ms":0.500000,"pages":32,"where":"host"}"#
+                r#"RESULT {"bench":"dmapool","impl":"scalable-min","n":1000,"size":128,"#,
+                r#""align":16,"alloc_ns_per_op":10.0,"free_ns_per_op":20.0,"#,
+                r#""alloc_total_ms":0.012346,"free_total_ms":0.02,"destroy_ms":0.5,"pages":32,"#,
+                r#""where":"guest","stat":"min","reps":3,"#,
+                r#""alloc_ns_per_op_median":20.0,"free_ns_per_op_median":20.0}"#
             )
         );
-        let summary = MinOfReps::of(&[sample(30.0), sample(10.0), sample(20.0)]).unwrap();
-        let line = summary.to_json("dmapool", "scalable-min", "guest");
-        assert!(
-            line.starts_with(r#"{"bench":"dmapool","impl":"scalable-min","n":1000,"#),
-            "{line}"
+        let pairs = PairResult {
+            impl_name: "vec",
+            live: 10,
+            pairs: 100,
+            ns_per_pair: 1.23456,
+        };
+        assert_eq!(
+            serde_json::to_string(&pairs.result("host", "min")).unwrap(),
+            r#"{"bench":"dmapool_pairs","impl":"vec","live":10,"pairs":100,"ns_per_pair":1.235,"where":"host","stat":"min"}"#
         );
-        assert!(
-            line.ends_with(concat!(
-                r#""where":"guest","stat":"min","reps":3,"#,
-                r#""alloc_ns_per_op_median":20.000,"free_ns_per_op_median":20.000}"#
-            )),
-            "{line}"
-        );
-        assert!(line.contains(r#""alloc_ns_per_op":10.000"#), "{line}");
     }
 }

@@ -13,7 +13,6 @@
 //! NOP only with displacement 0. Without the plugin (or under KVM) markers do nothing.
 
 use core::sync::atomic::{AtomicU32, Ordering};
-use pools::json::JsonObject;
 
 use pools::counting_lock::CountingMutex;
 
@@ -80,8 +79,9 @@ pub fn publish() -> u32 {
     number
 }
 
-/// What a `RESULT` line needs to be joined with the plugin's count: written as
-/// `,"insn_window":K,"insn_slot":S,"insn_ops":N` (JSON fields to append inside the object).
+/// What a `RESULT` line needs to be joined with the plugin's count: the line's type carries it
+/// as an [`InsnCount`](crate::result::InsnCount) (`"insn_window":K,"insn_slot":S,"insn_ops":N`,
+/// see [`Counted::insn_count`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Counted {
     /// The [`publish`] number.
@@ -93,20 +93,12 @@ pub struct Counted {
 }
 
 impl Counted {
-    /// The keys as the typed results carry them.
+    /// The keys as the typed results carry them (flattened into the line).
     pub fn insn_count(&self) -> crate::result::InsnCount {
         crate::result::InsnCount {
             insn_window: u64::from(self.window),
             insn_slot: u64::from(self.slot),
             insn_ops: self.ops,
         }
-    }
-
-    /// The members a `RESULT` line carries for xtask to join with the plugin's count.
-    pub fn json_object(&self) -> JsonObject {
-        JsonObject::new()
-            .u64("insn_window", u64::from(self.window))
-            .u64("insn_slot", u64::from(self.slot))
-            .u64("insn_ops", self.ops)
     }
 }

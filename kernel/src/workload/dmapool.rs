@@ -3,7 +3,7 @@
 //! It runs the `pools` crate's own benchmark body ([`workloads::dmapool_bench::fill_drain`]: create, n
 //! allocs, n frees in allocation order, destroy) with the TSC clock and the DMA frame allocator,
 //! so guest and host numbers come from the same code. Each run prints one `RESULT {json}` line
-//! with the host benchmark's fields and `"where":"guest"`, the minimum over several
+//! (`workloads::result::DmapoolResult`, the host benchmark's type) with `"where":"guest"`, the minimum over several
 //! repetitions after a warm-up (see [`run`]); `impl=both` alternates legacy and scalable and logs
 //! the ratios. A small live pool set is then shown in Linux's poolinfo format, and the
 //! frame allocator is checked to have every frame back.
@@ -13,6 +13,7 @@ use alloc::vec::Vec;
 use pools::dmapool::{DefaultRawMutex, Legacy, Scalable, SideStack};
 use pools::{DmaPool, PoolAlgorithm, PoolConfig, PoolError, RawBlock};
 use workloads::dmapool_bench::{FillDrain, Locking, MinOfReps, fill_drain_config};
+use workloads::result::result_line;
 
 use crate::arch::exit::ExitCode;
 use crate::arch::insn_marker::{self, Counted};
@@ -163,10 +164,9 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
             slot: slot(*which),
             ops: 2 * (n * reps.len()) as u64,
         };
-        let line = summary
-            .json_object("dmapool", summary.best.impl_name, "guest")
-            .extend(counted.json_object());
-        println!("RESULT {}", line.finish());
+        let mut result = summary.result("dmapool", summary.best.impl_name, "guest");
+        result.insns = Some(counted.insn_count());
+        println!("{}", result_line(&result));
     }
     let summaries: Vec<MinOfReps> = runs.iter().filter_map(|r| MinOfReps::of(r)).collect();
     if let [legacy, scalable] = summaries.as_slice() {

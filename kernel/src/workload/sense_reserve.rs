@@ -6,7 +6,8 @@
 //! pressure. The scenarios, the defaults (`can_queue=1519`, `runtime=100ms` per round,
 //! `stall_ms=500`, `ndelay=10000`) and the rotation live in
 //! `workloads::io` (`sense_reserve_cases`, `run_matrix`), which the host example runs too.
-//! Each cell prints a `RESULT` line with `"bench":"sense-reserve"`.
+//! Each cell prints a `RESULT` line with `"bench":"sense-reserve"`
+//! (`workloads::result::SenseReserveResult`).
 
 use alloc::string::String;
 
@@ -17,6 +18,7 @@ use workloads::io::{
     Cell, MATRIX_MODES, WorkloadParams, run_matrix, sense_reserve_cases, sense_reserve_defaults,
     table_header,
 };
+use workloads::result::result_line;
 
 use crate::arch::exit::ExitCode;
 use crate::arch::insn_marker::{self, Counted};
@@ -40,8 +42,9 @@ fn print_case(case: &str, cells: &[Cell]) {
             slot: c.mode.slot(),
             ops: c.ios + c.failed,
         };
-        let line = c.json_object("guest", case).extend(counted.json_object());
-        println!("RESULT {}", line.finish());
+        let mut result = c.result("guest", case);
+        result.insns = Some(counted.insn_count());
+        println!("{}", result_line(&result));
     }
 }
 

@@ -9,20 +9,24 @@
 //! list of `{floor_ns, count}` objects instead of a `"floor:count,…"` string (both read, see
 //! [`LatencyBins`]). The I/O workloads' lines ([`io`]: fake-rw, device) share [`IoResult`];
 //! `workload=verify` and the NUMA lookup test have lines of their own, `workload=numa` its four
-//! ([`NumaResult`]); the `BOOT`, `TEST-LIST` and `VERIFY-PLAN` lines are typed here too. The
-//! sense-reserve and dmapool benchmark lines are still built with `pools::json` and move here one
-//! by one.
+//! ([`NumaResult`]), the sense-reserve cells theirs ([`SenseReserveResult`]) and the dmapool
+//! bench its two ([`DmapoolResult`], [`DmapoolPairsResult`]); the `BOOT`, `TEST-LIST` and
+//! `VERIFY-PLAN` lines are typed here too.
 
 mod boot;
+mod dmapool;
 mod io;
 mod numa;
+mod sense_reserve;
 mod verify_plan;
 
 pub use boot::{BootResult, TestListEntry, tagged_line};
+pub use dmapool::{DmapoolPairsResult, DmapoolResult};
 pub use io::{DeviceResult, FakeRwResult, IoResult, IrqResult};
 pub use numa::{
     NumaLocalRatio, NumaModeResult, NumaPoolResult, NumaRatioResult, NumaResult, NumaSoloResult,
 };
+pub use sense_reserve::{CellVerdict, SenseReserveResult};
 pub use verify_plan::VerifyPlanRange;
 
 use alloc::string::String;

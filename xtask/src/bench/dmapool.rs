@@ -15,12 +15,18 @@
 
 use std::time::Duration;
 
+use workloads::result::DmapoolResult;
+
 use super::plot::{self, LineChart, Series};
-use super::{Column, Record, ResultSet, number};
+use super::{Column, ResultSet};
 use crate::error::{Error, Result};
 use crate::guest::{GuestOptions, Overrides};
 use crate::insns::{self, CountOptions};
 use crate::{profile, workspace};
+
+mod record;
+
+pub use record::{DmapoolRecord, DmapoolRecords};
 
 /// The chain frame size mpt3sas allocates.
 pub const SIZE_BYTES: u64 = 128;
@@ -104,10 +110,11 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
             ..Overrides::default()
         };
         let records = super::run_guest_case(&guest, &profile, &overrides)?;
-        let answered = |record: &Record| number(record, "n") == Some(n as f64);
-        if let Some(wrong) = records.iter().find(|record| !answered(record)) {
+        let typed = DmapoolRecords::read(&records)?;
+        let answered = |record: &DmapoolRecord| record.result.n == n;
+        if let Some(wrong) = typed.sweep.iter().find(|record| !answered(record)) {
             return Err(Error::ResultLine {
-                line: serde_json::Value::Object(wrong.clone()).to_string(),
+                line: serde_json::to_string(wrong).unwrap_or_default(),
                 reason: format!("the guest was asked for n={n}"),
             });
         }
@@ -133,74 +140,79 @@ pub const COLUMNS: [Column<'static>; 14] = [
     Column::new("free ms", "free_total_ms"),
 ];
 
-/// Prints the table and the legacy/scalable ratios, writes the JSON, draws the plot.
+/// Prints the table and the legacy/scalable ratios, writes the JSON, draws the plot. Every
+/// record is read as its type first: one that does not read stops the report with an error
+/// naming the field.
 fn report(mut set: ResultSet) -> Result<()> {
+    let typed = DmapoolRecords::read(&set.results)?;
     super::print_tables(
         &set.results,
         &[("dmapool", &COLUMNS), ("dmapool_nolock", &COLUMNS)],
     );
     println!();
-    for line in ratio_lines(&set) {
+    for line in ratio_lines(&typed.sweep) {
         set.headline(line);
     }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
     let svg = dir.join(format!("{}.svg", set.file_stem));
-    plot::draw_log_log(&svg, &chart(&set))?;
+    plot::draw_log_log(&svg, &chart(&set, &typed.sweep))?;
     println!("wrote {} and {}", json.display(), svg.display());
     Ok(())
 }
 
-/// Results that carry the chain-pool fields.
-fn sweep_records(set: &ResultSet) -> impl Iterator<Item = &Record> {
-    set.results.iter().filter(|record| {
-        number(record, "n").is_some() && number(record, "alloc_ns_per_op").is_some()
-    })
-}
-
 /// `n=373959: legacy/scalable alloc 812×, free 20931×` for every n both ran.
-fn ratio_lines(set: &ResultSet) -> Vec<String> {
+fn ratio_lines(sweep: &[DmapoolRecord]) -> Vec<String> {
+    let of = |name: &'static str| sweep.iter().filter(move |r| r.result.impl_name == name);
     let mut lines = Vec::new();
-    for legacy in set.matching("impl", "legacy") {
-        let Some(n) = number(legacy, "n") else {
+    for legacy in of("legacy") {
+        let n = legacy.result.n;
+        let Some(scalable) = of("scalable").find(|record| record.result.n == n) else {
             continue;
         };
-        let Some(scalable) = set
-            .matching("impl", "scalable")
-            .find(|record| number(record, "n") == Some(n))
-        else {
-            continue;
-        };
-        let ratio = |key| Some(number(legacy, key)? / number(scalable, key)?);
         let show = |ratio: Option<f64>| match ratio {
             Some(ratio) if ratio >= 100.0 => format!("{ratio:.0}×"),
             Some(ratio) if ratio >= 10.0 => format!("{ratio:.1}×"),
             Some(ratio) => format!("{ratio:.2}×"),
             None => "-".into(),
         };
-        let insns = match ratio("insns_per_op") {
-            Some(_) => format!(
-                ", instructions per alloc/free {}",
-                show(ratio("insns_per_op"))
-            ),
-            None => String::new(),
+        let time =
+            |f: fn(&DmapoolResult) -> f64| show(Some(f(&legacy.result) / f(&scalable.result)));
+        let insns = match (legacy.insns.insns_per_op, scalable.insns.insns_per_op) {
+            (Some(a), Some(b)) => format!(", instructions per alloc/free {}", show(Some(a / b))),
+            _ => String::new(),
         };
         lines.push(format!(
             "n={n}: legacy/scalable alloc {}, free {}{insns}",
-            show(ratio("alloc_total_ms")),
-            show(ratio("free_total_ms"))
+            time(|r| r.alloc_total_ms),
+            time(|r| r.free_total_ms)
         ));
     }
     lines
 }
 
-fn chart(set: &ResultSet) -> LineChart {
+/// Which time per operation a series shows.
+#[derive(Clone, Copy)]
+enum PerOp {
+    Alloc,
+    Free,
+}
+
+impl PerOp {
+    fn of(self, result: &DmapoolResult) -> f64 {
+        match self {
+            PerOp::Alloc => result.alloc_ns_per_op,
+            PerOp::Free => result.free_ns_per_op,
+        }
+    }
+}
+
+fn chart(set: &ResultSet, sweep: &[DmapoolRecord]) -> LineChart {
     let mut impls: Vec<&str> = Vec::new();
-    for record in sweep_records(set) {
-        if let Some(name) = record.get("impl").and_then(|value| value.as_str()) {
-            if !impls.contains(&name) {
-                impls.push(name);
-            }
+    for record in sweep {
+        let name = record.result.impl_name.as_str();
+        if !impls.contains(&name) {
+            impls.push(name);
         }
     }
     // The headline pair first, so legacy and scalable keep the same colors in every plot.
@@ -211,10 +223,11 @@ fn chart(set: &ResultSet) -> LineChart {
     });
     let mut series = Vec::new();
     for (color, name) in impls.into_iter().enumerate() {
-        for (op, key) in [("alloc", "alloc_ns_per_op"), ("free", "free_ns_per_op")] {
-            let mut points: Vec<(f64, f64)> = sweep_records(set)
-                .filter(|record| record.get("impl").and_then(|value| value.as_str()) == Some(name))
-                .filter_map(|record| Some((number(record, "n")?, number(record, key)?)))
+        for (op, per_op) in [("alloc", PerOp::Alloc), ("free", PerOp::Free)] {
+            let mut points: Vec<(f64, f64)> = sweep
+                .iter()
+                .filter(|record| record.result.impl_name == name)
+                .map(|record| (record.result.n as f64, per_op.of(&record.result)))
                 .collect();
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
             series.push(Series {
@@ -235,55 +248,4 @@ fn chart(set: &ResultSet) -> LineChart {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::console::parse_result;
-
-    fn set() -> ResultSet {
-        let mut set = ResultSet::new("dmapool", "dmapool", "host", None);
-        let lines = [
-            r#"{"impl":"legacy","n":1000,"alloc_ns_per_op":50.0,"free_ns_per_op":60.0,"alloc_total_ms":0.05,"free_total_ms":0.06}"#,
-            r#"{"impl":"scalable","n":1000,"alloc_ns_per_op":10.0,"free_ns_per_op":6.0,"alloc_total_ms":0.01,"free_total_ms":0.006}"#,
-            r#"{"impl":"legacy","n":373959,"alloc_ns_per_op":9000.0,"free_ns_per_op":24000.0,"alloc_total_ms":3365.0,"free_total_ms":8975.0}"#,
-        ];
-        set.extend(lines.iter().map(|line| parse_result(line).unwrap()));
-        set
-    }
-
-    #[test]
-    fn ratios_pair_the_same_n() {
-        assert_eq!(
-            ratio_lines(&set()),
-            ["n=1000: legacy/scalable alloc 5.00×, free 10.0×"]
-        );
-    }
-
-    #[test]
-    fn chart_has_alloc_and_free_per_impl() {
-        let chart = chart(&set());
-        let labels: Vec<&str> = chart
-            .series
-            .iter()
-            .map(|series| series.label.as_str())
-            .collect();
-        assert_eq!(
-            labels,
-            [
-                "legacy alloc",
-                "legacy free",
-                "scalable alloc",
-                "scalable free"
-            ]
-        );
-        assert_eq!(
-            chart.series[1].points,
-            [(1000.0, 60.0), (373959.0, 24000.0)]
-        );
-    }
-
-    #[test]
-    fn quick_sweep_keeps_the_mpt3sas_size() {
-        assert!(sweep(true).contains(&MPT3SAS_N));
-        assert!(sweep(false).contains(&MPT3SAS_N));
-    }
-}
+mod tests;

@@ -20,13 +20,19 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use workloads::result::CellVerdict;
+
 use super::fake_rw::Place;
 use super::plot::{self, LineChart, Series};
-use super::{Column, Record, ResultSet, columns, number};
+use super::{Column, ResultSet, columns};
 use crate::error::Result;
 use crate::guest::{GuestOptions, Overrides};
 use crate::insns::{self, CountOptions};
 use crate::{profile, workspace};
+
+mod record;
+
+pub use record::SenseReserveRecord;
 
 /// Options of `cargo xtask bench sense-reserve`.
 #[derive(Clone, Debug, clap::Args)]
@@ -78,11 +84,12 @@ pub fn run(options: &Options) -> Result<()> {
                 ..Overrides::default()
             };
             let mut records = super::run_guest_case(&guest, &profile, &overrides)?;
-            insns::add_ratios(
+            let cells = SenseReserveRecord::read_all(&records)?;
+            insns::add_ratios_by(
                 &mut records,
                 // A stalled slab spun for stall_ms on a handful of commands: no baseline.
-                |r| field(r, "sense_mode") == "slab" && field(r, "verdict") == "OK",
-                |a, b| field(a, "case") == field(b, "case"),
+                |i| cells[i].mode() == "slab" && cells[i].verdict() == CellVerdict::Ok,
+                |i, j| cells[i].case() == cells[j].case(),
             );
             let mut set = ResultSet::new(
                 "sense-reserve",
@@ -134,10 +141,6 @@ pub const COLUMNS: [Column<'static>; 26] = [
     Column::new("TLB refills/IO", "tlb_fills_per_op"),
 ];
 
-fn field<'a>(record: &'a Record, key: &str) -> &'a str {
-    record.get(key).and_then(|v| v.as_str()).unwrap_or("")
-}
-
 /// The scenario a case name runs, without the suffix of its batched variant
 /// (`writeback+batch`: the device completes its queue together, `batch_complete=1`).
 fn base_scenario(case: &str) -> &str {
@@ -147,35 +150,40 @@ fn base_scenario(case: &str) -> &str {
 /// The guest kernel's suffix for a case run with `batch_complete=1`.
 const BATCH_SUFFIX: &str = "+batch";
 
-fn cell<'a>(set: &'a ResultSet, case: &str, mode: &str) -> Option<&'a Record> {
-    set.results
-        .iter()
-        .find(|r| field(r, "case") == case && field(r, "sense_mode") == mode)
+fn cell<'a>(
+    cells: &'a [SenseReserveRecord],
+    case: &str,
+    mode: &str,
+) -> Option<&'a SenseReserveRecord> {
+    cells.iter().find(|r| r.case() == case && r.mode() == mode)
 }
 
 /// What a reserve is expected to do (the numbers decide): each expectation said to hold or
 /// not, with the figures.
-pub fn verdicts(set: &ResultSet) -> Vec<String> {
+pub fn verdicts(cells: &[SenseReserveRecord]) -> Vec<String> {
     let mut lines = Vec::new();
-    let none: Vec<&Record> = set
-        .results
-        .iter()
-        .filter(|r| field(r, "case") == "none")
-        .collect();
+    let none: Vec<&SenseReserveRecord> = cells.iter().filter(|r| r.case() == "none").collect();
     if !none.is_empty() {
         let outside: Vec<String> = none
             .iter()
-            .filter(|r| number(r, "ratio_vs_slab").is_none_or(|x| (1.0 - x).abs() > 0.02))
+            .filter(|r| {
+                r.result
+                    .ratio_vs_slab
+                    .is_none_or(|x| (1.0 - x).abs() > 0.02)
+            })
             .map(|r| {
-                let ratio = number(r, "ratio_vs_slab").map_or("-".into(), |x| format!("{x:.4}"));
-                format!("{} {ratio}", field(r, "sense_mode"))
+                let ratio = r
+                    .result
+                    .ratio_vs_slab
+                    .map_or("-".into(), |x| format!("{x:.4}"));
+                format!("{} {ratio}", r.mode())
             })
             .collect();
         // A spread of per-round ratios wider than the 2% band around 1.0 on both sides cannot
         // tell a 2% difference from noise: the verdict says so instead of refuting.
         let noisy = none.iter().any(|r| {
-            number(r, "ratio_min").is_some_and(|min| min < 0.98)
-                && number(r, "ratio_max").is_some_and(|max| max > 1.02)
+            r.result.ratio_min.is_some_and(|min| min < 0.98)
+                && r.result.ratio_max.is_some_and(|max| max > 1.02)
         });
         lines.push(if outside.is_empty() {
             "pressure=none: every mode within 2% of slab (median ratio): confirmed".to_string()
@@ -191,22 +199,14 @@ pub fn verdicts(set: &ResultSet) -> Vec<String> {
             )
         });
     }
-    lines.extend(multi_verdicts(set));
-    lines.extend(shared_verdicts(set));
-    lines.extend(eh_verdicts(set));
-    let fixed: Vec<String> = set
-        .results
+    lines.extend(multi_verdicts(cells));
+    lines.extend(shared_verdicts(cells));
+    lines.extend(eh_verdicts(cells));
+    let fixed: Vec<String> = cells
         .iter()
-        .filter(|r| ["pertag", "prealloc", "backup"].contains(&field(r, "sense_mode")))
-        .filter(|r| field(r, "verdict") != "OK")
-        .map(|r| {
-            format!(
-                "{} {} in {}",
-                field(r, "sense_mode"),
-                field(r, "verdict"),
-                field(r, "case")
-            )
-        })
+        .filter(|r| ["pertag", "prealloc", "backup"].contains(&r.mode()))
+        .filter(|r| r.verdict() != CellVerdict::Ok)
+        .map(|r| format!("{} {} in {}", r.mode(), r.verdict().name(), r.case()))
         .collect();
     lines.push(if fixed.is_empty() {
         "pertag, prealloc and backup never stall in any scenario: confirmed".to_string()
@@ -217,65 +217,73 @@ pub fn verdicts(set: &ResultSet) -> Vec<String> {
         )
     });
     for case in ["writeback", "writeback+batch"] {
-        lines.extend(writeback_verdicts(set, case));
+        lines.extend(writeback_verdicts(cells, case));
     }
-    if let Some(mempool) = cell(set, "none", "mempool:2") {
-        let bytes = |r: &Record| number(r, "reserve_bytes").unwrap_or(0.0);
-        let pages = |r: &Record| number(r, "pinned_pages").unwrap_or(0.0);
-        for mode in ["pertag", "prealloc"] {
-            if let Some(big) = cell(set, "none", mode) {
-                lines.push(format!(
-                    "{mode} pins {:.0} slab pages idle, mempool:2 {:.0}: {:.0}× in whole pages",
-                    pages(big),
-                    pages(mempool),
-                    pages(big) / pages(mempool).max(1.0)
-                ));
-            }
+    lines.extend(footprint_verdicts(cells));
+    lines
+}
+
+/// With no pressure: the slab pages and bytes pertag and prealloc hold idle against
+/// mempool:2's.
+fn footprint_verdicts(cells: &[SenseReserveRecord]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let Some(mempool) = cell(cells, "none", "mempool:2") else {
+        return lines;
+    };
+    let bytes = |r: &SenseReserveRecord| r.result.reserve_bytes as f64;
+    let pages = |r: &SenseReserveRecord| r.result.pinned_pages as f64;
+    for mode in ["pertag", "prealloc"] {
+        if let Some(big) = cell(cells, "none", mode) {
+            lines.push(format!(
+                "{mode} pins {:.0} slab pages idle, mempool:2 {:.0}: {:.0}× in whole pages",
+                pages(big),
+                pages(mempool),
+                pages(big) / pages(mempool).max(1.0)
+            ));
         }
-        for mode in ["pertag", "prealloc"] {
-            if let Some(big) = cell(set, "none", mode) {
-                let times = bytes(big) / bytes(mempool).max(1.0);
-                lines.push(format!(
-                    "{mode} holds {:.0} B = {times:.1}× mempool:2's {:.0} B: {} (≥ 700×)",
-                    bytes(big),
-                    bytes(mempool),
-                    if times >= 700.0 {
-                        "confirmed"
-                    } else {
-                        "refuted"
-                    }
-                ));
-            }
+    }
+    for mode in ["pertag", "prealloc"] {
+        if let Some(big) = cell(cells, "none", mode) {
+            let times = bytes(big) / bytes(mempool).max(1.0);
+            lines.push(format!(
+                "{mode} holds {:.0} B = {times:.1}× mempool:2's {:.0} B: {} (≥ 700×)",
+                bytes(big),
+                bytes(mempool),
+                if times >= 700.0 {
+                    "confirmed"
+                } else {
+                    "refuted"
+                }
+            ));
         }
     }
     lines
 }
 
 /// `writeback` (or its batched variant `case`): slab stalls and every mempool:N completes.
-fn writeback_verdicts(set: &ResultSet, case: &str) -> Vec<String> {
+fn writeback_verdicts(cells: &[SenseReserveRecord], case: &str) -> Vec<String> {
     let mut lines = Vec::new();
-    let Some(slab) = cell(set, case, "slab") else {
+    let Some(slab) = cell(cells, case, "slab") else {
         return lines;
     };
-    let verdict = field(slab, "verdict");
+    let verdict = slab.verdict();
     lines.push(format!(
-        "pressure={case}: slab ends in {verdict}: {}",
-        if verdict == "STALL" {
+        "pressure={case}: slab ends in {}: {}",
+        verdict.name(),
+        if verdict == CellVerdict::Stall {
             "confirmed"
         } else {
             "refuted"
         }
     ));
-    let mempools: Vec<&Record> = set
-        .results
+    let mempools: Vec<&SenseReserveRecord> = cells
         .iter()
-        .filter(|r| field(r, "case") == case)
-        .filter(|r| field(r, "sense_mode").starts_with("mempool:"))
+        .filter(|r| r.case() == case && r.mode().starts_with("mempool:"))
         .collect();
     let bad: Vec<String> = mempools
         .iter()
-        .filter(|r| field(r, "verdict") != "OK" || number(r, "failed") != Some(0.0))
-        .map(|r| format!("{} {}", field(r, "sense_mode"), field(r, "verdict")))
+        .filter(|r| !r.completes())
+        .map(|r| format!("{} {}", r.mode(), r.verdict().name()))
         .collect();
     lines.push(if bad.is_empty() {
         format!(
@@ -290,24 +298,24 @@ fn writeback_verdicts(set: &ResultSet, case: &str) -> Vec<String> {
 
 /// `multi:K`: every mempool:N with N < K never completes (STALL or LIVELOCK) and every one
 /// with N ≥ K completes with 0 failed.
-fn multi_verdicts(set: &ResultSet) -> Vec<String> {
-    cases_starting_with(set, "multi:")
+fn multi_verdicts(cells: &[SenseReserveRecord]) -> Vec<String> {
+    cases_starting_with(cells, "multi:")
         .into_iter()
         .map(|scenario| {
             let k: f64 = base_scenario(scenario)["multi:".len()..]
                 .parse()
                 .unwrap_or(0.0);
-            threshold_verdict(set, scenario, "completes", Threshold::AtLeast(k))
+            threshold_verdict(cells, scenario, "completes", Threshold::AtLeast(k))
         })
         .collect()
 }
 
 /// The distinct cases whose name starts with `prefix`, in the order first seen.
-fn cases_starting_with<'a>(set: &'a ResultSet, prefix: &str) -> Vec<&'a str> {
+fn cases_starting_with<'a>(cells: &'a [SenseReserveRecord], prefix: &str) -> Vec<&'a str> {
     let mut cases: Vec<&str> = Vec::new();
-    for r in &set.results {
-        if field(r, "case").starts_with(prefix) && !cases.contains(&field(r, "case")) {
-            cases.push(field(r, "case"));
+    for r in cells {
+        if r.case().starts_with(prefix) && !cases.contains(&r.case()) {
+            cases.push(r.case());
         }
     }
     cases
@@ -341,19 +349,19 @@ impl std::fmt::Display for Threshold {
 /// Whether `scenario`'s mempool:N cells complete (verdict OK, 0 failed) exactly when N meets
 /// `threshold`: one line, "{scenario}: mempool:N {what} exactly when N {threshold}", then
 /// `confirmed` or `refuted by` the cells that break it.
-fn threshold_verdict(set: &ResultSet, scenario: &str, what: &str, threshold: Threshold) -> String {
-    let wrong: Vec<String> = set
-        .results
+fn threshold_verdict(
+    cells: &[SenseReserveRecord],
+    scenario: &str,
+    what: &str,
+    threshold: Threshold,
+) -> String {
+    let wrong: Vec<String> = cells
         .iter()
-        .filter(|r| field(r, "case") == scenario)
+        .filter(|r| r.case() == scenario)
         .filter_map(|r| {
-            let n: f64 = field(r, "sense_mode")
-                .strip_prefix("mempool:")?
-                .parse()
-                .ok()?;
-            let completes = field(r, "verdict") == "OK" && number(r, "failed") == Some(0.0);
-            (completes != threshold.holds(n))
-                .then(|| format!("{} {}", field(r, "sense_mode"), field(r, "verdict")))
+            let n: f64 = r.mode().strip_prefix("mempool:")?.parse().ok()?;
+            (r.completes() != threshold.holds(n))
+                .then(|| format!("{} {}", r.mode(), r.verdict().name()))
         })
         .collect();
     let claim = format!("{scenario}: mempool:N {what} exactly when N {threshold}");
@@ -367,14 +375,14 @@ fn threshold_verdict(set: &ResultSet, scenario: &str, what: &str, threshold: Thr
 /// `shared[:H]` (one reserve, two hosts; host A keeps H commands in error handling): the
 /// issue's expectation (mempool:1 stalls host B, mempool:2 and backup keep it moving), and
 /// whether mempool:N keeps B moving exactly when N > H.
-fn shared_verdicts(set: &ResultSet) -> Vec<String> {
+fn shared_verdicts(cells: &[SenseReserveRecord]) -> Vec<String> {
     let mut lines = Vec::new();
-    for scenario in cases_starting_with(set, "shared") {
+    for scenario in cases_starting_with(cells, "shared") {
         let holders: f64 = base_scenario(scenario)
             .strip_prefix("shared:")
             .map_or(Some(1.0), |h| h.parse().ok())
             .unwrap_or(0.0);
-        let verdict = |mode: &str| cell(set, scenario, mode).map(|r| field(r, "verdict"));
+        let verdict = |mode: &str| cell(cells, scenario, mode).map(SenseReserveRecord::verdict);
         if holders == 1.0
             && let (Some(one), Some(two), Some(backup)) = (
                 verdict("mempool:1"),
@@ -382,14 +390,18 @@ fn shared_verdicts(set: &ResultSet) -> Vec<String> {
                 verdict("backup"),
             )
         {
-            let held = one != "OK" && two == "OK" && backup == "OK";
+            let held =
+                one != CellVerdict::Ok && two == CellVerdict::Ok && backup == CellVerdict::Ok;
             lines.push(format!(
-                "{scenario}: mempool:1 stalls host B ({one}), mempool:2 ({two}) and backup ({backup}) keep it moving: {}",
+                "{scenario}: mempool:1 stalls host B ({}), mempool:2 ({}) and backup ({}) keep it moving: {}",
+                one.name(),
+                two.name(),
+                backup.name(),
                 if held { "confirmed" } else { "refuted" }
             ));
         }
         lines.push(threshold_verdict(
-            set,
+            cells,
             scenario,
             "keeps host B moving",
             Threshold::Above(holders),
@@ -400,7 +412,7 @@ fn shared_verdicts(set: &ResultSet) -> Vec<String> {
 
 /// `eh` (recovery takes a second buffer from the pool): mempool:N completes exactly when
 /// N ≥ 2; `eh:reuse` (Linux reuses the failed command's buffer): exactly when N ≥ 1.
-fn eh_verdicts(set: &ResultSet) -> Vec<String> {
+fn eh_verdicts(cells: &[SenseReserveRecord]) -> Vec<String> {
     [
         ("eh", 2.0),
         ("eh:reuse", 1.0),
@@ -408,24 +420,28 @@ fn eh_verdicts(set: &ResultSet) -> Vec<String> {
         ("eh:reuse+batch", 1.0),
     ]
     .into_iter()
-    .filter(|(scenario, _)| set.results.iter().any(|r| field(r, "case") == *scenario))
+    .filter(|(scenario, _)| cells.iter().any(|r| r.case() == *scenario))
     .map(|(scenario, least)| {
-        threshold_verdict(set, scenario, "completes", Threshold::AtLeast(least))
+        threshold_verdict(cells, scenario, "completes", Threshold::AtLeast(least))
     })
     .collect()
 }
 
 /// Reserve entries + 1 (so `slab`'s 0 sits on a log axis).
-fn entries_axis(record: &Record) -> f64 {
-    number(record, "reserve_entries").unwrap_or(0.0) + 1.0
+fn entries_axis(record: &SenseReserveRecord) -> f64 {
+    record.result.reserve_entries as f64 + 1.0
 }
 
-/// One line per pressure case of `key` against reserve size (pertag overlaps prealloc: left out).
-fn by_pressure(set: &ResultSet, key: &str) -> Vec<Series> {
+/// One line per pressure case of `figure` against reserve size (pertag overlaps prealloc: left
+/// out).
+fn by_pressure(
+    cells: &[SenseReserveRecord],
+    figure: fn(&SenseReserveRecord) -> u64,
+) -> Vec<Series> {
     let mut cases: Vec<&str> = Vec::new();
-    for r in &set.results {
-        if !cases.contains(&field(r, "case")) {
-            cases.push(field(r, "case"));
+    for r in cells {
+        if !cases.contains(&r.case()) {
+            cases.push(r.case());
         }
     }
     cases
@@ -433,11 +449,10 @@ fn by_pressure(set: &ResultSet, key: &str) -> Vec<Series> {
         .enumerate()
         .map(|(color, case)| Series {
             label: (*case).to_string(),
-            points: set
-                .results
+            points: cells
                 .iter()
-                .filter(|r| field(r, "case") == *case && field(r, "sense_mode") != "pertag")
-                .map(|r| (entries_axis(r), number(r, key).unwrap_or(0.0)))
+                .filter(|r| r.case() == *case && r.mode() != "pertag")
+                .map(|r| (entries_axis(r), figure(r) as f64))
                 .collect(),
             color,
             dashed: false,
@@ -445,17 +460,16 @@ fn by_pressure(set: &ResultSet, key: &str) -> Vec<Series> {
         .collect()
 }
 
-fn draw(set: &ResultSet) -> Result<Vec<PathBuf>> {
+fn draw(set: &ResultSet, cells: &[SenseReserveRecord]) -> Result<Vec<PathBuf>> {
     let dir = workspace::output_dir("bench")?;
     let place = set.place_label();
     let x_label = "reserve entries + 1 (slab 1, mempool:N N+1, prealloc can_queue+1)".to_string();
     let bytes = Series {
         label: "bytes held by the reserve when idle".into(),
-        points: set
-            .results
+        points: cells
             .iter()
-            .filter(|r| field(r, "case") == "none")
-            .map(|r| (entries_axis(r), number(r, "reserve_bytes").unwrap_or(0.0)))
+            .filter(|r| r.case() == "none")
+            .map(|r| (entries_axis(r), r.result.reserve_bytes as f64))
             .collect(),
         color: 0,
         dashed: false,
@@ -464,16 +478,16 @@ fn draw(set: &ResultSet) -> Result<Vec<PathBuf>> {
         (
             "iops",
             "IOPS (median of rotated rounds; STALL cells missing)",
-            by_pressure(set, "iops"),
+            by_pressure(cells, |r| r.result.iops),
         ),
         (
             "p99",
             "p99 completion latency, ns",
-            by_pressure(set, "lat_p99_ns"),
+            by_pressure(cells, |r| r.result.lat_p99_ns),
         ),
         ("bytes", "bytes held by the reserve when idle", vec![bytes]),
     ];
-    let mut paths = vec![draw_verdict_map(set, &dir)?];
+    let mut paths = vec![draw_verdict_map(set, cells, &dir)?];
     for (suffix, y_label, series) in charts {
         let path = dir.join(format!("{}-{suffix}.svg", set.file_stem));
         plot::draw_log_log(
@@ -492,39 +506,39 @@ fn draw(set: &ResultSet) -> Result<Vec<PathBuf>> {
 
 /// The verdict per scenario (rows) and mode (columns): green OK, orange LIVELOCK, red STALL,
 /// each with its time to stall.
-fn draw_verdict_map(set: &ResultSet, dir: &std::path::Path) -> Result<PathBuf> {
+fn draw_verdict_map(
+    set: &ResultSet,
+    cells: &[SenseReserveRecord],
+    dir: &std::path::Path,
+) -> Result<PathBuf> {
     let mut rows: Vec<String> = Vec::new();
     let mut columns: Vec<String> = Vec::new();
-    for r in &set.results {
-        let (row, column) = (
-            field(r, "case").to_string(),
-            field(r, "sense_mode").to_string(),
-        );
-        if !rows.contains(&row) {
-            rows.push(row);
+    for r in cells {
+        if !rows.iter().any(|row| row == r.case()) {
+            rows.push(r.case().to_string());
         }
-        if !columns.contains(&column) {
-            columns.push(column);
+        if !columns.iter().any(|column| column == r.mode()) {
+            columns.push(r.mode().to_string());
         }
     }
-    let cells = rows
+    let grid = rows
         .iter()
         .map(|row| {
             columns
                 .iter()
                 .map(|column| {
-                    let r = cell(set, row, column)?;
-                    let verdict = field(r, "verdict");
-                    let stall_ms = number(r, "stall_at_ns").unwrap_or(0.0) / 1e6;
+                    let r = cell(cells, row, column)?;
+                    let stall_ms = r.result.stall_at_ns as f64 / 1e6;
+                    let verdict = r.verdict();
                     Some(plot::GridCell {
                         text: match verdict {
-                            "OK" => "OK".to_string(),
-                            v => format!("{v} {stall_ms:.0}ms"),
+                            CellVerdict::Ok => "OK".to_string(),
+                            v => format!("{} {stall_ms:.0}ms", v.name()),
                         },
                         rgb: match verdict {
-                            "OK" => (150, 215, 150),
-                            "LIVELOCK" => (250, 190, 110),
-                            _ => (235, 120, 110),
+                            CellVerdict::Ok => (150, 215, 150),
+                            CellVerdict::Livelock => (250, 190, 110),
+                            CellVerdict::Stall => (235, 120, 110),
                         },
                     })
                 })
@@ -541,21 +555,25 @@ fn draw_verdict_map(set: &ResultSet, dir: &std::path::Path) -> Result<PathBuf> {
             ),
             rows,
             columns,
-            cells,
+            cells: grid,
         },
     )?;
     Ok(path)
 }
 
+/// Prints the table and the verdicts, writes the JSON and the plots. Every record is read as
+/// a [`SenseReserveRecord`] first: one that does not read stops the report with an error
+/// naming the field.
 fn report(mut set: ResultSet) -> Result<()> {
+    let cells = SenseReserveRecord::read_all(&set.results)?;
     super::print_tables(&set.results, &[("sense-reserve", &COLUMNS)]);
     println!();
-    for line in verdicts(&set) {
+    for line in verdicts(&cells) {
         set.headline(line);
     }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
-    let svgs = draw(&set)?;
+    let svgs = draw(&set, &cells)?;
     println!("wrote {}", json.display());
     for svg in svgs {
         println!("wrote {}", svg.display());
@@ -564,94 +582,4 @@ fn report(mut set: ResultSet) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::console::parse_result;
-
-    fn set(lines: &[&str]) -> ResultSet {
-        let mut set = ResultSet::new("sense-reserve", "sense-reserve", "guest", None);
-        set.extend(lines.iter().map(|line| parse_result(line).unwrap()));
-        set
-    }
-
-    #[test]
-    fn verdicts_say_which_expectation_held() {
-        let set = set(&[
-            r#"{"case":"none","sense_mode":"slab","ratio_vs_slab":1.0,"reserve_bytes":0,"pinned_pages":0,"verdict":"OK","failed":0}"#,
-            r#"{"case":"none","sense_mode":"mempool:2","ratio_vs_slab":0.995,"reserve_bytes":192,"pinned_pages":1,"verdict":"OK","failed":0}"#,
-            r#"{"case":"none","sense_mode":"prealloc","ratio_vs_slab":0.97,"reserve_bytes":145824,"pinned_pages":48,"verdict":"OK","failed":0}"#,
-            r#"{"case":"writeback","sense_mode":"slab","ratio_vs_slab":null,"reserve_bytes":0,"verdict":"STALL","failed":0}"#,
-            r#"{"case":"writeback","sense_mode":"mempool:1","ratio_vs_slab":null,"reserve_bytes":96,"verdict":"OK","failed":0}"#,
-            r#"{"case":"writeback","sense_mode":"mempool:2","ratio_vs_slab":null,"reserve_bytes":192,"verdict":"OK","failed":3}"#,
-            r#"{"case":"multi:2","sense_mode":"mempool:1","verdict":"LIVELOCK","failed":0}"#,
-            r#"{"case":"multi:2","sense_mode":"mempool:2","verdict":"OK","failed":0}"#,
-            r#"{"case":"multi:3","sense_mode":"mempool:2","verdict":"OK","failed":0}"#,
-            r#"{"case":"multi:3","sense_mode":"backup","verdict":"LIVELOCK","failed":0}"#,
-            r#"{"case":"shared","sense_mode":"mempool:1","verdict":"STALL","failed":0}"#,
-            r#"{"case":"shared","sense_mode":"mempool:2","verdict":"OK","failed":0}"#,
-            r#"{"case":"shared","sense_mode":"backup","verdict":"OK","failed":0}"#,
-            r#"{"case":"shared:2","sense_mode":"mempool:2","verdict":"OK","failed":0}"#,
-            r#"{"case":"eh","sense_mode":"mempool:1","verdict":"STALL","failed":0}"#,
-            r#"{"case":"eh","sense_mode":"mempool:2","verdict":"OK","failed":0}"#,
-            r#"{"case":"eh:reuse","sense_mode":"mempool:1","verdict":"STALL","failed":0}"#,
-            r#"{"case":"writeback+batch","sense_mode":"slab","verdict":"STALL","failed":0}"#,
-            r#"{"case":"writeback+batch","sense_mode":"mempool:1","verdict":"OK","failed":0}"#,
-            r#"{"case":"multi:2+batch","sense_mode":"mempool:1","verdict":"LIVELOCK","failed":0}"#,
-            r#"{"case":"multi:2+batch","sense_mode":"mempool:2","verdict":"OK","failed":0}"#,
-            r#"{"case":"shared+batch","sense_mode":"mempool:1","verdict":"OK","failed":0}"#,
-            r#"{"case":"eh+batch","sense_mode":"mempool:1","verdict":"STALL","failed":0}"#,
-        ]);
-        let lines = verdicts(&set);
-        let line = |start: &str| {
-            lines
-                .iter()
-                .find(|l| l.starts_with(start))
-                .unwrap_or_else(|| panic!("no line {start}: {lines:?}"))
-                .clone()
-        };
-        assert!(line("pressure=none").contains("prealloc 0.9700: refuted"));
-        let mut noisy = set.clone();
-        noisy.results[2].insert("ratio_min".into(), 0.5.into());
-        noisy.results[2].insert("ratio_max".into(), 1.5.into());
-        assert!(
-            verdicts(&noisy)[0].ends_with("not shown"),
-            "{:?}",
-            verdicts(&noisy)
-        );
-        assert!(line("pressure=writeback: slab").contains("STALL: confirmed"));
-        assert!(line("pressure=writeback: mempool:2 OK").ends_with("refuted"));
-        assert!(line("multi:2").ends_with("confirmed"), "{lines:?}");
-        assert!(
-            line("multi:3").contains("refuted by mempool:2 OK"),
-            "{lines:?}"
-        );
-        assert!(line("pertag, prealloc and backup").contains("backup LIVELOCK in multi:3"));
-        assert!(
-            line("shared: mempool:1 stalls").ends_with("confirmed"),
-            "{lines:?}"
-        );
-        assert!(line("shared: mempool:N").ends_with("when N > 1: confirmed"));
-        assert!(line("shared:2: mempool:N").ends_with("refuted by mempool:2 OK"));
-        assert!(
-            line("eh: mempool:N").ends_with("N >= 2: confirmed"),
-            "{lines:?}"
-        );
-        assert!(line("eh:reuse: mempool:N").ends_with("refuted by mempool:1 STALL"));
-        assert!(line("pressure=writeback+batch: slab").contains("STALL: confirmed"));
-        assert!(line("pressure=writeback+batch: all 1 mempool:N").ends_with("confirmed"));
-        assert!(line("multi:2+batch: mempool:N").ends_with("N >= 2: confirmed"));
-        assert!(line("shared+batch: mempool:N").ends_with("refuted by mempool:1 OK"));
-        assert!(line("eh+batch: mempool:N").ends_with("N >= 2: confirmed"));
-        assert!(line("prealloc pins").contains("48×"), "{lines:?}");
-        assert!(
-            line("prealloc holds").contains("759.5×")
-                && line("prealloc holds").contains("confirmed")
-        );
-        let dir = std::env::temp_dir().join(format!("sense-reserve-map-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let map = draw_verdict_map(&set, &dir).unwrap();
-        let svg = std::fs::read_to_string(&map).unwrap();
-        assert!(svg.contains("LIVELOCK") && svg.contains("multi:3"), "{svg}");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
+mod tests;

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use serde_json::Value;
 use workloads::result::{
-    DeviceResult, FakeRwResult, InsnCount, NumaLookupsResult, NumaModeResult, NumaPoolResult,
-    NumaRatioResult, NumaResult, NumaSoloResult, VerifyResult,
+    DeviceResult, DmapoolResult, FakeRwResult, InsnCount, NumaLookupsResult, NumaModeResult,
+    NumaPoolResult, NumaRatioResult, NumaResult, NumaSoloResult, SenseReserveResult, VerifyResult,
 };
 
 use super::GuestTest;
@@ -48,6 +48,16 @@ pub fn result_fields(test: &GuestTest) -> Option<BTreeSet<String>> {
         Some(field_names(&VerifyResult::default()))
     } else if word("workload=numa") {
         Some(numa_fields())
+    } else if word("workload=sense-reserve") {
+        Some(field_names(&SenseReserveResult {
+            insns: counted,
+            ..SenseReserveResult::default()
+        }))
+    } else if word("workload=dmapool") {
+        Some(field_names(&DmapoolResult {
+            insns: counted,
+            ..DmapoolResult::default()
+        }))
     } else if tests_named("numa-pool-lookups") {
         Some(field_names(&NumaLookupsResult::default()))
     } else {
@@ -149,6 +159,23 @@ mod tests {
             errors[0].contains("`cpus`"),
             "numa_pool has no cpus: {errors:?}"
         );
+    }
+
+    #[test]
+    fn sense_reserve_and_dmapool_lines_are_typed() {
+        let mut test = GuestTest::named("t");
+        test.args = Some("workload=sense-reserve runtime=10ms".into());
+        test.result_equals.insert("verdict".into(), "OK".into());
+        test.result_at_least.insert("reserve_hit".into(), 1);
+        let errors = condition_errors(&test);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains("`reserve_hit`"), "{errors:?}");
+        test.args = Some("workload=dmapool impl=both n=4000".into());
+        test.result_at_least.clear();
+        test.result_equals.clear();
+        test.result_at_most.insert("free_ns_per_op".into(), 1000);
+        test.result_at_least.insert("insn_ops".into(), 1);
+        assert_eq!(condition_errors(&test), Vec::<String>::new());
     }
 
     #[test]

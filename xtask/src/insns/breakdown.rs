@@ -164,8 +164,8 @@ pub fn run(
             what: "the breakdown boot".into(),
         });
     };
-    let ops = record.get("insn_ops").and_then(Value::as_u64).unwrap_or(0);
-    let counted = record.get("insns").and_then(Value::as_u64).unwrap_or(0);
+    let figures = super::InsnFigures::read(record)?;
+    let (ops, counted) = (figures.insn_ops.unwrap_or(0), figures.insns.unwrap_or(0));
     let attributed = from_log(&log, &guest.kernel)?;
     let mut json = report(&attributed, ops, counted, 15);
     json["command"] = Value::from(ResultSet::new("", "", "guest", None).command);

@@ -12,14 +12,14 @@
 //! lower than an uncounted one's). They are exact and repeatable, which timings here are not.
 
 pub mod breakdown;
+mod figures;
 mod log;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use serde_json::Value;
-
+pub use self::figures::InsnFigures;
 pub use self::log::{PluginLog, TlbCounts, parse};
 use crate::accel::Accel;
 use crate::bench::Record;
@@ -193,8 +193,7 @@ pub fn judge_counted(counting: &Counting, outcome: &Outcome) -> Result<String> {
     join(&mut records, Some(&log))?;
     let per_op: Vec<String> = records
         .iter()
-        .map(|record| record.get("insns_per_op").and_then(Value::as_f64))
-        .map(|per_op| match per_op {
+        .map(|record| match InsnFigures::read(record)?.insns_per_op {
             Some(n) if n > 0.0 => Ok(format!("{n} insns/op")),
             _ => Err(Error::Plugin {
                 reason: "a RESULT line has no instruction count (no markers around its window?)"
@@ -210,38 +209,44 @@ pub fn judge_counted(counting: &Counting, outcome: &Outcome) -> Result<String> {
     Ok(per_op.join(", "))
 }
 
-/// Joins `records` with the plugin's publishes: a record naming `insn_window` and `insn_slot`
-/// gets `insns` (the slot's instructions over all vCPUs) and `insns_per_op` (over `insn_ops`),
-/// and loses the join keys. With `log` = `None` (not counted) the keys are only removed.
+/// Joins `records` with the plugin's publishes: a record naming its instruction-count keys
+/// ([`workloads::result::InsnCount`]: `insn_window`, `insn_slot`, `insn_ops`) gets
+/// [`InsnFigures`] (`insns`, the slot's instructions over all vCPUs, and `insns_per_op` over
+/// `insn_ops`) and loses the window and slot. With `log` = `None` (not counted) the keys are
+/// only removed. A record with only some of the keys, or one that is not a count, is an error
+/// naming it.
 pub fn join(records: &mut [Record], log: Option<&PluginLog>) -> Result<()> {
     for record in records.iter_mut() {
-        let window = record.remove("insn_window").and_then(|v| v.as_u64());
-        let slot = record.remove("insn_slot").and_then(|v| v.as_u64());
-        let ops = record.remove("insn_ops").and_then(|v| v.as_u64());
-        let (Some(log), Some(window), Some(slot), Some(ops)) = (log, window, slot, ops) else {
+        let (Some(keys), Some(log)) = (figures::take_keys(record)?, log) else {
             continue;
         };
         let published = log
             .publishes
             .iter()
-            .find(|p| u64::from(p.window) == window && u64::from(p.slot) == slot)
+            .find(|p| {
+                u64::from(p.window) == keys.insn_window && u64::from(p.slot) == keys.insn_slot
+            })
             .ok_or_else(|| Error::Plugin {
                 reason: format!(
-                    "a RESULT names instruction window {window} slot {slot}, but the plugin published no such count"
+                    "a RESULT names instruction window {} slot {}, but the plugin published no such count",
+                    keys.insn_window, keys.insn_slot
                 ),
             })?;
-        record.insert("insns".into(), Value::from(published.insns));
-        record.insert("insn_ops".into(), Value::from(ops));
-        if ops > 0 {
-            let per_op =
-                |count: u64| Value::from((count as f64 / ops as f64 * 10.0).round() / 10.0);
-            record.insert("insns_per_op".into(), per_op(published.insns));
-            if let Some(tlb) = published.tlb {
-                record.insert("mem_per_op".into(), per_op(tlb.mem));
-                record.insert("tlb_misses_per_op".into(), per_op(tlb.misses));
-                record.insert("tlb_fills_per_op".into(), per_op(tlb.fills));
-            }
+        let ops = keys.insn_ops;
+        let per_op =
+            |count: u64| (ops > 0).then(|| (count as f64 / ops as f64 * 10.0).round() / 10.0);
+        let tlb =
+            |count: fn(&TlbCounts) -> u64| published.tlb.as_ref().and_then(|t| per_op(count(t)));
+        InsnFigures {
+            insns: Some(published.insns),
+            insn_ops: Some(ops),
+            insns_per_op: per_op(published.insns),
+            insns_ratio: None,
+            mem_per_op: tlb(|t| t.mem),
+            tlb_misses_per_op: tlb(|t| t.misses),
+            tlb_fills_per_op: tlb(|t| t.fills),
         }
+        .write_into(record);
     }
     Ok(())
 }
@@ -254,23 +259,41 @@ pub fn add_ratios(
     is_baseline: impl Fn(&Record) -> bool,
     same_group: impl Fn(&Record, &Record) -> bool,
 ) {
-    let per_op = |record: &Record| record.get("insns_per_op").and_then(Value::as_f64);
-    let ratios: Vec<Option<f64>> = records
+    let baseline: Vec<bool> = records.iter().map(&is_baseline).collect();
+    let snapshot = records.to_vec();
+    add_ratios_by(
+        records,
+        |i| baseline[i],
+        |i, j| same_group(&snapshot[i], &snapshot[j]),
+    );
+}
+
+/// [`add_ratios`] for a caller that has read the records into a type of its own: the baseline
+/// and the groups are said by index into `records`.
+pub fn add_ratios_by(
+    records: &mut [Record],
+    is_baseline: impl Fn(usize) -> bool,
+    same_group: impl Fn(usize, usize) -> bool,
+) {
+    let per_op: Vec<Option<f64>> = records
         .iter()
-        .map(|record| {
-            let base = records
-                .iter()
-                .find(|other| is_baseline(other) && same_group(record, other))
-                .and_then(per_op)?;
-            Some(per_op(record)? / base)
+        .map(|record| InsnFigures::read(record).ok().and_then(|f| f.insns_per_op))
+        .collect();
+    let ratios: Vec<Option<f64>> = (0..records.len())
+        .map(|i| {
+            let base = (0..records.len())
+                .find(|&j| is_baseline(j) && same_group(i, j))
+                .and_then(|j| per_op[j])?;
+            Some(per_op[i]? / base)
         })
         .collect();
     for (record, ratio) in records.iter_mut().zip(ratios) {
         if let Some(ratio) = ratio.filter(|ratio| ratio.is_finite()) {
-            record.insert(
-                "insns_ratio".into(),
-                Value::from((ratio * 10_000.0).round() / 10_000.0),
-            );
+            InsnFigures {
+                insns_ratio: Some((ratio * 10_000.0).round() / 10_000.0),
+                ..InsnFigures::default()
+            }
+            .write_into(record);
         }
     }
 }

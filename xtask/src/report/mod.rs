@@ -5,9 +5,10 @@
 //! accelerator, load averages and where the spread is shown, the conclusions the bench printed,
 //! its tables and its plot (the SVG is copied beside the page). Pages of benches that were not
 //! rerun are left as they are, and `docs/results/README.md` indexes every page. The output
-//! depends only on the JSON and SVG files: the same input gives byte-identical pages. The JSON
-//! is read loosely (a missing field shows as `-` or "not recorded"); which array becomes which
-//! table is decided in one place, [`pages`].
+//! depends only on the JSON and SVG files: the same input gives byte-identical pages. The run's
+//! facts are read loosely (a missing one shows as "not recorded"); the results of a bench whose
+//! records have a type are read into it, and one that does not read is an error naming the
+//! file and the field; which array becomes which table is decided in one place, [`pages`].
 
 mod markdown;
 mod pages;
@@ -99,6 +100,10 @@ pub fn generate(from: &Path, to: &Path) -> Result<Generated> {
                 .push(format!("{}: no `results` array", path.display()));
             continue;
         }
+        pages::check_typed(stem, &document).map_err(|error| Error::Report {
+            path: path.clone(),
+            reason: error.to_string(),
+        })?;
         let plots = plots_of(stem, &stems, &files);
         for plot in &plots {
             let target = to.join(plot);

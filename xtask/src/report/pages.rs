@@ -2,8 +2,13 @@
 //! tables, with which columns, what question the bench answers and where its spread is shown.
 //! The columns are the benches' own console columns, so a page and a terminal show the same
 //! table. A JSON file this table does not know still gets a page, with a column per field.
+//! The results of a bench whose records have a type are read into it first ([`check_typed`]).
 
-use crate::bench::{self, Column, columns};
+use serde_json::Value;
+
+use crate::bench::dmapool::DmapoolRecords;
+use crate::bench::sense_reserve::SenseReserveRecord;
+use crate::bench::{self, Column, Record, columns};
 
 /// One table of a page: the document's array under `key`, optionally only the records whose
 /// `bench` field is `record_bench`.
@@ -157,3 +162,24 @@ const SIDE_BY_SIDE: [Column<'static>; 7] = [
     Column::new("sensepool vs 6.1", "sensepool_vs_6_1"),
     Column::new("sensepool vs 6.12", "sensepool_vs_6_12"),
 ];
+
+/// Reads the `results` of `target/bench/<stem>.json` into the bench's record type where it has
+/// one (dmapool, sense-reserve), so a page never shows records the bench itself would not read:
+/// the error names the field that did not. Failed runs (records with only an `error`) are left
+/// to the page's "Failed runs".
+pub fn check_typed(stem: &str, document: &Value) -> crate::error::Result<()> {
+    let records: Vec<Record> = document
+        .get("results")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .filter_map(Value::as_object)
+        .filter(|record| !record.contains_key("error"))
+        .cloned()
+        .collect();
+    match stem {
+        "dmapool" | "dmapool-guest" => DmapoolRecords::read(&records).map(drop),
+        "sense-reserve" | "sense-reserve-host" => SenseReserveRecord::read_all(&records).map(drop),
+        _ => Ok(()),
+    }
+}

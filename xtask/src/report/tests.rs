@@ -21,11 +21,20 @@ fn dmapool_document() -> Value {
         "host": {"cpu": "Test CPU", "cpus": 2, "os": "linux"},
         "headlines": ["n=373959: legacy/scalable alloc 30×, free 1480×"],
         "results": [
-            {"bench": "dmapool", "impl": "scalable", "n": 1000, "size": 128,
-             "alloc_ns_per_op": 10.5, "free_ns_per_op": 5.4, "where": "host"},
-            {"bench": "dmapool", "impl": "legacy|old", "n": 1000, "size": 128,
-             "alloc_ns_per_op": 16.0, "free_ns_per_op": 25.2, "where": "host"},
+            dmapool_record("scalable", 10.5, 5.4),
+            dmapool_record("legacy|old", 16.0, 25.2),
         ],
+    })
+}
+
+/// A host dmapool record as the bench writes it.
+fn dmapool_record(impl_name: &str, alloc_ns_per_op: f64, free_ns_per_op: f64) -> Value {
+    json!({
+        "bench": "dmapool", "impl": impl_name, "n": 1000, "size": 128, "align": 16,
+        "alloc_ns_per_op": alloc_ns_per_op, "free_ns_per_op": free_ns_per_op,
+        "alloc_total_ms": 0.1, "free_total_ms": 0.2, "destroy_ms": 0.01, "pages": 32,
+        "where": "host", "stat": "min", "reps": 3,
+        "alloc_ns_per_op_median": alloc_ns_per_op, "free_ns_per_op_median": free_ns_per_op,
     })
 }
 
@@ -81,8 +90,8 @@ fn a_page_says_how_when_and_where_its_figures_were_made() {
         "| host | Test CPU, 2 CPUs, linux |",
         "| load average (1, 5, 15 min) | 2.31 / 1.20 / 0.50 at the start, 2.80 / 1.30 / 0.55 at the end |",
         "- n=373959: legacy/scalable alloc 30×, free 1480×",
-        "| impl | n | size | alloc ns/op | free ns/op |",
-        "| legacy\\|old | 1000 | 128 | 16.00 | 25.20 |",
+        "| bench | impl | n | size | align | alloc ns/op | free ns/op |",
+        "| dmapool | legacy\\|old | 1000 | 128 | 16 | 16.00 | 25.20 |",
         "![dmapool.svg](dmapool.svg)",
         "](../benchmarks.md#dmapool)",
     ] {
@@ -143,5 +152,23 @@ fn plots_go_to_the_longest_matching_stem() {
     assert_eq!(
         plots_of("fake-rw-host", &stems, &files),
         ["fake-rw-host.svg"]
+    );
+}
+
+/// A record of a bench with a type reads as that type: one that lacks a field stops the report
+/// with an error naming the file and the field, rather than a page of empty cells.
+#[test]
+fn a_record_that_does_not_read_as_its_type_is_named() {
+    let (from, to) = setup("typed");
+    let mut document = dmapool_document();
+    document["results"][1]
+        .as_object_mut()
+        .unwrap()
+        .remove("free_ns_per_op");
+    std::fs::write(from.join("dmapool.json"), document.to_string()).unwrap();
+    let error = generate(&from, &to).unwrap_err().to_string();
+    assert!(
+        error.contains("dmapool.json") && error.contains("free_ns_per_op"),
+        "{error}"
     );
 }

@@ -1,13 +1,13 @@
 //! One cell of the sense-reserve matrix (a sense mode under one scenario): its verdict with the
-//! evidence for it, the console row and the JSON object.
+//! evidence for it, the console row and the `RESULT` line's value.
 
 use super::super::{Histogram, Stall, WorkloadReport};
 use super::PressureMode;
 use crate::BudgetStats;
 use crate::budget::PAGE_BYTES;
+use crate::result::{CellVerdict, SenseReserveResult, rounded};
 use alloc::string::{String, ToString};
 use core::fmt::Write;
-use pools::json::JsonObject;
 use scsi::sense_alloc::SenseMode;
 
 /// The header of [`Cell::table_row`].
@@ -44,10 +44,15 @@ pub enum Verdict {
 impl Verdict {
     /// `OK`, `STALL` or `LIVELOCK`.
     pub fn name(self) -> &'static str {
+        self.kind().name()
+    }
+
+    /// The verdict as the `RESULT` line carries it, without the watchdog's report.
+    pub fn kind(self) -> CellVerdict {
         match self {
-            Verdict::Ok => "OK",
-            Verdict::Stall(_) => "STALL",
-            Verdict::Livelock(_) => "LIVELOCK",
+            Verdict::Ok => CellVerdict::Ok,
+            Verdict::Stall(_) => CellVerdict::Stall,
+            Verdict::Livelock(_) => CellVerdict::Livelock,
         }
     }
 
@@ -212,13 +217,10 @@ impl Cell {
         self.verdict.name()
     }
 
-    /// The cell as one JSON object for `RESULT` lines (`ratio_*` are null without a ratio);
-    /// `scenario` is the case's name.
-    pub fn json_object(&self, place: &str, scenario: &str) -> JsonObject {
-        let ratio = |object: JsonObject, key: &str, i: usize| match self.ratio_vs_slab {
-            Some(r) => object.f64(key, r[i], 4),
-            None => object.null(key),
-        };
+    /// The cell as its `RESULT` line's value (`ratio_*` are `None` without a ratio, the
+    /// stall figures 0 without a stall); `scenario` is the case's name. The guest adds its
+    /// instruction-count keys to `insns`.
+    pub fn result(&self, place: &str, scenario: &str) -> SenseReserveResult {
         let stall = self.verdict.stall().unwrap_or(Stall {
             at_ns: 0,
             outstanding: 0,
@@ -226,54 +228,52 @@ impl Cell {
             completed: 0,
             element_moves: 0,
         });
-        let object = JsonObject::new()
-            .str("bench", "sense-reserve")
-            .str("where", place)
-            .str("case", scenario)
-            .str("scenario", scenario)
-            .str("pressure", &self.pressure.name())
-            .u64("elements_per_step", self.elements_per_step as u64)
-            .str("sense_mode", &self.mode.to_string())
-            .u64("reserve_entries", self.reserve_entries() as u64)
-            .u64("can_queue", self.can_queue as u64)
-            .str("verdict", self.verdict_name())
-            .u64("rounds", u64::from(self.rounds))
-            .u64("iops", self.iops[0])
-            .u64("iops_min", self.iops[1])
-            .u64("iops_max", self.iops[2]);
-        let object = ratio(object, "ratio_vs_slab", 0);
-        let object = ratio(object, "ratio_min", 1);
-        ratio(object, "ratio_max", 2)
-            .u64("lat_p50_ns", self.latency.quantile_ns(500))
-            .u64("lat_p99_ns", self.latency.quantile_ns(990))
-            .u64("lat_p999_ns", self.latency.quantile_ns(999))
-            .u64("reserve_bytes", self.reserve_bytes as u64)
-            .u64("pinned_pages", self.pinned_pages as u64)
-            .u64("pinned_bytes", (self.pinned_pages * PAGE_BYTES) as u64)
-            .u64("reserve_hits", self.reserve_hits)
-            .u64("waits", self.waits)
-            .u64("partial_takes", self.partial_takes)
-            .u64("parked_ns", self.parked_ns)
-            .u64("failed", self.failed)
-            .u64("recovered", self.recovered)
-            .u64("ios", self.ios)
-            .u64("stall_at_ns", stall.at_ns)
-            .u64("stall_outstanding", stall.outstanding as u64)
-            .u64("stall_parked", stall.parked as u64)
-            .u64("stall_element_moves", stall.element_moves)
-            .u64("budget_pages", self.budget.total_pages as u64)
-            .u64("slab_pages", self.budget.pool_pages as u64)
-            .u64("refills", self.budget.refills)
-            .u64("refills_no_memory", self.budget.refills_no_memory)
-            .u64("allocs_injected", self.budget.allocs_injected)
-            .u64("pages_given_back", self.budget.given_back)
-            .u64("held_by_host_a", self.held_by_other_host as u64)
-            .u64("timeouts", self.timeouts)
-            .u64("recovery_waits", self.recovery_waits)
-    }
-
-    /// [`json_object`](Self::json_object) as text.
-    pub fn to_json(&self, place: &str, scenario: &str) -> String {
-        self.json_object(place, scenario).finish()
+        let ratio = |i: usize| self.ratio_vs_slab.map(|r| rounded(r[i], 4));
+        SenseReserveResult {
+            bench: "sense-reserve".into(),
+            place: place.into(),
+            case: scenario.into(),
+            scenario: scenario.into(),
+            pressure: self.pressure.name(),
+            elements_per_step: self.elements_per_step as u64,
+            sense_mode: self.mode.to_string(),
+            reserve_entries: self.reserve_entries() as u64,
+            can_queue: self.can_queue as u64,
+            verdict: self.verdict.kind(),
+            rounds: u64::from(self.rounds),
+            iops: self.iops[0],
+            iops_min: self.iops[1],
+            iops_max: self.iops[2],
+            ratio_vs_slab: ratio(0),
+            ratio_min: ratio(1),
+            ratio_max: ratio(2),
+            lat_p50_ns: self.latency.quantile_ns(500),
+            lat_p99_ns: self.latency.quantile_ns(990),
+            lat_p999_ns: self.latency.quantile_ns(999),
+            reserve_bytes: self.reserve_bytes as u64,
+            pinned_pages: self.pinned_pages as u64,
+            pinned_bytes: (self.pinned_pages * PAGE_BYTES) as u64,
+            reserve_hits: self.reserve_hits,
+            waits: self.waits,
+            partial_takes: self.partial_takes,
+            parked_ns: self.parked_ns,
+            failed: self.failed,
+            recovered: self.recovered,
+            ios: self.ios,
+            stall_at_ns: stall.at_ns,
+            stall_outstanding: stall.outstanding as u64,
+            stall_parked: stall.parked as u64,
+            stall_element_moves: stall.element_moves,
+            budget_pages: self.budget.total_pages as u64,
+            slab_pages: self.budget.pool_pages as u64,
+            refills: self.budget.refills,
+            refills_no_memory: self.budget.refills_no_memory,
+            allocs_injected: self.budget.allocs_injected,
+            pages_given_back: self.budget.given_back,
+            held_by_host_a: self.held_by_other_host as u64,
+            timeouts: self.timeouts,
+            recovery_waits: self.recovery_waits,
+            insns: None,
+        }
     }
 }

@@ -63,7 +63,7 @@ fn without_pressure_every_mode_completes_and_holds_its_reserve() {
         assert_eq!(cell(&cells, mode).pinned_pages, pages, "{mode}");
     }
     assert_eq!(cell(&cells, "slab").pinned_pages, 0);
-    let json = cell(&cells, "mempool:2").to_json("host", "none");
+    let json = serde_json::to_string(&cell(&cells, "mempool:2").result("host", "none")).unwrap();
     for field in [
         "\"scenario\":\"none\"",
         "\"pressure\":\"none\"",
