@@ -16,7 +16,7 @@
 //! node sets), [`slab`] (kmem_cache-like object cache), [`magazine`] (a per-CPU front of free
 //! objects for any allocator), [`mempool`] (reserve with Linux semantics), [`poolinfo`] (the
 //! sysfs `pools` file format), [`clock`] (the one monotonic clock trait of the stack; `scsi`
-//! re-exports it), [`json`] (the one-line JSON writer every crate's `RESULT` lines use). What
+//! re-exports it). How results are reported (the `RESULT` lines' types) and what
 //! puts a pool under memory pressure for a benchmark (a page budget, failslab) lives in
 //! `workloads`, apart from the stack.
 #![no_std]
@@ -47,7 +47,6 @@ mod holders;
     reason = "the host backing: `alloc_zeroed`/`dealloc` for test and benchmark chunks"
 )]
 pub mod host;
-pub mod json;
 pub mod magazine;
 pub mod mempool;
 pub mod poolinfo;

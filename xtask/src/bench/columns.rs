@@ -21,6 +21,7 @@ macro_rules! field {
         stringify!($field)
     }};
 }
+pub(crate) use field;
 
 /// Block size in bytes.
 pub const BS: Column<'static> = Column::new("bs", field!(IoResult, bs));

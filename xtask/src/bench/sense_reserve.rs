@@ -20,8 +20,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use workloads::result::CellVerdict;
+use workloads::result::{CellVerdict, SenseReserveResult};
 
+use super::columns::field;
 use super::fake_rw::Place;
 use super::plot::{self, LineChart, Series};
 use super::{Column, ResultSet, columns};
@@ -117,7 +118,7 @@ pub const COLUMNS: [Column<'static>; 26] = [
     columns::SENSE_MODE,
     Column::new("verdict", "verdict"),
     Column::new("stall ns", "stall_at_ns"),
-    Column::new("IOPS (median)", "iops"),
+    Column::new("IOPS (median)", field!(SenseReserveResult, iops)),
     Column::new("min", "iops_min"),
     Column::new("max", "iops_max"),
     Column::new("ratio vs slab", "ratio_vs_slab"),
@@ -476,7 +477,7 @@ fn draw(set: &ResultSet, cells: &[SenseReserveRecord]) -> Result<Vec<PathBuf>> {
     };
     let charts = [
         (
-            "iops",
+            field!(SenseReserveResult, iops),
             "IOPS (median of rotated rounds; STALL cells missing)",
             by_pressure(cells, |r| r.result.iops),
         ),
