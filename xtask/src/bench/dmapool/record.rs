@@ -27,7 +27,7 @@ pub struct DmapoolRecord {
 }
 
 /// Which line a record is, by its `bench` member.
-#[derive(Deserialize)]
+#[derive(Default, Serialize, Deserialize)]
 struct Kind {
     bench: String,
 }
