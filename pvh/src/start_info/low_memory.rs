@@ -29,9 +29,10 @@ impl StartInfo {
     /// Reads the block at `addr` and what it points at.
     ///
     /// # Safety
-    /// `addr` must be the `%ebx` value the PVH loader passed, inside the identity map, and the
-    /// memory it describes must not have been reused yet (the command line is borrowed in
-    /// place for `'static`: the caller keeps that memory as it is, or copies the line first).
+    /// `addr` must be the `%ebx` value the PVH loader passed, inside the identity map, with the
+    /// command line's [`MAX_CMDLINE_BYTES`] from its address identity-mapped and readable too,
+    /// and the memory it describes must not have been reused yet (the command line is borrowed
+    /// in place for `'static`: the caller keeps that memory as it is, or copies the line first).
     pub unsafe fn read(addr: u64) -> Result<Self, StartInfoError> {
         // SAFETY: the caller guarantees `addr` points at the loader's block (checked by magic).
         let block = unsafe { (addr as *const [u8; START_INFO_BYTES]).read_unaligned() };
@@ -39,8 +40,11 @@ impl StartInfo {
         let cmdline: &'static [u8] = if header.cmdline_paddr == 0 {
             b"\0"
         } else {
-            // SAFETY: the loader stores a NUL-terminated string at `cmdline_paddr` (not null);
-            // the read is bounded so a missing NUL cannot run off.
+            // SAFETY: the loader stores a NUL-terminated string at `cmdline_paddr` (not null),
+            // in low RAM (QEMU puts it beside this block); the slice spans MAX_CMDLINE_BYTES
+            // from there, which the caller's promise covers: that range is identity-mapped,
+            // readable memory (bytes past the NUL are read, not used). The bound means a
+            // missing NUL cannot run on.
             through_nul(unsafe {
                 core::slice::from_raw_parts(header.cmdline_paddr as *const u8, MAX_CMDLINE_BYTES)
             })
