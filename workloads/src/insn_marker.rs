@@ -1,6 +1,6 @@
 //! Instruction-count markers: the guest half of `cargo xtask bench … --count-insns`.
 //!
-//! Under QEMU with xtask's TCG plugin (`xtask/plugin/insn_count.c`) every guest instruction is
+//! Under QEMU with xtask's TCG plugin (`harness/plugin/insn_count.c`) every guest instruction is
 //! counted per vCPU. A workload brackets its timed window with [`begin`] and [`end`] and, once
 //! every CPU's window has closed, calls [`publish`]: the plugin then reports, per slot, the
 //! instructions all vCPUs executed inside their windows since the last publish. The `RESULT`

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::workspace;
+use harness::workspace;
 
 /// The Markdown files whose links are checked, sorted.
 fn documents(root: &Path) -> Vec<PathBuf> {

@@ -14,9 +14,9 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::error::{Error, Result};
-use crate::host_tests::Tally;
-use crate::{process, workspace};
+use harness::error::{Error, Result};
+use harness::{process, workspace};
+use systest::Tally;
 
 /// Every target in `fuzz/fuzz_targets`, in the order runs go.
 pub const TARGETS: [&str; 8] = [

@@ -9,7 +9,7 @@
 //!   `unsafe` code (arch, paging, PCI, drivers glue) only compiles for the bare-metal target, so a
 //!   host clippy never sees it. The target's rustflags (`relocation-model=static`,
 //!   `force-frame-pointers`) come from `.cargo/config.toml`, as for the build in
-//!   [`crate::guest::build_kernel`], so clippy sees the same cfgs. `--all-targets` is not used
+//!   [`harness::guest::build_kernel`], so clippy sees the same cfgs. `--all-targets` is not used
 //!   there: the kernel's unit tests run on the host, and its dev-dependencies need `std`. The
 //!   Hermit loader (`hermit/loader`) is checked in the same step for the same reason. The Hermit
 //!   application (`hermit/app`) is a workspace of its own that needs the patched Hermit kernel,
@@ -18,9 +18,9 @@
 //! The workspace's `[workspace.lints]` (for example `clippy::undocumented_unsafe_blocks = "deny"`)
 //! apply in both clippy steps.
 
-use crate::error::{Error, Result};
-use crate::setup::{self, KERNEL_TARGET};
-use crate::{process, workspace};
+use harness::error::{Error, Result};
+use harness::setup::{self, KERNEL_TARGET};
+use harness::{process, workspace};
 
 /// One lint step: a name for the summary and the cargo arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

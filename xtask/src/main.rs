@@ -1,6 +1,10 @@
-//! `cargo xtask`: the one host entry point of sensepool, a thin command line over the harness
-//! library (`xtask::*`): it parses the arguments, dispatches to the module that does the work,
-//! and maps the outcome to an exit status.
+//! `cargo xtask`: the one host entry point of sensepool, a thin command line over the host
+//! crates: `harness` (QEMU and guests), `bench` (the benchmarks, on `benchkit`) and `systest`
+//! (the guest tests, NBD tests and soak). It parses the arguments, dispatches to the module that
+//! does the work, and maps the outcome to an exit status. Its own modules are what belongs to
+//! the repository rather than to a guest: [`run`], [`suite`], [`lint`], [`host_tests`],
+//! [`fuzz`], [`setup`], and the repository checks (`docs_links`, `unsafe_confinement`, host
+//! tests).
 //!
 //! - `run`: set up, build the kernel, create the profile's disks, boot QEMU, show the console, and
 //!   exit with the guest's verdict.
@@ -23,8 +27,21 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use xtask::error::{Error, Result};
-use xtask::{bench, child_guard, console_log, fuzz, lint, report, run, setup, soak, suite};
+use bench::report;
+use harness::error::{Error, Result};
+use harness::{child_guard, console_log};
+use systest::soak;
+
+#[cfg(test)]
+mod docs_links;
+mod fuzz;
+mod host_tests;
+mod lint;
+mod run;
+mod setup;
+mod suite;
+#[cfg(test)]
+mod unsafe_confinement;
 
 #[derive(Parser)]
 #[command(
@@ -68,7 +85,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     child_guard::install_forwarding();
-    bench::stamp::note_start();
+    benchkit::stamp::note_start();
     console_log::set_verbose(cli.verbose);
     let log_name = match &cli.command {
         Command::Run(_) => Some("run"),

@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::accel::AccelRequest;
-use crate::boot::Echo;
-use crate::error::{Error, Result};
-use crate::guest::{Guest, Os, OsChoice, Overrides};
-use crate::{hermit, profile, symbols};
+use harness::accel::AccelRequest;
+use harness::boot::Echo;
+use harness::error::{Error, Result};
+use harness::guest::{Guest, Os, OsChoice, Overrides};
+use harness::{hermit, profile, symbols};
 
 /// Options of `cargo xtask run`.
 #[derive(Clone, Debug, clap::Args)]
@@ -40,7 +40,7 @@ pub struct Options {
 }
 
 /// Boots each kernel `options.os` names; returns the worst verdict's exit status
-/// ([`crate::boot::Verdict::exit_status`]).
+/// ([`harness::boot::Verdict::exit_status`]).
 pub fn run(options: &Options) -> Result<u8> {
     // A misspelt profile fails before anything is built.
     let profile = profile::load(&options.profile)?;

@@ -6,11 +6,13 @@
 //! same build, and the Hermit cases. Every part runs even when an earlier one failed, so one run
 //! shows every problem.
 
-use crate::error::Result;
-use crate::guest::{Guest, GuestOptions, Os};
-use crate::guest_tests::{self, GuestTest};
-use crate::host_tests::{self, Tally};
-use crate::{disk_space, fuzz, lint, nbd_tests, setup, soak, workspace};
+use harness::error::Result;
+use harness::guest::{Guest, GuestOptions, Os};
+use harness::{disk_space, workspace};
+use systest::guest_tests::{self, GuestTest};
+use systest::{Tally, nbd_tests, soak};
+
+use crate::{fuzz, host_tests, lint, setup};
 
 /// Options of `cargo xtask test`.
 #[derive(Clone, Debug, clap::Args)]

@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::workspace;
+use harness::workspace;
 
 /// One package: its name (the table's crate column) and its directory.
 #[derive(Debug, Clone)]

@@ -14,7 +14,7 @@
 //! `seed=` XOR the SCSI target id, so a block written to the wrong LBA or the wrong disk shows
 //! up with its offset. The guest prints its plan (`VERIFY-PLAN {json}`, one line per range,
 //! naming the disk by its unit serial number, which xtask sets to the image's name) and xtask
-//! checks each image from those lines (xtask/src/image_check.rs), so no offset is copied by
+//! checks each image from those lines (harness/src/image_check.rs), so no offset is copied by
 //! hand into tests/guest.toml.
 //! A mismatch in the guest is reported with the first wrong offset, expected and found words.
 

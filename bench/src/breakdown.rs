@@ -1,0 +1,389 @@
+//! Attributing counted instructions to the kernel's functions and to the I/O path's layers
+//! (`cargo xtask bench fake-rw --count-insns --breakdown`).
+//!
+//! The plugin reports every translated block executed inside a window: its start address, its
+//! instruction count and how often it ran. Each block is charged whole to
+//! - the function of the ELF's symbol table containing its start (the "top functions": what
+//!   the compiler left out of line), and
+//! - a layer, from the innermost frame of its start address's inline chain (addr2line, from
+//!   the release build's line tables) that lies in the project's own sources: library code
+//!   inlined into the midlayer counts as the midlayer. Out-of-line library code (the heap,
+//!   `memcpy`) is named by its symbol.
+//!
+//! A block can span several inlined functions; charging it to its first instruction's is the
+//! approximation. Over a run of hundreds of thousands of I/Os the blocks' totals add up to the
+//! published window count (the report shows both).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use benchkit::ResultSet;
+use harness::error::{Error, Result};
+use harness::guest::{Guest, Overrides};
+use harness::insns::{self, Block, PluginLog};
+use harness::profile::Profile;
+use harness::symbols::{self, InlineFrame, SymbolTable};
+use harness::workspace;
+
+/// The layers of the fake_rw I/O path, in the order the table prints them.
+pub const LAYERS: [&str; 9] = [
+    "CDB build",
+    "midlayer submit",
+    "sense alloc/free",
+    "target parse/respond",
+    "completion",
+    "workload loop",
+    "kernel (clock, locks, markers)",
+    "heap (talc)",
+    "other / library",
+];
+
+/// Which layer a source file and function belong to; `None` outside the project's sources.
+pub fn layer_of_frame(frame: &InlineFrame) -> Option<&'static str> {
+    let (file, function) = (frame.file.as_str(), frame.function.as_str());
+    let in_file = |part: &str| file.contains(part);
+    if in_file("scsi/src/wire/cdb_layout") {
+        // The CDB byte layouts serve both encode and parse: the caller's frame decides.
+        return None;
+    }
+    let layer = if in_file("pools/src/") || in_file("scsi/src/sense_alloc/") {
+        "sense alloc/free"
+    } else if in_file("scsi/src/wire/cdb_encode")
+        || (in_file("scsi/src/wire/cdb.rs") && !function.starts_with("parse"))
+    {
+        "CDB build"
+    } else if in_file("scsi/src/target/") || in_file("scsi/src/wire/") {
+        "target parse/respond"
+    } else if in_file("scsi/src/midlayer/completion")
+        || (in_file("scsi/src/midlayer/") && starts_with_any(function, &["poll", "complete"]))
+    {
+        "completion"
+    } else if in_file("scsi/src/midlayer/") {
+        "midlayer submit"
+    } else if in_file("workloads/src/io/") {
+        "workload loop"
+    } else if in_file("kernel/src/") {
+        "kernel (clock, locks, markers)"
+    } else {
+        return None;
+    };
+    Some(layer)
+}
+
+fn starts_with_any(text: &str, prefixes: &[&str]) -> bool {
+    prefixes.iter().any(|prefix| text.starts_with(prefix))
+}
+
+/// A block's layer: its innermost project frame's, else its symbol's (read as a path:
+/// `scsi::midlayer::Midlayer::submit` lies in `scsi/src/midlayer/`).
+pub fn layer_of(frames: &[InlineFrame], symbol: Option<&str>) -> &'static str {
+    if let Some(layer) = frames.iter().find_map(layer_of_frame) {
+        return layer;
+    }
+    let Some(name) = symbol else {
+        return "other / library";
+    };
+    if name.contains("talc") {
+        return "heap (talc)";
+    }
+    let path = short_name(name.trim_start_matches('<'));
+    let path = path.split(' ').next().unwrap_or_default();
+    let mut segments = path.split("::");
+    let krate = segments.next().unwrap_or_default();
+    let rest: Vec<&str> = segments.collect();
+    let pseudo = InlineFrame {
+        function: rest.last().copied().unwrap_or_default().to_owned(),
+        file: format!("/{krate}/src/{}", rest.join("/")),
+    };
+    layer_of_frame(&pseudo).unwrap_or("other / library")
+}
+
+/// Instructions per layer and per function.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Breakdown {
+    /// Every attributed instruction.
+    pub total: u64,
+    /// In [`LAYERS`] order (zeros included).
+    pub layers: Vec<(&'static str, u64)>,
+    /// By symbol, most instructions first.
+    pub functions: Vec<(String, u64)>,
+}
+
+/// Charges every block to its function and layer.
+pub fn attribute(
+    blocks: &[Block],
+    symbols: &SymbolTable,
+    frames: &HashMap<u64, Vec<InlineFrame>>,
+) -> Breakdown {
+    let mut layers: HashMap<&'static str, u64> = HashMap::new();
+    let mut functions: HashMap<String, u64> = HashMap::new();
+    let mut total = 0u64;
+    for block in blocks {
+        let insns = block.insns.saturating_mul(block.execs);
+        let symbol = symbols.lookup(block.vaddr).map(|s| s.name.as_str());
+        let chain = frames.get(&block.vaddr).map_or(&[][..], Vec::as_slice);
+        *layers.entry(layer_of(chain, symbol)).or_default() += insns;
+        let name = symbol.map_or_else(|| format!("{:#x}", block.vaddr), short_name);
+        *functions.entry(name).or_default() += insns;
+        total += insns;
+    }
+    let mut functions: Vec<(String, u64)> = functions.into_iter().collect();
+    functions.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    Breakdown {
+        total,
+        layers: LAYERS
+            .iter()
+            .map(|layer| (*layer, layers.get(layer).copied().unwrap_or(0)))
+            .collect(),
+        functions,
+    }
+}
+
+/// A breakdown boot of `args` on one vCPU with every executed block recorded: prints the
+/// layer table and the top functions and writes `target/bench/<file_stem>.json`.
+pub fn run(
+    guest: &Guest,
+    profile: &Profile,
+    plugin: Option<&Path>,
+    args: &str,
+    file_stem: &str,
+) -> Result<()> {
+    let overrides = Overrides {
+        smp: Some(1),
+        timeout: Some(Duration::from_secs(300)),
+        kernel_args: Some(args.to_owned()),
+        counting: insns::for_boot(plugin, true)?,
+        ..Overrides::default()
+    };
+    let (records, log) = benchkit::run_counted_case(guest, profile, &overrides)?;
+    let (Some(log), Some(record)) = (log, records.first()) else {
+        return Err(Error::NoResults {
+            what: "the breakdown boot".into(),
+        });
+    };
+    let figures = insns::InsnFigures::read(record)?;
+    let (ops, counted) = (figures.insn_ops.unwrap_or(0), figures.insns.unwrap_or(0));
+    let attributed = from_log(&log, &guest.kernel)?;
+    let mut json = report(&attributed, ops, counted, 15);
+    json["command"] = Value::from(ResultSet::new("", "", "guest", None).command);
+    json["case"] = Value::from(args);
+    let path = workspace::output_dir("bench")?.join(format!("{file_stem}.json"));
+    let text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
+    std::fs::write(&path, text).map_err(|source| Error::Write {
+        path: path.clone(),
+        source,
+    })?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+/// Attributes a breakdown boot's blocks with the kernel ELF's symbols and line tables.
+pub fn from_log(log: &PluginLog, kernel: &Path) -> Result<Breakdown> {
+    if log.blocks.is_empty() {
+        return Err(Error::Plugin {
+            reason: "the breakdown boot reported no executed blocks (was breakdown=on passed?)"
+                .into(),
+        });
+    }
+    let symbols = SymbolTable::load(kernel)?;
+    let mut addresses: Vec<u64> = log.blocks.iter().map(|block| block.vaddr).collect();
+    addresses.sort_unstable();
+    addresses.dedup();
+    let frames = symbols::inline_frames(kernel, &addresses);
+    Ok(attribute(&log.blocks, &symbols, &frames))
+}
+
+/// Prints the per-layer table and the top functions per operation, and returns them as JSON.
+/// `counted` is the window's own count, which the attributed blocks should match.
+pub fn report(breakdown: &Breakdown, ops: u64, counted: u64, top: usize) -> Value {
+    let per_op = |insns: u64| insns as f64 / ops.max(1) as f64;
+    let share = |insns: u64| 100.0 * insns as f64 / breakdown.total.max(1) as f64;
+    println!();
+    println!(
+        "instructions per I/O by layer ({ops} I/Os; blocks attributed: {:.1} insns/IO of the window's {:.1}):",
+        per_op(breakdown.total),
+        per_op(counted)
+    );
+    println!("{:<32} {:>10} {:>7}", "layer", "insns/IO", "share");
+    for (layer, insns) in &breakdown.layers {
+        println!(
+            "{layer:<32} {:>10.1} {:>6.1}%",
+            per_op(*insns),
+            share(*insns)
+        );
+    }
+    println!();
+    println!("top functions (out-of-line symbols; inlined code counts in its caller):");
+    println!("{:>10} {:>7}  function", "insns/IO", "share");
+    for (name, insns) in breakdown.functions.iter().take(top) {
+        let name: String = name.chars().take(110).collect();
+        println!("{:>10.1} {:>6.1}%  {name}", per_op(*insns), share(*insns));
+    }
+    let round = |value: f64| (value * 10.0).round() / 10.0;
+    json!({
+        "ops": ops,
+        "window_insns_per_op": round(per_op(counted)),
+        "attributed_insns_per_op": round(per_op(breakdown.total)),
+        "layers": breakdown.layers.iter().map(|(layer, insns)| json!({
+            "layer": layer, "insns_per_op": round(per_op(*insns)), "share_pct": round(share(*insns)),
+        })).collect::<Vec<_>>(),
+        "functions": breakdown.functions.iter().take(top).map(|(name, insns)| json!({
+            "function": name, "insns_per_op": round(per_op(*insns)),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// A demangled name without generic arguments (`Midlayer<H,A,C>::submit` → `Midlayer::submit`),
+/// so one function's instances share a row.
+pub fn short_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut depth = 0usize;
+    for c in name.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    // `m::<impl X<T>>::f` leaves an empty segment.
+    let out = out.replace("::::", "::");
+    // `<X as Trait>::f` lost its whole head above; keep the original then.
+    if out.starts_with("::") || out.is_empty() {
+        name.to_owned()
+    } else {
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(function: &str, file: &str) -> InlineFrame {
+        InlineFrame {
+            function: function.into(),
+            file: file.into(),
+        }
+    }
+
+    #[test]
+    fn frames_map_to_the_io_layers() {
+        let layer = |function, file| layer_of(&[frame(function, file)], None);
+        assert_eq!(
+            layer("encode", "/w/scsi/src/wire/cdb_encode.rs"),
+            "CDB build"
+        );
+        assert_eq!(layer("read", "/w/scsi/src/wire/cdb.rs"), "CDB build");
+        assert_eq!(
+            layer("parse", "/w/scsi/src/wire/cdb.rs"),
+            "target parse/respond"
+        );
+        assert_eq!(
+            layer("respond<C>", "/w/scsi/src/target/respond.rs"),
+            "target parse/respond"
+        );
+        assert_eq!(
+            layer("submit<H, A, C>", "/w/scsi/src/midlayer/mod.rs"),
+            "midlayer submit"
+        );
+        assert_eq!(
+            layer("poll<H, A, C>", "/w/scsi/src/midlayer/mod.rs"),
+            "completion"
+        );
+        assert_eq!(layer("pop", "/w/pools/src/magazine.rs"), "sense alloc/free");
+        assert_eq!(
+            layer("alloc", "/w/scsi/src/sense_alloc/mod.rs"),
+            "sense alloc/free"
+        );
+        assert_eq!(layer("run", "/w/workloads/src/io/mod.rs"), "workload loop");
+        let layout_in_parse = [
+            frame("read_from_bytes", "/w/scsi/src/wire/cdb_layout.rs"),
+            frame("parse", "/w/scsi/src/wire/cdb.rs"),
+        ];
+        assert_eq!(layer_of(&layout_in_parse, None), "target parse/respond");
+    }
+
+    #[test]
+    fn library_frames_take_the_layer_of_the_project_code_they_are_inlined_into() {
+        let chain = [
+            frame("next<u16>", "/rustc/abc/library/core/src/iter/range.rs"),
+            frame("submit<H, A, C>", "/w/scsi/src/midlayer/mod.rs"),
+            frame("run<H, A, C>", "/w/workloads/src/io/mod.rs"),
+        ];
+        assert_eq!(layer_of(&chain, None), "midlayer submit");
+        assert_eq!(layer_of(&[], Some("talc::Talc::malloc")), "heap (talc)");
+        assert_eq!(layer_of(&[], Some("memcpy")), "other / library");
+        let magazine = "<pools::magazine::Magazine<A> as pools::ElementAllocator>::try_alloc";
+        assert_eq!(layer_of(&[], Some(magazine)), "sense alloc/free");
+        assert_eq!(
+            layer_of(&[], Some("kernel::arch::time::now_ns")),
+            "kernel (clock, locks, markers)"
+        );
+    }
+
+    #[test]
+    fn blocks_are_charged_to_their_function_and_layer() {
+        let symbols = SymbolTable::parse(
+            "0000000000100000 0000000000000100 t scsi::midlayer::Midlayer<H,A,C>::submit\n\
+             0000000000100100 0000000000000100 t talc::talc::Talc<O>::malloc\n",
+        );
+        let frames = HashMap::from([(
+            0x100010,
+            vec![frame("submit<H, A, C>", "/w/scsi/src/midlayer/mod.rs")],
+        )]);
+        let blocks = [
+            Block {
+                vaddr: 0x100010,
+                insns: 5,
+                execs: 100,
+            },
+            Block {
+                vaddr: 0x100020,
+                insns: 2,
+                execs: 100,
+            },
+            Block {
+                vaddr: 0x100110,
+                insns: 10,
+                execs: 3,
+            },
+            Block {
+                vaddr: 0x900000,
+                insns: 1,
+                execs: 1,
+            },
+        ];
+        let breakdown = attribute(&blocks, &symbols, &frames);
+        assert_eq!(breakdown.total, 500 + 200 + 30 + 1);
+        let layer = |name| breakdown.layers.iter().find(|l| l.0 == name).unwrap().1;
+        // Without an inline chain the symbol's path decides.
+        assert_eq!(layer("midlayer submit"), 700);
+        assert_eq!(layer("other / library"), 1);
+        assert_eq!(layer("heap (talc)"), 30);
+        assert_eq!(
+            breakdown.functions[0],
+            ("scsi::midlayer::Midlayer::submit".to_owned(), 700)
+        );
+        assert_eq!(breakdown.functions[2], ("0x900000".to_owned(), 1));
+    }
+
+    #[test]
+    fn generic_arguments_are_dropped_from_names() {
+        assert_eq!(
+            short_name("scsi::midlayer::Midlayer<H,A,C>::submit"),
+            "scsi::midlayer::Midlayer::submit"
+        );
+        assert_eq!(
+            short_name(
+                "scsi::midlayer::completion::<impl scsi::midlayer::Midlayer<H,A,C>>::complete"
+            ),
+            "scsi::midlayer::completion::complete"
+        );
+        let qualified = "<pools::magazine::Magazine<A> as pools::ElementAllocator>::try_alloc";
+        assert_eq!(short_name(qualified), qualified);
+    }
+}

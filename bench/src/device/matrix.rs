@@ -1,0 +1,320 @@
+//! The cells of the device matrix, the order a round boots them in, and what the rounds add up
+//! to: per-cell medians with their min–max spread and the ratios within a round.
+//!
+//! Pure logic over typed runs ([`DeviceRun`]), so the rotation and the statistics are
+//! host-tested.
+
+use serde_json::Value;
+
+use super::Device;
+use super::record::{DeviceRecord, DeviceRun};
+use benchkit::Record;
+
+/// How the guest waits for completions (the kernel's `io_mode=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum IoMode {
+    /// Busy-poll the completion queue.
+    Poll,
+    /// Enable the completion interrupt and halt until it arrives.
+    Irq,
+    /// Poll for `poll_us=` after submitting, then halt on the interrupt.
+    Hybrid,
+}
+
+impl IoMode {
+    /// The value of the guest's `io_mode=` key.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoMode::Poll => "poll",
+            IoMode::Irq => "irq",
+            IoMode::Hybrid => "hybrid",
+        }
+    }
+}
+
+/// All three, in table order.
+pub const IO_MODES: [IoMode; 3] = [IoMode::Poll, IoMode::Irq, IoMode::Hybrid];
+/// The iodepths measured.
+pub const IODEPTHS: [u32; 2] = [1, 32];
+/// The job counts measured; every cell boots with [`SMP`] vCPUs so the two are comparable.
+pub const NUMJOBS: [u32; 2] = [1, 2];
+/// vCPUs of every boot.
+pub const SMP: u32 = 2;
+
+/// One configuration of the matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cell {
+    pub device: Device,
+    pub io_mode: IoMode,
+    pub iodepth: u32,
+    pub numjobs: u32,
+}
+
+impl Cell {
+    /// The guest command line of this cell.
+    pub fn kernel_args(&self, runtime: &str) -> String {
+        format!(
+            "workload=device rw=randread bs=4k iodepth={} numjobs={} io_mode={} runtime={runtime}",
+            self.iodepth,
+            self.numjobs,
+            self.io_mode.name()
+        )
+    }
+
+    /// `virtio-scsi irq qd32 j2`.
+    pub fn label(&self) -> String {
+        format!(
+            "{} {} qd{} j{}",
+            self.device.name(),
+            self.io_mode.name(),
+            self.iodepth,
+            self.numjobs
+        )
+    }
+
+    /// Adds the cell's identity to a record (the fields [`Cell::matches`] reads back from the
+    /// typed run).
+    pub fn tag(&self, record: &mut Record) {
+        record.insert("bench".into(), Value::from("device"));
+        record.insert("device".into(), Value::from(self.device.name()));
+        record.insert("io_mode".into(), Value::from(self.io_mode.name()));
+        record.insert("iodepth".into(), Value::from(self.iodepth));
+        record.insert("numjobs".into(), Value::from(self.numjobs));
+        record.insert("smp".into(), Value::from(SMP));
+    }
+
+    /// Whether `run` was booted in this cell.
+    pub fn matches(&self, run: &DeviceRun) -> bool {
+        run.cell()
+            == (
+                self.device.name(),
+                self.io_mode.name(),
+                u64::from(self.iodepth),
+                u64::from(self.numjobs),
+            )
+    }
+
+    /// The same cell with another io_mode or job count.
+    pub fn with(&self, io_mode: IoMode, numjobs: u32) -> Cell {
+        Cell {
+            io_mode,
+            numjobs,
+            ..*self
+        }
+    }
+}
+
+/// The comparison groups: one per (device, iodepth), holding its io_mode × numjobs cells. Ratios
+/// are taken inside a group, so a round boots a group's cells back to back.
+pub fn groups(devices: &[Device], io_modes: &[IoMode]) -> Vec<Vec<Cell>> {
+    let mut groups = Vec::new();
+    for &device in devices {
+        for iodepth in IODEPTHS {
+            let mut group = Vec::new();
+            for &io_mode in io_modes {
+                for numjobs in NUMJOBS {
+                    group.push(Cell {
+                        device,
+                        io_mode,
+                        iodepth,
+                        numjobs,
+                    });
+                }
+            }
+            groups.push(group);
+        }
+    }
+    groups
+}
+
+/// The boot order of round `round`: the groups rotated by `round`, and inside each group its
+/// cells rotated by `round`, so over as many rounds as a group has cells every cell takes every
+/// position (drift within a round, a build starting on the shared host, biases no cell).
+pub fn round_order(groups: &[Vec<Cell>], round: usize) -> Vec<Cell> {
+    let mut order = Vec::new();
+    for index in 0..groups.len() {
+        let group = &groups[(index + round) % groups.len()];
+        for position in 0..group.len() {
+            order.push(group[(position + round) % group.len()]);
+        }
+    }
+    order
+}
+
+/// Median, minimum and maximum of some positive figures.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub count: usize,
+}
+
+impl Spread {
+    /// `None` when there is nothing to summarise; the median of an even count is the mean of
+    /// the middle two.
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Option<Spread> {
+        let mut values: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
+        values.sort_by(f64::total_cmp);
+        let count = values.len();
+        let median = match count {
+            0 => return None,
+            n if n % 2 == 1 => values[n / 2],
+            n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+        };
+        Some(Spread {
+            median,
+            min: values[0],
+            max: values[count - 1],
+            count,
+        })
+    }
+}
+
+/// A figure of a measured run (IOPS, a latency, `busy_pct`, QEMU's host CPUs).
+pub type Figure = fn(&DeviceRecord) -> Option<f64>;
+
+/// The successful runs of `cell`.
+pub fn runs<'a>(runs: &'a [DeviceRun], cell: &'a Cell) -> impl Iterator<Item = &'a DeviceRecord> {
+    runs.iter()
+        .filter(move |run| cell.matches(run))
+        .filter_map(DeviceRun::measured)
+}
+
+/// `figure` over the successful runs of `cell`.
+pub fn spread(all: &[DeviceRun], cell: &Cell, figure: Figure) -> Option<Spread> {
+    Spread::of(runs(all, cell).filter_map(figure))
+}
+
+/// `figure` of `top` over `figure` of `bottom`, taken within each round that measured both.
+pub fn ratio(all: &[DeviceRun], top: &Cell, bottom: &Cell, figure: Figure) -> Option<Spread> {
+    let in_round =
+        |cell: &Cell, round: u32| runs(all, cell).find(|r| r.round == round).and_then(figure);
+    let mut rounds: Vec<u32> = runs(all, top).map(|r| r.round).collect();
+    rounds.dedup();
+    Spread::of(rounds.into_iter().filter_map(|round| {
+        let (top, bottom) = (in_round(top, round)?, in_round(bottom, round)?);
+        (bottom > 0.0).then(|| top / bottom)
+    }))
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::device::record::FailedRun;
+
+    fn cell(device: Device, io_mode: IoMode, iodepth: u32, numjobs: u32) -> Cell {
+        Cell {
+            device,
+            io_mode,
+            iodepth,
+            numjobs,
+        }
+    }
+
+    #[test]
+    fn the_matrix_has_every_combination_once() {
+        let groups = groups(&[Device::VirtioScsi, Device::Mptsas], &IO_MODES);
+        let cells: Vec<Cell> = groups.iter().flatten().copied().collect();
+        assert_eq!(cells.len(), 2 * 3 * 2 * 2);
+        for (index, a) in cells.iter().enumerate() {
+            assert!(!cells[index + 1..].contains(a), "{a:?} twice");
+        }
+        assert_eq!(
+            cells[0].kernel_args("2s"),
+            "workload=device rw=randread bs=4k iodepth=1 numjobs=1 io_mode=poll runtime=2s"
+        );
+    }
+
+    #[test]
+    fn rotation_moves_every_cell_through_every_position() {
+        let groups = groups(&[Device::VirtioScsi, Device::Mptsas], &IO_MODES);
+        let group_len = groups[0].len();
+        let orders: Vec<Vec<Cell>> = (0..group_len).map(|r| round_order(&groups, r)).collect();
+        for order in &orders {
+            assert_eq!(order.len(), 24, "each round boots every cell once");
+            for cell in groups.iter().flatten() {
+                assert_eq!(order.iter().filter(|c| *c == cell).count(), 1);
+            }
+        }
+        // Within its group, a cell's position takes every value over group_len rounds.
+        for cell in &groups[0] {
+            let mut positions: Vec<usize> = orders
+                .iter()
+                .map(|order| order.iter().position(|c| c == cell).unwrap() % group_len)
+                .collect();
+            positions.sort_unstable();
+            assert_eq!(positions, (0..group_len).collect::<Vec<_>>());
+        }
+        // A group's cells stay back to back.
+        let first = round_order(&groups, 1);
+        let key = |c: &Cell| (c.device, c.iodepth);
+        assert!(
+            first
+                .chunks(group_len)
+                .all(|chunk| chunk.iter().all(|c| key(c) == key(&chunk[0])))
+        );
+    }
+
+    #[test]
+    fn spreads_take_the_middle_and_the_ends() {
+        let s = Spread::of([3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max, s.count), (2.0, 1.0, 3.0, 3));
+        assert_eq!(Spread::of([4.0, 1.0]).unwrap().median, 2.5);
+        assert_eq!(Spread::of([f64::NAN]), None);
+        assert_eq!(Spread::of([]), None);
+    }
+
+    /// A measured run of `cell` in `round` with `iops`.
+    pub fn measured(cell: &Cell, round: u32, iops: u64) -> DeviceRun {
+        let mut record = DeviceRecord {
+            round,
+            smp: SMP,
+            ..DeviceRecord::default()
+        };
+        record.result.device = cell.device.name().into();
+        record.result.io.io_mode = cell.io_mode.name().into();
+        record.result.io.iodepth = u64::from(cell.iodepth);
+        record.result.io.numjobs = u64::from(cell.numjobs);
+        record.result.io.iops = iops;
+        DeviceRun::Measured(Box::new(record))
+    }
+
+    /// A failed boot of `cell` in `round`.
+    pub fn failed(cell: &Cell, round: u32) -> DeviceRun {
+        DeviceRun::Failed(FailedRun {
+            error: "guest failed".into(),
+            device: cell.device.name().into(),
+            io_mode: cell.io_mode.name().into(),
+            iodepth: u64::from(cell.iodepth),
+            numjobs: u64::from(cell.numjobs),
+            round,
+        })
+    }
+
+    fn iops(record: &DeviceRecord) -> Option<f64> {
+        Some(record.result.io.iops as f64)
+    }
+
+    #[test]
+    fn ratios_pair_runs_of_the_same_round_and_skip_failures() {
+        let one = cell(Device::VirtioScsi, IoMode::Irq, 32, 1);
+        let two = one.with(IoMode::Irq, 2);
+        let mut records: Vec<DeviceRun> = [
+            (one, 0, 100),
+            (two, 0, 180),
+            (one, 1, 50),
+            (two, 1, 100),
+            (two, 2, 999), // no numjobs=1 partner in round 2
+        ]
+        .iter()
+        .map(|(c, round, iops)| measured(c, *round, *iops))
+        .collect();
+        records.push(failed(&one.with(IoMode::Poll, 1), 1));
+        let r = ratio(&records, &two, &one, iops).unwrap();
+        assert_eq!((r.count, r.min, r.max), (2, 1.8, 2.0));
+        assert!((r.median - 1.9).abs() < 1e-12);
+        assert_eq!(spread(&records, &two, iops).unwrap().count, 3);
+        assert_eq!(spread(&records, &one.with(IoMode::Poll, 1), iops), None);
+    }
+}

@@ -1,0 +1,316 @@
+//! `cargo xtask bench device`: random 4 KiB reads through a real QEMU host adapter, as a matrix
+//! of how the guest waits for completions against how much it submits.
+//!
+//! Cells: adapter (virtio-scsi, the LSI SAS1068 `mptsas`) × `io_mode` (poll, irq, hybrid) ×
+//! iodepth (1, 32) × numjobs (1, 2), every one a boot of the `virtio-scsi-null` or
+//! `mptsas-null` profile (one 1 GiB `null-co` target: reads return zeroes without touching a
+//! host file) at `--smp 2`, so numjobs 1 and 2 run on the same two-vCPU machine. The guest
+//! runs `workload=device rw=randread bs=4k iodepth=N numjobs=J io_mode=M runtime=…` and prints
+//! one RESULT line: IOPS, completion-latency percentiles and, where the kernel reports them,
+//! its CPU busy fraction (`busy_pct`) and halted time. Beside each run xtask records the host
+//! CPU QEMU got over the job ([`harness::qemu_cpu`]).
+//!
+//! Rounds: every round boots every cell once, a comparison group (one adapter and iodepth) back
+//! to back, groups and cells rotated by one per round ([`matrix::round_order`]). Each cell is
+//! summarised by its median with the min–max spread over rounds; ratios (numjobs 2 / 1, irq /
+//! poll, hybrid / poll) are taken within a round and summarised the same way. A cell whose boot
+//! fails (say the kernel rejects a key it does not know yet) is reported with the guest's
+//! complaint, and the matrix goes on; the command then exits non-zero.
+//!
+//! Writes `target/bench/device.json` (every run, the per-cell summary and the ratios),
+//! `device.fio.json` (fio's JSON layout, [`benchkit::fio`]) and one plot, `device.svg`.
+
+pub mod matrix;
+pub mod record;
+pub mod report;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use self::matrix::{Cell, IO_MODES, IoMode, SMP};
+use self::record::DeviceRun;
+use benchkit::progress::Progress;
+use benchkit::{Record, ResultSet};
+use harness::boot::Echo;
+use harness::error::{Error, Result};
+use harness::guest::{Guest, GuestOptions, Overrides};
+use harness::insns::{self, CountOptions};
+use harness::profile::{self, Profile};
+use harness::qemu_cpu;
+use workloads::result::DeviceResult;
+
+/// Which adapter to measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Device {
+    /// virtio-scsi-pci (profile `virtio-scsi-null`): one request queue per vCPU.
+    VirtioScsi,
+    /// mptsas1068 (profile `mptsas-null`): one request queue; two jobs share it.
+    Mptsas,
+}
+
+impl Device {
+    /// The name the guest reports in its RESULT line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Device::VirtioScsi => "virtio-scsi",
+            Device::Mptsas => "mptsas",
+        }
+    }
+
+    fn profile(self) -> &'static str {
+        match self {
+            Device::VirtioScsi => "virtio-scsi-null",
+            Device::Mptsas => "mptsas-null",
+        }
+    }
+}
+
+/// Options of `cargo xtask bench device`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Options {
+    /// The adapter(s) to measure (repeat the option for several); default: both.
+    #[arg(long, value_enum)]
+    pub device: Vec<Device>,
+    /// The io_mode(s) to measure (repeat for several); default: poll, irq and hybrid.
+    #[arg(long = "io-mode", value_enum)]
+    pub io_mode: Vec<IoMode>,
+    /// 300 ms per run and one round, for a smoke test.
+    #[arg(long)]
+    pub quick: bool,
+    /// Rounds (every cell once per round); default 3, 1 with --quick.
+    #[arg(long, alias = "reps", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub rounds: Option<u32>,
+    /// Show every boot's console instead of one line per run.
+    #[arg(long)]
+    pub console: bool,
+    #[command(flatten)]
+    pub guest_options: GuestOptions,
+    #[command(flatten)]
+    pub count: CountOptions,
+}
+
+/// What every run shares.
+struct Bench<'a> {
+    guest: &'a Guest,
+    profiles: Vec<(Device, Profile)>,
+    runtime: &'static str,
+    plugin: Option<std::path::PathBuf>,
+    echo: Echo,
+}
+
+/// Runs the matrix and reports it.
+pub fn run(options: &Options) -> Result<()> {
+    let devices = if options.device.is_empty() {
+        vec![Device::VirtioScsi, Device::Mptsas]
+    } else {
+        options.device.clone()
+    };
+    let io_modes = if options.io_mode.is_empty() {
+        IO_MODES.to_vec()
+    } else {
+        options.io_mode.clone()
+    };
+    let guest = options.guest_options.prepare()?;
+    let bench = Bench {
+        guest: &guest,
+        profiles: devices
+            .iter()
+            .map(|&device| Ok((device, profile::load(device.profile())?)))
+            .collect::<Result<_>>()?,
+        runtime: if options.quick { "300ms" } else { "2s" },
+        plugin: options.count.plugin(&guest)?,
+        echo: if options.console {
+            Echo::Live
+        } else {
+            Echo::Quiet
+        },
+    };
+    let rounds = options.rounds.unwrap_or(if options.quick { 1 } else { 3 }) as usize;
+    let groups = matrix::groups(&devices, &io_modes);
+    let mut set = ResultSet::new(
+        "device",
+        "device",
+        "guest",
+        Some(guest.accel.accel.to_string()),
+    );
+    let mut progress = Progress::new(rounds * groups.iter().map(Vec::len).sum::<usize>());
+    for round in 0..rounds {
+        for (position, cell) in matrix::round_order(&groups, round).iter().enumerate() {
+            progress.start(&format!("round {round} {}", cell.label()));
+            let mut record = bench.measure(cell);
+            record.insert("round".into(), Value::from(round));
+            record.insert("position".into(), Value::from(position));
+            let line = DeviceRun::read(&record).map_or_else(
+                |error| format!("FAILED: {error}"),
+                |run| report::one_line(&run),
+            );
+            println!("round {round} {}: {line}", cell.label());
+            set.extend([record]);
+        }
+    }
+    report::report(&set, &groups)
+}
+
+impl Bench<'_> {
+    /// Boots `cell` once: its record, or a record with `error` saying why there is none.
+    fn measure(&self, cell: &Cell) -> Record {
+        let mut record = self.boot(cell).unwrap_or_else(|error| {
+            let mut record = Record::new();
+            record.insert("error".into(), Value::from(error.to_string()));
+            record
+        });
+        cell.tag(&mut record);
+        record
+    }
+
+    fn boot(&self, cell: &Cell) -> Result<Record> {
+        let profile = self
+            .profiles
+            .iter()
+            .find(|(device, _)| *device == cell.device)
+            .map(|(_, profile)| profile)
+            .expect("a profile was loaded for every device measured");
+        let overrides = Overrides {
+            smp: Some(SMP),
+            timeout: Some(Duration::from_secs(120)),
+            kernel_args: Some(cell.kernel_args(self.runtime)),
+            counting: insns::for_boot(self.plugin.as_deref(), false)?,
+            ..Overrides::default()
+        };
+        let stop = AtomicBool::new(false);
+        let (outcome, samples) = std::thread::scope(|scope| {
+            let sampler = scope.spawn(|| qemu_cpu::sample_child(&stop));
+            let outcome = benchkit::run_case(self.guest, profile, &overrides, self.echo);
+            stop.store(true, Ordering::Relaxed);
+            (outcome, sampler.join().unwrap_or_default())
+        });
+        let (records, _) = outcome?;
+        let (mut record, result) = one_record(records, cell)?;
+        let elapsed = Duration::from_nanos(result.io.elapsed_ns);
+        if let Some(cpus) = qemu_cpu::cpus_over_last(&samples, elapsed) {
+            record.insert(
+                "qemu_host_cpus".into(),
+                Value::from((cpus * 100.0).round() / 100.0),
+            );
+        }
+        Ok(record)
+    }
+}
+
+/// The one RESULT of a cell's boot, read as the guest's [`DeviceResult`] (an error names a
+/// field it lacks) and checked to be the run that was asked for: the profile's adapter, the job
+/// count and the io_mode. A kernel that falls back (say to polling, on an adapter without
+/// interrupt support yet) ran another cell.
+fn one_record(records: Vec<Record>, cell: &Cell) -> Result<(Record, DeviceResult)> {
+    let mut records = records.into_iter();
+    let (Some(record), None) = (records.next(), records.next()) else {
+        return Err(Error::NoResults {
+            what: format!("exactly one RESULT line from {}", cell.label()),
+        });
+    };
+    let result: DeviceResult =
+        serde_json::from_value(Value::Object(record.clone())).map_err(|error| {
+            Error::BadResult {
+                what: format!("device RESULT of {}", cell.label()),
+                reason: error.to_string(),
+            }
+        })?;
+    let asked = [
+        (
+            "device",
+            result.device.clone(),
+            cell.device.name().to_owned(),
+        ),
+        (
+            "numjobs",
+            result.io.numjobs.to_string(),
+            cell.numjobs.to_string(),
+        ),
+        (
+            "io_mode",
+            result.io.io_mode.clone(),
+            cell.io_mode.name().to_owned(),
+        ),
+    ];
+    for (key, reported, wanted) in asked {
+        if reported != wanted {
+            return Err(Error::Guest {
+                verdict: format!("reported {key}={reported} when asked for {key}={wanted}"),
+            });
+        }
+    }
+    Ok((record, result))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell() -> Cell {
+        Cell {
+            device: Device::VirtioScsi,
+            io_mode: IoMode::Irq,
+            iodepth: 32,
+            numjobs: 2,
+        }
+    }
+
+    fn line(device: &str, numjobs: u64, io_mode: &str) -> Record {
+        let mut result = DeviceResult {
+            device: device.into(),
+            ..DeviceResult::default()
+        };
+        result.io.numjobs = numjobs;
+        result.io.io_mode = io_mode.into();
+        match serde_json::to_value(result) {
+            Ok(Value::Object(record)) => record,
+            other => panic!("a result serializes to an object: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_run_must_be_the_one_asked_for() {
+        let good = line("virtio-scsi", 2, "irq");
+        assert!(one_record(vec![good.clone()], &cell()).is_ok());
+        for (record, says) in [
+            (
+                line("mptsas", 2, "irq"),
+                "reported device=mptsas when asked for device=virtio-scsi",
+            ),
+            (
+                line("virtio-scsi", 1, "irq"),
+                "reported numjobs=1 when asked for numjobs=2",
+            ),
+            (
+                line("virtio-scsi", 2, "poll"),
+                "reported io_mode=poll when asked for io_mode=irq",
+            ),
+        ] {
+            let error = one_record(vec![record], &cell()).unwrap_err();
+            assert!(error.to_string().contains(says), "{error}");
+        }
+        let mut silent = good.clone();
+        silent.remove("io_mode");
+        let error = one_record(vec![silent], &cell()).unwrap_err().to_string();
+        assert!(
+            error.contains("io_mode"),
+            "a missing field is named: {error}"
+        );
+        assert!(one_record(vec![], &cell()).is_err());
+        assert!(one_record(vec![good.clone(), good], &cell()).is_err());
+    }
+
+    #[test]
+    fn a_failed_boot_becomes_an_error_record_of_its_cell() {
+        let mut record = Record::new();
+        record.insert("error".into(), Value::from("guest failed: CMDLINE ERROR"));
+        record.insert("round".into(), Value::from(0));
+        cell().tag(&mut record);
+        let run = DeviceRun::read(&record).unwrap();
+        assert!(cell().matches(&run));
+        assert!(run.measured().is_none());
+        assert_eq!(matrix::runs(&[run], &cell()).count(), 0);
+    }
+}

@@ -1,0 +1,140 @@
+//! device runs as xtask keeps them: the guest's line ([`workloads::result::DeviceResult`], what
+//! the kernel prints) plus the cell and round xtask boots it in, or, for a boot that failed, the
+//! cell and the guest's complaint. Reading a record fails, naming the field, when the guest and
+//! xtask disagree; the summary table's columns are checked against [`CellSummary`] by a test.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use workloads::result::DeviceResult;
+
+use benchkit::Record;
+use harness::error::{Error, Result};
+
+/// One measured boot of a cell.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceRecord {
+    /// What the guest printed (its `device`, `io_mode`, `iodepth` and `numjobs` are the cell's).
+    #[serde(flatten)]
+    pub result: DeviceResult,
+    /// The round the boot belonged to.
+    pub round: u32,
+    /// vCPUs the guest booted with.
+    pub smp: u32,
+    /// Host CPU time QEMU used over the job, per wall second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qemu_host_cpus: Option<f64>,
+    /// Instructions per I/O, when the boot was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insns_per_op: Option<f64>,
+}
+
+/// A boot of a cell that gave no result, and why.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FailedRun {
+    /// The guest's (or xtask's) complaint.
+    pub error: String,
+    /// The cell: adapter, io_mode, iodepth, numjobs.
+    pub device: String,
+    pub io_mode: String,
+    pub iodepth: u64,
+    pub numjobs: u64,
+    /// The round the boot belonged to.
+    pub round: u32,
+}
+
+/// A record of `target/bench/device.json`: a measured boot or a failed one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeviceRun {
+    Measured(Box<DeviceRecord>),
+    Failed(FailedRun),
+}
+
+impl DeviceRun {
+    /// `record` as a typed run (one with an `error` member is a failed boot), or an error
+    /// naming what did not read.
+    pub fn read(record: &Record) -> Result<DeviceRun> {
+        let object = Value::Object(record.clone());
+        let (what, read) = if record.contains_key("error") {
+            let failed = serde_json::from_value(object).map(DeviceRun::Failed);
+            ("failed device run", failed)
+        } else {
+            let measured =
+                serde_json::from_value(object).map(|record| DeviceRun::Measured(Box::new(record)));
+            ("device RESULT", measured)
+        };
+        read.map_err(|error| Error::BadResult {
+            what: what.into(),
+            reason: error.to_string(),
+        })
+    }
+
+    /// The measured record, `None` for a failed boot.
+    pub fn measured(&self) -> Option<&DeviceRecord> {
+        match self {
+            DeviceRun::Measured(record) => Some(record),
+            DeviceRun::Failed(_) => None,
+        }
+    }
+
+    /// The cell's adapter, io_mode, iodepth and numjobs.
+    pub fn cell(&self) -> (&str, &str, u64, u64) {
+        match self {
+            DeviceRun::Measured(r) => (
+                &r.result.device,
+                &r.result.io.io_mode,
+                r.result.io.iodepth,
+                r.result.io.numjobs,
+            ),
+            DeviceRun::Failed(f) => (&f.device, &f.io_mode, f.iodepth, f.numjobs),
+        }
+    }
+
+    /// The round the boot belonged to.
+    pub fn round(&self) -> u32 {
+        match self {
+            DeviceRun::Measured(record) => record.round,
+            DeviceRun::Failed(failed) => failed.round,
+        }
+    }
+}
+
+/// A cell's row of the summary table: medians over its rounds (latencies in µs), the IOPS
+/// spread, and how many runs succeeded. Figures nothing measured stay absent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CellSummary {
+    pub device: String,
+    pub io_mode: String,
+    pub iodepth: u32,
+    pub numjobs: u32,
+    pub smp: u32,
+    /// `succeeded/attempted`.
+    pub runs: String,
+    #[serde(flatten)]
+    pub iops: Option<IopsSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lat_p50_us: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lat_p90_us: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lat_p99_us: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lat_p999_us: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lat_p9999_us: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lat_max_us: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qemu_host_cpus: Option<f64>,
+}
+
+/// The IOPS of a [`CellSummary`]: median, range and the range as text.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IopsSummary {
+    pub iops: f64,
+    pub iops_min: f64,
+    pub iops_max: f64,
+    /// `min-max`.
+    pub iops_spread: String,
+}

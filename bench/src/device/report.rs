@@ -1,0 +1,349 @@
+//! What `bench device` prints and writes: one table (a row per cell: medians with the IOPS
+//! spread), the failed runs with the guest's reason, the ratios that matter, the JSON, the fio
+//! JSON and one SVG. Every figure is read from the typed runs ([`DeviceRun`]).
+
+use serde_json::{Value, json};
+
+use super::Device;
+use super::matrix::{self, Cell, Figure, IoMode, Spread};
+use super::record::{CellSummary, DeviceRecord, DeviceRun, IopsSummary};
+use crate::columns;
+use benchkit::plot::{self, Bar, GroupedBars, Panel};
+use benchkit::{Column, Record, ResultSet, fio};
+use harness::error::{Error, Result};
+use harness::workspace;
+
+/// One progress line for a finished run.
+pub fn one_line(run: &DeviceRun) -> String {
+    let record = match run {
+        DeviceRun::Failed(failed) => return format!("FAILED: {}", brief(&failed.error)),
+        DeviceRun::Measured(record) => record,
+    };
+    let io = &record.result.io;
+    let mut line = format!("{} IOPS", io.iops);
+    line += &format!(", p99 {:.1} us", io.lat_p99_ns as f64 / 1000.0);
+    line += &format!(", guest busy {:.1}%", io.busy_pct);
+    if let Some(cpus) = record.qemu_host_cpus {
+        line += &format!(", QEMU {cpus:.2} host CPUs");
+    }
+    line
+}
+
+/// An error without the guest's list of the keys it knows (kept in the JSON).
+fn brief(error: &str) -> &str {
+    error
+        .split_once(" (known: ")
+        .map_or(error, |(head, _)| head)
+}
+
+fn iops(r: &DeviceRecord) -> Option<f64> {
+    Some(r.result.io.iops as f64)
+}
+
+fn busy_pct(r: &DeviceRecord) -> Option<f64> {
+    Some(r.result.io.busy_pct)
+}
+
+fn qemu_host_cpus(r: &DeviceRecord) -> Option<f64> {
+    r.qemu_host_cpus
+}
+
+/// Where a figure goes in a [`CellSummary`].
+type RowField = fn(&mut CellSummary) -> &mut Option<f64>;
+
+/// The latency percentiles of the table, in ns, and where each goes in the row (µs).
+const LATENCIES: [(Figure, RowField); 6] = [
+    (
+        |r| Some(r.result.io.lat_p50_ns as f64),
+        |s| &mut s.lat_p50_us,
+    ),
+    (
+        |r| Some(r.result.io.lat_p90_ns as f64),
+        |s| &mut s.lat_p90_us,
+    ),
+    (
+        |r| Some(r.result.io.lat_p99_ns as f64),
+        |s| &mut s.lat_p99_us,
+    ),
+    (
+        |r| Some(r.result.io.lat_p999_ns as f64),
+        |s| &mut s.lat_p999_us,
+    ),
+    (
+        |r| Some(r.result.io.lat_p9999_ns as f64),
+        |s| &mut s.lat_p9999_us,
+    ),
+    (
+        |r| Some(r.result.io.lat_max_ns as f64),
+        |s| &mut s.lat_max_us,
+    ),
+];
+
+fn rounded(value: f64, places: i32) -> f64 {
+    let scale = 10f64.powi(places);
+    (value * scale).round() / scale
+}
+
+/// A cell's row: medians over its rounds, the IOPS spread, how many runs succeeded.
+fn summary(runs: &[DeviceRun], cell: &Cell) -> CellSummary {
+    let attempted = runs.iter().filter(|r| cell.matches(r)).count();
+    let succeeded = matrix::runs(runs, cell).count();
+    let mut row = CellSummary {
+        device: cell.device.name().into(),
+        io_mode: cell.io_mode.name().into(),
+        iodepth: cell.iodepth,
+        numjobs: cell.numjobs,
+        smp: matrix::SMP,
+        runs: format!("{succeeded}/{attempted}"),
+        iops: matrix::spread(runs, cell, iops).map(|s| IopsSummary {
+            iops: rounded(s.median, 0),
+            iops_min: rounded(s.min, 0),
+            iops_max: rounded(s.max, 0),
+            iops_spread: format!("{:.0}-{:.0}", s.min, s.max),
+        }),
+        ..CellSummary::default()
+    };
+    for (figure, field) in LATENCIES {
+        *field(&mut row) =
+            matrix::spread(runs, cell, figure).map(|ns| rounded(ns.median / 1000.0, 1));
+    }
+    row.busy_pct = matrix::spread(runs, cell, busy_pct).map(|s| rounded(s.median, 2));
+    row.qemu_host_cpus = matrix::spread(runs, cell, qemu_host_cpus).map(|s| rounded(s.median, 2));
+    row
+}
+
+/// A row as the table printer and the JSON take it.
+fn row_record(row: &CellSummary) -> Record {
+    match serde_json::to_value(row) {
+        Ok(Value::Object(record)) => record,
+        _ => Record::new(),
+    }
+}
+
+/// The per-cell summary table's columns (console and results page).
+pub fn columns() -> Vec<Column<'static>> {
+    let mut columns = vec![
+        Column::new("device", "device"),
+        Column::new("io_mode", "io_mode"),
+        Column::new("qd", "iodepth"),
+        Column::new("jobs", "numjobs"),
+        columns::IOPS,
+        Column::new("IOPS min-max", "iops_spread"),
+    ];
+    columns.extend([
+        Column::new("p50 us", "lat_p50_us"),
+        Column::new("p90 us", "lat_p90_us"),
+        Column::new("p99 us", "lat_p99_us"),
+        Column::new("p99.9 us", "lat_p999_us"),
+        Column::new("p99.99 us", "lat_p9999_us"),
+        Column::new("max us", "lat_max_us"),
+        Column::new("guest busy %", "busy_pct"),
+        Column::new("QEMU host CPUs", "qemu_host_cpus"),
+        Column::new("runs", "runs"),
+    ]);
+    columns
+}
+
+/// A ratio with its spread, for a line and for the JSON.
+fn ratio_entry(name: String, what: &str, spread: Spread) -> (String, Value) {
+    let line = format!(
+        "  {name}: {what} {:.2}x (min {:.2}, max {:.2}, {} rounds)",
+        spread.median, spread.min, spread.max, spread.count
+    );
+    let value = json!({
+        "ratio": name, "of": what, "median": spread.median,
+        "min": spread.min, "max": spread.max, "rounds": spread.count,
+    });
+    (line, value)
+}
+
+/// The ratios that matter: numjobs 2 / 1 per adapter, io_mode and iodepth; irq / poll and
+/// hybrid / poll in IOPS and guest busy %, per adapter, iodepth and numjobs.
+fn ratios(runs: &[DeviceRun], groups: &[Vec<Cell>]) -> Vec<(String, Value)> {
+    let mut lines = Vec::new();
+    let cells = || groups.iter().flatten();
+    for cell in cells().filter(|c| c.numjobs == 1) {
+        let two = cell.with(cell.io_mode, 2);
+        if let Some(spread) = matrix::ratio(runs, &two, cell, iops) {
+            let cpus = matrix::spread(runs, &two, qemu_host_cpus)
+                .map(|c| format!("; QEMU got {:.2} host CPUs with two jobs", c.median))
+                .unwrap_or_default();
+            let name = format!(
+                "numjobs 2 / numjobs 1, {} {} qd{}",
+                cell.device.name(),
+                cell.io_mode.name(),
+                cell.iodepth
+            );
+            let (line, value) = ratio_entry(name, "IOPS", spread);
+            lines.push((line + &cpus, value));
+        }
+    }
+    for cell in cells().filter(|c| c.io_mode == IoMode::Poll) {
+        for mode in [IoMode::Irq, IoMode::Hybrid] {
+            let other = cell.with(mode, cell.numjobs);
+            let figures: [(Figure, &str); 2] = [(iops, "IOPS"), (busy_pct, "guest busy %")];
+            for (figure, what) in figures {
+                if let Some(spread) = matrix::ratio(runs, &other, cell, figure) {
+                    let name = format!(
+                        "{} / poll, {} qd{} j{}",
+                        mode.name(),
+                        cell.device.name(),
+                        cell.iodepth,
+                        cell.numjobs
+                    );
+                    lines.push(ratio_entry(name, what, spread));
+                }
+            }
+        }
+    }
+    lines
+}
+
+/// The plot: IOPS (median, min–max whisker), guest busy % and QEMU's host CPUs, one bar per
+/// io_mode in each (adapter, iodepth, numjobs) group.
+fn chart(runs: &[DeviceRun], groups: &[Vec<Cell>], place: &str) -> GroupedBars {
+    let mut modes: Vec<IoMode> = Vec::new();
+    let mut keys: Vec<Cell> = Vec::new();
+    for cell in groups.iter().flatten() {
+        if !modes.contains(&cell.io_mode) {
+            modes.push(cell.io_mode);
+        }
+        let key = cell.with(IoMode::Poll, cell.numjobs);
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    let panel = |figure: Figure, label: &str| Panel {
+        y_label: label.into(),
+        bars: keys
+            .iter()
+            .map(|group| {
+                modes
+                    .iter()
+                    .map(|&mode| {
+                        let s = matrix::spread(runs, &group.with(mode, group.numjobs), figure)?;
+                        Some(Bar {
+                            value: s.median,
+                            min: s.min,
+                            max: s.max,
+                        })
+                    })
+                    .collect()
+            })
+            .collect(),
+    };
+    let short = |device: Device| match device {
+        Device::VirtioScsi => "virtio",
+        Device::Mptsas => "mpt",
+    };
+    GroupedBars {
+        title: format!(
+            "randread 4 KiB on a null-co disk, smp {}, median and min-max, {place}",
+            matrix::SMP
+        ),
+        groups: keys
+            .iter()
+            .map(|c| format!("{} qd{} j{}", short(c.device), c.iodepth, c.numjobs))
+            .collect(),
+        series: modes.iter().map(|m| m.name().to_owned()).collect(),
+        panels: vec![
+            panel(iops, "IOPS"),
+            panel(busy_pct, "guest busy %"),
+            panel(qemu_host_cpus, "QEMU host CPUs"),
+        ],
+    }
+}
+
+/// Prints the table, failures and ratios; writes the JSON, fio JSON and plot. Fails (after
+/// writing everything) when any run failed, and before writing anything when a record does not
+/// read as a [`DeviceRun`].
+pub fn report(set: &ResultSet, groups: &[Vec<Cell>]) -> Result<()> {
+    let records = &set.results;
+    let runs: Vec<DeviceRun> = records.iter().map(DeviceRun::read).collect::<Result<_>>()?;
+    let rows: Vec<Record> = groups
+        .iter()
+        .flatten()
+        .map(|c| row_record(&summary(&runs, c)))
+        .collect();
+    println!();
+    benchkit::print_table(&rows, &columns());
+    if groups.iter().flatten().any(|c| c.device == Device::Mptsas) {
+        println!("mptsas has a single request queue: its two jobs share it.");
+    }
+    let label = |run: &DeviceRun| {
+        groups
+            .iter()
+            .flatten()
+            .find(|c| c.matches(run))
+            .map(Cell::label)
+            .unwrap_or_default()
+    };
+    let failed: Vec<&DeviceRun> = runs.iter().filter(|r| r.measured().is_none()).collect();
+    for run in &failed {
+        if let DeviceRun::Failed(failure) = run {
+            println!(
+                "failed: {} round {}: {}",
+                label(run),
+                failure.round,
+                brief(&failure.error)
+            );
+        }
+    }
+    let ratios = ratios(&runs, groups);
+    if !ratios.is_empty() {
+        println!("\nratios within a round (median over rounds, min-max):");
+    }
+    for (line, _) in &ratios {
+        println!("{line}");
+    }
+    let dir = workspace::output_dir("bench")?;
+    let mut document = set.to_json();
+    document["headlines"] = Value::from(
+        ratios
+            .iter()
+            .map(|(line, _)| Value::from(line.trim()))
+            .collect::<Vec<_>>(),
+    );
+    document["summary"] = Value::from(rows.into_iter().map(Value::Object).collect::<Vec<_>>());
+    document["ratios"] = Value::from(ratios.into_iter().map(|(_, v)| v).collect::<Vec<_>>());
+    let json = benchkit::write_document(&dir, &set.file_stem, &document)?;
+    let fio_runs: Vec<fio::Run<'_>> = records
+        .iter()
+        .zip(&runs)
+        .map(|(record, run)| fio::Run {
+            name: format!("{} round {}", label(run), run.round()),
+            engine: "sensepool workload=device",
+            option_keys: &["device", "io_mode", "smp"],
+            record,
+        })
+        .collect();
+    let fio_json = fio::write(&dir, &set.file_stem, &fio::document(&fio_runs))?;
+    let svg = dir.join("device.svg");
+    let drawn = plot::draw_grouped(&svg, &chart(&runs, groups, &set.place_label()));
+    match drawn {
+        Ok(()) => println!(
+            "wrote {}, {} and {}",
+            json.display(),
+            fio_json.display(),
+            svg.display()
+        ),
+        Err(error) => println!(
+            "wrote {} and {}; no plot: {error}",
+            json.display(),
+            fio_json.display()
+        ),
+    }
+    if !failed.is_empty() {
+        return Err(Error::Guest {
+            verdict: format!(
+                "bench device: {} of {} runs failed (listed above)",
+                failed.len(),
+                records.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

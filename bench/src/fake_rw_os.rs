@@ -1,0 +1,286 @@
+//! `cargo xtask bench fake-rw --os both` (or `--os hermit`): the single-job fake-rw cases
+//! (bs 512 and 4096 × iodepth 1 and 32, one vCPU) on sensepool's kernel and on Hermit, in the
+//! same QEMU build and profile.
+//!
+//! Every repetition boots each case on each kernel, and which kernel goes first rotates from one
+//! repetition to the next, so drift on a shared host hits both alike. What is compared is the
+//! ratio within a repetition (Hermit IOPS / ours): its median over the repetitions with the
+//! spread (lowest and highest), and, with `--count-insns`, the instructions per I/O of each
+//! kernel (exact counts, which load on the host does not distort). The workload code is the same
+//! on both (`pools`, `scsi`); what differs is the kernel under it (Hermit's timer interrupt and
+//! scheduler, its heap) and the application glue (`hermit/app`).
+//!
+//! Writes `target/bench/fake-rw-os.json` and a bar chart of the best IOPS per kernel and case.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::columns;
+use crate::fake_rw::{CASES, Options, runtime};
+use crate::fake_rw_record::FakeRwRecord;
+use benchkit::plot::{self, BarChart};
+use benchkit::progress::Progress;
+use benchkit::{Column, Record, ResultSet, typed};
+use harness::error::{Error, Result};
+use harness::guest::{Os, Overrides};
+use harness::{insns, profile, workspace};
+
+const COLUMNS: [Column<'static>; 10] = [
+    Column::new("os", "os"),
+    columns::REP,
+    columns::BS,
+    columns::IODEPTH,
+    columns::IOPS,
+    columns::INSNS_PER_IO,
+    columns::LAT_MEAN_NS,
+    columns::LAT_P50_NS,
+    columns::LAT_P99_NS,
+    columns::IOS,
+];
+
+/// One boot's record: the guest's fake-rw result (the same type on both kernels) and which
+/// kernel printed it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OsRecord {
+    /// `ours` or `hermit` ([`Os`]'s names).
+    pub os: String,
+    #[serde(flatten)]
+    pub record: FakeRwRecord,
+}
+
+impl OsRecord {
+    /// `record` as an `--os` record, or an error naming the field that does not read.
+    pub fn read(record: &Record) -> Result<OsRecord> {
+        typed::read(record, "fake-rw --os RESULT")
+    }
+
+    fn is(&self, os: Os, bs: u32, iodepth: u32) -> bool {
+        let io = &self.record.result.io;
+        self.os == os.to_string() && io.bs == u64::from(bs) && io.iodepth == u64::from(iodepth)
+    }
+}
+
+/// Boots every case on every kernel of `options.os`, `--reps` times, and reports.
+pub fn run(options: &Options) -> Result<()> {
+    let guests = options
+        .os
+        .list()
+        .iter()
+        .map(|&os| options.guest_options.prepare_os(os))
+        .collect::<Result<Vec<_>>>()?;
+    let profile = profile::load("default")?;
+    let plugin = options.count.plugin(&guests[0])?;
+    let reps = options
+        .reps
+        .unwrap_or(if options.quick { 1 } else { 3 })
+        .max(1);
+    let mut set = ResultSet::new(
+        "fake-rw-os",
+        "fake-rw-os",
+        "guest",
+        Some(guests[0].accel.accel.to_string()),
+    );
+    let mut progress = Progress::new(reps as usize * CASES.len() * guests.len());
+    for rep in 0..reps {
+        for (bs, iodepth) in CASES {
+            for turn in 0..guests.len() {
+                let guest = &guests[(rep as usize + turn) % guests.len()];
+                progress.start(&format!("rep {rep} {} bs {bs} iodepth {iodepth}", guest.os));
+                let overrides = Overrides {
+                    smp: Some(1),
+                    timeout: Some(Duration::from_secs(120)),
+                    kernel_args: Some(format!(
+                        "workload=fake-rw runtime={} bs={bs} iodepth={iodepth} numjobs=1",
+                        runtime(options.quick)
+                    )),
+                    counting: insns::for_boot(plugin.as_deref(), false)?,
+                    ..Overrides::default()
+                };
+                let records = benchkit::run_guest_case(guest, &profile, &overrides)?;
+                set.extend(records.into_iter().map(|mut record| {
+                    record.insert("os".into(), Value::from(guest.os.to_string()));
+                    record.insert("rep".into(), Value::from(rep));
+                    record.insert("smp".into(), Value::from(1));
+                    record
+                }));
+            }
+        }
+    }
+    report(&mut set)
+}
+
+/// One case's comparison: median Hermit/ours IOPS ratio over repetitions with its lowest and
+/// highest, and each kernel's median instructions per I/O (when counted).
+#[derive(Debug, PartialEq)]
+pub struct Comparison {
+    pub bs: u32,
+    pub iodepth: u32,
+    /// (median, lowest, highest) of Hermit IOPS / ours IOPS within a repetition.
+    pub ratio: Option<(f64, f64, f64)>,
+    /// Median instructions per I/O: (ours, Hermit).
+    pub insns: (Option<f64>, Option<f64>),
+}
+
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied()
+}
+
+/// The comparison of each case both kernels ran.
+pub fn compare(records: &[OsRecord]) -> Vec<Comparison> {
+    let of = |os: Os, bs: u32, iodepth: u32| records.iter().filter(move |r| r.is(os, bs, iodepth));
+    let mut out = Vec::new();
+    for (bs, iodepth) in CASES {
+        let iops = |os: Os, rep: u32| {
+            of(os, bs, iodepth)
+                .find(|r| r.record.rep == Some(rep))
+                .map(|r| r.record.result.io.iops as f64)
+        };
+        let mut ratios: Vec<f64> = (0..256)
+            .filter_map(|rep| {
+                let (ours, hermit) = (iops(Os::Ours, rep)?, iops(Os::Hermit, rep)?);
+                (ours > 0.0).then(|| hermit / ours)
+            })
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        let ratio = median(ratios.clone()).map(|m| (m, ratios[0], ratios[ratios.len() - 1]));
+        let insns = |os: Os| {
+            median(
+                of(os, bs, iodepth)
+                    .filter_map(|r| r.record.insns_per_op)
+                    .collect(),
+            )
+        };
+        let insns = (insns(Os::Ours), insns(Os::Hermit));
+        if ratio.is_some() || insns.0.is_some() || insns.1.is_some() {
+            out.push(Comparison {
+                bs,
+                iodepth,
+                ratio,
+                insns,
+            });
+        }
+    }
+    out
+}
+
+fn report(set: &mut ResultSet) -> Result<()> {
+    benchkit::print_tables(&set.results, &[("fake-rw", &COLUMNS)]);
+    println!();
+    let records = set
+        .results
+        .iter()
+        .map(OsRecord::read)
+        .collect::<Result<Vec<_>>>()?;
+    for case in compare(&records) {
+        let mut line = format!("bs={} iodepth={}:", case.bs, case.iodepth);
+        if let Some((median, low, high)) = case.ratio {
+            line += &format!(" hermit/ours IOPS {median:.3}× (spread {low:.3}–{high:.3})");
+        }
+        if let (Some(ours), Some(hermit)) = case.insns {
+            line += &format!(
+                "; insns/IO ours {ours:.0}, hermit {hermit:.0} ({:.3}×)",
+                hermit / ours
+            );
+        }
+        set.headline(line);
+    }
+    let dir = workspace::output_dir("bench")?;
+    let json = set.write_json(&dir)?;
+    let svg = dir.join(format!("{}.svg", set.file_stem));
+    let mut bars: Vec<(String, f64)> = Vec::new();
+    for record in &records {
+        let io = &record.record.result.io;
+        let name = format!("{} {} qd{}", record.os, io.bs, io.iodepth);
+        let iops = io.iops as f64;
+        match bars.iter_mut().find(|bar| bar.0 == name) {
+            Some(bar) => bar.1 = bar.1.max(iops),
+            None => bars.push((name, iops)),
+        }
+    }
+    plot::draw_bars(
+        &svg,
+        &BarChart {
+            title: format!(
+                "fake_rw randread IOPS, ours vs Hermit, {}",
+                set.place_label()
+            ),
+            y_label: "IOPS (best run)".into(),
+            bars,
+        },
+    )?;
+    println!("wrote {} and {}", json.display(), svg.display());
+    if set.results.is_empty() {
+        return Err(Error::NoResults {
+            what: "fake-rw --os".into(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(os: Os, rep: u32, iops: u64, insns_per_op: Option<f64>) -> OsRecord {
+        let mut record = OsRecord {
+            os: os.to_string(),
+            ..OsRecord::default()
+        };
+        let io = &mut record.record.result.io;
+        (io.bs, io.iodepth, io.iops) = (4096, 32, iops);
+        record.record.rep = Some(rep);
+        record.record.insns_per_op = insns_per_op;
+        record
+    }
+
+    #[test]
+    fn ratios_pair_kernels_within_a_repetition() {
+        let records = [
+            record(Os::Ours, 0, 100, Some(900.0)),
+            record(Os::Hermit, 0, 50, Some(1800.0)),
+            record(Os::Ours, 1, 200, Some(900.0)),
+            record(Os::Hermit, 1, 160, Some(1800.0)),
+            record(Os::Hermit, 2, 70, None),
+            record(Os::Ours, 2, 100, None),
+        ];
+        let cases = compare(&records);
+        assert_eq!(cases.len(), 1);
+        assert_eq!((cases[0].bs, cases[0].iodepth), (4096, 32));
+        let (median, low, high) = cases[0].ratio.unwrap();
+        assert!((median - 0.7).abs() < 1e-9, "{median}");
+        assert!((low - 0.5).abs() < 1e-9 && (high - 0.8).abs() < 1e-9);
+        assert_eq!(cases[0].insns, (Some(900.0), Some(1800.0)));
+    }
+
+    /// A column whose key is no field of the typed record would print an empty cell forever.
+    #[test]
+    fn every_column_names_a_field_of_the_typed_record() {
+        let fields = typed::record(&record(Os::Hermit, 0, 1, Some(1.0)));
+        for column in COLUMNS {
+            assert!(fields.contains_key(column.key), "column `{}`", column.key);
+        }
+    }
+
+    /// A Hermit record of `target/bench/fake-rw-os.json` as main wrote it on 2026-12-02 at
+    /// 05:44 UTC, before the typed RESULT lines: `lat_bins` as text, the counted keys joined.
+    const OLD_RECORD: &str = r#"{"bench":"fake-rw","bs":512,"busy_pct":100.0,"cpus_online":1,"elapsed_ns":300000511,"errors":0,"halted_ns":0,"insn_ops":229776,"insns":131894536,"insns_per_op":574.0,"io_mode":"poll","iodepth":1,"iops":765903,"ios":229776,"irq_halts":0,"irq_interrupts":0,"irq_lost":0,"irq_safety_recoveries":0,"irq_spurious":0,"irq_storms":0,"lat_bins":"512:3,640:100,768:229673","lat_max_ns":1295636,"lat_mean_ns":841,"lat_min_ns":637,"lat_p50_ns":768,"lat_p90_ns":960,"lat_p9999_ns":16384,"lat_p999_ns":8192,"lat_p99_ns":1408,"lat_stddev_ns":2743,"magazine_hits":229781,"numjobs":1,"os":"hermit","per_queue_iops":"765903","queues":1,"reads":229776,"recovered":0,"rep":0,"reserve_bytes":192,"retries":0,"rw":"randread","sense_in_use_bytes":0,"sense_magazine":64,"sense_mode":"mempool:2","sense_reserve_hits":0,"sense_slab_allocs":229776,"sense_waits":0,"slab_lock_acquisitions":64,"slab_lock_contended":0,"slab_lock_wait_cycles":0,"smp":1,"timeouts":0,"where":"guest","accel":"tcg","writes":0}"#;
+
+    #[test]
+    fn an_old_record_reads_and_a_missing_field_is_named() {
+        let mut old = harness::console::parse_result(OLD_RECORD).unwrap();
+        let record = OsRecord::read(&old).unwrap();
+        assert_eq!(record.os, "hermit");
+        assert_eq!(record.record.result.io.iops, 765903);
+        assert_eq!(record.record.insns_per_op, Some(574.0));
+        assert_eq!(record.record.result.io.lat_bins.0.len(), 3);
+        old.insert("iops".into(), Value::from("fast"));
+        let error = OsRecord::read(&old).unwrap_err().to_string();
+        assert!(error.contains("iops"), "{error}");
+        old.remove("os");
+        let error = OsRecord::read(&old).unwrap_err().to_string();
+        assert!(error.contains("`os`"), "{error}");
+    }
+}

@@ -1,0 +1,493 @@
+//! The side-by-side table (medians over repetitions), `target/bench/linux.json` and
+//! `target/bench/linux.svg`.
+//!
+//! A row is a case (and, for Linux, an ioengine); its columns are the median of sensepool, Linux
+//! 6.1 and Linux 6.12, and how many times sensepool's figure beats each Linux (IOPS: sensepool /
+//! Linux; times: Linux / sensepool). sensepool has one I/O path, so its figure is the same on the
+//! libaio and io_uring rows. The dmapool rows compare Linux with both of sensepool's models:
+//! `legacy` (the pre-6.4 algorithm, Linux 6.1's) and `scalable`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::columns;
+use benchkit::plot::{self, BarChart};
+use benchkit::{Column, ResultSet, print_tables, typed};
+use harness::error::{Error, Result};
+use harness::workspace;
+
+/// One line of the side-by-side table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub case: String,
+    /// `IOPS` or `ms`.
+    pub unit: &'static str,
+    pub sensepool: Option<f64>,
+    pub linux_6_1: Option<f64>,
+    pub linux_6_12: Option<f64>,
+}
+
+impl Row {
+    /// How many times sensepool beats `linux` (higher IOPS or lower time is better).
+    pub fn advantage(&self, linux: Option<f64>) -> Option<f64> {
+        let (ours, theirs) = (self.sensepool?, linux?);
+        if ours <= 0.0 || theirs <= 0.0 {
+            return None;
+        }
+        Some(if self.unit == "IOPS" {
+            ours / theirs
+        } else {
+            theirs / ours
+        })
+    }
+}
+
+/// A row of `linux.json`'s `side_by_side`: a [`Row`] with its advantages.
+#[derive(Debug, Serialize)]
+pub struct SideBySide<'a> {
+    pub case: &'a str,
+    pub unit: &'a str,
+    pub sensepool: Option<f64>,
+    pub linux_6_1: Option<f64>,
+    pub linux_6_12: Option<f64>,
+    pub sensepool_vs_6_1: Option<f64>,
+    pub sensepool_vs_6_12: Option<f64>,
+}
+
+impl<'a> SideBySide<'a> {
+    fn of(row: &'a Row) -> Self {
+        SideBySide {
+            case: &row.case,
+            unit: row.unit,
+            sensepool: row.sensepool,
+            linux_6_1: row.linux_6_1,
+            linux_6_12: row.linux_6_12,
+            sensepool_vs_6_1: row.advantage(row.linux_6_1),
+            sensepool_vs_6_12: row.advantage(row.linux_6_12),
+        }
+    }
+}
+
+/// The median of `values` (the mean of the middle two for an even count).
+pub fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.retain(|value| value.is_finite());
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(values[n / 2]),
+        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
+    }
+}
+
+/// A row of `linux.json`'s results as the side-by-side table reads it: the keys `run` and
+/// `counts` put on every row, and the figures compared (each present on the rows that measure
+/// it). Rows hold more (each side's own result fields); those are for the raw table.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ComparedRun {
+    /// `sensepool` or `linux`.
+    pub side: String,
+    /// `sensepool`, `6.1` or `6.12`.
+    pub release: String,
+    /// The table key ([`super::run::case_key`], `dmapool n=N`).
+    pub case: String,
+    /// The repetition (absent on the instruction-count rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rep: Option<u32>,
+    /// fio's engine, on Linux's I/O rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ioengine: Option<String>,
+    /// The dmapool model: `linux`, or sensepool's `legacy` and `scalable`.
+    #[serde(rename = "impl", default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iops: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lat_mean_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insns_per_io: Option<f64>,
+    /// The host's 1-minute load average when the row was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_load: Option<f64>,
+}
+
+impl ComparedRun {
+    /// Every result of `set` read as a compared row, or the first that does not read.
+    pub fn read_all(set: &ResultSet) -> Result<Vec<ComparedRun>> {
+        set.results
+            .iter()
+            .map(|record| typed::read(record, "bench linux result"))
+            .collect()
+    }
+
+    /// The dmapool figure `op` (`pages`, `alloc_ms`, `free_ms`).
+    fn dmapool(&self, op: &str) -> Option<f64> {
+        match op {
+            "pages" => self.pages,
+            "alloc_ms" => self.alloc_ms,
+            "free_ms" => self.free_ms,
+            _ => None,
+        }
+    }
+}
+
+fn median_of(
+    runs: &[ComparedRun],
+    filter: impl Fn(&ComparedRun) -> bool,
+    figure: impl Fn(&ComparedRun) -> Option<f64>,
+) -> Option<f64> {
+    median(
+        runs.iter()
+            .filter(|r| filter(r))
+            .filter_map(figure)
+            .collect(),
+    )
+}
+
+/// Each distinct value of `key` over `runs`, in the order they first appear.
+fn distinct<T: PartialEq>(runs: &[ComparedRun], key: impl Fn(&ComparedRun) -> Option<T>) -> Vec<T> {
+    runs.iter()
+        .filter_map(key)
+        .fold(Vec::new(), |mut seen, value| {
+            if !seen.contains(&value) {
+                seen.push(value);
+            }
+            seen
+        })
+}
+
+/// The side-by-side rows, in the order the cases first appear.
+pub fn rows(runs: &[ComparedRun]) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let io_keys = distinct(runs, |r| {
+        (r.iops.is_some() && r.side == "linux")
+            .then(|| (r.case.clone(), r.ioengine.clone().unwrap_or_default()))
+    });
+    for (case, engine) in io_keys {
+        let linux = |release: &str| {
+            median_of(
+                runs,
+                |r| {
+                    r.case == case
+                        && r.release == release
+                        && r.ioengine.as_deref().unwrap_or_default() == engine
+                },
+                |r| r.iops,
+            )
+        };
+        rows.push(Row {
+            case: format!("{case} {engine}"),
+            unit: "IOPS",
+            sensepool: median_of(
+                runs,
+                |r| r.case == case && r.side == "sensepool",
+                |r| r.iops,
+            ),
+            linux_6_1: linux("6.1"),
+            linux_6_12: linux("6.12"),
+        });
+    }
+    rows.extend(insns_rows(runs));
+    let dmapool_cases = distinct(runs, |r| {
+        r.case.starts_with("dmapool").then(|| r.case.clone())
+    });
+    for case in dmapool_cases {
+        for model in ["legacy", "scalable"] {
+            // Pages first: the pre-6.4 layout holds 31 blocks of 128 B per 4 KiB page.
+            for (op, unit) in [("pages", "pages"), ("alloc_ms", "ms"), ("free_ms", "ms")] {
+                let of = |release: &str| {
+                    median_of(
+                        runs,
+                        |r| r.case == case && r.release == release,
+                        |r| r.dmapool(op),
+                    )
+                };
+                rows.push(Row {
+                    case: format!("{case} {} (sensepool {model})", op.trim_end_matches("_ms")),
+                    unit,
+                    sensepool: median_of(
+                        runs,
+                        |r| r.case == case && r.model.as_deref() == Some(model),
+                        |r| r.dmapool(op),
+                    ),
+                    linux_6_1: of("6.1"),
+                    linux_6_12: of("6.12"),
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// Instructions per I/O (`--count-insns`), one row per counted case.
+fn insns_rows(runs: &[ComparedRun]) -> Vec<Row> {
+    distinct(runs, |r| r.insns_per_io.is_some().then(|| r.case.clone()))
+        .into_iter()
+        .map(|case| {
+            let of = |release: &str| {
+                median_of(
+                    runs,
+                    |r| r.case == case && r.release == release,
+                    |r| r.insns_per_io,
+                )
+            };
+            Row {
+                case: format!("{case} libaio"),
+                unit: "insns/IO",
+                sensepool: of("sensepool"),
+                linux_6_1: of("6.1"),
+                linux_6_12: of("6.12"),
+            }
+        })
+        .collect()
+}
+
+fn cell(value: Option<f64>) -> String {
+    value.map_or("-".into(), |v| {
+        if v >= 100.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.2}")
+        }
+    })
+}
+
+fn ratio(value: Option<f64>) -> String {
+    value.map_or("-".into(), |v| match v {
+        v if v >= 10.0 => format!("{v:.0}×"),
+        v if v >= 0.1 => format!("{v:.2}×"),
+        v => format!("{v:.4}×"),
+    })
+}
+
+/// Prints the table of rows.
+pub fn print_rows(rows: &[Row]) {
+    let lines: Vec<[String; 7]> = rows
+        .iter()
+        .map(|row| {
+            [
+                row.case.clone(),
+                row.unit.to_owned(),
+                cell(row.sensepool),
+                cell(row.linux_6_1),
+                cell(row.linux_6_12),
+                ratio(row.advantage(row.linux_6_1)),
+                ratio(row.advantage(row.linux_6_12)),
+            ]
+        })
+        .collect();
+    let header = [
+        "case",
+        "unit",
+        "sensepool",
+        "Linux 6.1",
+        "Linux 6.12",
+        "sp vs 6.1",
+        "sp vs 6.12",
+    ];
+    let widths: Vec<usize> = (0..7)
+        .map(|i| {
+            lines
+                .iter()
+                .map(|l| l[i].chars().count())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let show = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i == 0 {
+                    format!("{c:<w$}", w = widths[i])
+                } else {
+                    format!("{c:>w$}", w = widths[i])
+                }
+            })
+            .collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    show(header.to_vec());
+    for line in &lines {
+        show(line.iter().map(String::as_str).collect());
+    }
+}
+
+pub const RAW_COLUMNS: [Column<'static>; 11] = [
+    columns::REP,
+    Column::new("side", "release"),
+    columns::CASE,
+    Column::new("ioengine", "ioengine"),
+    Column::new("impl", "impl"),
+    columns::IOPS,
+    columns::LAT_MEAN_NS,
+    Column::new("alloc ms", "alloc_ms"),
+    Column::new("free ms", "free_ms"),
+    Column::new("insns/IO", "insns_per_io"),
+    Column::new("load", "host_load"),
+];
+
+/// Prints both tables, writes the JSON (every row plus the side-by-side rows) and the plot.
+pub fn write(set: &ResultSet, problems: &[String]) -> Result<()> {
+    print_tables(&set.results, &[("linux", &RAW_COLUMNS)]);
+    println!();
+    let rows = rows(&ComparedRun::read_all(set)?);
+    print_rows(&rows);
+    let dir = workspace::output_dir("bench")?;
+    let mut document = set.to_json();
+    let side_by_side: Vec<SideBySide<'_>> = rows.iter().map(SideBySide::of).collect();
+    document["side_by_side"] = serde_json::to_value(side_by_side).unwrap_or_default();
+    document["problems"] = Value::from(problems.to_vec());
+    let json_path = dir.join("linux.json");
+    let mut body = serde_json::to_string_pretty(&document).unwrap_or_default();
+    body.push('\n');
+    std::fs::write(&json_path, body).map_err(|source| Error::Write {
+        path: json_path.clone(),
+        source,
+    })?;
+    let mut bars = Vec::new();
+    for row in &rows {
+        for (label, linux) in [("6.1", row.linux_6_1), ("6.12", row.linux_6_12)] {
+            if let Some(advantage) = row.advantage(linux) {
+                bars.push((format!("{} vs {label}", row.case), advantage));
+            }
+        }
+    }
+    let svg = dir.join("linux.svg");
+    if bars.is_empty() {
+        println!("wrote {} (nothing to plot)", json_path.display());
+        return Ok(());
+    }
+    plot::draw_bars(
+        &svg,
+        &BarChart {
+            title: format!(
+                "sensepool vs stock Linux, same QEMU, {}: times better (median)",
+                set.place_label()
+            ),
+            y_label: "sensepool advantage (×)".into(),
+            bars,
+        },
+    )?;
+    println!("wrote {} and {}", json_path.display(), svg.display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness::console::parse_result;
+
+    #[test]
+    fn medians_and_rows_pair_sides_by_case_and_engine() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0]), Some(2.5));
+        assert_eq!(median(vec![]), None);
+        let mut set = ResultSet::new("linux", "linux", "guest", None);
+        let lines = [
+            r#"{"side":"sensepool","release":"sensepool","case":"c","iops":1000.0}"#,
+            r#"{"side":"sensepool","release":"sensepool","case":"c","iops":3000.0}"#,
+            r#"{"side":"linux","release":"6.1","case":"c","ioengine":"libaio","iops":10.0}"#,
+            r#"{"side":"linux","release":"6.12","case":"c","ioengine":"libaio","iops":20.0}"#,
+            r#"{"side":"linux","release":"6.1","case":"c","ioengine":"io_uring","iops":40.0}"#,
+            r#"{"side":"sensepool","release":"sensepool","case":"dmapool n=9","impl":"legacy","alloc_ms":2.0,"free_ms":100.0,"pages":13}"#,
+            r#"{"side":"linux","release":"6.1","case":"dmapool n=9","impl":"linux","alloc_ms":4.0,"free_ms":50.0,"pages":13}"#,
+        ];
+        set.extend(lines.iter().map(|line| parse_result(line).unwrap()));
+        let rows = rows(&ComparedRun::read_all(&set).unwrap());
+        assert_eq!(rows[0].case, "c libaio");
+        assert_eq!(
+            (rows[0].sensepool, rows[0].linux_6_1, rows[0].linux_6_12),
+            (Some(2000.0), Some(10.0), Some(20.0))
+        );
+        assert_eq!(rows[0].advantage(rows[0].linux_6_1), Some(200.0));
+        assert_eq!(
+            (rows[1].case.as_str(), rows[1].linux_6_1, rows[1].linux_6_12),
+            ("c io_uring", Some(40.0), None)
+        );
+        let legacy_free = rows
+            .iter()
+            .find(|r| r.case == "dmapool n=9 free (sensepool legacy)")
+            .unwrap();
+        assert_eq!(legacy_free.advantage(legacy_free.linux_6_1), Some(0.5));
+        let pages = rows
+            .iter()
+            .find(|r| r.case == "dmapool n=9 pages (sensepool legacy)")
+            .unwrap();
+        assert_eq!(
+            (pages.unit, pages.sensepool, pages.linux_6_1),
+            ("pages", Some(13.0), Some(13.0))
+        );
+        let scalable = rows
+            .iter()
+            .find(|r| r.case == "dmapool n=9 alloc (sensepool scalable)")
+            .unwrap();
+        assert_eq!(
+            (scalable.sensepool, scalable.advantage(scalable.linux_6_1)),
+            (None, None)
+        );
+    }
+
+    /// A raw column whose key is no field of the compared row would print empty cells forever.
+    #[test]
+    fn every_raw_column_names_a_field_of_the_compared_row() {
+        let full = ComparedRun {
+            rep: Some(0),
+            ioengine: Some("libaio".into()),
+            model: Some("legacy".into()),
+            iops: Some(1.0),
+            lat_mean_ns: Some(1.0),
+            pages: Some(1.0),
+            alloc_ms: Some(1.0),
+            free_ms: Some(1.0),
+            insns_per_io: Some(1.0),
+            host_load: Some(1.0),
+            ..ComparedRun::default()
+        };
+        let fields = typed::record(&full);
+        for column in RAW_COLUMNS {
+            assert!(fields.contains_key(column.key), "column `{}`", column.key);
+        }
+        let mut set = ResultSet::new("linux", "linux", "guest", None);
+        set.extend([
+            parse_result(r#"{"side":"linux","release":"6.1","case":"c","iops":"many"}"#).unwrap(),
+        ]);
+        let error = ComparedRun::read_all(&set).unwrap_err().to_string();
+        assert!(error.contains("iops"), "{error}");
+    }
+
+    /// Rows of `target/bench/linux.json` as main wrote them on 2026-12-02 (its results page):
+    /// a Linux fio row, a Linux dmapool row and a counted row.
+    const OLD_ROWS: [&str; 3] = [
+        r#"{"accel":"tcg","bench":"linux","bs":4096,"case":"scsi_debug randread bs=4096 qd32 j1","cpus":2,"fio":"fio-3.33","fio_sys_cpu_pct":80.5,"fio_usr_cpu_pct":10.25,"host_load":12.96,"iodepth":32,"ioengine":"libaio","iops":9297.0,"ios":9297,"kernel":"6.1.0-41-amd64","lat_mean_ns":3322211.0,"lat_p99_ns":9109504.0,"numjobs":1,"release":"6.1","rep":0,"side":"linux","target":"scsi_debug","vcpus":2,"where":"guest"}"#,
+        r#"{"accel":"tcg","align":16,"alloc_ms":3556.0,"alloc_ns":3556000000,"bench":"linux","case":"dmapool n=373959","cpus":2,"fio":"fio-3.33","free_ms":44161.0,"free_ns":44161000000,"host_load":12.0,"impl":"linux","kernel":"6.1.0-41-amd64","n":373959,"pages":12064,"release":"6.1","rep":0,"side":"linux","size":128,"vcpus":2,"where":"guest"}"#,
+        r#"{"accel":"tcg","bench":"linux","case":"scsi_debug randread bs=4096 qd32 j1","host_load":9.0,"insns_per_io":548.0,"release":"sensepool","side":"sensepool","vcpus":2,"where":"guest"}"#,
+    ];
+
+    #[test]
+    fn old_rows_read() {
+        let mut set = ResultSet::new("linux", "linux", "guest", None);
+        set.extend(OLD_ROWS.iter().map(|line| parse_result(line).unwrap()));
+        let runs = ComparedRun::read_all(&set).unwrap();
+        assert_eq!((runs[0].iops, runs[0].rep), (Some(9297.0), Some(0)));
+        assert_eq!(
+            (runs[1].model.as_deref(), runs[1].pages),
+            (Some("linux"), Some(12064.0))
+        );
+        assert_eq!((runs[2].insns_per_io, runs[2].rep), (Some(548.0), None));
+        let rows = rows(&runs);
+        assert_eq!(rows[0].linux_6_1, Some(9297.0));
+        assert!(
+            rows.iter()
+                .any(|r| r.unit == "insns/IO" && r.sensepool == Some(548.0))
+        );
+    }
+}

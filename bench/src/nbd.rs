@@ -1,0 +1,326 @@
+//! `cargo xtask bench nbd`: read throughput through the guest's NBD server over QEMU user
+//! networking, from a host client.
+//!
+//! One boot of the `nbd` profile serves its 64 MiB virtio-scsi disk; the host client
+//! ([`harness::nbd_client`]) then runs each case for a fixed time: sequential and random 4 KiB
+//! reads at iodepth 1 and 8 (requests kept in flight on one connection), and sequential 1 MiB
+//! reads at iodepth 2 for the bulk rate. Informational: the path is mostly QEMU's slirp and the
+//! emulated NIC, so the figures say what the stack costs end to end, not what it could do.
+//!
+//! After the cases it leaves the server idle (3 s with `--quick`, else 10 s) and prints the host
+//! CPU QEMU used meanwhile ([`nbd_tests::idle`]). The client times every request (send to
+//! reply) and reports min, mean, p50 … p99.99 and max. Writes `target/bench/nbd.json`,
+//! `nbd.fio.json` (fio's layout, [`benchkit::fio`]) and `nbd.svg` (MiB/s per case).
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use workloads::Rng;
+
+use crate::columns;
+use benchkit::plot::{self, BarChart};
+use benchkit::{Column, ResultSet, fio, typed};
+use harness::accel::AccelRequest;
+use harness::error::{Error, Result};
+use harness::guest::{Guest, Overrides};
+use harness::nbd_client::{self as nbd, Client};
+use harness::{profile, workspace};
+use systest::nbd_tests;
+
+/// Options of `cargo xtask bench nbd`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Options {
+    /// 1 s per case instead of 5 s.
+    #[arg(long)]
+    pub quick: bool,
+    /// Accelerator for the guest.
+    #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
+    pub accel: AccelRequest,
+}
+
+/// One measured case.
+struct Case {
+    name: &'static str,
+    random: bool,
+    bs: u32,
+    iodepth: usize,
+}
+
+const CASES: [Case; 5] = [
+    Case {
+        name: "seq-4k-qd1",
+        random: false,
+        bs: 4096,
+        iodepth: 1,
+    },
+    Case {
+        name: "seq-4k-qd8",
+        random: false,
+        bs: 4096,
+        iodepth: 8,
+    },
+    Case {
+        name: "rand-4k-qd1",
+        random: true,
+        bs: 4096,
+        iodepth: 1,
+    },
+    Case {
+        name: "rand-4k-qd8",
+        random: true,
+        bs: 4096,
+        iodepth: 8,
+    },
+    Case {
+        name: "seq-1m-qd2",
+        random: false,
+        bs: 1 << 20,
+        iodepth: 2,
+    },
+];
+
+fn measure(case: &Case, duration: Duration) -> std::io::Result<NbdRecord> {
+    let mut client = Client::open(nbd_tests::nbd_addr())?;
+    let blocks = client.size / u64::from(case.bs);
+    let (mut seq, mut rng) = (0u64, Rng::new(0x6e_6264));
+    let mut offset = || {
+        let block = if case.random {
+            rng.below(blocks)
+        } else {
+            seq = (seq + 1) % blocks;
+            seq
+        };
+        block * u64::from(case.bs)
+    };
+    let start = Instant::now();
+    let mut sent = Vec::new();
+    for handle in 0..case.iodepth as u64 {
+        client.request(nbd::cmd::READ, handle, offset(), case.bs, &[])?;
+        sent.push(Instant::now());
+    }
+    let mut latencies_ns: Vec<u64> = Vec::new();
+    loop {
+        let (error, handle) = client.reply()?;
+        if error != 0 {
+            return Err(std::io::Error::other(format!(
+                "read answered errno {error}"
+            )));
+        }
+        client.bytes(case.bs as usize)?;
+        latencies_ns.push(sent[handle as usize].elapsed().as_nanos() as u64);
+        if start.elapsed() >= duration {
+            break;
+        }
+        client.request(nbd::cmd::READ, handle, offset(), case.bs, &[])?;
+        sent[handle as usize] = Instant::now();
+    }
+    let elapsed = start.elapsed();
+    // Drain what is still in flight before hanging up.
+    for _ in 1..case.iodepth {
+        client.reply()?;
+        client.bytes(case.bs as usize)?;
+    }
+    client.disconnect()?;
+    let done = latencies_ns.len() as u64;
+    let seconds = elapsed.as_secs_f64();
+    let mean_ns = latencies_ns.iter().sum::<u64>() / done.max(1);
+    Ok(NbdRecord {
+        case: case.name.into(),
+        rw: if case.random { "randread" } else { "read" }.into(),
+        bs: case.bs,
+        iodepth: case.iodepth as u64,
+        ios: done,
+        elapsed_ns: elapsed.as_nanos() as u64,
+        iops: (done as f64 / seconds).round(),
+        mib_per_s: ((done * u64::from(case.bs)) as f64 / seconds / 1048576.0 * 100.0).round()
+            / 100.0,
+        lat_mean_us: mean_ns / 1000,
+        latency: latencies(&mut latencies_ns),
+    })
+}
+
+/// One case's result: what the host client did and how long its requests took.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NbdRecord {
+    /// The case's name (`seq-4k-qd1`, …).
+    pub case: String,
+    /// fio's name of the pattern: `read` or `randread`.
+    pub rw: String,
+    pub bs: u32,
+    /// Requests kept in flight on the connection.
+    pub iodepth: u64,
+    /// Requests answered in the timed window.
+    pub ios: u64,
+    pub elapsed_ns: u64,
+    /// `ios` per second, rounded.
+    pub iops: f64,
+    /// MiB read per second, to 0.01.
+    pub mib_per_s: f64,
+    /// Mean request latency in whole µs.
+    pub lat_mean_us: u64,
+    /// The latency figures (absent when no request completed).
+    #[serde(flatten)]
+    pub latency: Option<Latencies>,
+}
+
+/// Exact request latencies under the names the guest reports its own with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Latencies {
+    pub lat_min_ns: u64,
+    pub lat_mean_ns: u64,
+    pub lat_p50_ns: u64,
+    pub lat_p90_ns: u64,
+    pub lat_p99_ns: u64,
+    pub lat_p999_ns: u64,
+    pub lat_p9999_ns: u64,
+    pub lat_max_ns: u64,
+}
+
+/// Exact request latencies as the guest reports its own: min, mean, the percentiles p50 …
+/// p99.99 (the sample of rank ⌈q·n⌉, the rule the guest's histogram uses) and max. `None` for
+/// no samples.
+fn latencies(latencies_ns: &mut [u64]) -> Option<Latencies> {
+    latencies_ns.sort_unstable();
+    let (&min, &max) = (latencies_ns.first()?, latencies_ns.last()?);
+    let n = latencies_ns.len() as u64;
+    let rank = |ppm: u64| latencies_ns[(n * ppm).div_ceil(1_000_000).max(1) as usize - 1];
+    Some(Latencies {
+        lat_min_ns: min,
+        lat_mean_ns: latencies_ns.iter().sum::<u64>() / n,
+        lat_p50_ns: rank(500_000),
+        lat_p90_ns: rank(900_000),
+        lat_p99_ns: rank(990_000),
+        lat_p999_ns: rank(999_000),
+        lat_p9999_ns: rank(999_900),
+        lat_max_ns: max,
+    })
+}
+
+/// The table's columns (console and results page).
+pub const COLUMNS: [Column<'static>; 8] = [
+    columns::CASE,
+    columns::IOPS,
+    Column::new("MiB/s", "mib_per_s"),
+    Column::new("mean lat us", "lat_mean_us"),
+    columns::LAT_P50_NS,
+    columns::LAT_P99_NS,
+    columns::LAT_P9999_NS,
+    columns::LAT_MAX_NS,
+];
+
+/// Boots the server, runs every case, stops the guest, prints and writes the results.
+pub fn run(options: &Options) -> Result<()> {
+    let profile = profile::load("nbd")?;
+    let guest = Guest::prepare(options.accel, None)?;
+    let duration = Duration::from_secs(if options.quick { 1 } else { 5 });
+    let idle_window = if options.quick {
+        Duration::from_secs(3)
+    } else {
+        nbd_tests::IDLE_WINDOW
+    };
+    let mut set = ResultSet::new("nbd", "nbd", "guest", Some(guest.accel.accel.to_string()));
+    let profile =
+        nbd_tests::with_free_ports(&profile).map_err(|verdict| Error::Guest { verdict })?;
+    let overrides = Overrides {
+        timeout: Some(Duration::from_secs(900)),
+        ..Overrides::default()
+    };
+    let records = std::thread::scope(|scope| {
+        let boot = scope.spawn(|| guest.boot(&profile, &overrides, harness::boot::Echo::Quiet));
+        let ready = nbd_tests::wait_ready(&boot);
+        let records: std::result::Result<Vec<NbdRecord>, String> = ready.and_then(|_| {
+            CASES
+                .iter()
+                .map(|case| measure(case, duration).map_err(|e| format!("{}: {e}", case.name)))
+                .collect()
+        });
+        // After the cases, the server is left alone: what does it cost the host to idle?
+        let idle = match nbd_tests::idle::measure(nbd_tests::forwarded_nbd_port(), idle_window) {
+            Ok(idle) => format!("idle {idle}"),
+            Err(error) => format!("idle: not measured ({error})"),
+        };
+        let _ = nbd_tests::shutdown();
+        let outcome = boot.join();
+        (records, outcome, idle)
+    });
+    let (records, outcome, idle) = records;
+    set.headline(idle);
+    let records = records.map_err(|reason| Error::Guest { verdict: reason })?;
+    if !matches!(outcome, Ok(Ok(ref o)) if o.verdict == harness::boot::Verdict::Pass) {
+        return Err(Error::Guest {
+            verdict: "the nbd guest did not stop cleanly".into(),
+        });
+    }
+    set.extend(records.iter().map(typed::record));
+    benchkit::print_table(&set.results, &COLUMNS);
+    let dir = workspace::output_dir("bench")?;
+    let json = set.write_json(&dir)?;
+    let svg = dir.join("nbd.svg");
+    plot::draw_bars(
+        &svg,
+        &BarChart {
+            title: "NBD reads from the host over QEMU user networking (MiB/s)".into(),
+            y_label: "MiB/s".into(),
+            bars: records
+                .iter()
+                .map(|r| (r.case.clone(), r.mib_per_s))
+                .collect(),
+        },
+    )?;
+    let runs: Vec<fio::Run<'_>> = set
+        .results
+        .iter()
+        .zip(&records)
+        .map(|(record, nbd)| fio::Run {
+            name: format!("nbd {}", nbd.case),
+            engine: "nbd client (xtask) over QEMU user networking",
+            option_keys: &[],
+            record,
+        })
+        .collect();
+    let fio_json = fio::write(&dir, &set.file_stem, &fio::document(&runs))?;
+    println!(
+        "wrote {}, {} and {}",
+        json.display(),
+        fio_json.display(),
+        svg.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_percentiles_take_the_rank_the_guest_takes() {
+        let mut samples: Vec<u64> = (1..=1000).rev().collect();
+        let latency = latencies(&mut samples).unwrap();
+        assert_eq!((latency.lat_min_ns, latency.lat_max_ns), (1, 1000));
+        assert_eq!(latency.lat_mean_ns, 500);
+        assert_eq!(latency.lat_p50_ns, 500);
+        assert_eq!(latency.lat_p90_ns, 900);
+        assert_eq!(latency.lat_p99_ns, 990);
+        assert_eq!(latency.lat_p999_ns, 999);
+        assert_eq!(latency.lat_p9999_ns, 1000);
+        assert_eq!(latencies(&mut []), None);
+    }
+
+    /// A row of `target/bench/nbd.json` as main wrote it on 2026-12-01 (its results page).
+    const OLD_RECORD: &str = r#"{"accel":"tcg","bs":4096,"case":"seq-4k-qd1","elapsed_ns":1000120000,"ios":399,"iodepth":1,"iops":399.0,"lat_max_ns":100253020,"lat_mean_ns":2494000,"lat_mean_us":2494,"lat_min_ns":200000,"lat_p50_ns":319182,"lat_p90_ns":400000,"lat_p99_ns":66023990,"lat_p999_ns":100253020,"lat_p9999_ns":100253020,"mib_per_s":1.56,"rw":"read","where":"guest"}"#;
+
+    #[test]
+    fn an_old_record_reads_and_every_column_is_a_field() {
+        let old = harness::console::parse_result(OLD_RECORD).unwrap();
+        let record: NbdRecord = typed::read(&old, "nbd result").unwrap();
+        assert_eq!((record.iops, record.mib_per_s), (399.0, 1.56));
+        assert_eq!(record.latency.unwrap().lat_p99_ns, 66023990);
+        let fields = typed::record(&record);
+        for column in COLUMNS {
+            assert!(fields.contains_key(column.key), "column `{}`", column.key);
+        }
+        for key in fields.keys() {
+            assert!(old.contains_key(key), "`{key}` is not in the old record");
+        }
+    }
+}

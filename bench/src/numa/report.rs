@@ -1,0 +1,207 @@
+//! The tables, verdicts and plot of `cargo xtask bench numa`.
+
+use std::path::Path;
+
+use workloads::result::{NumaModeResult, NumaResult};
+
+use super::NumaRecord;
+use benchkit::plot::{self, Bar, GroupedBars, Panel};
+use benchkit::{Column, Record, ResultSet};
+use harness::error::Result;
+
+/// The load-independent table first: one CPU at a time, so every figure is a count.
+pub const SOLO_COLUMNS: [Column<'static>; 9] = [
+    Column::new("profile", "profile"),
+    Column::new("size", "size"),
+    Column::new("mode", "mode"),
+    Column::new("metadata", "metadata"),
+    Column::new("ops", "ops"),
+    Column::new("cross-node frees", "cross_node_frees"),
+    Column::new("contended", "contended"),
+    Column::new("insns/op (solo)", "insns_per_op"),
+    Column::new("insns vs shared", "insns_ratio"),
+];
+
+/// Every CPU at once, per mode: medians and range over the rotated rounds.
+pub const MODE_COLUMNS: [Column<'static>; 13] = [
+    Column::new("profile", "profile"),
+    Column::new("size", "size"),
+    Column::new("mode", "mode"),
+    Column::new("QEMU host CPUs", "qemu_host_cpus"),
+    Column::new("contended/op", "contended_per_op"),
+    Column::new("insns/op", "insns_per_op"),
+    Column::new("ops/s median", "ops_per_sec_median"),
+    Column::new("min", "ops_per_sec_min"),
+    Column::new("max", "ops_per_sec"),
+    Column::new("lock acq", "acquisitions"),
+    Column::new("contended", "contended"),
+    Column::new("wait cyc/acq", "wait_cycles_per_acq"),
+    Column::new("lock wait share", "lock_wait_share"),
+];
+
+/// Each pool's counting lock over the whole storm.
+pub const POOL_COLUMNS: [Column<'static>; 7] = [
+    Column::new("profile", "profile"),
+    Column::new("size", "size"),
+    Column::new("mode", "mode"),
+    Column::new("pool", "pool"),
+    Column::new("lock acq", "acquisitions"),
+    Column::new("contended", "contended"),
+    Column::new("wait cycles", "wait_cycles"),
+];
+
+/// Per-node against shared, per boot (profile and block size).
+pub const RATIO_COLUMNS: [Column<'static>; 9] = [
+    Column::new("profile", "profile"),
+    Column::new("size", "size"),
+    Column::new("per-node/shared ops/s", "throughput_ratio"),
+    Column::new("contended/op shared", "contended_per_op_shared"),
+    Column::new("per-node", "contended_per_op_per_node"),
+    Column::new("share removed", "contended_share_reduction"),
+    Column::new("wait share shared", "lock_wait_share_shared"),
+    Column::new("per-node", "lock_wait_share_per_node"),
+    Column::new("local/heap ops/s", "local_throughput_ratio"),
+];
+
+/// The order the tables are printed in, with their columns.
+const TABLES: [(&str, &[Column<'static>]); 4] = [
+    ("numa_solo", &SOLO_COLUMNS),
+    ("numa", &MODE_COLUMNS),
+    ("numa_ratio", &RATIO_COLUMNS),
+    ("numa_pool", &POOL_COLUMNS),
+];
+
+/// One line per boot against the target the per-node design exists for (at least halving the
+/// contended acquisitions per operation), and what a per-node operation costs in instructions.
+pub fn verdicts(records: &[NumaRecord]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for record in records {
+        let NumaResult::Ratio(ratio) = &record.result else {
+            continue;
+        };
+        let (profile, size) = (&record.profile, ratio.size);
+        let shared = ratio.contended_per_op_shared;
+        let per_node = ratio.contended_per_op_per_node;
+        let halved = shared > 0.0 && per_node <= shared / 2.0;
+        let insns = |mode: &str| {
+            records
+                .iter()
+                .find(|r| {
+                    matches!(&r.result, NumaResult::Solo(solo) if solo.mode == mode)
+                        && r.same_boot(record)
+                })
+                .and_then(|r| r.insns_per_op)
+        };
+        let cost = match (insns("shared"), insns("per-node")) {
+            (Some(s), Some(p)) => format!("; solo insns/op {s:.1} shared, {p:.1} per-node"),
+            _ => String::new(),
+        };
+        let verdict = if shared == 0.0 {
+            "shared pool never contended: nothing to halve"
+        } else if halved {
+            "per-node at least halves it"
+        } else {
+            "per-node does not halve it"
+        };
+        lines.push(format!(
+            "{profile} {size} B: contended/op {shared:.4} shared, {per_node:.4} per-node: {verdict}{cost}"
+        ));
+    }
+    if lines.is_empty() {
+        return vec!["no numa_ratio result (one mode only?)".into()];
+    }
+    lines
+}
+
+/// Prints the tables and verdicts, writes the JSON and the plot. Fails, naming the field, when
+/// a record does not read as a [`NumaRecord`].
+pub fn report(mut set: ResultSet, dir: &Path) -> Result<()> {
+    let typed: Vec<NumaRecord> = set
+        .results
+        .iter()
+        .map(NumaRecord::read)
+        .collect::<Result<_>>()?;
+    let ordered: Vec<Record> = TABLES
+        .iter()
+        .flat_map(|(bench, _)| {
+            set.results
+                .iter()
+                .zip(&typed)
+                .filter(move |(_, r)| r.result.bench() == *bench)
+                .map(|(record, _)| record.clone())
+        })
+        .collect();
+    benchkit::print_tables(&ordered, &TABLES);
+    println!();
+    for line in verdicts(&typed) {
+        set.headline(line);
+    }
+    let json = set.write_json(dir)?;
+    let svg = dir.join(format!("{}.svg", set.file_stem));
+    plot::draw_grouped(&svg, &chart(&typed, &set.place_label()))?;
+    println!("wrote {} and {}", json.display(), svg.display());
+    Ok(())
+}
+
+/// Groups are boots (profile and size), series are modes: median ops/s with the rounds'
+/// range, and contended acquisitions per operation.
+fn chart(records: &[NumaRecord], place: &str) -> GroupedBars {
+    let rows: Vec<(&NumaRecord, &NumaModeResult)> = records
+        .iter()
+        .filter_map(|r| match &r.result {
+            NumaResult::Mode(mode) => Some((r, mode)),
+            _ => None,
+        })
+        .collect();
+    let mut groups: Vec<String> = Vec::new();
+    let mut series: Vec<String> = Vec::new();
+    let group_of =
+        |(r, mode): &(&NumaRecord, &NumaModeResult)| format!("{} {} B", r.profile, mode.size);
+    for row in &rows {
+        let (group, mode) = (group_of(row), row.1.mode.clone());
+        if !groups.contains(&group) {
+            groups.push(group);
+        }
+        if !series.contains(&mode) {
+            series.push(mode);
+        }
+    }
+    let panel = |y_label: &str, bar: &dyn Fn(&NumaModeResult) -> Bar| Panel {
+        y_label: y_label.into(),
+        bars: groups
+            .iter()
+            .map(|group| {
+                series
+                    .iter()
+                    .map(|mode| {
+                        rows.iter()
+                            .find(|row| &group_of(row) == group && &row.1.mode == mode)
+                            .map(|row| bar(row.1))
+                    })
+                    .collect()
+            })
+            .collect(),
+    };
+    let ops = |m: &NumaModeResult| Bar {
+        value: m.ops_per_sec_median / 1e6,
+        min: m.ops_per_sec_min / 1e6,
+        max: m.ops_per_sec / 1e6,
+    };
+    let contended = |m: &NumaModeResult| Bar {
+        value: m.contended_per_op,
+        min: m.contended_per_op,
+        max: m.contended_per_op,
+    };
+    GroupedBars {
+        title: format!("dmapool storm from every CPU: shared vs per-node pools, {place}"),
+        panels: vec![
+            panel("contended acquisitions per alloc or free", &contended),
+            panel("million alloc+free ops/s (median, range of rounds)", &ops),
+        ],
+        groups,
+        series,
+    }
+}
+
+#[cfg(test)]
+mod tests;

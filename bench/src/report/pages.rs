@@ -1,0 +1,186 @@
+//! The one place that maps a benchmark's JSON onto its results page: which arrays become
+//! tables, with which columns, what question the bench answers and where its spread is shown.
+//! The columns are the benches' own console columns, so a page and a terminal show the same
+//! table. A JSON file this table does not know still gets a page, with a column per field.
+//! The results of a bench whose records have a type are read into it first ([`check_typed`]).
+
+use serde_json::Value;
+
+use crate::columns;
+use crate::dmapool::DmapoolRecords;
+use crate::sense_reserve::SenseReserveRecord;
+use benchkit::{Column, Record};
+
+/// One table of a page: the document's array under `key`, optionally only the records whose
+/// `bench` field is `record_bench`.
+pub struct Table {
+    pub title: &'static str,
+    pub key: &'static str,
+    pub record_bench: Option<&'static str>,
+    pub columns: Vec<Column<'static>>,
+}
+
+/// How one kind of JSON file (by file stem) becomes a page.
+pub struct Layout {
+    /// The benchmark's section in `docs/benchmarks.md`.
+    pub reference: &'static str,
+    /// The question the bench answers, in one sentence.
+    pub question: &'static str,
+    /// Where the page's spread (repetitions, rounds, min–max) is to be read.
+    pub spread: &'static str,
+    pub tables: Vec<Table>,
+}
+
+fn table(title: &'static str, key: &'static str, columns: &[Column<'static>]) -> Table {
+    Table {
+        title,
+        key,
+        record_bench: None,
+        columns: columns.to_vec(),
+    }
+}
+
+fn only(title: &'static str, record_bench: &'static str, columns: &[Column<'static>]) -> Table {
+    Table {
+        record_bench: Some(record_bench),
+        ..table(title, "results", columns)
+    }
+}
+
+/// The layout of the JSON file `target/bench/<stem>.json`.
+pub fn layout(stem: &str) -> Layout {
+    let (reference, question, spread, tables) = match stem {
+        "dmapool" | "dmapool-guest" => (
+            "dmapool",
+            "How much faster is a dmapool with its free list outside the blocks than the \
+             pre-6.4 per-page lists, and what does it cost against Linux 6.4's in-block stack, \
+             on the mpt3sas chain-pool pattern?",
+            "each row gives the minimum over `reps` repetitions and, where present, the median \
+             beside it",
+            vec![
+                only(
+                    "Alloc and free per operation, lock taken",
+                    "dmapool",
+                    &crate::dmapool::COLUMNS,
+                ),
+                only(
+                    "Without the lock",
+                    "dmapool_nolock",
+                    &crate::dmapool::COLUMNS,
+                ),
+                only("Alloc+free pairs on a warm pool", "dmapool_pairs", &[]),
+            ],
+        ),
+        "fake-rw" | "fake-rw-host" => (
+            "fake-rw",
+            "What does the midlayer cost per I/O when no data moves (scsi_debug fake_rw=1), and \
+             how does it scale from one job to two?",
+            "the numjobs 1/2 pairs are repeated (`rep`), alternating which boots first; the \
+             scaling headline gives the median and the best of the repetitions",
+            vec![only("Runs", "fake-rw", &crate::fake_rw::COLUMNS)],
+        ),
+        "sense-reserve" | "sense-reserve-host" => (
+            "sense-reserve",
+            "What does each sense-buffer allocator (slab, mempool, prealloc, per-tag) cost, and \
+             which of them keep I/O going under memory pressure?",
+            "`ratio_min`–`ratio_max` are the per-round ratios to slab around the median ratio",
+            vec![only(
+                "Sense modes under each pressure case",
+                "sense-reserve",
+                &crate::sense_reserve::COLUMNS,
+            )],
+        ),
+        "device" => (
+            "device",
+            "How fast are the virtio-scsi and LSI SAS1068 drivers on a null disk, polled or \
+             interrupt-driven, with one job or two?",
+            "each cell is the median over rounds with its min–max (`IOPS min-max`); ratios are \
+             taken within a round and given as median (min–max)",
+            vec![table(
+                "Cells (median over rounds)",
+                "summary",
+                &crate::device::report::columns(),
+            )],
+        ),
+        "numa" => (
+            "numa",
+            "Do per-node dmapools halve the lock contention of one shared pool when several \
+             CPUs share each node and frees cross nodes?",
+            "one boot per profile and block size; the modes rotate over seven rounds in it, and \
+             each mode row gives the median ops/s with the rounds' min and max; the solo rows \
+             are counts, which load does not move",
+            vec![
+                only(
+                    "One CPU at a time (counts)",
+                    "numa_solo",
+                    &crate::numa::SOLO_COLUMNS,
+                ),
+                only("Modes", "numa", &crate::numa::MODE_COLUMNS),
+                only("Pools", "numa_pool", &crate::numa::POOL_COLUMNS),
+                only("Ratio", "numa_ratio", &crate::numa::RATIO_COLUMNS),
+            ],
+        ),
+        "nbd" => (
+            "nbd",
+            "What throughput and latency does a host client get from the guest's NBD server over \
+             QEMU user networking (informational: QEMU's network path dominates)?",
+            "one run per case; no repetitions",
+            vec![table("Cases", "results", &crate::nbd::COLUMNS)],
+        ),
+        "linux" => (
+            "linux",
+            "How do stock Linux 6.1 and 6.12 compare with sensepool on the same cases in the \
+             same QEMU?",
+            "one row per repetition (`rep`) in the runs table; the side-by-side table takes the \
+             median of the repetitions",
+            vec![
+                table("Side by side", "side_by_side", &SIDE_BY_SIDE),
+                table("Runs", "results", &crate::linux::report::RAW_COLUMNS),
+            ],
+        ),
+        _ => (
+            "",
+            "",
+            "not described for this file",
+            vec![table("Results", "results", &[])],
+        ),
+    };
+    Layout {
+        reference,
+        question,
+        spread,
+        tables,
+    }
+}
+
+/// `bench linux`'s side-by-side rows as written to its JSON.
+const SIDE_BY_SIDE: [Column<'static>; 7] = [
+    columns::CASE,
+    Column::new("unit", "unit"),
+    Column::new("sensepool", "sensepool"),
+    Column::new("Linux 6.1", "linux_6_1"),
+    Column::new("Linux 6.12", "linux_6_12"),
+    Column::new("sensepool vs 6.1", "sensepool_vs_6_1"),
+    Column::new("sensepool vs 6.12", "sensepool_vs_6_12"),
+];
+
+/// Reads the `results` of `target/bench/<stem>.json` into the bench's record type where it has
+/// one (dmapool, sense-reserve), so a page never shows records the bench itself would not read:
+/// the error names the field that did not. Failed runs (records with only an `error`) are left
+/// to the page's "Failed runs".
+pub fn check_typed(stem: &str, document: &Value) -> harness::error::Result<()> {
+    let records: Vec<Record> = document
+        .get("results")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .filter_map(Value::as_object)
+        .filter(|record| !record.contains_key("error"))
+        .cloned()
+        .collect();
+    match stem {
+        "dmapool" | "dmapool-guest" => DmapoolRecords::read(&records).map(drop),
+        "sense-reserve" | "sense-reserve-host" => SenseReserveRecord::read_all(&records).map(drop),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,402 @@
+/*
+ * sensepool's QEMU TCG plugin: guest instructions per vCPU, counted between markers.
+ *
+ * Built by `cargo xtask` with the system C compiler into target/plugin/ and loaded with
+ * `-plugin insn_count.so[,breakdown=on] -d plugin -D LOG`. Everything it reports goes to LOG
+ * through qemu_plugin_outs, one `sensepool-insns ...` line per fact; harness/src/insns/mod.rs parses
+ * them.
+ *
+ * Counting. Every translated block gets an exec callback that adds the block's instruction
+ * count to the counter of the vCPU running it (the vcpu_index QEMU passes), so counts are exact
+ * with any number of vCPUs and multi-threaded TCG: each counter is written by one vCPU thread
+ * only. (QEMU 7.2's inline counters are one shared location per block, racy across vCPUs.)
+ *
+ * Markers. The kernel marks windows with `nopl DISP(%rax,%rax,1)` (0f 1f 84 00 + disp32), a
+ * multi-byte NOP whose displacement is MARKER_MAGIC | op << 8 | slot. Compilers pad with these
+ * NOPs but only with displacement 0, so the magic never appears by accident. At translation the
+ * plugin recognises a marker from the instruction's bytes (qemu_plugin_insn_data) and registers
+ * an exec callback on it:
+ *   op 1 BEGIN slot: this vCPU's window on `slot` opens after the marker;
+ *   op 2 END slot:   it closes; its instructions are added to the slot's pending sum;
+ *   op 3 PUBLISH:    prints and clears every slot's pending sum (over all vCPUs) as
+ *                    `sensepool-insns publish=K slot=S windows=W insns=N vcpu_insns=a/b/..`,
+ *                    K counting publishes from 0, in the order the guest printed its results.
+ * The block callback runs at block entry and has already counted the whole block, so a marker
+ * subtracts the instructions after it in its block: a window counts exactly the instructions
+ * after BEGIN up to and including END (an exception in the middle of a block would overcount
+ * the rest of that block; interrupts arrive only between blocks).
+ *
+ * Breakdown (breakdown=on): every block executed inside an open window counts its executions;
+ * at exit each block prints `sensepool-insns tb vaddr=0x.. insns=n execs=c` for xtask to map to
+ * the kernel's functions.
+ *
+ * TLB model (tlb=on): every guest load and store inside an open window goes through a model of
+ * QEMU 7.2's softmmu data TLB for one MMU index (accel/tcg/cputlb.c): a direct-mapped table of
+ * TLB_ENTRIES entries indexed by virtual page number (CPU_TLB_DYN_DEFAULT_BITS = 8; the table is
+ * resized only on a flush, which this kernel does not do while it measures), backed by a fully
+ * associative victim TLB of CPU_VTLB_SIZE = 8 entries filled round robin with the evicted
+ * entries. A lookup that misses the table but hits the victim swaps the two (victim_tlb_hit); one
+ * that misses both is a refill (tlb_fill: a guest page walk in QEMU). The publish line then adds
+ * `mem=A tlb_misses=M tlb_fills=F`: what a collision of hot pages would cost, counted, not timed.
+ * Accesses that straddle a page are counted on their first page.
+ *
+ * QEMU 7.2 ships no qemu-plugin.h, so the few API declarations used are below, as in
+ * include/qemu/qemu-plugin.h of QEMU 7.2 (plugin API version 1).
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- QEMU 7.2 plugin API (version 1), only what this file uses ---- */
+#define QEMU_PLUGIN_EXPORT __attribute__((visibility("default")))
+#define SENSEPOOL_PLUGIN_API 1
+
+typedef uint64_t qemu_plugin_id_t;
+typedef struct qemu_info_t {
+    const char *target_name;
+    struct {
+        int min;
+        int cur;
+    } version;
+    bool system_emulation;
+    union {
+        struct {
+            int smp_vcpus;
+            int max_vcpus;
+        } system;
+    };
+} qemu_info_t;
+struct qemu_plugin_tb;
+struct qemu_plugin_insn;
+enum qemu_plugin_cb_flags { QEMU_PLUGIN_CB_NO_REGS = 0 };
+typedef void (*qemu_plugin_udata_cb_t)(qemu_plugin_id_t id, void *userdata);
+typedef void (*qemu_plugin_vcpu_udata_cb_t)(unsigned int vcpu_index, void *userdata);
+typedef void (*qemu_plugin_vcpu_tb_trans_cb_t)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
+typedef uint32_t qemu_plugin_meminfo_t;
+enum qemu_plugin_mem_rw { QEMU_PLUGIN_MEM_R = 1, QEMU_PLUGIN_MEM_W, QEMU_PLUGIN_MEM_RW };
+typedef void (*qemu_plugin_vcpu_mem_cb_t)(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
+                                          uint64_t vaddr, void *userdata);
+
+void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_tb_trans_cb_t cb);
+void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb, qemu_plugin_vcpu_udata_cb_t cb,
+                                          enum qemu_plugin_cb_flags flags, void *userdata);
+void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn,
+                                            qemu_plugin_vcpu_udata_cb_t cb,
+                                            enum qemu_plugin_cb_flags flags, void *userdata);
+void qemu_plugin_register_vcpu_mem_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_mem_cb_t cb,
+                                      enum qemu_plugin_cb_flags flags, enum qemu_plugin_mem_rw rw,
+                                      void *userdata);
+void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb, void *userdata);
+size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
+uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
+struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t idx);
+const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
+size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
+void qemu_plugin_outs(const char *string);
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = SENSEPOOL_PLUGIN_API;
+
+/* ---- the marker contract with kernel/src/arch/insn_marker.rs ---- */
+#define MARKER_MAGIC 0x5e450000u
+#define MARKER_BEGIN 1
+#define MARKER_END 2
+#define MARKER_PUBLISH 3
+#define SLOTS 16
+
+/* ---- the softmmu TLB model (tlb=on) ---- */
+#define TLB_BITS 8
+#define TLB_ENTRIES (1u << TLB_BITS)
+#define VTLB_ENTRIES 8
+#define PAGE_SHIFT 12
+#define NO_PAGE UINT64_MAX
+
+/* One vCPU's state; only its own vCPU thread writes it (PUBLISH reads the others' sums while
+ * they sit outside any window), padded so two vCPUs never share a cache line. */
+struct vcpu {
+    uint64_t insns;            /* every instruction this vCPU executed */
+    uint64_t window_start;     /* `insns` just after the open window's BEGIN */
+    int open_slot;             /* -1 when no window is open */
+    uint64_t pending[SLOTS];   /* closed windows' instructions, not yet published */
+    uint64_t windows[SLOTS];   /* closed windows, not yet published */
+    /* tlb=on: the model's state and the open window's counts, then per slot as above */
+    uint64_t tlb[TLB_ENTRIES];
+    uint64_t vtlb[VTLB_ENTRIES];
+    unsigned int vtlb_next;
+    uint64_t mem, tlb_misses, tlb_fills;
+    uint64_t mem_start, misses_start, fills_start;
+    uint64_t pending_mem[SLOTS], pending_misses[SLOTS], pending_fills[SLOTS];
+} __attribute__((aligned(64)));
+
+struct block {
+    uint64_t vaddr;
+    uint64_t n_insns;
+    uint64_t execs; /* executions inside a window, all vCPUs (atomic) */
+    struct block *next;
+};
+
+struct marker {
+    int op;
+    int slot;
+    uint64_t after; /* instructions after the marker in its block */
+};
+
+static struct vcpu *vcpus;
+static int n_vcpus;
+static bool breakdown;
+static bool tlb_model;
+static uint64_t publishes;
+static uint64_t anomalies;
+static struct block *blocks; /* every translated block, in breakdown mode (atomic push) */
+
+static void outf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void outf(const char *fmt, ...)
+{
+    char line[512];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(line, sizeof line, fmt, args);
+    va_end(args);
+    qemu_plugin_outs(line);
+}
+
+static struct vcpu *vcpu_of(unsigned int index)
+{
+    return index < (unsigned int)n_vcpus ? &vcpus[index] : NULL;
+}
+
+static void anomaly(unsigned int vcpu_index, const char *what)
+{
+    __atomic_fetch_add(&anomalies, 1, __ATOMIC_RELAXED);
+    outf("sensepool-insns anomaly vcpu=%u %s\n", vcpu_index, what);
+}
+
+static void block_exec(unsigned int vcpu_index, void *userdata)
+{
+    struct block *block = userdata;
+    struct vcpu *v = vcpu_of(vcpu_index);
+    if (!v)
+        return;
+    v->insns += block->n_insns;
+    if (breakdown && v->open_slot >= 0)
+        __atomic_fetch_add(&block->execs, 1, __ATOMIC_RELAXED);
+}
+
+static void publish(unsigned int vcpu_index)
+{
+    uint64_t k = __atomic_fetch_add(&publishes, 1, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < n_vcpus; i++) {
+        if (vcpus[i].open_slot >= 0)
+            anomaly(vcpu_index, "publish while another vCPU's window is open");
+    }
+    for (int slot = 0; slot < SLOTS; slot++) {
+        uint64_t total = 0, windows = 0, mem = 0, misses = 0, fills = 0;
+        char per_vcpu[256] = "";
+        size_t used = 0;
+        for (int i = 0; i < n_vcpus; i++) {
+            uint64_t n = __atomic_exchange_n(&vcpus[i].pending[slot], 0, __ATOMIC_SEQ_CST);
+            windows += __atomic_exchange_n(&vcpus[i].windows[slot], 0, __ATOMIC_SEQ_CST);
+            total += n;
+            mem += __atomic_exchange_n(&vcpus[i].pending_mem[slot], 0, __ATOMIC_SEQ_CST);
+            misses += __atomic_exchange_n(&vcpus[i].pending_misses[slot], 0, __ATOMIC_SEQ_CST);
+            fills += __atomic_exchange_n(&vcpus[i].pending_fills[slot], 0, __ATOMIC_SEQ_CST);
+            if (used < sizeof per_vcpu)
+                used += snprintf(per_vcpu + used, sizeof per_vcpu - used, "%s%" PRIu64,
+                                 i ? "/" : "", n);
+        }
+        char tlb[128] = "";
+        if (tlb_model)
+            snprintf(tlb, sizeof tlb, " mem=%" PRIu64 " tlb_misses=%" PRIu64 " tlb_fills=%" PRIu64,
+                     mem, misses, fills);
+        if (windows)
+            outf("sensepool-insns publish=%" PRIu64 " slot=%d windows=%" PRIu64
+                 " insns=%" PRIu64 " vcpu_insns=%s%s\n",
+                 k, slot, windows, total, per_vcpu, tlb);
+    }
+    outf("sensepool-insns published=%" PRIu64 "\n", k);
+}
+
+static void marker_exec(unsigned int vcpu_index, void *userdata)
+{
+    const struct marker *m = userdata;
+    struct vcpu *v = vcpu_of(vcpu_index);
+    if (!v)
+        return;
+    uint64_t now = v->insns - m->after;
+    switch (m->op) {
+    case MARKER_BEGIN:
+        if (v->open_slot >= 0)
+            anomaly(vcpu_index, "BEGIN inside an open window");
+        v->open_slot = m->slot;
+        v->window_start = now;
+        v->mem_start = v->mem;
+        v->misses_start = v->tlb_misses;
+        v->fills_start = v->tlb_fills;
+        break;
+    case MARKER_END:
+        if (v->open_slot != m->slot) {
+            anomaly(vcpu_index, "END without a matching BEGIN");
+            v->open_slot = -1;
+            break;
+        }
+        __atomic_fetch_add(&v->pending[m->slot], now - v->window_start, __ATOMIC_SEQ_CST);
+        __atomic_fetch_add(&v->windows[m->slot], 1, __ATOMIC_SEQ_CST);
+        __atomic_fetch_add(&v->pending_mem[m->slot], v->mem - v->mem_start, __ATOMIC_SEQ_CST);
+        __atomic_fetch_add(&v->pending_misses[m->slot], v->tlb_misses - v->misses_start,
+                           __ATOMIC_SEQ_CST);
+        __atomic_fetch_add(&v->pending_fills[m->slot], v->tlb_fills - v->fills_start,
+                           __ATOMIC_SEQ_CST);
+        v->open_slot = -1;
+        break;
+    case MARKER_PUBLISH:
+        publish(vcpu_index);
+        break;
+    }
+}
+
+/* One guest load or store through the TLB model (see the comment at the top). The model runs
+ * outside windows too, so a window starts with the TLB the code before it left. */
+static void mem_access(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr,
+                       void *userdata)
+{
+    (void)info;
+    (void)userdata;
+    struct vcpu *v = vcpu_of(vcpu_index);
+    if (!v)
+        return;
+    uint64_t page = vaddr >> PAGE_SHIFT;
+    uint64_t *entry = &v->tlb[page & (TLB_ENTRIES - 1)];
+    v->mem++;
+    if (*entry == page)
+        return;
+    v->tlb_misses++;
+    for (unsigned int i = 0; i < VTLB_ENTRIES; i++) {
+        if (v->vtlb[i] == page) {
+            v->vtlb[i] = *entry;
+            *entry = page;
+            return;
+        }
+    }
+    v->tlb_fills++;
+    v->vtlb[v->vtlb_next++ % VTLB_ENTRIES] = *entry;
+    *entry = page;
+}
+
+/* The marker an instruction is, or 0: `0f 1f 84 00` + little-endian MARKER_MAGIC | op << 8 | slot. */
+static int decode_marker(const uint8_t *bytes, size_t len, int *slot)
+{
+    static const uint8_t nopl[4] = {0x0f, 0x1f, 0x84, 0x00};
+    if (len != 8 || memcmp(bytes, nopl, 4) != 0)
+        return 0;
+    uint32_t disp = (uint32_t)bytes[4] | (uint32_t)bytes[5] << 8 | (uint32_t)bytes[6] << 16 |
+                    (uint32_t)bytes[7] << 24;
+    if ((disp & 0xffff0000u) != MARKER_MAGIC)
+        return 0;
+    int op = (int)(disp >> 8 & 0xff);
+    *slot = (int)(disp & 0xff);
+    if (op < MARKER_BEGIN || op > MARKER_PUBLISH || *slot >= SLOTS)
+        return 0;
+    return op;
+}
+
+static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+    (void)id;
+    size_t n = qemu_plugin_tb_n_insns(tb);
+    struct block *block = calloc(1, sizeof *block);
+    if (!block)
+        return;
+    block->vaddr = qemu_plugin_tb_vaddr(tb);
+    block->n_insns = n;
+    if (breakdown) {
+        block->next = __atomic_load_n(&blocks, __ATOMIC_SEQ_CST);
+        while (!__atomic_compare_exchange_n(&blocks, &block->next, block, false,
+                                            __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+            ;
+    }
+    /* Blocks are never freed: QEMU may run a translation until exit. */
+    qemu_plugin_register_vcpu_tb_exec_cb(tb, block_exec, QEMU_PLUGIN_CB_NO_REGS, block);
+    for (size_t i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        if (tlb_model)
+            qemu_plugin_register_vcpu_mem_cb(insn, mem_access, QEMU_PLUGIN_CB_NO_REGS,
+                                             QEMU_PLUGIN_MEM_RW, NULL);
+        int slot = 0;
+        int op = decode_marker(qemu_plugin_insn_data(insn), qemu_plugin_insn_size(insn), &slot);
+        if (!op)
+            continue;
+        struct marker *m = calloc(1, sizeof *m);
+        if (!m)
+            continue;
+        m->op = op;
+        m->slot = slot;
+        m->after = n - i - 1;
+        qemu_plugin_register_vcpu_insn_exec_cb(insn, marker_exec, QEMU_PLUGIN_CB_NO_REGS, m);
+    }
+}
+
+static void at_exit(qemu_plugin_id_t id, void *userdata)
+{
+    (void)id;
+    (void)userdata;
+    if (breakdown) {
+        for (struct block *b = blocks; b; b = b->next) {
+            if (b->execs)
+                outf("sensepool-insns tb vaddr=0x%" PRIx64 " insns=%" PRIu64 " execs=%" PRIu64
+                     "\n",
+                     b->vaddr, b->n_insns, b->execs);
+        }
+    }
+    uint64_t total = 0;
+    for (int i = 0; i < n_vcpus; i++)
+        total += vcpus[i].insns;
+    outf("sensepool-insns exit total=%" PRIu64 " publishes=%" PRIu64 " anomalies=%" PRIu64 "\n",
+         total, publishes, anomalies);
+}
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc,
+                                           char **argv)
+{
+    if (info->version.cur < SENSEPOOL_PLUGIN_API || info->version.min > SENSEPOOL_PLUGIN_API) {
+        fprintf(stderr,
+                "sensepool insn_count: built for QEMU plugin API %d, QEMU offers %d..%d\n",
+                SENSEPOOL_PLUGIN_API, info->version.min, info->version.cur);
+        return -1;
+    }
+    if (!info->system_emulation) {
+        fprintf(stderr, "sensepool insn_count: needs system emulation\n");
+        return -1;
+    }
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "breakdown=on") == 0) {
+            breakdown = true;
+        } else if (strcmp(argv[i], "tlb=on") == 0) {
+            tlb_model = true;
+        } else if (strcmp(argv[i], "breakdown=off") != 0 && strcmp(argv[i], "tlb=off") != 0) {
+            fprintf(stderr,
+                    "sensepool insn_count: unknown argument '%s' (breakdown=on|off, tlb=on|off)\n",
+                    argv[i]);
+            return -1;
+        }
+    }
+    n_vcpus = info->system.max_vcpus > 0 ? info->system.max_vcpus : 1;
+    vcpus = aligned_alloc(64, sizeof *vcpus * (size_t)n_vcpus);
+    if (!vcpus)
+        return -1;
+    memset(vcpus, 0, sizeof *vcpus * (size_t)n_vcpus);
+    for (int i = 0; i < n_vcpus; i++) {
+        vcpus[i].open_slot = -1;
+        for (unsigned int e = 0; e < TLB_ENTRIES; e++)
+            vcpus[i].tlb[e] = NO_PAGE;
+        for (unsigned int e = 0; e < VTLB_ENTRIES; e++)
+            vcpus[i].vtlb[e] = NO_PAGE;
+    }
+    outf("sensepool-insns start api=%d vcpus=%d breakdown=%s tlb=%s\n", info->version.cur,
+         n_vcpus, breakdown ? "on" : "off", tlb_model ? "on" : "off");
+    qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
+    qemu_plugin_register_atexit_cb(id, at_exit, NULL);
+    return 0;
+}

@@ -1,0 +1,209 @@
+//! Parsing the plugin's log: `sensepool-insns` lines of `key=value` words (see the comment at the
+//! top of `harness/plugin/insn_count.c`). Other lines (QEMU's own `-d plugin` output) are skipped;
+//! a malformed plugin line is an error naming it, never a panic.
+
+use std::collections::HashMap;
+
+const PREFIX: &str = "sensepool-insns ";
+
+/// One slot's count at one publish.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Published {
+    /// The publish number (0, 1, … in the guest's order).
+    pub window: u32,
+    pub slot: u8,
+    /// Windows (BEGIN/END pairs, all vCPUs) the count covers.
+    pub windows: u64,
+    pub insns: u64,
+    /// The same count per vCPU.
+    pub vcpu_insns: Vec<u64>,
+    /// With the plugin's `tlb=on`: the softmmu TLB model's counts over the same windows.
+    pub tlb: Option<TlbCounts>,
+}
+
+/// What the plugin's model of QEMU's softmmu data TLB saw in a slot's windows (`tlb=on`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TlbCounts {
+    /// Guest loads and stores.
+    pub mem: u64,
+    /// Lookups that missed the direct-mapped table (victim hits and refills).
+    pub misses: u64,
+    /// Lookups that missed the victim TLB too: a refill (a guest page walk in QEMU).
+    pub fills: u64,
+}
+
+/// A translated block executed inside a window (breakdown mode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    pub vaddr: u64,
+    pub insns: u64,
+    pub execs: u64,
+}
+
+/// Everything one boot's log said.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PluginLog {
+    /// The plugin loaded and printed its `start` line.
+    pub started: bool,
+    pub publishes: Vec<Published>,
+    pub blocks: Vec<Block>,
+    /// `anomaly` lines: unbalanced markers, a publish inside a window.
+    pub anomalies: Vec<String>,
+    /// Instructions of the whole boot, from the `exit` line (absent if QEMU died first).
+    pub total_insns: Option<u64>,
+}
+
+/// Parses a log; `Err` names the first malformed plugin line.
+pub fn parse(text: &str) -> Result<PluginLog, String> {
+    let mut log = PluginLog::default();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix(PREFIX) else {
+            continue;
+        };
+        parse_line(rest, &mut log).map_err(|reason| format!("{reason} in {line:?}"))?;
+    }
+    Ok(log)
+}
+
+fn parse_line(rest: &str, log: &mut PluginLog) -> Result<(), String> {
+    let (kind, fields) = match rest.split_once(' ') {
+        Some((kind, tail)) => (kind, tail),
+        None => (rest, ""),
+    };
+    if kind == "anomaly" {
+        log.anomalies.push(fields.to_owned());
+        return Ok(());
+    }
+    let mut map: HashMap<&str, &str> = fields
+        .split_whitespace()
+        .filter_map(|word| word.split_once('='))
+        .collect();
+    if let Some((key, value)) = kind.split_once('=') {
+        map.insert(key, value);
+    }
+    let number = |key: &str| -> Result<u64, String> {
+        let value = map.get(key).ok_or_else(|| format!("no `{key}=`"))?;
+        match value.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16),
+            None => value.parse(),
+        }
+        .map_err(|_| format!("`{key}={value}` is not a number"))
+    };
+    match kind.split_once('=').map_or(kind, |(key, _)| key) {
+        "start" => log.started = true,
+        "publish" => {
+            let window = u32::try_from(number("publish")?).map_err(|_| "publish too large")?;
+            let slot = u8::try_from(number("slot")?).map_err(|_| "slot too large")?;
+            let vcpu_insns = map
+                .get("vcpu_insns")
+                .ok_or("no `vcpu_insns=`")?
+                .split('/')
+                .map(|n| n.parse().map_err(|_| format!("vcpu_insns `{n}`")))
+                .collect::<Result<Vec<u64>, String>>()?;
+            let tlb = match map.contains_key("mem") {
+                true => Some(TlbCounts {
+                    mem: number("mem")?,
+                    misses: number("tlb_misses")?,
+                    fills: number("tlb_fills")?,
+                }),
+                false => None,
+            };
+            log.publishes.push(Published {
+                window,
+                slot,
+                windows: number("windows")?,
+                insns: number("insns")?,
+                vcpu_insns,
+                tlb,
+            });
+        }
+        "tb" => log.blocks.push(Block {
+            vaddr: number("vaddr")?,
+            insns: number("insns")?,
+            execs: number("execs")?,
+        }),
+        "exit" => log.total_insns = Some(number("total")?),
+        // `published=K` closes a publish; nothing to keep.
+        _ => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_line_kind_is_read() {
+        let log = parse(
+            "plugin noise\n\
+             sensepool-insns start api=1 vcpus=2 breakdown=on\n\
+             sensepool-insns publish=3 slot=1 windows=2 insns=42 vcpu_insns=40/2\n\
+             sensepool-insns published=3\n\
+             sensepool-insns publish=4 slot=2 windows=1 insns=9 vcpu_insns=9/0 mem=5 tlb_misses=2 tlb_fills=1\n\
+             sensepool-insns anomaly vcpu=1 END without a matching BEGIN\n\
+             sensepool-insns tb vaddr=0x10a0f0 insns=7 execs=1000\n\
+             sensepool-insns exit total=123 publishes=4 anomalies=1\n",
+        )
+        .unwrap();
+        assert!(log.started);
+        assert_eq!(
+            log.publishes,
+            [
+                Published {
+                    window: 3,
+                    slot: 1,
+                    windows: 2,
+                    insns: 42,
+                    vcpu_insns: vec![40, 2],
+                    tlb: None,
+                },
+                Published {
+                    window: 4,
+                    slot: 2,
+                    windows: 1,
+                    insns: 9,
+                    vcpu_insns: vec![9, 0],
+                    tlb: Some(TlbCounts {
+                        mem: 5,
+                        misses: 2,
+                        fills: 1
+                    }),
+                }
+            ]
+        );
+        assert_eq!(log.anomalies, ["vcpu=1 END without a matching BEGIN"]);
+        assert_eq!(
+            log.blocks,
+            [Block {
+                vaddr: 0x10a0f0,
+                insns: 7,
+                execs: 1000
+            }]
+        );
+        assert_eq!(log.total_insns, Some(123));
+    }
+
+    #[test]
+    fn malformed_lines_are_errors_not_panics() {
+        for bad in [
+            "sensepool-insns publish=x slot=0 windows=1 insns=1 vcpu_insns=1",
+            "sensepool-insns publish=1 slot=999 windows=1 insns=1 vcpu_insns=1",
+            "sensepool-insns publish=1 slot=0 windows=1 vcpu_insns=1",
+            "sensepool-insns publish=1 slot=0 windows=1 insns=1 vcpu_insns=1/z",
+            "sensepool-insns tb vaddr=0xzz insns=1 execs=1",
+            "sensepool-insns exit",
+            "sensepool-insns publish=1 slot=0 windows=1 insns=1 vcpu_insns=1 mem=3 tlb_fills=1",
+        ] {
+            let error = parse(bad).unwrap_err();
+            assert!(error.contains(bad), "{error}");
+        }
+    }
+
+    #[test]
+    fn an_empty_log_has_not_started() {
+        let log = parse("").unwrap();
+        assert!(!log.started);
+        assert!(log.publishes.is_empty());
+    }
+}

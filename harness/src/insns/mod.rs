@@ -1,0 +1,398 @@
+//! Deterministic instruction counts (`--count-insns`): xtask's TCG plugin, built and read here.
+//!
+//! The plugin (`harness/plugin/insn_count.c`) is built with the system C compiler into
+//! `target/plugin/insn_count.so` and loaded with `-plugin …,breakdown=on|off -d plugin -D LOG`.
+//! It counts guest instructions per vCPU inside the windows the kernel marks
+//! (`kernel/src/arch/insn_marker.rs`) and writes `sensepool-insns …` lines to LOG. A workload's
+//! `RESULT` line names its publish and slot (`insn_window`, `insn_slot`) and its operation count
+//! (`insn_ops`); [`join`] replaces them with `insns` and `insns_per_op`.
+//!
+//! Instruction counts are not time: they miss memory stalls, MMIO and port exits and all device
+//! emulation in QEMU, and the plugin's callbacks slow TCG down (timings of a counted boot are
+//! lower than an uncounted one's). They are exact and repeatable, which timings here are not.
+
+mod figures;
+mod log;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+pub use self::figures::InsnFigures;
+pub use self::log::{Block, PluginLog, TlbCounts, parse};
+use crate::accel::Accel;
+use crate::boot::Outcome;
+use crate::console::Record;
+use crate::error::{Error, Result};
+use crate::guest::Guest;
+use crate::{process, workspace};
+
+/// The plugin's source, relative to the workspace root.
+const SOURCE: &str = "harness/plugin/insn_count.c";
+
+/// `--count-insns` (and `--breakdown` where a bench offers it): the options every scenario bench
+/// flattens in.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct CountOptions {
+    /// Count guest instructions per operation in each case's timed window (a QEMU TCG plugin;
+    /// TCG only). Adds `insns_per_op` beside the timings.
+    #[arg(long)]
+    pub count_insns: bool,
+}
+
+impl CountOptions {
+    /// With `--count-insns`: checks the accelerator is TCG (the plugin is a TCG feature) and
+    /// builds the plugin; `None` without the flag.
+    pub fn plugin(&self, guest: &Guest) -> Result<Option<PathBuf>> {
+        if !self.count_insns {
+            return Ok(None);
+        }
+        if guest.accel.accel != Accel::Tcg {
+            return Err(Error::Plugin {
+                reason: format!(
+                    "instruction counts come from a TCG plugin, but this run uses {}; add --accel tcg",
+                    guest.accel.accel
+                ),
+            });
+        }
+        build_plugin().map(Some)
+    }
+}
+
+/// The counting of the next boot, if `plugin` is built (see [`CountOptions::plugin`]).
+pub fn for_boot(plugin: Option<&Path>, breakdown: bool) -> Result<Option<Counting>> {
+    plugin
+        .map(|plugin| Counting::next_boot(plugin, breakdown))
+        .transpose()
+}
+
+/// How one boot is counted: the plugin, its log, and whether it records every block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Counting {
+    pub plugin: PathBuf,
+    pub log: PathBuf,
+    pub breakdown: bool,
+    /// The plugin's softmmu TLB model (`tlb=on`): adds `tlb_fills_per_op` and its kin.
+    pub tlb_model: bool,
+}
+
+impl Counting {
+    /// A fresh log file under `target/insns/` for the next boot.
+    pub fn next_boot(plugin: &Path, breakdown: bool) -> Result<Self> {
+        static BOOTS: AtomicU32 = AtomicU32::new(0);
+        let dir = workspace::output_dir("insns")?;
+        let boot = BOOTS.fetch_add(1, Ordering::Relaxed);
+        let log = dir.join(format!("boot-{}-{boot}.log", std::process::id()));
+        // A stale log from an earlier process must not be read as this boot's.
+        let _ = std::fs::remove_file(&log);
+        Ok(Self {
+            plugin: plugin.to_owned(),
+            log,
+            breakdown,
+            tlb_model: false,
+        })
+    }
+
+    /// The same counting with the plugin's softmmu TLB model on or off.
+    pub fn with_tlb_model(self, tlb_model: bool) -> Self {
+        Self { tlb_model, ..self }
+    }
+
+    /// The QEMU options: `-plugin FILE,breakdown=on|off,tlb=on|off -d plugin -D LOG`.
+    pub fn qemu_args(&self) -> Vec<String> {
+        let plugin = self.plugin.to_string_lossy().replace(',', ",,");
+        let on_off = |on: bool| if on { "on" } else { "off" };
+        vec![
+            "-plugin".into(),
+            format!(
+                "{plugin},breakdown={},tlb={}",
+                on_off(self.breakdown),
+                on_off(self.tlb_model)
+            ),
+            "-d".into(),
+            "plugin".into(),
+            "-D".into(),
+            self.log.to_string_lossy().into_owned(),
+        ]
+    }
+
+    /// Reads and parses the boot's log.
+    pub fn read_log(&self) -> Result<PluginLog> {
+        let text = std::fs::read_to_string(&self.log).map_err(|source| Error::Read {
+            path: self.log.clone(),
+            source,
+        })?;
+        parse(&text).map_err(|reason| Error::Plugin {
+            reason: format!("{}: {reason}", self.log.display()),
+        })
+    }
+}
+
+/// Builds the plugin if its source is newer than the library; returns the library's path.
+/// A missing C compiler is an error that says what to install.
+pub fn build_plugin() -> Result<PathBuf> {
+    let source = workspace::root().join(SOURCE);
+    let out = workspace::output_dir("plugin")?.join("insn_count.so");
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    if let (Some(built), Some(written)) = (modified(&out), modified(&source))
+        && built >= written
+    {
+        return Ok(out);
+    }
+    let compiler = std::env::var("CC").unwrap_or_else(|_| "gcc".into());
+    if process::find_on_path(&compiler).is_none() {
+        return Err(Error::Plugin {
+            reason: format!(
+                "building the instruction-count plugin needs a C compiler, and `{compiler}` is not on PATH; install one (sudo apt-get install gcc) or set CC"
+            ),
+        });
+    }
+    let mut command = Command::new(&compiler);
+    command.args(["-shared", "-fPIC", "-O2", "-std=gnu11", "-Wall", "-Wextra"]);
+    command.args(["-fvisibility=hidden", "-o"]);
+    command.arg(&out).arg(&source);
+    process::run(&mut command)?;
+    Ok(out)
+}
+
+/// The QEMU messages that mean the plugin could not be loaded (QEMU without plugin support,
+/// another plugin API version, a bad argument), as one error.
+pub fn load_failure(stderr: &[String]) -> Option<Error> {
+    let lines: Vec<&String> = stderr
+        .iter()
+        .filter(|line| line.contains("plugin"))
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let said: Vec<&str> = lines.iter().map(|line| line.trim()).collect();
+    Some(Error::Plugin {
+        reason: format!(
+            "QEMU could not load the instruction-count plugin (it needs a QEMU built with TCG plugin support, plugin API version 1 as in QEMU 7.2): {}",
+            said.join("; ")
+        ),
+    })
+}
+
+/// The guest test of a counted boot: the plugin ran, its markers balanced, and every `RESULT`
+/// got a positive `insns_per_op`. Returns `"N insns/op"` for the report line.
+pub fn judge_counted(counting: &Counting, outcome: &Outcome) -> Result<String> {
+    let log = counting.read_log()?;
+    if !log.started {
+        return Err(Error::Plugin {
+            reason: format!("the plugin never started (see {})", counting.log.display()),
+        });
+    }
+    if let Some(anomaly) = log.anomalies.first() {
+        return Err(Error::Plugin {
+            reason: format!("unbalanced markers: {anomaly}"),
+        });
+    }
+    let mut records = outcome.report.results.clone();
+    join(&mut records, Some(&log))?;
+    let per_op: Vec<String> = records
+        .iter()
+        .map(|record| match InsnFigures::read(record)?.insns_per_op {
+            Some(n) if n > 0.0 => Ok(format!("{n} insns/op")),
+            _ => Err(Error::Plugin {
+                reason: "a RESULT line has no instruction count (no markers around its window?)"
+                    .into(),
+            }),
+        })
+        .collect::<Result<_>>()?;
+    if per_op.is_empty() {
+        return Err(Error::NoResults {
+            what: "the counted boot".into(),
+        });
+    }
+    Ok(per_op.join(", "))
+}
+
+/// Joins `records` with the plugin's publishes: a record naming its instruction-count keys
+/// ([`workloads::result::InsnCount`]: `insn_window`, `insn_slot`, `insn_ops`) gets
+/// [`InsnFigures`] (`insns`, the slot's instructions over all vCPUs, and `insns_per_op` over
+/// `insn_ops`) and loses the window and slot. With `log` = `None` (not counted) the keys are
+/// only removed. A record with only some of the keys, or one that is not a count, is an error
+/// naming it.
+pub fn join(records: &mut [Record], log: Option<&PluginLog>) -> Result<()> {
+    for record in records.iter_mut() {
+        let (Some(keys), Some(log)) = (figures::take_keys(record)?, log) else {
+            continue;
+        };
+        let published = log
+            .publishes
+            .iter()
+            .find(|p| {
+                u64::from(p.window) == keys.insn_window && u64::from(p.slot) == keys.insn_slot
+            })
+            .ok_or_else(|| Error::Plugin {
+                reason: format!(
+                    "a RESULT names instruction window {} slot {}, but the plugin published no such count",
+                    keys.insn_window, keys.insn_slot
+                ),
+            })?;
+        let ops = keys.insn_ops;
+        let per_op =
+            |count: u64| (ops > 0).then(|| (count as f64 / ops as f64 * 10.0).round() / 10.0);
+        let tlb =
+            |count: fn(&TlbCounts) -> u64| published.tlb.as_ref().and_then(|t| per_op(count(t)));
+        InsnFigures {
+            insns: Some(published.insns),
+            insn_ops: Some(ops),
+            insns_per_op: per_op(published.insns),
+            insns_ratio: None,
+            mem_per_op: tlb(|t| t.mem),
+            tlb_misses_per_op: tlb(|t| t.misses),
+            tlb_fills_per_op: tlb(|t| t.fills),
+        }
+        .write_into(record);
+    }
+    Ok(())
+}
+
+/// Adds `insns_ratio` to every counted record: its `insns_per_op` over that of the baseline of
+/// its group (the record `is_baseline` picks among those `same_group` relates it to), the
+/// instruction-count twin of a time ratio.
+pub fn add_ratios(
+    records: &mut [Record],
+    is_baseline: impl Fn(&Record) -> bool,
+    same_group: impl Fn(&Record, &Record) -> bool,
+) {
+    let baseline: Vec<bool> = records.iter().map(&is_baseline).collect();
+    let snapshot = records.to_vec();
+    add_ratios_by(
+        records,
+        |i| baseline[i],
+        |i, j| same_group(&snapshot[i], &snapshot[j]),
+    );
+}
+
+/// [`add_ratios`] for a caller that has read the records into a type of its own: the baseline
+/// and the groups are said by index into `records`.
+pub fn add_ratios_by(
+    records: &mut [Record],
+    is_baseline: impl Fn(usize) -> bool,
+    same_group: impl Fn(usize, usize) -> bool,
+) {
+    let per_op: Vec<Option<f64>> = records
+        .iter()
+        .map(|record| InsnFigures::read(record).ok().and_then(|f| f.insns_per_op))
+        .collect();
+    let ratios: Vec<Option<f64>> = (0..records.len())
+        .map(|i| {
+            let base = (0..records.len())
+                .find(|&j| is_baseline(j) && same_group(i, j))
+                .and_then(|j| per_op[j])?;
+            Some(per_op[i]? / base)
+        })
+        .collect();
+    for (record, ratio) in records.iter_mut().zip(ratios) {
+        if let Some(ratio) = ratio.filter(|ratio| ratio.is_finite()) {
+            InsnFigures {
+                insns_ratio: Some((ratio * 10_000.0).round() / 10_000.0),
+                ..InsnFigures::default()
+            }
+            .write_into(record);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::console::parse_result;
+
+    const LOG: &str = "sensepool-insns start api=1 vcpus=2 breakdown=off\n\
+        sensepool-insns publish=0 slot=0 windows=2 insns=1000000 vcpu_insns=600000/400000\n\
+        sensepool-insns published=0\n\
+        sensepool-insns publish=1 slot=2 windows=1 insns=5000 vcpu_insns=5000/0\n\
+        sensepool-insns published=1\n\
+        sensepool-insns exit total=9999999 publishes=2 anomalies=0\n";
+
+    #[test]
+    fn records_gain_insns_per_op_and_lose_the_join_keys() {
+        let log = parse(LOG).unwrap();
+        let mut records = vec![
+            parse_result(r#"{"ios":1000,"insn_window":0,"insn_slot":0,"insn_ops":1000}"#).unwrap(),
+            parse_result(r#"{"ios":3,"insn_window":1,"insn_slot":2,"insn_ops":3}"#).unwrap(),
+            parse_result(r#"{"ios":7}"#).unwrap(),
+        ];
+        join(&mut records, Some(&log)).unwrap();
+        assert_eq!(records[0]["insns"], 1_000_000);
+        assert_eq!(records[0]["insns_per_op"], 1000.0);
+        assert_eq!(records[1]["insns_per_op"], 1666.7);
+        assert!(!records[0].contains_key("insn_window"));
+        assert!(!records[2].contains_key("insns"));
+    }
+
+    #[test]
+    fn a_result_without_its_publish_is_an_error() {
+        let log = parse(LOG).unwrap();
+        let mut records =
+            vec![parse_result(r#"{"insn_window":5,"insn_slot":0,"insn_ops":10}"#).unwrap()];
+        let error = join(&mut records, Some(&log)).unwrap_err().to_string();
+        assert!(error.contains("window 5 slot 0"), "{error}");
+    }
+
+    #[test]
+    fn uncounted_records_only_lose_the_keys() {
+        let mut records =
+            vec![parse_result(r#"{"ios":1,"insn_window":0,"insn_slot":0,"insn_ops":1}"#).unwrap()];
+        join(&mut records, None).unwrap();
+        assert_eq!(records[0].keys().collect::<Vec<_>>(), ["ios"]);
+    }
+
+    #[test]
+    fn plugin_load_failures_are_named() {
+        let stderr = vec![
+            "qemu-system-x86_64: Could not load plugin /x.so: plugin requires API version 2, but this QEMU supports only up to version 1".to_owned(),
+        ];
+        let error = load_failure(&stderr).unwrap().to_string();
+        assert!(error.contains("API version 2"), "{error}");
+        assert!(load_failure(&["other".to_owned()]).is_none());
+    }
+
+    #[test]
+    fn ratios_are_against_the_baseline_of_the_same_group() {
+        let mut records: Vec<Record> = [
+            r#"{"case":"a","mode":"slab","insns_per_op":800.0}"#,
+            r#"{"case":"a","mode":"mempool","insns_per_op":808.0}"#,
+            r#"{"case":"b","mode":"slab","insns_per_op":1000.0}"#,
+            r#"{"case":"b","mode":"mempool","insns_per_op":900.0}"#,
+            r#"{"case":"c","mode":"mempool","insns_per_op":900.0}"#,
+        ]
+        .iter()
+        .map(|line| parse_result(line).unwrap())
+        .collect();
+        add_ratios(
+            &mut records,
+            |r| r["mode"] == "slab",
+            |a, b| a["case"] == b["case"],
+        );
+        assert_eq!(records[0]["insns_ratio"], 1.0);
+        assert_eq!(records[1]["insns_ratio"], 1.01);
+        assert_eq!(records[3]["insns_ratio"], 0.9);
+        assert!(!records[4].contains_key("insns_ratio"));
+    }
+
+    #[test]
+    fn qemu_args_name_the_plugin_and_the_log() {
+        let counting = Counting {
+            plugin: PathBuf::from("/t/insn_count.so"),
+            log: PathBuf::from("/t/boot.log"),
+            breakdown: true,
+            tlb_model: false,
+        };
+        assert_eq!(
+            counting.qemu_args(),
+            [
+                "-plugin",
+                "/t/insn_count.so,breakdown=on,tlb=off",
+                "-d",
+                "plugin",
+                "-D",
+                "/t/boot.log"
+            ]
+        );
+    }
+}

@@ -1,0 +1,92 @@
+//! Stock Debian kernels as guests, in the same QEMU with the same accelerator as ours (`cargo
+//! xtask bench linux` boots them; so can a conformance check).
+//!
+//! Set-up ([`prepare`]), all cached under `target/linux/`: Debian's `linux-image-amd64` from
+//! bookworm (6.1) and bookworm-backports (6.12) through private apt lists ([`apt`], [`kernel`]);
+//! busybox-static, a static fio from Debian's fio source package and the `sp_dmapool` module built
+//! against each kernel's headers ([`tools`]); one initramfs per kernel ([`initramfs`], [`cpio`])
+//! whose `/init` (`harness/linux/init.sh`) runs the cases named on the kernel command line.
+
+pub mod apt;
+pub mod cpio;
+pub mod initramfs;
+pub mod kernel;
+pub mod tools;
+
+use std::path::{Path, PathBuf};
+
+pub use kernel::Release;
+
+use crate::error::{Error, Result};
+use crate::workspace;
+
+/// One stock kernel made ready to boot.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    pub kernel: kernel::Kernel,
+    pub initramfs: PathBuf,
+}
+
+/// Where everything is cached: `target/linux/`.
+pub fn base() -> Result<PathBuf> {
+    workspace::output_dir("linux")
+}
+
+/// Fetches, builds and packs everything the stock guests need. A kernel that cannot be had is
+/// skipped with the reason (the second list); the others still run.
+pub fn prepare(releases: &[Release], base: &Path) -> Result<(Vec<Prepared>, Vec<String>)> {
+    let apt = apt::Apt::prepare(&base.join("apt"))?;
+    let busybox = tools::busybox(&apt, base)?;
+    let fio = tools::fio(&apt, base)?;
+    let marker = tools::marker(base)?;
+    let (mut prepared, mut skipped) = (Vec::new(), Vec::new());
+    for &release in releases {
+        let kernel = match kernel::Kernel::fetch(&apt, release, base) {
+            Ok(kernel) => kernel,
+            Err(error) => {
+                eprintln!(
+                    "xtask: bench linux: Linux {} skipped: {error}",
+                    release.label()
+                );
+                skipped.push(format!("Linux {} skipped: {error}", release.label()));
+                continue;
+            }
+        };
+        let (host_compiler, same) = tools::compiler_match(&kernel);
+        eprintln!(
+            "xtask: Linux {} is {} built with `{}`; this host's compiler: `{host_compiler}` ({})",
+            release.label(),
+            kernel.abi,
+            kernel.compiler,
+            if same { "the same" } else { "different" }
+        );
+        let dmapool = tools::dmapool_module(&apt, &kernel, base).map_err(|error| error.to_string());
+        if let Err(reason) = &dmapool {
+            eprintln!(
+                "xtask: the dmapool case will be skipped on {}: {reason}",
+                release.label()
+            );
+        }
+        let contents = initramfs::Contents {
+            busybox: &busybox,
+            fio: &fio,
+            marker: &marker,
+            dmapool: dmapool.clone(),
+        };
+        let initramfs = initramfs::build(&kernel, &contents, base)?;
+        let size = std::fs::metadata(&initramfs).map_or(0, |meta| meta.len());
+        eprintln!(
+            "xtask: {} ({:.1} MB)",
+            initramfs.display(),
+            size as f64 / 1e6
+        );
+        prepared.push(Prepared { kernel, initramfs });
+    }
+    if prepared.is_empty() {
+        return Err(Error::Linux {
+            step: "kernels".into(),
+            reason: skipped.join("; "),
+        });
+    }
+    Ok((prepared, skipped))
+}

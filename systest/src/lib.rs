@@ -1,0 +1,13 @@
+//! sensepool's system tests under QEMU, the guest half of `cargo xtask test`: [`guest_tests`]
+//! (the table in `tests/guest.toml`), [`nbd_tests`] (the guest's NBD server against real
+//! clients) and [`soak`] (`cargo xtask soak`: the NBD server under faults, checked against a
+//! shadow model). Each counts its cases in a [`Tally`].
+
+#![deny(unsafe_code)]
+
+pub mod guest_tests;
+pub mod nbd_tests;
+pub mod soak;
+mod tally;
+
+pub use tally::Tally;
