@@ -85,8 +85,8 @@ pub fn run(options: &Options) -> Result<()> {
     let mut progress = Progress::new(reps as usize * CASES.len() * guests.len());
     for rep in 0..reps {
         for (bs, iodepth) in CASES {
-            for turn in 0..guests.len() {
-                let guest = &guests[(rep as usize + turn) % guests.len()];
+            for turn in stats::order::rotated(guests.len(), rep as usize) {
+                let guest = &guests[turn];
                 progress.start(&format!("rep {rep} {} bs {bs} iodepth {iodepth}", guest.os));
                 let overrides = Overrides {
                     smp: Some(1),
@@ -123,11 +123,6 @@ pub struct Comparison {
     pub insns: (Option<f64>, Option<f64>),
 }
 
-fn median(mut values: Vec<f64>) -> Option<f64> {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied()
-}
-
 /// The comparison of each case both kernels ran.
 pub fn compare(records: &[OsRecord]) -> Vec<Comparison> {
     let of = |os: Os, bs: u32, iodepth: u32| records.iter().filter(move |r| r.is(os, bs, iodepth));
@@ -138,20 +133,11 @@ pub fn compare(records: &[OsRecord]) -> Vec<Comparison> {
                 .find(|r| r.record.rep == Some(rep))
                 .map(|r| r.record.result.io.iops as f64)
         };
-        let mut ratios: Vec<f64> = (0..256)
-            .filter_map(|rep| {
-                let (ours, hermit) = (iops(Os::Ours, rep)?, iops(Os::Hermit, rep)?);
-                (ours > 0.0).then(|| hermit / ours)
-            })
-            .collect();
-        ratios.sort_by(f64::total_cmp);
-        let ratio = median(ratios.clone()).map(|m| (m, ratios[0], ratios[ratios.len() - 1]));
+        let pairs = (0..256).filter_map(|rep| Some((iops(Os::Hermit, rep)?, iops(Os::Ours, rep)?)));
+        let ratio = benchkit::finite_spread(stats::ratios(pairs))
+            .map(|spread| (spread.median, spread.min, spread.max));
         let insns = |os: Os| {
-            median(
-                of(os, bs, iodepth)
-                    .filter_map(|r| r.record.insns_per_op)
-                    .collect(),
-            )
+            benchkit::finite_median(of(os, bs, iodepth).filter_map(|r| r.record.insns_per_op))
         };
         let insns = (insns(Os::Ours), insns(Os::Hermit));
         if ratio.is_some() || insns.0.is_some() || insns.1.is_some() {

@@ -252,6 +252,18 @@ pub fn number(record: &Record, key: &str) -> Option<f64> {
     record.get(key).and_then(Value::as_f64)
 }
 
+/// The [`stats::Spread`] of the finite `values` (a failed or unmeasured run's NaN or infinity is
+/// not a measurement); `None` when none is finite.
+pub fn finite_spread(values: impl IntoIterator<Item = f64>) -> Option<stats::Spread<f64>> {
+    let mut values: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
+    stats::Spread::of(&mut values)
+}
+
+/// The [`stats::median`] of the finite `values`; `None` when none is finite.
+pub fn finite_median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    finite_spread(values).map(|spread| spread.median)
+}
+
 /// What machine produced the numbers.
 pub fn host_info() -> Value {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();

@@ -118,12 +118,10 @@ fn main() {
     // like with like (legacy's O(n²) free loop makes the sweep take seconds per repetition).
     for rep in 0..args.reps {
         for &n in &args.sweep {
-            // Alternate the order so that no implementation always runs on a warmer cache.
-            let order = if rep % 2 == 0 {
-                ["legacy", "scalable", "inblock"]
-            } else {
-                ["inblock", "scalable", "legacy"]
-            };
+            // Rotate the order so that no implementation always runs on a warmer cache: over
+            // three repetitions each takes every position (the guest's workload does the same).
+            let mut order = ["legacy", "scalable", "inblock"];
+            stats::order::rotate(&mut order, rep);
             for which in order {
                 if !args.impls.iter().any(|i| i == which) {
                     continue;

@@ -280,8 +280,7 @@ impl MinOfReps {
         best.destroy_ms = min(|r| r.destroy_ms);
         let median = |f: fn(&FillDrain) -> f64| {
             let mut values: Vec<f64> = runs.iter().map(f).collect();
-            values.sort_by(f64::total_cmp);
-            values[values.len() / 2]
+            stats::median(&mut values).unwrap_or(f64::NAN)
         };
         Some(Self {
             best,

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::Device;
 use super::record::{DeviceRecord, DeviceRun};
 use benchkit::Record;
+use stats::order;
 
 /// How the guest waits for completions (the kernel's `io_mode=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -131,45 +132,16 @@ pub fn groups(devices: &[Device], io_modes: &[IoMode]) -> Vec<Vec<Cell>> {
 /// cells rotated by `round`, so over as many rounds as a group has cells every cell takes every
 /// position (drift within a round, a build starting on the shared host, biases no cell).
 pub fn round_order(groups: &[Vec<Cell>], round: usize) -> Vec<Cell> {
-    let mut order = Vec::new();
-    for index in 0..groups.len() {
-        let group = &groups[(index + round) % groups.len()];
-        for position in 0..group.len() {
-            order.push(group[(position + round) % group.len()]);
-        }
-    }
-    order
-}
-
-/// Median, minimum and maximum of some positive figures.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Spread {
-    pub median: f64,
-    pub min: f64,
-    pub max: f64,
-    pub count: usize,
-}
-
-impl Spread {
-    /// `None` when there is nothing to summarise; the median of an even count is the mean of
-    /// the middle two.
-    pub fn of(values: impl IntoIterator<Item = f64>) -> Option<Spread> {
-        let mut values: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
-        values.sort_by(f64::total_cmp);
-        let count = values.len();
-        let median = match count {
-            0 => return None,
-            n if n % 2 == 1 => values[n / 2],
-            n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-        };
-        Some(Spread {
-            median,
-            min: values[0],
-            max: values[count - 1],
-            count,
+    order::rotated(groups.len(), round)
+        .flat_map(|index| {
+            let group = &groups[index];
+            order::rotated(group.len(), round).map(move |position| group[position])
         })
-    }
+        .collect()
 }
+
+/// Median, minimum and maximum of some positive figures ([`stats::Spread`]).
+pub type Spread = stats::Spread<f64>;
 
 /// A figure of a measured run (IOPS, a latency, `busy_pct`, QEMU's host CPUs).
 pub type Figure = fn(&DeviceRecord) -> Option<f64>;
@@ -183,7 +155,7 @@ pub fn runs<'a>(runs: &'a [DeviceRun], cell: &'a Cell) -> impl Iterator<Item = &
 
 /// `figure` over the successful runs of `cell`.
 pub fn spread(all: &[DeviceRun], cell: &Cell, figure: Figure) -> Option<Spread> {
-    Spread::of(runs(all, cell).filter_map(figure))
+    benchkit::finite_spread(runs(all, cell).filter_map(figure))
 }
 
 /// `figure` of `top` over `figure` of `bottom`, taken within each round that measured both.
@@ -192,10 +164,10 @@ pub fn ratio(all: &[DeviceRun], top: &Cell, bottom: &Cell, figure: Figure) -> Op
         |cell: &Cell, round: u32| runs(all, cell).find(|r| r.round == round).and_then(figure);
     let mut rounds: Vec<u32> = runs(all, top).map(|r| r.round).collect();
     rounds.dedup();
-    Spread::of(rounds.into_iter().filter_map(|round| {
-        let (top, bottom) = (in_round(top, round)?, in_round(bottom, round)?);
-        (bottom > 0.0).then(|| top / bottom)
-    }))
+    let pairs = rounds
+        .into_iter()
+        .filter_map(|round| Some((in_round(top, round)?, in_round(bottom, round)?)));
+    benchkit::finite_spread(stats::ratios(pairs))
 }
 
 #[cfg(test)]
@@ -258,11 +230,11 @@ pub(super) mod tests {
 
     #[test]
     fn spreads_take_the_middle_and_the_ends() {
-        let s = Spread::of([3.0, 1.0, 2.0]).unwrap();
+        let s = benchkit::finite_spread([3.0, 1.0, 2.0]).unwrap();
         assert_eq!((s.median, s.min, s.max, s.count), (2.0, 1.0, 3.0, 3));
-        assert_eq!(Spread::of([4.0, 1.0]).unwrap().median, 2.5);
-        assert_eq!(Spread::of([f64::NAN]), None);
-        assert_eq!(Spread::of([]), None);
+        assert_eq!(benchkit::finite_spread([4.0, 1.0]).unwrap().median, 2.5);
+        assert_eq!(benchkit::finite_spread([f64::NAN]), None);
+        assert_eq!(benchkit::finite_spread([]), None);
     }
 
     /// A measured run of `cell` in `round` with `iops`.

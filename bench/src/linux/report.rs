@@ -68,18 +68,6 @@ impl<'a> SideBySide<'a> {
     }
 }
 
-/// The median of `values` (the mean of the middle two for an even count).
-pub fn median(mut values: Vec<f64>) -> Option<f64> {
-    values.retain(|value| value.is_finite());
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(values[n / 2]),
-        _ => Some((values[n / 2 - 1] + values[n / 2]) / 2.0),
-    }
-}
-
 /// A row of `linux.json`'s results as the side-by-side table reads it: the keys `run` and
 /// `counts` put on every row, and the figures compared (each present on the rows that measure
 /// it). Rows hold more (each side's own result fields); those are for the raw table.
@@ -142,12 +130,7 @@ fn median_of(
     filter: impl Fn(&ComparedRun) -> bool,
     figure: impl Fn(&ComparedRun) -> Option<f64>,
 ) -> Option<f64> {
-    median(
-        runs.iter()
-            .filter(|r| filter(r))
-            .filter_map(figure)
-            .collect(),
-    )
+    benchkit::finite_median(runs.iter().filter(|r| filter(r)).filter_map(figure))
 }
 
 /// Each distinct value of `key` over `runs`, in the order they first appear.
@@ -388,9 +371,6 @@ mod tests {
 
     #[test]
     fn medians_and_rows_pair_sides_by_case_and_engine() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(vec![4.0, 1.0]), Some(2.5));
-        assert_eq!(median(vec![]), None);
         let mut set = ResultSet::new("linux", "linux", "guest", None);
         let lines = [
             r#"{"side":"sensepool","release":"sensepool","case":"c","iops":1000.0}"#,

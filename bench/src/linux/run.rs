@@ -169,8 +169,7 @@ pub fn all(guest: &Guest, kernels: &[Prepared], plan: &Plan) -> (ResultSet, Vec<
         for group in groups {
             let mut sides: Vec<Side> = kernels.iter().map(Side::Linux).collect();
             sides.insert(1.min(sides.len()), Side::Sensepool);
-            let turn = rep as usize % sides.len();
-            sides.rotate_left(turn);
+            stats::order::rotate(&mut sides, rep as usize);
             for side in sides {
                 let who = match side {
                     Side::Linux(prepared) => prepared.kernel.abi.as_str(),

@@ -78,8 +78,9 @@ fn run_once(
 /// An untimed warm-up run of each implementation comes first: under TCG the first execution
 /// of the code pays for its translation, and the first touch of each DMA frame a host page
 /// fault (the frame allocator hands the same frames out again, lowest first, so one full-size
-/// run warms them for all). Then the implementations alternate, in alternating order, and
-/// each `RESULT` line carries the minimum over its repetitions with the median beside it.
+/// run warms them for all). Then the implementations run in an order rotated each round
+/// ([`stats::order`]), and each `RESULT` line carries the minimum over its repetitions with the
+/// median beside it.
 pub fn run(cmdline: &Cmdline) -> ExitCode {
     let Some(frames) = crate::memory::dma::frames() else {
         log::error!("dmapool: no DMA frame allocator");
@@ -111,12 +112,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
             // RESULT names this publish.
             insn_marker::publish();
         }
-        for slot in 0..impls.len() {
-            let slot = if round % 2 == 0 {
-                slot
-            } else {
-                impls.len() - 1 - slot
-            };
+        for slot in stats::order::rotated(impls.len(), round) {
             let which = impls[slot];
             // Round 0 is the warm-up: the full n for the O(1) pool (it warms the frames),
             // a short run for legacy (its code only).

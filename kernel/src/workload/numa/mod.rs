@@ -126,8 +126,7 @@ fn rounds(modes: &[Pools<'_>], per_cpu: usize, nodes: usize) -> Result<Vec<ModeT
             // Drop the warm-up's instruction counts: no RESULT names this publish.
             insn_marker::publish();
         }
-        for position in 0..modes.len() {
-            let slot = (position + round) % modes.len();
+        for slot in stats::order::rotated(modes.len(), round) {
             let counted = (round > 0).then_some((round, &mut totals[slot]));
             one_run(&modes[slot], slot as u8, per_cpu, nodes, counted)?;
         }

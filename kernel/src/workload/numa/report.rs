@@ -73,10 +73,9 @@ impl ModeTotals {
         rate
     }
 
-    fn median(&self) -> f64 {
-        let mut sorted = self.ops_per_sec.clone();
-        sorted.sort_by(f64::total_cmp);
-        sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
+    /// The rounds' median throughput ([`stats::median`]; 0 with no round).
+    fn median_ops_per_sec(&self) -> f64 {
+        stats::median(&mut self.ops_per_sec.clone()).unwrap_or(0.0)
     }
 
     fn extreme(&self, pick: fn(f64, f64) -> f64, start: f64) -> f64 {
@@ -189,7 +188,7 @@ fn mode_line(pools: &Pools<'_>, total: &ModeTotals, facts: &Facts, slot: u8) {
         handoff: storm::HANDOFF as u64,
         reps: total.ops_per_sec.len() as u64,
         ops_per_sec: rounded(total.extreme(f64::max, 0.0), 0),
-        ops_per_sec_median: rounded(total.median(), 0),
+        ops_per_sec_median: rounded(total.median_ops_per_sec(), 0),
         ops_per_sec_min: rounded(total.extreme(f64::min, f64::MAX), 0),
         ops: total.ops,
         lock_ops: total.lock_ops,
@@ -215,7 +214,7 @@ fn ratio_line(
     local: Option<&ModeTotals>,
     facts: &Facts,
 ) {
-    let throughput = per_node.median() / shared.median().max(1.0);
+    let throughput = per_node.median_ops_per_sec() / shared.median_ops_per_sec().max(1.0);
     let (shared_share, node_share) = (shared.contended_share(), per_node.contended_share());
     // The fraction of the shared pool's contended share that per-node pools remove
     // (1 = no contention left; ≥ 0.5 = at least halved). Finite even when per-node
@@ -247,7 +246,10 @@ fn ratio_line(
         wait_cycles_shared: shared.locks.wait_cycles,
         wait_cycles_per_node: per_node.locks.wait_cycles,
         local: local.map(|local| NumaLocalRatio {
-            local_throughput_ratio: rounded(local.median() / per_node.median().max(1.0), 3),
+            local_throughput_ratio: rounded(
+                local.median_ops_per_sec() / per_node.median_ops_per_sec().max(1.0),
+                3,
+            ),
             contended_per_op_local: rounded(local.contended_per_op(), 6),
             lock_wait_share_local: rounded(local.wait_share(), 6),
             wait_cycles_local: local.locks.wait_cycles,

@@ -116,10 +116,9 @@ pub struct Cell {
     pub held_by_other_host: usize,
 }
 
-pub(super) fn median_min_max<T: Copy + PartialOrd>(values: &mut [T]) -> Option<[T; 3]> {
-    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(core::cmp::Ordering::Equal));
-    let first = *values.first()?;
-    Some([values[values.len() / 2], first, values[values.len() - 1]])
+/// `[median, min, max]` of `values` ([`stats::Spread`]), sorted in place.
+pub(super) fn median_min_max<T: stats::Value>(values: &mut [T]) -> Option<[T; 3]> {
+    stats::Spread::of(values).map(|spread| [spread.median, spread.min, spread.max])
 }
 
 impl Cell {

@@ -353,8 +353,7 @@ fn run_rounds(
     let mut ratios: Vec<Vec<f64>> = alloc::vec![Vec::new(); n];
     for round in 0..rounds.max(1) as usize {
         let mut round_iops: Vec<Option<u64>> = alloc::vec![None; n];
-        for k in 0..n {
-            let m = (k + round) % n;
+        for m in stats::order::rotated(n, round) {
             if cells[m].verdict != Verdict::Ok {
                 continue;
             }
