@@ -7,7 +7,7 @@
 use workloads::result::IoResult;
 
 use crate::fake_rw_record::FakeRwRecord;
-use crate::linux::report::ComparedRun;
+use crate::linux::compared::ComparedRun;
 use benchkit::Column;
 
 /// The name of `$ty`'s field `$field`, as the result's JSON key; compiles only while the field

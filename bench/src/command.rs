@@ -32,6 +32,9 @@ pub fn run(command: &Command) -> Result<()> {
     match command {
         Command::Device(options) => crate::device::run(options),
         Command::Dmapool(options) => crate::dmapool::run(options),
+        Command::FakeRw(options) if crate::fake_rw::compares_kernels(options) => {
+            crate::fake_rw_os::run(options)
+        }
         Command::FakeRw(options) => crate::fake_rw::run(options),
         Command::Linux(options) => crate::linux::run(options),
         Command::SenseReserve(options) => crate::sense_reserve::run(options),

@@ -97,7 +97,7 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
         "guest",
         Some(guest.accel.accel.to_string()),
     );
-    let plugin = options.count.plugin(&guest)?;
+    let plugin = options.count.plugin(guest.accel.accel)?;
     let mut progress = benchkit::progress::Progress::new(sweep(options.quick).len());
     for &n in sweep(options.quick) {
         progress.start(&format!("n={n}"));

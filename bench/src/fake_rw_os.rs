@@ -71,7 +71,7 @@ pub fn run(options: &Options) -> Result<()> {
         .map(|&os| options.guest_options.prepare_os(os))
         .collect::<Result<Vec<_>>>()?;
     let profile = profile::load("default")?;
-    let plugin = options.count.plugin(&guests[0])?;
+    let plugin = options.count.plugin(guests[0].accel.accel)?;
     let reps = options
         .reps
         .unwrap_or(if options.quick { 1 } else { 3 })

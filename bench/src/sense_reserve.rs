@@ -73,7 +73,7 @@ pub fn run(options: &Options) -> Result<()> {
         Place::Guest => {
             let guest = options.guest_options.prepare()?;
             let profile = profile::load("default")?;
-            let plugin = options.count.plugin(&guest)?;
+            let plugin = options.count.plugin(guest.accel.accel)?;
             let overrides = Overrides {
                 timeout: Some(Duration::from_secs(600)),
                 kernel_args: Some(format!(

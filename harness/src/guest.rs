@@ -12,7 +12,7 @@ use crate::boot::{self, Echo, Outcome};
 use crate::error::Result;
 use crate::insns::Counting;
 use crate::profile::Profile;
-use crate::qemu::Machine;
+use crate::qemu::{Blkdebug, Machine};
 use crate::setup::{self, KERNEL_TARGET};
 use crate::{process, workspace};
 
@@ -105,13 +105,6 @@ pub struct Overrides {
     pub blkdebug: Option<Blkdebug>,
     /// Boot on the images the previous boot left instead of fresh ones (a restart).
     pub keep_images: bool,
-}
-
-/// A disk behind `blkdebug`: `disk` is the profile's `[[disk]] name`, `config` the rules file.
-#[derive(Clone, Debug)]
-pub struct Blkdebug {
-    pub disk: String,
-    pub config: PathBuf,
 }
 
 impl Guest {

@@ -20,7 +20,6 @@ use std::process::Command;
 
 use crate::accel::Accel;
 use crate::error::{Error, Result};
-use crate::guest::Blkdebug;
 use crate::image_lock;
 use crate::insns::Counting;
 use crate::process;
@@ -79,6 +78,13 @@ pub struct DiskImage {
     /// `raw` or `qcow2`.
     pub format: &'static str,
     pub path: PathBuf,
+}
+
+/// A disk behind `blkdebug`: `disk` is the profile's `[[disk]] name`, `config` the rules file.
+#[derive(Clone, Debug)]
+pub struct Blkdebug {
+    pub disk: String,
+    pub config: PathBuf,
 }
 
 /// Everything that decides one QEMU invocation.

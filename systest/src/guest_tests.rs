@@ -266,7 +266,8 @@ fn judge_counted(
     let Some(counting) = overrides.as_ref().ok().and_then(|o| o.counting.as_ref()) else {
         return Ok(detail);
     };
-    let counted = insns::judge_counted(counting, outcome).map_err(|e| e.to_string())?;
+    let counted =
+        insns::judge_counted(counting, &outcome.report.results).map_err(|e| e.to_string())?;
     Ok(format!("{detail}; {counted}"))
 }
 

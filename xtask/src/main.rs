@@ -33,9 +33,13 @@ use harness::{child_guard, console_log};
 use systest::soak;
 
 #[cfg(test)]
+mod dependency_rules;
+#[cfg(test)]
 mod docs_links;
 mod fuzz;
 mod host_tests;
+#[cfg(test)]
+mod import_cycles;
 mod lint;
 mod run;
 mod setup;

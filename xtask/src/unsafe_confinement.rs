@@ -17,14 +17,14 @@ use harness::workspace;
 
 /// One package: its name (the table's crate column) and its directory.
 #[derive(Debug, Clone)]
-struct Package {
-    name: String,
-    dir: PathBuf,
+pub(crate) struct Package {
+    pub(crate) name: String,
+    pub(crate) dir: PathBuf,
 }
 
 /// Every package of the repository: the workspace's members and the crates with workspaces of
 /// their own (`hermit/app`, `fuzz`), found by their `Cargo.toml`, sorted by name.
-fn packages(root: &Path) -> Vec<Package> {
+pub(crate) fn packages(root: &Path) -> Vec<Package> {
     let mut found = Vec::new();
     let mut folders = vec![root.to_path_buf()];
     while let Some(folder) = folders.pop() {
@@ -62,7 +62,7 @@ fn package_name(manifest: &Path) -> Option<String> {
 }
 
 /// The `.rs` files under `dir`, sorted.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut folders = vec![dir.to_path_buf()];
     while let Some(folder) = folders.pop() {
@@ -81,7 +81,7 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
 
 /// The module path of a file under `src/`: `lib.rs`/`main.rs` are the root (""), `a/mod.rs`
 /// and `a.rs` are `a`, `a/b.rs` is `a::b`.
-fn module_path(src: &Path, file: &Path) -> String {
+pub(crate) fn module_path(src: &Path, file: &Path) -> String {
     let relative = file.strip_prefix(src).unwrap_or(file).with_extension("");
     let mut parts: Vec<String> = relative
         .components()

@@ -120,7 +120,7 @@ pub fn run(options: &Options) -> Result<()> {
             .map(|&device| Ok((device, profile::load(device.profile())?)))
             .collect::<Result<_>>()?,
         runtime: if options.quick { "300ms" } else { "2s" },
-        plugin: options.count.plugin(&guest)?,
+        plugin: options.count.plugin(guest.accel.accel)?,
         echo: if options.console {
             Echo::Live
         } else {

@@ -15,6 +15,7 @@
 //! impl=both`. Each repetition boots, per group, Linux 6.1, sensepool and Linux 6.12 in an order
 //! that rotates with the repetition ([`run`]); the report takes medians ([`report`]).
 
+pub(crate) mod compared;
 mod counts;
 pub mod report;
 mod results;
@@ -67,7 +68,7 @@ pub fn run(options: &Options) -> Result<()> {
         options.kernels.clone()
     };
     let guest = Guest::prepare(options.accel, options.sensepool_kernel.clone())?;
-    let plugin = options.count.plugin(&guest)?;
+    let plugin = options.count.plugin(guest.accel.accel)?;
     let base = base()?;
     let (prepared, skipped) = prepare(&releases, &base)?;
     let plan = run::Plan::new(options);

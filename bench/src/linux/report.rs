@@ -7,12 +7,13 @@
 //! libaio and io_uring rows. The dmapool rows compare Linux with both of sensepool's models:
 //! `legacy` (the pre-6.4 algorithm, Linux 6.1's) and `scalable`.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
+pub use super::compared::ComparedRun;
 use crate::columns;
 use benchkit::plot::{self, BarChart};
-use benchkit::{Column, ResultSet, print_tables, typed};
+use benchkit::{Column, ResultSet, print_tables};
 use harness::error::{Error, Result};
 use harness::workspace;
 
@@ -64,63 +65,6 @@ impl<'a> SideBySide<'a> {
             linux_6_12: row.linux_6_12,
             sensepool_vs_6_1: row.advantage(row.linux_6_1),
             sensepool_vs_6_12: row.advantage(row.linux_6_12),
-        }
-    }
-}
-
-/// A row of `linux.json`'s results as the side-by-side table reads it: the keys `run` and
-/// `counts` put on every row, and the figures compared (each present on the rows that measure
-/// it). Rows hold more (each side's own result fields); those are for the raw table.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ComparedRun {
-    /// `sensepool` or `linux`.
-    pub side: String,
-    /// `sensepool`, `6.1` or `6.12`.
-    pub release: String,
-    /// The table key ([`super::run::case_key`], `dmapool n=N`).
-    pub case: String,
-    /// The repetition (absent on the instruction-count rows).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rep: Option<u32>,
-    /// fio's engine, on Linux's I/O rows.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ioengine: Option<String>,
-    /// The dmapool model: `linux`, or sensepool's `legacy` and `scalable`.
-    #[serde(rename = "impl", default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub iops: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lat_mean_ns: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pages: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub alloc_ms: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub free_ms: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub insns_per_io: Option<f64>,
-    /// The host's 1-minute load average when the row was measured.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_load: Option<f64>,
-}
-
-impl ComparedRun {
-    /// Every result of `set` read as a compared row, or the first that does not read.
-    pub fn read_all(set: &ResultSet) -> Result<Vec<ComparedRun>> {
-        set.results
-            .iter()
-            .map(|record| typed::read(record, "bench linux result"))
-            .collect()
-    }
-
-    /// The dmapool figure `op` (`pages`, `alloc_ms`, `free_ms`).
-    fn dmapool(&self, op: &str) -> Option<f64> {
-        match op {
-            "pages" => self.pages,
-            "alloc_ms" => self.alloc_ms,
-            "free_ms" => self.free_ms,
-            _ => None,
         }
     }
 }
@@ -367,6 +311,7 @@ pub fn write(set: &ResultSet, problems: &[String]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use benchkit::typed;
     use harness::console::parse_result;
 
     #[test]

@@ -72,7 +72,7 @@ pub struct Options {
 pub fn run(options: &Options) -> Result<()> {
     let guest = options.guest_options.prepare()?;
     let n = if options.quick { 20_000 } else { options.n };
-    let plugin = options.count.plugin(&guest)?;
+    let plugin = options.count.plugin(guest.accel.accel)?;
     let profiles: Vec<String> = if options.profiles.is_empty() {
         PROFILES.iter().map(|p| p.to_string()).collect()
     } else {

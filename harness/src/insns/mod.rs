@@ -21,10 +21,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub use self::figures::InsnFigures;
 pub use self::log::{Block, PluginLog, TlbCounts, parse};
 use crate::accel::Accel;
-use crate::boot::Outcome;
 use crate::console::Record;
 use crate::error::{Error, Result};
-use crate::guest::Guest;
 use crate::{process, workspace};
 
 /// The plugin's source, relative to the workspace root.
@@ -43,15 +41,14 @@ pub struct CountOptions {
 impl CountOptions {
     /// With `--count-insns`: checks the accelerator is TCG (the plugin is a TCG feature) and
     /// builds the plugin; `None` without the flag.
-    pub fn plugin(&self, guest: &Guest) -> Result<Option<PathBuf>> {
+    pub fn plugin(&self, accel: Accel) -> Result<Option<PathBuf>> {
         if !self.count_insns {
             return Ok(None);
         }
-        if guest.accel.accel != Accel::Tcg {
+        if accel != Accel::Tcg {
             return Err(Error::Plugin {
                 reason: format!(
-                    "instruction counts come from a TCG plugin, but this run uses {}; add --accel tcg",
-                    guest.accel.accel
+                    "instruction counts come from a TCG plugin, but this run uses {accel}; add --accel tcg"
                 ),
             });
         }
@@ -175,8 +172,9 @@ pub fn load_failure(stderr: &[String]) -> Option<Error> {
 }
 
 /// The guest test of a counted boot: the plugin ran, its markers balanced, and every `RESULT`
-/// got a positive `insns_per_op`. Returns `"N insns/op"` for the report line.
-pub fn judge_counted(counting: &Counting, outcome: &Outcome) -> Result<String> {
+/// of the boot (`results`) got a positive `insns_per_op`. Returns `"N insns/op"` for the report
+/// line.
+pub fn judge_counted(counting: &Counting, results: &[Record]) -> Result<String> {
     let log = counting.read_log()?;
     if !log.started {
         return Err(Error::Plugin {
@@ -188,7 +186,7 @@ pub fn judge_counted(counting: &Counting, outcome: &Outcome) -> Result<String> {
             reason: format!("unbalanced markers: {anomaly}"),
         });
     }
-    let mut records = outcome.report.results.clone();
+    let mut records = results.to_vec();
     join(&mut records, Some(&log))?;
     let per_op: Vec<String> = records
         .iter()

@@ -30,8 +30,9 @@ use crate::nbd_tests;
 use harness::accel::AccelRequest;
 use harness::boot::{Echo, Outcome};
 use harness::error::{Error, Result};
-use harness::guest::{Blkdebug, Guest, Overrides};
+use harness::guest::{Guest, Overrides};
 use harness::nbd_client::Client;
+use harness::qemu::Blkdebug;
 use harness::{front_door, image_lock, netns, profile, qemu, qmp, workspace};
 
 mod client;
