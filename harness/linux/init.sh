@@ -5,12 +5,16 @@
 #   fio:TARGET:BS:NUMJOBS:ENGINE   fio randread, iodepth 32, on the first sd disk of TARGET
 #                                  (scsi_debug: fake_rw=1 delay=0; virtio: virtio-scsi disk)
 #   dmapool:N                      the sp_dmapool module (mpt3sas chain pool, N blocks)
+#   sense[:K=V/K=V...]             the sp_sense module (sense buffers on SLUB and mempool), with
+#                                  the command line's `sp_sense.K=V` words as its parameters and
+#                                  then the case's own (`sense:touch=error/cpus=2`)
 # and `sp_runtime=SECONDS`, or `sp_number_ios=N` to run exactly N I/Os instead (for instruction
 # counts: two boots that differ only in N), with `sp_count=1` fio runs pinned to CPU 0 inside a
 # counted window (sp_marker begin/end/publish). Every result is one line (xtask parses them):
 #   SPLINUX-INFO kernel=... fio=... cpus=...
 #   SPLINUX case=fio target=... bs=... iodepth=32 numjobs=... ioengine=... json=<fio JSON>
 #   SPLINUX case=dmapool rep=... n=... size=... align=... alloc_ns=... free_ns=...
+#   SPLINUX case=sense round=... mode=... slot=... n=... ns=... (one per window, sp_sense.c)
 #   SPLINUX-ERROR case=... reason=...   (then SPLINUX-STDERR lines: fio's stderr)
 #   SPLINUX-DONE
 # and the guest leaves through isa-debug-exit: 0x10 (QEMU exits 33) when every case produced
@@ -124,6 +128,30 @@ run_dmapool() {
 	echo "$lines" | sed -n 's/.*sp_dmapool: /SPLINUX case=dmapool /p'
 }
 
+run_sense() {
+	case_name=$1
+	[ -f /lib/modules/sp_sense.ko ] || {
+		error "$case_name" "$(cat /etc/sp/sense.missing 2>/dev/null || echo 'sp_sense.ko not built')"
+		return
+	}
+	params=""
+	for word in $(cat /proc/cmdline); do
+		case "$word" in sp_sense.*=*) params="$params ${word#sp_sense.}" ;; esac
+	done
+	params="$params $(echo "${2#:}" | tr '/' ' ')"
+	dmesg -c > /dev/null
+	# The module's first thread runs on CPU 0, the plugin's windows are per vCPU: insmod there too.
+	out=$(taskset 1 insmod /lib/modules/sp_sense.ko $params 2>&1) || {
+		error "$case_name" "insmod sp_sense.ko$params: $out $(dmesg | grep 'sp_sense: error=')"
+		return
+	}
+	rmmod sp_sense
+	lines=$(dmesg | grep -E 'sp_sense: (round|error)=')
+	echo "$lines" | grep -q 'error=' && { error "$case_name" "$(echo "$lines" | grep error= | head -1)"; return; }
+	echo "$lines" | grep -q 'ns=' || { error "$case_name" "the module printed no result"; return; }
+	echo "$lines" | sed -n 's/.*sp_sense: /SPLINUX case=sense /p'
+}
+
 echo "SPLINUX-INFO kernel=$(uname -r) fio=$(fio --version) cpus=$(nproc)"
 for case in $(arg sp_cases | tr ',' ' '); do
 	IFS=: read -r kind a b c d <<EOF
@@ -132,6 +160,7 @@ EOF
 	case "$kind" in
 	fio) run_fio "$a" "$b" "$c" "$d" ;;
 	dmapool) run_dmapool "$a" ;;
+	sense) run_sense "$case" "${case#sense}" ;;
 	*) error "$case" "unknown case kind" ;;
 	esac
 done
