@@ -40,6 +40,12 @@
  * `mem=A tlb_misses=M tlb_fills=F`: what a collision of hot pages would cost, counted, not timed.
  * Accesses that straddle a page are counted on their first page.
  *
+ * Cache model (cache=on): every guest load and store, inside a window or not, also goes through
+ * a per-vCPU model of an L1D (32 KiB, 8-way) and an L2 (1 MiB, 16-way) with 64-byte lines and
+ * LRU sets, indexed by guest physical address (MMIO left out): see cache_model.h. The publish
+ * line then adds `mem=A l1d_misses=M l2_misses=N` for the slot's windows: the footprint of a
+ * window, which TCG's timing does not model, counted exactly.
+ *
  * QEMU 7.2 ships no qemu-plugin.h, so the few API declarations used are below, as in
  * include/qemu/qemu-plugin.h of QEMU 7.2 (plugin API version 1).
  */
@@ -50,6 +56,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cache_model.h"
 
 /* ---- QEMU 7.2 plugin API (version 1), only what this file uses ---- */
 #define QEMU_PLUGIN_EXPORT __attribute__((visibility("default")))
@@ -80,6 +88,7 @@ typedef uint32_t qemu_plugin_meminfo_t;
 enum qemu_plugin_mem_rw { QEMU_PLUGIN_MEM_R = 1, QEMU_PLUGIN_MEM_W, QEMU_PLUGIN_MEM_RW };
 typedef void (*qemu_plugin_vcpu_mem_cb_t)(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
                                           uint64_t vaddr, void *userdata);
+struct qemu_plugin_hwaddr;
 
 void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_tb_trans_cb_t cb);
 void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb, qemu_plugin_vcpu_udata_cb_t cb,
@@ -97,6 +106,9 @@ struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb
 const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
 size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
 void qemu_plugin_outs(const char *string);
+struct qemu_plugin_hwaddr *qemu_plugin_get_hwaddr(qemu_plugin_meminfo_t info, uint64_t vaddr);
+bool qemu_plugin_hwaddr_is_io(const struct qemu_plugin_hwaddr *haddr);
+uint64_t qemu_plugin_hwaddr_phys_addr(const struct qemu_plugin_hwaddr *haddr);
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = SENSEPOOL_PLUGIN_API;
 
@@ -129,6 +141,10 @@ struct vcpu {
     uint64_t mem, tlb_misses, tlb_fills;
     uint64_t mem_start, misses_start, fills_start;
     uint64_t pending_mem[SLOTS], pending_misses[SLOTS], pending_fills[SLOTS];
+    /* cache=on: the model, the open window's starting counts, then per slot */
+    struct cache_model *cache;
+    uint64_t l1d_start, l2_start;
+    uint64_t pending_l1d[SLOTS], pending_l2[SLOTS];
 } __attribute__((aligned(64)));
 
 struct block {
@@ -148,6 +164,7 @@ static struct vcpu *vcpus;
 static int n_vcpus;
 static bool breakdown;
 static bool tlb_model;
+static bool cache_model;
 static uint64_t publishes;
 static uint64_t anomalies;
 static struct block *blocks; /* every translated block, in breakdown mode (atomic push) */
@@ -193,7 +210,7 @@ static void publish(unsigned int vcpu_index)
             anomaly(vcpu_index, "publish while another vCPU's window is open");
     }
     for (int slot = 0; slot < SLOTS; slot++) {
-        uint64_t total = 0, windows = 0, mem = 0, misses = 0, fills = 0;
+        uint64_t total = 0, windows = 0, mem = 0, misses = 0, fills = 0, l1d = 0, l2 = 0;
         char per_vcpu[256] = "";
         size_t used = 0;
         for (int i = 0; i < n_vcpus; i++) {
@@ -203,18 +220,26 @@ static void publish(unsigned int vcpu_index)
             mem += __atomic_exchange_n(&vcpus[i].pending_mem[slot], 0, __ATOMIC_SEQ_CST);
             misses += __atomic_exchange_n(&vcpus[i].pending_misses[slot], 0, __ATOMIC_SEQ_CST);
             fills += __atomic_exchange_n(&vcpus[i].pending_fills[slot], 0, __ATOMIC_SEQ_CST);
+            l1d += __atomic_exchange_n(&vcpus[i].pending_l1d[slot], 0, __ATOMIC_SEQ_CST);
+            l2 += __atomic_exchange_n(&vcpus[i].pending_l2[slot], 0, __ATOMIC_SEQ_CST);
             if (used < sizeof per_vcpu)
                 used += snprintf(per_vcpu + used, sizeof per_vcpu - used, "%s%" PRIu64,
                                  i ? "/" : "", n);
         }
-        char tlb[128] = "";
+        char models[192] = "";
+        size_t at = 0;
+        if (tlb_model || cache_model)
+            at += snprintf(models + at, sizeof models - at, " mem=%" PRIu64, mem);
         if (tlb_model)
-            snprintf(tlb, sizeof tlb, " mem=%" PRIu64 " tlb_misses=%" PRIu64 " tlb_fills=%" PRIu64,
-                     mem, misses, fills);
+            at += snprintf(models + at, sizeof models - at,
+                           " tlb_misses=%" PRIu64 " tlb_fills=%" PRIu64, misses, fills);
+        if (cache_model)
+            snprintf(models + at, sizeof models - at, " l1d_misses=%" PRIu64 " l2_misses=%" PRIu64,
+                     l1d, l2);
         if (windows)
             outf("sensepool-insns publish=%" PRIu64 " slot=%d windows=%" PRIu64
                  " insns=%" PRIu64 " vcpu_insns=%s%s\n",
-                 k, slot, windows, total, per_vcpu, tlb);
+                 k, slot, windows, total, per_vcpu, models);
     }
     outf("sensepool-insns published=%" PRIu64 "\n", k);
 }
@@ -235,6 +260,10 @@ static void marker_exec(unsigned int vcpu_index, void *userdata)
         v->mem_start = v->mem;
         v->misses_start = v->tlb_misses;
         v->fills_start = v->tlb_fills;
+        if (v->cache) {
+            v->l1d_start = v->cache->l1d_misses;
+            v->l2_start = v->cache->l2_misses;
+        }
         break;
     case MARKER_END:
         if (v->open_slot != m->slot) {
@@ -249,6 +278,12 @@ static void marker_exec(unsigned int vcpu_index, void *userdata)
                            __ATOMIC_SEQ_CST);
         __atomic_fetch_add(&v->pending_fills[m->slot], v->tlb_fills - v->fills_start,
                            __ATOMIC_SEQ_CST);
+        if (v->cache) {
+            __atomic_fetch_add(&v->pending_l1d[m->slot], v->cache->l1d_misses - v->l1d_start,
+                               __ATOMIC_SEQ_CST);
+            __atomic_fetch_add(&v->pending_l2[m->slot], v->cache->l2_misses - v->l2_start,
+                               __ATOMIC_SEQ_CST);
+        }
         v->open_slot = -1;
         break;
     case MARKER_PUBLISH:
@@ -257,19 +292,11 @@ static void marker_exec(unsigned int vcpu_index, void *userdata)
     }
 }
 
-/* One guest load or store through the TLB model (see the comment at the top). The model runs
- * outside windows too, so a window starts with the TLB the code before it left. */
-static void mem_access(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr,
-                       void *userdata)
+/* One access through the softmmu TLB model. */
+static void tlb_access(struct vcpu *v, uint64_t vaddr)
 {
-    (void)info;
-    (void)userdata;
-    struct vcpu *v = vcpu_of(vcpu_index);
-    if (!v)
-        return;
     uint64_t page = vaddr >> PAGE_SHIFT;
     uint64_t *entry = &v->tlb[page & (TLB_ENTRIES - 1)];
-    v->mem++;
     if (*entry == page)
         return;
     v->tlb_misses++;
@@ -283,6 +310,25 @@ static void mem_access(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint
     v->tlb_fills++;
     v->vtlb[v->vtlb_next++ % VTLB_ENTRIES] = *entry;
     *entry = page;
+}
+
+/* One guest load or store through the models (see the comment at the top). They run outside
+ * windows too, so a window starts with the TLB and caches the code before it left. */
+static void mem_access(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr,
+                       void *userdata)
+{
+    (void)userdata;
+    struct vcpu *v = vcpu_of(vcpu_index);
+    if (!v)
+        return;
+    v->mem++;
+    if (v->cache) {
+        struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
+        if (!hw || !qemu_plugin_hwaddr_is_io(hw))
+            cache_model_access(v->cache, hw ? qemu_plugin_hwaddr_phys_addr(hw) : vaddr);
+    }
+    if (tlb_model)
+        tlb_access(v, vaddr);
 }
 
 /* The marker an instruction is, or 0: `0f 1f 84 00` + little-endian MARKER_MAGIC | op << 8 | slot. */
@@ -321,7 +367,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     qemu_plugin_register_vcpu_tb_exec_cb(tb, block_exec, QEMU_PLUGIN_CB_NO_REGS, block);
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
-        if (tlb_model)
+        if (tlb_model || cache_model)
             qemu_plugin_register_vcpu_mem_cb(insn, mem_access, QEMU_PLUGIN_CB_NO_REGS,
                                              QEMU_PLUGIN_MEM_RW, NULL);
         int slot = 0;
@@ -375,9 +421,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             breakdown = true;
         } else if (strcmp(argv[i], "tlb=on") == 0) {
             tlb_model = true;
-        } else if (strcmp(argv[i], "breakdown=off") != 0 && strcmp(argv[i], "tlb=off") != 0) {
+        } else if (strcmp(argv[i], "cache=on") == 0) {
+            cache_model = true;
+        } else if (strcmp(argv[i], "breakdown=off") != 0 && strcmp(argv[i], "tlb=off") != 0 &&
+                   strcmp(argv[i], "cache=off") != 0) {
             fprintf(stderr,
-                    "sensepool insn_count: unknown argument '%s' (breakdown=on|off, tlb=on|off)\n",
+                    "sensepool insn_count: unknown argument '%s' (breakdown=on|off, tlb=on|off, "
+                    "cache=on|off)\n",
                     argv[i]);
             return -1;
         }
@@ -393,9 +443,17 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             vcpus[i].tlb[e] = NO_PAGE;
         for (unsigned int e = 0; e < VTLB_ENTRIES; e++)
             vcpus[i].vtlb[e] = NO_PAGE;
+        if (cache_model) {
+            vcpus[i].cache = malloc(sizeof *vcpus[i].cache);
+            if (!vcpus[i].cache || !cache_model_init(vcpus[i].cache)) {
+                fprintf(stderr, "sensepool insn_count: no memory for the cache model\n");
+                return -1;
+            }
+        }
     }
-    outf("sensepool-insns start api=%d vcpus=%d breakdown=%s tlb=%s\n", info->version.cur,
-         n_vcpus, breakdown ? "on" : "off", tlb_model ? "on" : "off");
+    outf("sensepool-insns start api=%d vcpus=%d breakdown=%s tlb=%s cache=%s\n",
+         info->version.cur, n_vcpus, breakdown ? "on" : "off", tlb_model ? "on" : "off",
+         cache_model ? "on" : "off");
     qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
     qemu_plugin_register_atexit_cb(id, at_exit, NULL);
     return 0;
