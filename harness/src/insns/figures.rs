@@ -38,6 +38,18 @@ pub struct InsnFigures {
     /// Softmmu TLB refills per operation (`tlb=on`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tlb_fills_per_op: Option<f64>,
+    /// L1D misses of the data-cache model in the record's windows (`cache=on`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l1d_misses: Option<u64>,
+    /// L2 misses of the data-cache model in the record's windows (`cache=on`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l2_misses: Option<u64>,
+    /// `l1d_misses / insn_ops`, to four decimals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l1d_misses_per_op: Option<f64>,
+    /// `l2_misses / insn_ops`, to four decimals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub l2_misses_per_op: Option<f64>,
 }
 
 impl InsnFigures {
@@ -63,7 +75,7 @@ impl InsnFigures {
 }
 
 /// The members of [`InsnFigures`].
-const FIELDS: [&str; 7] = [
+const FIELDS: [&str; 11] = [
     "insns",
     "insn_ops",
     "insns_per_op",
@@ -71,6 +83,10 @@ const FIELDS: [&str; 7] = [
     "mem_per_op",
     "tlb_misses_per_op",
     "tlb_fills_per_op",
+    "l1d_misses",
+    "l2_misses",
+    "l1d_misses_per_op",
+    "l2_misses_per_op",
 ];
 
 /// Takes the join keys out of `record`: `None` if it has none of them, the keys if it has all
@@ -107,6 +123,10 @@ mod tests {
             mem_per_op: Some(1.0),
             tlb_misses_per_op: Some(1.0),
             tlb_fills_per_op: Some(1.0),
+            l1d_misses: Some(1),
+            l2_misses: Some(1),
+            l1d_misses_per_op: Some(1.0),
+            l2_misses_per_op: Some(1.0),
         };
         let Ok(Value::Object(fields)) = serde_json::to_value(full) else {
             panic!("figures serialize to an object")

@@ -19,6 +19,20 @@ pub struct Published {
     pub vcpu_insns: Vec<u64>,
     /// With the plugin's `tlb=on`: the softmmu TLB model's counts over the same windows.
     pub tlb: Option<TlbCounts>,
+    /// With the plugin's `cache=on`: the data-cache model's counts over the same windows.
+    pub cache: Option<CacheCounts>,
+}
+
+/// What the plugin's data-cache model (L1D 32 KiB 8-way, L2 1 MiB 16-way, 64-byte lines, LRU;
+/// `xtask/plugin/cache_model.h`) saw in a slot's windows (`cache=on`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheCounts {
+    /// Guest loads and stores.
+    pub mem: u64,
+    /// Accesses whose line was not in L1D.
+    pub l1d_misses: u64,
+    /// Of those, accesses whose line was not in L2 either.
+    pub l2_misses: u64,
 }
 
 /// What the plugin's model of QEMU's softmmu data TLB saw in a slot's windows (`tlb=on`).
@@ -100,11 +114,20 @@ fn parse_line(rest: &str, log: &mut PluginLog) -> Result<(), String> {
                 .split('/')
                 .map(|n| n.parse().map_err(|_| format!("vcpu_insns `{n}`")))
                 .collect::<Result<Vec<u64>, String>>()?;
-            let tlb = match map.contains_key("mem") {
+            let has = |keys: [&str; 2]| keys.iter().any(|key| map.contains_key(key));
+            let tlb = match has(["tlb_misses", "tlb_fills"]) {
                 true => Some(TlbCounts {
                     mem: number("mem")?,
                     misses: number("tlb_misses")?,
                     fills: number("tlb_fills")?,
+                }),
+                false => None,
+            };
+            let cache = match has(["l1d_misses", "l2_misses"]) {
+                true => Some(CacheCounts {
+                    mem: number("mem")?,
+                    l1d_misses: number("l1d_misses")?,
+                    l2_misses: number("l2_misses")?,
                 }),
                 false => None,
             };
@@ -115,6 +138,7 @@ fn parse_line(rest: &str, log: &mut PluginLog) -> Result<(), String> {
                 insns: number("insns")?,
                 vcpu_insns,
                 tlb,
+                cache,
             });
         }
         "tb" => log.blocks.push(Block {
@@ -141,6 +165,7 @@ mod tests {
              sensepool-insns publish=3 slot=1 windows=2 insns=42 vcpu_insns=40/2\n\
              sensepool-insns published=3\n\
              sensepool-insns publish=4 slot=2 windows=1 insns=9 vcpu_insns=9/0 mem=5 tlb_misses=2 tlb_fills=1\n\
+             sensepool-insns publish=5 slot=0 windows=1 insns=9 vcpu_insns=9/0 mem=5 l1d_misses=3 l2_misses=1\n\
              sensepool-insns anomaly vcpu=1 END without a matching BEGIN\n\
              sensepool-insns tb vaddr=0x10a0f0 insns=7 execs=1000\n\
              sensepool-insns exit total=123 publishes=4 anomalies=1\n",
@@ -157,6 +182,7 @@ mod tests {
                     insns: 42,
                     vcpu_insns: vec![40, 2],
                     tlb: None,
+                    cache: None,
                 },
                 Published {
                     window: 4,
@@ -168,6 +194,20 @@ mod tests {
                         mem: 5,
                         misses: 2,
                         fills: 1
+                    }),
+                    cache: None,
+                },
+                Published {
+                    window: 5,
+                    slot: 0,
+                    windows: 1,
+                    insns: 9,
+                    vcpu_insns: vec![9, 0],
+                    tlb: None,
+                    cache: Some(CacheCounts {
+                        mem: 5,
+                        l1d_misses: 3,
+                        l2_misses: 1
                     }),
                 }
             ]
@@ -194,6 +234,8 @@ mod tests {
             "sensepool-insns tb vaddr=0xzz insns=1 execs=1",
             "sensepool-insns exit",
             "sensepool-insns publish=1 slot=0 windows=1 insns=1 vcpu_insns=1 mem=3 tlb_fills=1",
+            "sensepool-insns publish=1 slot=0 windows=1 insns=1 vcpu_insns=1 mem=3 l1d_misses=1",
+            "sensepool-insns publish=1 slot=0 windows=1 insns=1 vcpu_insns=1 l1d_misses=1 l2_misses=0",
         ] {
             let error = parse(bad).unwrap_err();
             assert!(error.contains(bad), "{error}");

@@ -19,7 +19,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 pub use self::figures::InsnFigures;
-pub use self::log::{Block, PluginLog, TlbCounts, parse};
+pub use self::log::{Block, CacheCounts, PluginLog, TlbCounts, parse};
 use crate::accel::Accel;
 use crate::console::Record;
 use crate::error::{Error, Result};
@@ -27,6 +27,9 @@ use crate::{process, workspace};
 
 /// The plugin's source, relative to the workspace root.
 const SOURCE: &str = "harness/plugin/insn_count.c";
+/// The data-cache model it includes, and that model's own test program.
+const CACHE_MODEL: &str = "harness/plugin/cache_model.h";
+const CACHE_MODEL_TEST: &str = "harness/plugin/cache_model_test.c";
 
 /// `--count-insns` (and `--breakdown` where a bench offers it): the options every scenario bench
 /// flattens in.
@@ -71,6 +74,8 @@ pub struct Counting {
     pub breakdown: bool,
     /// The plugin's softmmu TLB model (`tlb=on`): adds `tlb_fills_per_op` and its kin.
     pub tlb_model: bool,
+    /// The plugin's data-cache model (`cache=on`): adds `l1d_misses` and its kin.
+    pub cache_model: bool,
 }
 
 impl Counting {
@@ -87,6 +92,7 @@ impl Counting {
             log,
             breakdown,
             tlb_model: false,
+            cache_model: false,
         })
     }
 
@@ -95,16 +101,26 @@ impl Counting {
         Self { tlb_model, ..self }
     }
 
-    /// The QEMU options: `-plugin FILE,breakdown=on|off,tlb=on|off -d plugin -D LOG`.
+    /// The same counting with the plugin's data-cache model on or off.
+    pub fn with_cache_model(self, cache_model: bool) -> Self {
+        Self {
+            cache_model,
+            ..self
+        }
+    }
+
+    /// The QEMU options: `-plugin FILE,breakdown=on|off,tlb=on|off,cache=on|off -d plugin -D
+    /// LOG`.
     pub fn qemu_args(&self) -> Vec<String> {
         let plugin = self.plugin.to_string_lossy().replace(',', ",,");
         let on_off = |on: bool| if on { "on" } else { "off" };
         vec![
             "-plugin".into(),
             format!(
-                "{plugin},breakdown={},tlb={}",
+                "{plugin},breakdown={},tlb={},cache={}",
                 on_off(self.breakdown),
-                on_off(self.tlb_model)
+                on_off(self.tlb_model),
+                on_off(self.cache_model)
             ),
             "-d".into(),
             "plugin".into(),
@@ -125,17 +141,30 @@ impl Counting {
     }
 }
 
-/// Builds the plugin if its source is newer than the library; returns the library's path.
-/// A missing C compiler is an error that says what to install.
+/// Builds the plugin if its source or the cache model is newer than the library; returns the
+/// library's path. A missing C compiler is an error that says what to install.
 pub fn build_plugin() -> Result<PathBuf> {
     let source = workspace::root().join(SOURCE);
     let out = workspace::output_dir("plugin")?.join("insn_count.so");
     let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
-    if let (Some(built), Some(written)) = (modified(&out), modified(&source))
+    let written = modified(&source).max(modified(&workspace::root().join(CACHE_MODEL)));
+    if let (Some(built), Some(written)) = (modified(&out), written)
         && built >= written
     {
         return Ok(out);
     }
+    let compiler = c_compiler()?;
+    let mut command = Command::new(&compiler);
+    command.args(["-shared", "-fPIC", "-O2", "-std=gnu11", "-Wall", "-Wextra"]);
+    command.args(["-fvisibility=hidden", "-o"]);
+    command.arg(&out).arg(&source);
+    process::run(&mut command)?;
+    Ok(out)
+}
+
+/// The C compiler the plugin is built with (`$CC`, else `gcc`), or an error that says what to
+/// install.
+fn c_compiler() -> Result<String> {
     let compiler = std::env::var("CC").unwrap_or_else(|_| "gcc".into());
     if process::find_on_path(&compiler).is_none() {
         return Err(Error::Plugin {
@@ -144,12 +173,7 @@ pub fn build_plugin() -> Result<PathBuf> {
             ),
         });
     }
-    let mut command = Command::new(&compiler);
-    command.args(["-shared", "-fPIC", "-O2", "-std=gnu11", "-Wall", "-Wextra"]);
-    command.args(["-fvisibility=hidden", "-o"]);
-    command.arg(&out).arg(&source);
-    process::run(&mut command)?;
-    Ok(out)
+    Ok(compiler)
 }
 
 /// The QEMU messages that mean the plugin could not be loaded (QEMU without plugin support,
@@ -234,14 +258,21 @@ pub fn join(records: &mut [Record], log: Option<&PluginLog>) -> Result<()> {
             |count: u64| (ops > 0).then(|| (count as f64 / ops as f64 * 10.0).round() / 10.0);
         let tlb =
             |count: fn(&TlbCounts) -> u64| published.tlb.as_ref().and_then(|t| per_op(count(t)));
+        let cache = published.cache;
+        let per_op_exact =
+            |count: u64| (ops > 0).then(|| (count as f64 / ops as f64 * 1e4).round() / 1e4);
         InsnFigures {
             insns: Some(published.insns),
             insn_ops: Some(ops),
             insns_per_op: per_op(published.insns),
             insns_ratio: None,
-            mem_per_op: tlb(|t| t.mem),
+            mem_per_op: tlb(|t| t.mem).or_else(|| cache.and_then(|c| per_op(c.mem))),
             tlb_misses_per_op: tlb(|t| t.misses),
             tlb_fills_per_op: tlb(|t| t.fills),
+            l1d_misses: cache.map(|c| c.l1d_misses),
+            l2_misses: cache.map(|c| c.l2_misses),
+            l1d_misses_per_op: cache.and_then(|c| per_op_exact(c.l1d_misses)),
+            l2_misses_per_op: cache.and_then(|c| per_op_exact(c.l2_misses)),
         }
         .write_into(record);
     }
@@ -341,6 +372,41 @@ mod tests {
     }
 
     #[test]
+    fn cache_counts_join_as_totals_and_per_op() {
+        let log = parse(
+            "sensepool-insns publish=0 slot=3 windows=1 insns=500 vcpu_insns=500 mem=40 l1d_misses=7 l2_misses=2\n",
+        )
+        .unwrap();
+        let mut records =
+            vec![parse_result(r#"{"insn_window":0,"insn_slot":3,"insn_ops":4}"#).unwrap()];
+        join(&mut records, Some(&log)).unwrap();
+        assert_eq!(records[0]["l1d_misses"], 7);
+        assert_eq!(records[0]["l2_misses"], 2);
+        assert_eq!(records[0]["l1d_misses_per_op"], 1.75);
+        assert_eq!(records[0]["mem_per_op"], 10.0);
+        assert!(!records[0].contains_key("tlb_misses_per_op"));
+    }
+
+    /// The cache model's own C test program (`xtask/plugin/cache_model_test.c`): patterns whose
+    /// misses follow from the geometry, checked exactly.
+    #[test]
+    fn the_cache_model_misses_what_its_geometry_says() {
+        let out = workspace::output_dir("plugin")
+            .unwrap()
+            .join("cache_model_test");
+        let mut build = Command::new(c_compiler().unwrap());
+        build.args(["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-o"]);
+        build
+            .arg(&out)
+            .arg(workspace::root().join(CACHE_MODEL_TEST));
+        process::run(&mut build).unwrap();
+        let run = Command::new(&out).output().unwrap();
+        let said = String::from_utf8_lossy(&run.stdout);
+        assert!(run.status.success(), "{said}");
+        assert!(said.ends_with("0 failed\n"), "{said}");
+    }
+
+    #[test]
     fn plugin_load_failures_are_named() {
         let stderr = vec![
             "qemu-system-x86_64: Could not load plugin /x.so: plugin requires API version 2, but this QEMU supports only up to version 1".to_owned(),
@@ -380,12 +446,13 @@ mod tests {
             log: PathBuf::from("/t/boot.log"),
             breakdown: true,
             tlb_model: false,
+            cache_model: false,
         };
         assert_eq!(
-            counting.qemu_args(),
+            counting.with_cache_model(true).qemu_args(),
             [
                 "-plugin",
-                "/t/insn_count.so,breakdown=on,tlb=off",
+                "/t/insn_count.so,breakdown=on,tlb=off,cache=on",
                 "-d",
                 "plugin",
                 "-D",
