@@ -4,7 +4,8 @@
 //! and xtask share one copy.
 //!
 //! It holds the workloads ([`io`]: fake-rw, the sense-reserve matrix and its pressure actors,
-//! the latency histogram and the result types; [`dmapool_bench`]), what puts a pool under
+//! the latency histogram and the result types; [`dmapool_bench`]; [`sense_cost`], the 2008
+//! sense-buffer experiment's ring as the stock-Linux module runs it), what puts a pool under
 //! memory pressure ([`budget`]: a page budget a pool's backing is charged to; [`failslab`]:
 //! failure injection per object allocation), [`rng`], the one seeded generator every workload,
 //! guest test and host client uses (a repeated seed must give a repeated run), [`tsc`], the one
@@ -35,6 +36,7 @@ pub mod insn_marker;
 pub mod io;
 pub mod result;
 pub mod rng;
+pub mod sense_cost;
 pub mod tsc;
 pub mod window;
 

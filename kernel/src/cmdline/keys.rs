@@ -12,6 +12,7 @@ use scsi::param::number::count;
 use scsi::param::{self, Key, ValueError, choice};
 use scsi::target::ScsiDebugParams;
 use workloads::io::WorkloadParams;
+use workloads::sense_cost::SenseCostParams;
 
 use scsi::wait::IoMode;
 
@@ -155,6 +156,7 @@ const WORKLOADS: &[(&str, Workload)] = &[
     ("device", Workload::Device),
     ("fake-rw", Workload::FakeRw),
     ("sense-reserve", Workload::SenseReserve),
+    ("sense-cost", Workload::SenseCost),
     ("nbd", Workload::Nbd),
     ("none", Workload::None),
 ];
@@ -184,6 +186,14 @@ pub fn apply(
     apply_in(KEYS, cmdline, spelling, value)
         .or_else(|| apply_in(NetConfig::KEYS, &mut cmdline.net, spelling, value))
         .or_else(|| apply_in(WorkloadParams::KEYS, &mut cmdline.io, spelling, value))
+        .or_else(|| {
+            apply_in(
+                SenseCostParams::KEYS,
+                &mut cmdline.sense_cost,
+                spelling,
+                value,
+            )
+        })
         .or_else(|| {
             apply_in(
                 ScsiDebugParams::KEYS,
@@ -219,8 +229,14 @@ pub fn spellings() -> Vec<&'static str> {
     let kernel = KEYS.iter().flat_map(Key::spellings);
     let net = NetConfig::KEYS.iter().flat_map(Key::spellings);
     let io = WorkloadParams::KEYS.iter().flat_map(Key::spellings);
+    let cost = SenseCostParams::KEYS.iter().flat_map(Key::spellings);
     let target = ScsiDebugParams::KEYS.iter().flat_map(Key::spellings);
-    kernel.chain(net).chain(io).chain(target).collect()
+    kernel
+        .chain(net)
+        .chain(io)
+        .chain(cost)
+        .chain(target)
+        .collect()
 }
 
 /// `test=` names must be the runner's.

@@ -39,6 +39,11 @@ pub enum Workload {
     /// `slab` vs `mempool:2` vs `prealloc` sense buffers on the fake-rw workload, alternating,
     /// clean and with `every_nth` error injection (`workload::sense_reserve`).
     SenseReserve,
+    /// The 2008 sense-buffer experiment's rows (`static`, `slab`, `slab+idle:K`, `mempool:N`)
+    /// as rings of commands on our sense allocator, shaped as the stock kernels' `sp_sense`
+    /// module runs them (`workload::sense_cost`; `modes=`, `touch=`, `hosts=`, `cpus=`,
+    /// `fail=`, `rounds=`, `commands=`, `commands_short=`).
+    SenseCost,
     /// Serve the first disk of the scan over NBD on virtio-net, with a stats port, until told
     /// to stop (`workload::nbd`; `ip=`, `gw=`, `nbd_port=`, `stats_port=`, `nbd_max_clients=`,
     /// `nbd_idle_s=`).
@@ -118,6 +123,9 @@ pub struct Cmdline {
     /// `max_queue`, ...), parsed by the `scsi` crate's own parameter table so the guest and
     /// the host examples spell them the same way.
     pub io: workloads::io::WorkloadParams,
+    /// `modes=`, `touch=`, `hosts=`, `cpus=`, `fail=`, `rounds=`, `commands=`,
+    /// `commands_short=`: `workload=sense-cost`.
+    pub sense_cost: workloads::sense_cost::SenseCostParams,
     /// `ip=`, `gw=`, `nbd_port=`, `stats_port=`, `nbd_max_clients=`, `nbd_idle_s=`: the network
     /// for `workload=nbd`.
     pub net: crate::net::config::NetConfig,
@@ -165,6 +173,7 @@ impl Default for Cmdline {
             maxcpus: None,
             smp_inject: SmpInject::None,
             io: workloads::io::WorkloadParams::default(),
+            sense_cost: workloads::sense_cost::SenseCostParams::default(),
             net: crate::net::config::NetConfig::default(),
             io_mode: None,
             poll_us: None,

@@ -17,6 +17,8 @@ mod nbd;
 #[cfg(target_os = "none")]
 mod numa;
 #[cfg(target_os = "none")]
+mod sense_cost;
+#[cfg(target_os = "none")]
 mod sense_reserve;
 #[cfg(target_os = "none")]
 mod verify;
@@ -37,6 +39,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         Workload::Device => device::run(cmdline),
         Workload::FakeRw => fake_rw::run(cmdline),
         Workload::SenseReserve => sense_reserve::run(cmdline),
+        Workload::SenseCost => sense_cost::run(cmdline),
         Workload::Nbd => nbd::run(cmdline),
     }
 }

@@ -9,7 +9,8 @@ use serde::Serialize;
 use serde_json::Value;
 use workloads::result::{
     DeviceResult, DmapoolResult, FakeRwResult, InsnCount, NumaLookupsResult, NumaModeResult,
-    NumaPoolResult, NumaRatioResult, NumaResult, NumaSoloResult, SenseReserveResult, VerifyResult,
+    NumaPoolResult, NumaRatioResult, NumaResult, NumaSoloResult, SenseCostResult,
+    SenseReserveResult, VerifyResult,
 };
 
 use super::GuestTest;
@@ -52,6 +53,14 @@ pub fn result_fields(test: &GuestTest) -> Option<BTreeSet<String>> {
         Some(field_names(&SenseReserveResult {
             insns: counted,
             ..SenseReserveResult::default()
+        }))
+    } else if word("workload=sense-cost") {
+        Some(field_names(&SenseCostResult {
+            reserve_hits: Some(0),
+            ring_slabs: Some(0),
+            differs: Some(String::new()),
+            insns: counted,
+            ..SenseCostResult::default()
         }))
     } else if word("workload=dmapool") {
         Some(field_names(&DmapoolResult {

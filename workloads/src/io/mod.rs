@@ -29,6 +29,7 @@ pub use matrix::{
     run_matrix, sense_reserve_cases, sense_reserve_defaults, table_header,
 };
 pub use params::{JobParams, Limit, RwMode, WorkloadParams};
+pub(crate) use pressure::probability_ppm;
 pub use pressure::{
     CacheNeighbour, DEFAULT_MEM_BUDGET_PAGES, MULTI_MAX_ELEMENTS, NEIGHBOUR_OBJECTS, Neighbour,
     Pressure, PressureMode, SHARED_MAX_HOLDERS, WRITEBACK_WRITES_PER_PAGE, mem_budget_pages,

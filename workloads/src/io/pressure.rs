@@ -197,7 +197,7 @@ impl PressureMode {
 
 /// `0.01`, `1`, `0.5`, `1.0` as parts per million: digits, an optional point and at most six
 /// decimals (a probability, not a count, so not the shared number syntax).
-fn probability_ppm(text: &str) -> Option<u32> {
+pub(crate) fn probability_ppm(text: &str) -> Option<u32> {
     let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
     if whole.is_empty() || fraction.len() > 6 || !digits(whole) || !digits(fraction) {

@@ -9,7 +9,8 @@
 //! list of `{floor_ns, count}` objects instead of a `"floor:count,…"` string (both read, see
 //! [`LatencyBins`]). The I/O workloads' lines ([`io`]: fake-rw, device) share [`IoResult`];
 //! `workload=verify` and the NUMA lookup test have lines of their own, `workload=numa` its four
-//! ([`NumaResult`]), the sense-reserve cells theirs ([`SenseReserveResult`]) and the dmapool
+//! ([`NumaResult`]), the sense-reserve cells theirs ([`SenseReserveResult`]), the sense-cost windows theirs
+//! ([`SenseCostResult`], shared with the stock kernels' `sp_sense` module) and the dmapool
 //! bench its two ([`DmapoolResult`], [`DmapoolPairsResult`]); the `BOOT`, `TEST-LIST` and
 //! `VERIFY-PLAN` lines are typed here too.
 
@@ -17,6 +18,7 @@ mod boot;
 mod dmapool;
 mod io;
 mod numa;
+mod sense_cost;
 mod sense_reserve;
 mod verify_plan;
 
@@ -26,6 +28,7 @@ pub use io::{DeviceResult, FakeRwResult, IoResult, IrqResult};
 pub use numa::{
     NumaLocalRatio, NumaModeResult, NumaPoolResult, NumaRatioResult, NumaResult, NumaSoloResult,
 };
+pub use sense_cost::SenseCostResult;
 pub use sense_reserve::{CellVerdict, SenseReserveResult};
 pub use verify_plan::VerifyPlanRange;
 

@@ -1,0 +1,195 @@
+//! `workload=sense-cost`: the 2008 sense-buffer experiment's rows on our sense allocator,
+//! shaped as the stock kernels' `sp_sense` module runs them on SLUB (see
+//! `workloads::sense_cost`). Every window gets a fresh `scsi_sense_cache` slab on the DMA frames,
+//! as the module gets a fresh cache, and every CPU in use its own per-CPU magazine over it (the
+//! allocator fake-rw uses), with a failslab draw in front when `fail=` is set. CPU 0 holds the
+//! idle objects; with `cpus=2` CPU 1 runs the same rings on the same cache at the same time. The
+//! kernel runs with interrupts off, so the timed loop between the counted-window markers sees
+//! none. One `RESULT` line per window (`workloads::result::SenseCostResult`), after its publish.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use pools::slab::SlabConfig;
+use pools::{ElementAllocator, Magazine, SlabCache};
+use scsi::sense_alloc::{Boxed, SENSE_MAGAZINE_OBJECTS, SenseStorage, SlabSense};
+use scsi::wire::SCSI_SENSE_BUFFERSIZE;
+use workloads::result::{SenseCostResult, result_line};
+use workloads::sense_cost::{CostMode, CpuOutcome, CpuWindow, SenseCostError, SenseCostParams};
+use workloads::{Failslab, PageBudget};
+
+use crate::arch::exit::ExitCode;
+use crate::arch::insn_marker::{self, Counted};
+use crate::cmdline::Cmdline;
+use crate::platform::console::println;
+use crate::platform::smp;
+use crate::platform::sync::barrier::SpinBarrier;
+use crate::platform::sync::spinlock::CountingSpinLock;
+use crate::storage::{Frames, KernelClock};
+
+type SenseCache = SlabCache<Frames, CountingSpinLock>;
+
+/// What one CPU brought back from a window: its outcome and the failures injected on it.
+type CpuRun = Result<(CpuOutcome, u64), SenseCostError>;
+
+/// One CPU's share: its own magazine over `cache` (and a failslab draw in front of it when
+/// `fail_ppm` is set, armed once the set-up is done), then the rings.
+fn run_cpu(
+    cpu: usize,
+    window: &CpuWindow,
+    fail_ppm: u32,
+    seed: u64,
+    cache: &SenseCache,
+    barrier: &SpinBarrier,
+) -> CpuRun {
+    let magazine = Magazine::new(Boxed::new(SlabSense::new(cache)), SENSE_MAGAZINE_OBJECTS);
+    if fail_ppm == 0 {
+        let outcome = rings(window, &magazine, || {
+            barrier.wait();
+        })?;
+        return Ok((outcome, 0));
+    }
+    let budget = PageBudget::new(1, 0, seed ^ (cpu as u64 + 1) << 32);
+    let front = Failslab::new(&magazine, &budget);
+    let outcome = rings(window, &front, || {
+        budget.set_fail_ppm(fail_ppm);
+        barrier.wait();
+    })?;
+    Ok((outcome, budget.stats().allocs_injected))
+}
+
+fn rings<A>(
+    window: &CpuWindow,
+    allocator: &A,
+    ready: impl FnOnce(),
+) -> Result<CpuOutcome, SenseCostError>
+where
+    A: ElementAllocator,
+    A::Element: SenseStorage,
+{
+    workloads::sense_cost::run_cpu(window, allocator, &KernelClock, ready)
+}
+
+/// One window: a fresh cache, every CPU in use at once, the publish, the line.
+fn window(
+    params: &SenseCostParams,
+    iodepth: u16,
+    seed: u64,
+    round: u32,
+    slot: usize,
+) -> Result<SenseCostResult, String> {
+    let frames = crate::memory::dma::frames().ok_or("no DMA frame allocator")?;
+    let cache = SlabCache::create(
+        SlabConfig::new("scsi_sense_cache", SCSI_SENSE_BUFFERSIZE),
+        frames,
+    )
+    .map_err(|error| alloc::format!("sense slab: {error}"))?;
+    let mode = params.modes[slot];
+    let commands = params.commands_in(round);
+    let cpus = usize::from(params.cpus);
+    let barrier = SpinBarrier::new(cpus);
+    let runs: Vec<CpuRun> = smp::run_on_each_cpu(|context| {
+        (context.index < cpus).then(|| {
+            let window = CpuWindow {
+                mode,
+                slot: slot as u8,
+                commands,
+                hosts: params.hosts,
+                iodepth,
+                touch: params.touch,
+                holds_idle: context.index == 0,
+            };
+            run_cpu(
+                context.index,
+                &window,
+                params.fail_ppm,
+                seed,
+                &cache,
+                &barrier,
+            )
+        })
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    // Every CPU's window has closed: hand the slot's count to the plugin.
+    let counted = Counted {
+        window: insn_marker::publish(),
+        slot: slot as u8,
+        ops: commands * u64::from(params.hosts) * cpus as u64,
+    };
+    let mut outcomes = Vec::with_capacity(runs.len());
+    for (cpu, run) in runs.into_iter().enumerate() {
+        outcomes.push(run.map_err(|error| alloc::format!("{mode} on cpu{cpu}: {error}"))?);
+    }
+    cache
+        .destroy()
+        .map_err(|error| alloc::format!("{mode}: the sense slab did not empty: {error}"))?;
+    let (cpu0, _) = outcomes[0];
+    let sum = |field: fn(&(CpuOutcome, u64)) -> u64| outcomes.iter().map(field).sum::<u64>();
+    Ok(SenseCostResult {
+        bench: "sense-cost".into(),
+        round: round.into(),
+        mode: alloc::format!("{mode}"),
+        slot: slot as u64,
+        n: commands,
+        hosts: params.hosts.into(),
+        cpus: cpus as u64,
+        iodepth: iodepth.into(),
+        touch: params.touch.name().into(),
+        fail_ppm: params.fail_ppm.into(),
+        ns: cpu0.ns,
+        cpu1_ns: outcomes.get(1).map_or(0, |(outcome, _)| outcome.ns),
+        retries: sum(|(outcome, _)| outcome.retries),
+        injected: sum(|(_, injected)| *injected),
+        reserve_hits: matches!(mode, CostMode::Mempool(_))
+            .then(|| sum(|(outcome, _)| outcome.reserve_hits)),
+        ring_slabs: Some(cpu0.ring_pages),
+        idle: mode.idle_objects(params.hosts.into(), iodepth.into(), cpus) as u64,
+        differs: mode.differs().map(String::from),
+        insns: Some(counted.insn_count()),
+    })
+}
+
+/// `workload=sense-cost`.
+pub fn run(cmdline: &Cmdline) -> ExitCode {
+    let params = &cmdline.sense_cost;
+    let online = smp::online_count().max(1);
+    if usize::from(params.cpus) > online {
+        println!(
+            "sense-cost: FAILED: cpus={} but {online} CPU(s) online",
+            params.cpus
+        );
+        return ExitCode::Failure;
+    }
+    let iodepth = cmdline.io.job.iodepth;
+    log::info!(
+        "sense-cost: {} modes, {} rounds of {}/{} commands per ring, hosts={} cpus={} iodepth={iodepth} touch={} fail_ppm={}",
+        params.modes.len(),
+        params.rounds,
+        params.commands_in(0),
+        params.commands_in(1),
+        params.hosts,
+        params.cpus,
+        params.touch.name(),
+        params.fail_ppm
+    );
+    // Each round rotates the order by one, so every mode takes a turn early and late.
+    for round in 0..params.rounds {
+        for i in 0..params.modes.len() {
+            let slot = (i + round as usize) % params.modes.len();
+            match window(params, iodepth, cmdline.io.job.seed, round, slot) {
+                Ok(result) => println!("{}", result_line(&result)),
+                Err(error) => {
+                    println!("sense-cost: FAILED: round {round}: {error}");
+                    return ExitCode::Failure;
+                }
+            }
+        }
+    }
+    println!(
+        "sense-cost: {} windows done",
+        params.rounds as usize * params.modes.len()
+    );
+    ExitCode::Success
+}
