@@ -1,8 +1,8 @@
 /*
  * Tests of the plugin's data-cache model (cache_model.h) on access patterns whose misses are
  * known from the geometry alone (L1D: 64 sets x 8 ways, L2: 1024 sets x 16 ways, 64-byte lines).
- * Built and run by xtask's host tests (`insns::cache_model`); prints one line per check and
- * exits 1 if any failed.
+ * Built and run by a host test of the harness (`insns::tests`, the cache model's geometry);
+ * prints one line per check and exits 1 if any failed.
  */
 #include <inttypes.h>
 #include <stdio.h>

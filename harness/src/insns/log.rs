@@ -24,7 +24,7 @@ pub struct Published {
 }
 
 /// What the plugin's data-cache model (L1D 32 KiB 8-way, L2 1 MiB 16-way, 64-byte lines, LRU;
-/// `xtask/plugin/cache_model.h`) saw in a slot's windows (`cache=on`).
+/// `harness/plugin/cache_model.h`) saw in a slot's windows (`cache=on`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CacheCounts {
     /// Guest loads and stores.

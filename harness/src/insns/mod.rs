@@ -27,9 +27,8 @@ use crate::{process, workspace};
 
 /// The plugin's source, relative to the workspace root.
 const SOURCE: &str = "harness/plugin/insn_count.c";
-/// The data-cache model it includes, and that model's own test program.
+/// The data-cache model it includes.
 const CACHE_MODEL: &str = "harness/plugin/cache_model.h";
-const CACHE_MODEL_TEST: &str = "harness/plugin/cache_model_test.c";
 
 /// `--count-insns` (and `--breakdown` where a bench offers it): the options every scenario bench
 /// flattens in.
@@ -387,10 +386,11 @@ mod tests {
         assert!(!records[0].contains_key("tlb_misses_per_op"));
     }
 
-    /// The cache model's own C test program (`xtask/plugin/cache_model_test.c`): patterns whose
+    /// The cache model's own C test program (`harness/plugin/cache_model_test.c`): patterns whose
     /// misses follow from the geometry, checked exactly.
     #[test]
     fn the_cache_model_misses_what_its_geometry_says() {
+        const CACHE_MODEL_TEST: &str = "harness/plugin/cache_model_test.c";
         let out = workspace::output_dir("plugin")
             .unwrap()
             .join("cache_model_test");

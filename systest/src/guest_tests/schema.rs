@@ -56,6 +56,7 @@ pub fn result_fields(test: &GuestTest) -> Option<BTreeSet<String>> {
         }))
     } else if word("workload=sense-cost") {
         Some(field_names(&SenseCostResult {
+            bench: "sense-cost".into(),
             reserve_hits: Some(0),
             ring_slabs: Some(0),
             differs: Some(String::new()),

@@ -1,6 +1,6 @@
 //! `workload=sense-cost`: the 2008 sense-buffer experiment's per-command cost on our sense
 //! allocator, shaped as the `sp_sense` module runs it on a stock kernel's SLUB and mempool
-//! (`xtask/linux/sp_sense/sp_sense.c`), so `cargo xtask bench linux --case sense` puts the two
+//! (`harness/linux/sp_sense/sp_sense.c`), so `cargo xtask bench linux --case sense` puts the two
 //! side by side.
 //!
 //! A ring of `iodepth` commands per host: each step completes the oldest command (its buffer goes

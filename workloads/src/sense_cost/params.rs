@@ -1,5 +1,5 @@
 //! `workload=sense-cost`'s words, named as the `sp_sense` module's parameters are
-//! (`xtask/linux/sp_sense/sp_sense.c`), so one description of a row runs on both stacks:
+//! (`harness/linux/sp_sense/sp_sense.c`), so one description of a row runs on both stacks:
 //! `modes=M,…`, `touch=zero|error`, `hosts=H`, `cpus=1|2`, `fail=P`, `rounds=R`, and the round
 //! lengths `commands=N` and `commands_short=N` (the module's `n` and `n_short`). `iodepth` and
 //! `seed` are the fio words of [`crate::io::WorkloadParams`].

@@ -29,7 +29,7 @@
  * retries at once (`retries`); with fail=0 the mempools use Linux's own mempool_alloc_slab.
  *
  * The timed part runs with interrupts off, between instruction-count markers of xtask's TCG
- * plugin (xtask/plugin/insn_count.c: `nopl DISP(%rax,%rax,1)`, DISP = 0x5e450000 | op << 8 |
+ * plugin (harness/plugin/insn_count.c: `nopl DISP(%rax,%rax,1)`, DISP = 0x5e450000 | op << 8 |
  * slot; a no-op without the plugin) on the mode's slot, and every window is published before its
  * line is printed, so the n-th line is the plugin's n-th publish. Odd rounds run `n_short`
  * commands, so two rounds' counts differ only by commands. One line per window:
