@@ -5,11 +5,12 @@
 //! it: none for CHECK CONDITIONs found here and for INQUIRY-like commands (`F_DELAY_OVERR`), a
 //! long one for START STOP UNIT and SYNCHRONIZE CACHE (`F_LONG_DELAY`).
 
+use super::opcodes::{self, Action, Entry, Unsupported, flag};
 use super::params::*;
 use super::{CmdView, Readiness, ScsiDebug, ua};
 use crate::clock::Clock;
 use crate::host::{HostCompletion, HostError};
-use crate::wire::{Cdb, Lun, SenseKey};
+use crate::wire::{Lun, Sense, SenseKey};
 
 /// Linux `SCSI_W_LUN_REPORT_LUNS`: the well-known LUN that answers REPORT LUNS.
 pub(crate) const REPORT_LUNS_WLUN: Lun = Lun(0xc101);
@@ -31,59 +32,79 @@ impl<C: Clock, S> ScsiDebug<C, S> {
                 cmd.cdb.as_slice()
             );
         }
-        let parsed = Cdb::parse(cmd.cdb.as_slice());
+        let found = opcodes::lookup(cmd.cdb.padded());
         let Some(index) = lun else {
-            return Some(self.no_such_lun(cmd, parsed.ok()));
+            return Some(self.no_such_lun(cmd, found.ok()));
         };
         self.inject_pending |= inject;
-        let cdb = match parsed {
-            Ok(cdb) => cdb,
-            Err(error) => {
+        let entry = match found {
+            Ok(entry) => entry,
+            Err(unsupported) => {
                 self.answer_at_once();
-                return Some(self.cdb_error(cmd, error));
+                return Some(self.unsupported(cmd, unsupported));
             }
         };
-        let skip_ua = matches!(
-            cdb,
-            Cdb::Inquiry { .. } | Cdb::ReportLuns { .. } | Cdb::RequestSense { .. }
-        );
-        if !skip_ua && let Some(completion) = self.unit_attention(cmd, index, inject) {
+        if !entry.has(flag::SKIP_UA)
+            && let Some(completion) = self.unit_attention(cmd, index, inject)
+        {
             self.answer_at_once();
             return Some(completion);
         }
-        let rw = matches!(
-            cdb,
-            Cdb::Read10(_) | Cdb::Read16(_) | Cdb::Write10(_) | Cdb::Write16(_)
-        );
-        let media_access = rw || matches!(cdb, Cdb::SynchronizeCache10 { .. });
-        if (media_access || cdb == Cdb::TestUnitReady)
-            && let Some(completion) = self.not_ready(cmd, index, cdb == Cdb::TestUnitReady)
+        self.delay_for(entry);
+        let test_unit_ready = cmd.cdb.padded()[0] == 0;
+        if (entry.has(flag::M_ACCESS) || test_unit_ready)
+            && let Some(completion) = self.not_ready(cmd, index, test_unit_ready)
         {
             return Some(completion);
         }
-        if self.params.fake_rw && rw {
+        if self.params.fake_rw && entry.has(flag::FAKE_RW) {
             return Some(HostCompletion::good(cmd.tag));
         }
         if self.params.every_nth != 0 && self.fake_timeout() {
             self.stats.injected_timeouts += 1;
             return None;
         }
-        Some(self.dispatch(cmd, index, cdb))
+        Some(self.dispatch(cmd, index, entry.action))
+    }
+
+    /// The delay `scsi_debug_queuecommand`'s `fini:` gives a command by its flags: none for
+    /// INQUIRY-like ones (`F_DELAY_OVERR`); with `delay` > 0 or `ndelay` over 10 µs, START STOP
+    /// UNIT waits max(1, `delay`) seconds (1 s under `ndelay`) and SYNCHRONIZE CACHE and
+    /// PRE-FETCH a twentieth of that (`F_LONG_DELAY`); a response function that answers at
+    /// once (IMMED, nothing to do) overrides it afterwards.
+    fn delay_for(&mut self, entry: &Entry) {
+        if entry.has(flag::DELAY_OVERR) {
+            self.answer_at_once();
+        } else if entry.has(flag::SSU_DELAY) {
+            self.answer_after_long_delay(1);
+        } else if entry.has(flag::SYNC_DELAY) {
+            self.answer_after_long_delay(20);
+        }
     }
 
     /// A LUN past `max_luns`: `DID_NO_CONNECT`, except REPORT LUNS to its well-known LUN
     /// (other commands there are an invalid opcode, Linux `F_RL_WLUN_OK`).
-    fn no_such_lun(&mut self, cmd: &mut CmdView<'_>, cdb: Option<Cdb>) -> HostCompletion {
+    fn no_such_lun(
+        &mut self,
+        cmd: &mut CmdView<'_>,
+        entry: Option<&'static Entry>,
+    ) -> HostCompletion {
         self.answer_at_once();
         if cmd.lun != REPORT_LUNS_WLUN || cmd.target >= self.params.num_tgts {
             return HostCompletion::host_error(cmd.tag, HostError::NoConnect);
         }
-        match cdb {
-            Some(Cdb::ReportLuns {
-                select_report,
-                alloc_len,
-            }) => self.report_luns(cmd, select_report, alloc_len),
-            _ => self.check(cmd, SenseKey::IllegalRequest, 0x20, 0x00, None, None),
+        match entry {
+            Some(entry) if entry.action == Action::ReportLuns => self.report_luns(cmd),
+            _ => self.invalid_opcode(cmd),
+        }
+    }
+
+    /// The sense Linux gives a CDB without a row: INVALID COMMAND OPERATION CODE without a
+    /// field pointer, or INVALID FIELD IN CDB at the service action.
+    fn unsupported(&mut self, cmd: &mut CmdView<'_>, unsupported: Unsupported) -> HostCompletion {
+        match unsupported {
+            Unsupported::Opcode => self.invalid_opcode(cmd),
+            Unsupported::ServiceAction { byte, bit } => self.invalid_field(cmd, byte, Some(bit)),
         }
     }
 
@@ -132,7 +153,7 @@ impl<C: Clock, S> ScsiDebug<C, S> {
             }
         }
         let (asc, ascq) = ua::asc_ascq(bit);
-        Some(self.check(cmd, SenseKey::UnitAttention, asc, ascq, None, None))
+        Some(self.check(cmd, SenseKey::UnitAttention, asc, ascq))
     }
 
     /// Whether `lun` is still becoming ready; moves it to ready once `tur_ms_to_ready` has
@@ -161,13 +182,18 @@ impl<C: Clock, S> ScsiDebug<C, S> {
     ) -> Option<HostCompletion> {
         match self.luns[lun].readiness {
             Readiness::Ready => None,
-            Readiness::Stopped => Some(self.check(cmd, SenseKey::NotReady, 0x04, 0x02, None, None)),
+            Readiness::Stopped => Some(self.check(cmd, SenseKey::NotReady, 0x04, 0x02)),
             Readiness::BecomingReady => {
                 let left_ms = self.becoming_ready_ms(lun)?;
                 Some(if test_unit_ready {
-                    self.check(cmd, SenseKey::NotReady, 0x04, 0x01, Some(left_ms), None)
+                    // `scsi_set_sense_information`: INFORMATION in either format.
+                    let sense = Sense {
+                        information: Some(left_ms),
+                        ..Sense::new(self.sense_format(), SenseKey::NotReady, 0x04, 0x01)
+                    };
+                    self.check_with(cmd, sense)
                 } else {
-                    self.check(cmd, SenseKey::NotReady, 0x04, 0x02, None, None)
+                    self.check(cmd, SenseKey::NotReady, 0x04, 0x02)
                 })
             }
         }

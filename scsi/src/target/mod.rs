@@ -17,12 +17,18 @@
 //! `scsi/README.md` lists where we differ and why, and `tests/linux_conformance.rs` checks it.
 
 mod checks;
+mod media;
+mod mode;
+mod opcodes;
 mod opts;
 mod pages;
 mod params;
 mod queue;
 mod resets;
 mod respond;
+mod sense;
+mod supported;
+mod vpd;
 
 pub use params::{
     INCLUSIVE_TIMING_MAX_NS, JIFFY_NS, LONG_DELAY_NDELAY_MIN_NS, MEDIUM_ERR_ADDR, MEDIUM_ERR_NUM,

@@ -108,6 +108,13 @@ impl CdbBytes {
         }
     }
 
+    /// The CDB in its 16-byte array, zero past its length: how a device reads fields at fixed
+    /// offsets without a length check per field (Linux's `scp->cmnd` is read so).
+    #[inline]
+    pub fn padded(&self) -> &[u8; MAX_CDB_LEN] {
+        &self.bytes
+    }
+
     /// The CDB bytes.
     #[inline]
     pub fn as_slice(&self) -> &[u8] {
