@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 use benchkit::ResultSet;
 use harness::error::{Error, Result};
@@ -167,15 +167,13 @@ pub fn run(
     let figures = insns::InsnFigures::read(record)?;
     let (ops, counted) = (figures.insn_ops.unwrap_or(0), figures.insns.unwrap_or(0));
     let attributed = from_log(&log, &guest.kernel)?;
-    let mut json = report(&attributed, ops, counted, 15);
-    json["command"] = Value::from(ResultSet::new("", "", "guest", None).command);
-    json["case"] = Value::from(args);
-    let path = workspace::output_dir("bench")?.join(format!("{file_stem}.json"));
-    let text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
-    std::fs::write(&path, text).map_err(|source| Error::Write {
-        path: path.clone(),
-        source,
-    })?;
+    let document = Document {
+        command: ResultSet::new("", "", "guest", None).command,
+        case: args.to_owned(),
+        ..report(&attributed, ops, counted, 15)
+    };
+    let value = serde_json::to_value(&document).unwrap_or_default();
+    let path = benchkit::write_document(&workspace::output_dir("bench")?, file_stem, &value)?;
     println!("wrote {}", path.display());
     Ok(())
 }
@@ -196,9 +194,42 @@ pub fn from_log(log: &PluginLog, kernel: &Path) -> Result<Breakdown> {
     Ok(attribute(&log.blocks, &symbols, &frames))
 }
 
-/// Prints the per-layer table and the top functions per operation, and returns them as JSON.
-/// `counted` is the window's own count, which the attributed blocks should match.
-pub fn report(breakdown: &Breakdown, ops: u64, counted: u64, top: usize) -> Value {
+/// `target/bench/fake-rw-breakdown.json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Document {
+    /// The command that ran, for reproduction.
+    pub command: String,
+    /// The kernel command line of the breakdown boot.
+    pub case: String,
+    /// Operations in the counted window.
+    pub ops: u64,
+    /// The window's own count per operation.
+    pub window_insns_per_op: f64,
+    /// The blocks' total per operation (matches the window's when every block was attributed).
+    pub attributed_insns_per_op: f64,
+    pub layers: Vec<LayerShare>,
+    pub functions: Vec<FunctionShare>,
+}
+
+/// One layer's instructions per operation and share of the attributed ones.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LayerShare {
+    pub layer: String,
+    pub insns_per_op: f64,
+    pub share_pct: f64,
+}
+
+/// One out-of-line function's instructions per operation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FunctionShare {
+    pub function: String,
+    pub insns_per_op: f64,
+}
+
+/// Prints the per-layer table and the top functions per operation, and returns them as the
+/// document (without its command and case). `counted` is the window's own count, which the
+/// attributed blocks should match.
+pub fn report(breakdown: &Breakdown, ops: u64, counted: u64, top: usize) -> Document {
     let per_op = |insns: u64| insns as f64 / ops.max(1) as f64;
     let share = |insns: u64| 100.0 * insns as f64 / breakdown.total.max(1) as f64;
     println!();
@@ -223,17 +254,25 @@ pub fn report(breakdown: &Breakdown, ops: u64, counted: u64, top: usize) -> Valu
         println!("{:>10.1} {:>6.1}%  {name}", per_op(*insns), share(*insns));
     }
     let round = |value: f64| (value * 10.0).round() / 10.0;
-    json!({
-        "ops": ops,
-        "window_insns_per_op": round(per_op(counted)),
-        "attributed_insns_per_op": round(per_op(breakdown.total)),
-        "layers": breakdown.layers.iter().map(|(layer, insns)| json!({
-            "layer": layer, "insns_per_op": round(per_op(*insns)), "share_pct": round(share(*insns)),
-        })).collect::<Vec<_>>(),
-        "functions": breakdown.functions.iter().take(top).map(|(name, insns)| json!({
-            "function": name, "insns_per_op": round(per_op(*insns)),
-        })).collect::<Vec<_>>(),
-    })
+    let layers = breakdown.layers.iter().map(|(layer, insns)| LayerShare {
+        layer: (*layer).to_owned(),
+        insns_per_op: round(per_op(*insns)),
+        share_pct: round(share(*insns)),
+    });
+    let functions = breakdown.functions.iter().take(top);
+    Document {
+        ops,
+        window_insns_per_op: round(per_op(counted)),
+        attributed_insns_per_op: round(per_op(breakdown.total)),
+        layers: layers.collect(),
+        functions: functions
+            .map(|(name, insns)| FunctionShare {
+                function: name.clone(),
+                insns_per_op: round(per_op(*insns)),
+            })
+            .collect(),
+        ..Document::default()
+    }
 }
 
 /// A demangled name without generic arguments (`Midlayer<H,A,C>::submit` → `Midlayer::submit`),

@@ -9,6 +9,7 @@ use workloads::result::IoResult;
 use crate::fake_rw_record::FakeRwRecord;
 use crate::linux::compared::ComparedRun;
 use benchkit::Column;
+use harness::insns::InsnFigures;
 
 /// The name of `$ty`'s field `$field`, as the result's JSON key; compiles only while the field
 /// exists. For fields serialized under their own name (no `#[serde(rename)]`).
@@ -33,7 +34,7 @@ pub const SENSE_MODE: Column<'static> = Column::new("sense", field!(IoResult, se
 pub const IOPS: Column<'static> = Column::new("IOPS", field!(IoResult, iops));
 /// Guest instructions per I/O (`--count-insns`).
 pub const INSNS_PER_IO: Column<'static> =
-    Column::new("insns/IO", field!(FakeRwRecord, insns_per_op));
+    Column::new("insns/IO", field!(InsnFigures, insns_per_op));
 /// Mean completion latency.
 pub const LAT_MEAN_NS: Column<'static> = Column::new("mean ns", field!(IoResult, lat_mean_ns));
 /// Median completion latency.

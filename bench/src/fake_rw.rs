@@ -254,9 +254,9 @@ pub fn magazine_comparison(records: &[FakeRwRecord]) -> Option<String> {
             .map(|r| r.result.io.iops as f64)
             .fold(0.0, f64::max)
     };
-    let insns_off = two_jobs(true).find_map(|r| r.insns_per_op)?;
+    let insns_off = two_jobs(true).find_map(|r| r.insns.insns_per_op)?;
     let insns_on = two_jobs(false)
-        .filter_map(|r| r.insns_per_op)
+        .filter_map(|r| r.insns.insns_per_op)
         .fold(f64::INFINITY, f64::min);
     let (iops_off, iops_on) = (best_iops(true), best_iops(false));
     (insns_on.is_finite() && iops_on > 0.0).then(|| {
@@ -403,7 +403,7 @@ mod tests {
     }
 
     fn counted(mut record: FakeRwRecord, insns_per_op: f64) -> FakeRwRecord {
-        record.insns_per_op = Some(insns_per_op);
+        record.insns.insns_per_op = Some(insns_per_op);
         record
     }
 

@@ -137,7 +137,7 @@ pub fn compare(records: &[OsRecord]) -> Vec<Comparison> {
         let ratio = benchkit::finite_spread(stats::ratios(pairs))
             .map(|spread| (spread.median, spread.min, spread.max));
         let insns = |os: Os| {
-            benchkit::finite_median(of(os, bs, iodepth).filter_map(|r| r.record.insns_per_op))
+            benchkit::finite_median(of(os, bs, iodepth).filter_map(|r| r.record.insns.insns_per_op))
         };
         let insns = (insns(Os::Ours), insns(Os::Hermit));
         if ratio.is_some() || insns.0.is_some() || insns.1.is_some() {
@@ -218,7 +218,7 @@ mod tests {
         let io = &mut record.record.result.io;
         (io.bs, io.iodepth, io.iops) = (4096, 32, iops);
         record.record.rep = Some(rep);
-        record.record.insns_per_op = insns_per_op;
+        record.record.insns.insns_per_op = insns_per_op;
         record
     }
 
@@ -260,7 +260,7 @@ mod tests {
         let record = OsRecord::read(&old).unwrap();
         assert_eq!(record.os, "hermit");
         assert_eq!(record.record.result.io.iops, 765903);
-        assert_eq!(record.record.insns_per_op, Some(574.0));
+        assert_eq!(record.record.insns.insns_per_op, Some(574.0));
         assert_eq!(record.record.result.io.lat_bins.0.len(), 3);
         old.insert("iops".into(), Value::from("fast"));
         let error = OsRecord::read(&old).unwrap_err().to_string();

@@ -9,6 +9,7 @@ use workloads::result::{FakeRwResult, IoResult};
 use benchkit::Record;
 use benchkit::typed::read;
 use harness::error::Result;
+use harness::insns::InsnFigures;
 
 /// One guest boot's fake-rw result and xtask's notes on it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -24,14 +25,16 @@ pub struct FakeRwRecord {
     /// Host CPU time QEMU used over its wall time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qemu_host_cpus: Option<f64>,
-    /// Instructions per I/O, when the boot was counted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub insns_per_op: Option<f64>,
+    /// Instruction counts, when the boot was counted.
+    #[serde(flatten)]
+    pub insns: InsnFigures,
 }
 
 /// A host run (`cargo run -p workloads --example fake_rw`): the report alone.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostFakeRwRecord {
+    /// `fake-rw`.
+    pub bench: String,
     /// What the example printed.
     #[serde(flatten)]
     pub io: IoResult,

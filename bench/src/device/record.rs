@@ -9,6 +9,7 @@ use workloads::result::DeviceResult;
 
 use benchkit::Record;
 use harness::error::{Error, Result};
+use harness::insns::InsnFigures;
 
 /// One measured boot of a cell.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -16,16 +17,20 @@ pub struct DeviceRecord {
     /// What the guest printed (its `device`, `io_mode`, `iodepth` and `numjobs` are the cell's).
     #[serde(flatten)]
     pub result: DeviceResult,
+    /// `device`.
+    pub bench: String,
     /// The round the boot belonged to.
     pub round: u32,
+    /// Its place in the round's boot order.
+    pub position: u32,
     /// vCPUs the guest booted with.
     pub smp: u32,
     /// Host CPU time QEMU used over the job, per wall second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qemu_host_cpus: Option<f64>,
-    /// Instructions per I/O, when the boot was counted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub insns_per_op: Option<f64>,
+    /// Instruction counts, when the boot was counted.
+    #[serde(flatten)]
+    pub insns: InsnFigures,
 }
 
 /// A boot of a cell that gave no result, and why.
@@ -89,6 +94,14 @@ impl DeviceRun {
         }
     }
 
+    /// The run as its record: the guest's result with xtask's notes, or the failure.
+    pub fn record(&self) -> Record {
+        match self {
+            DeviceRun::Measured(record) => benchkit::typed::record(record.as_ref()),
+            DeviceRun::Failed(failed) => benchkit::typed::record(failed),
+        }
+    }
+
     /// The round the boot belonged to.
     pub fn round(&self) -> u32 {
         match self {
@@ -127,6 +140,18 @@ pub struct CellSummary {
     pub busy_pct: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qemu_host_cpus: Option<f64>,
+}
+
+/// One ratio of `device.json`'s `ratios`: `ratio` (what over what) of the figure `of`, taken
+/// within each round that measured both cells: its median, range and how many rounds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RatioEntry {
+    pub ratio: String,
+    pub of: String,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub rounds: usize,
 }
 
 /// The IOPS of a [`CellSummary`]: median, range and the range as text.

@@ -2,11 +2,11 @@
 //! spread), the failed runs with the guest's reason, the ratios that matter, the JSON, the fio
 //! JSON and one SVG. Every figure is read from the typed runs ([`DeviceRun`]).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Device;
 use super::matrix::{self, Cell, Figure, IoMode, Spread};
-use super::record::{CellSummary, DeviceRecord, DeviceRun, IopsSummary};
+use super::record::{CellSummary, DeviceRecord, DeviceRun, IopsSummary, RatioEntry};
 use crate::columns;
 use benchkit::plot::{self, Bar, GroupedBars, Panel};
 use benchkit::{Column, Record, ResultSet, fio};
@@ -145,21 +145,25 @@ pub fn columns() -> Vec<Column<'static>> {
 }
 
 /// A ratio with its spread, for a line and for the JSON.
-fn ratio_entry(name: String, what: &str, spread: Spread) -> (String, Value) {
+fn ratio_entry(name: String, what: &str, spread: Spread) -> (String, RatioEntry) {
     let line = format!(
         "  {name}: {what} {:.2}x (min {:.2}, max {:.2}, {} rounds)",
         spread.median, spread.min, spread.max, spread.count
     );
-    let value = json!({
-        "ratio": name, "of": what, "median": spread.median,
-        "min": spread.min, "max": spread.max, "rounds": spread.count,
-    });
-    (line, value)
+    let entry = RatioEntry {
+        ratio: name,
+        of: what.to_owned(),
+        median: spread.median,
+        min: spread.min,
+        max: spread.max,
+        rounds: spread.count,
+    };
+    (line, entry)
 }
 
 /// The ratios that matter: numjobs 2 / 1 per adapter, io_mode and iodepth; irq / poll and
 /// hybrid / poll in IOPS and guest busy %, per adapter, iodepth and numjobs.
-fn ratios(runs: &[DeviceRun], groups: &[Vec<Cell>]) -> Vec<(String, Value)> {
+fn ratios(runs: &[DeviceRun], groups: &[Vec<Cell>]) -> Vec<(String, RatioEntry)> {
     let mut lines = Vec::new();
     let cells = || groups.iter().flatten();
     for cell in cells().filter(|c| c.numjobs == 1) {
@@ -305,7 +309,8 @@ pub fn report(set: &ResultSet, groups: &[Vec<Cell>]) -> Result<()> {
             .collect::<Vec<_>>(),
     );
     document["summary"] = Value::from(rows.into_iter().map(Value::Object).collect::<Vec<_>>());
-    document["ratios"] = Value::from(ratios.into_iter().map(|(_, v)| v).collect::<Vec<_>>());
+    let entries: Vec<RatioEntry> = ratios.into_iter().map(|(_, entry)| entry).collect();
+    document["ratios"] = serde_json::to_value(entries).unwrap_or_default();
     let json = benchkit::write_document(&dir, &set.file_stem, &document)?;
     let fio_runs: Vec<fio::Run<'_>> = records
         .iter()

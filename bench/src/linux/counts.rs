@@ -97,7 +97,7 @@ fn sensepool(guest: &Guest, plan: &Plan, plugin: &Path) -> Result<Record> {
     let mut per_op = None;
     for mut record in records {
         record.insert("smp".into(), Value::from(VCPUS));
-        per_op = per_op.or(FakeRwRecord::read(&record)?.insns_per_op);
+        per_op = per_op.or(FakeRwRecord::read(&record)?.insns.insns_per_op);
     }
     let per_op =
         per_op.ok_or_else(|| fail("the counted fake-rw boot reported no insns_per_op".into()))?;

@@ -9,6 +9,7 @@ use workloads::result::NumaResult;
 
 use benchkit::Record;
 use harness::error::{Error, Result};
+use harness::insns::InsnFigures;
 
 /// One `workload=numa` line of a boot and xtask's notes on it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,12 +22,10 @@ pub struct NumaRecord {
     /// Host CPU time QEMU used over its life.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qemu_host_cpus: Option<f64>,
-    /// Instructions per operation, when the boot was counted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub insns_per_op: Option<f64>,
-    /// `insns_per_op` over the shared mode's line of the same kind and boot.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub insns_ratio: Option<f64>,
+    /// Instruction counts, when the boot was counted; `insns_ratio` is `insns_per_op` over the
+    /// shared mode's line of the same kind and boot.
+    #[serde(flatten)]
+    pub insns: InsnFigures,
 }
 
 impl NumaRecord {

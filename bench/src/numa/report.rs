@@ -90,7 +90,7 @@ pub fn verdicts(records: &[NumaRecord]) -> Vec<String> {
                     matches!(&r.result, NumaResult::Solo(solo) if solo.mode == mode)
                         && r.same_boot(record)
                 })
-                .and_then(|r| r.insns_per_op)
+                .and_then(|r| r.insns.insns_per_op)
         };
         let cost = match (insns("shared"), insns("per-node")) {
             (Some(s), Some(p)) => format!("; solo insns/op {s:.1} shared, {p:.1} per-node"),

@@ -3,6 +3,8 @@ use workloads::result::{
     InsnCount, NumaLocalRatio, NumaPoolResult, NumaRatioResult, NumaSoloResult,
 };
 
+use harness::insns::InsnFigures;
+
 use super::*;
 
 fn record(result: NumaResult) -> NumaRecord {
@@ -10,8 +12,7 @@ fn record(result: NumaResult) -> NumaRecord {
         result,
         profile: "numa2x2".into(),
         qemu_host_cpus: None,
-        insns_per_op: None,
-        insns_ratio: None,
+        insns: InsnFigures::default(),
     }
 }
 
@@ -26,7 +27,10 @@ fn ratio(shared: f64, per_node: f64) -> NumaRecord {
 
 fn solo(mode: &str, insns: f64) -> NumaRecord {
     NumaRecord {
-        insns_per_op: Some(insns),
+        insns: InsnFigures {
+            insns_per_op: Some(insns),
+            ..InsnFigures::default()
+        },
         ..record(NumaResult::Solo(NumaSoloResult {
             mode: mode.into(),
             size: 256,
@@ -97,8 +101,11 @@ fn every_column_names_a_field_of_its_typed_record() {
     let counted = Some(InsnCount::default());
     let full = |result| NumaRecord {
         qemu_host_cpus: Some(1.0),
-        insns_per_op: Some(1.0),
-        insns_ratio: Some(1.0),
+        insns: InsnFigures {
+            insns_per_op: Some(1.0),
+            insns_ratio: Some(1.0),
+            ..InsnFigures::default()
+        },
         ..record(result)
     };
     let kinds = [
@@ -140,7 +147,7 @@ fn an_older_record_reads_and_a_missing_field_is_named() {
         panic!("an object")
     };
     let typed = NumaRecord::read(&fields).unwrap();
-    assert_eq!(typed.insns_per_op, Some(104.2));
+    assert_eq!(typed.insns.insns_per_op, Some(104.2));
     assert_eq!(typed.result.mode(), Some("per-node"));
     let Value::Object(again) = serde_json::to_value(&typed).unwrap() else {
         panic!("an object")
