@@ -269,6 +269,18 @@ impl<A: ElementAllocator, W: Waiter, R: RawMutex> Mempool<A, W, R> {
         }
     }
 
+    /// The rest of `mempool_alloc` (no wait) for a caller that has just called the allocator
+    /// itself and seen it fail: one element from the reserve, or `None` (counted as a
+    /// failure). Asking the allocator again here would count one attempt twice against a
+    /// failslab in front of it.
+    pub fn alloc_reserved(&self) -> Option<A::Element> {
+        let element = self.take_reserved();
+        if element.is_none() {
+            self.failures.fetch_add(1, Ordering::Relaxed);
+        }
+        element
+    }
+
     fn take_reserved(&self) -> Option<A::Element> {
         let mut reserve = self.reserve.lock();
         let element = reserve.elements.pop()?;

@@ -368,3 +368,27 @@ fn a_waiting_alloc_is_woken_by_the_free_that_refills_the_reserve() {
     pool.free(third);
     assert_eq!(pool.stats().reserve_len, 2);
 }
+
+/// `alloc_reserved` is the reserve step alone: it never asks the allocator (whose healthy
+/// state would otherwise serve it), counts a hit per element and a failure when empty.
+#[test]
+fn alloc_reserved_takes_the_reserve_and_never_the_allocator() {
+    let (pool, allocator) = pool(2);
+    let before = allocator.next.load(Ordering::SeqCst);
+    let a = pool.alloc_reserved().unwrap();
+    let b = pool.alloc_reserved().unwrap();
+    assert!(pool.alloc_reserved().is_none());
+    assert_eq!(
+        allocator.next.load(Ordering::SeqCst),
+        before,
+        "the allocator was asked"
+    );
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.reserve_hits, stats.failures, stats.reserve_len),
+        (2, 1, 0)
+    );
+    pool.free(a);
+    pool.free(b);
+    assert_eq!(pool.stats().reserve_len, 2);
+}

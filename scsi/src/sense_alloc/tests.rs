@@ -1,5 +1,7 @@
 use super::*;
 use alloc::string::ToString;
+use alloc::vec::Vec;
+use pools::ElementAllocator;
 use pools::host::HostBacking;
 
 #[test]
