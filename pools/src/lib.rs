@@ -57,6 +57,7 @@ mod radix;
 )]
 mod raw;
 pub mod slab;
+pub mod slub;
 
 pub use backing::{Backing, Chunk, DmaAddr, NodeId};
 pub use dmapool::{
@@ -68,3 +69,4 @@ pub use magazine::{Magazine, MagazineStats};
 pub use mempool::{AllocMode, ElementAllocator, Mempool, Waiter};
 pub use raw::raw_lock;
 pub use slab::{SlabCache, SlabConfig};
+pub use slub::{SlubCache, SlubCpu};

@@ -127,9 +127,9 @@ pub struct SlabStats {
 /// An object handed out by a cache, as plain addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RawObject {
-    cpu: HandleAddr,
-    dma: DmaAddr,
-    key: u32,
+    pub(crate) cpu: HandleAddr,
+    pub(crate) dma: DmaAddr,
+    pub(crate) key: u32,
 }
 
 impl RawObject {
