@@ -43,6 +43,20 @@ impl<B: pools::Backing, R: lock_api::RawMutex> SenseStorage for pools::slab::Sla
     }
 }
 
+impl<B: pools::Backing, R: lock_api::RawMutex> SenseStorage for pools::slub::SlubObject<'_, B, R> {
+    fn store(&mut self, data: &[u8]) {
+        let len = data.len().min(SCSI_SENSE_BUFFERSIZE).min(self.len_bytes());
+        self.write_at(0, &data[..len]);
+    }
+    fn load(&self, out: &mut [u8; SCSI_SENSE_BUFFERSIZE]) {
+        let len = SCSI_SENSE_BUFFERSIZE.min(self.len_bytes());
+        self.read_at(0, &mut out[..len]);
+    }
+    fn dma_addr(&self) -> Option<DmaAddr> {
+        Some(self.dma_addr())
+    }
+}
+
 /// What a shrinker can take back from a sense allocator's backing: empty slab pages, after
 /// per-CPU caches are flushed into the slab (SLUB's `__kmem_cache_shrink` runs `flush_all`
 /// first). Allocators with nothing to give back keep the default.
@@ -69,6 +83,15 @@ impl<A: ElementAllocator + Reclaim> Reclaim for pools::Magazine<A> {
     fn reclaim(&self) -> usize {
         self.drain();
         self.inner().reclaim()
+    }
+}
+
+/// SLUB's `__kmem_cache_shrink`: this CPU's slabs go back to the node first (`flush_all`
+/// for the one CPU a front stands for), then every empty slab on the node's list goes.
+impl<B: pools::Backing, R: lock_api::RawMutex> Reclaim for pools::SlubCpu<'_, B, R> {
+    fn reclaim(&self) -> usize {
+        self.flush();
+        self.cache().shrink()
     }
 }
 

@@ -221,3 +221,30 @@ fn boxed_slab_objects_are_the_slab_objects_one_word_wide() {
     let in_use = cache.stats().objects_in_use;
     assert!(in_use <= 2 + 8 + 4, "{in_use} objects out of the slab");
 }
+
+/// The SLUB-shaped cache serves the sense allocator as the magazine slab does: a CPU's front
+/// is the allocator, its objects hold sense bytes and have bus addresses, and a reclaim
+/// flushes the front and gives the empty slab back.
+#[test]
+fn slub_objects_hold_sense_and_reclaim_gives_the_slab_back() {
+    let backing = HostBacking::new();
+    let cache = pools::SlubCache::<&HostBacking>::create(
+        pools::SlabConfig::new("scsi_sense_cache", SCSI_SENSE_BUFFERSIZE),
+        &backing,
+    )
+    .unwrap();
+    let cpu = cache.cpu();
+    let mut a = SenseAllocator::new(SenseMode::Mempool(2), &cpu, 64).unwrap();
+    let mut buf = a.alloc_for(crate::wire::Tag(3)).unwrap();
+    buf.store(&[0x70, 0, 6, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0x29]);
+    let mut out = [0u8; SCSI_SENSE_BUFFERSIZE];
+    buf.load(&mut out);
+    assert_eq!((out[0], out[12]), (0x70, 0x29));
+    assert!(SenseStorage::dma_addr(&buf).is_some());
+    a.free_for(crate::wire::Tag(3), buf);
+    assert_eq!(cache.stats().objects_in_use, 2, "the reserve's two");
+    drop(a);
+    assert_eq!(cache.stats().objects_in_use, 0);
+    assert_eq!(cpu.reclaim(), 1);
+    assert_eq!(backing.outstanding(), 0);
+}

@@ -109,6 +109,27 @@ impl JobParams {
     }
 }
 
+/// `sense_slab=`: which slab cache serves sense buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SenseSlab {
+    /// `pools::SlabCache` behind a per-CPU `pools::Magazine` (Linux's old SLAB and its array
+    /// caches), the default.
+    #[default]
+    Slab,
+    /// `pools::SlubCache`, each CPU through its own front (SLUB's active and partial slabs).
+    Slub,
+}
+
+impl SenseSlab {
+    /// `slab` or `slub`, as the key spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SenseSlab::Slab => "slab",
+            SenseSlab::Slub => "slub",
+        }
+    }
+}
+
 /// Everything a fake_rw run needs: the job, the sense allocator mode, the target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkloadParams {
@@ -120,6 +141,8 @@ pub struct WorkloadParams {
     /// (`sense_magazine=`, default [`SENSE_MAGAZINE_OBJECTS`]); 0 sends every allocation and
     /// free to the shared slab and its lock.
     pub sense_magazine: usize,
+    /// `sense_slab=slab|slub`: the magazine slab (default) or the SLUB-shaped cache.
+    pub sense_slab: SenseSlab,
     /// `pressure=`, when given (`workload=sense-reserve` runs every case otherwise).
     pub pressure: Option<PressureMode>,
     /// `sense_modes=`: the modes `workload=sense-reserve` compares, the first the baseline
@@ -143,6 +166,7 @@ impl Default for WorkloadParams {
             job: JobParams::default(),
             sense: SenseMode::Mempool(2),
             sense_magazine: SENSE_MAGAZINE_OBJECTS,
+            sense_slab: SenseSlab::Slab,
             pressure: None,
             sense_modes: None,
             mem_budget_pages: DEFAULT_MEM_BUDGET_PAGES,
@@ -255,6 +279,14 @@ const TABLE: &[Key<WorkloadParams>] = &[
         aliases: &[],
         set: |p, v| {
             p.sense_magazine = count(v, 0, 4096)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "sense_slab",
+        aliases: &[],
+        set: |p, v| {
+            p.sense_slab = choice(v, &[("slab", SenseSlab::Slab), ("slub", SenseSlab::Slub)])?;
             Ok(())
         },
     },
@@ -486,6 +518,14 @@ mod tests {
             WorkloadParams::parse("frobnicate=1"),
             Err(WorkloadError::UnknownKey { .. })
         ));
+    }
+
+    #[test]
+    fn sense_slab_is_slab_or_slub() {
+        assert_eq!(WorkloadParams::default().sense_slab, SenseSlab::Slab);
+        let p = WorkloadParams::parse("sense_slab=slub").unwrap();
+        assert_eq!(p.sense_slab, SenseSlab::Slub);
+        assert!(WorkloadParams::parse("sense_slab=slob").is_err());
     }
 
     #[test]

@@ -20,13 +20,13 @@
 use alloc::vec::Vec;
 
 use pools::slab::SlabConfig;
-use pools::{Magazine, SlabCache};
+use pools::{ElementAllocator, Magazine, MagazineStats, PoolError, SlabCache, SlubCache, SlubCpu};
 use scsi::midlayer::Midlayer;
 use scsi::sense_alloc::{Boxed, SlabSense};
 use scsi::target::ScsiDebug;
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use workloads::io::fake_rw::{self as shared, QueueRun, since, total};
-use workloads::io::{self as workload, WorkloadError, WorkloadParams, WorkloadReport};
+use workloads::io::{self as workload, SenseSlab, WorkloadError, WorkloadParams, WorkloadReport};
 
 use crate::arch::exit::ExitCode;
 use crate::arch::insn_marker::{self, Counted};
@@ -40,6 +40,51 @@ use crate::storage::{Frames, HostInfo, KernelClock};
 
 /// The shared sense slab, with a counting lock so contention shows in the results.
 pub type SenseCache = SlabCache<Frames, CountingSpinLock>;
+
+/// The shared SLUB-shaped sense cache (`sense_slab=slub`); each queue allocates through its
+/// CPU's front, and the node lock's counters show how often a front went to it.
+pub type SlubSenseCache = SlubCache<Frames, CountingSpinLock>;
+
+/// The cache every queue's sense buffers come from (`sense_slab=`).
+pub enum SenseCaches {
+    /// The magazine slab.
+    Slab(SenseCache),
+    /// The SLUB-shaped cache.
+    Slub(SlubSenseCache),
+}
+
+impl SenseCaches {
+    fn lock_stats(&self) -> LockStats {
+        match self {
+            SenseCaches::Slab(cache) => cache.raw_lock().stats(),
+            SenseCaches::Slub(cache) => cache.raw_lock().stats(),
+        }
+    }
+
+    fn destroy(self) -> Result<(), PoolError> {
+        match self {
+            SenseCaches::Slab(cache) => cache.destroy(),
+            SenseCaches::Slub(cache) => cache.destroy(),
+        }
+    }
+}
+
+/// What a queue's sense front reports: its magazine's counters (SLUB's front has none).
+trait FrontStats {
+    fn front_stats(&self) -> MagazineStats;
+}
+
+impl<A: ElementAllocator> FrontStats for Magazine<A> {
+    fn front_stats(&self) -> MagazineStats {
+        self.stats()
+    }
+}
+
+impl FrontStats for &SlubCpu<'_, Frames, CountingSpinLock> {
+    fn front_stats(&self) -> MagazineStats {
+        MagazineStats::default()
+    }
+}
 
 /// scsi_debug shows as host 0, at no PCI address.
 fn host_info() -> HostInfo {
@@ -60,13 +105,24 @@ fn host_info() -> HostInfo {
 /// Behind a magazine the sense buffers travel as one-word boxes ([`Boxed`]), made when an
 /// object leaves the slab and recycled with it; without one (`sense_magazine=0`) every
 /// command would make a box on the shared heap, so the slab objects go as they are.
+///
+/// With `sense_slab=slub` the queue allocates through its CPU's front of the SLUB-shaped
+/// cache, objects as they are (a box per object would be a heap allocation per command: no
+/// magazine recycles them).
 fn run_queue(
     cpu: usize,
     queues: usize,
     params: &WorkloadParams,
-    cache: &SenseCache,
+    caches: &SenseCaches,
     barrier: &SpinBarrier,
 ) -> Result<QueueRun, WorkloadError> {
+    let cache = match caches {
+        SenseCaches::Slab(cache) => cache,
+        SenseCaches::Slub(cache) => {
+            let front = cache.cpu();
+            return run_queue_with(&front, cpu, queues, params, barrier);
+        }
+    };
     let sense = SlabSense::new(cache);
     if params.sense_magazine == 0 {
         let slab = Magazine::new(sense, 0);
@@ -78,16 +134,16 @@ fn run_queue(
 }
 
 /// [`run_queue`] with the sense allocator `slab`.
-fn run_queue_with<A>(
-    slab: Magazine<A>,
+fn run_queue_with<S>(
+    slab: S,
     cpu: usize,
     queues: usize,
     params: &WorkloadParams,
     barrier: &SpinBarrier,
 ) -> Result<QueueRun, WorkloadError>
 where
-    A: pools::ElementAllocator,
-    A::Element: scsi::sense_alloc::SenseStorage,
+    S: ElementAllocator + FrontStats,
+    S::Element: scsi::sense_alloc::SenseStorage,
 {
     let job = params.job.share(cpu, queues);
     let setup = (|| {
@@ -113,7 +169,7 @@ where
         cpu,
         report,
         target: since(&after, &before),
-        magazine: stack.sense_allocator().slab().stats(),
+        magazine: stack.sense_allocator().slab().front_stats(),
         outstanding: stack.outstanding(),
     })
 }
@@ -122,11 +178,11 @@ where
 pub fn run_queues(
     params: &WorkloadParams,
     queues: usize,
-    cache: &SenseCache,
+    caches: &SenseCaches,
 ) -> Vec<Result<QueueRun, WorkloadError>> {
     let barrier = SpinBarrier::new(queues);
     smp::run_on_each_cpu(|context| {
-        (context.index < queues).then(|| run_queue(context.index, queues, params, cache, &barrier))
+        (context.index < queues).then(|| run_queue(context.index, queues, params, caches, &barrier))
     })
     .into_iter()
     .flatten()
@@ -153,7 +209,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         println!("{line}");
         return ExitCode::Failure;
     }
-    let Some(cache) = sense_cache() else {
+    let Some(cache) = sense_cache(params.sense_slab) else {
         return ExitCode::Failure;
     };
     let cpus = smp::online_count().max(1);
@@ -172,7 +228,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
             }
         }
     }
-    let lock = cache.raw_lock().stats();
+    let lock = cache.lock_stats();
     let report = total(&runs);
     log_queues(&runs);
     let hits = runs.iter().map(|run| run.magazine.hits).sum();
@@ -203,17 +259,18 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
     }
 }
 
-/// The sense slab every queue shares, on the DMA frames; `None` (and why, logged) when it
+/// The sense cache every queue shares, on the DMA frames; `None` (and why, logged) when it
 /// cannot be made.
-fn sense_cache() -> Option<SenseCache> {
+fn sense_cache(slab: SenseSlab) -> Option<SenseCaches> {
     let Some(frames) = crate::memory::dma::frames() else {
         log::error!("fake-rw: no DMA frame allocator");
         return None;
     };
-    SlabCache::create(
-        SlabConfig::new("scsi_sense_cache", SCSI_SENSE_BUFFERSIZE),
-        frames,
-    )
+    let config = SlabConfig::new("scsi_sense_cache", SCSI_SENSE_BUFFERSIZE);
+    match slab {
+        SenseSlab::Slab => SlabCache::create(config, frames).map(SenseCaches::Slab),
+        SenseSlab::Slub => SlubCache::create(config, frames).map(SenseCaches::Slub),
+    }
     .inspect_err(|error| log::error!("fake-rw: sense slab: {error}"))
     .ok()
 }
