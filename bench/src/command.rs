@@ -35,6 +35,7 @@ pub fn run(command: &Command) -> Result<()> {
         Command::FakeRw(options) if crate::fake_rw::compares_kernels(options) => {
             crate::fake_rw_os::run(options)
         }
+        Command::FakeRw(options) if options.sense.is_some() => crate::fake_rw_modes::run(options),
         Command::FakeRw(options) => crate::fake_rw::run(options),
         Command::Linux(options) => crate::linux::run(options),
         Command::SenseReserve(options) => crate::sense_reserve::run(options),

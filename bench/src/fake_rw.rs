@@ -63,6 +63,19 @@ pub struct Options {
     /// are charged to the kernel's functions and to the I/O path's layers.
     #[arg(long, requires = "count_insns")]
     pub breakdown: bool,
+    /// Only the 4 KiB iodepth-32 one-vCPU case, once per sense mode (comma-separated, e.g.
+    /// `slab,mempool:2,pertag,prealloc,backup`), forward then reversed; with --breakdown, the
+    /// modes' layers side by side (see `bench::fake_rw_modes`).
+    #[arg(
+        long,
+        value_name = "MODES",
+        value_delimiter = ',',
+        conflicts_with = "os"
+    )]
+    pub sense: Option<Vec<String>>,
+    /// With --sense: the slab cache under the modes (`sense_slab=slab|slub`).
+    #[arg(long, value_name = "SLAB", requires = "sense")]
+    pub sense_slab: Option<String>,
     /// Which kernel: ours (every case above), hermit, or both (the single-job cases on each in
     /// rotated order, with the Hermit/ours ratios; see `bench::fake_rw_os`).
     #[arg(long, value_enum, default_value_t = OsChoice::Ours, conflicts_with = "breakdown")]
@@ -316,7 +329,8 @@ fn typed(set: &ResultSet) -> Result<(Vec<FakeRwRecord>, Vec<Labelled>)> {
 }
 
 /// Prints the table and the scaling factor, writes the JSON, draws the chart.
-fn report(mut set: ResultSet) -> Result<()> {
+/// Prints the table and headlines of `set`, writes its JSON and chart.
+pub fn report(mut set: ResultSet) -> Result<()> {
     benchkit::print_tables(&set.results, &[("fake-rw", &COLUMNS)]);
     println!();
     let (records, labelled) = typed(&set)?;

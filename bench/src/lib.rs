@@ -16,6 +16,7 @@ pub mod command;
 pub mod device;
 pub mod dmapool;
 pub mod fake_rw;
+pub mod fake_rw_modes;
 pub mod fake_rw_os;
 pub mod fake_rw_record;
 pub mod linux;
