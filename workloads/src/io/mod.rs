@@ -28,7 +28,7 @@ pub use matrix::{
     CAN_QUEUE_2008, Case, Cell, MATRIX_MODES, NDELAY_DEFAULT_NS, STALL_MS_DEFAULT, Verdict,
     run_matrix, sense_reserve_cases, sense_reserve_defaults, table_header,
 };
-pub use params::{JobParams, Limit, RwMode, SenseSlab, WorkloadParams};
+pub use params::{JobParams, Limit, RwMode, SensePad, SenseSlab, WorkloadParams};
 pub(crate) use pressure::probability_ppm;
 pub use pressure::{
     CacheNeighbour, DEFAULT_MEM_BUDGET_PAGES, MULTI_MAX_ELEMENTS, NEIGHBOUR_OBJECTS, Neighbour,

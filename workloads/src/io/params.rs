@@ -130,6 +130,15 @@ impl SenseSlab {
     }
 }
 
+/// `sense_pad=K:N`: padding taken just before the sense-reserve matrix builds stack K.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SensePad {
+    /// The stack (0-based position in the mode list) the padding goes before.
+    pub position: usize,
+    /// Pages of DMA backing, and of heap, the padding holds.
+    pub pages: usize,
+}
+
 /// Everything a fake_rw run needs: the job, the sense allocator mode, the target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkloadParams {
@@ -148,6 +157,12 @@ pub struct WorkloadParams {
     /// `sense_modes=`: the modes `workload=sense-reserve` compares, the first the baseline
     /// (default its nine), e.g. for an N sweep.
     pub sense_modes: Option<Vec<SenseMode>>,
+    /// `sense_pad=K:N`: before `workload=sense-reserve` builds the stack at position K
+    /// (0-based, in `sense_modes` order), it takes N pages of the DMA backing and N × 4 KiB of
+    /// heap and holds them for the case (every scenario but `shared`), so that stack and
+    /// every later one sit N pages
+    /// further on: a placement experiment, the stacks' code unchanged.
+    pub sense_pad: Option<SensePad>,
     /// Pages the sense slab may take (`mem_budget=`, bytes).
     pub mem_budget_pages: usize,
     /// Defaults differ from scsi_debug's in two places, as in the usual fio recipe
@@ -169,6 +184,7 @@ impl Default for WorkloadParams {
             sense_slab: SenseSlab::Slab,
             pressure: None,
             sense_modes: None,
+            sense_pad: None,
             mem_budget_pages: DEFAULT_MEM_BUDGET_PAGES,
             target,
         }
@@ -271,6 +287,19 @@ const TABLE: &[Key<WorkloadParams>] = &[
                 return Err(expected());
             }
             p.sense_modes = Some(modes);
+            Ok(())
+        },
+    },
+    Key {
+        name: "sense_pad",
+        aliases: &[],
+        set: |p, v| {
+            let expected = || ValueError::expected("K:N, a stack position 0-15 and 1-64 pages");
+            let (position, pages) = v.split_once(':').ok_or_else(expected)?;
+            p.sense_pad = Some(SensePad {
+                position: count(position, 0, 15).map_err(|_| expected())?,
+                pages: count(pages, 1, 64).map_err(|_| expected())?,
+            });
             Ok(())
         },
     },
@@ -543,6 +572,27 @@ mod tests {
             "sense_modes=",
             "sense_modes=slab,,pertag",
             "sense_modes=mempool:0",
+        ] {
+            assert!(WorkloadParams::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sense_pad_names_a_position_and_pages() {
+        let p = WorkloadParams::parse("sense_pad=2:1").unwrap();
+        assert_eq!(
+            p.sense_pad,
+            Some(SensePad {
+                position: 2,
+                pages: 1
+            })
+        );
+        for bad in [
+            "sense_pad=",
+            "sense_pad=2",
+            "sense_pad=2:0",
+            "sense_pad=16:1",
+            "sense_pad=a:1",
         ] {
             assert!(WorkloadParams::parse(bad).is_err(), "{bad}");
         }

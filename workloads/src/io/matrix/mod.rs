@@ -237,8 +237,16 @@ where
     let budgets = budgets(params, modes.len());
     let caches = caches(&budgets, backing)?;
     let neighbours: Vec<Neighbour<_, _>> = caches.iter().map(Neighbour::new).collect();
+    let pad_cache = pad_cache(params, backing)?;
+    let mut padding = None;
     let mut stacks = Vec::with_capacity(modes.len());
-    for ((mode, cache), budget) in modes.iter().zip(&caches).zip(&budgets) {
+    for (m, ((mode, cache), budget)) in modes.iter().zip(&caches).zip(&budgets).enumerate() {
+        if let (Some(pad), Some(pad_cache)) = (params.sense_pad, &pad_cache)
+            && pad.position == m
+        {
+            let pages = pad_cache.alloc().map_err(WorkloadError::SenseSlab)?;
+            padding = Some((pages, alloc::vec![0u8; pad.pages * PAGE_BYTES]));
+        }
         let magazine = Magazine::new(SlabSense::new(cache), params.sense_magazine);
         let slab = Failslab::new(magazine, budget);
         // The scan runs on a healthy device; injected timeouts start with the job.
@@ -286,7 +294,28 @@ where
         cell.pinned_pages = caches[m].stats().slabs;
         cell.budget = budgets[m].stats();
     }
+    drop(padding);
     Ok(cells)
+}
+
+const PAGE_BYTES: usize = 4096;
+
+/// The cache `sense_pad=K:N` takes its padding from: one object of N whole pages, straight
+/// from the backing (not charged to any mode's budget).
+fn pad_cache<B: Backing + Copy>(
+    params: &WorkloadParams,
+    backing: B,
+) -> Result<Option<SlabCache<B>>, WorkloadError> {
+    let Some(pad) = params.sense_pad else {
+        return Ok(None);
+    };
+    let bytes = pad.pages * PAGE_BYTES;
+    let config = SlabConfig::new("sense_pad", bytes)
+        .align(PAGE_BYTES)
+        .slab_bytes(bytes);
+    SlabCache::create(config, backing)
+        .map(Some)
+        .map_err(WorkloadError::SenseSlab)
 }
 
 /// One page budget per mode (`mem_budget=`), each with its own failure stream.

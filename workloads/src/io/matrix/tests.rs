@@ -439,3 +439,23 @@ fn a_recovery_that_needs_a_buffer_starves_behind_parked_commands() {
         assert!(c.recovery_waits > 0, "{c:?}");
     }
 }
+
+/// `sense_pad=1:2` takes one chunk more from the backing than the same run without it, and
+/// gives it back with the case.
+#[test]
+fn sense_pad_takes_one_chunk_and_gives_it_back() {
+    let chunks = |words: &str| {
+        let backing = HostBacking::new();
+        let params = WorkloadParams::parse(&alloc::format!(
+            "can_queue=64 iodepth=8 ios=50 stall_ms=5 {words}"
+        ))
+        .unwrap();
+        let modes = [SenseMode::Mempool(2), SenseMode::Mempool(2)];
+        let clock = ManualClock::new(1000);
+        run_matrix(&params, PressureMode::None, &modes, &backing, clock, 2).unwrap();
+        (backing.allocated(), backing.outstanding())
+    };
+    let (plain, padded) = (chunks(""), chunks("sense_pad=1:2"));
+    assert_eq!(padded.0, plain.0 + 1, "{plain:?} {padded:?}");
+    assert_eq!((plain.1, padded.1), (0, 0));
+}
