@@ -290,7 +290,16 @@ impl<C: Clock, S> ScsiDebug<C, S> {
         let mut out = if six {
             alloc::vec![0, 0, 0x10, descriptor_len]
         } else {
-            alloc::vec![0, 0, 0, 0x10, u8::from(llbaa), 0, 0, descriptor_len]
+            alloc::vec![
+                0,
+                0,
+                0,
+                0x10,
+                u8::from(descriptor_len == 16),
+                0,
+                0,
+                descriptor_len
+            ]
         };
         let blocks = self.capacity_blocks;
         let sector_size = self.params.sector_size;

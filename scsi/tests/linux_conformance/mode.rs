@@ -126,6 +126,10 @@ fn llbaa_gives_a_16_byte_block_descriptor() {
     expected.extend_from_slice(&[0, 0, 0, 0, 0x00, 0x00, 0x02, 0x00]);
     expected.extend_from_slice(&ERROR_RECOVERY);
     assert_eq!(sense10(&mut t, 0x10, 0x01, 0).transferred(), expected);
+    // LLBAA with DBD: no descriptor, so no LONGLBA either (Linux sets it only for 16 bytes).
+    let mut no_descriptor = vec![0x00, 0x12, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00];
+    no_descriptor.extend_from_slice(&ERROR_RECOVERY);
+    assert_eq!(sense10(&mut t, 0x18, 0x01, 0).transferred(), no_descriptor);
     // Page code byte 0: the header and the block descriptor only.
     assert_eq!(sense6(&mut t, 0, 0, 0).transferred(), six(&BD8, &[]));
 }
