@@ -14,7 +14,8 @@
 //! injects errors every `every_nth` command according to `opts`. The order of the checks, the
 //! delays each answer gets and the unit attentions each reset leaves follow Linux's
 //! `scsi_debug_queuecommand`, `schedule_resp` and `scsi_debug_*_reset` (version 0191);
-//! `scsi/README.md` lists where we differ and why, and `tests/linux_conformance.rs` checks it.
+//! `scsi/README.md` lists where we differ and why, `tests/linux_conformance/` checks it, and
+//! `cargo xtask conformance scsi-debug` compares it with Linux's module.
 
 mod checks;
 mod media;
@@ -30,6 +31,7 @@ mod sense;
 mod supported;
 mod vpd;
 
+pub use opcodes::answered_commands;
 pub use params::{
     INCLUSIVE_TIMING_MAX_NS, JIFFY_NS, LONG_DELAY_NDELAY_MIN_NS, MEDIUM_ERR_ADDR, MEDIUM_ERR_NUM,
     NDELAY_MAX_NS, OPT_MEDIUM_ERR, OPT_NOISE, OPT_RECOVERED_ERR, OPT_TIMEOUT, OPT_UNIT_ATTENTION,

@@ -261,6 +261,24 @@ pub(crate) fn all_groups() -> impl Iterator<Item = &'static Group> {
     TABLE.iter()
 }
 
+/// Every command the target answers, as (operation code, service action): the rows of its
+/// table, Linux's `opcode_info_arr` less what we lack. What a conformance check must cover.
+pub fn answered_commands() -> impl Iterator<Item = (u8, Option<u16>)> {
+    all_groups().flat_map(|group| {
+        core::iter::once(&group.root)
+            .chain(group.attached)
+            .map(|row| {
+                // ATOMIC WRITE(16)'s row says opcode 0; 9Ch finds it.
+                let opcode = if row.opcode == 0 && row.action == Action::LateInvalidOpcode {
+                    0x9c
+                } else {
+                    row.opcode
+                };
+                (opcode, row.has(flag::SA).then_some(row.service_action))
+            })
+    })
+}
+
 /// The group of `opcode` for a REPORT SUPPORTED OPERATION CODES query about one command.
 pub(crate) fn group_for_query(opcode: u8) -> Option<&'static Group> {
     group_of(opcode)
