@@ -16,6 +16,7 @@
 //! - `soak`: the NBD server under faults, checked against a shadow model.
 //! - `fuzz`: the cargo-fuzz targets of `fuzz/` (nightly), with executions, coverage and crashes.
 //! - `report`: the results pages under `docs/results/`, generated from that JSON.
+//! - `conformance`: a component against its Linux counterpart in a stock guest (scsi_debug).
 //! - `setup`: install only what is missing.
 //!
 //! Exit status: 0 pass; 1 guest or test failure; 2 xtask could not do its job (set-up, build,
@@ -80,6 +81,10 @@ enum Command {
     Fuzz(fuzz::Options),
     /// Generate docs/results/ (a page per benchmark, with its plot) from target/bench/*.json.
     Report(report::Options),
+    /// Compare one of our components with its Linux counterpart in a stock guest (downloads
+    /// a Debian kernel; not part of `test`).
+    #[command(subcommand)]
+    Conformance(systest::conformance::Command),
     /// Only install what is missing: the Rust target and lint components, QEMU, libnbd's
     /// clients, a C compiler, llvm-tools for the Hermit guest and (with a nightly toolchain)
     /// cargo-fuzz: everything `test` needs; CI runs this.
@@ -127,6 +132,7 @@ fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Soak(options) => soak::run(&options).map(done),
         Command::Fuzz(options) => fuzz::run(&options).map(done),
         Command::Report(options) => report::run(&options).map(done),
+        Command::Conformance(command) => systest::conformance::run(&command).map(passed),
         Command::Setup => setup::ensure_everything().map(done),
     }
 }
