@@ -49,15 +49,23 @@ fn flattened_culprit<T: DeserializeOwned + Serialize + Default>(record: &Record)
         .map(|(key, _)| key.clone())
 }
 
-/// `value` as a `T`; the error names the path of the field that did not match.
-pub fn from_value<T: DeserializeOwned>(value: Value) -> std::result::Result<T, String> {
-    serde_path_to_error::deserialize(value).map_err(|error| describe(&error))
+/// `value` as a `T`; the error says `what` was read and names the path of the field that did
+/// not match.
+pub fn from_value<T: DeserializeOwned>(value: Value, what: &str) -> Result<T> {
+    serde_path_to_error::deserialize(value).map_err(|error| Error::BadResult {
+        what: what.into(),
+        reason: describe(&error),
+    })
 }
 
-/// JSON text as a `T`; the error names the path of the field that did not match.
-pub fn from_str<T: DeserializeOwned>(text: &str) -> std::result::Result<T, String> {
+/// JSON text as a `T`; the error says `what` was read and names the path of the field that
+/// did not match.
+pub fn from_str<T: DeserializeOwned>(text: &str, what: &str) -> Result<T> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| describe(&error))
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| Error::BadResult {
+        what: what.into(),
+        reason: describe(&error),
+    })
 }
 
 fn describe(error: &serde_path_to_error::Error<serde_json::Error>) -> String {
@@ -102,9 +110,13 @@ mod tests {
 
     #[test]
     fn a_field_that_does_not_match_is_named_with_its_path() {
-        let wrong = from_str::<Sample>(r#"{"name":"a","inner":{"iops":"fast"}}"#).unwrap_err();
-        assert!(wrong.starts_with("inner.iops: invalid type"), "{wrong}");
-        let missing = from_str::<Sample>(r#"{"name":"a","inner":{}}"#).unwrap_err();
+        let unread = |text: &str| from_str::<Sample>(text, "sample").unwrap_err().to_string();
+        let wrong = unread(r#"{"name":"a","inner":{"iops":"fast"}}"#);
+        assert!(
+            wrong.starts_with("sample does not match its schema: inner.iops: invalid type"),
+            "{wrong}"
+        );
+        let missing = unread(r#"{"name":"a","inner":{}}"#);
         assert!(missing.contains("missing field `iops`"), "{missing}");
         let sample = Sample {
             name: "a".into(),

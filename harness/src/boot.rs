@@ -119,32 +119,14 @@ enum Event {
 /// Creates the machine's disk images, boots it, and waits at most `timeout`.
 pub fn boot(machine: &Machine, timeout: Duration, echo: Echo) -> Result<Outcome> {
     let images = machine.create_images()?;
-    let mut command = machine.command();
-    child_guard::die_with_parent(&mut command);
-    let described = process::describe(&command);
-    if echo != Echo::Quiet {
-        console_log::write(&format!("+ {described}"));
-        if console_log::verbose() {
-            eprintln!("+ {described}");
-        }
-    }
     let started = Instant::now();
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| Error::Spawn {
-            command: described,
-            source,
-        })?;
+    let mut child = spawn(machine, echo)?;
     let _running = child_guard::Running::start();
     let (sender, receiver) = mpsc::channel();
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
     forward_lines(stdout, sender.clone(), Event::Console);
     forward_lines(stderr, sender, Event::Stderr);
-
     let deadline = started + timeout;
     let mut outcome = Outcome {
         verdict: Verdict::Pass,
@@ -154,10 +136,60 @@ pub fn boot(machine: &Machine, timeout: Duration, echo: Echo) -> Result<Outcome>
         wall: Duration::ZERO,
         images,
     };
+    collect(&mut child, &receiver, deadline, echo, &mut outcome);
+    explain_locked_images(&mut outcome);
+    if let Some(signal) = child_guard::caught() {
+        stop_for_signal(&mut child, signal);
+    }
+    let status = wait_until(&mut child, deadline);
+    outcome.wall = started.elapsed();
+    outcome.verdict = match status {
+        Some(status) => Verdict::from_status(status),
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Verdict::Timeout(timeout)
+        }
+    };
+    Ok(outcome)
+}
+
+/// Starts QEMU for `machine` (it dies with xtask) with its output piped, naming the command in
+/// the console log unless the boot is quiet.
+fn spawn(machine: &Machine, echo: Echo) -> Result<Child> {
+    let mut command = machine.command();
+    child_guard::die_with_parent(&mut command);
+    let described = process::describe(&command);
+    if echo != Echo::Quiet {
+        console_log::write(&format!("+ {described}"));
+        if console_log::verbose() {
+            eprintln!("+ {described}");
+        }
+    }
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| Error::Spawn {
+            command: described,
+            source,
+        })
+}
+
+/// Gathers QEMU's console and stderr lines into `outcome` (showing them as `echo` says) until
+/// both streams close or `deadline` passes; a caught signal stops QEMU and xtask.
+fn collect(
+    child: &mut Child,
+    receiver: &mpsc::Receiver<Event>,
+    deadline: Instant,
+    echo: Echo,
+    outcome: &mut Outcome,
+) {
     let mut open_streams = 2;
     while open_streams > 0 {
         if let Some(signal) = child_guard::caught() {
-            stop_for_signal(&mut child, signal);
+            stop_for_signal(child, signal);
         }
         let remaining = deadline.saturating_duration_since(Instant::now());
         match receiver.recv_timeout(remaining.min(SIGNAL_POLL)) {
@@ -184,6 +216,10 @@ pub fn boot(machine: &Machine, timeout: Duration, echo: Echo) -> Result<Outcome>
             Err(_) => break,
         }
     }
+}
+
+/// When QEMU said a disk image was locked, adds a line per image naming who holds it.
+fn explain_locked_images(outcome: &mut Outcome) {
     if outcome
         .stderr
         .iter()
@@ -195,20 +231,6 @@ pub fn boot(machine: &Machine, timeout: Duration, echo: Echo) -> Result<Outcome>
             outcome.stderr.push(line);
         }
     }
-    if let Some(signal) = child_guard::caught() {
-        stop_for_signal(&mut child, signal);
-    }
-    let status = wait_until(&mut child, deadline);
-    outcome.wall = started.elapsed();
-    outcome.verdict = match status {
-        Some(status) => Verdict::from_status(status),
-        None => {
-            let _ = child.kill();
-            let _ = child.wait();
-            Verdict::Timeout(timeout)
-        }
-    };
-    Ok(outcome)
 }
 
 /// How often the boot loop looks for a caught SIGTERM/SIGINT/SIGHUP.

@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use crate::error::{Error, Result};
+
 /// What the guest tests write under `target/` in one run, with room to spare: the Hermit build
 /// (about 200 MB), disk images (about 110 MB), nbdcopy's copies (about 130 MB) and logs.
 pub const GUEST_TESTS_NEED_BYTES: u64 = 1 << 30;
@@ -15,22 +17,24 @@ pub fn free_bytes(path: &Path) -> std::io::Result<u64> {
     Ok(stats.f_bavail.saturating_mul(stats.f_frsize))
 }
 
-/// `Ok` when `free` covers `need`; otherwise the sentence that says so, naming `path`.
-pub fn enough(path: &Path, free: u64, need: u64) -> Result<(), String> {
+/// `Ok` when `free` covers `need`; otherwise [`Error::DiskFull`], naming `path`.
+pub fn enough(path: &Path, free: u64, need: u64) -> Result<()> {
     if free >= need {
         return Ok(());
     }
-    Err(format!(
-        "{} has {} MiB free and the guest tests need {} MiB (disk images, logs, the Hermit build); free some space and run them again",
-        path.display(),
-        free >> 20,
-        need >> 20
-    ))
+    Err(Error::DiskFull {
+        path: path.to_owned(),
+        free_mib: free >> 20,
+        need_mib: need >> 20,
+    })
 }
 
 /// [`enough`] for the file system of `path` as it is now.
-pub fn require(path: &Path, need: u64) -> Result<(), String> {
-    let free = free_bytes(path).map_err(|e| format!("{}: statvfs: {e}", path.display()))?;
+pub fn require(path: &Path, need: u64) -> Result<()> {
+    let free = free_bytes(path).map_err(|source| Error::System {
+        call: format!("statvfs {}", path.display()),
+        source,
+    })?;
     enough(path, free, need)
 }
 
@@ -40,7 +44,9 @@ mod tests {
 
     #[test]
     fn too_little_space_is_named_with_both_figures() {
-        let error = enough(Path::new("/t"), 300 << 20, GUEST_TESTS_NEED_BYTES).unwrap_err();
+        let error = enough(Path::new("/t"), 300 << 20, GUEST_TESTS_NEED_BYTES)
+            .unwrap_err()
+            .to_string();
         assert!(
             error.starts_with("/t has 300 MiB free and the guest tests need 1024 MiB"),
             "{error}"

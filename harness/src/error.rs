@@ -38,11 +38,11 @@ pub enum Error {
         packages: String,
     },
 
-    /// A file could not be read.
     /// A disk image is in use by another process (a QEMU left by a killed run).
     #[error("`{command}` failed: {holders}")]
     ImageLocked { command: String, holders: String },
 
+    /// A file could not be read.
     #[error("cannot read {path}: {source}")]
     Read { path: PathBuf, source: io::Error },
 
@@ -131,6 +131,48 @@ pub enum Error {
     /// A guest boot did not end the way it had to (used by `run` and `bench`).
     #[error("guest {verdict}")]
     Guest { verdict: String },
+
+    /// A guest asked to shut down that had not exited in time (QEMU was told to quit).
+    #[error("{reason}")]
+    NotExited { reason: String },
+
+    /// A `/proc` text (a process's `stat`, the network counters) that could not be read or
+    /// does not parse: `what` names the file or line, `reason` the field.
+    #[error("{what}: {reason}")]
+    Proc { what: String, reason: String },
+
+    /// The file system that holds `target/` has less room than the guest tests write there.
+    #[error(
+        "{} has {free_mib} MiB free and the guest tests need {need_mib} MiB (disk images, logs, the Hermit build); free some space and run them again",
+        path.display()
+    )]
+    DiskFull {
+        path: PathBuf,
+        free_mib: u64,
+        need_mib: u64,
+    },
+
+    /// A system call failed (`call` names it and its argument).
+    #[error("{call}: {source}")]
+    System { call: String, source: io::Error },
+
+    /// QEMU's monitor did not answer as QMP does, or refused a command: `what` is the step
+    /// (`connect`, `read`, a command's name), `reason` what went wrong.
+    #[error("QMP {what}: {reason}")]
+    Qmp { what: String, reason: String },
+
+    /// A disk image that does not hold what the guest wrote, or a verify plan that contradicts
+    /// itself: `what` names the disk or the plan.
+    #[error("{what}: {reason}")]
+    ImageCheck { what: String, reason: String },
+}
+
+/// The harness's errors as the text the system tests' tallies print (they judge each case by
+/// a line, not by a type).
+impl From<Error> for String {
+    fn from(error: Error) -> String {
+        error.to_string()
+    }
 }
 
 /// xtask's result type.

@@ -19,6 +19,8 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::error::{Error, Result};
+
 /// The front door's accept queue (the kernel caps it at `net.core.somaxconn`, 4096 by default).
 pub const BACKLOG: i32 = 1024;
 /// How long the dialer waits for QEMU to take one connection before it dials the next anyway.
@@ -117,26 +119,34 @@ fn pump(mut from: TcpStream, mut to: TcpStream, mut first: Option<mpsc::Sender<(
 
 /// The `TcpExt: ListenOverflows` counter of the calling thread's network namespace (every
 /// listener in it), from `/proc/thread-self/net/netstat` (`/proc/net` is the main thread's).
-pub fn listen_overflows() -> Result<u64, String> {
+pub fn listen_overflows() -> Result<u64> {
     let path = "/proc/thread-self/net/netstat";
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-    parse_counter(&text, "TcpExt:", "ListenOverflows")
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.into(),
+        source,
+    })?;
+    parse_counter(path, &text, "TcpExt:", "ListenOverflows")
 }
 
-/// `name`'s value in the `prefix` pair of lines (names, then values) of a netstat-style text.
-fn parse_counter(text: &str, prefix: &str, name: &str) -> Result<u64, String> {
+/// `name`'s value in the `prefix` pair of lines (names, then values) of the netstat-style
+/// text of the file `what`.
+fn parse_counter(what: &str, text: &str, prefix: &str, name: &str) -> Result<u64> {
+    let bad = |reason: String| Error::Proc {
+        what: what.into(),
+        reason,
+    };
     let mut lines = text.lines().filter(|l| l.starts_with(prefix));
     let (Some(names), Some(values)) = (lines.next(), lines.next()) else {
-        return Err(format!("no {prefix} lines"));
+        return Err(bad(format!("no {prefix} lines")));
     };
     names
         .split_whitespace()
         .zip(values.split_whitespace())
         .find(|(n, _)| *n == name)
-        .ok_or_else(|| format!("no {name} in {prefix}"))?
+        .ok_or_else(|| bad(format!("no {name} in {prefix}")))?
         .1
         .parse()
-        .map_err(|e| format!("{name}: {e}"))
+        .map_err(|e| bad(format!("{name}: {e}")))
 }
 
 #[cfg(test)]
@@ -147,11 +157,11 @@ mod tests {
     fn the_counter_is_found_by_name() {
         let text = "TcpExt: SyncookiesSent ListenOverflows ListenDrops\nTcpExt: 0 27 28\nIpExt: A\nIpExt: 1\n";
         assert_eq!(
-            parse_counter(text, "TcpExt:", "ListenOverflows").unwrap(),
+            parse_counter("netstat", text, "TcpExt:", "ListenOverflows").unwrap(),
             27
         );
-        assert!(parse_counter(text, "TcpExt:", "Nope").is_err());
-        assert!(parse_counter("", "TcpExt:", "ListenOverflows").is_err());
+        assert!(parse_counter("netstat", text, "TcpExt:", "Nope").is_err());
+        assert!(parse_counter("netstat", "", "TcpExt:", "ListenOverflows").is_err());
     }
 
     #[test]

@@ -26,6 +26,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::error::{Error, Result};
+
 /// One range to check.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -57,17 +59,23 @@ impl ImageCheck {
     }
 
     /// Verifies the range in `image`; the error names the first wrong offset.
-    pub fn verify(&self, image: &Path) -> Result<(), String> {
+    pub fn verify(&self, image: &Path) -> Result<()> {
+        let bad = |reason: String| Error::ImageCheck {
+            what: format!("image_check {}", self.disk),
+            reason,
+        };
         if self.offset_bytes % 8 != 0 || self.len_bytes % 8 != 0 || self.len_bytes == 0 {
-            return Err(format!(
-                "image_check {}: offset_bytes and len_bytes must be non-zero multiples of 8",
-                self.disk
+            return Err(bad(
+                "offset_bytes and len_bytes must be non-zero multiples of 8".into(),
             ));
         }
-        let mut file =
-            File::open(image).map_err(|error| format!("{}: {error}", image.display()))?;
+        let read_error = |source| Error::Read {
+            path: image.to_owned(),
+            source,
+        };
+        let mut file = File::open(image).map_err(read_error)?;
         file.seek(SeekFrom::Start(self.offset_bytes))
-            .map_err(|error| format!("{}: {error}", image.display()))?;
+            .map_err(read_error)?;
         let mut reader = file.take(self.len_bytes);
         let mut buffer = vec![0u8; 1 << 20];
         let mut offset = self.offset_bytes;
@@ -78,17 +86,19 @@ impl ImageCheck {
             let chunk = &mut buffer[..want];
             reader
                 .read_exact(chunk)
-                .map_err(|error| format!("{} at byte {offset}: {error}", image.display()))?;
+                .map_err(|error| bad(format!("{} at byte {offset}: {error}", image.display())))?;
             for word in chunk.chunks_exact(8) {
                 let found = u64::from_le_bytes(word.try_into().unwrap_or_default());
                 let expected = self.expected(offset);
                 if found != expected {
-                    return Err(format!(
-                        "{} byte {offset} (LBA {} of 512 B): found {found:#018x}, expected {expected:#018x} ({:?})",
-                        self.disk,
-                        offset / 512,
-                        self.pattern
-                    ));
+                    return Err(Error::ImageCheck {
+                        what: self.disk.clone(),
+                        reason: format!(
+                            "byte {offset} (LBA {} of 512 B): found {found:#018x}, expected {expected:#018x} ({:?})",
+                            offset / 512,
+                            self.pattern
+                        ),
+                    });
                 }
                 offset += 8;
             }
@@ -104,7 +114,11 @@ pub use workloads::result::VerifyPlanRange as PlannedRange;
 /// The checks a plan implies, image by image (keyed by serial, the disk name): each planned
 /// range holds the pattern and the bytes before, between and after them are zero, up to the
 /// disk's end. Ranges that overlap, leave the disk or disagree about the disk are an error.
-pub fn checks_from_plan(plan: &[PlannedRange]) -> Result<Vec<ImageCheck>, String> {
+pub fn checks_from_plan(plan: &[PlannedRange]) -> Result<Vec<ImageCheck>> {
+    let bad = |reason: String| Error::ImageCheck {
+        what: "verify plan".into(),
+        reason,
+    };
     let mut by_disk: BTreeMap<&str, Vec<&PlannedRange>> = BTreeMap::new();
     for range in plan {
         by_disk.entry(&range.serial).or_default().push(range);
@@ -119,18 +133,18 @@ pub fn checks_from_plan(plan: &[PlannedRange]) -> Result<Vec<ImageCheck>, String
             if (range.block_len, range.blocks, range.seed)
                 != (first.block_len, first.blocks, first.seed)
             {
-                return Err(format!(
-                    "verify plan: {} ({serial}) range {} disagrees with range {} about the disk",
+                return Err(bad(format!(
+                    "{} ({serial}) range {} disagrees with range {} about the disk",
                     range.disk, range.range, first.range
-                ));
+                )));
             }
             let start = range.lba * range.block_len;
             let end = start + range.len_blocks * range.block_len;
             if start < cursor || end > disk_bytes || end == start {
-                return Err(format!(
-                    "verify plan: {} ({serial}) range {} (LBA {} +{}) overlaps another or leaves the disk",
+                return Err(bad(format!(
+                    "{} ({serial}) range {} (LBA {} +{}) overlaps another or leaves the disk",
                     range.disk, range.range, range.lba, range.len_blocks
-                ));
+                )));
             }
             if start > cursor {
                 checks.push(ImageCheck::zero(serial, cursor, start - cursor));
@@ -198,7 +212,8 @@ mod tests {
         assert!(check(Pattern::Zero, 4096, 4096).verify(&path).is_ok());
         let error = check(Pattern::OffsetU64, 0, 8192)
             .verify(&path)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("byte 4096"), "{error}");
         assert!(check(Pattern::Zero, 0, 7).verify(&path).is_err());
         assert!(
@@ -235,7 +250,7 @@ mod tests {
         image(words)
     }
 
-    fn verify_all(checks: &[ImageCheck], path: &Path) -> Result<(), String> {
+    fn verify_all(checks: &[ImageCheck], path: &Path) -> Result<()> {
         checks.iter().try_for_each(|check| check.verify(path))
     }
 
@@ -251,7 +266,7 @@ mod tests {
         assert_eq!(covered, 64 * 512, "the whole disk is checked");
         let seed = 0x5e4625001;
         let path = image_for(&[(0, 2), (3, 1), (60, 4)], seed);
-        assert_eq!(verify_all(&checks, &path), Ok(()));
+        assert!(verify_all(&checks, &path).is_ok());
         std::fs::remove_file(path).unwrap();
     }
 
@@ -265,11 +280,11 @@ mod tests {
         let seed = 0x5e4625001;
         // A block of a range written to the wrong LBA: the range lacks it, a gap has it.
         let shifted = image_for(&[(0, 2), (11, 3)], seed);
-        let error = verify_all(&checks, &shifted).unwrap_err();
+        let error = verify_all(&checks, &shifted).unwrap_err().to_string();
         assert!(error.contains("byte 5120"), "{error}");
         // A stray write in a gap.
         let stray = image_for(&[(0, 2), (10, 3), (30, 1)], seed);
-        let error = verify_all(&checks, &stray).unwrap_err();
+        let error = verify_all(&checks, &stray).unwrap_err().to_string();
         assert!(error.contains("byte 15360"), "{error}");
         // Another seed (another disk's pattern).
         let other = image_for(&[(0, 2), (10, 3)], seed ^ 1);

@@ -12,23 +12,35 @@ use std::os::fd::AsRawFd;
 
 use rustix::net::{AddressFamily, SocketType};
 
+use crate::error::{Error, Result};
+
+/// The error of the system call `call`, from `errno`.
+fn failed(call: &str) -> Error {
+    Error::System {
+        call: call.into(),
+        source: std::io::Error::last_os_error(),
+    }
+}
+
 /// Moves the calling thread into a new network namespace whose loopback is up.
-pub fn isolate_this_thread() -> Result<(), String> {
+pub fn isolate_this_thread() -> Result<()> {
     // SAFETY: `unshare` has no memory-safety preconditions; with CLONE_NEWNET alone it changes
     // only the calling thread's network namespace.
     if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-        return Err(format!(
-            "unshare(CLONE_NEWNET): {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(failed("unshare(CLONE_NEWNET)"));
     }
     loopback_up()
 }
 
 /// Sets IFF_UP on `lo` (SIOCGIFFLAGS, then SIOCSIFFLAGS).
-fn loopback_up() -> Result<(), String> {
-    let socket = rustix::net::socket(AddressFamily::INET, SocketType::DGRAM, None)
-        .map_err(|errno| format!("socket: {}", std::io::Error::from(errno)))?;
+fn loopback_up() -> Result<()> {
+    let socket =
+        rustix::net::socket(AddressFamily::INET, SocketType::DGRAM, None).map_err(|errno| {
+            Error::System {
+                call: "socket".into(),
+                source: errno.into(),
+            }
+        })?;
     // SAFETY: `ifreq` is plain data (a name array and a union of integers and pointers) for
     // which all-zero bytes are a valid value.
     let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
@@ -38,20 +50,14 @@ fn loopback_up() -> Result<(), String> {
     // SAFETY: SIOCGIFFLAGS reads the name from and writes the flags into `request`, a live
     // `ifreq` for the whole call; `socket` is open.
     if unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFFLAGS, &mut request) } != 0 {
-        return Err(format!(
-            "SIOCGIFFLAGS lo: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(failed("SIOCGIFFLAGS lo"));
     }
     // SAFETY: SIOCGIFFLAGS just filled `ifru_flags`, the union's active field.
     let flags = unsafe { request.ifr_ifru.ifru_flags };
     request.ifr_ifru.ifru_flags = flags | libc::IFF_UP as libc::c_short;
     // SAFETY: as above; SIOCSIFFLAGS only reads `request`.
     if unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCSIFFLAGS, &request) } != 0 {
-        return Err(format!(
-            "SIOCSIFFLAGS lo: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(failed("SIOCSIFFLAGS lo"));
     }
     Ok(())
 }
@@ -65,9 +71,13 @@ mod tests {
         let outcome = std::thread::spawn(|| {
             isolate_this_thread()?;
             // A connection over the new loopback works.
-            let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-            let addr = listener.local_addr().map_err(|e| e.to_string())?;
-            std::net::TcpStream::connect(addr).map_err(|e| e.to_string())?;
+            let system = |call: &str| {
+                let call = call.to_owned();
+                move |source| Error::System { call, source }
+            };
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(system("bind"))?;
+            let addr = listener.local_addr().map_err(system("getsockname"))?;
+            std::net::TcpStream::connect(addr).map_err(system("connect"))?;
             // Its counters are its own: a fresh namespace starts at 0 overflows.
             crate::front_door::listen_overflows()
         })
@@ -76,7 +86,7 @@ mod tests {
         match outcome {
             Ok(overflows) => assert_eq!(overflows, 0),
             // Not root (a developer's machine): nothing to check here.
-            Err(e) if e.contains("unshare") => eprintln!("skipped: {e}"),
+            Err(e) if e.to_string().contains("unshare") => eprintln!("skipped: {e}"),
             Err(e) => panic!("{e}"),
         }
     }

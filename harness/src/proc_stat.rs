@@ -8,6 +8,8 @@
 
 use std::time::Duration;
 
+use crate::error::{Error, Result};
+
 /// Linux's `USER_HZ`, the unit of every `/proc/PID/stat` time: 100 on x86 (a fixed user ABI,
 /// unlike the kernel's internal `HZ`).
 pub const USER_HZ: u64 = 100;
@@ -30,28 +32,27 @@ pub struct ProcStat {
 impl ProcStat {
     /// Parses the text of a `/proc/PID/stat` file; an error names the field that is missing or
     /// not a number.
-    pub fn parse(stat: &str) -> Result<Self, String> {
-        let (head, rest) = stat
-            .rsplit_once(')')
-            .ok_or_else(|| format!("no ')' in /proc stat line {stat:?}"))?;
-        let name = head
-            .split_once('(')
-            .ok_or_else(|| format!("no '(' in /proc stat line {stat:?}"))?
-            .1;
+    pub fn parse(stat: &str) -> Result<Self> {
+        let bad = |reason: String| Error::Proc {
+            what: format!("/proc stat line {stat:?}"),
+            reason,
+        };
+        let (head, rest) = stat.rsplit_once(')').ok_or_else(|| bad("no ')'".into()))?;
+        let name = head.split_once('(').ok_or_else(|| bad("no '('".into()))?.1;
         // After ')' come field 3 (state) onwards.
         let fields: Vec<&str> = rest.split_whitespace().collect();
-        let field = |number: usize| -> Result<u64, String> {
+        let field = |number: usize| -> Result<u64> {
             fields
                 .get(number - 3)
                 .and_then(|value| value.parse().ok())
-                .ok_or_else(|| format!("field {number} missing or not a number in {stat:?}"))
+                .ok_or_else(|| bad(format!("field {number} missing or not a number")))
         };
         let state = fields
             .first()
             .and_then(|state| state.chars().next())
-            .ok_or_else(|| format!("field 3 (state) missing in {stat:?}"))?;
-        let parent_pid = u32::try_from(field(4)?)
-            .map_err(|_| format!("field 4 (ppid) out of range in {stat:?}"))?;
+            .ok_or_else(|| bad("field 3 (state) missing".into()))?;
+        let parent_pid =
+            u32::try_from(field(4)?).map_err(|_| bad("field 4 (ppid) out of range".into()))?;
         Ok(Self {
             name: name.to_owned(),
             state,
@@ -62,17 +63,20 @@ impl ProcStat {
     }
 
     /// Reads and parses `/proc/PID/stat`.
-    pub fn read(pid: u32) -> Result<Self, String> {
+    pub fn read(pid: u32) -> Result<Self> {
         Self::read_path(&format!("/proc/{pid}/stat"))
     }
 
     /// Reads and parses this process's own `/proc/self/stat`.
-    pub fn read_self() -> Result<Self, String> {
+    pub fn read_self() -> Result<Self> {
         Self::read_path("/proc/self/stat")
     }
 
-    fn read_path(path: &str) -> Result<Self, String> {
-        let stat = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    fn read_path(path: &str) -> Result<Self> {
+        let stat = std::fs::read_to_string(path).map_err(|source| Error::Read {
+            path: path.into(),
+            source,
+        })?;
         Self::parse(&stat)
     }
 
@@ -110,11 +114,15 @@ mod tests {
 
     #[test]
     fn a_short_or_malformed_line_is_an_error_naming_the_field() {
-        let short = ProcStat::parse("4242 (qemu) S 1 2").unwrap_err();
+        let short = ProcStat::parse("4242 (qemu) S 1 2")
+            .unwrap_err()
+            .to_string();
         assert!(short.contains("field 14"), "{short}");
         assert!(ProcStat::parse("no parenthesis").is_err());
         assert!(ProcStat::parse("1 (x)").is_err());
-        let bad = ProcStat::parse("1 (x) S 1 2 3 4 5 6 7 8 9 10 a 0 0 0").unwrap_err();
+        let bad = ProcStat::parse("1 (x) S 1 2 3 4 5 6 7 8 9 10 a 0 0 0")
+            .unwrap_err()
+            .to_string();
         assert!(bad.contains("field 14"), "{bad}");
     }
 

@@ -15,7 +15,16 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::error::{Error, Result};
 use crate::qemu;
+
+/// A QMP failure at `what` (the step or the command).
+fn qmp_error(what: &str, reason: impl std::fmt::Display) -> Error {
+    Error::Qmp {
+        what: what.into(),
+        reason: reason.to_string(),
+    }
+}
 
 /// A monitor reply must come within this.
 const QMP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -29,45 +38,46 @@ pub struct Qmp {
 }
 
 impl Qmp {
-    pub fn connect(path: &Path) -> Result<Qmp, String> {
-        let stream =
-            UnixStream::connect(path).map_err(|e| format!("QMP socket {}: {e}", path.display()))?;
+    pub fn connect(path: &Path) -> Result<Qmp> {
+        let connect = format!("socket {}", path.display());
+        let stream = UnixStream::connect(path).map_err(|e| qmp_error(&connect, e))?;
         stream
             .set_read_timeout(Some(QMP_TIMEOUT))
-            .map_err(|e| e.to_string())?;
-        let writer = stream.try_clone().map_err(|e| e.to_string())?;
+            .map_err(|e| qmp_error(&connect, e))?;
+        let writer = stream.try_clone().map_err(|e| qmp_error(&connect, e))?;
         let mut qmp = Qmp {
             reader: BufReader::new(stream),
             writer,
         };
         let greeting = qmp.read()?;
         if greeting.get("QMP").is_none() {
-            return Err(format!("no QMP greeting: {greeting}"));
+            return Err(qmp_error("greeting", format!("none, got {greeting}")));
         }
         qmp.execute("qmp_capabilities", json!({}))?;
         Ok(qmp)
     }
 
-    fn read(&mut self) -> Result<Value, String> {
+    fn read(&mut self) -> Result<Value> {
         let mut line = String::new();
         match self.reader.read_line(&mut line) {
-            Ok(0) => Err("QMP closed the connection".into()),
-            Ok(_) => serde_json::from_str(&line).map_err(|e| format!("QMP sent {line:?}: {e}")),
-            Err(e) => Err(format!("QMP read: {e}")),
+            Ok(0) => Err(qmp_error("read", "QEMU closed the connection")),
+            Ok(_) => serde_json::from_str(&line)
+                .map_err(|e| qmp_error("read", format!("QEMU sent {line:?}: {e}"))),
+            Err(e) => Err(qmp_error("read", e)),
         }
     }
 
     /// Runs one command; its `return` value, or its `error` as the error.
-    pub fn execute(&mut self, command: &str, arguments: Value) -> Result<Value, String> {
+    pub fn execute(&mut self, command: &str, arguments: Value) -> Result<Value> {
         let request = json!({ "execute": command, "arguments": arguments });
-        writeln!(self.writer, "{request}").map_err(|e| format!("QMP write: {e}"))?;
+        writeln!(self.writer, "{request}").map_err(|e| qmp_error("write", e))?;
         loop {
             let reply = self.read()?;
             if let Some(value) = reply.get("return") {
                 return Ok(value.clone());
             }
             if let Some(error) = reply.get("error") {
-                return Err(format!("{command}: {error}"));
+                return Err(qmp_error(command, error));
             }
             // An asynchronous event (DEVICE_DELETED, ...): not the reply.
         }
@@ -75,20 +85,20 @@ impl Qmp {
 
     /// The guest's run state as QEMU names it: `running`, `paused`, `io-error`,
     /// `prelaunch`, `shutdown`, … (QMP `query-status`).
-    pub fn run_state(&mut self) -> Result<String, String> {
+    pub fn run_state(&mut self) -> Result<String> {
         let status = self.execute("query-status", json!({}))?;
         status
             .get("status")
             .and_then(Value::as_str)
             .map(str::to_owned)
-            .ok_or_else(|| format!("query-status without a status: {status}"))
+            .ok_or_else(|| qmp_error("query-status", format!("no status in {status}")))
     }
 
     /// Plugs the raw image at `image` into the guest's virtio-scsi bus at 0:0:1:0 as block node
     /// and device `node`. Errors are reported to the guest, as for the boot disks
     /// (`qemu::DRIVE_ERRORS`): under QEMU's default, `werror=enospc`, a full host disk would
     /// stop the whole guest and every NBD client would wait out its timeout.
-    pub fn plug_scsi_hd(&mut self, node: &str, image: &Path) -> Result<(), String> {
+    pub fn plug_scsi_hd(&mut self, node: &str, image: &Path) -> Result<()> {
         self.execute(
             "blockdev-add",
             json!({ "driver": "raw", "node-name": node,
@@ -107,11 +117,7 @@ impl Qmp {
 /// Waits up to `within` for `finished`; if the guest has not exited by then, asks QEMU at
 /// `socket` for the guest's run state and tells it to quit, so the caller's join returns.
 /// `Err` says how long the guest was given and the state QEMU named (or why it could not).
-pub fn exit_or_quit(
-    finished: impl Fn() -> bool,
-    within: Duration,
-    socket: &Path,
-) -> Result<(), String> {
+pub fn exit_or_quit(finished: impl Fn() -> bool, within: Duration, socket: &Path) -> Result<()> {
     let start = Instant::now();
     while start.elapsed() < within {
         if finished() {
@@ -124,7 +130,7 @@ pub fn exit_or_quit(
         qmp.execute("quit", json!({}))?;
         Ok(state)
     });
-    Err(match quit {
+    let reason = match quit {
         Ok(state) => format!(
             "the guest had not exited {:.0} s after it was asked to (QEMU run state `{state}`); QEMU was told to quit",
             within.as_secs_f64()
@@ -133,7 +139,8 @@ pub fn exit_or_quit(
             "the guest had not exited {:.0} s after it was asked to, and QMP failed: {error}",
             within.as_secs_f64()
         ),
-    })
+    };
+    Err(Error::NotExited { reason })
 }
 
 #[cfg(test)]
@@ -166,7 +173,9 @@ mod tests {
         while !socket.exists() && start.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(20));
         }
-        let error = exit_or_quit(|| false, Duration::from_millis(200), &socket).unwrap_err();
+        let error = exit_or_quit(|| false, Duration::from_millis(200), &socket)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("run state `prelaunch`"), "{error}");
         let start = Instant::now();
         let status = loop {
@@ -186,16 +195,15 @@ mod tests {
     #[test]
     fn a_guest_that_exits_in_time_is_not_touched() {
         let missing = Path::new("/nonexistent/qmp.sock");
-        assert_eq!(
-            exit_or_quit(|| true, Duration::from_secs(1), missing),
-            Ok(())
-        );
+        assert!(exit_or_quit(|| true, Duration::from_secs(1), missing).is_ok());
     }
 
     #[test]
     fn a_monitor_that_cannot_be_reached_is_named() {
         let missing = Path::new("/nonexistent/qmp.sock");
-        let error = exit_or_quit(|| false, Duration::ZERO, missing).unwrap_err();
+        let error = exit_or_quit(|| false, Duration::ZERO, missing)
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("QMP failed: QMP socket /nonexistent/qmp.sock"),
             "{error}"

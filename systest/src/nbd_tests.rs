@@ -234,7 +234,7 @@ pub fn run(guest: &Guest) -> Tally {
                 harness::qmp::EXIT_WITHIN,
                 &socket,
             ) {
-                report("shutdown-exit", Err(error));
+                report("shutdown-exit", Err(error.into()));
             }
         }
         let outcome = boot.join().map_err(|_| "boot thread panicked".to_owned());

@@ -138,7 +138,10 @@ fn typed_words<T: serde::de::DeserializeOwned>(words: &[(&str, &str)]) -> Result
         .iter()
         .map(|(key, value)| ((*key).to_owned(), value_of(value)))
         .collect();
-    typed::from_value(Value::Object(record))
+    typed::from_value(Value::Object(record), "words").map_err(|error| match error {
+        Error::BadResult { reason, .. } => reason,
+        other => other.to_string(),
+    })
 }
 
 /// Classifies one console line; a result line that does not parse is an error naming it.
@@ -206,7 +209,7 @@ pub fn classify(line: &str) -> Result<GuestLine> {
 pub fn fio_summary(text: &str) -> std::result::Result<FioSummary, String> {
     let start = text.find('{').ok_or("no JSON object in fio's output")?;
     let doc: FioOutput =
-        typed::from_str(&text[start..]).map_err(|error| format!("fio JSON: {error}"))?;
+        typed::from_str(&text[start..], "fio JSON").map_err(|error| error.to_string())?;
     if doc.jobs.is_empty() {
         return Err("fio JSON has no jobs".into());
     }

@@ -102,9 +102,13 @@ struct Figures {
 
 impl Figures {
     fn read(run: &Run<'_>) -> std::result::Result<Figures, UnreadRun> {
-        super::typed::from_value(Value::Object(run.record.clone())).map_err(|reason| UnreadRun {
+        let record = Value::Object(run.record.clone());
+        super::typed::from_value(record, "run").map_err(|error| UnreadRun {
             run: run.name.clone(),
-            reason,
+            reason: match error {
+                Error::BadResult { reason, .. } => reason,
+                other => other.to_string(),
+            },
         })
     }
 

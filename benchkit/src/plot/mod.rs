@@ -16,6 +16,7 @@ use std::fmt::Display;
 use std::path::Path;
 
 use plotters::coord::ranged1d::SegmentValue;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use harness::error::{Error, Result};
@@ -147,47 +148,7 @@ pub fn draw_log_log(path: &Path, chart: &LineChart) -> Result<()> {
         .draw()
         .map_err(|e| fail(&e))?;
     for series in &chart.series {
-        let color = COLORS[series.color % COLORS.len()];
-        let style = color.stroke_width(2);
-        let positive: Vec<(f64, f64)> = series
-            .points
-            .iter()
-            .copied()
-            .filter(|(x, y)| *x > 0.0 && *y > 0.0)
-            .collect();
-        let legend = move |(x, y): (i32, i32)| PathElement::new(vec![(x, y), (x + 20, y)], style);
-        let dashed_legend = move |(x, y): (i32, i32)| {
-            EmptyElement::at((x, y))
-                + PathElement::new(vec![(0, 0), (8, 0)], style)
-                + PathElement::new(vec![(12, 0), (20, 0)], style)
-        };
-        if series.dashed {
-            context
-                .draw_series(DashedLineSeries::new(positive.clone(), 8, 5, style))
-                .map_err(|e| fail(&e))?
-                .label(&series.label)
-                .legend(dashed_legend);
-            context
-                .draw_series(
-                    positive
-                        .into_iter()
-                        .map(|point| TriangleMarker::new(point, 4, color.filled())),
-                )
-                .map_err(|e| fail(&e))?;
-        } else {
-            context
-                .draw_series(LineSeries::new(positive.clone(), style))
-                .map_err(|e| fail(&e))?
-                .label(&series.label)
-                .legend(legend);
-            context
-                .draw_series(
-                    positive
-                        .into_iter()
-                        .map(|point| Circle::new(point, 3, color.filled())),
-                )
-                .map_err(|e| fail(&e))?;
-        }
+        draw_line(&mut context, series).map_err(|e| fail(&e))?;
     }
     context
         .configure_series_labels()
@@ -197,6 +158,44 @@ pub fn draw_log_log(path: &Path, chart: &LineChart) -> Result<()> {
         .draw()
         .map_err(|e| fail(&e))?;
     root.present().map_err(|e| fail(&e))
+}
+
+/// The log-log chart [`draw_log_log`] draws into.
+type LogLog<'a> = ChartContext<'a, SVGBackend<'a>, Cartesian2d<LogCoord<f64>, LogCoord<f64>>>;
+
+/// One series of a log-log chart: a line (dashed, with triangles, or solid, with circles)
+/// through its positive points, and its legend entry.
+fn draw_line(context: &mut LogLog<'_>, series: &Series) -> DrawResult {
+    let color = COLORS[series.color % COLORS.len()];
+    let style = color.stroke_width(2);
+    let positive: Vec<(f64, f64)> = series
+        .points
+        .iter()
+        .copied()
+        .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+        .collect();
+    if series.dashed {
+        let legend = move |(x, y): (i32, i32)| {
+            EmptyElement::at((x, y))
+                + PathElement::new(vec![(0, 0), (8, 0)], style)
+                + PathElement::new(vec![(12, 0), (20, 0)], style)
+        };
+        context
+            .draw_series(DashedLineSeries::new(positive.clone(), 8, 5, style))?
+            .label(&series.label)
+            .legend(legend);
+        let marker = |point| TriangleMarker::new(point, 4, color.filled());
+        context.draw_series(positive.into_iter().map(marker))?;
+    } else {
+        let legend = move |(x, y): (i32, i32)| PathElement::new(vec![(x, y), (x + 20, y)], style);
+        context
+            .draw_series(LineSeries::new(positive.clone(), style))?
+            .label(&series.label)
+            .legend(legend);
+        let marker = |point| Circle::new(point, 3, color.filled());
+        context.draw_series(positive.into_iter().map(marker))?;
+    }
+    Ok(())
 }
 
 /// Draws one vertical bar per entry, on a linear axis starting at zero.
@@ -316,27 +315,8 @@ fn draw_panel(band: &Band<'_>, chart: &GroupedBars, panel: &Panel) -> DrawResult
         .y_desc(&panel.y_label)
         .y_label_formatter(&|value| tick(value))
         .draw()?;
-    let width = 0.8 / chart.series.len().max(1) as f64;
     for (index, name) in chart.series.iter().enumerate() {
-        let color = COLORS[index % COLORS.len()];
-        let bars: Vec<(f64, Bar)> = panel
-            .bars
-            .iter()
-            .enumerate()
-            .filter_map(|(group, row)| Some((group as f64, (*row.get(index)?)?)))
-            .collect();
-        let left = move |group: f64| group - 0.4 + width * index as f64;
-        context
-            .draw_series(bars.iter().map(|(group, bar)| {
-                let x = left(*group);
-                Rectangle::new([(x, 0.0), (x + width * 0.9, bar.value)], color.filled())
-            }))?
-            .label(name)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
-        context.draw_series(bars.iter().map(|(group, bar)| {
-            let x = left(*group) + width * 0.45;
-            PathElement::new(vec![(x, bar.min), (x, bar.max)], BLACK.stroke_width(2))
-        }))?;
+        draw_bar_series(&mut context, chart, panel, index, name)?;
     }
     context
         .configure_series_labels()
@@ -344,6 +324,40 @@ fn draw_panel(band: &Band<'_>, chart: &GroupedBars, panel: &Panel) -> DrawResult
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()?;
+    Ok(())
+}
+
+/// The linear chart of one [`draw_panel`] band.
+type Linear<'a> = ChartContext<'a, SVGBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// Series `index` (`name`) of `panel`: a bar per group with a whisker from its min to its max.
+fn draw_bar_series(
+    context: &mut Linear<'_>,
+    chart: &GroupedBars,
+    panel: &Panel,
+    index: usize,
+    name: &str,
+) -> DrawResult {
+    let width = 0.8 / chart.series.len().max(1) as f64;
+    let color = COLORS[index % COLORS.len()];
+    let bars: Vec<(f64, Bar)> = panel
+        .bars
+        .iter()
+        .enumerate()
+        .filter_map(|(group, row)| Some((group as f64, (*row.get(index)?)?)))
+        .collect();
+    let left = move |group: f64| group - 0.4 + width * index as f64;
+    context
+        .draw_series(bars.iter().map(|(group, bar)| {
+            let x = left(*group);
+            Rectangle::new([(x, 0.0), (x + width * 0.9, bar.value)], color.filled())
+        }))?
+        .label(name)
+        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+    context.draw_series(bars.iter().map(|(group, bar)| {
+        let x = left(*group) + width * 0.45;
+        PathElement::new(vec![(x, bar.min), (x, bar.max)], BLACK.stroke_width(2))
+    }))?;
     Ok(())
 }
 

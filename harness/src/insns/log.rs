@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use crate::error::{Error, Result};
+
 const PREFIX: &str = "sensepool-insns ";
 
 /// One slot's count at one publish.
@@ -68,89 +70,122 @@ pub struct PluginLog {
 }
 
 /// Parses a log; `Err` names the first malformed plugin line.
-pub fn parse(text: &str) -> Result<PluginLog, String> {
+pub fn parse(text: &str) -> Result<PluginLog> {
     let mut log = PluginLog::default();
     for line in text.lines() {
         let Some(rest) = line.strip_prefix(PREFIX) else {
             continue;
         };
-        parse_line(rest, &mut log).map_err(|reason| format!("{reason} in {line:?}"))?;
+        parse_line(rest, &mut log).map_err(|Malformed(reason)| Error::Plugin {
+            reason: format!("{reason} in {line:?}"),
+        })?;
     }
     Ok(log)
 }
 
-fn parse_line(rest: &str, log: &mut PluginLog) -> Result<(), String> {
-    let (kind, fields) = match rest.split_once(' ') {
+/// What is wrong with one plugin line.
+struct Malformed(String);
+
+impl From<&str> for Malformed {
+    fn from(reason: &str) -> Self {
+        Malformed(reason.to_owned())
+    }
+}
+
+/// A line's `key=value` words.
+struct Fields<'a>(HashMap<&'a str, &'a str>);
+
+impl Fields<'_> {
+    /// `key`'s value as a decimal or `0x` hex number.
+    fn number(&self, key: &str) -> std::result::Result<u64, Malformed> {
+        let value = self
+            .0
+            .get(key)
+            .ok_or_else(|| Malformed(format!("no `{key}=`")))?;
+        match value.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16),
+            None => value.parse(),
+        }
+        .map_err(|_| Malformed(format!("`{key}={value}` is not a number")))
+    }
+
+    /// Whether any of `keys` is present.
+    fn has(&self, keys: [&str; 2]) -> bool {
+        keys.iter().any(|key| self.0.contains_key(key))
+    }
+}
+
+fn parse_line(rest: &str, log: &mut PluginLog) -> std::result::Result<(), Malformed> {
+    let (kind, tail) = match rest.split_once(' ') {
         Some((kind, tail)) => (kind, tail),
         None => (rest, ""),
     };
     if kind == "anomaly" {
-        log.anomalies.push(fields.to_owned());
+        log.anomalies.push(tail.to_owned());
         return Ok(());
     }
-    let mut map: HashMap<&str, &str> = fields
+    let mut map: HashMap<&str, &str> = tail
         .split_whitespace()
         .filter_map(|word| word.split_once('='))
         .collect();
     if let Some((key, value)) = kind.split_once('=') {
         map.insert(key, value);
     }
-    let number = |key: &str| -> Result<u64, String> {
-        let value = map.get(key).ok_or_else(|| format!("no `{key}=`"))?;
-        match value.strip_prefix("0x") {
-            Some(hex) => u64::from_str_radix(hex, 16),
-            None => value.parse(),
-        }
-        .map_err(|_| format!("`{key}={value}` is not a number"))
-    };
+    let fields = Fields(map);
     match kind.split_once('=').map_or(kind, |(key, _)| key) {
         "start" => log.started = true,
-        "publish" => {
-            let window = u32::try_from(number("publish")?).map_err(|_| "publish too large")?;
-            let slot = u8::try_from(number("slot")?).map_err(|_| "slot too large")?;
-            let vcpu_insns = map
-                .get("vcpu_insns")
-                .ok_or("no `vcpu_insns=`")?
-                .split('/')
-                .map(|n| n.parse().map_err(|_| format!("vcpu_insns `{n}`")))
-                .collect::<Result<Vec<u64>, String>>()?;
-            let has = |keys: [&str; 2]| keys.iter().any(|key| map.contains_key(key));
-            let tlb = match has(["tlb_misses", "tlb_fills"]) {
-                true => Some(TlbCounts {
-                    mem: number("mem")?,
-                    misses: number("tlb_misses")?,
-                    fills: number("tlb_fills")?,
-                }),
-                false => None,
-            };
-            let cache = match has(["l1d_misses", "l2_misses"]) {
-                true => Some(CacheCounts {
-                    mem: number("mem")?,
-                    l1d_misses: number("l1d_misses")?,
-                    l2_misses: number("l2_misses")?,
-                }),
-                false => None,
-            };
-            log.publishes.push(Published {
-                window,
-                slot,
-                windows: number("windows")?,
-                insns: number("insns")?,
-                vcpu_insns,
-                tlb,
-                cache,
-            });
-        }
+        "publish" => log.publishes.push(publish(&fields)?),
         "tb" => log.blocks.push(Block {
-            vaddr: number("vaddr")?,
-            insns: number("insns")?,
-            execs: number("execs")?,
+            vaddr: fields.number("vaddr")?,
+            insns: fields.number("insns")?,
+            execs: fields.number("execs")?,
         }),
-        "exit" => log.total_insns = Some(number("total")?),
+        "exit" => log.total_insns = Some(fields.number("total")?),
         // `published=K` closes a publish; nothing to keep.
         _ => {}
     }
     Ok(())
+}
+
+/// A `publish=N slot=S windows=W insns=I vcpu_insns=A/B [mem=M tlb_… | l1d_… l2_…]` line.
+fn publish(fields: &Fields<'_>) -> std::result::Result<Published, Malformed> {
+    let window = u32::try_from(fields.number("publish")?).map_err(|_| "publish too large")?;
+    let slot = u8::try_from(fields.number("slot")?).map_err(|_| "slot too large")?;
+    let vcpu_insns = fields
+        .0
+        .get("vcpu_insns")
+        .ok_or("no `vcpu_insns=`")?
+        .split('/')
+        .map(|n| {
+            n.parse()
+                .map_err(|_| Malformed(format!("vcpu_insns `{n}`")))
+        })
+        .collect::<std::result::Result<Vec<u64>, Malformed>>()?;
+    let tlb = match fields.has(["tlb_misses", "tlb_fills"]) {
+        true => Some(TlbCounts {
+            mem: fields.number("mem")?,
+            misses: fields.number("tlb_misses")?,
+            fills: fields.number("tlb_fills")?,
+        }),
+        false => None,
+    };
+    let cache = match fields.has(["l1d_misses", "l2_misses"]) {
+        true => Some(CacheCounts {
+            mem: fields.number("mem")?,
+            l1d_misses: fields.number("l1d_misses")?,
+            l2_misses: fields.number("l2_misses")?,
+        }),
+        false => None,
+    };
+    Ok(Published {
+        window,
+        slot,
+        windows: fields.number("windows")?,
+        insns: fields.number("insns")?,
+        vcpu_insns,
+        tlb,
+        cache,
+    })
 }
 
 #[cfg(test)]
@@ -237,7 +272,7 @@ mod tests {
             "sensepool-insns publish=1 slot=0 windows=1 insns=1 vcpu_insns=1 mem=3 l1d_misses=1",
             "sensepool-insns publish=1 slot=0 windows=1 insns=1 vcpu_insns=1 l1d_misses=1 l2_misses=0",
         ] {
-            let error = parse(bad).unwrap_err();
+            let error = parse(bad).unwrap_err().to_string();
             assert!(error.contains(bad), "{error}");
         }
     }

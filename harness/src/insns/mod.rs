@@ -134,8 +134,11 @@ impl Counting {
             path: self.log.clone(),
             source,
         })?;
-        parse(&text).map_err(|reason| Error::Plugin {
-            reason: format!("{}: {reason}", self.log.display()),
+        parse(&text).map_err(|error| match error {
+            Error::Plugin { reason } => Error::Plugin {
+                reason: format!("{}: {reason}", self.log.display()),
+            },
+            other => other,
         })
     }
 }

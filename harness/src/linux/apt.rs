@@ -88,6 +88,35 @@ fn host_sources() -> String {
     text
 }
 
+/// Creates the private apt directories under `root` and writes its sources list for `mirror`
+/// (bookworm, bookworm-backports, bookworm's sources); `true` when the list was already so.
+fn write_sources(root: &Path, mirror: &str) -> Result<bool> {
+    for dir in [
+        "lists/partial",
+        "cache/archives/partial",
+        "etc/sources.list.d",
+        "etc/preferences.d",
+    ] {
+        let path = root.join(dir);
+        std::fs::create_dir_all(&path).map_err(|source| Error::Write { path, source })?;
+    }
+    let keyring = "/usr/share/keyrings/debian-archive-keyring.gpg";
+    let list = format!(
+        "deb [signed-by={keyring}] {mirror} bookworm main\n\
+         deb [signed-by={keyring}] {mirror} bookworm-backports main\n\
+         deb-src [signed-by={keyring}] {mirror} bookworm main\n"
+    );
+    let list_path = root.join("etc/sources.list");
+    let unchanged = std::fs::read_to_string(&list_path).is_ok_and(|old| old == list);
+    if !unchanged {
+        std::fs::write(&list_path, &list).map_err(|source| Error::Write {
+            path: list_path.clone(),
+            source,
+        })?;
+    }
+    Ok(unchanged)
+}
+
 impl Apt {
     /// Writes the private sources list under `root` and refreshes the lists when they are
     /// missing or a day old.
@@ -103,29 +132,7 @@ impl Apt {
                  the stock kernels come from Debian's packages",
             )
         })?;
-        for dir in [
-            "lists/partial",
-            "cache/archives/partial",
-            "etc/sources.list.d",
-            "etc/preferences.d",
-        ] {
-            let path = root.join(dir);
-            std::fs::create_dir_all(&path).map_err(|source| Error::Write { path, source })?;
-        }
-        let keyring = "/usr/share/keyrings/debian-archive-keyring.gpg";
-        let list = format!(
-            "deb [signed-by={keyring}] {mirror} bookworm main\n\
-             deb [signed-by={keyring}] {mirror} bookworm-backports main\n\
-             deb-src [signed-by={keyring}] {mirror} bookworm main\n"
-        );
-        let list_path = root.join("etc/sources.list");
-        let unchanged = std::fs::read_to_string(&list_path).is_ok_and(|old| old == list);
-        if !unchanged {
-            std::fs::write(&list_path, &list).map_err(|source| Error::Write {
-                path: list_path.clone(),
-                source,
-            })?;
-        }
+        let unchanged = write_sources(root, &mirror)?;
         let stamp = root.join("lists/.updated");
         let fresh = std::fs::metadata(&stamp)
             .and_then(|meta| meta.modified())

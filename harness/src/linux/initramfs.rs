@@ -23,7 +23,14 @@ pub struct Contents<'a> {
     /// `sp_marker`, for counted boots.
     pub marker: &'a Path,
     /// The built module, or why there is none (the guest prints it for the dmapool case).
-    pub dmapool: std::result::Result<PathBuf, String>,
+    pub dmapool: Module,
+}
+
+/// An out-of-tree module for the guest: built, or the reason it could not be.
+#[derive(Clone, Debug)]
+pub enum Module {
+    Built(PathBuf),
+    Missing { reason: String },
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
@@ -78,8 +85,10 @@ pub fn build(kernel: &Kernel, contents: &Contents<'_>, base: &Path) -> Result<Pa
         archive.file(&format!("/etc/sp/{target}.modules"), 0o644, list.as_bytes());
     }
     match &contents.dmapool {
-        Ok(module) => archive.file("/lib/modules/sp_dmapool.ko", 0o644, &read(module)?),
-        Err(reason) => archive.file("/etc/sp/dmapool.missing", 0o644, reason.as_bytes()),
+        Module::Built(module) => archive.file("/lib/modules/sp_dmapool.ko", 0o644, &read(module)?),
+        Module::Missing { reason } => {
+            archive.file("/etc/sp/dmapool.missing", 0o644, reason.as_bytes())
+        }
     }
     let path = base.join(format!("initramfs-{}.cpio", kernel.release.label()));
     std::fs::write(&path, archive.finish()).map_err(|source| Error::Write {

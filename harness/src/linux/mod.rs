@@ -52,21 +52,7 @@ pub fn prepare(releases: &[Release], base: &Path) -> Result<(Vec<Prepared>, Vec<
                 continue;
             }
         };
-        let (host_compiler, same) = tools::compiler_match(&kernel);
-        eprintln!(
-            "xtask: Linux {} is {} built with `{}`; this host's compiler: `{host_compiler}` ({})",
-            release.label(),
-            kernel.abi,
-            kernel.compiler,
-            if same { "the same" } else { "different" }
-        );
-        let dmapool = tools::dmapool_module(&apt, &kernel, base).map_err(|error| error.to_string());
-        if let Err(reason) = &dmapool {
-            eprintln!(
-                "xtask: the dmapool case will be skipped on {}: {reason}",
-                release.label()
-            );
-        }
+        let dmapool = dmapool_module(&apt, &kernel, base);
         let contents = initramfs::Contents {
             busybox: &busybox,
             fio: &fio,
@@ -89,4 +75,30 @@ pub fn prepare(releases: &[Release], base: &Path) -> Result<(Vec<Prepared>, Vec<
         });
     }
     Ok((prepared, skipped))
+}
+
+/// The `sp_dmapool` module for `kernel`, or why there is none (said on stderr, as the
+/// compilers of the kernel and the host are).
+fn dmapool_module(apt: &apt::Apt, kernel: &kernel::Kernel, base: &Path) -> initramfs::Module {
+    let release = kernel.release;
+    let (host_compiler, same) = tools::compiler_match(kernel);
+    eprintln!(
+        "xtask: Linux {} is {} built with `{}`; this host's compiler: `{host_compiler}` ({})",
+        release.label(),
+        kernel.abi,
+        kernel.compiler,
+        if same { "the same" } else { "different" }
+    );
+    match tools::dmapool_module(apt, kernel, base) {
+        Ok(module) => initramfs::Module::Built(module),
+        Err(error) => {
+            eprintln!(
+                "xtask: the dmapool case will be skipped on {}: {error}",
+                release.label()
+            );
+            initramfs::Module::Missing {
+                reason: error.to_string(),
+            }
+        }
+    }
 }

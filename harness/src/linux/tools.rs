@@ -127,6 +127,41 @@ pub fn compiler_match(kernel: &Kernel) -> (String, bool) {
     (host, same)
 }
 
+/// `kernel`'s header tree, downloaded and unpacked under `base` once, with its Makefile
+/// pointed at the unpacked common tree.
+fn headers_tree(apt: &Apt, kernel: &Kernel, base: &Path) -> Result<PathBuf> {
+    let headers = format!("linux-headers-{}", kernel.abi);
+    let mut packages = vec![headers.clone()];
+    packages.extend(
+        apt.depends(&headers)?
+            .into_iter()
+            .filter(|name| name.starts_with("linux-headers-") || name.starts_with("linux-kbuild-")),
+    );
+    let root = base.join("headers").join(kernel.release.label());
+    let tree = root.join("usr/src").join(&headers);
+    if tree.join("Module.symvers").is_file() {
+        return Ok(tree);
+    }
+    let debs = apt.download(&packages, &base.join("debs"))?;
+    for deb in &debs {
+        apt::unpack(deb, &root)?;
+    }
+    // The package's Makefile includes the common tree by its installed, absolute path.
+    let makefile = tree.join("Makefile");
+    let text = std::fs::read_to_string(&makefile).map_err(|source| Error::Read {
+        path: makefile.clone(),
+        source,
+    })?;
+    let local = format!("include {}/usr/src/", root.display());
+    std::fs::write(&makefile, text.replace("include /usr/src/", &local)).map_err(|source| {
+        Error::Write {
+            path: makefile.clone(),
+            source,
+        }
+    })?;
+    Ok(tree)
+}
+
 /// Builds `harness/linux/sp_dmapool` against `kernel`'s headers (downloaded and unpacked once)
 /// and returns the `.ko`, or why it cannot be had (then that case is skipped with the reason).
 pub fn dmapool_module(apt: &Apt, kernel: &Kernel, base: &Path) -> Result<PathBuf> {
@@ -139,34 +174,7 @@ pub fn dmapool_module(apt: &Apt, kernel: &Kernel, base: &Path) -> Result<PathBuf
             kernel.compiler
         )));
     }
-    let headers = format!("linux-headers-{}", kernel.abi);
-    let mut packages = vec![headers.clone()];
-    packages.extend(
-        apt.depends(&headers)?
-            .into_iter()
-            .filter(|name| name.starts_with("linux-headers-") || name.starts_with("linux-kbuild-")),
-    );
-    let root = base.join("headers").join(kernel.release.label());
-    let tree = root.join("usr/src").join(&headers);
-    if !tree.join("Module.symvers").is_file() {
-        let debs = apt.download(&packages, &base.join("debs"))?;
-        for deb in &debs {
-            apt::unpack(deb, &root)?;
-        }
-        // The package's Makefile includes the common tree by its installed, absolute path.
-        let makefile = tree.join("Makefile");
-        let text = std::fs::read_to_string(&makefile).map_err(|source| Error::Read {
-            path: makefile.clone(),
-            source,
-        })?;
-        let local = format!("include {}/usr/src/", root.display());
-        std::fs::write(&makefile, text.replace("include /usr/src/", &local)).map_err(|source| {
-            Error::Write {
-                path: makefile.clone(),
-                source,
-            }
-        })?;
-    }
+    let tree = headers_tree(apt, kernel, base)?;
     let build = base.join("module").join(kernel.release.label());
     let _ = std::fs::remove_dir_all(&build);
     mkdir(&build)?;

@@ -86,9 +86,9 @@ pub fn exited_within(
         std::thread::sleep(Duration::from_millis(100));
     }
     let quit = workspace::output_dir("images")
-        .map_err(|e| e.to_string())
         .and_then(|images| harness::qmp::Qmp::connect(&qemu::qmp_socket(&images, "nbd")))
-        .and_then(|mut qmp| qmp.execute("quit", json!({})));
+        .and_then(|mut qmp| qmp.execute("quit", json!({})))
+        .map_err(String::from);
     *stopped_through_qmp = true;
     drop(clients);
     Err(format!(

@@ -118,7 +118,7 @@ pub fn hotplug_cycles(stop: &AtomicBool, qmp: &Path, images: &Path) -> (u64, Vec
     let mut errors = Vec::new();
     let mut qmp = match Qmp::connect(qmp) {
         Ok(qmp) => qmp,
-        Err(e) => return (0, vec![e]),
+        Err(e) => return (0, vec![e.into()]),
     };
     while !stop.load(Ordering::SeqCst) {
         match plug_cycle(&mut qmp, &image, stop) {

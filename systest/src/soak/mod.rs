@@ -160,9 +160,9 @@ pub fn soak(
                 let mut report = soak_here(guest, duration, clients)?;
                 report.listen_overflows = match (before, front_door::listen_overflows()) {
                     (Ok(before), Ok(after)) => Ok(after.saturating_sub(before)),
-                    (Err(e), _) | (_, Err(e)) => Err(e),
+                    (Err(e), _) | (_, Err(e)) => Err(e.into()),
                 };
-                report.isolated = isolated;
+                report.isolated = isolated.map_err(String::from);
                 Ok(report)
             })
             .join()
@@ -239,7 +239,7 @@ fn soak_here(
         let outcome = boot.join().ok().and_then(|r| r.ok());
         let workers = match (workers, exited) {
             (workers, Ok(())) => workers,
-            (Ok(_), Err(stuck)) => Err(stuck),
+            (Ok(_), Err(stuck)) => Err(stuck.into()),
             (Err(clients), Err(stuck)) => {
                 Err(format!("{stuck}; before that, the clients: {clients}"))
             }
