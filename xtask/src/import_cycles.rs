@@ -10,7 +10,7 @@
 //! module) resolves from that module. Strings and comments are left out.
 //!
 //! [`NOT_YET_COVERED`] names the crates that still have cycles; the guest side of the structure
-//! work (issue #35) empties it.
+//! work empties it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

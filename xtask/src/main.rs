@@ -42,6 +42,8 @@ mod host_tests;
 #[cfg(test)]
 mod import_cycles;
 mod lint;
+#[cfg(test)]
+mod long_functions;
 mod run;
 mod setup;
 mod suite;
