@@ -1,11 +1,12 @@
 //! What Linux's `scsi_debug_queuecommand` checks before it calls a response function, in its
-//! order: the LUN exists (else `DID_NO_CONNECT`), the opcode is known, a pending unit attention
+//! order: the LUN exists (else `DID_NO_CONNECT`), the opcode is known (and allowed on the
+//! well-known LUN, [`super::well_known`]), a pending unit attention
 //! (`make_ua`), a stopped or becoming-ready unit (`resp_not_ready`), `fake_rw`, then the
 //! injected timeout (`fake_timeout`). Each answer also gets the delay `schedule_resp` would give
 //! it: none for CHECK CONDITIONs found here and for INQUIRY-like commands (`F_DELAY_OVERR`), a
 //! long one for START STOP UNIT and SYNCHRONIZE CACHE (`F_LONG_DELAY`).
 
-use super::opcodes::{self, Action, Entry, Unsupported, flag};
+use super::opcodes::{self, Entry, Unsupported, flag};
 use super::params::*;
 use super::{CmdView, Readiness, ScsiDebug, ua};
 use crate::clock::Clock;
@@ -32,12 +33,17 @@ impl<C: Clock, S> ScsiDebug<C, S> {
                 cmd.cdb.as_slice()
             );
         }
-        let found = opcodes::lookup(cmd.cdb.padded());
-        let Some(index) = lun else {
-            return Some(self.no_such_lun(cmd, found.ok()));
+        let well_known = self.well_known_of(cmd);
+        let Some(index) = lun.or(well_known) else {
+            self.answer_at_once();
+            return Some(HostCompletion::host_error(cmd.tag, HostError::NoConnect));
         };
         self.inject_pending |= inject;
-        let entry = match found {
+        let entry = match opcodes::lookup(cmd.cdb.padded()) {
+            Ok(entry) if well_known.is_some() && !entry.has(flag::RL_WLUN_OK) => {
+                self.answer_at_once();
+                return Some(self.invalid_opcode(cmd));
+            }
             Ok(entry) => entry,
             Err(unsupported) => {
                 self.answer_at_once();
@@ -79,23 +85,6 @@ impl<C: Clock, S> ScsiDebug<C, S> {
             self.answer_after_long_delay(1);
         } else if entry.has(flag::SYNC_DELAY) {
             self.answer_after_long_delay(20);
-        }
-    }
-
-    /// A LUN past `max_luns`: `DID_NO_CONNECT`, except REPORT LUNS to its well-known LUN
-    /// (other commands there are an invalid opcode, Linux `F_RL_WLUN_OK`).
-    fn no_such_lun(
-        &mut self,
-        cmd: &mut CmdView<'_>,
-        entry: Option<&'static Entry>,
-    ) -> HostCompletion {
-        self.answer_at_once();
-        if cmd.lun != REPORT_LUNS_WLUN || cmd.target >= self.params.num_tgts {
-            return HostCompletion::host_error(cmd.tag, HostError::NoConnect);
-        }
-        match entry {
-            Some(entry) if entry.action == Action::ReportLuns => self.report_luns(cmd),
-            _ => self.invalid_opcode(cmd),
         }
     }
 
@@ -146,11 +135,7 @@ impl<C: Clock, S> ScsiDebug<C, S> {
         self.luns[lun].ua &= !bit;
         if bit == ua::LUNS_CHANGED {
             // SPC-4 and later report it once per target (`clear_luns_changed_on_target`).
-            let per_target = usize::from(self.params.max_luns);
-            let first = lun / per_target * per_target;
-            for state in &mut self.luns[first..first + per_target] {
-                state.ua &= !ua::LUNS_CHANGED;
-            }
+            self.clear_luns_changed_on_target(self.target_of(lun));
         }
         let (asc, ascq) = ua::asc_ascq(bit);
         Some(self.check(cmd, SenseKey::UnitAttention, asc, ascq))

@@ -30,6 +30,7 @@ mod respond;
 mod sense;
 mod supported;
 mod vpd;
+mod well_known;
 
 pub use opcodes::answered_commands;
 pub use params::{
@@ -136,7 +137,8 @@ pub struct ScsiDebug<C: Clock, S = Box<[u8; SCSI_SENSE_BUFFERSIZE]>> {
     /// The shared RAM store; empty with `fake_rw`.
     pub(crate) store: Vec<u8>,
     pub(crate) capacity_blocks: u64,
-    /// Per (target, LUN): index `target * max_luns + lun`.
+    /// Per (target, LUN): index `target * max_luns + lun`; then per target its REPORT LUNS
+    /// well-known LUN, at `num_tgts * max_luns + target` ([`Self::well_known_lun`]).
     pub(crate) luns: Vec<LunState>,
     delay_ns: u64,
     /// Completions not yet reported, in due-time order (the delay is the same for all).
@@ -195,12 +197,13 @@ impl<C: Clock, S> ScsiDebug<C, S> {
             store.try_reserve_exact(bytes).map_err(|_| store_alloc)?;
             store.resize(bytes, 0);
         }
+        // Every LUN of every target, then each target's REPORT LUNS well-known LUN.
         let luns = vec![
             LunState {
                 ua: ua::POWER_ON_OCCURRED,
                 readiness: params.power_on_readiness(),
             };
-            usize::from(params.num_tgts) * usize::from(params.max_luns)
+            usize::from(params.num_tgts) * (usize::from(params.max_luns) + 1)
         ];
         let power_on_ns = clock.now_ns();
         Ok(ScsiDebug {
@@ -269,9 +272,10 @@ impl<C: Clock, S> ScsiDebug<C, S> {
     pub fn set_max_luns(&mut self, max_luns: u16) {
         let max_luns = max_luns.max(1);
         let old = usize::from(self.params.max_luns);
-        let mut luns =
-            Vec::with_capacity(usize::from(self.params.num_tgts) * usize::from(max_luns));
-        for t in 0..usize::from(self.params.num_tgts) {
+        let targets = usize::from(self.params.num_tgts);
+        let well_known = self.luns.split_off(targets * old);
+        let mut luns = Vec::with_capacity(targets * (usize::from(max_luns) + 1));
+        for t in 0..targets {
             for l in 0..usize::from(max_luns) {
                 let mut state = if l < old {
                     self.luns[t * old + l]
@@ -285,6 +289,10 @@ impl<C: Clock, S> ScsiDebug<C, S> {
                 luns.push(state);
             }
         }
+        luns.extend(well_known.into_iter().map(|mut state| {
+            state.ua |= ua::LUNS_CHANGED;
+            state
+        }));
         self.luns = luns;
         self.params.max_luns = max_luns;
     }

@@ -7,7 +7,7 @@ use super::checks::REPORT_LUNS_WLUN;
 use super::respond::{be16, be32};
 use super::sense::{data_in, data_in_upto};
 use super::vpd::Unit;
-use super::{CmdView, Readiness, ScsiDebug, ua};
+use super::{CmdView, Readiness, ScsiDebug};
 use crate::clock::Clock;
 use crate::host::{HostCompletion, HostError};
 use crate::wire::{
@@ -51,27 +51,33 @@ fn standard_inquiry() -> [u8; INQUIRY_LEN] {
 }
 
 impl<C: Clock, S> ScsiDebug<C, S> {
-    /// Linux `resp_inquiry` for a present LUN: CmdDt set is an invalid field (byte 1 bit 1);
+    /// Linux `resp_inquiry` for a present LUN (the well-known LUN has device type 1Eh and
+    /// logical unit number -1): CmdDt set is an invalid field (byte 1 bit 1);
     /// EVPD set returns the VPD page (an unknown one is an invalid field at byte 2); otherwise
     /// the 96-byte standard page, whatever the page code says.
     pub(crate) fn inquiry(&mut self, cmd: &mut CmdView<'_>) -> HostCompletion {
         let cdb = *cmd.cdb.padded();
         let alloc_len = usize::from(be16(&cdb, 3));
+        let well_known = cmd.lun == REPORT_LUNS_WLUN;
+        // Linux `TYPE_WLUN` for the well-known LUN.
+        let peripheral = if well_known { 0x1e } else { DeviceType::DISK.0 };
         if cdb[1] & 0x02 != 0 {
             return self.invalid_field(cmd, 1, Some(1));
         }
         if cdb[1] & 0x01 == 0 {
-            return data_in_upto(cmd, &standard_inquiry(), alloc_len);
+            let mut data = standard_inquiry();
+            data[0] = peripheral;
+            return data_in_upto(cmd, &data, alloc_len);
         }
         let unit = Unit {
             target: cmd.target,
-            lun: cmd.lun.index().unwrap_or(0),
+            lun: (!well_known).then(|| cmd.lun.index().unwrap_or(0)),
             store_blocks: self.capacity_blocks,
         };
         let Some(page) = unit.page(cdb[2]) else {
             return self.invalid_field(cmd, 2, None);
         };
-        let bytes = page.encode(DeviceType::DISK.0).unwrap_or_default();
+        let bytes = page.encode(peripheral).unwrap_or_default();
         data_in_upto(cmd, &bytes, alloc_len.min(MAX_INQUIRY_LEN))
     }
 
@@ -82,12 +88,7 @@ impl<C: Clock, S> ScsiDebug<C, S> {
     pub(crate) fn report_luns(&mut self, cmd: &mut CmdView<'_>) -> HostCompletion {
         let cdb = *cmd.cdb.padded();
         if cmd.target < self.params.num_tgts {
-            // On every LUN of the target, the well-known LUN's included.
-            let per_target = usize::from(self.params.max_luns);
-            let first = usize::from(cmd.target) * per_target;
-            for state in &mut self.luns[first..first + per_target] {
-                state.ua &= !ua::LUNS_CHANGED;
-            }
+            self.clear_luns_changed_on_target(cmd.target);
         }
         if be32(&cdb, 6) < 4 {
             return self.invalid_field(cmd, 6, None);

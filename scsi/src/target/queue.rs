@@ -58,8 +58,9 @@ impl<C: Clock, S: SenseStorage> ScsiDebug<C, S> {
         let arrival_ns = (self.delay_ns != 0 && self.delay_ns < INCLUSIVE_TIMING_MAX_NS)
             .then(|| self.clock.now_ns());
         let Some(completion) = self.respond(&mut view, lun_index) else {
+            let lun = lun_index.or_else(|| self.well_known_of(&view));
             self.swallowed
-                .push((cmd.tag, lun_index.unwrap_or(usize::MAX), cmd.buffers));
+                .push((cmd.tag, lun.unwrap_or(usize::MAX), cmd.buffers));
             return;
         };
         let completed = Completed::returned(completion, cmd.buffers);

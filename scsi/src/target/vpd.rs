@@ -24,16 +24,18 @@ pub(crate) const SUPPORTED: [u8; 13] = [
 pub(crate) struct Unit {
     /// Target id.
     pub target: u16,
-    /// LUN index.
-    pub lun: u16,
+    /// LUN index; `None` for the REPORT LUNS well-known LUN (Linux's `lu_id_num` -1).
+    pub lun: Option<u16>,
     /// Blocks in the store (`sdebug_store_sectors`).
     pub store_blocks: u64,
 }
 
 impl Unit {
-    /// Linux `lu_id_num`: (host_no + 1) * 2000 + target * 1000 + lun.
-    fn lu_id(&self) -> u64 {
-        (HOST_NO + 1) * 2000 + u64::from(self.target) * 1000 + u64::from(self.lun)
+    /// Linux `lu_id_num`: (host_no + 1) * 2000 + target * 1000 + lun, -1 for the well-known
+    /// LUN.
+    fn lu_id(&self) -> Option<u64> {
+        let lun = u64::from(self.lun?);
+        Some((HOST_NO + 1) * 2000 + u64::from(self.target) * 1000 + lun)
     }
 
     /// Linux `target_dev_id`: (host_no + 1) * 2000 + target * 1000 - 3.
@@ -82,7 +84,10 @@ impl Unit {
 
     /// The unit serial number: the decimal `lu_id_num` (at most five characters).
     fn serial(&self) -> String {
-        let mut id = alloc::format!("{}", self.lu_id());
+        let mut id = match self.lu_id() {
+            Some(id) => alloc::format!("{id}"),
+            None => "-1".into(),
+        };
         id.truncate(5);
         id
     }
@@ -91,61 +96,35 @@ impl Unit {
     /// port, the target port (NAA-3), its port group, the target device (NAA-3) and its SCSI
     /// name string.
     fn designators(&self) -> Vec<Designator> {
-        let designator =
-            |protocol_id, code_set, piv, association, designator_type, value| Designator {
-                protocol_id,
-                code_set,
-                piv,
-                association,
-                designator_type,
-                value,
-            };
-        let serial = self.serial();
+        const SAS: u8 = 6;
+        let designator = |protocol_id, code_set, association, designator_type, value| Designator {
+            protocol_id,
+            code_set,
+            piv: protocol_id == SAS,
+            association,
+            designator_type,
+            value,
+        };
+        let naa = |value: u64| value.to_be_bytes().to_vec();
         let mut vendor = b"Linux   scsi_debug      ".to_vec();
-        vendor.extend_from_slice(serial.as_bytes());
+        vendor.extend_from_slice(self.serial().as_bytes());
         let target_dev_id = self.target_dev_id();
-        let port_a = target_dev_id + 1;
-        let port_group = ((HOST_NO + 1) & 0x7f) << 8;
+        let port_group = (((HOST_NO + 1) & 0x7f) << 8) as u32;
         let mut name = alloc::format!("naa.32222220{:08X}", target_dev_id as u32).into_bytes();
         name.extend_from_slice(&[0; 4]);
-        const SAS: u8 = 6;
-        vec![
-            designator(0, 2, false, 0, 1, vendor),
-            designator(
-                0,
-                1,
-                false,
-                0,
-                3,
-                (NAA3_LOGICAL_UNIT + self.lu_id()).to_be_bytes().to_vec(),
-            ),
-            designator(SAS, 1, true, 1, 4, vec![0, 0, 0, 1]),
-            designator(
-                SAS,
-                1,
-                true,
-                1,
-                3,
-                (NAA3_PORT + port_a).to_be_bytes().to_vec(),
-            ),
-            designator(
-                SAS,
-                1,
-                true,
-                1,
-                5,
-                (port_group as u32).to_be_bytes().to_vec(),
-            ),
-            designator(
-                SAS,
-                1,
-                true,
-                2,
-                3,
-                (NAA3_PORT + target_dev_id).to_be_bytes().to_vec(),
-            ),
-            designator(SAS, 3, true, 2, 8, name),
-        ]
+        let mut list = vec![designator(0, 2, 0, 1, vendor)];
+        if let Some(lu_id) = self.lu_id() {
+            // The logical unit and its relative port; the well-known LUN has neither.
+            list.push(designator(0, 1, 0, 3, naa(NAA3_LOGICAL_UNIT + lu_id)));
+            list.push(designator(SAS, 1, 1, 4, vec![0, 0, 0, 1]));
+        }
+        list.extend([
+            designator(SAS, 1, 1, 3, naa(NAA3_PORT + target_dev_id + 1)),
+            designator(SAS, 1, 1, 5, port_group.to_be_bytes().to_vec()),
+            designator(SAS, 1, 2, 3, naa(NAA3_PORT + target_dev_id)),
+            designator(SAS, 3, 2, 8, name),
+        ]);
+        list
     }
 
     /// Linux `inquiry_vpd_88`: relative ports 1 and 2 with their NAA-3 target port names.

@@ -12,6 +12,7 @@ mod media;
 mod mode;
 mod points;
 mod sense;
+mod well_known;
 
 use scsi::clock::{Clock, ManualClock};
 use scsi::host::{CmdBuffers, Completed, DataDirection, HostError, ScsiCmd, ScsiHost};
