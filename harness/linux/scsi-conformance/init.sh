@@ -6,7 +6,8 @@
 # power-on unit attention), sg and scsi_debug's other dependencies, then for each scenario in
 # /etc/sgc/scenarios:
 #   - insmod scsi_debug with /etc/sgc/NAME.insmod (always no_uld=1: no sd, so nothing but our
-#     script sends commands after the scan) and wait for NAME.luns sg devices;
+#     script sends commands after the scan) and wait for NAME.luns sg devices (and, when
+#     NAME.wlun exists, scan the well-known LUN 49409 = C101h and wait for its device too);
 #   - write every KEY VALUE line of NAME.sysfs to /sys/bus/pseudo/drivers/scsi_debug/KEY
 #     (opts, then every_nth: writing every_nth restarts its count after the scan);
 #   - run `sg_cdb NAME.script`, turn injection off and rmmod scsi_debug (retried while the
@@ -63,6 +64,16 @@ for scenario in $(cat /etc/sgc/scenarios); do
 		[ "$found" -ge "$want" ] && break
 		sleep 0.1
 	done
+	if [ -f "/etc/sgc/$scenario.wlun" ]; then
+		# The REPORT LUNS well-known LUN gets a device only when asked for.
+		echo "- - 49409" > /sys/class/scsi_host/host0/scan
+		want=$((want + 1))
+		for _ in $(seq 1 300); do
+			found=$(ls /sys/class/scsi_generic 2>/dev/null | wc -l)
+			[ "$found" -ge "$want" ] && break
+			sleep 0.1
+		done
+	fi
 	[ "$found" -ge "$want" ] || error "$scenario" "$found of $want sg devices after 30 s"
 	for host in /sys/class/scsi_host/host*; do
 		[ -e "$host" ] && echo "SGC-HOST ${host##*/}"

@@ -37,17 +37,26 @@
 #endif
 
 #define MAX_LUNS 16
+/* The REPORT LUNS well-known LUN, scanned by hand; its path is kept after the others'. */
+#define WLUN 49409
 #define SENSE_LEN 96
 #define HEX_DATA_MAX 4096
 
 /* /dev/sgN of each LUN. Each command opens it afresh: sg copies data in through a buffer
  * reserved per open file and zeroed only when allocated, so bytes the device does not write
  * would otherwise read back as an earlier command's data. */
-static char lun_path[MAX_LUNS][300];
+static char lun_path[MAX_LUNS + 1][300];
+
+static int slot(unsigned lun)
+{
+	return lun == WLUN ? MAX_LUNS : lun < MAX_LUNS ? (int)lun : -1;
+}
 
 static int open_lun(unsigned lun)
 {
-	return lun < MAX_LUNS && lun_path[lun][0] ? open(lun_path[lun], O_RDWR) : -1;
+	int at = slot(lun);
+
+	return at >= 0 && lun_path[at][0] ? open(lun_path[at], O_RDWR) : -1;
 }
 
 /* The data-out pattern both sides build: zeros for seed 0, else a byte per position that
@@ -84,9 +93,9 @@ static void find_luns(void)
 		last = last ? last + 1 : target;
 		if (sscanf(last, "%u:%u:%u:%u", &host, &channel, &id, &lun) != 4)
 			continue;
-		if (id != 0 || lun >= MAX_LUNS)
+		if (id != 0 || slot(lun) < 0)
 			continue;
-		snprintf(lun_path[lun], sizeof(lun_path[lun]), "/dev/%s", entry->d_name);
+		snprintf(lun_path[slot(lun)], sizeof(lun_path[0]), "/dev/%s", entry->d_name);
 	}
 	closedir(dir);
 }

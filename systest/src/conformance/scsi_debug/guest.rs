@@ -144,6 +144,9 @@ fn initramfs(
         archive.file(&file("insmod"), 0o644, insmod.as_bytes());
         archive.file(&file("sysfs"), 0o644, sysfs.as_bytes());
         archive.file(&file("luns"), 0o644, scenario.luns.to_string().as_bytes());
+        if scenario.well_known {
+            archive.file(&file("wlun"), 0o644, b"");
+        }
         archive.file(
             &file("script"),
             0o644,

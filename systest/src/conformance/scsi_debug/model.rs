@@ -6,7 +6,7 @@
 //! and a command our target swallows (injected timeout) is aborted after the command's
 //! timeout, as Linux's midlayer aborts it, and reads as `DID_TIME_OUT` with nothing moved.
 
-use super::scenarios::Scenario;
+use super::scenarios::{Scenario, WLUN};
 use super::script::{Answer, Data, Outcome};
 use super::steps::{Command, Dir, ResetKind, Step, pattern};
 use scsi::clock::{Clock, ManualClock};
@@ -57,10 +57,19 @@ pub fn replay(scenario: &Scenario) -> Result<Vec<Outcome>, String> {
     Ok(outcomes)
 }
 
+/// The LUN a step names: an index, or the REPORT LUNS well-known LUN.
+fn step_lun(lun: u16) -> Result<Lun, scsi::wire::WireError> {
+    if lun == WLUN {
+        Ok(Lun(u64::from(WLUN)))
+    } else {
+        Lun::from_index(lun)
+    }
+}
+
 fn reset(target: &mut Target, kind: ResetKind, lun: u16) -> Outcome {
     let mut returned = Vec::new();
     let result = match kind {
-        ResetKind::Device => Lun::from_index(lun)
+        ResetKind::Device => step_lun(lun)
             .map_err(|error| error.to_string())
             .and_then(|lun| {
                 let scope = ResetScope::Lun { target: 0, lun };
@@ -85,10 +94,7 @@ fn reset(target: &mut Target, kind: ResetKind, lun: u16) -> Outcome {
 /// Sends `command`, polling (1 ms of the manual clock at a time) until it completes or its
 /// timeout passes; then aborts it, as Linux's midlayer would.
 fn send(target: &mut Target, clock: &ManualClock, id: usize, command: &Command) -> Outcome {
-    let (Ok(cdb), Ok(lun)) = (
-        CdbBytes::from_slice(&command.cdb),
-        Lun::from_index(command.lun),
-    ) else {
+    let (Ok(cdb), Ok(lun)) = (CdbBytes::from_slice(&command.cdb), step_lun(command.lun)) else {
         return Outcome::Error(format!("step {id}: a CDB or LUN our host cannot carry"));
     };
     let len = command.len as usize;
@@ -166,6 +172,7 @@ mod tests {
             name: "test",
             params,
             luns: 1,
+            well_known: false,
             steps: steps.steps,
         }
     }

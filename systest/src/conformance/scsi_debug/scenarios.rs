@@ -19,8 +19,14 @@ pub struct Scenario {
     pub params: &'static str,
     /// LUNs the scan finds (`max_luns`).
     pub luns: u16,
+    /// The guest also scans the REPORT LUNS well-known LUN (C101h), which Linux gives a device
+    /// only when asked.
+    pub well_known: bool,
     pub steps: Vec<Step>,
 }
+
+/// The REPORT LUNS well-known LUN.
+pub const WLUN: u16 = 0xc101;
 
 /// Blocks of the default 8 MiB store of 512-byte blocks.
 pub const BLOCKS: u32 = 16384;
@@ -32,43 +38,19 @@ pub fn all() -> Vec<Scenario> {
         scenario("dsense", "dsense=1 opts=2", 1, dsense()),
         scenario("sector-4096", "sector_size=4096", 1, sector_4096()),
         scenario("two-luns", "max_luns=2", 2, two_luns()),
-        scenario(
-            "tur-ms-to-ready",
-            "tur_ms_to_ready=20000",
-            1,
-            becoming_ready(),
-        ),
+        scenario("tur-ms-to-ready", "tur_ms_to_ready=20000", 1, becoming_ready()),
         scenario("medium-error", "opts=2", 1, medium_error()),
-        scenario(
-            "recovered-error",
-            "every_nth=3 opts=8",
-            1,
-            recovered_error(),
-        ),
+        scenario("recovered-error", "every_nth=3 opts=8", 1, recovered_error()),
         scenario("timeout", "every_nth=4 opts=4", 1, timeout()),
-        scenario(
-            "negative-every-nth",
-            "fake_rw=1 every_nth=-3 opts=4",
-            1,
-            negative_every_nth(),
-        ),
+        scenario("negative-every-nth", "fake_rw=1 every_nth=-3 opts=4", 1, negative_every_nth()),
         scenario("fake-rw", "fake_rw=1", 1, fake_rw()),
-        scenario(
-            "fake-rw-injection",
-            "fake_rw=1 every_nth=2 opts=8",
-            1,
-            fake_rw_injection(),
-        ),
+        scenario("fake-rw-injection", "fake_rw=1 every_nth=2 opts=8", 1, fake_rw_injection()),
+        Scenario { well_known: true, ..scenario("well-known-lun", "", 1, well_known_lun()) },
     ]
 }
 
 fn scenario(name: &'static str, params: &'static str, luns: u16, steps: Steps) -> Scenario {
-    Scenario {
-        name,
-        params,
-        luns,
-        steps: steps.steps,
-    }
+    Scenario { name, params, luns, well_known: false, steps: steps.steps }
 }
 
 /// The first two commands of every scenario: the power-on unit attention and a clean TUR.

@@ -2,7 +2,7 @@
 //! changes.
 
 use super::super::steps::{ResetKind, Steps, cdb};
-use super::{BLOCKS, power_on};
+use super::{BLOCKS, WLUN, power_on};
 
 /// Descriptor-format sense (and MEDIUM ERROR injection, whose INFORMATION is fixed-only).
 pub(super) fn dsense() -> Steps {
@@ -202,5 +202,39 @@ pub(super) fn fake_rw_injection() -> Steps {
     }
     s.write("WRITE(10)", &cdb::lba10(0x2a, 0, 0, 1), 512, 1);
     s.tur("TEST UNIT READY after");
+    s
+}
+
+/// The well-known LUN: its own unit attentions, the four commands it takes (the others are
+/// INVALID COMMAND OPERATION CODE before its unit attention), INQUIRY with type 1Eh and LUN -1.
+pub(super) fn well_known_lun() -> Steps {
+    let mut s = Steps::new();
+    s.lun(WLUN);
+    s.read("READ(10) to the well-known LUN", &cdb::lba10(0x28, 0, 0, 1), 512);
+    s.read("SERVICE ACTION IN(16) 11h to the well-known LUN", &cdb::service_action_in(0x11, 32), 32);
+    s.tur("TEST UNIT READY: its power-on unit attention");
+    s.tur("TEST UNIT READY");
+    s.read("INQUIRY", &cdb::inquiry(false, 0, 96), 96);
+    for page in [0x00, 0x80, 0x83, 0x86, 0x88, 0xb0] {
+        s.read(&format!("INQUIRY VPD {page:02X}h"), &cdb::inquiry(true, page, 255), 255);
+    }
+    s.read("REQUEST SENSE", &cdb::request_sense(false, 96), 96);
+    s.read("REPORT LUNS", &cdb::report_luns(0, 256), 256);
+    s.read("REPORT LUNS well-known", &cdb::report_luns(1, 256), 256);
+    s.read("REPORT LUNS all", &cdb::report_luns(2, 256), 256);
+    s.read("MODE SENSE(6)", &cdb::mode_sense6(0, 0x3f, 0, 255), 255);
+    s.read("READ CAPACITY(10)", &cdb::lba10(0x25, 0, 0, 0), 8);
+    s.none("START STOP UNIT", &cdb::start_stop(true, 0));
+    s.none("vendor-specific C5h", &[0xc5, 0, 0, 0, 0, 0]);
+    s.lun(0);
+    s.tur("TEST UNIT READY of LUN 0: its own unit attention");
+    s.lun(WLUN);
+    s.reset(ResetKind::Device);
+    s.tur("TEST UNIT READY after its LUN reset");
+    s.lun(0);
+    s.tur("TEST UNIT READY of LUN 0 after the well-known LUN's reset");
+    s.reset(ResetKind::Target);
+    s.lun(WLUN);
+    s.tur("TEST UNIT READY after a target reset");
     s
 }
