@@ -8,7 +8,9 @@
 //! colored bar per series in each group, with a min–max whisker (bench device's io_modes).
 //! A [`Grid`] is a verdict map: categories per cell of a matrix (sense-reserve's verdicts).
 
+pub mod check;
 mod grid;
+pub mod metrics;
 
 pub use grid::{Grid, GridCell, draw_grid};
 
