@@ -155,10 +155,29 @@ fn report(mut set: ResultSet) -> Result<()> {
     }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
-    let svg = dir.join(format!("{}.svg", set.file_stem));
-    plot::draw_log_log(&svg, &chart(&set, &typed.sweep))?;
-    println!("wrote {} and {}", json.display(), svg.display());
+    println!("wrote {}", json.display());
+    for svg in draw(&set.file_stem, &set.to_json(), &dir)? {
+        println!("wrote {}", svg.display());
+    }
     Ok(())
+}
+
+/// Draws `<stem>.svg` from the bench's JSON `document`: ns per alloc and per free against n.
+pub fn draw(
+    stem: &str,
+    document: &serde_json::Value,
+    dir: &std::path::Path,
+) -> Result<Vec<std::path::PathBuf>> {
+    let typed = DmapoolRecords::read(&crate::document::records(document))?;
+    if typed.sweep.is_empty() {
+        return Ok(Vec::new());
+    }
+    let path = dir.join(format!("{stem}.svg"));
+    plot::draw_log_log(
+        &path,
+        &chart(&crate::document::place(document), &typed.sweep),
+    )?;
+    Ok(vec![path])
 }
 
 /// `n=373959: legacy/scalable alloc 812×, free 20931×` for every n both ran.
@@ -205,9 +224,18 @@ impl PerOp {
             PerOp::Free => result.free_ns_per_op,
         }
     }
+
+    fn median(self, result: &DmapoolResult) -> f64 {
+        match self {
+            PerOp::Alloc => result.alloc_ns_per_op_median,
+            PerOp::Free => result.free_ns_per_op_median,
+        }
+    }
 }
 
-fn chart(set: &ResultSet, sweep: &[DmapoolRecord]) -> LineChart {
+/// One line per implementation and operation: the minimum over the repetitions, with a
+/// whisker up to their median.
+fn chart(place: &str, sweep: &[DmapoolRecord]) -> LineChart {
     let mut impls: Vec<&str> = Vec::new();
     for record in sweep {
         let name = record.result.impl_name.as_str();
@@ -224,26 +252,41 @@ fn chart(set: &ResultSet, sweep: &[DmapoolRecord]) -> LineChart {
     let mut series = Vec::new();
     for (color, name) in impls.into_iter().enumerate() {
         for (op, per_op) in [("alloc", PerOp::Alloc), ("free", PerOp::Free)] {
-            let mut points: Vec<(f64, f64)> = sweep
+            let mut runs: Vec<&DmapoolRecord> = sweep
                 .iter()
                 .filter(|record| record.result.impl_name == name)
-                .map(|record| (record.result.n as f64, per_op.of(&record.result)))
                 .collect();
-            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            runs.sort_by_key(|record| record.result.n);
+            let point = |r: &DmapoolRecord| (r.result.n as f64, per_op.of(&r.result));
             series.push(Series {
                 label: format!("{name} {op}"),
-                points,
+                points: runs.iter().map(|r| point(r)).collect(),
+                spread: runs
+                    .iter()
+                    .filter(|r| r.result.reps > 1)
+                    .map(|r| (point(r).0, point(r).1, per_op.median(&r.result)))
+                    .collect(),
                 color,
                 dashed: op == "free",
             });
         }
     }
-    let place = set.place_label();
+    let reps = sweep.iter().map(|r| r.result.reps).max().unwrap_or(1);
     LineChart {
-        title: format!("dmapool: {SIZE_BYTES} B blocks, align {ALIGN_BYTES}, {place}"),
-        x_label: "n (blocks live at once)".into(),
-        y_label: "ns per operation".into(),
+        title: crate::questions::question("dmapool").to_owned(),
+        subtitle: format!(
+            "create + n allocs, then n frees, of {SIZE_BYTES} B blocks aligned to {ALIGN_BYTES} \
+             (mpt3sas' chain pool at n = {MPT3SAS_N}), {place}; the fastest of {reps} \
+             repetitions"
+        ),
+        x_label: "blocks live at once, n (log scale)".into(),
+        y_label: "time per operation, ns (log scale)".into(),
         series,
+        spread: if reps > 1 {
+            format!("fastest to median of the {reps} repetitions")
+        } else {
+            String::new()
+        },
     }
 }
 

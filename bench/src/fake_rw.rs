@@ -18,6 +18,10 @@
 //! Writes `target/bench/fake-rw.json` (`fake-rw-host.json` for the host), the same runs in
 //! fio's JSON layout as `fake-rw.fio.json` ([`benchkit::fio`]) and a bar chart of IOPS per case.
 
+pub(crate) mod figure;
+
+pub use figure::draw as draw_figure;
+
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -25,7 +29,6 @@ use workloads::result::IoResult;
 
 use crate::columns;
 use crate::fake_rw_record::{FakeRwRecord, HostFakeRwRecord};
-use benchkit::plot::{self, BarChart};
 use benchkit::progress::Progress;
 use benchkit::{Column, Record, ResultSet, fio};
 use harness::error::{Error, Result};
@@ -281,11 +284,13 @@ pub fn magazine_comparison(records: &[FakeRwRecord]) -> Option<String> {
     })
 }
 
-/// What the chart and the fio file show of a run: its label, IOPS and repetition.
-struct Labelled {
-    label: String,
-    iops: f64,
-    rep: Option<u32>,
+/// What the chart and the fio file show of a run: its label, IOPS, repetition and
+/// instructions per I/O.
+pub(crate) struct Labelled {
+    pub label: String,
+    pub iops: f64,
+    pub rep: Option<u32>,
+    pub insns_per_op: Option<f64>,
 }
 
 /// A run's label: `4k qd32 j2/2cpu`, with ` -mag` when it ran without the per-CPU magazine.
@@ -298,22 +303,23 @@ fn label(io: &IoResult, smp: u32, magazine: Option<u64>) -> String {
     format!("{bs} qd{} j{}/{smp}cpu{magazine}", io.iodepth, io.numjobs)
 }
 
-/// The records of `set` read as their typed results: the guest's as [`FakeRwRecord`]s (which
-/// the headlines are computed from, none for the host), and every run's label, in order.
-fn typed(set: &ResultSet) -> Result<(Vec<FakeRwRecord>, Vec<Labelled>)> {
-    if set.place == "host" {
-        let labelled = set.results.iter().map(|record| {
+/// The `records` of a run in `place` read as their typed results: the guest's as
+/// [`FakeRwRecord`]s (which the headlines are computed from, none for the host), and every
+/// run's label, in order.
+pub(crate) fn typed(place: &str, records: &[Record]) -> Result<(Vec<FakeRwRecord>, Vec<Labelled>)> {
+    if place == "host" {
+        let labelled = records.iter().map(|record| {
             let host = HostFakeRwRecord::read(record)?;
             Ok(Labelled {
                 label: label(&host.io, host.smp, None),
                 iops: host.io.iops as f64,
                 rep: None,
+                insns_per_op: None,
             })
         });
         return Ok((Vec::new(), labelled.collect::<Result<_>>()?));
     }
-    let records = set
-        .results
+    let records = records
         .iter()
         .map(FakeRwRecord::read)
         .collect::<Result<Vec<_>>>()?;
@@ -323,6 +329,7 @@ fn typed(set: &ResultSet) -> Result<(Vec<FakeRwRecord>, Vec<Labelled>)> {
             label: label(&r.result.io, r.smp, Some(r.result.sense_magazine)),
             iops: r.result.io.iops as f64,
             rep: r.rep,
+            insns_per_op: r.insns.insns_per_op,
         })
         .collect();
     Ok((records, labelled))
@@ -333,7 +340,7 @@ fn typed(set: &ResultSet) -> Result<(Vec<FakeRwRecord>, Vec<Labelled>)> {
 pub fn report(mut set: ResultSet) -> Result<()> {
     benchkit::print_tables(&set.results, &[("fake-rw", &COLUMNS)]);
     println!();
-    let (records, labelled) = typed(&set)?;
+    let (records, labelled) = typed(set.place, &set.results)?;
     if let Some((median, best)) = scaling(&records) {
         set.headline(format!(
             "scaling at smp 2, bs 4096, iodepth 32: numjobs=2 / numjobs=1 = {median:.2}× (median of repetitions), {best:.2}× (best of each)"
@@ -354,24 +361,7 @@ pub fn report(mut set: ResultSet) -> Result<()> {
     }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
-    let svg = dir.join(format!("{}.svg", set.file_stem));
-    // One bar per case: the best run of each label.
-    let mut bars: Vec<(String, f64)> = Vec::new();
-    for run in &labelled {
-        match bars.iter_mut().find(|bar| bar.0 == run.label) {
-            Some(bar) => bar.1 = bar.1.max(run.iops),
-            None => bars.push((run.label.clone(), run.iops)),
-        }
-    }
-    let place = set.place_label();
-    plot::draw_bars(
-        &svg,
-        &BarChart {
-            title: format!("fake_rw randread IOPS, scsi_debug fake_rw=1, {place}"),
-            y_label: "IOPS".into(),
-            bars,
-        },
-    )?;
+    let svgs = figure::draw(&set.file_stem, &set.to_json(), &dir)?;
     let runs: Vec<fio::Run<'_>> = set
         .results
         .iter()
@@ -387,12 +377,10 @@ pub fn report(mut set: ResultSet) -> Result<()> {
         })
         .collect();
     let fio_json = fio::write(&dir, &set.file_stem, &fio::document(&runs))?;
-    println!(
-        "wrote {}, {} and {}",
-        json.display(),
-        fio_json.display(),
-        svg.display()
-    );
+    println!("wrote {} and {}", json.display(), fio_json.display());
+    for svg in svgs {
+        println!("wrote {}", svg.display());
+    }
     if set.results.is_empty() {
         return Err(Error::NoResults {
             what: "fake-rw".into(),

@@ -12,6 +12,10 @@
 //!
 //! Writes `target/bench/fake-rw-os.json` and a bar chart of the best IOPS per kernel and case.
 
+mod figure;
+
+pub use figure::draw as draw_figure;
+
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -20,7 +24,6 @@ use serde_json::Value;
 use crate::columns;
 use crate::fake_rw::{CASES, Options, runtime};
 use crate::fake_rw_record::FakeRwRecord;
-use benchkit::plot::{self, BarChart};
 use benchkit::progress::Progress;
 use benchkit::{Column, Record, ResultSet, typed};
 use harness::error::{Error, Result};
@@ -175,29 +178,10 @@ fn report(set: &mut ResultSet) -> Result<()> {
     }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
-    let svg = dir.join(format!("{}.svg", set.file_stem));
-    let mut bars: Vec<(String, f64)> = Vec::new();
-    for record in &records {
-        let io = &record.record.result.io;
-        let name = format!("{} {} qd{}", record.os, io.bs, io.iodepth);
-        let iops = io.iops as f64;
-        match bars.iter_mut().find(|bar| bar.0 == name) {
-            Some(bar) => bar.1 = bar.1.max(iops),
-            None => bars.push((name, iops)),
-        }
+    println!("wrote {}", json.display());
+    for svg in figure::draw(&set.file_stem, &set.to_json(), &dir)? {
+        println!("wrote {}", svg.display());
     }
-    plot::draw_bars(
-        &svg,
-        &BarChart {
-            title: format!(
-                "fake_rw randread IOPS, ours vs Hermit, {}",
-                set.place_label()
-            ),
-            y_label: "IOPS (best run)".into(),
-            bars,
-        },
-    )?;
-    println!("wrote {} and {}", json.display(), svg.display());
     if set.results.is_empty() {
         return Err(Error::NoResults {
             what: "fake-rw --os".into(),

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use workloads::Rng;
 
 use crate::columns;
-use benchkit::plot::{self, BarChart};
+use benchkit::plot::{self, Bar, GroupedBars, Panel};
 use benchkit::{Column, ResultSet, fio, typed};
 use harness::accel::AccelRequest;
 use harness::error::{Error, Result};
@@ -255,18 +255,7 @@ pub fn run(options: &Options) -> Result<()> {
     benchkit::print_table(&set.results, &COLUMNS);
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
-    let svg = dir.join("nbd.svg");
-    plot::draw_bars(
-        &svg,
-        &BarChart {
-            title: "NBD reads from the host over QEMU user networking (MiB/s)".into(),
-            y_label: "MiB/s".into(),
-            bars: records
-                .iter()
-                .map(|r| (r.case.clone(), r.mib_per_s))
-                .collect(),
-        },
-    )?;
+    let svgs = draw(&set.file_stem, &set.to_json(), &dir)?;
     let runs: Vec<fio::Run<'_>> = set
         .results
         .iter()
@@ -279,13 +268,60 @@ pub fn run(options: &Options) -> Result<()> {
         })
         .collect();
     let fio_json = fio::write(&dir, &set.file_stem, &fio::document(&runs))?;
-    println!(
-        "wrote {}, {} and {}",
-        json.display(),
-        fio_json.display(),
-        svg.display()
-    );
+    println!("wrote {} and {}", json.display(), fio_json.display());
+    for svg in svgs {
+        println!("wrote {}", svg.display());
+    }
     Ok(())
+}
+
+/// Draws `<stem>.svg` from the bench's JSON `document`: MiB/s per case, and the request
+/// latency with its range.
+pub fn draw(
+    stem: &str,
+    document: &serde_json::Value,
+    dir: &std::path::Path,
+) -> Result<Vec<std::path::PathBuf>> {
+    let records: Vec<NbdRecord> = crate::document::records(document)
+        .iter()
+        .map(|record| typed::read(record, "bench nbd result"))
+        .collect::<Result<_>>()?;
+    if records.is_empty() {
+        return Ok(Vec::new());
+    }
+    let latency = |r: &NbdRecord| {
+        r.latency.map(|l| Bar {
+            value: l.lat_p50_ns as f64 / 1e3,
+            min: l.lat_min_ns as f64 / 1e3,
+            max: l.lat_p99_ns as f64 / 1e3,
+        })
+    };
+    let chart = GroupedBars {
+        title: crate::questions::question("nbd").to_owned(),
+        subtitle: format!(
+            "one timed run per case (no repetitions), host client to the guest's server, {}",
+            crate::document::place(document)
+        ),
+        groups: records.iter().map(|r| r.case.clone()).collect(),
+        series: vec!["one run".into()],
+        panels: vec![
+            Panel {
+                y_label: "reads, MiB/s".into(),
+                bars: records
+                    .iter()
+                    .map(|r| vec![Some(Bar::single(r.mib_per_s))])
+                    .collect(),
+            },
+            Panel {
+                y_label: "request latency (median), µs".into(),
+                bars: records.iter().map(|r| vec![latency(r)]).collect(),
+            },
+        ],
+        spread: "latency: fastest request to p99".into(),
+    };
+    let path = dir.join(format!("{stem}.svg"));
+    plot::draw_grouped(&path, &chart)?;
+    Ok(vec![path])
 }
 
 #[cfg(test)]

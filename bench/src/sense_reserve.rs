@@ -13,11 +13,10 @@
 //! held, with the numbers.
 //!
 //! `--where host` runs the `scsi` crate's `sense_reserve` example instead. Writes
-//! `target/bench/sense-reserve.json` (`sense-reserve-host.json`) and four plots: IOPS and p99
-//! against reserve size (one line per scenario), the bytes held (log scales) and the verdict
-//! map (scenario × mode).
+//! `target/bench/sense-reserve.json` (`sense-reserve-host.json`) and five figures
+//! ([`figure`]): the verdict map and the IOPS ratio to slab (scenario × mode), IOPS and p99 in
+//! small multiples (a panel per scenario), and the bytes each reserve holds idle.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use workloads::result::{CellVerdict, SenseReserveResult};
@@ -25,14 +24,16 @@ use workloads::result::{CellVerdict, SenseReserveResult};
 use crate::columns;
 use crate::columns::field;
 use crate::fake_rw::Place;
-use benchkit::plot::{self, LineChart, Series};
 use benchkit::{Column, ResultSet};
 use harness::error::Result;
 use harness::guest::{GuestOptions, Overrides};
 use harness::insns::{self, CountOptions};
 use harness::{profile, workspace};
 
+mod figure;
 mod record;
+
+pub use figure::draw as draw_figures;
 
 pub use record::SenseReserveRecord;
 
@@ -429,140 +430,6 @@ fn eh_verdicts(cells: &[SenseReserveRecord]) -> Vec<String> {
     .collect()
 }
 
-/// Reserve entries + 1 (so `slab`'s 0 sits on a log axis).
-fn entries_axis(record: &SenseReserveRecord) -> f64 {
-    record.result.reserve_entries as f64 + 1.0
-}
-
-/// One line per pressure case of `figure` against reserve size (pertag overlaps prealloc: left
-/// out).
-fn by_pressure(
-    cells: &[SenseReserveRecord],
-    figure: fn(&SenseReserveRecord) -> u64,
-) -> Vec<Series> {
-    let mut cases: Vec<&str> = Vec::new();
-    for r in cells {
-        if !cases.contains(&r.case()) {
-            cases.push(r.case());
-        }
-    }
-    cases
-        .iter()
-        .enumerate()
-        .map(|(color, case)| Series {
-            label: (*case).to_string(),
-            points: cells
-                .iter()
-                .filter(|r| r.case() == *case && r.mode() != "pertag")
-                .map(|r| (entries_axis(r), figure(r) as f64))
-                .collect(),
-            color,
-            dashed: false,
-        })
-        .collect()
-}
-
-fn draw(set: &ResultSet, cells: &[SenseReserveRecord]) -> Result<Vec<PathBuf>> {
-    let dir = workspace::output_dir("bench")?;
-    let place = set.place_label();
-    let x_label = "reserve entries + 1 (slab 1, mempool:N N+1, prealloc can_queue+1)".to_string();
-    let bytes = Series {
-        label: "bytes held by the reserve when idle".into(),
-        points: cells
-            .iter()
-            .filter(|r| r.case() == "none")
-            .map(|r| (entries_axis(r), r.result.reserve_bytes as f64))
-            .collect(),
-        color: 0,
-        dashed: false,
-    };
-    let charts = [
-        (
-            field!(SenseReserveResult, iops),
-            "IOPS (median of rotated rounds; STALL cells missing)",
-            by_pressure(cells, |r| r.result.iops),
-        ),
-        (
-            "p99",
-            "p99 completion latency, ns",
-            by_pressure(cells, |r| r.result.lat_p99_ns),
-        ),
-        ("bytes", "bytes held by the reserve when idle", vec![bytes]),
-    ];
-    let mut paths = vec![draw_verdict_map(set, cells, &dir)?];
-    for (suffix, y_label, series) in charts {
-        let path = dir.join(format!("{}-{suffix}.svg", set.file_stem));
-        plot::draw_log_log(
-            &path,
-            &LineChart {
-                title: format!("sense reserve size: {y_label}, fake_rw 4k qd32, {place}"),
-                x_label: x_label.clone(),
-                y_label: y_label.to_string(),
-                series,
-            },
-        )?;
-        paths.push(path);
-    }
-    Ok(paths)
-}
-
-/// The verdict per scenario (rows) and mode (columns): green OK, orange LIVELOCK, red STALL,
-/// each with its time to stall.
-fn draw_verdict_map(
-    set: &ResultSet,
-    cells: &[SenseReserveRecord],
-    dir: &std::path::Path,
-) -> Result<PathBuf> {
-    let mut rows: Vec<String> = Vec::new();
-    let mut columns: Vec<String> = Vec::new();
-    for r in cells {
-        if !rows.iter().any(|row| row == r.case()) {
-            rows.push(r.case().to_string());
-        }
-        if !columns.iter().any(|column| column == r.mode()) {
-            columns.push(r.mode().to_string());
-        }
-    }
-    let grid = rows
-        .iter()
-        .map(|row| {
-            columns
-                .iter()
-                .map(|column| {
-                    let r = cell(cells, row, column)?;
-                    let stall_ms = r.result.stall_at_ns as f64 / 1e6;
-                    let verdict = r.verdict();
-                    Some(plot::GridCell {
-                        text: match verdict {
-                            CellVerdict::Ok => "OK".to_string(),
-                            v => format!("{} {stall_ms:.0}ms", v.name()),
-                        },
-                        rgb: match verdict {
-                            CellVerdict::Ok => (150, 215, 150),
-                            CellVerdict::Livelock => (250, 190, 110),
-                            CellVerdict::Stall => (235, 120, 110),
-                        },
-                    })
-                })
-                .collect()
-        })
-        .collect();
-    let path = dir.join(format!("{}-verdicts.svg", set.file_stem));
-    plot::draw_grid(
-        &path,
-        &plot::Grid {
-            title: format!(
-                "sense reserve: verdict per scenario and mode (time to stall), {}",
-                set.place_label()
-            ),
-            rows,
-            columns,
-            cells: grid,
-        },
-    )?;
-    Ok(path)
-}
-
 /// Prints the table and the verdicts, writes the JSON and the plots. Every record is read as
 /// a [`SenseReserveRecord`] first: one that does not read stops the report with an error
 /// naming the field.
@@ -575,7 +442,7 @@ fn report(mut set: ResultSet) -> Result<()> {
     }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
-    let svgs = draw(&set, &cells)?;
+    let svgs = figure::draw(&set.file_stem, &set.to_json(), &dir)?;
     println!("wrote {}", json.display());
     for svg in svgs {
         println!("wrote {}", svg.display());

@@ -146,6 +146,21 @@ pub type Spread = stats::Spread<f64>;
 /// A figure of a measured run (IOPS, a latency, `busy_pct`, QEMU's host CPUs).
 pub type Figure = fn(&DeviceRecord) -> Option<f64>;
 
+/// The run's IOPS.
+pub fn iops(r: &DeviceRecord) -> Option<f64> {
+    Some(r.result.io.iops as f64)
+}
+
+/// How busy the guest's CPUs were over the job, %.
+pub fn busy_pct(r: &DeviceRecord) -> Option<f64> {
+    Some(r.result.io.busy_pct)
+}
+
+/// The host CPUs QEMU used over the job.
+pub fn qemu_host_cpus(r: &DeviceRecord) -> Option<f64> {
+    r.qemu_host_cpus
+}
+
 /// The successful runs of `cell`.
 pub fn runs<'a>(runs: &'a [DeviceRun], cell: &'a Cell) -> impl Iterator<Item = &'a DeviceRecord> {
     runs.iter()

@@ -20,6 +20,7 @@
 //! Writes `target/bench/device.json` (every run, the per-cell summary and the ratios),
 //! `device.fio.json` (fio's JSON layout, [`benchkit::fio`]) and one plot, `device.svg`.
 
+pub mod figure;
 pub mod matrix;
 pub mod record;
 pub mod report;

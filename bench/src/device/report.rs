@@ -5,10 +5,9 @@
 use serde_json::Value;
 
 use super::Device;
-use super::matrix::{self, Cell, Figure, IoMode, Spread};
-use super::record::{CellSummary, DeviceRecord, DeviceRun, IopsSummary, RatioEntry};
+use super::matrix::{self, Cell, Figure, IoMode, Spread, busy_pct, iops, qemu_host_cpus};
+use super::record::{CellSummary, DeviceRun, IopsSummary, RatioEntry};
 use crate::columns;
-use benchkit::plot::{self, Bar, GroupedBars, Panel};
 use benchkit::{Column, Record, ResultSet, fio};
 use harness::error::{Error, Result};
 use harness::workspace;
@@ -34,18 +33,6 @@ fn brief(error: &str) -> &str {
     error
         .split_once(" (known: ")
         .map_or(error, |(head, _)| head)
-}
-
-fn iops(r: &DeviceRecord) -> Option<f64> {
-    Some(r.result.io.iops as f64)
-}
-
-fn busy_pct(r: &DeviceRecord) -> Option<f64> {
-    Some(r.result.io.busy_pct)
-}
-
-fn qemu_host_cpus(r: &DeviceRecord) -> Option<f64> {
-    r.qemu_host_cpus
 }
 
 /// Where a figure goes in a [`CellSummary`].
@@ -203,61 +190,6 @@ fn ratios(runs: &[DeviceRun], groups: &[Vec<Cell>]) -> Vec<(String, RatioEntry)>
     lines
 }
 
-/// The plot: IOPS (median, min–max whisker), guest busy % and QEMU's host CPUs, one bar per
-/// io_mode in each (adapter, iodepth, numjobs) group.
-fn chart(runs: &[DeviceRun], groups: &[Vec<Cell>], place: &str) -> GroupedBars {
-    let mut modes: Vec<IoMode> = Vec::new();
-    let mut keys: Vec<Cell> = Vec::new();
-    for cell in groups.iter().flatten() {
-        if !modes.contains(&cell.io_mode) {
-            modes.push(cell.io_mode);
-        }
-        let key = cell.with(IoMode::Poll, cell.numjobs);
-        if !keys.contains(&key) {
-            keys.push(key);
-        }
-    }
-    let panel = |figure: Figure, label: &str| Panel {
-        y_label: label.into(),
-        bars: keys
-            .iter()
-            .map(|group| {
-                modes
-                    .iter()
-                    .map(|&mode| {
-                        let s = matrix::spread(runs, &group.with(mode, group.numjobs), figure)?;
-                        Some(Bar {
-                            value: s.median,
-                            min: s.min,
-                            max: s.max,
-                        })
-                    })
-                    .collect()
-            })
-            .collect(),
-    };
-    let short = |device: Device| match device {
-        Device::VirtioScsi => "virtio",
-        Device::Mptsas => "mpt",
-    };
-    GroupedBars {
-        title: format!(
-            "randread 4 KiB on a null-co disk, smp {}, median and min-max, {place}",
-            matrix::SMP
-        ),
-        groups: keys
-            .iter()
-            .map(|c| format!("{} qd{} j{}", short(c.device), c.iodepth, c.numjobs))
-            .collect(),
-        series: modes.iter().map(|m| m.name().to_owned()).collect(),
-        panels: vec![
-            panel(iops, "IOPS"),
-            panel(busy_pct, "guest busy %"),
-            panel(qemu_host_cpus, "QEMU host CPUs"),
-        ],
-    }
-}
-
 /// Prints the table, failures and ratios; writes the JSON, fio JSON and plot. Fails (after
 /// writing everything) when any run failed, and before writing anything when a record does not
 /// read as a [`DeviceRun`].
@@ -323,14 +255,18 @@ pub fn report(set: &ResultSet, groups: &[Vec<Cell>]) -> Result<()> {
         })
         .collect();
     let fio_json = fio::write(&dir, &set.file_stem, &fio::document(&fio_runs))?;
-    let svg = dir.join("device.svg");
-    let drawn = plot::draw_grouped(&svg, &chart(&runs, groups, &set.place_label()));
+    let drawn = super::figure::draw("device", &document, &dir);
     match drawn {
-        Ok(()) => println!(
+        Ok(svgs) if !svgs.is_empty() => println!(
             "wrote {}, {} and {}",
             json.display(),
             fio_json.display(),
-            svg.display()
+            svgs[0].display()
+        ),
+        Ok(_) => println!(
+            "wrote {} and {}; no plot: no run measured",
+            json.display(),
+            fio_json.display()
         ),
         Err(error) => println!(
             "wrote {} and {}; no plot: {error}",

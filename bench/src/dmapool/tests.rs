@@ -48,8 +48,7 @@ fn ratios_pair_the_same_n() {
 
 #[test]
 fn chart_has_alloc_and_free_per_impl() {
-    let set = ResultSet::new("dmapool", "dmapool", "host", None);
-    let chart = chart(&set, &records());
+    let chart = chart("host", &records());
     let labels: Vec<&str> = chart
         .series
         .iter()

@@ -17,6 +17,7 @@
 
 pub(crate) mod compared;
 mod counts;
+pub mod figure;
 pub mod report;
 mod results;
 mod run;
@@ -60,6 +61,16 @@ pub struct Options {
     pub insns_only: bool,
 }
 
+/// Prints the tables, writes `target/bench/linux.json` and draws its figure from it.
+fn write(set: &benchkit::ResultSet, problems: &[String]) -> Result<()> {
+    let document = report::write(set, problems)?;
+    let dir = harness::workspace::output_dir("bench")?;
+    for svg in figure::draw("linux", &document, &dir)? {
+        println!("wrote {}", svg.display());
+    }
+    Ok(())
+}
+
 /// Runs the benchmark and reports it; a partial run still writes what it measured.
 pub fn run(options: &Options) -> Result<()> {
     let releases = if options.kernels.is_empty() {
@@ -99,7 +110,7 @@ pub fn run(options: &Options) -> Result<()> {
             record
         }));
     }
-    report::write(&set, &problems)?;
+    write(&set, &problems)?;
     if set.results.is_empty() {
         return Err(Error::NoResults {
             what: "bench linux".into(),

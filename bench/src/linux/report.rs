@@ -1,5 +1,5 @@
-//! The side-by-side table (medians over repetitions), `target/bench/linux.json` and
-//! `target/bench/linux.svg`.
+//! The side-by-side table (medians over repetitions) and `target/bench/linux.json` (its figure:
+//! [`super::figure`]).
 //!
 //! A row is a case (and, for Linux, an ioengine); its columns are the median of sensepool, Linux
 //! 6.1 and Linux 6.12, and how many times sensepool's figure beats each Linux (IOPS: sensepool /
@@ -12,7 +12,6 @@ use serde_json::Value;
 
 pub use super::compared::ComparedRun;
 use crate::columns;
-use benchkit::plot::{self, BarChart};
 use benchkit::{Column, ResultSet, print_tables};
 use harness::error::{Error, Result};
 use harness::workspace;
@@ -262,8 +261,8 @@ pub const RAW_COLUMNS: [Column<'static>; 11] = [
     Column::new("load", "host_load"),
 ];
 
-/// Prints both tables, writes the JSON (every row plus the side-by-side rows) and the plot.
-pub fn write(set: &ResultSet, problems: &[String]) -> Result<()> {
+/// Prints both tables, writes the JSON (every row plus the side-by-side rows) and returns it.
+pub fn write(set: &ResultSet, problems: &[String]) -> Result<Value> {
     print_tables(&set.results, &[("linux", &RAW_COLUMNS)]);
     println!();
     let rows = rows(&ComparedRun::read_all(set)?);
@@ -280,32 +279,8 @@ pub fn write(set: &ResultSet, problems: &[String]) -> Result<()> {
         path: json_path.clone(),
         source,
     })?;
-    let mut bars = Vec::new();
-    for row in &rows {
-        for (label, linux) in [("6.1", row.linux_6_1), ("6.12", row.linux_6_12)] {
-            if let Some(advantage) = row.advantage(linux) {
-                bars.push((format!("{} vs {label}", row.case), advantage));
-            }
-        }
-    }
-    let svg = dir.join("linux.svg");
-    if bars.is_empty() {
-        println!("wrote {} (nothing to plot)", json_path.display());
-        return Ok(());
-    }
-    plot::draw_bars(
-        &svg,
-        &BarChart {
-            title: format!(
-                "sensepool vs stock Linux, same QEMU, {}: times better (median)",
-                set.place_label()
-            ),
-            y_label: "sensepool advantage (×)".into(),
-            bars,
-        },
-    )?;
-    println!("wrote {} and {}", json_path.display(), svg.display());
-    Ok(())
+    println!("wrote {}", json_path.display());
+    Ok(document)
 }
 
 #[cfg(test)]

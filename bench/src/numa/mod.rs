@@ -22,7 +22,7 @@ mod record;
 mod report;
 
 pub use record::NumaRecord;
-pub use report::{MODE_COLUMNS, POOL_COLUMNS, RATIO_COLUMNS, SOLO_COLUMNS};
+pub use report::{MODE_COLUMNS, POOL_COLUMNS, RATIO_COLUMNS, SOLO_COLUMNS, draw as draw_figure};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

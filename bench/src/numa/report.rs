@@ -1,6 +1,6 @@
 //! The tables, verdicts and plot of `cargo xtask bench numa`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use workloads::result::{NumaModeResult, NumaResult};
 
@@ -137,10 +137,27 @@ pub fn report(mut set: ResultSet, dir: &Path) -> Result<()> {
         set.headline(line);
     }
     let json = set.write_json(dir)?;
-    let svg = dir.join(format!("{}.svg", set.file_stem));
-    plot::draw_grouped(&svg, &chart(&typed, &set.place_label()))?;
-    println!("wrote {} and {}", json.display(), svg.display());
+    let svgs = draw(&set.file_stem, &set.to_json(), dir)?;
+    println!("wrote {}", json.display());
+    for svg in svgs {
+        println!("wrote {}", svg.display());
+    }
     Ok(())
+}
+
+/// Draws `<stem>.svg` from the bench's JSON `document`.
+pub fn draw(stem: &str, document: &serde_json::Value, dir: &Path) -> Result<Vec<PathBuf>> {
+    let typed: Vec<NumaRecord> = crate::document::records(document)
+        .iter()
+        .map(NumaRecord::read)
+        .collect::<Result<_>>()?;
+    let chart = chart(&typed, &crate::document::place(document));
+    if chart.groups.is_empty() {
+        return Ok(Vec::new());
+    }
+    let path = dir.join(format!("{stem}.svg"));
+    plot::draw_grouped(&path, &chart)?;
+    Ok(vec![path])
 }
 
 /// Groups are boots (profile and size), series are modes: median ops/s with the rounds'
@@ -187,19 +204,21 @@ fn chart(records: &[NumaRecord], place: &str) -> GroupedBars {
         min: m.ops_per_sec_min / 1e6,
         max: m.ops_per_sec / 1e6,
     };
-    let contended = |m: &NumaModeResult| Bar {
-        value: m.contended_per_op,
-        min: m.contended_per_op,
-        max: m.contended_per_op,
-    };
+    let contended = |m: &NumaModeResult| Bar::single(m.contended_per_op);
+    let rounds = rows.iter().map(|(_, m)| m.reps).max().unwrap_or(0);
     GroupedBars {
-        title: format!("dmapool storm from every CPU: shared vs per-node pools, {place}"),
+        title: crate::questions::question("numa").to_owned(),
+        subtitle: format!(
+            "a dmapool storm from every CPU, groups by profile (nodes × CPUs) and block size, \
+             {place}; contended acquisitions are counted over all {rounds} rounds together"
+        ),
         panels: vec![
-            panel("contended acquisitions per alloc or free", &contended),
-            panel("million alloc+free ops/s (median, range of rounds)", &ops),
+            panel("contended lock acquisitions per alloc or free", &contended),
+            panel("alloc+free throughput, million ops/s", &ops),
         ],
         groups,
         series,
+        spread: format!("min–max over the {rounds} rounds (throughput)"),
     }
 }
 

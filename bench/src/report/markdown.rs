@@ -23,6 +23,14 @@ pub fn page(stem: &str, document: &Value, plots: &[String]) -> String {
         "{GENERATED_MARK} from target/bench/{stem}.json: rerun the bench and the report, do not edit. -->"
     );
     let _ = writeln!(out, "# {bench_name}: results ({place})\n");
+    if let Some(warning) = loaded_host(document) {
+        let _ = writeln!(out, "{warning}\n");
+    }
+    // The figures first: a reader looks before reading, and each figure's title is the
+    // question the paragraph below states.
+    for plot in plots {
+        let _ = writeln!(out, "![{plot}]({plot})\n");
+    }
     if !layout.question.is_empty() {
         let _ = write!(out, "{}", layout.question);
         if !layout.reference.is_empty() {
@@ -63,12 +71,6 @@ pub fn page(stem: &str, document: &Value, plots: &[String]) -> String {
         render_table(&mut out, document, table);
     }
     render_problems(&mut out, document);
-    if !plots.is_empty() {
-        out.push_str("\n## Plot\n\n");
-        for plot in plots {
-            let _ = writeln!(out, "![{plot}]({plot})\n");
-        }
-    }
     while out.ends_with("\n\n") {
         out.pop();
     }
@@ -224,6 +226,26 @@ fn host(host: Option<&Value>) -> String {
         .and_then(Value::as_str)
         .map_or(String::new(), |os| format!(", {os}"));
     format!("{cpu}{cpus}{os}")
+}
+
+/// The warning a page measured on a loaded host opens with: the 1-minute load average at the
+/// start above half the host's CPUs (the bench's own guests and threads come on top of it).
+/// Instruction counts, verdicts and sizes hold under load; timings do not.
+pub fn loaded_host(document: &Value) -> Option<String> {
+    let start = document.get("load")?.get("start")?.get(0)?.as_f64()?;
+    let cpus = document
+        .get("host")
+        .and_then(|host| host.get("cpus"))
+        .and_then(Value::as_f64)
+        .unwrap_or(1.0);
+    (start > cpus / 2.0).then(|| {
+        format!(
+            "> **Measured on a loaded host** (load average {start:.2} at the start, {cpus:.0} \
+             CPUs): times, rates and their ratios here are not publishable figures; instruction \
+             counts, verdicts and sizes are. Rerun the command on a quiet host before quoting a \
+             time."
+        )
+    })
 }
 
 fn load(load: Option<&Value>) -> String {

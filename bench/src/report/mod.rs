@@ -1,9 +1,11 @@
 //! `cargo xtask report`: the results pages under `docs/results/`, generated from the JSON the
 //! benchmarks wrote under `target/bench/`, so every figure in the docs is one a run produced.
 //!
-//! One page per JSON file (`docs/results/<stem>.md`), with the command, date, host,
-//! accelerator, load averages and where the spread is shown, the conclusions the bench printed,
-//! its tables and its plot (the SVG is copied beside the page). Pages of benches that were not
+//! One page per JSON file (`docs/results/<stem>.md`), opening with its figures (drawn again
+//! from the JSON by [`crate::figures`], so they follow today's plotting code; the SVGs of a file
+//! no bench draws are copied as the run wrote them), then the command, date, host,
+//! accelerator, load averages and where the spread is shown, the conclusions the bench printed
+//! and its tables. Pages of benches that were not
 //! rerun are left as they are, and `docs/results/README.md` indexes every page. The output
 //! depends only on the JSON and SVG files: the same input gives byte-identical pages. The run's
 //! facts are read loosely (a missing one shows as "not recorded"); the results of a bench whose
@@ -104,15 +106,17 @@ pub fn generate(from: &Path, to: &Path) -> Result<Generated> {
             path: path.clone(),
             reason: error.to_string(),
         })?;
-        let plots = plots_of(stem, &stems, &files);
-        for plot in &plots {
-            let target = to.join(plot);
-            std::fs::copy(from.join(plot), &target).map_err(|source| Error::Write {
-                path: target.clone(),
-                source,
-            })?;
-            generated.written.push(target);
-        }
+        let plots = match crate::figures::draw(stem, &document, to)? {
+            Some(drawn) => {
+                let names = drawn
+                    .iter()
+                    .filter_map(|path| Some(path.file_name()?.to_str()?.to_owned()))
+                    .collect();
+                generated.written.extend(drawn);
+                names
+            }
+            None => copy_plots(from, to, &plots_of(stem, &stems, &files), &mut generated)?,
+        };
         let page = markdown::page(stem, &document, &plots);
         generated
             .written
@@ -122,6 +126,25 @@ pub fn generate(from: &Path, to: &Path) -> Result<Generated> {
     let index = markdown::index(&read_pages(to)?);
     generated.written.push(write(to, INDEX, &index)?);
     Ok(generated)
+}
+
+/// Copies the SVGs `plots` from `from` to `to` (a file no bench here draws keeps the plots
+/// its run wrote) and returns their names.
+fn copy_plots(
+    from: &Path,
+    to: &Path,
+    plots: &[String],
+    generated: &mut Generated,
+) -> Result<Vec<String>> {
+    for plot in plots {
+        let target = to.join(plot);
+        std::fs::copy(from.join(plot), &target).map_err(|source| Error::Write {
+            path: target.clone(),
+            source,
+        })?;
+        generated.written.push(target);
+    }
+    Ok(plots.to_vec())
 }
 
 /// The SVGs that belong to `stem`: `<stem>.svg` and `<stem>-<part>.svg`, unless a longer stem

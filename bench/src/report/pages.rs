@@ -49,12 +49,9 @@ fn only(title: &'static str, record_bench: &'static str, columns: &[Column<'stat
 
 /// The layout of the JSON file `target/bench/<stem>.json`.
 pub fn layout(stem: &str) -> Layout {
-    let (reference, question, spread, tables) = match stem {
+    let (reference, spread, tables) = match stem {
         "dmapool" | "dmapool-guest" => (
             "dmapool",
-            "How much faster is a dmapool with its free list outside the blocks than the \
-             pre-6.4 per-page lists, and what does it cost against Linux 6.4's in-block stack, \
-             on the mpt3sas chain-pool pattern?",
             "each row gives the minimum over `reps` repetitions and, where present, the median \
              beside it",
             vec![
@@ -73,16 +70,18 @@ pub fn layout(stem: &str) -> Layout {
         ),
         "fake-rw" | "fake-rw-host" => (
             "fake-rw",
-            "What does the midlayer cost per I/O when no data moves (scsi_debug fake_rw=1), and \
-             how does it scale from one job to two?",
             "the numjobs 1/2 pairs are repeated (`rep`), alternating which boots first; the \
              scaling headline gives the median and the best of the repetitions",
             vec![only("Runs", "fake-rw", &crate::fake_rw::COLUMNS)],
         ),
+        "fake-rw-os" => (
+            "fake-rw",
+            "the kernels alternate within each repetition (`rep`); the conclusions give the \
+             median hermit/ours IOPS ratio with the spread of the repetitions' ratios",
+            vec![table("Runs", "results", &[])],
+        ),
         "sense-reserve" | "sense-reserve-host" => (
             "sense-reserve",
-            "What does each sense-buffer allocator (slab, mempool, prealloc, per-tag) cost, and \
-             which of them keep I/O going under memory pressure?",
             "`ratio_min`–`ratio_max` are the per-round ratios to slab around the median ratio",
             vec![only(
                 "Sense modes under each pressure case",
@@ -92,8 +91,6 @@ pub fn layout(stem: &str) -> Layout {
         ),
         "device" => (
             "device",
-            "How fast are the virtio-scsi and LSI SAS1068 drivers on a null disk, polled or \
-             interrupt-driven, with one job or two?",
             "each cell is the median over rounds with its min–max (`IOPS min-max`); ratios are \
              taken within a round and given as median (min–max)",
             vec![table(
@@ -104,8 +101,6 @@ pub fn layout(stem: &str) -> Layout {
         ),
         "numa" => (
             "numa",
-            "Do per-node dmapools halve the lock contention of one shared pool when several \
-             CPUs share each node and frees cross nodes?",
             "one boot per profile and block size; the modes rotate over seven rounds in it, and \
              each mode row gives the median ops/s with the rounds' min and max; the solo rows \
              are counts, which load does not move",
@@ -122,15 +117,11 @@ pub fn layout(stem: &str) -> Layout {
         ),
         "nbd" => (
             "nbd",
-            "What throughput and latency does a host client get from the guest's NBD server over \
-             QEMU user networking (informational: QEMU's network path dominates)?",
             "one run per case; no repetitions",
             vec![table("Cases", "results", &crate::nbd::COLUMNS)],
         ),
         "linux" => (
             "linux",
-            "How do stock Linux 6.1 and 6.12 compare with sensepool on the same cases in the \
-             same QEMU?",
             "one row per repetition (`rep`) in the runs table; the side-by-side table takes the \
              median of the repetitions",
             vec![
@@ -140,14 +131,13 @@ pub fn layout(stem: &str) -> Layout {
         ),
         _ => (
             "",
-            "",
             "not described for this file",
             vec![table("Results", "results", &[])],
         ),
     };
     Layout {
         reference,
-        question,
+        question: crate::questions::question(stem),
         spread,
         tables,
     }

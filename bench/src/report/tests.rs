@@ -112,6 +112,31 @@ fn a_page_says_how_when_and_where_its_figures_were_made() {
 }
 
 #[test]
+fn a_page_opens_with_its_figure_and_says_when_the_host_was_loaded() {
+    let (from, to) = setup("opens");
+    generate(&from, &to).unwrap();
+    let page = std::fs::read_to_string(to.join("dmapool.md")).unwrap();
+    let lines: Vec<&str> = page.lines().filter(|l| !l.is_empty()).collect();
+    assert!(lines[1].starts_with("# dmapool: results"), "{page}");
+    // Load 2.31 at the start on 2 CPUs: loaded.
+    assert!(lines[2].starts_with("> **Measured on a loaded host** (load average 2.31"));
+    assert_eq!(lines[3], "![dmapool.svg](dmapool.svg)");
+    assert!(
+        lines[4].starts_with(crate::questions::question("dmapool")),
+        "{page}"
+    );
+    // The figure is drawn from the JSON, with the question as its title.
+    let svg = std::fs::read_to_string(to.join("dmapool.svg")).unwrap();
+    assert!(svg.contains("How much faster is a dmapool"), "{svg}");
+    let mut quiet = dmapool_document();
+    quiet["load"]["start"] = json!([0.4, 0.3, 0.2]);
+    std::fs::write(from.join("dmapool.json"), quiet.to_string()).unwrap();
+    generate(&from, &to).unwrap();
+    let page = std::fs::read_to_string(to.join("dmapool.md")).unwrap();
+    assert!(!page.contains("loaded host"), "{page}");
+}
+
+#[test]
 fn old_json_without_date_or_load_says_so() {
     let (from, to) = setup("old");
     let mut document = dmapool_document();

@@ -90,9 +90,10 @@ fn verdicts_say_which_expectation_held() {
     );
     let dir = std::env::temp_dir().join(format!("sense-reserve-map-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let results = ResultSet::new("sense-reserve", "sense-reserve", "guest", None);
-    let map = draw_verdict_map(&results, &set, &dir).unwrap();
-    let svg = std::fs::read_to_string(&map).unwrap();
+    let mut results = ResultSet::new("sense-reserve", "sense-reserve", "guest", None);
+    results.extend(set.iter().map(SenseReserveRecord::to_record));
+    let drawn = figure::draw("sense-reserve", &results.to_json(), &dir).unwrap();
+    let svg = std::fs::read_to_string(&drawn[0]).unwrap();
     assert!(svg.contains("LIVELOCK") && svg.contains("multi:3"), "{svg}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,0 +1,75 @@
+//! `fake-rw-os.svg`: the same fake-rw cases on our kernel and on Hermit, side by side: IOPS and
+//! instructions per I/O, medians over the repetitions with their min–max.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::OsRecord;
+use crate::document::{place, records};
+use crate::fake_rw::figure::{bar, panels, repetitions_words, spread_words};
+use benchkit::plot::{self, GroupedBars};
+use harness::error::Result;
+use harness::guest::Os;
+
+/// Draws `<stem>.svg` for `bench fake-rw --os` from its JSON `document`.
+pub fn draw(stem: &str, document: &Value, dir: &Path) -> Result<Vec<PathBuf>> {
+    let runs: Vec<OsRecord> = records(document)
+        .iter()
+        .map(OsRecord::read)
+        .collect::<Result<_>>()?;
+    let io = |r: &OsRecord| (r.record.result.io.bs, r.record.result.io.iodepth);
+    let mut cases: Vec<(u64, u64)> = Vec::new();
+    for run in &runs {
+        if !cases.contains(&io(run)) {
+            cases.push(io(run));
+        }
+    }
+    if cases.is_empty() {
+        return Ok(Vec::new());
+    }
+    let kernels = [Os::Ours, Os::Hermit];
+    let of = |case: (u64, u64), os: Os| {
+        runs.iter()
+            .filter(move |r| io(r) == case && r.os == os.to_string())
+    };
+    let repetitions = cases
+        .iter()
+        .flat_map(|&case| kernels.map(|os| of(case, os).count()))
+        .max()
+        .unwrap_or(1);
+    let chart = GroupedBars {
+        title: crate::questions::question("fake-rw-os").to_owned(),
+        subtitle: format!(
+            "randread against scsi_debug fake_rw=1, the same pools and scsi code on each \
+             kernel, {}; {}",
+            place(document),
+            repetitions_words(repetitions)
+        ),
+        groups: cases
+            .iter()
+            .map(|(bs, qd)| format!("{bs} B qd{qd}"))
+            .collect(),
+        series: vec!["sensepool kernel".into(), "Hermit 0.11".into()],
+        panels: panels(|figure| {
+            cases
+                .iter()
+                .map(|&case| {
+                    kernels
+                        .iter()
+                        .map(|&os| {
+                            let record = |r: &OsRecord| {
+                                figure(r.record.result.io.iops as f64, r.record.insns.insns_per_op)
+                            };
+                            bar(of(case, os).filter_map(record))
+                        })
+                        .collect()
+                })
+                .collect()
+        }),
+        spread: spread_words(repetitions),
+    };
+    let path = dir.join(format!("{stem}.svg"));
+    plot::draw_grouped(&path, &chart)?;
+    Ok(vec![path])
+}
