@@ -8,7 +8,7 @@
 //! emulated NIC, so the figures say what the stack costs end to end, not what it could do.
 //!
 //! After the cases it leaves the server idle (3 s with `--quick`, else 10 s) and prints the host
-//! CPU QEMU used meanwhile ([`nbd_tests::idle`]). The client times every request (send to
+//! CPU QEMU used meanwhile ([`harness::idle_cpu`]). The client times every request (send to
 //! reply) and reports min, mean, p50 … p99.99 and max. Writes `target/bench/nbd.json`,
 //! `nbd.fio.json` (fio's layout, [`benchkit::fio`]) and `nbd.svg` (MiB/s per case).
 
@@ -21,11 +21,13 @@ use crate::columns;
 use benchkit::plot::{self, Bar, GroupedBars, Panel};
 use benchkit::{Column, ResultSet, fio, typed};
 use harness::accel::AccelRequest;
+use harness::boot::Echo;
 use harness::error::{Error, Result};
 use harness::guest::{Guest, Overrides};
+use harness::idle_cpu;
 use harness::nbd_client::{self as nbd, Client};
+use harness::nbd_guest::NbdGuest;
 use harness::{profile, workspace};
-use systest::nbd_tests;
 
 /// Options of `cargo xtask bench nbd`.
 #[derive(Clone, Debug, clap::Args)]
@@ -79,8 +81,8 @@ const CASES: [Case; 5] = [
     },
 ];
 
-fn measure(case: &Case, duration: Duration) -> std::io::Result<NbdRecord> {
-    let mut client = Client::open(nbd_tests::nbd_addr())?;
+fn measure(nbd: &NbdGuest, case: &Case, duration: Duration) -> std::io::Result<NbdRecord> {
+    let mut client = Client::open(nbd.nbd_addr())?;
     let blocks = client.size / u64::from(case.bs);
     let (mut seq, mut rng) = (0u64, Rng::new(0x6e_6264));
     let mut offset = || {
@@ -216,41 +218,58 @@ pub fn run(options: &Options) -> Result<()> {
     let idle_window = if options.quick {
         Duration::from_secs(3)
     } else {
-        nbd_tests::IDLE_WINDOW
+        idle_cpu::IDLE_WINDOW
     };
     let mut set = ResultSet::new("nbd", "nbd", "guest", Some(guest.accel.accel.to_string()));
-    let profile =
-        nbd_tests::with_free_ports(&profile).map_err(|verdict| Error::Guest { verdict })?;
+    let nbd = NbdGuest::new(&profile)?;
+    let (records, idle) = served(&guest, &nbd, duration, idle_window)?;
+    set.headline(idle);
+    report(set, &records)
+}
+
+/// One boot of the server: every case for `duration`, then QEMU's CPU over `idle_window` of
+/// idleness (the headline), then a clean stop.
+fn served(
+    guest: &Guest,
+    nbd: &NbdGuest,
+    duration: Duration,
+    idle_window: Duration,
+) -> Result<(Vec<NbdRecord>, String)> {
     let overrides = Overrides {
         timeout: Some(Duration::from_secs(900)),
         ..Overrides::default()
     };
-    let records = std::thread::scope(|scope| {
-        let boot = scope.spawn(|| guest.boot(&profile, &overrides, harness::boot::Echo::Quiet));
-        let ready = nbd_tests::wait_ready(&boot);
+    let (records, outcome, idle) = std::thread::scope(|scope| {
+        let boot = scope.spawn(|| guest.boot(&nbd.profile, &overrides, Echo::Quiet));
+        let ready = nbd.wait_ready(|| boot.is_finished()).map_err(String::from);
         let records: std::result::Result<Vec<NbdRecord>, String> = ready.and_then(|_| {
             CASES
                 .iter()
-                .map(|case| measure(case, duration).map_err(|e| format!("{}: {e}", case.name)))
+                .map(|case| measure(nbd, case, duration).map_err(|e| format!("{}: {e}", case.name)))
                 .collect()
         });
         // After the cases, the server is left alone: what does it cost the host to idle?
-        let idle = match nbd_tests::idle::measure(nbd_tests::forwarded_nbd_port(), idle_window) {
+        let idle = nbd
+            .qemu_pid()
+            .and_then(|pid| idle_cpu::measure(pid, idle_window));
+        let idle = match idle {
             Ok(idle) => format!("idle {idle}"),
             Err(error) => format!("idle: not measured ({error})"),
         };
-        let _ = nbd_tests::shutdown();
-        let outcome = boot.join();
-        (records, outcome, idle)
+        let _ = nbd.shutdown();
+        (records, boot.join(), idle)
     });
-    let (records, outcome, idle) = records;
-    set.headline(idle);
     let records = records.map_err(|reason| Error::Guest { verdict: reason })?;
     if !matches!(outcome, Ok(Ok(ref o)) if o.verdict == harness::boot::Verdict::Pass) {
         return Err(Error::Guest {
             verdict: "the nbd guest did not stop cleanly".into(),
         });
     }
+    Ok((records, idle))
+}
+
+/// Prints the table and writes the JSON, the plot and the fio file.
+fn report(mut set: ResultSet, records: &[NbdRecord]) -> Result<()> {
     set.extend(records.iter().map(typed::record));
     benchkit::print_table(&set.results, &COLUMNS);
     let dir = workspace::output_dir("bench")?;
@@ -259,7 +278,7 @@ pub fn run(options: &Options) -> Result<()> {
     let runs: Vec<fio::Run<'_>> = set
         .results
         .iter()
-        .zip(&records)
+        .zip(records)
         .map(|(record, nbd)| fio::Run {
             name: format!("nbd {}", nbd.case),
             engine: "nbd client (xtask) over QEMU user networking",

@@ -32,11 +32,13 @@ pub mod error;
 pub mod front_door;
 pub mod guest;
 pub mod hermit;
+pub mod idle_cpu;
 pub mod image_check;
 pub mod image_lock;
 pub mod insns;
 pub mod linux;
 pub mod nbd_client;
+pub mod nbd_guest;
 #[expect(
     unsafe_code,
     reason = "`unshare` and the loopback's `ioctl`s through libc, for the soak's own namespace"

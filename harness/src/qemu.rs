@@ -34,6 +34,51 @@ pub(crate) const WRITE_ERRORS: &str = "report";
 /// What QEMU does on a host read error to a guest disk: report it, as [`WRITE_ERRORS`].
 pub(crate) const READ_ERRORS: &str = "report";
 
+/// A loopback port forward of QEMU user networking, as a `-nic` option: host
+/// `127.0.0.1:host_port` to the guest's `guest_port`.
+fn loopback_forward(host_port: u16, guest_port: u16) -> String {
+    format!("hostfwd=tcp:127.0.0.1:{host_port}-:{guest_port}")
+}
+
+/// The start of the forward option that listens on host `127.0.0.1:host_port` (to find the
+/// QEMU process that forwards it by its command line).
+pub fn forward_from(host_port: u16) -> String {
+    format!("hostfwd=tcp:127.0.0.1:{host_port}-:")
+}
+
+/// `nic` (a profile's `-nic` options) with each loopback forward to a guest port of `moves`
+/// moved to its new host port; an error names a guest port `nic` does not forward.
+pub fn move_forwards(nic: &str, moves: &[(u16, u16)]) -> Result<String> {
+    let mut found = vec![false; moves.len()];
+    let parts: Vec<String> = nic
+        .split(',')
+        .map(|part| {
+            let guest = part
+                .strip_prefix("hostfwd=tcp:127.0.0.1:")
+                .and_then(|rest| rest.split_once("-:"))
+                .and_then(|(_, guest)| guest.parse::<u16>().ok());
+            let moved = moves.iter().position(|(from, _)| Some(*from) == guest);
+            match moved {
+                Some(index) => {
+                    found[index] = true;
+                    let (guest, host) = moves[index];
+                    loopback_forward(host, guest)
+                }
+                None => part.to_owned(),
+            }
+        })
+        .collect();
+    if let Some(index) = found.iter().position(|found| !found) {
+        return Err(Error::Invalid {
+            path: "the profile's nic".into(),
+            field: format!("hostfwd to guest port {}", moves[index].0),
+            value: nic.into(),
+            reason: "missing: it must forward 127.0.0.1 to that port",
+        });
+    }
+    Ok(parts.join(","))
+}
+
 /// `-nic TYPE,model=DEVICE,REST` as its `-netdev TYPE,id=nic0,REST` and `-device DEVICE,
 /// netdev=nic0` pair (see the module comment); `None` for a NIC without a model (left to `-nic`).
 fn nic_as_device(nic: &str) -> Option<[String; 2]> {

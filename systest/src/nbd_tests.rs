@@ -5,33 +5,31 @@
 //! stopped ([`burst`]), clients stuck across `shutdown` ([`stuck`]) and with [`nbd_client`]'s
 //! deliberately bad ones (a WRITE_ZEROES flood beside a reader, [`flood`]; half-closed and held
 //! stats queries, clients over the limit and a shutdown with a client connected, [`lifecycle`]),
-//! measure the host CPU QEMU uses while no client talks to it ([`idle`]), read the stats endpoint,
+//! measure the host CPU QEMU uses while no client talks to it ([`harness::idle_cpu`]), read the
+//! stats endpoint,
 //! hot-plug a second disk through QMP and watch the
 //! guest list it ([`hotplug`]), send `shutdown`, and check the disk image after QEMU exits; then
 //! a second guest resets its NIC under a client ([`nic_reset`]).
 //!
 //! qemu/nbd.toml forwards host ports 40809 (NBD) and 40810 (stats) on 127.0.0.1 only; the tests
-//! move both forwards to free loopback ports picked at run time ([`with_free_ports`]), so two runs
-//! on one machine do not collide, and reach each through a [`front_door`] with a real accept
-//! queue. Every client has a timeout, and the boot itself is bounded.
+//! boot it as an [`NbdGuest`], whose forwards move to free loopback ports picked at run time, so
+//! two runs on one machine do not collide, each behind a front door with a real accept queue.
+//! Every client has a timeout, and the boot itself is bounded.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::Tally;
 use harness::boot::{Echo, Outcome};
-use harness::front_door;
 use harness::guest::{Guest, Overrides};
+use harness::idle_cpu;
 use harness::nbd_client::{self as nbd, Client};
-use harness::profile::{self, Profile};
+use harness::nbd_guest::NbdGuest;
+use harness::profile;
 
 mod bad_clients;
 mod burst;
 mod flood;
 pub(crate) mod hotplug;
-pub mod idle;
 mod lifecycle;
 mod multi_conn;
 mod nic_reset;
@@ -41,19 +39,6 @@ mod tools;
 use bad_clients::{bad_handshake, bad_requests, pipelined, torn_write};
 use tools::{nbdcopy_write, nbdinfo, qemu_img_convert, qemu_io_large, qemu_io_write};
 
-/// The guest's ports (kernel defaults `nbd_port=` and `stats_port=`) that qemu/nbd.toml forwards.
-const GUEST_NBD_PORT: u16 = 10809;
-const GUEST_STATS_PORT: u16 = 10810;
-/// The host ports clients use in this run (front doors, or QEMU's forwards themselves when
-/// [`DIRECT_ENV`] is set; see [`with_free_ports`]).
-static NBD_PORT: AtomicU16 = AtomicU16::new(40809);
-static STATS_PORT: AtomicU16 = AtomicU16::new(40810);
-/// The host ports QEMU's own forwards listen on in this run.
-static FORWARDED_NBD_PORT: AtomicU16 = AtomicU16::new(40809);
-static FORWARDED_STATS_PORT: AtomicU16 = AtomicU16::new(40810);
-/// Set (to anything) to let clients reach QEMU's user-networking forwards directly, without
-/// [`front_door`]: the path whose lost connections the `connect-burst` test shows.
-pub const DIRECT_ENV: &str = "SENSEPOOL_NBD_DIRECT";
 /// Where qemu-io writes 0xab (`write -P 0xab 1M 64k`).
 const QEMU_IO_OFFSET: u64 = 1 << 20;
 const QEMU_IO_LEN: usize = 64 << 10;
@@ -65,185 +50,46 @@ const TORN_OFFSET: u64 = 16 << 20;
 /// What nbdcopy writes at offset 0 (a 64 KiB file of 0x5c).
 const NBDCOPY_LEN: usize = 64 << 10;
 const BOOT_TIMEOUT: Duration = Duration::from_secs(1800);
-const READY_TIMEOUT: Duration = Duration::from_secs(180);
 const TOOL_TIMEOUT: Duration = Duration::from_secs(300);
-/// How long the server is left alone while QEMU's CPU time is measured.
-pub const IDLE_WINDOW: Duration = Duration::from_secs(10);
-
-fn addr(port: u16) -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], port))
-}
-
-/// Where the host reaches the guest's NBD server.
-pub fn nbd_addr() -> SocketAddr {
-    addr(NBD_PORT.load(Ordering::Relaxed))
-}
-
-/// The host port QEMU itself forwards to the guest's NBD port (how its process is found).
-pub fn forwarded_nbd_port() -> u16 {
-    FORWARDED_NBD_PORT.load(Ordering::Relaxed)
-}
-
-fn stats_addr() -> SocketAddr {
-    addr(STATS_PORT.load(Ordering::Relaxed))
-}
-
-/// `nbd://127.0.0.1:PORT` for the real clients.
-fn nbd_uri() -> String {
-    format!("nbd://127.0.0.1:{}", NBD_PORT.load(Ordering::Relaxed))
-}
-
-/// A free loopback port (the kernel picks it; it is released at once for QEMU to take).
-fn free_port() -> std::io::Result<u16> {
-    Ok(TcpListener::bind(addr(0))?.local_addr()?.port())
-}
-
-/// `profile` with its NBD and stats forwards moved to free host ports, so runs on one machine
-/// (two checkouts, a CI job beside a user) do not collide on the profile's fixed ports, and a
-/// [`front_door`] opened before each forward (unless [`DIRECT_ENV`] is set), so no number of
-/// clients connecting at once can overflow QEMU's one-connection accept queue.
-pub fn with_free_ports(profile: &Profile) -> Result<Profile, String> {
-    let nic = profile.nic.as_deref().ok_or("profile nbd has no nic")?;
-    let (nbd, stats) = (
-        free_port().map_err(|e| e.to_string())?,
-        free_port().map_err(|e| e.to_string())?,
-    );
-    let mut found = (false, false);
-    let parts: Vec<String> = nic
-        .split(',')
-        .map(|part| {
-            let guest = part
-                .strip_prefix("hostfwd=tcp:127.0.0.1:")
-                .and_then(|rest| rest.split_once("-:"))
-                .and_then(|(_, guest)| guest.parse::<u16>().ok());
-            match guest {
-                Some(GUEST_NBD_PORT) => {
-                    found.0 = true;
-                    format!("hostfwd=tcp:127.0.0.1:{nbd}-:{GUEST_NBD_PORT}")
-                }
-                Some(GUEST_STATS_PORT) => {
-                    found.1 = true;
-                    format!("hostfwd=tcp:127.0.0.1:{stats}-:{GUEST_STATS_PORT}")
-                }
-                _ => part.to_owned(),
-            }
-        })
-        .collect();
-    if found != (true, true) {
-        return Err(format!(
-            "profile nbd must forward 127.0.0.1 to guest ports {GUEST_NBD_PORT} and {GUEST_STATS_PORT}: {nic}"
-        ));
-    }
-    FORWARDED_NBD_PORT.store(nbd, Ordering::Relaxed);
-    FORWARDED_STATS_PORT.store(stats, Ordering::Relaxed);
-    if std::env::var_os(DIRECT_ENV).is_some() {
-        NBD_PORT.store(nbd, Ordering::Relaxed);
-        STATS_PORT.store(stats, Ordering::Relaxed);
-    } else {
-        let door = |port| front_door::open(addr(port)).map_err(|e| format!("front door: {e}"));
-        NBD_PORT.store(door(nbd)?, Ordering::Relaxed);
-        STATS_PORT.store(door(stats)?, Ordering::Relaxed);
-    }
-    let mut moved = profile.clone();
-    moved.nic = Some(parts.join(","));
-    Ok(moved)
-}
 
 /// Runs the NBD tests; each case prints `nbd NAME ... ok|FAILED: reason`.
 pub fn run(guest: &Guest) -> Tally {
     let mut tally = Tally::default();
-    let mut report =
-        |name: &str, result: Result<String, String>| tally.record(&format!("nbd {name}"), result);
-    let profile = match profile::load("nbd") {
-        Ok(profile) => profile,
-        Err(error) => {
-            report("boot", Err(error.to_string()));
-            return tally;
-        }
-    };
-    let profile = match with_free_ports(&profile) {
-        Ok(profile) => profile,
-        Err(error) => {
-            report("boot", Err(error));
-            return tally;
-        }
-    };
+    match profile::load("nbd").and_then(|profile| NbdGuest::new(&profile)) {
+        Ok(nbd) => served(guest, &nbd, &mut |name, result| {
+            tally.record(&format!("nbd {name}"), result)
+        }),
+        Err(error) => tally.record("nbd boot", Err(error.to_string())),
+    }
+    // Its own boot: the reset must not disturb the cases above.
+    tally.record("nbd nic-reset", nic_reset::nic_reset(guest));
+    tally
+}
+
+/// How a case's outcome is reported: its name and its line.
+type Report<'a> = dyn FnMut(&str, Result<String, String>) + 'a;
+
+/// One boot of `nbd`: every case against it, the shutdown, and the image QEMU leaves.
+fn served(guest: &Guest, nbd: &NbdGuest, report: &mut Report<'_>) {
     let overrides = Overrides {
         timeout: Some(BOOT_TIMEOUT),
         ..Overrides::default()
     };
     std::thread::scope(|scope| {
-        let boot = scope.spawn(|| guest.boot(&profile, &overrides, Echo::Quiet));
-        let ready = wait_ready(&boot);
+        let boot = scope.spawn(|| guest.boot(&nbd.profile, &overrides, Echo::Quiet));
+        let ready = wait_ready(nbd, &boot);
         report("ready", ready.clone());
         let mut expected_zero = Vec::new();
         if ready.is_ok() {
-            // First: the flood zeroes the whole export, under the other cases' data.
-            report("flood", flood::flood());
-            // Before the cases whose data the image check looks for: it writes 8..16 MiB and
-            // 24..56 MiB.
-            report("qemu-io-large", qemu_io_large());
-            report("pattern-write", pattern_write());
-            report("qemu-img-convert", qemu_img_convert());
-            report("qemu-io-write", qemu_io_write());
-            report("nbdinfo", nbdinfo());
-            report("nbdcopy-write", nbdcopy_write());
-            report("bad-handshake", bad_handshake());
-            report("bad-requests", bad_requests());
-            report("torn-write", torn_write());
-            expected_zero.push((TORN_OFFSET, 4096usize));
-            report("pipelined", pipelined());
-            report("two-clients-at-once", two_clients());
-            report("multi-conn-nbdcopy", multi_conn::two_nbdcopy_runs());
-            report("idle-cpu", idle_cpu());
-            report("stats", stats());
-            report("hotplug", hotplug::hotplug());
-            report("stats-half-close", lifecycle::half_close());
-            report("stats-idle-hold", lifecycle::idle_hold());
-            report("idle-clients", lifecycle::idle_clients());
-            report("connect-burst", connect_burst());
+            cases(nbd, report, &mut expected_zero);
         }
-        let stuck = if ready.is_ok() {
-            let stuck = stuck::open();
-            if let Err(error) = &stuck {
-                report("stuck-clients", Err(error.clone()));
-            }
-            stuck.ok()
-        } else {
-            None
-        };
-        let began = Instant::now();
-        let mut asked = began;
-        let stopped = if ready.is_ok() {
-            lifecycle::shutdown(&mut asked)
-        } else {
-            shutdown()
-        };
-        report("shutdown", stopped);
-        let mut stopped_through_qmp = false;
-        if let Some(clients) = stuck {
-            let finished = || boot.is_finished();
-            let exited =
-                stuck::exited_within(began, asked, finished, clients, &mut stopped_through_qmp);
-            report("shutdown-with-stuck-clients", exited);
-        } else if let Ok(images) = harness::workspace::output_dir("images") {
-            // Without the stuck-clients case nothing else bounds the wait for the guest's exit.
-            let socket = harness::qemu::qmp_socket(&images, "nbd");
-            if let Err(error) = harness::qmp::exit_or_quit(
-                || boot.is_finished(),
-                harness::qmp::EXIT_WITHIN,
-                &socket,
-            ) {
-                report("shutdown-exit", Err(error.into()));
-            }
-        }
+        let stopped_through_qmp = stop(nbd, || boot.is_finished(), ready.is_ok(), report);
         let outcome = boot.join().map_err(|_| "boot thread panicked".to_owned());
         // QEMU leaves its monitor socket behind when it is killed; the name is this run's.
         if let Ok(images) = harness::workspace::output_dir("images") {
             let _ = std::fs::remove_file(harness::qemu::qmp_socket(&images, "nbd"));
         }
-        let outcome = outcome.and_then(|result| result.map_err(|e| e.to_string()));
-        match outcome {
+        match outcome.and_then(|result| result.map_err(|e| e.to_string())) {
             Ok(outcome) => {
                 let image = stuck::guest_verdict(&outcome.verdict, stopped_through_qmp)
                     .and_then(|()| check_image(&outcome, &expected_zero));
@@ -255,33 +101,85 @@ pub fn run(guest: &Guest) -> Tally {
             Err(error) => report("image", Err(error)),
         }
     });
-    // Its own boot: the reset must not disturb the cases above.
-    report("nic-reset", nic_reset::nic_reset(guest));
-    tally
 }
 
-/// Waits until the NBD greeting arrives (QEMU accepts on the host port before the guest listens).
+/// The cases against a serving guest, in order; `expected_zero` gains the ranges the image
+/// must still hold zeroes in.
+fn cases(nbd: &NbdGuest, report: &mut Report<'_>, expected_zero: &mut Vec<(u64, usize)>) {
+    // First: the flood zeroes the whole export, under the other cases' data.
+    report("flood", flood::flood(nbd));
+    // Before the cases whose data the image check looks for: it writes 8..16 MiB and
+    // 24..56 MiB.
+    report("qemu-io-large", qemu_io_large(nbd));
+    report("pattern-write", pattern_write(nbd));
+    report("qemu-img-convert", qemu_img_convert(nbd));
+    report("qemu-io-write", qemu_io_write(nbd));
+    report("nbdinfo", nbdinfo(nbd));
+    report("nbdcopy-write", nbdcopy_write(nbd));
+    report("bad-handshake", bad_handshake(nbd));
+    report("bad-requests", bad_requests(nbd));
+    report("torn-write", torn_write(nbd));
+    expected_zero.push((TORN_OFFSET, 4096usize));
+    report("pipelined", pipelined(nbd));
+    report("two-clients-at-once", two_clients(nbd));
+    report("multi-conn-nbdcopy", multi_conn::two_nbdcopy_runs(nbd));
+    report("idle-cpu", idle_cpu(nbd));
+    report("stats", stats(nbd));
+    report("hotplug", hotplug::hotplug(nbd));
+    report("stats-half-close", lifecycle::half_close(nbd));
+    report("stats-idle-hold", lifecycle::idle_hold(nbd));
+    report("idle-clients", lifecycle::idle_clients(nbd));
+    report("connect-burst", connect_burst(nbd));
+}
+
+/// Opens the stuck clients (when the guest served), asks the guest to shut down and bounds the
+/// wait for its exit; `true` when QEMU had to be told to quit through QMP.
+fn stop(
+    nbd: &NbdGuest,
+    finished: impl Fn() -> bool,
+    served: bool,
+    report: &mut Report<'_>,
+) -> bool {
+    let stuck = if served {
+        let stuck = stuck::open(nbd);
+        if let Err(error) = &stuck {
+            report("stuck-clients", Err(error.clone()));
+        }
+        stuck.ok()
+    } else {
+        None
+    };
+    let began = Instant::now();
+    let mut asked = began;
+    let stopped = if served {
+        lifecycle::shutdown(nbd, &mut asked)
+    } else {
+        shutdown(nbd)
+    };
+    report("shutdown", stopped);
+    let mut stopped_through_qmp = false;
+    if let Some(clients) = stuck {
+        let exited =
+            stuck::exited_within(began, asked, finished, clients, &mut stopped_through_qmp);
+        report("shutdown-with-stuck-clients", exited);
+    } else if let Ok(images) = harness::workspace::output_dir("images") {
+        // Without the stuck-clients case nothing else bounds the wait for the guest's exit.
+        let socket = harness::qemu::qmp_socket(&images, "nbd");
+        if let Err(error) = harness::qmp::exit_or_quit(finished, harness::qmp::EXIT_WITHIN, &socket)
+        {
+            report("shutdown-exit", Err(error.into()));
+        }
+    }
+    stopped_through_qmp
+}
+
+/// Waits until the NBD greeting arrives; the test line says how long it took.
 pub fn wait_ready(
+    nbd: &NbdGuest,
     boot: &std::thread::ScopedJoinHandle<'_, harness::error::Result<Outcome>>,
 ) -> Result<String, String> {
-    let start = Instant::now();
-    while start.elapsed() < READY_TIMEOUT {
-        if boot.is_finished() {
-            return Err("the guest exited before serving".into());
-        }
-        if let Ok(client) = Client::connect(nbd_addr()) {
-            drop(client);
-            return Ok(format!(
-                "greeting after {:.1} s",
-                start.elapsed().as_secs_f64()
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    Err(format!(
-        "no NBD greeting within {} s",
-        READY_TIMEOUT.as_secs()
-    ))
+    let waited = nbd.wait_ready(|| boot.is_finished())?;
+    Ok(format!("greeting after {:.1} s", waited.as_secs_f64()))
 }
 
 fn pattern() -> Vec<u8> {
@@ -294,8 +192,8 @@ fn io<T>(result: std::io::Result<T>) -> Result<T, String> {
     result.map_err(|e| e.to_string())
 }
 
-fn pattern_write() -> Result<String, String> {
-    let mut client = io(Client::open(nbd_addr()))?;
+fn pattern_write(nbd: &NbdGuest) -> Result<String, String> {
+    let mut client = io(Client::open(nbd.nbd_addr()))?;
     let data = pattern();
     let error = io(client.write(PATTERN_OFFSET, &data))?;
     if error != 0 {
@@ -313,25 +211,25 @@ fn pattern_write() -> Result<String, String> {
     }
     Ok(format!(
         "{PATTERN_LEN} B written, read back, flushed; export {} B",
-        client_size()?
+        client_size(nbd)?
     ))
 }
 
 /// QEMU's host CPU over [`IDLE_WINDOW`] with no client (after every client above has gone).
-fn idle_cpu() -> Result<String, String> {
-    idle::measure(forwarded_nbd_port(), IDLE_WINDOW).map(|idle| idle.to_string())
+fn idle_cpu(nbd: &NbdGuest) -> Result<String, String> {
+    let idle = idle_cpu::measure(nbd.qemu_pid()?, idle_cpu::IDLE_WINDOW)?;
+    Ok(idle.to_string())
 }
 
 /// [`burst`] against this run's QEMU.
-fn connect_burst() -> Result<String, String> {
-    let pid = idle::qemu_pid(forwarded_nbd_port())?;
-    burst::burst(pid)
+fn connect_burst(nbd: &NbdGuest) -> Result<String, String> {
+    burst::burst(nbd, nbd.qemu_pid()?)
 }
 
 /// Two connections open together: a write through one is read back through the other.
-fn two_clients() -> Result<String, String> {
-    let mut first = io(Client::open(nbd_addr()))?;
-    let mut second = io(Client::open(nbd_addr()))?;
+fn two_clients(nbd: &NbdGuest) -> Result<String, String> {
+    let mut first = io(Client::open(nbd.nbd_addr()))?;
+    let mut second = io(Client::open(nbd.nbd_addr()))?;
     let offset = 32u64 << 20;
     let data = vec![0x77; 8192];
     let error = io(first.write(offset, &data))?;
@@ -347,24 +245,15 @@ fn two_clients() -> Result<String, String> {
     }
 }
 
-fn client_size() -> Result<u64, String> {
-    let client = io(Client::open(nbd_addr()))?;
+fn client_size(nbd: &NbdGuest) -> Result<u64, String> {
+    let client = io(Client::open(nbd.nbd_addr()))?;
     let size = client.size;
     io(client.disconnect())?;
     Ok(size)
 }
 
-fn stats_text(command: &[u8]) -> Result<String, String> {
-    let mut stream = io(TcpStream::connect_timeout(&stats_addr(), nbd::IO_TIMEOUT))?;
-    io(stream.set_read_timeout(Some(nbd::IO_TIMEOUT)))?;
-    io(stream.write_all(command))?;
-    let mut text = String::new();
-    io(stream.read_to_string(&mut text))?;
-    Ok(text)
-}
-
-fn stats() -> Result<String, String> {
-    let text = stats_text(b"")?;
+fn stats(nbd: &NbdGuest) -> Result<String, String> {
+    let text = nbd.stats_text(b"")?;
     let lines: Vec<&str> = text.lines().collect();
     let header = lines
         .iter()
@@ -401,11 +290,9 @@ fn stats() -> Result<String, String> {
     ))
 }
 
-pub fn shutdown() -> Result<String, String> {
-    let text = stats_text(b"shutdown\n")?;
-    if !text.contains("poolinfo - 0.1") {
-        return Err("no stats text before shutdown".into());
-    }
+/// Asks the guest to shut down; the test line for it.
+pub fn shutdown(nbd: &NbdGuest) -> Result<String, String> {
+    nbd.shutdown()?;
     Ok("stats sent, shutdown asked".into())
 }
 
@@ -456,41 +343,4 @@ fn check_image(outcome: &Outcome, zero: &[(u64, usize)]) -> Result<String, Strin
         "{} B image: qemu-io bytes, pattern and untouched ranges as expected",
         bytes.len()
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_nbd_profile_forwards_loopback_only_and_the_tests_move_its_ports() {
-        let profile = profile::load("nbd").unwrap();
-        let nic = profile.nic.clone().unwrap();
-        let forwards: Vec<&str> = nic
-            .split(',')
-            .filter(|p| p.starts_with("hostfwd="))
-            .collect();
-        assert_eq!(forwards.len(), 2, "{nic}");
-        assert!(
-            forwards
-                .iter()
-                .all(|f| f.starts_with("hostfwd=tcp:127.0.0.1:")),
-            "{nic}"
-        );
-        let moved = with_free_ports(&profile).unwrap().nic.unwrap();
-        let nbd = FORWARDED_NBD_PORT.load(Ordering::Relaxed);
-        let stats = FORWARDED_STATS_PORT.load(Ordering::Relaxed);
-        // Clients use the front doors, not QEMU's forwards.
-        assert_ne!(NBD_PORT.load(Ordering::Relaxed), nbd);
-        assert_ne!(STATS_PORT.load(Ordering::Relaxed), stats);
-        assert!(
-            moved.contains(&format!("hostfwd=tcp:127.0.0.1:{nbd}-:10809")),
-            "{moved}"
-        );
-        assert!(
-            moved.contains(&format!("hostfwd=tcp:127.0.0.1:{stats}-:10810")),
-            "{moved}"
-        );
-        assert!(moved.starts_with("user,model=virtio-net-pci,"), "{moved}");
-    }
 }

@@ -2,25 +2,26 @@
 //! out-of-range and oversize requests, a write cut off by a hang-up, and a deep pipeline. Each
 //! must get an error reply or a closed connection, and the server must go on serving.
 
-use super::{TORN_OFFSET, client_size, io, nbd_addr};
+use super::{TORN_OFFSET, client_size, io};
 use harness::nbd_client::{self as nbd, Client};
+use harness::nbd_guest::NbdGuest;
 
-pub fn bad_handshake() -> Result<String, String> {
+pub fn bad_handshake(nbd: &NbdGuest) -> Result<String, String> {
     // Unknown client flags: the server hangs up.
-    let mut client = io(Client::connect(nbd_addr()))?;
+    let mut client = io(Client::connect(nbd.nbd_addr()))?;
     io(client.send(&0x8000_0000u32.to_be_bytes()))?;
     if !client.closed_by_server() {
         return Err("unknown client flags: connection stayed open".into());
     }
     // Garbage instead of an option: hang up.
-    let mut client = io(Client::connect(nbd_addr()))?;
+    let mut client = io(Client::connect(nbd.nbd_addr()))?;
     io(client.send(&3u32.to_be_bytes()))?;
     io(client.send(&[0x5a; 16]))?;
     if !client.closed_by_server() {
         return Err("bad option magic: connection stayed open".into());
     }
     // Unknown option and unknown export: error replies, then GO still works.
-    let mut client = io(Client::connect(nbd_addr()))?;
+    let mut client = io(Client::connect(nbd.nbd_addr()))?;
     io(client.send(&3u32.to_be_bytes()))?;
     io(client.option(8, &[]))?;
     let (unsup, _) = io(client.option_reply())?;
@@ -30,8 +31,8 @@ pub fn bad_handshake() -> Result<String, String> {
         return Err(format!("replies {unsup:#x} {unknown:#x}"));
     }
     // A client that vanishes during the handshake.
-    drop(io(Client::connect(nbd_addr()))?);
-    let size = client_size()?;
+    drop(io(Client::connect(nbd.nbd_addr()))?);
+    let size = client_size(nbd)?;
     Ok(format!(
         "closed on bad flags and magic, ERR_UNSUP/ERR_UNKNOWN answered, then served {size} B"
     ))
@@ -42,8 +43,8 @@ pub fn step<T>(what: &str, result: std::io::Result<T>) -> Result<T, String> {
     result.map_err(|e| format!("{what}: {e}"))
 }
 
-pub fn bad_requests() -> Result<String, String> {
-    let mut client = step("open", Client::open(nbd_addr()))?;
+pub fn bad_requests(nbd: &NbdGuest) -> Result<String, String> {
+    let mut client = step("open", Client::open(nbd.nbd_addr()))?;
     let size = client.size;
     let past_end = step("read past the end", client.read(size - 512, 1024))?.err();
     let oversize = step("oversize read", client.read(0, 64 << 20))?.err();
@@ -93,13 +94,13 @@ pub fn bad_requests() -> Result<String, String> {
     )
 }
 
-pub fn torn_write() -> Result<String, String> {
-    let mut client = io(Client::open(nbd_addr()))?;
+pub fn torn_write(nbd: &NbdGuest) -> Result<String, String> {
+    let mut client = io(Client::open(nbd.nbd_addr()))?;
     let full = nbd::request_bytes(nbd::cmd::WRITE, 5, TORN_OFFSET, 4096, &[0xcd; 4096]);
     io(client.send(&full[..28 + 1000]))?;
     drop(client);
     // The server must go on serving.
-    let mut client = io(Client::open(nbd_addr()))?;
+    let mut client = io(Client::open(nbd.nbd_addr()))?;
     let back = io(client.read(TORN_OFFSET, 4096))?;
     io(client.disconnect())?;
     match back {
@@ -111,8 +112,8 @@ pub fn torn_write() -> Result<String, String> {
     }
 }
 
-pub fn pipelined() -> Result<String, String> {
-    let mut client = io(Client::open(nbd_addr()))?;
+pub fn pipelined(nbd: &NbdGuest) -> Result<String, String> {
+    let mut client = io(Client::open(nbd.nbd_addr()))?;
     let base = 24u64 << 20;
     let mut batch = Vec::new();
     for i in 0..16u64 {

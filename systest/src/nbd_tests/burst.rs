@@ -9,11 +9,11 @@
 //! [`front_door`](harness::front_door) every connection is accepted at once and handed to QEMU one
 //! at a time. The host's `ListenOverflows` delta is reported beside the verdict.
 
+use harness::nbd_guest::NbdGuest;
 use std::io::{ErrorKind, Read};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use super::nbd_addr;
 use harness::child_guard;
 use harness::front_door::listen_overflows;
 
@@ -37,8 +37,8 @@ enum Seen {
     Silent,
 }
 
-fn client() -> (Seen, Option<TcpStream>) {
-    let mut stream = match TcpStream::connect_timeout(&nbd_addr(), Duration::from_secs(30)) {
+fn client(nbd: &NbdGuest) -> (Seen, Option<TcpStream>) {
+    let mut stream = match TcpStream::connect_timeout(&nbd.nbd_addr(), Duration::from_secs(30)) {
         Ok(stream) => stream,
         Err(_) => return (Seen::Refused, None),
     };
@@ -66,12 +66,12 @@ impl Drop for Resume {
 }
 
 /// The test: [`CLIENTS`] connect during a [`STALL`]; none may be left silent.
-pub fn burst(qemu_pid: u32) -> Result<String, String> {
+pub fn burst(nbd: &NbdGuest, qemu_pid: u32) -> Result<String, String> {
     let overflows_before = listen_overflows();
     child_guard::send(qemu_pid, libc::SIGSTOP);
     let resume = Resume(qemu_pid);
     let seen: Vec<(Seen, Option<TcpStream>)> = std::thread::scope(|scope| {
-        let clients: Vec<_> = (0..CLIENTS).map(|_| scope.spawn(client)).collect();
+        let clients: Vec<_> = (0..CLIENTS).map(|_| scope.spawn(|| client(nbd))).collect();
         std::thread::sleep(STALL);
         drop(resume);
         clients

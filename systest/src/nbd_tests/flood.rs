@@ -10,12 +10,13 @@
 //! The reader's latencies are printed (median and worst), never judged: a timing does not make a
 //! test fail. The ordering of replies is what shows starvation, whatever the machine's speed.
 
+use harness::nbd_guest::NbdGuest;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use super::{io, nbd_addr};
+use super::io;
 use harness::nbd_client::{self as nbd, Client};
 
 /// Whole-export WRITE_ZEROES requests in the flood (the count that stalled a reader for 193 s before
@@ -35,9 +36,9 @@ struct FloodEnd {
     wrong: Option<String>,
 }
 
-pub fn flood() -> Result<String, String> {
-    let mut reader = io(Client::open(nbd_addr()))?;
-    let mut flooder = io(Client::open(nbd_addr()))?;
+pub fn flood(nbd: &NbdGuest) -> Result<String, String> {
+    let mut reader = io(Client::open(nbd.nbd_addr()))?;
+    let mut flooder = io(Client::open(nbd.nbd_addr()))?;
     let size = flooder.size;
     for &offset in MARKERS.iter().filter(|&&o| o + 4096 <= size) {
         let error = io(reader.write(offset, &[0xee; 4096]))?;

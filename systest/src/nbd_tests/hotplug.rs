@@ -8,12 +8,12 @@
 //! transport-reset event, so everything the stats port shows comes from the guest's own event
 //! handling and rescan. Every wait is bounded.
 
+use harness::nbd_guest::NbdGuest;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::stats_text;
 use harness::qemu;
 use harness::qmp::Qmp;
 use harness::workspace;
@@ -24,8 +24,8 @@ const NODE: &str = "hotplug1";
 const GUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The stats port's `disk` lines.
-fn disk_lines() -> Result<Vec<String>, String> {
-    let text = stats_text(b"")?;
+fn disk_lines(nbd: &NbdGuest) -> Result<Vec<String>, String> {
+    let text = nbd.stats_text(b"")?;
     Ok(text
         .lines()
         .filter(|l| l.starts_with("disk "))
@@ -34,11 +34,15 @@ fn disk_lines() -> Result<Vec<String>, String> {
 }
 
 /// Reads the stats port until `done` holds for its disk lines; the lines it held for.
-fn wait_for(what: &str, done: impl Fn(&[String]) -> bool) -> Result<Vec<String>, String> {
+fn wait_for(
+    nbd: &NbdGuest,
+    what: &str,
+    done: impl Fn(&[String]) -> bool,
+) -> Result<Vec<String>, String> {
     let start = Instant::now();
     let mut last = Vec::new();
     while start.elapsed() < GUEST_TIMEOUT {
-        last = disk_lines()?;
+        last = disk_lines(nbd)?;
         if done(&last) {
             return Ok(last);
         }
@@ -66,31 +70,31 @@ fn image_path() -> Result<PathBuf, String> {
 
 /// Plugs a disk in, waits for the guest to list it, pulls it out, waits for it to go. The image
 /// file is removed afterwards, whatever happened.
-pub fn hotplug() -> Result<String, String> {
+pub fn hotplug(nbd: &NbdGuest) -> Result<String, String> {
     let image = image_path()?;
-    let result = plug_and_unplug(&image);
+    let result = plug_and_unplug(nbd, &image);
     let _ = std::fs::remove_file(&image);
     result
 }
 
-fn plug_and_unplug(image: &Path) -> Result<String, String> {
+fn plug_and_unplug(nbd: &NbdGuest, image: &Path) -> Result<String, String> {
     let images = workspace::output_dir("images").map_err(|e| e.to_string())?;
     let mut qmp = Qmp::connect(&qemu::qmp_socket(&images, "nbd"))?;
     let file = std::fs::File::create(image).map_err(|e| format!("{}: {e}", image.display()))?;
     file.set_len(IMAGE_BYTES).map_err(|e| e.to_string())?;
     drop(file);
-    let before = disk_lines()?;
+    let before = disk_lines(nbd)?;
     if before.len() != 1 || !is_export(&before[0]) {
         return Err(format!("before hot-plug the stats port listed {before:?}"));
     }
     qmp.plug_scsi_hd(NODE, image)?;
     let start = Instant::now();
-    let added = wait_for("the hot-plugged disk at 0:0:1:0", |lines| {
+    let added = wait_for(nbd, "the hot-plugged disk at 0:0:1:0", |lines| {
         lines.len() == 2 && lines.iter().any(|l| is_hotplugged(l)) && is_export(&lines[0])
     })?;
     let seen_after = start.elapsed();
     qmp.execute("device_del", json!({ "id": NODE }))?;
-    wait_for("the unplugged disk gone", |lines| {
+    wait_for(nbd, "the unplugged disk gone", |lines| {
         lines.len() == 1 && is_export(&lines[0])
     })?;
     // The node may still be held for a moment after the device goes; not the guest's business.

@@ -3,11 +3,12 @@
 //! silence), a burst of garbage connections leaves every slot usable, and `shutdown` answers a
 //! connected client `NBD_ESHUTDOWN` before closing it.
 
+use harness::nbd_guest::NbdGuest;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
-use super::{io, nbd_addr, stats_addr, stats_text};
+use super::io;
 use harness::nbd_client::{self as nbd, Client};
 
 /// The kernel's default `nbd_max_clients=`.
@@ -24,8 +25,11 @@ const RETRY_FOR: Duration = Duration::from_secs(60);
 pub const SHUTDOWN_OFFSET: u64 = 40 << 20;
 pub const SHUTDOWN_BYTE: u8 = 0x3c;
 
-fn stats_stream() -> Result<TcpStream, String> {
-    let stream = io(TcpStream::connect_timeout(&stats_addr(), nbd::IO_TIMEOUT))?;
+fn stats_stream(nbd: &NbdGuest) -> Result<TcpStream, String> {
+    let stream = io(TcpStream::connect_timeout(
+        &nbd.stats_addr(),
+        nbd::IO_TIMEOUT,
+    ))?;
     io(stream.set_read_timeout(Some(nbd::IO_TIMEOUT)))?;
     Ok(stream)
 }
@@ -35,9 +39,9 @@ fn is_stats(text: &str) -> bool {
 }
 
 /// Six queries that send their FIN first (as `nc -N` does) are answered, then a plain one is.
-pub fn half_close() -> Result<String, String> {
+pub fn half_close(nbd: &NbdGuest) -> Result<String, String> {
     for i in 0..6 {
-        let mut stream = stats_stream()?;
+        let mut stream = stats_stream(nbd)?;
         io(stream.shutdown(Shutdown::Write))?;
         let mut text = String::new();
         io(stream.read_to_string(&mut text))?;
@@ -45,7 +49,7 @@ pub fn half_close() -> Result<String, String> {
             return Err(format!("half-closed query {i}: got {} bytes", text.len()));
         }
     }
-    if !is_stats(&stats_text(b"")?) {
+    if !is_stats(&nbd.stats_text(b"")?) {
         return Err("a plain query after the half-closed ones got no text".into());
     }
     Ok("6 half-closed queries answered, then a plain one".into())
@@ -53,14 +57,14 @@ pub fn half_close() -> Result<String, String> {
 
 /// More queries held open (never reading, never closing) than the guest has stats sockets; one
 /// more query is still answered.
-pub fn idle_hold() -> Result<String, String> {
+pub fn idle_hold(nbd: &NbdGuest) -> Result<String, String> {
     let held: Vec<TcpStream> = (0..HELD_QUERIES)
-        .map(|_| stats_stream())
+        .map(|_| stats_stream(nbd))
         .collect::<Result<_, _>>()?;
     // Held, not merely opened: let the guest see all of them before the next query.
     std::thread::sleep(Duration::from_secs(1));
     let start = Instant::now();
-    let text = stats_text(b"")?;
+    let text = nbd.stats_text(b"")?;
     let waited = start.elapsed();
     drop(held);
     if !is_stats(&text) {
@@ -76,12 +80,12 @@ pub fn idle_hold() -> Result<String, String> {
 
 /// Opens a client, retrying while the server is still reclaiming slots; returns it and the
 /// number of tries.
-fn open_retrying() -> Result<(Client, u32), String> {
+fn open_retrying(nbd: &NbdGuest) -> Result<(Client, u32), String> {
     let start = Instant::now();
     let mut tries = 0;
     loop {
         tries += 1;
-        match Client::open(nbd_addr()) {
+        match Client::open(nbd.nbd_addr()) {
             Ok(client) => return Ok((client, tries)),
             Err(e) if start.elapsed() > RETRY_FOR => {
                 return Err(format!("no connection after {tries} tries: {e}"));
@@ -95,29 +99,29 @@ fn open_retrying() -> Result<(Client, u32), String> {
 /// every slot is usable: `nbd_max_clients` idle clients are served, the next one is refused with
 /// `NBD_REP_ERR_POLICY` and a message naming the limit, and after one leaves a new client is
 /// served.
-pub fn idle_clients() -> Result<String, String> {
+pub fn idle_clients(nbd: &NbdGuest) -> Result<String, String> {
     for _ in 0..60 {
-        let mut stream = io(TcpStream::connect_timeout(&nbd_addr(), nbd::IO_TIMEOUT))?;
+        let mut stream = io(TcpStream::connect_timeout(&nbd.nbd_addr(), nbd::IO_TIMEOUT))?;
         let _ = stream.write_all(&[0x5a; 16]);
     }
     // Connections that stay in their handshake hold no served slot.
     let handshaking: Vec<Client> = (0..HANDSHAKING)
-        .map(|_| io(Client::connect(nbd_addr())))
+        .map(|_| io(Client::connect(nbd.nbd_addr())))
         .collect::<Result<_, _>>()?;
     let mut clients = Vec::new();
     let mut tries = 0;
     for _ in 0..MAX_CLIENTS {
-        let (client, n) = open_retrying()?;
+        let (client, n) = open_retrying(nbd)?;
         clients.push(client);
         tries += n;
     }
-    let refusal = refused_client()?;
+    let refusal = refused_client(nbd)?;
     clients
         .pop()
         .map(Client::disconnect)
         .transpose()
         .map_err(|e| e.to_string())?;
-    let (replacement, _) = open_retrying()?;
+    let (replacement, _) = open_retrying(nbd)?;
     clients.push(replacement);
     for client in clients {
         io(client.disconnect())?;
@@ -129,11 +133,11 @@ pub fn idle_clients() -> Result<String, String> {
 }
 
 /// A client over the limit: the refusal's message.
-fn refused_client() -> Result<String, String> {
+fn refused_client(nbd: &NbdGuest) -> Result<String, String> {
     // The refusal socket may still be closing a garbage connection: retry the connect.
     let start = Instant::now();
     let mut client = loop {
-        match Client::connect(nbd_addr()) {
+        match Client::connect(nbd.nbd_addr()) {
             Ok(client) => break client,
             Err(e) if start.elapsed() > RETRY_FOR => return Err(format!("connect: {e}")),
             Err(_) => std::thread::sleep(Duration::from_millis(500)),
@@ -155,8 +159,11 @@ fn refused_client() -> Result<String, String> {
 /// Reads the stats text to its end, then sends `command` and closes, as
 /// `(sleep 1; echo shutdown) | nc HOST PORT` does: the line arrives after the guest's FIN,
 /// together with this client's, when the guest's socket may already be in TIME-WAIT.
-fn late_command(command: &[u8], sent: &mut Instant) -> Result<String, String> {
-    let mut stream = io(TcpStream::connect_timeout(&stats_addr(), nbd::IO_TIMEOUT))?;
+fn late_command(nbd: &NbdGuest, command: &[u8], sent: &mut Instant) -> Result<String, String> {
+    let mut stream = io(TcpStream::connect_timeout(
+        &nbd.stats_addr(),
+        nbd::IO_TIMEOUT,
+    ))?;
     io(stream.set_read_timeout(Some(nbd::IO_TIMEOUT)))?;
     let mut text = String::new();
     io(stream.read_to_string(&mut text))?;
@@ -170,13 +177,13 @@ fn late_command(command: &[u8], sent: &mut Instant) -> Result<String, String> {
 /// `NBD_ESHUTDOWN`, and the server closes after its `NBD_CMD_DISC`. `line_sent` is set when
 /// the `shutdown` line has been written (after the client's write and the stats text, which
 /// take seconds on a loaded host).
-pub fn shutdown(line_sent: &mut Instant) -> Result<String, String> {
-    let mut client = io(Client::open(nbd_addr()))?;
+pub fn shutdown(nbd: &NbdGuest, line_sent: &mut Instant) -> Result<String, String> {
+    let mut client = io(Client::open(nbd.nbd_addr()))?;
     let error = io(client.write(SHUTDOWN_OFFSET, &[SHUTDOWN_BYTE; 4096]))?;
     if error != 0 {
         return Err(format!("write before shutdown: errno {error}"));
     }
-    let text = late_command(b"shutdown\n", line_sent)?;
+    let text = late_command(nbd, b"shutdown\n", line_sent)?;
     if !text.contains("poolinfo - 0.1") {
         return Err("no stats text before shutdown".into());
     }

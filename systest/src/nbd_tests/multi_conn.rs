@@ -4,17 +4,17 @@
 //! server beside them. Both copies must be whole and equal: 10 connections at once, none
 //! refused, none left without a greeting.
 
+use harness::nbd_guest::NbdGuest;
 use std::process::Command;
 use std::time::Instant;
 
-use super::nbd_uri;
 use super::tools::{ensure_libnbd_tools, run_tool};
 
 /// Connections per nbdcopy run.
 const CONNECTIONS: u32 = 4;
 const RUNS: usize = 2;
 
-pub fn two_nbdcopy_runs() -> Result<String, String> {
+pub fn two_nbdcopy_runs(nbd: &NbdGuest) -> Result<String, String> {
     ensure_libnbd_tools()?;
     let dir = harness::workspace::output_dir("nbd").map_err(|e| e.to_string())?;
     let copies: Vec<_> = (0..RUNS)
@@ -32,7 +32,7 @@ pub fn two_nbdcopy_runs() -> Result<String, String> {
                     run_tool(
                         Command::new("nbdcopy")
                             .arg(format!("--connections={CONNECTIONS}"))
-                            .arg(nbd_uri())
+                            .arg(nbd.nbd_uri())
                             .arg(copy),
                     )
                 })
@@ -42,9 +42,9 @@ pub fn two_nbdcopy_runs() -> Result<String, String> {
         let can = run_tool(
             Command::new("nbdinfo")
                 .args(["--can", "multi-conn"])
-                .arg(nbd_uri()),
+                .arg(nbd.nbd_uri()),
         );
-        let info = run_tool(Command::new("qemu-img").arg("info").arg(nbd_uri()));
+        let info = run_tool(Command::new("qemu-img").arg("info").arg(nbd.nbd_uri()));
         let copied: Vec<Result<String, String>> = runs
             .into_iter()
             .map(|run| run.join().unwrap_or_else(|_| Err("panicked".into())))

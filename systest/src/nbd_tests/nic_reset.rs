@@ -7,6 +7,7 @@
 //! irq_routes=2` is the proof: the kernel counts a route only when the device reads the entry
 //! back. The guest boots on its own images, apart from the main NBD run's.
 
+use harness::nbd_guest::NbdGuest;
 use std::time::Duration;
 
 use harness::boot::Verdict;
@@ -14,7 +15,7 @@ use harness::guest::{Guest, Overrides};
 use harness::nbd_client::Client;
 use harness::profile;
 
-use super::{BOOT_TIMEOUT, io, nbd_addr, shutdown, stats_text, wait_ready, with_free_ports};
+use super::{BOOT_TIMEOUT, io};
 
 /// Received frames before the injected reset: a few writes into the run.
 const RESET_AFTER_FRAMES: u64 = 300;
@@ -28,7 +29,8 @@ const SETTLE: Duration = Duration::from_millis(500);
 pub fn nic_reset(guest: &Guest) -> Result<String, String> {
     let mut profile = profile::load("nbd").map_err(|e| e.to_string())?;
     profile.name = "nic-reset".into();
-    let profile = with_free_ports(&profile)?;
+    let nbd = NbdGuest::new(&profile)?;
+    let profile = &nbd.profile;
     let overrides = Overrides {
         timeout: Some(BOOT_TIMEOUT),
         kernel_args: Some(format!(
@@ -38,9 +40,12 @@ pub fn nic_reset(guest: &Guest) -> Result<String, String> {
         ..Overrides::default()
     };
     std::thread::scope(|scope| {
-        let boot = scope.spawn(|| guest.boot(&profile, &overrides, harness::boot::Echo::Quiet));
-        let checked = wait_ready(&boot).and_then(|_| traffic_across_reset());
-        let stopped = shutdown();
+        let boot = scope.spawn(|| guest.boot(profile, &overrides, harness::boot::Echo::Quiet));
+        let checked = nbd
+            .wait_ready(|| boot.is_finished())
+            .map_err(String::from)
+            .and_then(|_| traffic_across_reset(&nbd));
+        let stopped = nbd.shutdown();
         let outcome = boot
             .join()
             .map_err(|_| "boot thread panicked".to_owned())?
@@ -63,8 +68,8 @@ fn pattern(index: u64) -> Vec<u8> {
 }
 
 /// The writes, the read-back, a pause, then the stats `net` line after a wake-up.
-fn traffic_across_reset() -> Result<String, String> {
-    let mut client = io(Client::open(nbd_addr()))?;
+fn traffic_across_reset(nbd: &NbdGuest) -> Result<String, String> {
+    let mut client = io(Client::open(nbd.nbd_addr()))?;
     for index in 0..WRITES {
         let error = io(client.write(index * WRITE_BYTES as u64, &pattern(index)))?;
         if error != 0 {
@@ -82,7 +87,7 @@ fn traffic_across_reset() -> Result<String, String> {
     std::thread::sleep(SETTLE);
     io(client.read(0, 4096))?.map_err(|error| format!("read after idle: NBD error {error}"))?;
     let _ = client.disconnect();
-    let text = stats_text(b"")?;
+    let text = nbd.stats_text(b"")?;
     let net = text
         .lines()
         .find(|line| line.starts_with("net "))

@@ -6,11 +6,12 @@
 //! precede it, which can take seconds on a loaded host. A guest still running then is
 //! stopped through QMP `quit`, so the test fails instead of waiting out the boot timeout.
 
+use harness::nbd_guest::NbdGuest;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::{io, nbd_addr};
+use super::io;
 use harness::boot::Verdict;
 use harness::nbd_client::{self as nbd, Client};
 use harness::qemu;
@@ -31,11 +32,11 @@ pub struct StuckClients {
 }
 
 /// Opens both clients and leaves them stuck.
-pub fn open() -> Result<StuckClients, String> {
-    let mut half_header = io(Client::open(nbd_addr()))?;
+pub fn open(nbd: &NbdGuest) -> Result<StuckClients, String> {
+    let mut half_header = io(Client::open(nbd.nbd_addr()))?;
     let header = nbd::request_bytes(nbd::cmd::READ, 7, 0, 4096, &[]);
     io(half_header.send(&header[..HALF_HEADER_BYTES]))?;
-    let mut unread = io(Client::open(nbd_addr()))?;
+    let mut unread = io(Client::open(nbd.nbd_addr()))?;
     for handle in 0..UNREAD_READS {
         let offset = handle * u64::from(UNREAD_READ_BYTES);
         io(unread.request(nbd::cmd::READ, handle, offset, UNREAD_READ_BYTES, &[]))?;

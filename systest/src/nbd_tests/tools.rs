@@ -2,12 +2,13 @@
 //! `nbdcopy` writes must land, `nbdinfo` must see the export as the server describes it. Every
 //! tool runs under [`TOOL_TIMEOUT`].
 
+use harness::nbd_guest::NbdGuest;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::{
     NBDCOPY_LEN, PATTERN_LEN, PATTERN_OFFSET, QEMU_IO_LEN, QEMU_IO_OFFSET, TOOL_TIMEOUT, io,
-    nbd_addr, nbd_uri, pattern,
+    pattern,
 };
 use harness::nbd_client::Client;
 
@@ -46,7 +47,7 @@ pub fn run_tool(command: &mut Command) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-pub fn qemu_img_convert() -> Result<String, String> {
+pub fn qemu_img_convert(nbd: &NbdGuest) -> Result<String, String> {
     let out = harness::workspace::output_dir("nbd").map_err(|e| e.to_string())?;
     let copy = out.join("convert.raw");
     let _ = std::fs::remove_file(&copy);
@@ -54,7 +55,7 @@ pub fn qemu_img_convert() -> Result<String, String> {
     run_tool(
         Command::new("qemu-img")
             .args(["convert", "-f", "raw", "-O", "raw"])
-            .arg(nbd_uri())
+            .arg(nbd.nbd_uri())
             .arg(&copy),
     )?;
     let seconds = start.elapsed().as_secs_f64();
@@ -83,13 +84,13 @@ pub fn qemu_img_convert() -> Result<String, String> {
     ))
 }
 
-pub fn qemu_io_write() -> Result<String, String> {
+pub fn qemu_io_write(nbd: &NbdGuest) -> Result<String, String> {
     let stdout = run_tool(
         Command::new("qemu-io")
             .args(["-f", "raw", "-c", "write -P 0xab 1M 64k"])
-            .arg(nbd_uri()),
+            .arg(nbd.nbd_uri()),
     )?;
-    let mut client = io(Client::open(nbd_addr()))?;
+    let mut client = io(Client::open(nbd.nbd_addr()))?;
     let back = io(client.read(QEMU_IO_OFFSET, QEMU_IO_LEN as u32))?;
     io(client.disconnect())?;
     match back {
@@ -104,14 +105,14 @@ pub fn qemu_io_write() -> Result<String, String> {
 /// qemu-io with requests of 8 MiB and of the 32 MiB maximum, each written with a pattern and
 /// read back and checked by qemu-io itself (`read -P`). qemu-io sends each as one NBD request
 /// (its own limit is the server's advertised 32 MiB maximum block size).
-pub fn qemu_io_large() -> Result<String, String> {
+pub fn qemu_io_large(nbd: &NbdGuest) -> Result<String, String> {
     let start = Instant::now();
     run_tool(
         Command::new("qemu-io")
             .args(["-f", "raw"])
             .args(["-c", "write -P 0x3d 8M 8M", "-c", "read -P 0x3d 8M 8M"])
             .args(["-c", "write -P 0x4e 24M 32M", "-c", "read -P 0x4e 24M 32M"])
-            .arg(nbd_uri()),
+            .arg(nbd.nbd_uri()),
     )?;
     Ok(format!(
         "8 MiB and 32 MiB requests written and read back by qemu-io in {:.1} s",
@@ -125,9 +126,9 @@ pub fn ensure_libnbd_tools() -> Result<(), String> {
     harness::setup::ensure_libnbd_tools().map_err(|error| error.to_string())
 }
 
-pub fn nbdinfo() -> Result<String, String> {
+pub fn nbdinfo(nbd: &NbdGuest) -> Result<String, String> {
     ensure_libnbd_tools()?;
-    let json = run_tool(Command::new("nbdinfo").arg("--json").arg(nbd_uri()))?;
+    let json = run_tool(Command::new("nbdinfo").arg("--json").arg(nbd.nbd_uri()))?;
     let info: serde_json::Value =
         serde_json::from_str(&json).map_err(|e| format!("nbdinfo JSON: {e}"))?;
     let export = &info["exports"][0];
@@ -144,14 +145,14 @@ pub fn nbdinfo() -> Result<String, String> {
     ))
 }
 
-pub fn nbdcopy_write() -> Result<String, String> {
+pub fn nbdcopy_write(nbd: &NbdGuest) -> Result<String, String> {
     ensure_libnbd_tools()?;
     let file = harness::workspace::output_dir("nbd")
         .map_err(|e| e.to_string())?
         .join("nbdcopy-5c.raw");
     std::fs::write(&file, vec![0x5c; NBDCOPY_LEN]).map_err(|e| e.to_string())?;
-    run_tool(Command::new("nbdcopy").arg(&file).arg(nbd_uri()))?;
-    let mut client = io(Client::open(nbd_addr()))?;
+    run_tool(Command::new("nbdcopy").arg(&file).arg(nbd.nbd_uri()))?;
+    let mut client = io(Client::open(nbd.nbd_addr()))?;
     let back = io(client.read(0, NBDCOPY_LEN as u32 + 4096))?;
     io(client.disconnect())?;
     match back {

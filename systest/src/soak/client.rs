@@ -4,6 +4,7 @@
 //! (reset, or no answer within the client's timeout) is counted, its request's blocks become
 //! unknown, and the client reconnects; the final read-back must succeed.
 
+use std::net::SocketAddr;
 use std::time::Instant;
 
 use workloads::Rng;
@@ -25,11 +26,14 @@ pub struct Worker {
     rng: Rng,
     next_tag: u64,
     client: Option<Client>,
+    /// Where the guest's NBD server is.
+    addr: SocketAddr,
 }
 
 impl Worker {
-    pub fn new(id: u64, shadow: Shadow) -> Worker {
+    pub fn new(id: u64, shadow: Shadow, addr: SocketAddr) -> Worker {
         Worker {
+            addr,
             id,
             shadow,
             tally: Tally::default(),
@@ -46,8 +50,7 @@ impl Worker {
 
     fn client(&mut self) -> Result<&mut Client, String> {
         if self.client.is_none() {
-            self.client =
-                Some(Client::open(super::nbd_addr()).map_err(|e| format!("connect: {e}"))?);
+            self.client = Some(Client::open(self.addr).map_err(|e| format!("connect: {e}"))?);
         }
         Ok(self.client.as_mut().expect("just opened"))
     }
@@ -203,10 +206,10 @@ impl Worker {
         } else {
             bytes.len()
         };
-        let mut client = self.client.take().map_or_else(
-            || Client::open(super::nbd_addr()).map_err(|e| e.to_string()),
-            Ok,
-        )?;
+        let mut client = self
+            .client
+            .take()
+            .map_or_else(|| Client::open(self.addr).map_err(|e| e.to_string()), Ok)?;
         client.send(&bytes[..cut]).map_err(|e| e.to_string())?;
         drop(client);
         self.shadow.set(index, count, Block::Unknown);

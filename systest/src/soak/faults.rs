@@ -1,7 +1,7 @@
 //! The faults of phase 1: blkdebug's failing sectors, garbage connections, and a second disk
 //! hot-plugged and unplugged over QMP.
 
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use workloads::Rng;
 
+use super::BAD_SECTORS_EACH;
 use super::model::{BLOCK, Shadow};
-use super::{BAD_SECTORS_EACH, nbd_addr};
 use harness::nbd_client::Errno;
 use harness::qmp::Qmp;
 
@@ -97,10 +97,10 @@ impl Faults {
 }
 
 /// Opens connections that send junk (or nothing) and hang up, until `stop`.
-pub fn garbage_connections(stop: &AtomicBool, count: &AtomicU64) {
+pub fn garbage_connections(stop: &AtomicBool, count: &AtomicU64, nbd_addr: SocketAddr) {
     let mut rng = Rng::new(0x6a72_6261_6765);
     while !stop.load(Ordering::SeqCst) {
-        if let Ok(mut stream) = TcpStream::connect_timeout(&nbd_addr(), Duration::from_secs(5)) {
+        if let Ok(mut stream) = TcpStream::connect_timeout(&nbd_addr, Duration::from_secs(5)) {
             use std::io::Write;
             let mut junk = vec![0; rng.below(64) as usize];
             rng.fill_bytes(&mut junk);

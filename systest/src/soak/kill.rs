@@ -9,11 +9,10 @@ use workloads::Rng;
 
 use super::model::{BLOCK, pattern};
 use super::{open, qemu_holding};
-use crate::nbd_tests;
 use harness::boot::Echo;
 use harness::guest::{Guest, Overrides};
 use harness::nbd_client as nbd;
-use harness::profile::Profile;
+use harness::nbd_guest::NbdGuest;
 use harness::{child_guard, workspace};
 
 /// Blocks written before the flush.
@@ -32,7 +31,8 @@ pub struct KillReport {
 }
 
 /// Writes, flushes, kills QEMU, checks the image, restarts on it and reads back.
-pub fn kill_after_flush(guest: &Guest, profile: &Profile) -> Result<KillReport, String> {
+pub fn kill_after_flush(guest: &Guest, nbd: &NbdGuest) -> Result<KillReport, String> {
+    let profile = &nbd.profile;
     let image = workspace::output_dir("images")
         .map_err(|e| e.to_string())?
         .join(format!("{}-disk0.raw", profile.name));
@@ -42,14 +42,14 @@ pub fn kill_after_flush(guest: &Guest, profile: &Profile) -> Result<KillReport, 
     };
     let written = std::thread::scope(|scope| {
         let boot = scope.spawn(|| guest.boot(profile, &overrides, Echo::Quiet));
-        nbd_tests::wait_ready(&boot)?;
-        let written = write_then_flush();
+        nbd.wait_ready(|| boot.is_finished())?;
+        let written = write_then_flush(nbd);
         // Right after the acknowledged flush (or a failure): SIGKILL, no shutdown, no final flush.
         let qemu = qemu_holding(&image);
         match qemu {
             Some(pid) => child_guard::send(pid, libc::SIGKILL),
             // Stop the guest the normal way rather than wait for its timeout.
-            None => drop(nbd_tests::shutdown()),
+            None => drop(nbd.shutdown()),
         }
         let outcome = boot
             .join()
@@ -71,7 +71,7 @@ pub fn kill_after_flush(guest: &Guest, profile: &Profile) -> Result<KillReport, 
             bytes[at..at + BLOCK as usize] != pattern(tag, block)[..]
         })
         .count() as u64;
-    let reread_mismatches = restart_and_read(guest, profile, &written)?;
+    let reread_mismatches = restart_and_read(guest, nbd, &written)?;
     Ok(KillReport {
         checked: written.len() as u64,
         lost,
@@ -80,8 +80,8 @@ pub fn kill_after_flush(guest: &Guest, profile: &Profile) -> Result<KillReport, 
 }
 
 /// Random 4 KiB writes, then FLUSH; the last tag written to each block.
-fn write_then_flush() -> Result<BTreeMap<u64, u64>, String> {
-    let mut client = open()?;
+fn write_then_flush(nbd: &NbdGuest) -> Result<BTreeMap<u64, u64>, String> {
+    let mut client = open(nbd.nbd_addr())?;
     let blocks = client.size / BLOCK;
     let mut rng = Rng::new(0x6b69_6c6c);
     let mut written = BTreeMap::new();
@@ -108,7 +108,7 @@ fn write_then_flush() -> Result<BTreeMap<u64, u64>, String> {
 /// Boots again on the same image and reads every block back: how many differ.
 fn restart_and_read(
     guest: &Guest,
-    profile: &Profile,
+    nbd: &NbdGuest,
     written: &BTreeMap<u64, u64>,
 ) -> Result<u64, String> {
     let overrides = Overrides {
@@ -117,9 +117,10 @@ fn restart_and_read(
         ..Overrides::default()
     };
     std::thread::scope(|scope| {
-        let boot = scope.spawn(|| guest.boot(profile, &overrides, Echo::Quiet));
-        let read = nbd_tests::wait_ready(&boot).and_then(|_| {
-            let mut client = open()?;
+        let boot = scope.spawn(|| guest.boot(&nbd.profile, &overrides, Echo::Quiet));
+        let ready = nbd.wait_ready(|| boot.is_finished()).map_err(String::from);
+        let read = ready.and_then(|_| {
+            let mut client = open(nbd.nbd_addr())?;
             let mut differ = 0;
             for (&block, &tag) in written {
                 match client
@@ -133,7 +134,7 @@ fn restart_and_read(
             client.disconnect().map_err(|e| e.to_string())?;
             Ok(differ)
         });
-        let _ = nbd_tests::shutdown();
+        let _ = nbd.shutdown();
         let outcome = boot
             .join()
             .map_err(|_| "boot thread panicked".to_string())?;

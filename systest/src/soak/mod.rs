@@ -26,12 +26,12 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::nbd_tests;
 use harness::accel::AccelRequest;
 use harness::boot::{Echo, Outcome};
 use harness::error::{Error, Result};
 use harness::guest::{Guest, Overrides};
 use harness::nbd_client::Client;
+use harness::nbd_guest::NbdGuest;
 use harness::qemu::Blkdebug;
 use harness::{front_door, image_lock, netns, profile, qemu, qmp, workspace};
 
@@ -124,10 +124,6 @@ impl Tally {
     }
 }
 
-fn nbd_addr() -> SocketAddr {
-    nbd_tests::nbd_addr()
-}
-
 fn guest_err(verdict: String) -> Error {
     Error::Guest { verdict }
 }
@@ -179,13 +175,57 @@ fn soak_here(
     let mut profile = profile::load("nbd").map_err(|e| e.to_string())?;
     // Its own image and monitor names, apart from the NBD tests' (`soak-disk0.raw`).
     profile.name = "soak".into();
-    let profile = nbd_tests::with_free_ports(&profile)?;
+    let nbd = NbdGuest::new(&profile)?;
+    let profile = &nbd.profile;
     let region_blocks = EXPORT_BYTES / BLOCK / clients;
     let regions: Vec<Shadow> = (0..clients)
         .map(|i| Shadow::new(i * region_blocks, region_blocks))
         .collect();
     let faults = Faults::for_regions(&regions);
     let images = workspace::output_dir("images").map_err(|e| e.to_string())?;
+    let (rules, overrides) = with_faults(&images, &faults)?;
+    let qmp_socket = qemu::qmp_socket(&images, &profile.name);
+    let load = Load {
+        regions: &regions,
+        faults: &faults,
+        duration,
+        images: &images,
+        qmp_socket: &qmp_socket,
+    };
+    let loaded = under_load(guest, &nbd, &overrides, &load);
+    let _ = std::fs::remove_file(&rules);
+    let _ = std::fs::remove_file(&qmp_socket);
+    let workers = loaded.workers?;
+    let outcome = loaded.outcome.ok_or("the soak guest did not finish")?;
+    let (lost, checked) = check_image(&outcome, &workers)?;
+    let mut tally = Tally::default();
+    for worker in &workers {
+        tally.add(&worker.tally);
+    }
+    let kill = kill::kill_after_flush(guest, &nbd)?;
+    Ok(Report {
+        duration,
+        clients,
+        tally,
+        bad_sectors: faults.sectors(),
+        garbage_connections: loaded.garbage,
+        hotplug_cycles: loaded.hotplug.0,
+        hotplug_errors: loaded.hotplug.1,
+        connection_errors: workers.iter().flat_map(|w| w.errors.clone()).collect(),
+        lost_acknowledged: lost,
+        image_blocks_checked: checked,
+        kill,
+        listen_overflows: Err("not measured".into()),
+        isolated: Err("not measured".into()),
+    })
+}
+
+/// Writes the blkdebug rules of `faults` under `images`; the file and the boot that puts the
+/// export's disk behind them.
+fn with_faults(
+    images: &Path,
+    faults: &Faults,
+) -> std::result::Result<(std::path::PathBuf, Overrides), String> {
     let rules = images.join(format!("soak-blkdebug-{}.conf", std::process::id()));
     std::fs::write(&rules, faults.config()).map_err(|e| format!("{}: {e}", rules.display()))?;
     let overrides = Overrides {
@@ -196,46 +236,54 @@ fn soak_here(
         }),
         ..Overrides::default()
     };
+    Ok((rules, overrides))
+}
+
+/// What the clients run against: their regions and faults, for how long, and where the
+/// guest's images and monitor are.
+struct Load<'a> {
+    regions: &'a [Shadow],
+    faults: &'a Faults,
+    duration: Duration,
+    images: &'a Path,
+    qmp_socket: &'a Path,
+}
+
+/// What [`under_load`] left: the clients (each read back), the hot-plug cycles and their
+/// errors, the boot's outcome and the garbage connections made.
+struct Loaded {
+    workers: std::result::Result<Vec<Worker>, String>,
+    hotplug: (u64, Vec<String>),
+    outcome: Option<Outcome>,
+    garbage: u64,
+}
+
+/// Boots the soak guest and runs a client per region for `load.duration`, beside the garbage
+/// connections and the hot-plug cycles, then shuts the guest down.
+fn under_load(guest: &Guest, nbd: &NbdGuest, overrides: &Overrides, load: &Load<'_>) -> Loaded {
     let stop = AtomicBool::new(false);
     let garbage = AtomicU64::new(0);
-    let qmp_socket = qemu::qmp_socket(&images, &profile.name);
+    let nbd_addr = nbd.nbd_addr();
     let (workers, hotplug, outcome) = std::thread::scope(|scope| {
-        let boot = scope.spawn(|| guest.boot(&profile, &overrides, Echo::Quiet));
-        if let Err(e) = nbd_tests::wait_ready(&boot) {
+        let boot = scope.spawn(|| guest.boot(&nbd.profile, overrides, Echo::Quiet));
+        if let Err(e) = nbd.wait_ready(|| boot.is_finished()) {
             let _ = boot.join();
-            return (Err(e), (0, Vec::new()), None);
+            return (Err(e.into()), (0, Vec::new()), None);
         }
-        let until = Instant::now() + duration;
-        let garbage_thread = scope.spawn(|| garbage_connections(&stop, &garbage));
-        let (stop, images, qmp) = (&stop, &images, &qmp_socket);
+        let until = Instant::now() + load.duration;
+        let garbage_thread = scope.spawn(|| garbage_connections(&stop, &garbage, nbd_addr));
+        let (stop, images, qmp) = (&stop, load.images, load.qmp_socket);
         let hotplug_thread = scope.spawn(move || hotplug_cycles(stop, qmp, images));
-        let handles: Vec<_> = regions
-            .iter()
-            .cloned()
-            .enumerate()
-            .map(|(id, shadow)| {
-                let faults = &faults;
-                scope.spawn(move || {
-                    let mut worker = Worker::new(id as u64 + 1, shadow);
-                    worker.run(faults, until)?;
-                    worker.read_back(faults)?;
-                    Ok::<Worker, String>(worker)
-                })
-            })
-            .collect();
-        let workers: std::result::Result<Vec<Worker>, String> = handles
-            .into_iter()
-            .map(|h| h.join().map_err(|_| "client thread panicked".to_string())?)
-            .collect();
+        let workers = clients(load, until, nbd_addr);
         stop.store(true, Ordering::SeqCst);
         let _ = garbage_thread.join();
         let hotplug = hotplug_thread
             .join()
             .unwrap_or((0, vec!["panicked".into()]));
-        let _ = nbd_tests::shutdown();
+        let _ = nbd.shutdown();
         // A guest that stopped without exiting (QEMU paused it, or it hangs) would hold the
         // join for the whole boot timeout: give it a minute, then ask QEMU, by name.
-        let exited = qmp::exit_or_quit(|| boot.is_finished(), qmp::EXIT_WITHIN, &qmp_socket);
+        let exited = qmp::exit_or_quit(|| boot.is_finished(), qmp::EXIT_WITHIN, load.qmp_socket);
         let outcome = boot.join().ok().and_then(|r| r.ok());
         let workers = match (workers, exited) {
             (workers, Ok(())) => workers,
@@ -246,30 +294,41 @@ fn soak_here(
         };
         (workers, hotplug, outcome)
     });
-    let _ = std::fs::remove_file(&rules);
-    let _ = std::fs::remove_file(&qmp_socket);
-    let workers = workers?;
-    let outcome = outcome.ok_or("the soak guest did not finish")?;
-    let (lost, checked) = check_image(&outcome, &workers)?;
-    let mut tally = Tally::default();
-    for worker in &workers {
-        tally.add(&worker.tally);
+    let garbage = garbage.load(Ordering::SeqCst);
+    Loaded {
+        workers,
+        hotplug,
+        outcome,
+        garbage,
     }
-    let kill = kill::kill_after_flush(guest, &profile)?;
-    Ok(Report {
-        duration,
-        clients,
-        tally,
-        bad_sectors: faults.sectors(),
-        garbage_connections: garbage.load(Ordering::SeqCst),
-        hotplug_cycles: hotplug.0,
-        hotplug_errors: hotplug.1,
-        connection_errors: workers.iter().flat_map(|w| w.errors.clone()).collect(),
-        lost_acknowledged: lost,
-        image_blocks_checked: checked,
-        kill,
-        listen_overflows: Err("not measured".into()),
-        isolated: Err("not measured".into()),
+}
+
+/// A client per region, each on its own thread, until `until`, then each region read back.
+fn clients(
+    load: &Load<'_>,
+    until: Instant,
+    nbd_addr: SocketAddr,
+) -> std::result::Result<Vec<Worker>, String> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = load
+            .regions
+            .iter()
+            .cloned()
+            .enumerate()
+            .map(|(id, shadow)| {
+                let faults = load.faults;
+                scope.spawn(move || {
+                    let mut worker = Worker::new(id as u64 + 1, shadow, nbd_addr);
+                    worker.run(faults, until)?;
+                    worker.read_back(faults)?;
+                    Ok::<Worker, String>(worker)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().map_err(|_| "client thread panicked".to_string())?)
+            .collect()
     })
 }
 
@@ -303,8 +362,8 @@ fn check_image(outcome: &Outcome, workers: &[Worker]) -> std::result::Result<(u6
 }
 
 /// Opens a client, for the phases' helpers.
-fn open() -> std::result::Result<Client, String> {
-    Client::open(nbd_addr()).map_err(|e| format!("connect: {e}"))
+fn open(nbd_addr: SocketAddr) -> std::result::Result<Client, String> {
+    Client::open(nbd_addr).map_err(|e| format!("connect: {e}"))
 }
 
 /// The QEMU process holding `image` (to kill it), if any.

@@ -1,13 +1,18 @@
 //! Host CPU the guest costs while its NBD server idles: QEMU's user + system time from
-//! `/proc/PID/stat` ([`harness::proc_stat`], all threads) across a window in which no
-//! client talks to it. The QEMU process is the one whose command line forwards this run's NBD
-//! port, so other QEMUs on the machine are never measured. A guest that busy-polls costs about
+//! `/proc/PID/stat` ([`crate::proc_stat`], all threads) across a window in which no
+//! client talks to it. The caller names the QEMU process (the NBD guest's is the one whose
+//! command line forwards its NBD port, [`crate::nbd_guest::NbdGuest::qemu_pid`]), so other
+//! QEMUs on the machine are never measured. A guest that busy-polls costs about
 //! one host core (100%); one that halts costs little. The figure is reported, never judged: a
 //! timing does not fail a test.
 
 use std::time::{Duration, Instant};
 
-use harness::proc_stat::{ProcStat, ticks_to_duration};
+use crate::error::{Error, Result};
+use crate::proc_stat::{ProcStat, ticks_to_duration};
+
+/// How long an idle guest is left alone while QEMU's CPU time is measured.
+pub const IDLE_WINDOW: Duration = Duration::from_secs(10);
 
 /// QEMU's CPU use over one idle window.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -40,47 +45,19 @@ impl std::fmt::Display for IdleCpu {
     }
 }
 
-/// The QEMU process forwarding host port `nbd_port`.
-pub fn qemu_pid(nbd_port: u16) -> Result<u32, String> {
-    let forward = format!("hostfwd=tcp:127.0.0.1:{nbd_port}-:");
-    let entries = std::fs::read_dir("/proc").map_err(|e| format!("/proc: {e}"))?;
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
-        let mut args = cmdline.split(|&b| b == 0).map(String::from_utf8_lossy);
-        let is_qemu = args
-            .next()
-            .is_some_and(|arg0| arg0.ends_with("qemu-system-x86_64"));
-        if is_qemu && args.any(|arg| arg.contains(&forward)) {
-            return Ok(pid);
-        }
-    }
-    Err(format!(
-        "no qemu-system-x86_64 forwarding 127.0.0.1:{nbd_port}"
-    ))
-}
-
-fn cpu_ticks(pid: u32) -> Result<u64, String> {
+fn cpu_ticks(pid: u32) -> Result<u64> {
     Ok(ProcStat::read(pid)?.cpu_ticks)
 }
 
-/// Measures the QEMU that forwards `nbd_port` across `window` of idleness.
-pub fn measure(nbd_port: u16, window: Duration) -> Result<IdleCpu, String> {
-    let pid = qemu_pid(nbd_port)?;
+/// Measures QEMU (process `pid`) across `window` of idleness.
+pub fn measure(pid: u32, window: Duration) -> Result<IdleCpu> {
     let (start, before) = (Instant::now(), cpu_ticks(pid)?);
     std::thread::sleep(window);
     let (after, wall) = (cpu_ticks(pid)?, start.elapsed());
-    let ticks = after
-        .checked_sub(before)
-        .ok_or("QEMU's CPU time went backwards")?;
+    let ticks = after.checked_sub(before).ok_or_else(|| Error::Proc {
+        what: format!("/proc/{pid}/stat"),
+        reason: "QEMU's CPU time went backwards".into(),
+    })?;
     Ok(IdleCpu {
         pid,
         wall,
