@@ -67,15 +67,6 @@ impl ResultSet {
         }
     }
 
-    /// Where the figures were measured, for plot titles: `host`, or `guest (kvm)` with the
-    /// accelerator.
-    pub fn place_label(&self) -> String {
-        match &self.accel {
-            Some(accel) => format!("{} ({accel})", self.place),
-            None => self.place.to_owned(),
-        }
-    }
-
     /// Adds results, marking each with `where` (and `accel`) unless it already says.
     pub fn extend(&mut self, records: impl IntoIterator<Item = Record>) {
         for mut record in records {
@@ -265,7 +256,7 @@ pub fn finite_median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
 }
 
 /// What machine produced the numbers.
-pub fn host_info() -> Value {
+pub(crate) fn host_info() -> Value {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu = cpuinfo
         .lines()
@@ -429,10 +420,6 @@ mod tests {
     #[test]
     fn results_are_tagged_with_where_and_accel() {
         let mut set = ResultSet::new("x", "x-guest", "guest", Some("tcg".into()));
-        let host = ResultSet::new("t", "t", "host", None);
-        assert_eq!(host.place_label(), "host");
-        let guest = ResultSet::new("t", "t", "guest", Some("tcg".into()));
-        assert_eq!(guest.place_label(), "guest (tcg)");
         let record = console::parse_result(r#"{"impl":"legacy","n":10}"#).unwrap();
         set.extend([record]);
         let json = set.to_json();

@@ -32,7 +32,7 @@ impl Progress {
     }
 
     /// Marks the next case as started and returns its line.
-    pub fn next_line(&mut self, label: &str) -> String {
+    pub(crate) fn next_line(&mut self, label: &str) -> String {
         self.started += 1;
         line(self.started, self.total, label, self.clock.elapsed())
     }
@@ -51,7 +51,7 @@ pub fn line(number: usize, total: usize, label: &str, elapsed: Duration) -> Stri
 
 /// The time left if each of the `total - finished` cases takes the mean of the `finished` ones;
 /// `None` before any case has finished or when the count is inconsistent.
-pub fn estimate_left(finished: usize, total: usize, elapsed: Duration) -> Option<Duration> {
+pub(crate) fn estimate_left(finished: usize, total: usize, elapsed: Duration) -> Option<Duration> {
     if finished == 0 || finished > total {
         return None;
     }

@@ -13,12 +13,12 @@ pub fn note_start() {
 }
 
 /// The load averages when xtask started (or when first asked, without [`note_start`]).
-pub fn load_at_start() -> Option<[f64; 3]> {
+pub(crate) fn load_at_start() -> Option<[f64; 3]> {
     *LOAD_AT_START.get_or_init(load_averages)
 }
 
 /// The host's 1-, 5- and 15-minute load averages from `/proc/loadavg`, if readable.
-pub fn load_averages() -> Option<[f64; 3]> {
+pub(crate) fn load_averages() -> Option<[f64; 3]> {
     let text = std::fs::read_to_string("/proc/loadavg").ok()?;
     let mut fields = text.split_whitespace().map(str::parse::<f64>);
     let mut next = || fields.next()?.ok();
@@ -26,12 +26,12 @@ pub fn load_averages() -> Option<[f64; 3]> {
 }
 
 /// `{"start": [1, 5, 15], "end": [...]}`, `null` for a side that could not be read.
-pub fn load_json(start: Option<[f64; 3]>, end: Option<[f64; 3]>) -> Value {
+pub(crate) fn load_json(start: Option<[f64; 3]>, end: Option<[f64; 3]>) -> Value {
     json!({ "start": start, "end": end })
 }
 
 /// The current time as `YYYY-MM-DD HH:MM:SS UTC`.
-pub fn utc_now() -> String {
+pub(crate) fn utc_now() -> String {
     let seconds = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_secs());
@@ -40,7 +40,7 @@ pub fn utc_now() -> String {
 
 /// `seconds` since 1970-01-01 00:00:00 UTC as `YYYY-MM-DD HH:MM:SS UTC` (proleptic Gregorian
 /// calendar; the days-to-civil conversion of H. Hinnant's `chrono`-compatible date algorithms).
-pub fn utc_from_unix(seconds: u64) -> String {
+pub(crate) fn utc_from_unix(seconds: u64) -> String {
     let days = (seconds / 86_400) as i64;
     let of_day = seconds % 86_400;
     let shifted = days + 719_468;

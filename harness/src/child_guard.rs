@@ -35,7 +35,7 @@ extern "C" fn note_signal(signal: libc::c_int) {
 }
 
 /// Counts a QEMU child as running while it lives (see [`RUNNING`]).
-pub struct Running(());
+pub(crate) struct Running(());
 
 impl Running {
     pub fn start() -> Running {
@@ -74,7 +74,7 @@ pub fn caught() -> Option<i32> {
 /// Makes `command`'s child receive SIGTERM when the thread that spawns it ends (on Linux, the
 /// parent-death signal follows the spawning thread; xtask's boot threads wait for QEMU, so they
 /// outlive it unless xtask itself dies).
-pub fn die_with_parent(command: &mut Command) {
+pub(crate) fn die_with_parent(command: &mut Command) {
     let parent = i32::try_from(std::process::id()).ok();
     // SAFETY: the closure runs in the child between fork and exec, where only async-signal-safe
     // calls are allowed: rustix's `prctl` and `getppid` are raw system calls, and it allocates

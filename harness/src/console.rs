@@ -93,7 +93,7 @@ pub fn classify(line: &str) -> Line<'_> {
 }
 
 /// Parses a plain `N passed, N failed` line (`, N skipped` may follow).
-pub fn parse_summary(line: &str) -> Option<(u64, u64)> {
+pub(crate) fn parse_summary(line: &str) -> Option<(u64, u64)> {
     let mut parts = line.trim().split(", ");
     let passed = parts.next()?.strip_suffix(" passed")?.parse().ok()?;
     let failed = parts.next()?.strip_suffix(" failed")?.parse().ok()?;
@@ -163,7 +163,7 @@ impl Report {
 
 /// Parses the payload of a `tag` line as its type (`workloads::result`); the error names the
 /// line and what did not read (a missing field by name).
-pub fn parse_typed<T: DeserializeOwned>(tag: &str, json: &str) -> Result<T> {
+pub(crate) fn parse_typed<T: DeserializeOwned>(tag: &str, json: &str) -> Result<T> {
     serde_json::from_str(json).map_err(|error| Error::BadResult {
         what: format!("{tag} line {json}"),
         reason: error.to_string(),

@@ -78,7 +78,7 @@ pub fn announce() {
 }
 
 /// Whether a console line is for xtask rather than for a person.
-pub fn is_machine_line(line: &str) -> bool {
+pub(crate) fn is_machine_line(line: &str) -> bool {
     matches!(
         console::classify(line),
         Line::Result(_) | Line::Boot(_) | Line::VerifyPlan(_) | Line::TestList(_)

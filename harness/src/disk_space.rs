@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 pub const GUEST_TESTS_NEED_BYTES: u64 = 1 << 30;
 
 /// Bytes an unprivileged writer may still use on the file system of `path`.
-pub fn free_bytes(path: &Path) -> std::io::Result<u64> {
+pub(crate) fn free_bytes(path: &Path) -> std::io::Result<u64> {
     let stats = rustix::fs::statvfs(path)?;
     Ok(stats.f_bavail.saturating_mul(stats.f_frsize))
 }

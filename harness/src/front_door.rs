@@ -22,9 +22,9 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 
 /// The front door's accept queue (the kernel caps it at `net.core.somaxconn`, 4096 by default).
-pub const BACKLOG: i32 = 1024;
+pub(crate) const BACKLOG: i32 = 1024;
 /// How long the dialer waits for QEMU to take one connection before it dials the next anyway.
-pub const HANDOFF_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const HANDOFF_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long connecting to QEMU's forward may take.
 const DIAL_TIMEOUT: Duration = Duration::from_secs(30);
 const PUMP_BUFFER_BYTES: usize = 256 << 10;

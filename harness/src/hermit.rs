@@ -39,7 +39,7 @@ use crate::{process, workspace};
 /// The hermit-kernel release on crates.io with the full kernel source.
 pub const KERNEL_VERSION: &str = "0.11.0";
 /// The patch applied to the copy, relative to the workspace root.
-pub const PATCH: &str = "hermit/hermit-kernel-0.11.0.patch";
+pub(crate) const PATCH: &str = "hermit/hermit-kernel-0.11.0.patch";
 /// Flags for the application build (see the module docs), as `CARGO_ENCODED_RUSTFLAGS`.
 const APP_RUSTFLAGS: &str = "-Cforce-frame-pointers=yes";
 /// The stamp file in the patched copy.
@@ -54,7 +54,7 @@ fn hermit_error(step: &str, reason: impl std::fmt::Display) -> Error {
 
 /// `target/hermit` under the workspace root: `hermit/app/Cargo.toml` names the kernel copy by
 /// this relative path, so it does not follow `CARGO_TARGET_DIR`.
-pub fn hermit_dir() -> PathBuf {
+pub(crate) fn hermit_dir() -> PathBuf {
     workspace::root().join("target").join("hermit")
 }
 
@@ -144,7 +144,7 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
 }
 
 /// The patched copy of the hermit-kernel source (made if missing or stale).
-pub fn kernel_source() -> Result<PathBuf> {
+pub(crate) fn kernel_source() -> Result<PathBuf> {
     let dir = hermit_dir();
     let patch_path = workspace::root().join(PATCH);
     let patch = std::fs::read(&patch_path).map_err(|source| Error::Read {
@@ -189,7 +189,7 @@ pub fn kernel_source() -> Result<PathBuf> {
 }
 
 /// Builds `hermit/app` against the patched kernel; returns the application ELF.
-pub fn build_app() -> Result<PathBuf> {
+pub(crate) fn build_app() -> Result<PathBuf> {
     ensure_llvm_tools()?;
     kernel_source()?;
     let target_dir = hermit_dir().join("app");
@@ -208,7 +208,7 @@ pub fn build_app() -> Result<PathBuf> {
 }
 
 /// Builds the loader; returns its ELF.
-pub fn build_loader() -> Result<PathBuf> {
+pub(crate) fn build_loader() -> Result<PathBuf> {
     let mut command = process::cargo();
     command
         .args([

@@ -27,7 +27,7 @@ pub struct IdleCpu {
 
 impl IdleCpu {
     /// CPU time as a percentage of one host core.
-    pub fn core_percent(&self) -> f64 {
+    pub(crate) fn core_percent(&self) -> f64 {
         100.0 * self.cpu.as_secs_f64() / self.wall.as_secs_f64().max(1e-9)
     }
 }

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 /// QEMU's words when another process holds an image's lock.
-pub const LOCK_ERROR: &str = "Failed to get \"write\" lock";
+pub(crate) const LOCK_ERROR: &str = "Failed to get \"write\" lock";
 
 /// (pid, command line) of every other process with `image` open.
 pub fn holders(image: &Path) -> Vec<(u32, String)> {

@@ -18,12 +18,12 @@ use crate::profile::Profile;
 use crate::{front_door, qemu};
 
 /// The guest's NBD port (the kernel's default `nbd_port=`).
-pub const GUEST_NBD_PORT: u16 = 10809;
+pub(crate) const GUEST_NBD_PORT: u16 = 10809;
 /// The guest's stats port (the kernel's default `stats_port=`).
-pub const GUEST_STATS_PORT: u16 = 10810;
+pub(crate) const GUEST_STATS_PORT: u16 = 10810;
 /// Set (to anything) to let clients reach QEMU's user-networking forwards directly, without
 /// [`front_door`]: the path whose lost connections the `connect-burst` test shows.
-pub const DIRECT_ENV: &str = "SENSEPOOL_NBD_DIRECT";
+pub(crate) const DIRECT_ENV: &str = "SENSEPOOL_NBD_DIRECT";
 /// How long the guest has to send its first greeting after QEMU starts.
 const READY_TIMEOUT: Duration = Duration::from_secs(180);
 

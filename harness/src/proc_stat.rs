@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 
 /// Linux's `USER_HZ`, the unit of every `/proc/PID/stat` time: 100 on x86 (a fixed user ABI,
 /// unlike the kernel's internal `HZ`).
-pub const USER_HZ: u64 = 100;
+pub(crate) const USER_HZ: u64 = 100;
 
 /// The fields of one `/proc/PID/stat` line that xtask uses (proc(5) numbering).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,7 +87,7 @@ impl ProcStat {
 }
 
 /// `ticks` of [`USER_HZ`] as a duration.
-pub fn ticks_to_duration(ticks: u64) -> Duration {
+pub(crate) fn ticks_to_duration(ticks: u64) -> Duration {
     Duration::from_millis(ticks * 1000 / USER_HZ)
 }
 

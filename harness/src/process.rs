@@ -79,7 +79,7 @@ pub fn output(command: &mut Command) -> Result<String> {
 }
 
 /// Finds `program` on `PATH`, as a shell would.
-pub fn find_on_path(program: impl AsRef<OsStr>) -> Option<PathBuf> {
+pub(crate) fn find_on_path(program: impl AsRef<OsStr>) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(program.as_ref()))

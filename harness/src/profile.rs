@@ -103,7 +103,7 @@ pub enum DiskFormat {
 
 impl DiskFormat {
     /// The qemu-img/-drive format name, or `None` when there is no image file.
-    pub fn image_format(self) -> Option<&'static str> {
+    pub(crate) fn image_format(self) -> Option<&'static str> {
         match self {
             DiskFormat::Raw => Some("raw"),
             DiskFormat::Qcow2 => Some("qcow2"),
@@ -205,7 +205,7 @@ pub fn parse(name: &str, text: &str, path: &Path) -> Result<Profile> {
 }
 
 /// Names of all profiles in `qemu/`, sorted.
-pub fn available() -> Vec<String> {
+pub(crate) fn available() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir())
         .into_iter()
         .flatten()
@@ -227,7 +227,7 @@ fn valid_name(name: &str) -> bool {
 }
 
 /// `64M` → 67108864. Binary suffixes K, M, G, T (optionally followed by `B` or `iB`).
-pub fn parse_size(text: &str) -> Option<u64> {
+pub(crate) fn parse_size(text: &str) -> Option<u64> {
     let text = text.trim();
     let digits_end = text
         .find(|c: char| !c.is_ascii_digit())

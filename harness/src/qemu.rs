@@ -42,13 +42,13 @@ fn loopback_forward(host_port: u16, guest_port: u16) -> String {
 
 /// The start of the forward option that listens on host `127.0.0.1:host_port` (to find the
 /// QEMU process that forwards it by its command line).
-pub fn forward_from(host_port: u16) -> String {
+pub(crate) fn forward_from(host_port: u16) -> String {
     format!("hostfwd=tcp:127.0.0.1:{host_port}-:")
 }
 
 /// `nic` (a profile's `-nic` options) with each loopback forward to a guest port of `moves`
 /// moved to its new host port; an error names a guest port `nic` does not forward.
-pub fn move_forwards(nic: &str, moves: &[(u16, u16)]) -> Result<String> {
+pub(crate) fn move_forwards(nic: &str, moves: &[(u16, u16)]) -> Result<String> {
     let mut found = vec![false; moves.len()];
     let parts: Vec<String> = nic
         .split(',')
@@ -104,9 +104,9 @@ fn nic_as_device(nic: &str) -> Option<[String; 2]> {
 }
 
 /// QEMU's exit status when the guest wrote 0x10 to the debug-exit port.
-pub const EXIT_SUCCESS: i32 = (0x10 << 1) | 1;
+pub(crate) const EXIT_SUCCESS: i32 = (0x10 << 1) | 1;
 /// QEMU's exit status when the guest wrote 0x11 to the debug-exit port.
-pub const EXIT_FAILURE: i32 = (0x11 << 1) | 1;
+pub(crate) const EXIT_FAILURE: i32 = (0x11 << 1) | 1;
 
 /// The QMP socket of a profile with `qmp = true`, beside its disk images. The name carries
 /// xtask's process id, so two runs on one machine do not share a monitor; the test that boots the
@@ -166,7 +166,7 @@ impl<'a> Machine<'a> {
 
     /// Creates every disk image afresh (zeroed) with `qemu-img create`; returns each disk's name
     /// and image path.
-    pub fn create_images(&self) -> Result<Vec<DiskImage>> {
+    pub(crate) fn create_images(&self) -> Result<Vec<DiskImage>> {
         let mut paths = Vec::new();
         for disk in &self.profile.disks {
             let (Some(path), Some(format)) = (self.image_path(disk), disk.format.image_format())

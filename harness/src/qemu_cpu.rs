@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::proc_stat::{ProcStat, ticks_to_seconds};
 
 /// How often QEMU's CPU time is read.
-pub const PERIOD: Duration = Duration::from_millis(10);
+pub(crate) const PERIOD: Duration = Duration::from_millis(10);
 
 /// One reading: when, and QEMU's CPU ticks so far.
 #[derive(Clone, Copy, Debug, PartialEq)]

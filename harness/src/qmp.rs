@@ -85,7 +85,7 @@ impl Qmp {
 
     /// The guest's run state as QEMU names it: `running`, `paused`, `io-error`,
     /// `prelaunch`, `shutdown`, … (QMP `query-status`).
-    pub fn run_state(&mut self) -> Result<String> {
+    pub(crate) fn run_state(&mut self) -> Result<String> {
         let status = self.execute("query-status", json!({}))?;
         status
             .get("status")

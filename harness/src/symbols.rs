@@ -114,7 +114,7 @@ pub fn inline_frames(elf: &Path, addresses: &[u64]) -> HashMap<u64, Vec<InlineFr
 }
 
 /// Parses `addr2line -a -f -i` output: a `0xADDR` line, then function / `file:line` pairs.
-pub fn parse_inline_frames(text: &str) -> HashMap<u64, Vec<InlineFrame>> {
+pub(crate) fn parse_inline_frames(text: &str) -> HashMap<u64, Vec<InlineFrame>> {
     let mut chains: HashMap<u64, Vec<InlineFrame>> = HashMap::new();
     let mut current: Option<u64> = None;
     let mut lines = text.lines();

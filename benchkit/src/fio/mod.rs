@@ -47,10 +47,10 @@ use super::Record;
 use harness::error::{Error, Result};
 
 /// The version string: who wrote the file and whose layout it follows.
-pub const VERSION: &str = "sensepool xtask (fio-3 JSON layout)";
+pub(crate) const VERSION: &str = "sensepool xtask (fio-3 JSON layout)";
 
 /// fio's percentile keys for the quantiles the guest reports.
-pub const PERCENTILES: [&str; 5] = [
+pub(crate) const PERCENTILES: [&str; 5] = [
     "50.000000",
     "90.000000",
     "99.000000",

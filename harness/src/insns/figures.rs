@@ -67,7 +67,7 @@ impl InsnFigures {
     }
 
     /// Sets `record`'s figures to these (a field that is `None` is left as it was).
-    pub fn write_into(&self, record: &mut Record) {
+    pub(crate) fn write_into(&self, record: &mut Record) {
         if let Ok(Value::Object(fields)) = serde_json::to_value(self) {
             record.extend(fields);
         }
@@ -91,7 +91,7 @@ const FIELDS: [&str; 11] = [
 
 /// Takes the join keys out of `record`: `None` if it has none of them, the keys if it has all
 /// three, an error naming what is missing or malformed otherwise.
-pub fn take_keys(record: &mut Record) -> Result<Option<InsnCount>> {
+pub(crate) fn take_keys(record: &mut Record) -> Result<Option<InsnCount>> {
     let keys: Map<String, Value> = KEYS
         .iter()
         .filter_map(|key| record.remove_entry(*key))

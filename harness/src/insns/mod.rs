@@ -110,7 +110,7 @@ impl Counting {
 
     /// The QEMU options: `-plugin FILE,breakdown=on|off,tlb=on|off,cache=on|off -d plugin -D
     /// LOG`.
-    pub fn qemu_args(&self) -> Vec<String> {
+    pub(crate) fn qemu_args(&self) -> Vec<String> {
         let plugin = self.plugin.to_string_lossy().replace(',', ",,");
         let on_off = |on: bool| if on { "on" } else { "off" };
         vec![

@@ -35,7 +35,7 @@ fn fail(step: &str, reason: impl Into<String>) -> Error {
 
 /// The first Debian mirror URI the host's apt configuration uses for bookworm, from one-line
 /// (`deb URI bookworm main`) or deb822 (`URIs:` / `Suites:`) sources.
-pub fn mirror_in(sources: &str) -> Option<String> {
+pub(crate) fn mirror_in(sources: &str) -> Option<String> {
     for line in sources.lines().map(str::trim) {
         let words: Vec<&str> = line.split_whitespace().collect();
         if words.first() == Some(&"deb") {
@@ -193,7 +193,7 @@ impl Apt {
 
     /// Downloads `packages` into `dir` unless a `.deb` of that name is there already; returns
     /// each package's `.deb`, printing its size.
-    pub fn download(&self, packages: &[String], dir: &Path) -> Result<Vec<PathBuf>> {
+    pub(crate) fn download(&self, packages: &[String], dir: &Path) -> Result<Vec<PathBuf>> {
         std::fs::create_dir_all(dir).map_err(|source| Error::Write {
             path: dir.to_path_buf(),
             source,
@@ -268,7 +268,7 @@ impl Apt {
 }
 
 /// The package names of a `Depends:` field (first alternative of each, no versions).
-pub fn depends_of(stanza: &str) -> Vec<String> {
+pub(crate) fn depends_of(stanza: &str) -> Vec<String> {
     let Some(field) = stanza
         .lines()
         .find_map(|line| line.strip_prefix("Depends:"))
@@ -296,7 +296,7 @@ fn cached_deb(dir: &Path, package: &str) -> Option<PathBuf> {
 }
 
 /// Unpacks `deb` into `dest` with `dpkg-deb -x` (no maintainer scripts, nothing registered).
-pub fn unpack(deb: &Path, dest: &Path) -> Result<()> {
+pub(crate) fn unpack(deb: &Path, dest: &Path) -> Result<()> {
     std::fs::create_dir_all(dest).map_err(|source| Error::Write {
         path: dest.to_path_buf(),
         source,

@@ -17,7 +17,7 @@ pub const TARGETS: [(&str, &[&str]); 2] = [
 ];
 
 /// What goes in besides the kernel's modules.
-pub struct Contents<'a> {
+pub(crate) struct Contents<'a> {
     pub busybox: &'a Path,
     pub fio: &'a Path,
     /// `sp_marker`, for counted boots.
@@ -28,7 +28,7 @@ pub struct Contents<'a> {
 
 /// An out-of-tree module for the guest: built, or the reason it could not be.
 #[derive(Clone, Debug)]
-pub enum Module {
+pub(crate) enum Module {
     Built(PathBuf),
     Missing { reason: String },
 }

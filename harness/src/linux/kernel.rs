@@ -107,7 +107,7 @@ impl Kernel {
     }
 
     /// `lib/modules/<abi>` of the unpacked package.
-    pub fn modules_dir(&self) -> PathBuf {
+    pub(crate) fn modules_dir(&self) -> PathBuf {
         self.root.join("lib/modules").join(&self.abi)
     }
 
@@ -165,7 +165,7 @@ impl Kernel {
 }
 
 /// `KEY="value"` or `KEY=value` from a kernel `.config`.
-pub fn config_value(config: &str, key: &str) -> Option<String> {
+pub(crate) fn config_value(config: &str, key: &str) -> Option<String> {
     config.lines().find_map(|line| {
         let value = line.strip_prefix(key)?.strip_prefix('=')?;
         Some(value.trim_matches('"').to_owned())
@@ -230,7 +230,7 @@ pub fn read_module(path: &Path) -> Result<Vec<u8>> {
 /// The values of `key` in the `.modinfo` section of a 64-bit little-endian ELF module
 /// (`key=value` strings separated by NULs); `depends=` is split at commas. A malformed ELF
 /// gives no values.
-pub fn modinfo(elf: &[u8], key: &str) -> Vec<String> {
+pub(crate) fn modinfo(elf: &[u8], key: &str) -> Vec<String> {
     let Some(section) = elf_section(elf, ".modinfo") else {
         return Vec::new();
     };

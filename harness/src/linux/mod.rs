@@ -9,7 +9,7 @@
 
 pub mod apt;
 pub mod cpio;
-pub mod initramfs;
+mod initramfs;
 pub mod kernel;
 pub mod tools;
 

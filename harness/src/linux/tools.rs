@@ -105,7 +105,7 @@ pub fn marker(base: &Path) -> Result<PathBuf> {
 
 /// The compiler the headers' kbuild will call, and whether it is the one Debian built the kernel
 /// with (`CONFIG_CC_VERSION_TEXT`, e.g. `gcc-12 (Debian 12.2.0-14+deb12u1) 12.2.0`).
-pub fn compiler_match(kernel: &Kernel) -> (String, bool) {
+pub(crate) fn compiler_match(kernel: &Kernel) -> (String, bool) {
     let program = if kernel.compiler.starts_with("x86_64-linux-gnu-gcc-12") {
         "x86_64-linux-gnu-gcc-12"
     } else {
@@ -164,7 +164,7 @@ fn headers_tree(apt: &Apt, kernel: &Kernel, base: &Path) -> Result<PathBuf> {
 
 /// Builds `harness/linux/sp_dmapool` against `kernel`'s headers (downloaded and unpacked once)
 /// and returns the `.ko`, or why it cannot be had (then that case is skipped with the reason).
-pub fn dmapool_module(apt: &Apt, kernel: &Kernel, base: &Path) -> Result<PathBuf> {
+pub(crate) fn dmapool_module(apt: &Apt, kernel: &Kernel, base: &Path) -> Result<PathBuf> {
     let step = format!("sp_dmapool for Linux {}", kernel.release.label());
     let fail = |reason: String| fail(&step, reason);
     let (host_compiler, same) = compiler_match(kernel);
