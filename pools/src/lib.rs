@@ -44,7 +44,7 @@ mod holders;
 #[cfg(any(test, feature = "std"))]
 #[expect(
     unsafe_code,
-    reason = "the host backing: `alloc_zeroed`/`dealloc` for test and benchmark chunks"
+    reason = "the host backings: `alloc_zeroed`/`dealloc` for test and benchmark chunks, and the lazily committed arena"
 )]
 pub mod host;
 pub mod magazine;

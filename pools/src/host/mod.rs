@@ -7,6 +7,8 @@
 //!   for exhaustion and forward-progress tests, and counts outstanding chunks so tests can
 //!   prove that destroy returned everything — or, for a busy pool, nothing.
 //! - [`CondvarWaiter`]: the mempool [`Waiter`] over a `Condvar`.
+//! - [`LazyArena`]: address space in chunks that the host commits only where written, for
+//!   measuring what pools hold at a scale whose memory the host does not have.
 //! - [`HostRawMutex`]: a spin lock that yields to the OS scheduler, so stress tests on a
 //!   small shared machine do not burn their time slice spinning on a preempted holder.
 
@@ -334,3 +336,6 @@ unsafe impl Backing for HostArena {
         self.outstanding.fetch_sub(1, Ordering::SeqCst);
     }
 }
+
+mod lazy_arena;
+pub use lazy_arena::{LAZY_REGION_BYTES, LazyArena};
