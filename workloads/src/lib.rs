@@ -5,7 +5,8 @@
 //!
 //! It holds the workloads ([`io`]: fake-rw, the sense-reserve matrix and its pressure actors,
 //! the latency histogram and the result types; [`dmapool_bench`]; [`sense_cost`], the 2008
-//! sense-buffer experiment's ring as the stock-Linux module runs it), what puts a pool under
+//! sense-buffer experiment's ring as the stock-Linux module runs it; [`idle_cost`], the memory
+//! each sense mode pins on an idle machine of many hosts, queues and tags), what puts a pool under
 //! memory pressure ([`budget`]: a page budget a pool's backing is charged to; [`failslab`]:
 //! failure injection per object allocation), [`rng`], the one seeded generator every workload,
 //! guest test and host client uses (a repeated seed must give a repeated run), [`tsc`], the one
@@ -27,6 +28,7 @@ extern crate std;
 pub mod budget;
 pub mod dmapool_bench;
 pub mod failslab;
+pub mod idle_cost;
 #[cfg(target_arch = "x86_64")]
 #[expect(
     unsafe_code,

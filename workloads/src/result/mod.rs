@@ -9,7 +9,8 @@
 //! list of `{floor_ns, count}` objects instead of a `"floor:count,…"` string (both read, see
 //! [`LatencyBins`]). The I/O workloads' lines ([`io`]: fake-rw, device) share [`IoResult`];
 //! `workload=verify` and the NUMA lookup test have lines of their own, `workload=numa` its four
-//! ([`NumaResult`]), the sense-reserve cells theirs ([`SenseReserveResult`]), the sense-cost windows theirs
+//! ([`NumaResult`]), the sense-reserve cells theirs ([`SenseReserveResult`]) and the cost at scale its own
+//! ([`SenseReserveCostResult`]), the sense-cost windows theirs
 //! ([`SenseCostResult`], shared with the stock kernels' `sp_sense` module) and the dmapool
 //! bench its two ([`DmapoolResult`], [`DmapoolPairsResult`]); the `BOOT`, `TEST-LIST` and
 //! `VERIFY-PLAN` lines are typed here too.
@@ -20,6 +21,7 @@ mod io;
 mod numa;
 mod sense_cost;
 mod sense_reserve;
+mod sense_reserve_cost;
 mod verify_plan;
 
 pub use boot::{BootResult, TestListEntry, tagged_line};
@@ -30,6 +32,7 @@ pub use numa::{
 };
 pub use sense_cost::SenseCostResult;
 pub use sense_reserve::{CellVerdict, SenseReserveResult};
+pub use sense_reserve_cost::SenseReserveCostResult;
 pub use verify_plan::VerifyPlanRange;
 
 use alloc::string::String;
