@@ -12,7 +12,8 @@
 //! idle and the whole slab pages it pins; then states whether each expectation of issue #19
 //! held, with the numbers.
 //!
-//! `--where host` runs the `scsi` crate's `sense_reserve` example instead. Writes
+//! `--cost` counts what each mode pins idle at scale instead (`cost`). `--where host` runs the
+//! `workloads` crate's `sense_reserve` example instead. Writes
 //! `target/bench/sense-reserve.json` (`sense-reserve-host.json`) and five figures
 //! ([`figure`]): the verdict map and the IOPS ratio to slab (scenario × mode), IOPS and p99 in
 //! small multiples (a panel per scenario), and the bytes each reserve holds idle.
@@ -30,11 +31,12 @@ use harness::guest::{GuestOptions, Overrides};
 use harness::insns::{self, CountOptions};
 use harness::{profile, workspace};
 
+pub mod cost;
 mod figure;
 mod record;
 
+pub use cost::SenseReserveCostRecord;
 pub use figure::draw as draw_figures;
-
 pub use record::SenseReserveRecord;
 
 /// Options of `cargo xtask bench sense-reserve`.
@@ -54,6 +56,15 @@ pub struct Options {
     /// QEMU's softmmu data TLB, adding TLB misses and refills per I/O to each cell.
     #[arg(long, requires = "count_insns")]
     pub tlb_model: bool,
+    /// Instead of the matrix: the memory each mode pins on an idle machine of {1, 16, 256}
+    /// hosts × {1, 64} queues × can_queue {128, 1519, 10107}, counted natively by the
+    /// allocators over a lazily committed arena (`sense-reserve-cost.json`).
+    #[arg(long)]
+    pub cost: bool,
+    /// With --cost: words for the host example (e.g. `iodepth=65535` for a full burst per
+    /// queue, `hosts=1,16`).
+    #[arg(long, requires = "cost", value_name = "WORDS")]
+    pub cost_args: Option<String>,
     /// More kernel command-line words for the guest, after the bench's own (e.g.
     /// `pressure=none sense_modes=backup,prealloc,pertag,mempool:16,slab` to run one scenario
     /// with the stacks in another order).
@@ -70,6 +81,9 @@ fn job(quick: bool) -> String {
 
 /// Runs the benchmark and reports it.
 pub fn run(options: &Options) -> Result<()> {
+    if options.cost {
+        return cost::run(options.cost_args.as_deref());
+    }
     let set = match options.place {
         Place::Guest => {
             let guest = options.guest_options.prepare()?;

@@ -11,6 +11,7 @@
 //! `cargo xtask bench fake-rw --quick --count-insns [--breakdown | --os both]`, `fake-rw
 //! --where host --quick`, `dmapool --quick`, `dmapool --guest --quick --count-insns`,
 //! `sense-reserve --quick --count-insns --tlb-model`, `sense-reserve --where host --quick`,
+//! `sense-reserve --cost` (added 2026-12-03 at its first run),
 //! `numa --quick --count-insns`, `device --quick --count-insns`, `nbd --quick`, `linux --quick
 //! --count-insns`.
 //!
@@ -26,7 +27,7 @@ use bench::fake_rw_os::OsRecord;
 use bench::fake_rw_record::{FakeRwRecord, HostFakeRwRecord};
 use bench::nbd::NbdRecord;
 use bench::numa::NumaRecord;
-use bench::sense_reserve::SenseReserveRecord;
+use bench::sense_reserve::{SenseReserveCostRecord, SenseReserveRecord};
 use benchkit::fio::FioOutput;
 use benchkit::{Record, ResultSet, typed};
 use serde::Serialize;
@@ -141,6 +142,7 @@ fn through_types(stem: &str, document: &Value) -> Value {
             })
             .collect(),
         "sense-reserve" | "sense-reserve-host" => each::<SenseReserveRecord>(document, "results"),
+        "sense-reserve-cost" => each::<SenseReserveCostRecord>(document, "results"),
         "numa" => records(document, "results")
             .iter()
             .map(|record| typed::record(&NumaRecord::read(record).expect("numa")))
