@@ -7,7 +7,8 @@
 #   dmapool:N                      the sp_dmapool module (mpt3sas chain pool, N blocks)
 #   sense[:K=V/K=V...]             the sp_sense module (sense buffers on SLUB and mempool), with
 #                                  the command line's `sp_sense.K=V` words as its parameters and
-#                                  then the case's own (`sense:touch=error/cpus=2`)
+#                                  then the case's own (`sense:touch=error/modes=static;slab`: `/`
+#                                  between words, `;` for the commas a list needs)
 # and `sp_runtime=SECONDS`, or `sp_number_ios=N` to run exactly N I/Os instead (for instruction
 # counts: two boots that differ only in N), with `sp_count=1` fio runs pinned to CPU 0 inside a
 # counted window (sp_marker begin/end/publish). Every result is one line (xtask parses them):
@@ -95,6 +96,11 @@ run_fio() {
 		--direct=1 --ioengine="$engine" --norandommap --randrepeat=0 \
 		$span --group_reporting --output-format=json --output=/tmp/fio.json
 	if [ "$(arg sp_count)" = 1 ]; then
+		# fio's first getrandom() blocks until the kernel's CRNG is ready, and early in a boot
+		# the kernel then runs its jitter-entropy loop (try_to_generate_entropy): hundreds of
+		# millions of instructions that vary with the host's timing. Reading /dev/random waits
+		# the same way, here, before the window opens.
+		head -c 1 /dev/random > /dev/null
 		# The plugin's window is per vCPU: fio and the markers all on CPU 0.
 		taskset 1 sh -c 'sp_marker begin; fio "$@" 2>/tmp/fio.err; rc=$?; sp_marker end
 			sp_marker publish; exit $rc' sh "$@"
@@ -138,7 +144,7 @@ run_sense() {
 	for word in $(cat /proc/cmdline); do
 		case "$word" in sp_sense.*=*) params="$params ${word#sp_sense.}" ;; esac
 	done
-	params="$params $(echo "${2#:}" | tr '/' ' ')"
+	params="$params $(echo "${2#:}" | tr '/;' ' ,')"
 	dmesg -c > /dev/null
 	# The module's first thread runs on CPU 0, the plugin's windows are per vCPU: insmod there too.
 	out=$(taskset 1 insmod /lib/modules/sp_sense.ko $params 2>&1) || {
