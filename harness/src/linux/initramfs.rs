@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::cpio::Archive;
 use super::kernel::{self, Kernel};
+use super::tools::GuestModule;
 use crate::error::{Error, Result};
 use crate::workspace;
 
@@ -22,8 +23,9 @@ pub(crate) struct Contents<'a> {
     pub fio: &'a Path,
     /// `sp_marker`, for counted boots.
     pub marker: &'a Path,
-    /// The built module, or why there is none (the guest prints it for the dmapool case).
-    pub dmapool: Module,
+    /// Each of our modules: built, or why there is none (the guest prints it for the module's
+    /// case).
+    pub modules: Vec<(GuestModule, Module)>,
 }
 
 /// An out-of-tree module for the guest: built, or the reason it could not be.
@@ -84,10 +86,18 @@ pub fn build(kernel: &Kernel, contents: &Contents<'_>, base: &Path) -> Result<Pa
         }
         archive.file(&format!("/etc/sp/{target}.modules"), 0o644, list.as_bytes());
     }
-    match &contents.dmapool {
-        Module::Built(module) => archive.file("/lib/modules/sp_dmapool.ko", 0o644, &read(module)?),
-        Module::Missing { reason } => {
-            archive.file("/etc/sp/dmapool.missing", 0o644, reason.as_bytes())
+    for (which, module) in &contents.modules {
+        match module {
+            Module::Built(path) => archive.file(
+                &format!("/lib/modules/{}.ko", which.name()),
+                0o644,
+                &read(path)?,
+            ),
+            Module::Missing { reason } => archive.file(
+                &format!("/etc/sp/{}.missing", which.case()),
+                0o644,
+                reason.as_bytes(),
+            ),
         }
     }
     let path = base.join(format!("initramfs-{}.cpio", kernel.release.label()));

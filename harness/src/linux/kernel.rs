@@ -53,6 +53,8 @@ pub struct Kernel {
     pub vmlinuz: PathBuf,
     /// `CONFIG_CC_VERSION_TEXT`: the compiler Debian built it with.
     pub compiler: String,
+    /// The package's `boot/config-<abi>`: how Debian configured it.
+    pub config_path: PathBuf,
 }
 
 fn fail(step: &str, reason: impl Into<String>) -> Error {
@@ -93,7 +95,7 @@ impl Kernel {
         }
         let config_path = root.join(format!("boot/config-{abi}"));
         let config = std::fs::read_to_string(&config_path).map_err(|source| Error::Read {
-            path: config_path,
+            path: config_path.clone(),
             source,
         })?;
         let compiler = config_value(&config, "CONFIG_CC_VERSION_TEXT").unwrap_or_default();
@@ -103,7 +105,14 @@ impl Kernel {
             root,
             vmlinuz,
             compiler,
+            config_path,
         })
+    }
+
+    /// `key`'s value in Debian's configuration of this kernel (`y`, a number, a string), or
+    /// `None` when it is not set (`# CONFIG_X is not set`) or the file cannot be read.
+    pub fn config_value(&self, key: &str) -> Option<String> {
+        config_value(&std::fs::read_to_string(&self.config_path).ok()?, key)
     }
 
     /// `lib/modules/<abi>` of the unpacked package.

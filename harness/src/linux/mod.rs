@@ -3,8 +3,8 @@
 //!
 //! Set-up ([`prepare`]), all cached under `target/linux/`: Debian's `linux-image-amd64` from
 //! bookworm (6.1) and bookworm-backports (6.12) through private apt lists ([`apt`], [`kernel`]);
-//! busybox-static, a static fio from Debian's fio source package and the `sp_dmapool` module built
-//! against each kernel's headers ([`tools`]); one initramfs per kernel ([`initramfs`], [`cpio`])
+//! busybox-static, a static fio from Debian's fio source package and our modules (`sp_dmapool`,
+//! `sp_sense`) built against each kernel's headers ([`tools`]); one initramfs per kernel ([`initramfs`], [`cpio`])
 //! whose `/init` (`harness/linux/init.sh`) runs the cases named on the kernel command line.
 
 pub mod apt;
@@ -52,12 +52,16 @@ pub fn prepare(releases: &[Release], base: &Path) -> Result<(Vec<Prepared>, Vec<
                 continue;
             }
         };
-        let dmapool = dmapool_module(&apt, &kernel, base);
+        say_compilers(&kernel);
+        let modules = tools::GuestModule::ALL
+            .into_iter()
+            .map(|which| (which, our_module(&apt, &kernel, base, which)))
+            .collect();
         let contents = initramfs::Contents {
             busybox: &busybox,
             fio: &fio,
             marker: &marker,
-            dmapool: dmapool.clone(),
+            modules,
         };
         let initramfs = initramfs::build(&kernel, &contents, base)?;
         let size = std::fs::metadata(&initramfs).map_or(0, |meta| meta.len());
@@ -77,24 +81,33 @@ pub fn prepare(releases: &[Release], base: &Path) -> Result<(Vec<Prepared>, Vec<
     Ok((prepared, skipped))
 }
 
-/// The `sp_dmapool` module for `kernel`, or why there is none (said on stderr, as the
-/// compilers of the kernel and the host are).
-fn dmapool_module(apt: &apt::Apt, kernel: &kernel::Kernel, base: &Path) -> initramfs::Module {
-    let release = kernel.release;
+/// Says on stderr which compiler built `kernel` and whether the host's is the same (our
+/// modules are built only with the same one).
+fn say_compilers(kernel: &kernel::Kernel) {
     let (host_compiler, same) = tools::compiler_match(kernel);
     eprintln!(
         "xtask: Linux {} is {} built with `{}`; this host's compiler: `{host_compiler}` ({})",
-        release.label(),
+        kernel.release.label(),
         kernel.abi,
         kernel.compiler,
         if same { "the same" } else { "different" }
     );
-    match tools::dmapool_module(apt, kernel, base) {
+}
+
+/// One of our modules for `kernel`, or why there is none (said on stderr).
+fn our_module(
+    apt: &apt::Apt,
+    kernel: &kernel::Kernel,
+    base: &Path,
+    which: tools::GuestModule,
+) -> initramfs::Module {
+    match tools::build_module(apt, kernel, base, which) {
         Ok(module) => initramfs::Module::Built(module),
         Err(error) => {
             eprintln!(
-                "xtask: the dmapool case will be skipped on {}: {error}",
-                release.label()
+                "xtask: the {} case will be skipped on {}: {error}",
+                which.case(),
+                kernel.release.label()
             );
             initramfs::Module::Missing {
                 reason: error.to_string(),

@@ -1,6 +1,6 @@
 //! What runs inside the stock Linux guest besides the kernel: busybox (Debian's
 //! `busybox-static`), fio built statically from Debian's source package (the binary package
-//! links librados, librbd, libgfapi and a dozen more), and the `sp_dmapool` module built against
+//! links librados, librbd, libgfapi and a dozen more), and our modules ([`GuestModule`]) built against
 //! the kernel's own `linux-headers-*` / `linux-kbuild-*` packages.
 
 use std::path::{Path, PathBuf};
@@ -162,10 +162,46 @@ fn headers_tree(apt: &Apt, kernel: &Kernel, base: &Path) -> Result<PathBuf> {
     Ok(tree)
 }
 
-/// Builds `harness/linux/sp_dmapool` against `kernel`'s headers (downloaded and unpacked once)
-/// and returns the `.ko`, or why it cannot be had (then that case is skipped with the reason).
-pub(crate) fn dmapool_module(apt: &Apt, kernel: &Kernel, base: &Path) -> Result<PathBuf> {
-    let step = format!("sp_dmapool for Linux {}", kernel.release.label());
+/// An out-of-tree module of ours for the stock kernels, in `harness/linux/<name>/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GuestModule {
+    /// `sp_dmapool`: the mpt3sas chain-pool pattern on dmapool (case `dmapool`).
+    Dmapool,
+    /// `sp_sense`: the 2008 sense-buffer experiment on SLUB and mempool (case `sense`).
+    Sense,
+}
+
+impl GuestModule {
+    /// Every module, in build order.
+    pub(crate) const ALL: [GuestModule; 2] = [GuestModule::Dmapool, GuestModule::Sense];
+
+    /// The module's name: its folder, source file stem and `.ko` stem.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            GuestModule::Dmapool => "sp_dmapool",
+            GuestModule::Sense => "sp_sense",
+        }
+    }
+
+    /// The guest case that loads it (`init.sh` reads `/etc/sp/<case>.missing` without it).
+    pub(crate) fn case(self) -> &'static str {
+        match self {
+            GuestModule::Dmapool => "dmapool",
+            GuestModule::Sense => "sense",
+        }
+    }
+}
+
+/// Builds `harness/linux/<module>` against `kernel`'s headers (downloaded and unpacked once)
+/// and returns the `.ko`, or why it cannot be had (then its case is skipped with the reason).
+pub(crate) fn build_module(
+    apt: &Apt,
+    kernel: &Kernel,
+    base: &Path,
+    module: GuestModule,
+) -> Result<PathBuf> {
+    let name = module.name();
+    let step = format!("{name} for Linux {}", kernel.release.label());
     let fail = |reason: String| fail(&step, reason);
     let (host_compiler, same) = compiler_match(kernel);
     if !same {
@@ -175,13 +211,13 @@ pub(crate) fn dmapool_module(apt: &Apt, kernel: &Kernel, base: &Path) -> Result<
         )));
     }
     let tree = headers_tree(apt, kernel, base)?;
-    let build = base.join("module").join(kernel.release.label());
+    let build = base.join("module").join(kernel.release.label()).join(name);
     let _ = std::fs::remove_dir_all(&build);
     mkdir(&build)?;
-    let source = workspace::root().join("harness/linux/sp_dmapool");
-    for file in ["sp_dmapool.c", "Kbuild"] {
-        std::fs::copy(source.join(file), build.join(file)).map_err(|source| Error::Write {
-            path: build.join(file),
+    let source = workspace::root().join("harness/linux").join(name);
+    for file in [format!("{name}.c"), "Kbuild".into()] {
+        std::fs::copy(source.join(&file), build.join(&file)).map_err(|source| Error::Write {
+            path: build.join(&file),
             source,
         })?;
     }
@@ -193,9 +229,9 @@ pub(crate) fn dmapool_module(apt: &Apt, kernel: &Kernel, base: &Path) -> Result<
         .arg("CONFIG_DEBUG_INFO_BTF_MODULES=")
         .arg("modules");
     process::output(&mut make).map_err(|error| fail(format!("{error}")))?;
-    let module = build.join("sp_dmapool.ko");
-    module
+    let built = build.join(format!("{name}.ko"));
+    built
         .is_file()
-        .then_some(module)
-        .ok_or_else(|| fail("make left no sp_dmapool.ko".into()))
+        .then_some(built)
+        .ok_or_else(|| fail(format!("make left no {name}.ko")))
 }
