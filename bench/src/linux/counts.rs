@@ -52,15 +52,17 @@ fn fail(reason: String) -> Error {
     }
 }
 
-/// Counts both sides; returns the records and the problems met.
+/// Counts both sides; returns the records and the problems met. `sense` is our fake-rw's
+/// `sense=` (its default, `mempool:2`, when `None`).
 pub fn measure(
     guest: &Guest,
     kernels: &[Prepared],
     plan: &Plan,
     plugin: &Path,
+    sense: Option<&str>,
 ) -> (Vec<Record>, Vec<String>) {
     let (mut records, mut problems) = (Vec::new(), Vec::new());
-    match sensepool(guest, plan, plugin) {
+    match sensepool(guest, plan, plugin, sense) {
         Ok(record) => records.push(record),
         Err(error) => problems.push(format!("sensepool instruction count: {error}")),
     }
@@ -80,13 +82,14 @@ fn case() -> String {
     run::case_key("scsi_debug", 4096, 1)
 }
 
-fn sensepool(guest: &Guest, plan: &Plan, plugin: &Path) -> Result<Record> {
+fn sensepool(guest: &Guest, plan: &Plan, plugin: &Path, sense: Option<&str>) -> Result<Record> {
     let profile = profile::load("default")?;
+    let sense = sense.map_or(String::new(), |mode| format!(" sense={mode}"));
     let overrides = Overrides {
         smp: Some(VCPUS),
         timeout: Some(Duration::from_secs(300)),
         kernel_args: Some(format!(
-            "workload=fake-rw runtime={}s bs=4096 iodepth={} numjobs=1",
+            "workload=fake-rw runtime={}s bs=4096 iodepth={} numjobs=1{sense}",
             plan.runtime_secs,
             run::IODEPTH
         )),
@@ -125,7 +128,7 @@ fn linux(guest: &Guest, kernel: &Prepared, plan: &Plan, plugin: &Path) -> Result
         }
         let fio = runs.into_iter().find_map(|run| match run.measured {
             Measured::Fio(fio) => Some((fio, run.info)),
-            Measured::Dmapool(_) => None,
+            Measured::Dmapool(_) | Measured::Sense(_) => None,
         });
         let done = fio.as_ref().map(|(fio, _)| fio.summary.ios);
         if done != Some(n) {

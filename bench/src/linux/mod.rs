@@ -21,6 +21,7 @@ pub mod figure;
 pub mod report;
 mod results;
 mod run;
+pub mod sense;
 
 use std::path::PathBuf;
 
@@ -30,6 +31,7 @@ use harness::guest::Guest;
 use harness::insns::CountOptions;
 pub use harness::linux::{Prepared, Release};
 use harness::linux::{base, prepare};
+use run::Group;
 
 /// Options of `cargo xtask bench linux`.
 #[derive(Clone, Debug, clap::Args)]
@@ -59,6 +61,11 @@ pub struct Options {
     /// With --count-insns: only the instruction counts, no timed cases.
     #[arg(long, requires = "count_insns")]
     pub insns_only: bool,
+    /// Only these cases (repeat for several; default all). `sense` (the 2008 sense-buffer
+    /// experiment, always counted, TCG only) writes target/bench/linux-sense.json; the others
+    /// linux.json.
+    #[arg(long = "case", value_enum)]
+    pub cases: Vec<run::Group>,
 }
 
 /// Prints the tables, writes `target/bench/linux.json` and draws its figure from it.
@@ -78,23 +85,74 @@ pub fn run(options: &Options) -> Result<()> {
     } else {
         options.kernels.clone()
     };
+    let cases = match options.cases.is_empty() {
+        true => vec![
+            Group::ScsiDebug,
+            Group::Virtio,
+            Group::Dmapool,
+            Group::Sense,
+        ],
+        false => options.cases.clone(),
+    };
+    let side_by_side: Vec<Group> = Group::SIDE_BY_SIDE
+        .into_iter()
+        .filter(|group| cases.contains(group))
+        .collect();
     let guest = Guest::prepare(options.accel, options.sensepool_kernel.clone())?;
     let plugin = options.count.plugin(guest.accel.accel)?;
+    // The sense case is always counted: refused early on an accelerator without the plugin.
+    let sense_plugin = match cases.contains(&Group::Sense) {
+        true => CountOptions { count_insns: true }.plugin(guest.accel.accel)?,
+        false => None,
+    };
     let base = base()?;
     let (prepared, skipped) = prepare(&releases, &base)?;
     let plan = run::Plan::new(options);
+    let mut problems = skipped;
+    if !side_by_side.is_empty() || plugin.is_some() {
+        problems.append(&mut side_by_side_cases(
+            &guest,
+            &prepared,
+            &plan,
+            plugin.as_deref(),
+            &side_by_side,
+            options.insns_only,
+        )?);
+    }
+    if let Some(plugin) = sense_plugin {
+        problems.append(&mut sense::run(&guest, &prepared, &plan, &plugin)?);
+    }
+    if !problems.is_empty() {
+        return Err(Error::Linux {
+            step: "run".into(),
+            reason: format!(
+                "{} case(s) failed (listed above); the JSON holds what was measured",
+                problems.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The side-by-side cases (`groups`) and, with a plugin, the instructions per I/O: prints the
+/// tables and writes linux.json; returns the problems met.
+fn side_by_side_cases(
+    guest: &Guest,
+    prepared: &[Prepared],
+    plan: &run::Plan,
+    plugin: Option<&std::path::Path>,
+    groups: &[Group],
+    insns_only: bool,
+) -> Result<Vec<String>> {
     // Counted boots first: a plugin problem shows before the long part of the run.
-    let counted = plugin
-        .as_ref()
-        .map(|plugin| counts::measure(&guest, &prepared, &plan, plugin));
-    let (mut set, mut problems) = if options.insns_only {
+    let counted = plugin.map(|plugin| counts::measure(guest, prepared, plan, plugin, None));
+    let (mut set, mut problems) = if insns_only {
         let accel = guest.accel.accel.to_string();
         let set = benchkit::ResultSet::new("linux", "linux", "guest", Some(accel));
         (set, Vec::new())
     } else {
-        run::all(&guest, &prepared, &plan)
+        run::all(guest, prepared, plan, groups)
     };
-    problems.splice(0..0, skipped);
     if let Some((records, mut failed)) = counted {
         for problem in &failed {
             eprintln!("xtask: bench linux: {problem}");
@@ -116,14 +174,5 @@ pub fn run(options: &Options) -> Result<()> {
             what: "bench linux".into(),
         });
     }
-    if !problems.is_empty() {
-        return Err(Error::Linux {
-            step: "run".into(),
-            reason: format!(
-                "{} case(s) failed (listed above); the JSON holds what was measured",
-                problems.len()
-            ),
-        });
-    }
-    Ok(())
+    Ok(problems)
 }

@@ -10,6 +10,7 @@ use benchkit::Record;
 use benchkit::fio::FioOutput;
 use benchkit::typed;
 use harness::error::{Error, Result};
+use workloads::result::SenseCostResult;
 
 /// `SPLINUX-INFO`: what the stock guest runs on.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -79,6 +80,9 @@ pub struct LinuxDmapool {
 }
 
 /// One classified console line of the Linux guest.
+///
+/// `SPLINUX case=sense …` carries the words of one `sp_sense` window
+/// (`harness/linux/sp_sense/sp_sense.c`), read into the type our `workload=sense-cost` prints.
 #[derive(Clone, Debug, PartialEq)]
 pub enum GuestLine {
     /// `SPLINUX-INFO`: kernel release, fio version, CPUs.
@@ -87,6 +91,8 @@ pub enum GuestLine {
     Fio(LinuxFio),
     /// `SPLINUX case=dmapool …`.
     Dmapool(LinuxDmapool),
+    /// `SPLINUX case=sense …`.
+    Sense(SenseCostResult),
     /// `SPLINUX-ERROR case=… reason=…`.
     Error { case: String, reason: String },
     /// `SPLINUX-STDERR …`: a line of fio's stderr after an error.
@@ -199,6 +205,10 @@ pub fn classify(line: &str) -> Result<GuestLine> {
         "dmapool" => {
             let dmapool = typed_words(&words).map_err(|reason| bad(text, reason))?;
             Ok(GuestLine::Dmapool(dmapool))
+        }
+        "sense" => {
+            let sense = typed_words(&words).map_err(|reason| bad(text, reason))?;
+            Ok(GuestLine::Sense(sense))
         }
         other => Err(bad(text, format!("unknown case {other:?}"))),
     }
@@ -359,6 +369,42 @@ mod tests {
             classify("[    1.0] scsi host0: scsi_debug").unwrap(),
             GuestLine::Other
         );
+    }
+
+    /// The words `sp_sense.c` prints, after `init.sh` prefixed them.
+    const SENSE: &str = "SPLINUX case=sense round=1 mode=slab+idle:1519 slot=4 n=10000 hosts=1 cpus=2 iodepth=32 touch=zero fail_ppm=10000 ns=51821461 cpu1_ns=50000000 retries=399 injected=399 ring_slabs=1 idle=1519";
+
+    #[test]
+    fn sense_windows_read_as_the_type_ours_print() {
+        let line = format!("[   29.2] sp_sense noise {SENSE}");
+        let GuestLine::Sense(sense) = classify(&line).unwrap() else {
+            panic!("{line}")
+        };
+        assert_eq!(sense.mode, "slab+idle:1519");
+        assert_eq!((sense.round, sense.slot, sense.n), (1, 4, 10000));
+        assert_eq!((sense.cpus, sense.fail_ppm, sense.retries), (2, 10000, 399));
+        assert_eq!((sense.ns, sense.cpu1_ns), (51821461, 50000000));
+        assert_eq!((sense.ring_slabs, sense.idle), (Some(1), 1519));
+        assert_eq!(sense.bench, "", "the module's words carry no bench");
+        assert_eq!(sense.insns, None);
+    }
+
+    #[test]
+    fn a_bad_sense_window_is_an_error_naming_the_field() {
+        for (word, field) in [
+            ("ns=51821461", "ns"),
+            ("n=10000", "n"),
+            ("mode=slab+idle:1519", "mode"),
+        ] {
+            let broken = SENSE.replace(word, &format!("{field}=x"));
+            let broken = if field == "mode" {
+                SENSE.replace(word, "")
+            } else {
+                broken
+            };
+            let error = classify(&broken).unwrap_err().to_string();
+            assert!(error.contains(field), "{field}: {error}");
+        }
     }
 
     #[test]

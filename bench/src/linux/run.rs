@@ -22,25 +22,37 @@ use harness::insns::Counting;
 use harness::profile::{self, Profile};
 use harness::qemu::Machine;
 use harness::workspace;
+use workloads::result::SenseCostResult;
 
 /// vCPUs of every boot, both sides.
 pub const VCPUS: u32 = 2;
 /// fio's and sensepool's queue depth.
 pub const IODEPTH: u32 = 32;
 
-/// A group of cases sharing one machine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A group of cases sharing one machine (`--case`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Group {
+    /// fio on scsi_debug `fake_rw=1` against fake-rw.
     ScsiDebug,
+    /// fio on virtio-scsi against the device workload.
     Virtio,
+    /// The mpt3sas chain pool on dmapool.
     Dmapool,
+    /// The 2008 sense-buffer experiment: `sp_sense` against `workload=sense-cost`
+    /// (`super::sense`, which builds its own cases and writes `linux-sense.json`).
+    Sense,
+}
+
+impl Group {
+    /// The groups `run::all` boots side by side (the sense case runs on its own).
+    pub const SIDE_BY_SIDE: [Group; 3] = [Group::ScsiDebug, Group::Virtio, Group::Dmapool];
 }
 
 impl Group {
     fn profile(self) -> &'static str {
         match self {
             Group::Virtio => "virtio-scsi-null",
-            Group::ScsiDebug | Group::Dmapool => "default",
+            Group::ScsiDebug | Group::Dmapool | Group::Sense => "default",
         }
     }
 }
@@ -87,6 +99,7 @@ impl Plan {
                 }
             }
             Group::Dmapool => cases.push(format!("dmapool:{}", self.dmapool_n)),
+            Group::Sense => {}
         }
         cases
     }
@@ -119,6 +132,7 @@ impl Plan {
                 format!("workload=dmapool impl=both n={} size=128 align=16", self.dmapool_n),
                 format!("dmapool n={}", self.dmapool_n),
             )],
+            Group::Sense => Vec::new(),
         }
     }
 
@@ -126,6 +140,7 @@ impl Plan {
         let cases = self.linux_cases(group).len() as u64;
         match group {
             Group::Dmapool => Duration::from_secs(1800),
+            Group::Sense => Duration::from_secs(if self.quick { 900 } else { 2400 }),
             _ => Duration::from_secs(180 + cases * (u64::from(self.runtime_secs) + 30)),
         }
     }
@@ -156,17 +171,22 @@ enum Side<'a> {
     Sensepool,
 }
 
-/// Runs every group and repetition; returns what was measured and what went wrong.
-pub fn all(guest: &Guest, kernels: &[Prepared], plan: &Plan) -> (ResultSet, Vec<String>) {
+/// Runs every group of `groups` and repetition; returns what was measured and what went wrong.
+pub fn all(
+    guest: &Guest,
+    kernels: &[Prepared],
+    plan: &Plan,
+    groups: &[Group],
+) -> (ResultSet, Vec<String>) {
     let accel = guest.accel.accel.to_string();
     let mut set = ResultSet::new("linux", "linux", "guest", Some(accel));
     let mut problems = Vec::new();
-    let groups = [Group::ScsiDebug, Group::Virtio, Group::Dmapool];
+    let groups = groups.to_vec();
     // A step is one side of one group: a single Linux boot, or sensepool's boots for the group.
     let steps = plan.reps as usize * groups.len() * (kernels.len() + 1);
     let mut progress = Progress::new(steps);
     for rep in 0..plan.reps {
-        for group in groups {
+        for &group in &groups {
             let mut sides: Vec<Side> = kernels.iter().map(Side::Linux).collect();
             sides.insert(1.min(sides.len()), Side::Sensepool);
             stats::order::rotate(&mut sides, rep as usize);
@@ -259,6 +279,7 @@ fn linux(
 pub enum Measured {
     Fio(LinuxFio),
     Dmapool(LinuxDmapool),
+    Sense(SenseCostResult),
 }
 
 /// One result of a Linux boot: what was measured, on which kernel, under which table key.
@@ -286,6 +307,7 @@ impl LinuxRun {
                 record.insert("impl".into(), Value::from("linux"));
                 record
             }
+            Measured::Sense(sense) => typed::record(sense),
         };
         record.insert("case".into(), Value::from(self.case.as_str()));
         record.insert("side".into(), Value::from("linux"));
@@ -309,6 +331,12 @@ impl LinuxRun {
                 "alloc {:.1} ms, free {:.1} ms",
                 dmapool.alloc_ns as f64 / 1e6,
                 dmapool.free_ns as f64 / 1e6
+            ),
+            Measured::Sense(sense) => format!(
+                "round {} {}: {:.1} ns per command",
+                sense.round,
+                sense.mode,
+                sense.ns as f64 / (sense.n * sense.hosts).max(1) as f64
             ),
         }
     }
@@ -367,6 +395,7 @@ pub fn boot_linux(
             }
             Ok(GuestLine::Fio(fio)) => Measured::Fio(fio),
             Ok(GuestLine::Dmapool(dmapool)) => Measured::Dmapool(dmapool),
+            Ok(GuestLine::Sense(sense)) => Measured::Sense(sense),
             Ok(GuestLine::Error { case, reason }) => {
                 problems.push(format!("Linux {label} {case}: {reason}"));
                 continue;
@@ -397,11 +426,21 @@ pub fn boot_linux(
         runs.push(run);
     }
     if !done || !matches!(outcome.verdict, Verdict::Pass | Verdict::Fail) {
+        // A kernel oops is tens of lines; its call trace is what says where.
+        let lines = if outcome
+            .console
+            .iter()
+            .any(|line| line.contains("Call Trace"))
+        {
+            60
+        } else {
+            8
+        };
         let tail: Vec<&str> = outcome
             .console
             .iter()
             .rev()
-            .take(8)
+            .take(lines)
             .rev()
             .map(String::as_str)
             .collect();
@@ -419,5 +458,6 @@ fn case_of(measured: &Measured, plan: &Plan) -> String {
     match measured {
         Measured::Fio(fio) => case_key(&fio.case.target, fio.case.bs, fio.case.numjobs),
         Measured::Dmapool(_) => format!("dmapool n={}", plan.dmapool_n),
+        Measured::Sense(_) => "sense".into(),
     }
 }

@@ -129,6 +129,32 @@ pub fn layout(stem: &str) -> Layout {
                 table("Runs", "results", &crate::linux::report::RAW_COLUMNS),
             ],
         ),
+        "linux-sense" => (
+            "linux",
+            "What does a sense-buffer reserve (the 2008 thread's mempools and idle objects) cost \
+             per command on the stock kernels' own SLUB and mempool, and on ours?",
+            "instructions and modelled misses per command are medians over pairs of counted \
+             rounds (a long round less the short one after it), with min and max; ns per command \
+             is the median of the timed rounds with min–max, beside the host's load",
+            vec![
+                Table {
+                    record_bench: Some("linux-sense"),
+                    ..table(
+                        "The thread's configuration",
+                        "summary",
+                        &crate::linux::sense::COLUMNS,
+                    )
+                },
+                Table {
+                    record_bench: Some("linux-sense-options"),
+                    ..table(
+                        "One option changed",
+                        "summary",
+                        &crate::linux::sense::OPTION_COLUMNS,
+                    )
+                },
+            ],
+        ),
         _ => (
             "",
             "not described for this file",
