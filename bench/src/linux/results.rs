@@ -372,7 +372,7 @@ mod tests {
     }
 
     /// The words `sp_sense.c` prints, after `init.sh` prefixed them.
-    const SENSE: &str = "SPLINUX case=sense round=1 mode=slab+idle:1519 slot=4 n=10000 hosts=1 cpus=2 iodepth=32 touch=zero fail_ppm=10000 ns=51821461 cpu1_ns=50000000 retries=399 injected=399 ring_slabs=1 idle=1519";
+    const SENSE: &str = "SPLINUX case=sense round=1 mode=slab+idle:1519 slot=4 n=10000 hosts=1 cpus=2 iodepth=32 touch=zero fail_ppm=10000 ns=51821461 cpu1_ns=50000000 retries=399 injected=399 ring_slabs=1 offslab_frees=133 probe=3200 idle=1519";
 
     #[test]
     fn sense_windows_read_as_the_type_ours_print() {
@@ -385,6 +385,7 @@ mod tests {
         assert_eq!((sense.cpus, sense.fail_ppm, sense.retries), (2, 10000, 399));
         assert_eq!((sense.ns, sense.cpu1_ns), (51821461, 50000000));
         assert_eq!((sense.ring_slabs, sense.idle), (Some(1), 1519));
+        assert_eq!((sense.offslab_frees, sense.probe), (Some(133), Some(3200)));
         assert_eq!(sense.bench, "", "the module's words carry no bench");
         assert_eq!(sense.insns, None);
     }

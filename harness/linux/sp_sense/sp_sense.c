@@ -35,10 +35,15 @@
  * commands, so two rounds' counts differ only by commands. One line per window:
  *
  *   sp_sense: round=R mode=M slot=S n=N hosts=H cpus=C iodepth=D touch=T fail_ppm=F
- *             ns=T0 cpu1_ns=T1 retries=X injected=Y ring_slabs=Z idle=I
+ *             ns=T0 cpu1_ns=T1 retries=X injected=Y ring_slabs=Z offslab_frees=F probe=P idle=I
  *
  * ns is CPU 0's window, cpu1_ns CPU 1's (0 with cpus=1); retries and injected are summed over
  * CPUs; ring_slabs is how many slab pages CPU 0's in-flight buffers sat in when its loop ended;
+ * offslab_frees is how many of P more commands (an untimed probe after the window, on CPU 0)
+ * gave back a buffer whose slab was not the one the CPU last allocated from: SLUB's active
+ * slab, so those frees took __slab_free rather than the per-CPU fast path (do_slab_free's
+ * `slab == c->slab` test), the allocator's own work that depends on where the in-flight
+ * buffers sit against slab boundaries;
  * idle is the objects held outside the rings (idle objects, reserve elements, tag buffers).
  * The work happens at load time and the load then succeeds (busybox's insmod retries a failed
  * finit_module with init_module, which would run it twice); the init script unloads it.
@@ -124,7 +129,7 @@ struct sp_cpu {
 	struct completion done;
 	struct sp_ring rings[SP_MAX_HOSTS];
 	u64 ns;
-	unsigned long retries, injected, ring_slabs, idle;
+	unsigned long retries, injected, ring_slabs, offslab_frees, idle;
 	int err;
 };
 
@@ -258,6 +263,46 @@ static noinline bool sp_run(struct sp_ring *rings, unsigned int nr, unsigned lon
 	}
 }
 
+/* Commands of the untimed probe after a window (SP_PROBE_STEPS steps per ring). */
+#define SP_PROBE_STEPS 3200
+
+/*
+ * The probe: SP_PROBE_STEPS more steps of the same ring, outside the window, counting frees
+ * whose buffer's slab is not the slab of the CPU's latest allocation (SLUB's active slab, whose
+ * frees are the only ones the per-CPU fast path takes).
+ */
+static noinline unsigned long sp_probe(struct sp_ring *rings, unsigned int nr,
+				       enum sp_kind kind)
+{
+	struct page *active = NULL;
+	unsigned long offslab = 0, step;
+	unsigned int h;
+
+	if (kind == SP_STATIC)
+		return 0;
+	for (step = 0; step < SP_PROBE_STEPS; step++) {
+		for (h = 0; h < nr; h++) {
+			struct sp_ring *r = &rings[h];
+			void *old = r->slot[r->head];
+			void *buf;
+
+			if (old) {
+				offslab += active && virt_to_head_page(old) != active;
+				sp_give(r, old, kind);
+			}
+			buf = fail_ppm ? sp_take(r, r->head, kind, true) :
+					 sp_take(r, r->head, kind, false);
+			r->slot[r->head] = buf;
+			if (!buf)
+				return offslab;
+			active = virt_to_head_page(buf);
+			if (++r->head == iodepth)
+				r->head = 0;
+		}
+	}
+	return offslab;
+}
+
 /* Slab pages the in-flight buffers of `rings` sit in. */
 static unsigned long sp_ring_slabs(struct sp_ring *rings, unsigned int nr)
 {
@@ -364,6 +409,9 @@ static int sp_thread(void *data)
 		c->retries += c->rings[h].retries;
 		c->injected += c->rings[h].injected;
 	}
+	/* After the window's counters are taken: the probe's draws are not the window's. */
+	if (!c->err && c->index == 0)
+		c->offslab_frees = sp_probe(c->rings, hosts, c->mode->kind);
 	sp_teardown(c);
 	kthread_complete_and_exit(&c->done, 0);
 }
@@ -436,12 +484,13 @@ static int sp_window(unsigned int round, unsigned int index)
 	/* Every window of this slot has closed: hand the count to the plugin. */
 	sp_publish();
 	if (!err)
-		pr_info("sp_sense: round=%u mode=%s slot=%u n=%lu hosts=%u cpus=%u iodepth=%u touch=%s fail_ppm=%u ns=%llu cpu1_ns=%llu retries=%lu injected=%lu ring_slabs=%lu idle=%lu\n",
+		pr_info("sp_sense: round=%u mode=%s slot=%u n=%lu hosts=%u cpus=%u iodepth=%u touch=%s fail_ppm=%u ns=%llu cpu1_ns=%llu retries=%lu injected=%lu ring_slabs=%lu offslab_frees=%lu probe=%lu idle=%lu\n",
 			round, mode->name, index, len, hosts, cpus, iodepth, touch, fail_ppm,
 			sp_cpus[0].ns, cpus > 1 ? sp_cpus[1].ns : 0,
 			sp_cpus[0].retries + (cpus > 1 ? sp_cpus[1].retries : 0),
 			sp_cpus[0].injected + (cpus > 1 ? sp_cpus[1].injected : 0),
-			sp_cpus[0].ring_slabs,
+			sp_cpus[0].ring_slabs, sp_cpus[0].offslab_frees,
+			mode->kind == SP_STATIC ? 0UL : (unsigned long)SP_PROBE_STEPS * hosts,
 			idle + sp_cpus[0].idle + (cpus > 1 ? sp_cpus[1].idle : 0));
 	for (i = 0; i < idle; i++)
 		kmem_cache_free(cache, held[i]);

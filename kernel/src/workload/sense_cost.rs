@@ -145,6 +145,9 @@ fn window(
         reserve_hits: matches!(mode, CostMode::Mempool(_))
             .then(|| sum(|(outcome, _)| outcome.reserve_hits)),
         ring_slabs: Some(cpu0.ring_pages),
+        // The probe of frees off SLUB's active slab is the module's; our magazine has none.
+        offslab_frees: None,
+        probe: None,
         idle: mode.idle_objects(params.hosts.into(), iodepth.into(), cpus) as u64,
         differs: mode.differs().map(String::from),
         insns: Some(counted.insn_count()),

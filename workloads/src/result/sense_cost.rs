@@ -47,6 +47,14 @@ pub struct SenseCostResult {
     /// Slab pages (ours: 4 KiB pages) CPU 0's in-flight buffers sat in when its loop ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ring_slabs: Option<u64>,
+    /// Linux: of `probe` more commands after the window (untimed, CPU 0), how many gave back a
+    /// buffer whose slab was not the one the CPU last allocated from (SLUB's active slab), so
+    /// the free took `__slab_free` instead of the per-CPU fast path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offslab_frees: Option<u64>,
+    /// Commands of that probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<u64>,
     /// Objects held outside the rings: idle objects, reserve entries or tag buffers.
     pub idle: u64,
     /// Ours: how the row differs in meaning from the module's.

@@ -94,6 +94,9 @@ pub struct SenseRow {
     pub commands: u64,
     /// Slab pages CPU 0's in-flight buffers sat in at the end of a round (median).
     pub ring_slabs: Option<f64>,
+    /// Linux: the share of frees (%) that went to a slab other than SLUB's active one, in the
+    /// untimed probe after each window (median over windows).
+    pub offslab_pct: Option<f64>,
     /// Objects held outside the rings.
     pub idle: u64,
     /// Ours: how the row differs in meaning from the module's.
@@ -214,6 +217,13 @@ fn row(stack: &str, config: &str, mode: &str, of: &[&Window], io: Option<f64>) -
         .iter()
         .filter_map(|w| w.line.ring_slabs.map(|n| n as f64))
         .collect();
+    let offslab = of
+        .iter()
+        .filter_map(|w| {
+            let probe = w.line.probe.filter(|&n| n > 0)?;
+            Some(100.0 * w.line.offslab_frees? as f64 / probe as f64)
+        })
+        .collect();
     SenseRow {
         stack: stack.into(),
         config: config.into(),
@@ -238,6 +248,7 @@ fn row(stack: &str, config: &str, mode: &str, of: &[&Window], io: Option<f64>) -
         injected: counted.iter().map(|w| w.line.injected).sum(),
         commands: counted.iter().map(|w| w.commands()).sum(),
         ring_slabs: stats::median(&mut slabs),
+        offslab_pct: spread(offslab, 1).0,
         idle: of.first().map_or(0, |w| w.line.idle),
         differs: of.first().and_then(|w| w.line.differs.clone()),
         host_load: of.iter().map(|w| w.host_load).fold(0.0, f64::max),

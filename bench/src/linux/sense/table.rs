@@ -12,7 +12,7 @@ use harness::error::{Error, Result};
 use harness::workspace;
 
 /// The table of the thread's configuration (touch=zero, one host, one CPU, no failures).
-pub const COLUMNS: [Column<'static>; 17] = [
+pub const COLUMNS: [Column<'static>; 18] = [
     Column::new("stack", "stack"),
     Column::new("mode", "mode"),
     Column::new("insns/cmd", "insns_per_cmd"),
@@ -26,6 +26,7 @@ pub const COLUMNS: [Column<'static>; 17] = [
     Column::new("L2 miss/cmd", "l2_per_cmd"),
     Column::new("fixed insns", "fixed_insns"),
     Column::new("slabs", "ring_slabs"),
+    Column::new("off-slab frees %", "offslab_pct"),
     Column::new("ns/cmd", "ns_per_cmd"),
     Column::new("ns min", "ns_min"),
     Column::new("ns max", "ns_max"),
@@ -33,13 +34,14 @@ pub const COLUMNS: [Column<'static>; 17] = [
 ];
 
 /// The table of the other configurations.
-pub const OPTION_COLUMNS: [Column<'static>; 12] = [
+pub const OPTION_COLUMNS: [Column<'static>; 13] = [
     Column::new("config", "config"),
     Column::new("stack", "stack"),
     Column::new("mode", "mode"),
     Column::new("insns/cmd", "insns_per_cmd"),
     Column::new("+insns", "added_insns"),
     Column::new("L1D miss/cmd", "l1d_per_cmd"),
+    Column::new("off-slab frees %", "offslab_pct"),
     Column::new("ns/cmd", "ns_per_cmd"),
     Column::new("+ns", "added_ns"),
     Column::new("retries", "retries"),
@@ -137,7 +139,12 @@ pub fn headlines(rows: &[SenseRow]) -> Vec<String> {
         let phase: Vec<String> = rows
             .iter()
             .filter(|r| r.stack == stack && r.config == "iodepth=48" && r.mode != "static")
-            .filter_map(|r| Some(format!("{} {}", r.mode, r.insns_per_cmd?)))
+            .filter_map(|r| {
+                let offslab = r.offslab_pct.map_or(String::new(), |pct| {
+                    format!(" ({pct}% of frees off the active slab)")
+                });
+                Some(format!("{} {}{offslab}", r.mode, r.insns_per_cmd?))
+            })
             .collect();
         if !phase.is_empty() {
             lines.push(format!(

@@ -15,6 +15,8 @@ fn window(mode: &str, round: u64, n: u64, insns: Option<u64>, ns: u64) -> Window
             cpus: 1,
             ns,
             ring_slabs: Some(1),
+            offslab_frees: Some(if mode == "slab" { 1699 } else { 0 }),
+            probe: Some(3200),
             ..SenseCostResult::default()
         },
         window_insns: insns,
@@ -53,6 +55,11 @@ fn a_count_per_command_is_the_difference_of_two_rounds() {
     assert_eq!(slab.l1d_per_cmd, Some(-0.0008));
     assert_eq!(slab.l2_per_cmd, Some(0.0));
     assert_eq!(slab.commands, 60_000);
+    assert_eq!(
+        slab.offslab_pct,
+        Some(53.1),
+        "1699 of 3200 frees off the active slab"
+    );
 }
 
 #[test]
