@@ -104,8 +104,9 @@ pub fn headlines(rows: &[SenseRow]) -> Vec<String> {
         .filter_map(|mode| {
             let row = get(mode)?;
             Some(format!(
-                "{mode} +{} ({}% of static)",
-                number(row.added_insns),
+                "{mode} {} ({}% of static)",
+                row.added_insns
+                    .map_or("-".into(), |added| format!("{added:+}")),
                 number(row.pct_of_static)
             ))
         })
