@@ -37,6 +37,10 @@ pub fn question(stem: &str) -> &'static str {
             "How do stock Linux 6.1 and 6.12 compare with sensepool on the same cases in the \
              same QEMU?"
         }
+        "linux-sense" => {
+            "What does a sense-buffer reserve (the 2008 thread's mempools and idle objects) cost \
+             per command on the stock kernels' own SLUB and mempool, and on ours?"
+        }
         _ => "",
     }
 }

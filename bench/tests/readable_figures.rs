@@ -42,6 +42,7 @@ fn every_bench_has_a_sample() {
         "fake-rw",
         "fake-rw-os",
         "linux",
+        "linux-sense",
         "nbd",
         "numa",
         "sense-reserve",

@@ -131,8 +131,6 @@ pub fn layout(stem: &str) -> Layout {
         ),
         "linux-sense" => (
             "linux",
-            "What does a sense-buffer reserve (the 2008 thread's mempools and idle objects) cost \
-             per command on the stock kernels' own SLUB and mempool, and on ours?",
             "instructions and modelled misses per command are medians over pairs of counted \
              rounds (a long round less the short one after it), with min and max; ns per command \
              is the median of the timed rounds with min–max, beside the host's load",

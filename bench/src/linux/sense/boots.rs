@@ -165,10 +165,7 @@ pub fn ours(
         .map(|record| {
             let figures = InsnFigures::read(&record)?;
             let line: SenseCostResult =
-                typed::from_value(Value::Object(record)).map_err(|reason| Error::BadResult {
-                    what: "a sense-cost RESULT".into(),
-                    reason,
-                })?;
+                typed::from_value(Value::Object(record), "a sense-cost RESULT")?;
             let counted = counting.is_some();
             if counted && figures.insns.is_none() {
                 return Err(fail(format!(

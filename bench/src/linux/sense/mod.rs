@@ -17,6 +17,7 @@
 //! 4 KiB fake_rw I/O, counted in the same run (fio on Linux, `sense=pertag` ours).
 
 mod boots;
+pub mod figure;
 mod plan;
 mod summary;
 mod table;

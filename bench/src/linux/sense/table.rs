@@ -1,14 +1,13 @@
 //! What `--case sense` prints and keeps: the tables (the thread's configuration, then one option
-//! changed at a time), the conclusions drawn from them, `target/bench/linux-sense.json` (every
-//! window and every row) and its figure.
+//! changed at a time), the conclusions drawn from them, and `target/bench/linux-sense.json`
+//! (every window and every row), from which its figure is drawn ([`super::figure`]).
 
 use serde_json::Value;
 
 use super::plan::SlabFacts;
 use super::summary::{SenseRow, Window};
-use benchkit::plot::{HorizontalBars, draw_horizontal};
 use benchkit::{Column, Record, ResultSet, print_table, typed};
-use harness::error::{Error, Result};
+use harness::error::Result;
 use harness::workspace;
 
 /// The table of the thread's configuration (touch=zero, one host, one CPU, no failures).
@@ -210,37 +209,9 @@ pub fn write(
     document["facts"] = serde_json::to_value(facts).unwrap_or_default();
     document["problems"] = Value::from(problems.to_vec());
     let json = benchkit::write_document(&dir, &set.file_stem, &document)?;
-    let svg = dir.join(format!("{}.svg", set.file_stem));
-    let default: Vec<&SenseRow> = rows.iter().filter(|r| r.config == "default").collect();
-    let mut groups: Vec<String> = Vec::new();
-    for row in &default {
-        if !groups.contains(&row.mode) {
-            groups.push(row.mode.clone());
-        }
-    }
-    let series: Vec<String> = stacks(rows).into_iter().map(String::from).collect();
-    let values = groups
-        .iter()
-        .map(|mode| {
-            series
-                .iter()
-                .map(|stack| value_of(rows, stack, mode).and_then(|r| r.insns_per_cmd))
-                .collect()
-        })
-        .collect();
-    let chart = HorizontalBars {
-        title: "Sense buffers: instructions per command, the 2008 thread's modes".into(),
-        x_label: "guest instructions per command (counted)".into(),
-        groups,
-        series,
-        values,
-    };
-    match draw_horizontal(&svg, &chart) {
-        Ok(()) => println!("wrote {} and {}", json.display(), svg.display()),
-        Err(Error::Plot { reason, .. }) => {
-            println!("wrote {} (no figure: {reason})", json.display())
-        }
-        Err(error) => return Err(error),
+    println!("wrote {}", json.display());
+    for svg in super::figure::draw(&set.file_stem, &document, &dir)? {
+        println!("wrote {}", svg.display());
     }
     Ok(())
 }
