@@ -1,8 +1,9 @@
 //! `workload=sense-cost`: the 2008 sense-buffer experiment's rows on our sense allocator,
 //! shaped as the stock kernels' `sp_sense` module runs them on SLUB (see
-//! `workloads::sense_cost`). Every window gets a fresh `scsi_sense_cache` slab on the DMA frames,
-//! as the module gets a fresh cache, and every CPU in use its own per-CPU magazine over it (the
-//! allocator fake-rw uses), with a failslab draw in front when `fail=` is set. CPU 0 holds the
+//! `workloads::sense_cost`). Every window gets a fresh `scsi_sense_cache` on the DMA frames, as
+//! the module gets a fresh cache: the magazine slab (`sense_slab=slab`, the default; each CPU in
+//! use its own per-CPU magazine over it, as fake-rw) or the SLUB-shaped cache (`sense_slab=slub`;
+//! each CPU through its own front), with a failslab draw in front when `fail=` is set. CPU 0 holds the
 //! idle objects; with `cpus=2` CPU 1 runs the same rings on the same cache at the same time. The
 //! kernel runs with interrupts off, so the timed loop between the counted-window markers sees
 //! none. One `RESULT` line per window (`workloads::result::SenseCostResult`), after its publish.
@@ -11,9 +12,10 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use pools::slab::SlabConfig;
-use pools::{ElementAllocator, Magazine, SlabCache};
+use pools::{ElementAllocator, Magazine, SlabCache, SlubCache};
 use scsi::sense_alloc::{Boxed, SENSE_MAGAZINE_OBJECTS, SenseStorage, SlabSense};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
+use workloads::io::SenseSlab;
 use workloads::result::{SenseCostResult, result_line};
 use workloads::sense_cost::{CostMode, CpuOutcome, CpuWindow, SenseCostError, SenseCostParams};
 use workloads::{Failslab, PageBudget};
@@ -27,13 +29,36 @@ use crate::platform::sync::barrier::SpinBarrier;
 use crate::platform::sync::spinlock::CountingSpinLock;
 use crate::storage::{Frames, KernelClock};
 
-type SenseCache = SlabCache<Frames, CountingSpinLock>;
+/// A window's cache: one of the two slab backends (`sense_slab=`).
+enum SenseCache {
+    Slab(SlabCache<Frames, CountingSpinLock>),
+    Slub(SlubCache<Frames, CountingSpinLock>),
+}
+
+impl SenseCache {
+    fn create(backend: SenseSlab) -> Result<SenseCache, String> {
+        let frames = crate::memory::dma::frames().ok_or("no DMA frame allocator")?;
+        let config = SlabConfig::new("scsi_sense_cache", SCSI_SENSE_BUFFERSIZE);
+        match backend {
+            SenseSlab::Slab => SlabCache::create(config, frames).map(SenseCache::Slab),
+            SenseSlab::Slub => SlubCache::create(config, frames).map(SenseCache::Slub),
+        }
+        .map_err(|error| alloc::format!("sense cache: {error}"))
+    }
+
+    fn destroy(self) -> Result<(), pools::PoolError> {
+        match self {
+            SenseCache::Slab(cache) => cache.destroy(),
+            SenseCache::Slub(cache) => cache.destroy(),
+        }
+    }
+}
 
 /// What one CPU brought back from a window: its outcome and the failures injected on it.
 type CpuRun = Result<(CpuOutcome, u64), SenseCostError>;
 
-/// One CPU's share: its own magazine over `cache` (and a failslab draw in front of it when
-/// `fail_ppm` is set, armed once the set-up is done), then the rings.
+/// One CPU's share: its own magazine over the magazine slab, or its own front of the
+/// SLUB-shaped cache, then [`front`].
 fn run_cpu(
     cpu: usize,
     window: &CpuWindow,
@@ -42,15 +67,37 @@ fn run_cpu(
     cache: &SenseCache,
     barrier: &SpinBarrier,
 ) -> CpuRun {
-    let magazine = Magazine::new(Boxed::new(SlabSense::new(cache)), SENSE_MAGAZINE_OBJECTS);
+    match cache {
+        SenseCache::Slab(cache) => {
+            let magazine = Magazine::new(Boxed::new(SlabSense::new(cache)), SENSE_MAGAZINE_OBJECTS);
+            front(cpu, window, fail_ppm, seed, &magazine, barrier)
+        }
+        SenseCache::Slub(cache) => front(cpu, window, fail_ppm, seed, &cache.cpu(), barrier),
+    }
+}
+
+/// The rings on `allocator`, with a failslab draw in front of it when `fail_ppm` is set (armed
+/// once the set-up is done).
+fn front<A>(
+    cpu: usize,
+    window: &CpuWindow,
+    fail_ppm: u32,
+    seed: u64,
+    allocator: &A,
+    barrier: &SpinBarrier,
+) -> CpuRun
+where
+    A: ElementAllocator,
+    A::Element: SenseStorage,
+{
     if fail_ppm == 0 {
-        let outcome = rings(window, &magazine, || {
+        let outcome = rings(window, allocator, || {
             barrier.wait();
         })?;
         return Ok((outcome, 0));
     }
     let budget = PageBudget::new(1, 0, seed ^ (cpu as u64 + 1) << 32);
-    let front = Failslab::new(&magazine, &budget);
+    let front = Failslab::new(allocator, &budget);
     let outcome = rings(window, &front, || {
         budget.set_fail_ppm(fail_ppm);
         barrier.wait();
@@ -73,17 +120,12 @@ where
 /// One window: a fresh cache, every CPU in use at once, the publish, the line.
 fn window(
     params: &SenseCostParams,
-    iodepth: u16,
-    seed: u64,
+    io: &workloads::io::WorkloadParams,
     round: u32,
     slot: usize,
 ) -> Result<SenseCostResult, String> {
-    let frames = crate::memory::dma::frames().ok_or("no DMA frame allocator")?;
-    let cache = SlabCache::create(
-        SlabConfig::new("scsi_sense_cache", SCSI_SENSE_BUFFERSIZE),
-        frames,
-    )
-    .map_err(|error| alloc::format!("sense slab: {error}"))?;
+    let (iodepth, seed, backend) = (io.job.iodepth, io.job.seed, io.sense_slab);
+    let cache = SenseCache::create(backend)?;
     let mode = params.modes[slot];
     let commands = params.commands_in(round);
     let cpus = usize::from(params.cpus);
@@ -149,7 +191,8 @@ fn window(
         offslab_frees: None,
         probe: None,
         idle: mode.idle_objects(params.hosts.into(), iodepth.into(), cpus) as u64,
-        differs: mode.differs().map(String::from),
+        differs: mode.differs(backend).map(String::from),
+        sense_slab: Some(backend.name().into()),
         insns: Some(counted.insn_count()),
     })
 }
@@ -167,7 +210,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
     }
     let iodepth = cmdline.io.job.iodepth;
     log::info!(
-        "sense-cost: {} modes, {} rounds of {}/{} commands per ring, hosts={} cpus={} iodepth={iodepth} touch={} fail_ppm={}",
+        "sense-cost: {} modes, {} rounds of {}/{} commands per ring, hosts={} cpus={} iodepth={iodepth} touch={} fail_ppm={} sense_slab={}",
         params.modes.len(),
         params.rounds,
         params.commands_in(0),
@@ -175,13 +218,13 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
         params.hosts,
         params.cpus,
         params.touch.name(),
-        params.fail_ppm
+        params.fail_ppm,
+        cmdline.io.sense_slab.name()
     );
     // Each round rotates the order by one, so every mode takes a turn early and late.
     for round in 0..params.rounds {
-        for i in 0..params.modes.len() {
-            let slot = (i + round as usize) % params.modes.len();
-            match window(params, iodepth, cmdline.io.job.seed, round, slot) {
+        for slot in stats::order::rotated(params.modes.len(), round as usize) {
+            match window(params, &cmdline.io, round, slot) {
                 Ok(result) => println!("{}", result_line(&result)),
                 Err(error) => {
                     println!("sense-cost: FAILED: round {round}: {error}");

@@ -60,6 +60,9 @@ pub fn result_fields(test: &GuestTest) -> Option<BTreeSet<String>> {
             reserve_hits: Some(0),
             ring_slabs: Some(0),
             differs: Some(String::new()),
+            sense_slab: Some(String::new()),
+            offslab_frees: Some(0),
+            probe: Some(0),
             insns: counted,
             ..SenseCostResult::default()
         }))

@@ -60,6 +60,9 @@ pub struct SenseCostResult {
     /// Ours: how the row differs in meaning from the module's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub differs: Option<String>,
+    /// Ours: the slab backend (`sense_slab=`: `slab` or `slub`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sense_slab: Option<String>,
     /// The instruction-count keys (ours; the module's windows are matched by publish order).
     #[serde(flatten)]
     pub insns: Option<InsnCount>,

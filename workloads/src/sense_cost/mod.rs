@@ -25,6 +25,7 @@ use scsi::wire::{SCSI_SENSE_BUFFERSIZE, Tag};
 
 pub use params::{MAX_HOSTS, SenseCostParams};
 
+use crate::io::SenseSlab;
 use crate::window::CountedWindows;
 
 /// Modes per run: one instruction-count slot each.
@@ -105,14 +106,17 @@ impl CostMode {
         }
     }
 
-    /// How our row differs in meaning from the module's, if it does.
-    pub fn differs(self) -> Option<&'static str> {
-        match self {
-            CostMode::Static => Some(
+    /// How our row differs in meaning from the module's on the slab `backend`, if it does.
+    pub fn differs(self, backend: SenseSlab) -> Option<&'static str> {
+        match (self, backend) {
+            (CostMode::Static, _) => Some(
                 "pertag: the tag's buffer is taken from the allocator's tag table and put back per command",
             ),
-            CostMode::Slab { .. } | CostMode::Mempool(_) => Some(
+            (_, SenseSlab::Slab) => Some(
                 "our slab: a per-CPU magazine of 64 in front of a Bonwick slab, not SLUB's per-CPU slab",
+            ),
+            (_, SenseSlab::Slub) => Some(
+                "our SLUB-shaped cache (pools::slub): per-CPU active and partial slabs, as SLUB, on our pages",
             ),
         }
     }

@@ -137,10 +137,21 @@ fn window(
     }
 }
 
-/// One boot of ours running `config` (counted when `counting` is given).
+/// The stack our windows belong to: `sensepool` on the magazine slab, `sensepool slub` on the
+/// SLUB-shaped cache.
+pub fn ours_stack(sense_slab: &str) -> String {
+    match sense_slab {
+        "slab" => "sensepool".into(),
+        other => format!("sensepool {other}"),
+    }
+}
+
+/// One boot of ours running `config` on the slab backend `sense_slab` (counted when `counting`
+/// is given).
 pub fn ours(
     guest: &Guest,
     config: &Config,
+    sense_slab: &str,
     counting: Option<&Counting>,
     lengths: Lengths,
 ) -> Result<Vec<Window>> {
@@ -149,7 +160,7 @@ pub fn ours(
         smp: Some(VCPUS),
         timeout: Some(Duration::from_secs(900)),
         kernel_args: Some(format!(
-            "workload=sense-cost {} commands={} commands_short={} rounds={}",
+            "workload=sense-cost {} sense_slab={sense_slab} commands={} commands_short={} rounds={}",
             config.ours(),
             lengths.commands,
             lengths.commands_short,
@@ -181,8 +192,9 @@ pub fn ours(
                     l1d_misses: l1d,
                     l2_misses: l2,
                 });
+            let stack = ours_stack(line.sense_slab.as_deref().unwrap_or(sense_slab));
             Ok(window(
-                "sensepool",
+                &stack,
                 line,
                 figures.insns.map(|n| (n, cache)),
                 counted,

@@ -55,26 +55,33 @@ fn io_insns(records: &[Record], stack: &str) -> Option<f64> {
 /// What one boot of the plan runs.
 enum Boot<'a> {
     Linux(&'a Prepared, Variant),
-    Ours(Config),
+    /// A configuration on one of our slab backends (`sense_slab=`).
+    Ours(Config, &'static str),
 }
 
 impl Boot<'_> {
     fn name(&self) -> String {
         match self {
             Boot::Linux(kernel, variant) => boots::linux_stack(kernel, variant),
-            Boot::Ours(config) => format!("sensepool {}", config.ours()),
+            Boot::Ours(config, slab) => format!("{} {}", boots::ours_stack(slab), config.ours()),
         }
     }
 }
 
+/// The configurations ours runs on the SLUB-shaped cache too: the thread's, failures, and the
+/// phase experiment (indices into [`CONFIGS`]).
+const SLUB_CONFIGS: [usize; 3] = [0, 2, 5];
+
 /// Every boot: each kernel's variants (the shipped one with every configuration), then ours
-/// once per configuration.
+/// once per configuration on the magazine slab, and on the SLUB-shaped cache for
+/// [`SLUB_CONFIGS`].
 fn boots(kernels: &[Prepared]) -> Vec<Boot<'_>> {
     let mut list: Vec<Boot> = kernels
         .iter()
         .flat_map(|kernel| VARIANTS.map(|variant| Boot::Linux(kernel, variant)))
         .collect();
-    list.extend(CONFIGS.map(Boot::Ours));
+    list.extend(CONFIGS.map(|config| Boot::Ours(config, "slab")));
+    list.extend(SLUB_CONFIGS.map(|index| Boot::Ours(CONFIGS[index], "slub")));
     list
 }
 
@@ -94,7 +101,10 @@ fn one_boot(
             };
             boots::linux(guest, kernel, plan, variant, configs, counting, lengths)
         }
-        Boot::Ours(config) => Ok((boots::ours(guest, config, counting, lengths)?, Vec::new())),
+        Boot::Ours(config, slab) => Ok((
+            boots::ours(guest, config, slab, counting, lengths)?,
+            Vec::new(),
+        )),
     }
 }
 
