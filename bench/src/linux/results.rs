@@ -186,7 +186,11 @@ pub fn classify(line: &str) -> Result<GuestLine> {
     let Some(rest) = text.strip_prefix("SPLINUX ") else {
         return Ok(GuestLine::Other);
     };
-    let mut words = fields(rest, &["json"]);
+    result_line(text, fields(rest, &["json"]))
+}
+
+/// An `SPLINUX case=… …` line's `words` as the type its case word names.
+fn result_line(text: &str, mut words: Vec<(&str, &str)>) -> Result<GuestLine> {
     // The case word says which type the other words are.
     let case = match words.iter().position(|(key, _)| *key == "case") {
         Some(at) => words.remove(at).1,

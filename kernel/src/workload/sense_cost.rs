@@ -167,9 +167,27 @@ fn window(
     cache
         .destroy()
         .map_err(|error| alloc::format!("{mode}: the sense slab did not empty: {error}"))?;
+    Ok(line(params, io, round, slot, &outcomes, counted))
+}
+
+/// The window's `RESULT` line from each CPU's outcome (and the failures injected on it).
+fn line(
+    params: &SenseCostParams,
+    io: &workloads::io::WorkloadParams,
+    round: u32,
+    slot: usize,
+    outcomes: &[(CpuOutcome, u64)],
+    counted: Counted,
+) -> SenseCostResult {
+    let (iodepth, backend) = (io.job.iodepth, io.sense_slab);
+    let (mode, commands, cpus) = (
+        params.modes[slot],
+        params.commands_in(round),
+        outcomes.len(),
+    );
     let (cpu0, _) = outcomes[0];
     let sum = |field: fn(&(CpuOutcome, u64)) -> u64| outcomes.iter().map(field).sum::<u64>();
-    Ok(SenseCostResult {
+    SenseCostResult {
         bench: "sense-cost".into(),
         round: round.into(),
         mode: alloc::format!("{mode}"),
@@ -194,7 +212,7 @@ fn window(
         differs: mode.differs(backend).map(String::from),
         sense_slab: Some(backend.name().into()),
         insns: Some(counted.insn_count()),
-    })
+    }
 }
 
 /// `workload=sense-cost`.

@@ -43,6 +43,48 @@ pub fn draw(stem: &str, document: &Value, dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(vec![path])
 }
 
+/// The rows of one configuration (`config`) under `heading`: a row per mode, a bar per stack.
+/// Sets `spread` when a bar has one.
+fn group(
+    rows: &[SenseRow],
+    stacks: &[&str],
+    (config, heading): (&str, &str),
+    spread: &mut bool,
+) -> RowGroup {
+    let mut modes: Vec<&str> = Vec::new();
+    for row in rows.iter().filter(|row| row.config == config) {
+        if !modes.contains(&row.mode.as_str()) {
+            modes.push(&row.mode);
+        }
+    }
+    let bar = |stack: &str, mode: &str| {
+        let row = rows
+            .iter()
+            .find(|r| r.stack == stack && r.config == config && r.mode == mode)?;
+        let value = row.insns_per_cmd?;
+        let (min, max) = (
+            row.insns_min.unwrap_or(value),
+            row.insns_max.unwrap_or(value),
+        );
+        Some(Bar { value, min, max })
+    };
+    let rows = modes
+        .iter()
+        .map(|mode| {
+            let bars: Vec<Option<Bar>> = stacks.iter().map(|stack| bar(stack, mode)).collect();
+            *spread |= bars.iter().flatten().any(|bar| bar.min < bar.max);
+            BarRow {
+                label: (*mode).to_owned(),
+                bars,
+            }
+        })
+        .collect();
+    RowGroup {
+        name: heading.to_owned(),
+        rows,
+    }
+}
+
 fn chart(rows: &[SenseRow], place: &str) -> HBars {
     let mut stacks: Vec<&str> = Vec::new();
     for row in rows.iter().filter(|row| row.insns_per_cmd.is_some()) {
@@ -53,39 +95,7 @@ fn chart(rows: &[SenseRow], place: &str) -> HBars {
     let mut spread = false;
     let groups = GROUPS
         .iter()
-        .map(|(config, heading)| {
-            let mut modes: Vec<&str> = Vec::new();
-            for row in rows.iter().filter(|row| row.config == *config) {
-                if !modes.contains(&row.mode.as_str()) {
-                    modes.push(&row.mode);
-                }
-            }
-            let bar_rows = modes
-                .iter()
-                .map(|mode| BarRow {
-                    label: (*mode).to_owned(),
-                    bars: stacks
-                        .iter()
-                        .map(|stack| {
-                            let row = rows.iter().find(|r| {
-                                r.stack == *stack && r.config == *config && r.mode == *mode
-                            })?;
-                            let value = row.insns_per_cmd?;
-                            let (min, max) = (
-                                row.insns_min.unwrap_or(value),
-                                row.insns_max.unwrap_or(value),
-                            );
-                            spread |= min < max;
-                            Some(Bar { value, min, max })
-                        })
-                        .collect(),
-                })
-                .collect();
-            RowGroup {
-                name: (*heading).to_owned(),
-                rows: bar_rows,
-            }
-        })
+        .map(|&config| group(rows, &stacks, config, &mut spread))
         .collect();
     HBars {
         header: Header {

@@ -108,6 +108,79 @@ fn one_boot(
     }
 }
 
+/// One boot of the plan, counted or timed; a boot that measured nothing (a crash) is reported
+/// and tried once more. Its windows, and the problems met.
+fn boot_once_more(
+    guest: &Guest,
+    plan: &Plan,
+    plugin: &Path,
+    boot: &Boot,
+    counted: bool,
+) -> (Vec<Window>, Vec<String>) {
+    let kind = if counted { "counted" } else { "timed" };
+    let attempt = || {
+        let counting = match counted {
+            true => Some(Counting::next_boot(plugin, false)?.with_cache_model(true)),
+            false => None,
+        };
+        one_boot(guest, plan, boot, counting.as_ref())
+    };
+    let mut problems = Vec::new();
+    let mut outcome = attempt();
+    if let Ok((got, failed)) = &mut outcome
+        && got.is_empty()
+        && !failed.is_empty()
+    {
+        problems.append(failed);
+        eprintln!(
+            "xtask: sense: {} {kind} measured nothing; once more",
+            boot.name()
+        );
+        outcome = attempt();
+    }
+    match outcome {
+        Ok((got, mut failed)) => {
+            problems.append(&mut failed);
+            (got, problems)
+        }
+        Err(error) => {
+            problems.push(format!("{} {kind}: {error}", boot.name()));
+            (Vec::new(), problems)
+        }
+    }
+}
+
+/// Every boot of the plan: the counted ones first (a plugin or module problem shows before the
+/// long part), then the timed ones in an order rotated by the repetition.
+fn all_boots(
+    guest: &Guest,
+    kernels: &[Prepared],
+    plan: &Plan,
+    plugin: &Path,
+) -> (Vec<Window>, Vec<String>) {
+    let list = boots(kernels);
+    let mut order: Vec<(usize, bool)> = (0..list.len()).map(|index| (index, true)).collect();
+    let mut timed: Vec<usize> = (0..list.len()).collect();
+    stats::order::rotate(&mut timed, plan.reps as usize);
+    order.extend(timed.into_iter().map(|index| (index, false)));
+    let (mut windows, mut problems) = (Vec::new(), Vec::new());
+    for (step, &(index, counted)) in order.iter().enumerate() {
+        let boot = &list[index];
+        eprintln!(
+            "xtask: sense [{}/{}] {} {} (load {:.1})",
+            step + 1,
+            order.len(),
+            boot.name(),
+            if counted { "counted" } else { "timed" },
+            host_load()
+        );
+        let (mut got, mut failed) = boot_once_more(guest, plan, plugin, boot, counted);
+        windows.append(&mut got);
+        problems.append(&mut failed);
+    }
+    (windows, problems)
+}
+
 /// Runs the case: the per-I/O counts, the counted boots, the timed boots in rotated order;
 /// prints and writes what was measured. A failed boot is a problem and the run goes on.
 pub fn run(guest: &Guest, kernels: &[Prepared], plan: &Plan, plugin: &Path) -> Result<Vec<String>> {
@@ -122,50 +195,8 @@ pub fn run(guest: &Guest, kernels: &[Prepared], plan: &Plan, plugin: &Path) -> R
         ..plan.clone()
     };
     let (io_records, mut problems) = counts::measure(guest, kernels, &long, plugin, Some("pertag"));
-    let list = boots(kernels);
-    let mut windows = Vec::new();
-    // Counted boots first: a plugin or module problem shows before the long part.
-    let mut order: Vec<(usize, bool)> = (0..list.len()).map(|index| (index, true)).collect();
-    let mut timed: Vec<usize> = (0..list.len()).collect();
-    stats::order::rotate(&mut timed, plan.reps as usize);
-    order.extend(timed.into_iter().map(|index| (index, false)));
-    for (step, &(index, counted)) in order.iter().enumerate() {
-        let boot = &list[index];
-        let kind = if counted { "counted" } else { "timed" };
-        eprintln!(
-            "xtask: sense [{}/{}] {} {kind} (load {:.1})",
-            step + 1,
-            order.len(),
-            boot.name(),
-            host_load()
-        );
-        let attempt = || {
-            let counting = match counted {
-                true => Some(Counting::next_boot(plugin, false)?.with_cache_model(true)),
-                false => None,
-            };
-            one_boot(guest, plan, boot, counting.as_ref())
-        };
-        let mut outcome = attempt();
-        if matches!(&outcome, Ok((got, failed)) if got.is_empty() && !failed.is_empty()) {
-            // A boot that measured nothing (a crash) is reported and tried once more.
-            if let Ok((_, failed)) = &mut outcome {
-                problems.append(failed);
-            }
-            eprintln!(
-                "xtask: sense: {} {kind} measured nothing; once more",
-                boot.name()
-            );
-            outcome = attempt();
-        }
-        match outcome {
-            Ok((mut got, mut failed)) => {
-                windows.append(&mut got);
-                problems.append(&mut failed);
-            }
-            Err(error) => problems.push(format!("{} {kind}: {error}", boot.name())),
-        }
-    }
+    let (windows, mut failed) = all_boots(guest, kernels, plan, plugin);
+    problems.append(&mut failed);
     for problem in &problems {
         eprintln!("xtask: bench linux --case sense: {problem}");
     }

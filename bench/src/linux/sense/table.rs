@@ -83,87 +83,101 @@ fn number(value: Option<f64>) -> String {
     value.map_or("-".into(), |v| format!("{v}"))
 }
 
-/// The conclusions, each computed from the rows: what the thread's rows add on every stack, what
-/// holding idle objects changes, how far repeated counts agree, and the failure counts.
-pub fn headlines(rows: &[SenseRow]) -> Vec<String> {
-    let mut lines = Vec::new();
-    for stack in stacks(rows) {
-        let get = |mode: &str| value_of(rows, stack, mode);
-        let Some(base) = get("static").and_then(|r| r.insns_per_cmd) else {
-            continue;
-        };
-        let seed: Vec<String> = [
-            "slab",
-            "mempool:1",
-            "mempool:2",
-            "slab+idle:1519",
-            "mempool:1519",
-        ]
+/// What the thread's rows add over `static` on `stack`, beside the thread's percentages.
+fn seed_line(rows: &[SenseRow], stack: &str) -> Option<String> {
+    let base = value_of(rows, stack, "static")?.insns_per_cmd?;
+    let seed: Vec<String> = [
+        "slab",
+        "mempool:1",
+        "mempool:2",
+        "slab+idle:1519",
+        "mempool:1519",
+    ]
+    .iter()
+    .filter_map(|mode| {
+        let row = value_of(rows, stack, mode)?;
+        let added = row
+            .added_insns
+            .map_or("-".into(), |added| format!("{added:+}"));
+        Some(format!(
+            "{mode} {added} ({}% of static)",
+            number(row.pct_of_static)
+        ))
+    })
+    .collect();
+    Some(format!(
+        "{stack}: static {base} insns/cmd; {}; the 2008 thread: slab 99.3, mempool:1 98.3, slab+idle:1519 96.2, mempool:1519 94.6",
+        seed.join(", ")
+    ))
+}
+
+/// What holding K idle objects or a K-entry reserve changes per command on `stack`.
+fn idle_line(rows: &[SenseRow], stack: &str) -> Option<String> {
+    let get = |mode: &str| value_of(rows, stack, mode);
+    let idle: Vec<String> = [("slab", "slab+idle:"), ("mempool:2", "mempool:")]
         .iter()
-        .filter_map(|mode| {
-            let row = get(mode)?;
-            Some(format!(
-                "{mode} {} ({}% of static)",
-                row.added_insns
-                    .map_or("-".into(), |added| format!("{added:+}")),
-                number(row.pct_of_static)
-            ))
+        .flat_map(|(base_mode, prefix)| {
+            ["32", "1519", "10107"].iter().filter_map(move |k| {
+                let mode = format!("{prefix}{k}");
+                let (with, without) = (get(&mode)?, get(base_mode)?);
+                let insns = with.insns_per_cmd? - without.insns_per_cmd?;
+                let l1d = with.l1d_per_cmd? - without.l1d_per_cmd?;
+                Some(format!(
+                    "{mode} − {base_mode}: {insns:+.1} insns, {l1d:+.4} L1D misses"
+                ))
+            })
         })
         .collect();
-        lines.push(format!(
-            "{stack}: static {base} insns/cmd; {}; the 2008 thread: slab 99.3, mempool:1 98.3, slab+idle:1519 96.2, mempool:1519 94.6",
-            seed.join(", ")
-        ));
-        let idle: Vec<String> = [("slab", "slab+idle:"), ("mempool:2", "mempool:")]
-            .iter()
-            .flat_map(|(base_mode, prefix)| {
-                ["32", "1519", "10107"].iter().filter_map(move |k| {
-                    let mode = format!("{prefix}{k}");
-                    let (with, without) = (get(&mode)?, get(base_mode)?);
-                    let insns = with.insns_per_cmd? - without.insns_per_cmd?;
-                    let l1d = with.l1d_per_cmd? - without.l1d_per_cmd?;
-                    Some(format!(
-                        "{mode} − {base_mode}: {insns:+.1} insns, {l1d:+.4} L1D misses"
-                    ))
-                })
-            })
-            .collect();
-        if !idle.is_empty() {
-            lines.push(format!(
-                "{stack}, idle objects per command: {}",
-                idle.join("; ")
-            ));
-        }
-    }
-    for stack in stacks(rows) {
-        let phase: Vec<String> = rows
-            .iter()
-            .filter(|r| r.stack == stack && r.config == "iodepth=48" && r.mode != "static")
-            .filter_map(|r| {
-                let offslab = r.offslab_pct.map_or(String::new(), |pct| {
-                    format!(" ({pct}% of frees off the active slab)")
-                });
-                Some(format!("{} {}{offslab}", r.mode, r.insns_per_cmd?))
-            })
-            .collect();
-        if !phase.is_empty() {
-            lines.push(format!(
-                "{stack}, 48 in flight (more than a 32-object slab), insns/cmd: {}",
-                phase.join(", ")
-            ));
-        }
-    }
-    let widest = rows
+    (!idle.is_empty()).then(|| format!("{stack}, idle objects per command: {}", idle.join("; ")))
+}
+
+/// The phase experiment on `stack`: instructions per command with 48 in flight, and the share
+/// of frees that missed SLUB's active slab.
+fn phase_line(rows: &[SenseRow], stack: &str) -> Option<String> {
+    let phase: Vec<String> = rows
+        .iter()
+        .filter(|r| r.stack == stack && r.config == "iodepth=48" && r.mode != "static")
+        .filter_map(|r| {
+            let offslab = r.offslab_pct.map_or(String::new(), |pct| {
+                format!(" ({pct}% of frees off the active slab)")
+            });
+            Some(format!("{} {}{offslab}", r.mode, r.insns_per_cmd?))
+        })
+        .collect();
+    (!phase.is_empty()).then(|| {
+        format!(
+            "{stack}, 48 in flight (more than a 32-object slab), insns/cmd: {}",
+            phase.join(", ")
+        )
+    })
+}
+
+/// How far the counts of one row's pairs of rounds spread, at worst (one CPU).
+fn spread_line(rows: &[SenseRow]) -> Option<String> {
+    let (width, row) = rows
         .iter()
         .filter(|r| !r.config.contains("cpus="))
         .filter_map(|r| Some((r.insns_max? - r.insns_min?, r)))
-        .max_by(|a, b| a.0.total_cmp(&b.0));
-    if let Some((width, row)) = widest {
-        lines.push(format!(
-            "repeated counts (one CPU): the widest min–max of instructions per command over round pairs is {width:.1} ({} {} {})",
-            row.stack, row.config, row.mode
-        ));
+        .max_by(|a, b| a.0.total_cmp(&b.0))?;
+    Some(format!(
+        "repeated counts (one CPU): the widest min–max of instructions per command over round pairs is {width:.1} ({} {} {})",
+        row.stack, row.config, row.mode
+    ))
+}
+
+/// The conclusions, each computed from the rows: what the thread's rows add on every stack, what
+/// holding idle objects changes, the phase experiment, how far repeated counts agree, and the
+/// failure counts.
+pub fn headlines(rows: &[SenseRow]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for stack in stacks(rows) {
+        lines.extend(seed_line(rows, stack));
+        lines.extend(idle_line(rows, stack));
     }
+    for stack in stacks(rows) {
+        lines.extend(phase_line(rows, stack));
+    }
+    lines.extend(spread_line(rows));
     for row in rows.iter().filter(|r| r.injected > 0) {
         lines.push(format!(
             "{} {} {}: {} failures injected in {} commands, {} retried",
