@@ -42,6 +42,26 @@ fn read(path: &Path) -> Result<Vec<u8>> {
     })
 }
 
+/// Our modules: each one built as `/lib/modules/<name>.ko`, or the reason it is missing as
+/// `/etc/sp/<case>.missing` (the guest prints it for the module's case).
+fn add_ours(archive: &mut Archive, modules: &[(GuestModule, Module)]) -> Result<()> {
+    for (which, module) in modules {
+        match module {
+            Module::Built(path) => archive.file(
+                &format!("/lib/modules/{}.ko", which.name()),
+                0o644,
+                &read(path)?,
+            ),
+            Module::Missing { reason } => archive.file(
+                &format!("/etc/sp/{}.missing", which.case()),
+                0o644,
+                reason.as_bytes(),
+            ),
+        }
+    }
+    Ok(())
+}
+
 /// Builds the archive and returns its path.
 pub fn build(kernel: &Kernel, contents: &Contents<'_>, base: &Path) -> Result<PathBuf> {
     let mut archive = Archive::default();
@@ -86,20 +106,7 @@ pub fn build(kernel: &Kernel, contents: &Contents<'_>, base: &Path) -> Result<Pa
         }
         archive.file(&format!("/etc/sp/{target}.modules"), 0o644, list.as_bytes());
     }
-    for (which, module) in &contents.modules {
-        match module {
-            Module::Built(path) => archive.file(
-                &format!("/lib/modules/{}.ko", which.name()),
-                0o644,
-                &read(path)?,
-            ),
-            Module::Missing { reason } => archive.file(
-                &format!("/etc/sp/{}.missing", which.case()),
-                0o644,
-                reason.as_bytes(),
-            ),
-        }
-    }
+    add_ours(&mut archive, &contents.modules)?;
     let path = base.join(format!("initramfs-{}.cpio", kernel.release.label()));
     std::fs::write(&path, archive.finish()).map_err(|source| Error::Write {
         path: path.clone(),
