@@ -287,41 +287,39 @@ fn raw_reset_reasons_decode_per_the_specification() {
 
 /// After a successful ABORT TASK the midlayer retries the command with the same tag; the
 /// aborted request's used entry pops later. Popping it must not forget the *retry's* used
-/// id: when the retry times out too, ABORT TASK must find it, not escalate to a device
-/// reset. Then the retry completes normally.
+/// id: when the retry times out too, the error handler's ABORT TASK must find it, not
+/// escalate to a device reset. Then the handler's TEST UNIT READY passes and the command's
+/// third attempt completes normally.
 #[test]
 fn a_late_aborted_completion_keeps_the_retry_abortable() {
     let (fake, mut stack) = stack();
     let disk = stack.scan().luns[0].disk.expect("disk");
-    fake.state().hold = true;
+    // The read's first attempt and its retry.
+    fake.state().hold_next = 2;
     let mut request = Request::new(disk.device, Cdb::read(Lba(0), BlockCount(8)), vec![0; 4096]);
     request.timeout_ns = 1_000_000;
     let tag = stack.submit(request).expect("submitted");
     let mut done = Vec::new();
-    // The first poll stamps the deadline; one past it aborts, and the retry goes out.
     let mut polls = 0;
-    while stack.stats().aborts < 2 && polls < 100 {
+    while done.is_empty() && polls < 200 {
         stack.clock().advance(200_000);
         stack.poll(&mut done);
         polls += 1;
     }
-    assert!(done.is_empty(), "held by the device: {done:?}");
-    assert_eq!(stack.stats().aborts, 2, "timed out twice");
-    assert_eq!(
-        stack.stats().abort_failures,
-        0,
-        "both aborts found the command"
-    );
-    assert_eq!(stack.stats().host_resets, 0);
+    let m = stack.stats();
+    assert_eq!(m.aborts, 2, "timed out twice: {m:?}");
+    assert_eq!(m.eh_runs, 1, "the second timeout went to the error handler");
+    assert_eq!(m.abort_failures, 0, "both aborts found the command");
+    assert_eq!(m.host_resets, 0);
     assert_eq!(stack.host().device_resets, 0);
-    fake.state().hold = false;
-    fake.state().release_held();
-    while done.is_empty() && polls < 200 {
-        stack.clock().advance(10_000);
-        stack.poll(&mut done);
-        polls += 1;
-    }
     assert_eq!(done.len(), 1, "{done:?}");
     assert_eq!(done[0].tag, tag);
     assert_eq!(done[0].result.as_ref().expect("read").attempts, 3);
+    // The device answers the two aborted requests late: nothing more completes.
+    fake.state().release_held();
+    for _ in 0..20 {
+        stack.clock().advance(10_000);
+        stack.poll(&mut done);
+    }
+    assert_eq!(done.len(), 1, "{done:?}");
 }

@@ -219,21 +219,24 @@ fn timeouts_are_aborted_and_retried() {
     assert_quiescent(&stack);
 }
 
+/// A device that never answers: the command is aborted and retried once, times out again and
+/// goes to the error handler, whose TEST UNIT READY times out too, after the abort and after
+/// every reset; the device is set offline and the command fails with it.
 #[test]
-fn a_command_that_always_times_out_fails_after_its_retries() {
+fn a_command_that_always_times_out_ends_with_its_device_offline() {
     let mut stack = stack("delay=0");
     let (_, disk) = scan_one(&mut stack);
+    stack.set_eh_timeout_ns(1_000_000);
     stack.host_mut().set_injection(-1, OPT_TIMEOUT);
     let mut request = read_request(&disk, 0, 1);
     request.timeout_ns = 1_000_000;
     request.retries = 2;
     let (result, _) = stack.execute(request);
-    assert!(
-        matches!(result, Err(ScsiError::Timeout { .. })),
-        "{result:?}"
-    );
-    assert_eq!(stack.host().stats().injected_timeouts, 3);
-    assert_eq!(stack.stats().aborts, 3);
+    assert_eq!(result, Err(ScsiError::DeviceOffline(disk.device)));
+    let m = stack.stats();
+    assert_eq!((m.timeouts, m.eh_runs, m.offlined), (2, 1, 1), "{m:?}");
+    assert!(stack.device_offline(disk.device));
+    stack.host_mut().set_injection(0, 0);
     assert_quiescent(&stack);
 }
 
@@ -241,13 +244,11 @@ fn a_command_that_always_times_out_fails_after_its_retries() {
 /// ladder ends in a host reset.
 #[test]
 fn failed_abort_on_a_host_without_scoped_resets_ends_in_a_host_reset() {
-    let mut stack = meddled("delay=0", |h| h.abort_fails = true);
-    let (_, disk) = {
-        let report = stack.scan();
-        let disk = report.luns[0].disk.unwrap();
-        (report, disk)
-    };
-    stack.host_mut().inner.set_injection(5, OPT_TIMEOUT);
+    let mut stack = meddled("delay=0", |h| {
+        h.abort_fails = true;
+        h.swallow = vec![(4, 1)];
+    });
+    let disk = stack.scan().luns[0].disk.unwrap();
     let mut done = Vec::new();
     for i in 0..8 {
         let mut r = read_request(&disk, i, 1);
@@ -261,14 +262,11 @@ fn failed_abort_on_a_host_without_scoped_resets_ends_in_a_host_reset() {
     }
     assert!(done.iter().all(|d| d.result.is_ok()), "{done:?}");
     let m = stack.stats();
-    assert!(
-        m.host_resets >= 1 && m.abort_failures == m.host_resets,
-        "{m:?}"
-    );
-    let rungs = (m.lun_resets, m.target_resets, m.bus_resets);
+    // The timeout's abort and the error handler's both fail.
+    assert_eq!((m.host_resets, m.abort_failures), (1, 2), "{m:?}");
     assert_eq!(
-        rungs,
-        (m.host_resets, m.host_resets, m.host_resets),
+        (m.lun_resets, m.target_resets, m.bus_resets),
+        (1, 1, 1),
         "{m:?}"
     );
     assert!(stack.host().inner.stats().resets >= 1);
@@ -358,9 +356,10 @@ fn completions_queued_under_a_delay_still_arrive_after_the_delay_is_dropped() {
     assert_quiescent(&stack);
 }
 
-/// A host reset that fails: each command in flight at the host completes once with
-/// `Host(ResetFailed)` and its data buffer is withheld (the device may still write it);
-/// the rest complete normally and nothing stays in flight.
+/// A host reset that fails, the last rung of error handling: the device goes offline, each
+/// command the error handler held completes once with `DeviceOffline` and its data buffer is
+/// withheld (the device may still write it); the rest complete normally and nothing stays in
+/// flight.
 #[test]
 fn failed_host_reset_fails_in_flight_commands_once_and_withholds_their_buffers() {
     let mut stack = meddled("delay=0", |h| {
@@ -386,8 +385,9 @@ fn failed_host_reset_fails_in_flight_commands_once_and_withholds_their_buffers()
     assert_eq!(tags.len(), 8, "each command once: {done:?}");
     let failed: Vec<_> = done
         .iter()
-        .filter(|d| d.result == Err(ScsiError::Host(HostError::ResetFailed)))
+        .filter(|d| d.result == Err(ScsiError::DeviceOffline(disk.device)))
         .collect();
+    assert!(stack.device_offline(disk.device));
     assert!(!failed.is_empty(), "{done:?}");
     assert!(failed.iter().all(|d| d.data.is_empty()), "buffers withheld");
     for d in done.iter().filter(|d| d.result.is_ok()) {

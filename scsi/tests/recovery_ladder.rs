@@ -1,6 +1,7 @@
 //! The midlayer's recovery ladder after a failed abort, as Linux's `scsi_eh_ready_devs`:
 //! LUN reset, target reset, bus reset, host reset, each only when the one before failed, and
-//! the unit attention each leaves on scsi_debug (the retried command meets it and is retried).
+//! the unit attention each leaves on scsi_debug (the error handler's TEST UNIT READY meets it
+//! and is retried, so the retried command does not).
 
 mod common;
 
@@ -36,7 +37,10 @@ fn ladder(failing_rungs: Option<u8>) -> (u64, u64, u64, u64) {
     }
     assert!(done[0].result.is_ok(), "{:?}", done[0].result);
     let m = stack.stats();
-    assert_eq!((m.timeouts, m.aborts, m.abort_failures), (1, 1, 1), "{m:?}");
+    // Aborted twice: once by the timeout (Linux's asynchronous abort), which fails and hands
+    // the command to the error handler, and once more by the handler (`scsi_eh_abort_cmds`).
+    assert_eq!((m.timeouts, m.aborts, m.abort_failures), (1, 2, 2), "{m:?}");
+    assert_eq!(m.eh_runs, 1, "{m:?}");
     assert_midlayer_quiescent(&stack);
     assert_target_quiescent(&stack.host().inner);
     (m.lun_resets, m.target_resets, m.bus_resets, m.host_resets)
@@ -64,8 +68,9 @@ fn a_failed_bus_reset_is_followed_by_a_host_reset() {
 }
 
 #[test]
-fn the_retried_command_meets_the_unit_attention_the_reset_left() {
-    // LUN reset: 29h/00h; the retry gets it and is retried once more (two retries in all).
+fn the_error_handlers_test_meets_the_unit_attention_the_reset_left() {
+    // LUN reset: 29h/00h; the error handler's TEST UNIT READY gets it and is sent again
+    // (`scsi_eh_tur`), and the command, retried once after recovery, finds none.
     let mut stack = meddled("delay=0", |h| {
         h.abort_fails = true;
         h.failing_rungs = Some(0);
@@ -91,8 +96,13 @@ fn the_retried_command_meets_the_unit_attention_the_reset_left() {
     assert!(done[0].result.is_ok());
     assert_eq!(
         stack.stats().retries - retries,
+        1,
+        "after the recovery only"
+    );
+    assert_eq!(
+        stack.stats().eh_commands,
         2,
-        "after the reset, after the UA"
+        "TEST UNIT READY met the UA, and again"
     );
     assert_eq!(stack.host().inner.reset_stats().lun, 1);
 }

@@ -31,6 +31,8 @@ pub struct FakeState {
     pub disks: BTreeMap<u8, Vec<u8>>,
     /// Hold every request instead of completing it.
     pub hold: bool,
+    /// Hold this many more requests (whatever `hold` says), then complete them again.
+    pub hold_next: usize,
     held: Vec<Held>,
     /// Used entries pushed before the next real one (on request queue `inject_queue`).
     pub inject_used: Vec<(u32, u32)>,
@@ -85,6 +87,7 @@ impl FakeScsi {
             queues: BTreeMap::new(),
             disks,
             hold: false,
+            hold_next: 0,
             held: Vec::new(),
             inject_used: Vec::new(),
             inject_queue: 2,
@@ -128,7 +131,8 @@ impl FakeState {
                 .unwrap()
                 .0;
             self.tags_seen.push((queue, req.tag.get()));
-            if self.hold {
+            if self.hold || self.hold_next > 0 {
+                self.hold_next = self.hold_next.saturating_sub(1);
                 self.held.push(Held {
                     queue,
                     head,

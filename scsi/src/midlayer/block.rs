@@ -27,13 +27,26 @@ where
     A::Element: SenseStorage,
 {
     /// Submits `request` and polls until it completes; completions of other commands met on
-    /// the way are kept for the next [`poll`](Self::poll). Returns the result and the buffer.
+    /// the way are kept for the next [`poll`](Self::poll). While the host is in error recovery
+    /// the request waits to be taken, as one queued in the block layer does. Returns the result
+    /// and the buffer.
     pub fn execute(&mut self, request: Request) -> (Result<Completion, ScsiError>, Vec<u8>) {
-        let tag = match self.submit(request) {
-            Ok(tag) => tag,
-            Err(rejected) => return (Err(rejected.error), rejected.request.data),
-        };
         let mut done = Vec::new();
+        let mut request = request;
+        let tag = loop {
+            match self.submit(request) {
+                Ok(tag) => break tag,
+                Err(rejected) if rejected.error == ScsiError::HostInRecovery => {
+                    request = rejected.request;
+                    let mut stash = core::mem::take(&mut self.stash);
+                    if self.poll(&mut stash) == 0 {
+                        self.idle();
+                    }
+                    self.stash = stash;
+                }
+                Err(rejected) => return (Err(rejected.error), rejected.request.data),
+            }
+        };
         loop {
             // Poll with the stash held aside (a stashed Done may carry a recycled tag number).
             let mut stash = core::mem::take(&mut self.stash);

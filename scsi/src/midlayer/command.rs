@@ -7,6 +7,9 @@ use alloc::vec::Vec;
 
 /// Default command timeout (Linux `SD_TIMEOUT`, 30 s).
 pub const DEFAULT_TIMEOUT_NS: u64 = 30_000_000_000;
+/// How long the error handler waits for a command it sends itself (TEST UNIT READY) before it
+/// gives up on it (Linux's `SCSI_DEFAULT_EH_TIMEOUT`, each device's `eh_timeout`: 10 s).
+pub const DEFAULT_EH_TIMEOUT_NS: u64 = 10_000_000_000;
 /// Default retries (Linux `SD_MAX_RETRIES`).
 pub const DEFAULT_RETRIES: u8 = 5;
 /// Delay before re-offering a command the host or device was too busy to take.
@@ -167,6 +170,13 @@ pub struct MidlayerStats {
     /// ([`Midlayer::set_recovery_buffer`](super::Midlayer::set_recovery_buffer)), counted
     /// once per timeout sweep that found none.
     pub recovery_waits: u64,
+    /// Times the error handler ran (the host was in recovery, `SHOST_RECOVERY`).
+    pub eh_runs: u64,
+    /// Commands the error handler sent through a failed command (TEST UNIT READY), each with
+    /// that command's own sense buffer.
+    pub eh_commands: u64,
+    /// Devices set offline because error handling could not bring them back.
+    pub offlined: u64,
 }
 
 impl MidlayerStats {
@@ -191,6 +201,9 @@ impl MidlayerStats {
             sense_parked_ns: self.sense_parked_ns + other.sense_parked_ns,
             partial_takes: self.partial_takes + other.partial_takes,
             recovery_waits: self.recovery_waits + other.recovery_waits,
+            eh_runs: self.eh_runs + other.eh_runs,
+            eh_commands: self.eh_commands + other.eh_commands,
+            offlined: self.offlined + other.offlined,
             bogus_completions: self.bogus_completions + other.bogus_completions,
         }
     }
@@ -218,6 +231,9 @@ impl MidlayerStats {
             sense_parked_ns: self.sense_parked_ns.saturating_sub(earlier.sense_parked_ns),
             partial_takes: self.partial_takes.saturating_sub(earlier.partial_takes),
             recovery_waits: self.recovery_waits.saturating_sub(earlier.recovery_waits),
+            eh_runs: self.eh_runs.saturating_sub(earlier.eh_runs),
+            eh_commands: self.eh_commands.saturating_sub(earlier.eh_commands),
+            offlined: self.offlined.saturating_sub(earlier.offlined),
             bogus_completions: self
                 .bogus_completions
                 .saturating_sub(earlier.bogus_completions),

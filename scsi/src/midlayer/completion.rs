@@ -102,7 +102,8 @@ where
                 }
                 slot.retries_left -= 1;
                 self.stats.retries += 1;
-                if delay_ns == 0 {
+                // During recovery a retry waits with the rest (`SHOST_RECOVERY`).
+                if delay_ns == 0 && !self.recovering {
                     self.issue(tag);
                 } else {
                     self.park(tag, delay_ns);

@@ -52,6 +52,14 @@ pub enum ScsiError {
     /// `can_queue` or `cmd_per_lun` commands are outstanding.
     #[error("queue full")]
     QueueFull,
+    /// The host is in error recovery (Linux `SHOST_RECOVERY`): nothing is dispatched to it
+    /// until the error handler has run; submit again after a poll.
+    #[error("host in error recovery")]
+    HostInRecovery,
+    /// Error handling could not bring the device back (every rung of the reset ladder, the
+    /// host reset included, left it unanswering) and set it offline (`SDEV_OFFLINE`).
+    #[error("device {0:?} is offline")]
+    DeviceOffline(DeviceId),
     /// The request names a device the midlayer does not know (never scanned, or removed).
     #[error("no device {0:?}")]
     NoSuchDevice(DeviceId),

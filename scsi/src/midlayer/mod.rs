@@ -17,19 +17,23 @@
 mod block;
 mod command;
 mod completion;
+mod eh;
 mod error;
 mod recovery;
 mod scan;
 pub mod scan_text;
+mod slot;
 mod tags;
 
 pub use block::Disk;
 use command::BUSY_DELAY_NS;
 pub use command::{
-    Completion, DEFAULT_RETRIES, DEFAULT_TIMEOUT_NS, Done, MidlayerStats, Rejected, Request,
+    Completion, DEFAULT_EH_TIMEOUT_NS, DEFAULT_RETRIES, DEFAULT_TIMEOUT_NS, Done, MidlayerStats,
+    Rejected, Request,
 };
 pub use error::ScsiError;
 pub use scan::{ScanReport, ScannedLun};
+use slot::{DeviceState, Slot, SlotState, UNSTAMPED};
 pub use tags::TagPool;
 
 use crate::clock::Clock;
@@ -56,62 +60,11 @@ fn reject(error: ScsiError, request: Request) -> Result<Tag, Rejected> {
     Err(Rejected { error, request })
 }
 
-/// A deadline not yet set. Deadlines are stamped by the first timeout check that sees a
-/// command, from the clock read of that poll, rather than at submission: `submit` does not read
-/// the clock (one read per command saved), and the midlayer's idea of "now" may be stale there
-/// if the caller has not polled for a while. Timeouts thus fire between one and one-and-an-eighth
-/// timeouts after submission.
-const UNSTAMPED: u64 = u64::MAX;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum SlotState {
-    Free,
-    /// Waiting in the deferred queue (sense buffer, host busy, retry delay).
-    Parked,
-    InFlight,
-}
-
-struct Slot<E> {
-    state: SlotState,
-    device: u16,
-    target: u16,
-    lun: Lun,
-    cdb: CdbBytes,
-    direction: DataDirection,
-    /// The data buffer while the midlayer holds the command (empty while the host does).
-    data: Vec<u8>,
-    /// The sense buffer while the midlayer holds the command (`None` while the host does, or
-    /// while the command waits for one).
-    sense: Option<E>,
-    /// The other elements the command took from the sense pool with its buffer (`multi:K`
-    /// chain objects), held from issue to completion; empty while it waits.
-    extra: Vec<E>,
-    user_data: u64,
-    timeout_ns: u64,
-    /// In flight: when to abort. Parked: when to give up. [`UNSTAMPED`] until the first
-    /// timeout check sees the command.
-    deadline_ns: u64,
-    /// Parked: not before this time.
-    not_before_ns: u64,
-    /// Parked without a sense buffer: the free generation it last tried at.
-    sense_gen: u64,
-    /// Parked without a sense buffer: since when.
-    sense_wait_since_ns: u64,
-    retries_left: u8,
-    attempts: u8,
-    recovered: bool,
-}
-
-/// Written on every submission and completion (`in_flight`), so each device's state has a
-/// cache line of its own: midlayers of different CPUs allocate these at the same time and
-/// would otherwise share lines (false sharing, one line bouncing between CPUs per command).
-#[derive(Debug, Clone, Copy)]
-#[repr(align(64))]
-struct DeviceState {
-    target: u16,
-    lun: Lun,
-    in_flight: u16,
-    present: bool,
+/// Why `submit` refuses a command, before the reason is worked out (`Midlayer::refuse`).
+#[derive(Clone, Copy)]
+enum Refusal {
+    Device,
+    Full,
 }
 
 /// The midlayer for one host. `A` supplies sense buffers (see [`crate::sense_alloc`]).
@@ -137,6 +90,13 @@ where
     /// How long a command may wait for its sense buffer before it fails; `None`: its own
     /// timeout ([`Self::set_sense_wait_timeout_ns`]).
     sense_wait_timeout_ns: Option<u64>,
+    /// In error recovery (`SHOST_RECOVERY`): nothing is dispatched (see `eh.rs`).
+    recovering: bool,
+    /// Commands a device may have in flight before `submit` refuses more: `cmd_per_lun`, and
+    /// 0 during recovery (one comparison on the submit path serves both).
+    dispatch_limit: u16,
+    /// How long the error handler waits for a command it sends itself.
+    eh_timeout_ns: u64,
     devices: Vec<DeviceState>,
     host_done: Vec<Completed<A::Element>>,
     deferred: VecDeque<Tag>,
@@ -200,6 +160,9 @@ where
             extra_per_command: 0,
             recovery_buffer: false,
             sense_wait_timeout_ns: None,
+            recovering: false,
+            dispatch_limit: template.cmd_per_lun,
+            eh_timeout_ns: command::DEFAULT_EH_TIMEOUT_NS,
             devices: Vec::new(),
             host_done: Vec::with_capacity(usize::from(can_queue)),
             deferred: VecDeque::with_capacity(usize::from(can_queue)),
@@ -250,6 +213,24 @@ where
             .filter(|s| s.state == SlotState::Parked && s.sense.is_none())
             .count()
     }
+    /// Whether the host is in error recovery (nothing is dispatched to it).
+    pub fn in_recovery(&self) -> bool {
+        self.recovering
+    }
+
+    /// How long the error handler waits for a command it sends itself (default
+    /// [`DEFAULT_EH_TIMEOUT_NS`], Linux's `eh_timeout`).
+    pub fn set_eh_timeout_ns(&mut self, eh_timeout_ns: u64) {
+        self.eh_timeout_ns = eh_timeout_ns.max(1);
+    }
+
+    /// Whether error handling set `device` offline.
+    pub fn device_offline(&self, device: DeviceId) -> bool {
+        self.devices
+            .get(usize::from(device.0))
+            .is_some_and(|d| d.offline)
+    }
+
     /// Commands submitted and not yet returned by `poll`.
     pub fn outstanding(&self) -> usize {
         self.tags.in_use() + self.stash.len()
@@ -262,7 +243,10 @@ where
             .iter()
             .position(|d| d.target == target && d.lun == lun)
         {
+            // A scan that finds it again brings an offline device back (as writing `running`
+            // to its sysfs `state` does in Linux).
             self.devices[i].present = true;
+            self.devices[i].offline = false;
             return DeviceId(i as u16);
         }
         self.devices.push(DeviceState {
@@ -270,6 +254,7 @@ where
             lun,
             in_flight: 0,
             present: true,
+            offline: false,
         });
         DeviceId((self.devices.len() - 1) as u16)
     }
@@ -295,7 +280,7 @@ where
             .filter(|d| d.present)
             .copied()
         else {
-            return reject(ScsiError::NoSuchDevice(request.device), request);
+            return self.refuse(Refusal::Device, request);
         };
         if request.data.len() > self.max_transfer_bytes() {
             let error = ScsiError::TransferTooLarge {
@@ -304,15 +289,16 @@ where
             };
             return reject(error, request);
         }
-        if device.in_flight >= self.template.cmd_per_lun {
-            return reject(ScsiError::QueueFull, request);
+        if device.in_flight >= self.dispatch_limit {
+            return self.refuse(Refusal::Full, request);
         }
         let Some(tag) = self.tags.alloc() else {
             return reject(ScsiError::QueueFull, request);
         };
         self.devices[usize::from(request.device.0)].in_flight += 1;
         self.stats.submitted += 1;
-        let timeout_ns = request.timeout_ns.max(1);
+        // Odd, so never 0: the low bit is the abort mark (`Slot::aborted`).
+        let timeout_ns = request.timeout_ns | 1;
         if timeout_ns / 8 < self.sweep_interval_ns {
             self.sweep_interval_ns = (timeout_ns / 8).max(1);
             self.next_sweep_ns = self.next_sweep_ns.min(self.now_ns + self.sweep_interval_ns);
@@ -352,6 +338,23 @@ where
             self.wait_for_sense(tag);
         }
         Ok(tag)
+    }
+
+    /// Refuses `request`, saying why: its device is offline or unknown (`Refusal::Device`), or
+    /// the host is in recovery or the device has `cmd_per_lun` commands in flight
+    /// (`Refusal::Full`). Out of line, so the hot path of `submit` only names the case.
+    #[cold]
+    #[inline(never)]
+    fn refuse(&self, refusal: Refusal, request: Request) -> Result<Tag, Rejected> {
+        let error = match refusal {
+            Refusal::Device if self.device_offline(request.device) => {
+                ScsiError::DeviceOffline(request.device)
+            }
+            Refusal::Device => ScsiError::NoSuchDevice(request.device),
+            Refusal::Full if self.recovering => ScsiError::HostInRecovery,
+            Refusal::Full => ScsiError::QueueFull,
+        };
+        Err(Rejected { error, request })
     }
 
     /// Parks a new command that could not take its elements from the sense pool.

@@ -1,15 +1,13 @@
 //! Getting commands unstuck: re-offering parked commands (sense-buffer waits, busy hosts, retry
-//! delays), aborting commands past their deadline, and the reset ladder when an abort fails.
-//! As Linux's `scsi_eh` (`scsi_eh_ready_devs`): LUN reset, then target reset, then bus reset,
-//! then host reset, each only when the one before failed. Every command a reset hands back is
-//! retried (or failed when out of retries); the retry meets the unit attention the reset left
-//! (29h/00h after a LUN reset, 29h/02h after the others on scsi_debug) and is retried again.
+//! delays; none while the host is in recovery), and the first answer to a timeout, Linux's
+//! asynchronous abort (`scmd_eh_abort_handler`): a command past its deadline is aborted and
+//! retried without stopping the host. One that times out again, whose abort fails or that has
+//! no retry left goes to the error handler (`eh.rs`). `reset_host` resets the host on request.
 
 use super::command::SENSE_RETRY_DELAY_NS;
-use super::error::Disposition;
-use super::{Done, Midlayer, ScsiError, SlotState, UNSTAMPED};
+use super::{DeviceId, Done, Midlayer, ScsiError, SlotState, UNSTAMPED};
 use crate::clock::Clock;
-use crate::host::{Completed, HostError, ResetScope, ScsiHost};
+use crate::host::{HostError, ScsiHost};
 use crate::sense_alloc::SenseStorage;
 use crate::wire::Tag;
 use alloc::vec::Vec;
@@ -29,6 +27,18 @@ where
             if slot.state != SlotState::Parked {
                 continue;
             }
+            let device = DeviceId(slot.device);
+            if self.devices[usize::from(device.0)].offline {
+                self.complete(tag, Err(ScsiError::DeviceOffline(device)), out);
+                continue;
+            }
+            if self.recovering {
+                // `SHOST_RECOVERY`: nothing goes to the host until the error handler has run,
+                // and a command waiting for that is not timed (its wait starts again after).
+                self.deferred.push_back(tag);
+                continue;
+            }
+            let slot = &mut self.slots[usize::from(tag.0)];
             if slot.deadline_ns == UNSTAMPED {
                 let wait_ns = match (slot.sense.is_none(), self.sense_wait_timeout_ns) {
                     (true, Some(wait_ns)) => wait_ns,
@@ -69,10 +79,11 @@ where
         }
     }
 
-    /// Aborts in-flight commands past their deadline; escalates to a host reset if an abort
-    /// fails. A timed-out command is retried while it has retries left.
+    /// Aborts in-flight commands past their deadline and retries them (the asynchronous
+    /// abort); hands those that cannot be to the error handler, and runs it during recovery.
     #[inline(never)]
     pub(super) fn sweep_timeouts(&mut self, out: &mut Vec<Done>) {
+        let mut waiting = false;
         for index in 0..self.slots.len() {
             let slot = &mut self.slots[index];
             if slot.state != SlotState::InFlight {
@@ -87,107 +98,82 @@ where
             }
             let tag = Tag(index as u16);
             let recovery = if self.recovery_buffer {
-                // The recovery command gets a tag of its own (blk-mq's error-handling and
-                // management commands use reserved tags), so a `pertag` buffer comes from
-                // that tag's slot and goes back to it, not to a slot whose command is out.
-                let buffer = self.tags.alloc().and_then(|spare| {
-                    let buffer = self.sense.alloc_for(spare);
-                    if buffer.is_none() {
-                        self.tags.free(spare);
+                match self.take_recovery_buffer() {
+                    Some(buffer) => Some(buffer),
+                    None => {
+                        // The command stays in flight, past its deadline, and the host stops
+                        // dispatching: the next free buffer is recovery's.
+                        self.stats.recovery_waits += 1;
+                        waiting = true;
+                        self.enter_recovery();
+                        continue;
                     }
-                    buffer.map(|buffer| (spare, buffer))
-                });
-                let Some(buffer) = buffer else {
-                    // The command stays in flight, past its deadline: the next sweep tries
-                    // again, once a completion may have freed a buffer.
-                    self.stats.recovery_waits += 1;
-                    continue;
-                };
-                Some(buffer)
+                }
             } else {
                 None
             };
             self.stats.timeouts += 1;
-            self.stats.aborts += 1;
-            match self.host.abort(tag) {
-                Ok(buffers) => self.take_back(tag, buffers),
-                Err(_) => {
-                    self.stats.abort_failures += 1;
-                    self.climb_reset_ladder(tag, out);
-                }
-            }
+            self.timed_out(tag);
             if let Some((spare, buffer)) = recovery {
                 self.sense.free_for(spare, buffer);
                 self.tags.free(spare);
                 self.sense_frees += 1;
             }
-            if self.slots[index].state == SlotState::InFlight {
-                self.dispose(
-                    tag,
-                    Disposition::Retry {
-                        delay_ns: 0,
-                        error: ScsiError::Timeout { tag },
-                    },
-                    0,
-                    out,
-                );
+        }
+        if self.recovering {
+            self.after_sweep_in_recovery(waiting, out);
+        }
+    }
+
+    /// The buffer a recovery that needs its own takes
+    /// ([`set_recovery_buffer`](Midlayer::set_recovery_buffer)), under a tag of its own
+    /// (blk-mq's error-handling and management commands use reserved tags), so a `pertag`
+    /// buffer comes from that tag's slot and goes back to it, not to a slot whose command is
+    /// out.
+    fn take_recovery_buffer(&mut self) -> Option<(Tag, A::Element)> {
+        let spare = self.tags.alloc()?;
+        let buffer = self.sense.alloc_for(spare);
+        if buffer.is_none() {
+            self.tags.free(spare);
+        }
+        buffer.map(|buffer| (spare, buffer))
+    }
+
+    /// A command past its deadline: the first time, aborted and retried while it has retries
+    /// (Linux's `scsi_abort_command` and `scmd_eh_abort_handler`); otherwise, or if the abort
+    /// fails, handed to the error handler.
+    fn timed_out(&mut self, tag: Tag) {
+        let slot = &mut self.slots[usize::from(tag.0)];
+        if slot.aborted() {
+            self.eh_add(tag);
+            return;
+        }
+        slot.mark_aborted();
+        self.stats.aborts += 1;
+        match self.host.abort(tag) {
+            Ok(buffers) => {
+                self.take_back(tag, buffers);
+                let slot = &mut self.slots[usize::from(tag.0)];
+                if slot.retries_left == 0 {
+                    self.eh_add(tag);
+                    return;
+                }
+                slot.retries_left -= 1;
+                self.stats.retries += 1;
+                if self.recovering {
+                    self.park(tag, 0);
+                } else {
+                    self.issue(tag);
+                }
+            }
+            Err(_) => {
+                self.stats.abort_failures += 1;
+                self.eh_add(tag);
             }
         }
     }
 
-    /// Recovers `tag` after its abort failed: a LUN reset, then a target reset, then a bus
-    /// reset, each only if the one before failed or did not hand `tag` back, and a host reset
-    /// when all three did.
-    fn climb_reset_ladder(&mut self, tag: Tag, out: &mut Vec<Done>) {
-        let slot = &self.slots[usize::from(tag.0)];
-        let (target, lun) = (slot.target, slot.lun);
-        let rungs = [
-            ResetScope::Lun { target, lun },
-            ResetScope::Target(target),
-            ResetScope::Bus,
-        ];
-        for scope in rungs {
-            match scope {
-                ResetScope::Lun { .. } => self.stats.lun_resets += 1,
-                ResetScope::Target(_) => self.stats.target_resets += 1,
-                ResetScope::Bus => self.stats.bus_resets += 1,
-            }
-            let mut returned = core::mem::take(&mut self.host_done);
-            let result = self.host.reset_scope(scope, &mut returned);
-            let mut got_tag = false;
-            for completed in returned.drain(..) {
-                got_tag |= completed.completion.tag == tag;
-                self.after_scoped_reset(completed, out);
-            }
-            self.host_done = returned;
-            match result {
-                Ok(()) if got_tag => return,
-                Ok(()) => log::warn!("{scope:?} reset did not hand back tag {}", tag.0),
-                Err(failed) => log::info!("{failed}; trying the next reset"),
-            }
-        }
-        self.reset_host(out);
-    }
-
-    /// A command a LUN, target or bus reset handed back: retried, or failed when out of
-    /// retries. A completion for a tag not in flight is a host bug: its buffers are leaked.
-    fn after_scoped_reset(&mut self, completed: Completed<A::Element>, out: &mut Vec<Done>) {
-        let tag = completed.completion.tag;
-        let in_flight = self
-            .slots
-            .get(usize::from(tag.0))
-            .is_some_and(|s| s.state == SlotState::InFlight);
-        match completed.buffers {
-            Some(buffers) if in_flight => self.take_back(tag, buffers),
-            other => {
-                core::mem::forget(other);
-                return;
-            }
-        }
-        self.retry_after_reset(tag, true, out);
-    }
-
-    /// After a reset: `tag` (in flight, its buffers back when `reset_ok`) is parked for a
+    /// After a host reset: `tag` (in flight, its buffers back when `reset_ok`) is parked for a
     /// retry, or completes with `Host(Reset)` when out of retries, or with `Host(ResetFailed)`
     /// when the reset failed or its buffers did not come back.
     fn retry_after_reset(&mut self, tag: Tag, reset_ok: bool, out: &mut Vec<Done>) {

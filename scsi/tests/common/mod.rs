@@ -94,7 +94,22 @@ pub struct Meddler<H> {
     /// `Some(k)` fails the first `k` rungs (0 = LUN, 1 = target, 2 = bus) and passes the
     /// others to scsi_debug.
     pub failing_rungs: Option<u8>,
+    /// Swallow READs and WRITEs at these LBAs, each this many times: the command is held
+    /// (never completed) until an abort or a reset hands it back.
+    pub swallow: Vec<(u64, u32)>,
+    /// Every command queued: its opcode, tag and the address of its sense buffer.
+    pub sent: Vec<Sent>,
     own: Vec<Completed<SenseBuf>>,
+    held: Vec<(Tag, CmdBuffers<SenseBuf>)>,
+}
+
+/// A command as the [`Meddler`] saw it queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    pub opcode: u8,
+    pub tag: Tag,
+    /// Where its sense buffer lives: the same address is the same buffer.
+    pub sense: usize,
 }
 
 impl<H> Meddler<H> {
@@ -107,7 +122,10 @@ impl<H> Meddler<H> {
             bogus_once: false,
             reset_fails: false,
             failing_rungs: None,
+            swallow: Vec::new(),
+            sent: Vec::new(),
             own: Vec::new(),
+            held: Vec::new(),
         }
     }
 }
@@ -120,6 +138,21 @@ impl<H: ScsiHost<SenseBuf>> ScsiHost<SenseBuf> for Meddler<H> {
         self.inner.template()
     }
     fn queue_command(&mut self, mut cmd: ScsiCmd<SenseBuf>) -> Result<(), Refused<SenseBuf>> {
+        self.sent.push(Sent {
+            opcode: cmd.cdb.as_slice()[0],
+            tag: cmd.tag,
+            sense: cmd.buffers.sense.as_ptr() as usize,
+        });
+        let lba = scsi::wire::Cdb::parse_rw(cmd.cdb.as_slice()).map(|(_, at, _)| at.0);
+        if let Some((_, times)) = self
+            .swallow
+            .iter_mut()
+            .find(|(at, times)| Some(*at) == lba && *times > 0)
+        {
+            *times -= 1;
+            self.held.push((cmd.tag, cmd.buffers));
+            return Ok(());
+        }
         if self.busy > 0 {
             self.busy -= 1;
             let busy = HostCompletion {
@@ -162,10 +195,12 @@ impl<H: ScsiHost<SenseBuf>> ScsiHost<SenseBuf> for Meddler<H> {
     }
     fn abort(&mut self, tag: Tag) -> Result<CmdBuffers<SenseBuf>, AbortFailed> {
         if self.abort_fails {
-            Err(AbortFailed(tag))
-        } else {
-            self.inner.abort(tag)
+            return Err(AbortFailed(tag));
         }
+        if let Some(at) = self.held.iter().position(|(held, _)| *held == tag) {
+            return Ok(self.held.swap_remove(at).1);
+        }
+        self.inner.abort(tag)
     }
     fn reset_scope(
         &mut self,
@@ -178,7 +213,10 @@ impl<H: ScsiHost<SenseBuf>> ScsiHost<SenseBuf> for Meddler<H> {
             ResetScope::Bus => 2,
         };
         match self.failing_rungs {
-            Some(k) if rung >= k => self.inner.reset_scope(scope, returned),
+            Some(k) if rung >= k => {
+                self.hand_back_held(returned);
+                self.inner.reset_scope(scope, returned)
+            }
             _ => Err(ResetFailed {
                 scope,
                 reason: "meddler",
@@ -187,6 +225,7 @@ impl<H: ScsiHost<SenseBuf>> ScsiHost<SenseBuf> for Meddler<H> {
     }
     fn reset(&mut self, returned: &mut Vec<Completed<SenseBuf>>) -> Result<(), HostResetFailed> {
         let before = returned.len();
+        self.hand_back_held(returned);
         for own in self.own.drain(..) {
             if let Some(buffers) = own.buffers {
                 let reset = scsi::host::HostError::Reset;
@@ -202,6 +241,16 @@ impl<H: ScsiHost<SenseBuf>> ScsiHost<SenseBuf> for Meddler<H> {
             return Err(HostResetFailed { reason: "meddler" });
         }
         Ok(())
+    }
+}
+
+impl<H> Meddler<H> {
+    /// A reset hands back the commands the meddler swallowed, as scsi_debug's own do.
+    fn hand_back_held(&mut self, returned: &mut Vec<Completed<SenseBuf>>) {
+        for (tag, buffers) in self.held.drain(..) {
+            let reset = scsi::host::HostError::Reset;
+            returned.push(Completed::host_error(tag, reset, buffers));
+        }
     }
 }
 
