@@ -72,7 +72,7 @@ impl fmt::Display for Problem {
 pub fn check(svg: &str) -> Vec<Problem> {
     let drawing = match drawing(svg) {
         Ok(drawing) => drawing,
-        Err(reason) => return vec![Problem::Unreadable { reason }],
+        Err(unreadable) => return vec![unreadable],
     };
     let mut problems = Vec::new();
     let labels = &drawing.labels;

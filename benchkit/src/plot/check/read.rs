@@ -3,6 +3,7 @@
 
 use roxmltree::{Document, Node};
 
+use super::Problem;
 use crate::plot::metrics::{ASCENT, DESCENT, X_HEIGHT, text_width};
 
 /// A point in canvas pixels.
@@ -79,12 +80,14 @@ pub struct Drawing {
     pub marks: Vec<Mark>,
 }
 
-/// Reads `svg`, or says why it is no SVG the check can read.
-pub fn drawing(svg: &str) -> std::result::Result<Drawing, String> {
-    let document = Document::parse(svg).map_err(|error| format!("not XML: {error}"))?;
+/// Reads `svg`, or says why it is no SVG the check can read ([`Problem::Unreadable`]).
+pub fn drawing(svg: &str) -> std::result::Result<Drawing, Problem> {
+    let unreadable = |reason: String| Problem::Unreadable { reason };
+    let document = Document::parse(svg).map_err(|error| unreadable(format!("not XML: {error}")))?;
     let root = document.root_element();
     if root.tag_name().name() != "svg" {
-        return Err(format!("the root element is <{}>", root.tag_name().name()));
+        let name = root.tag_name().name();
+        return Err(unreadable(format!("the root element is <{name}>")));
     }
     let view_box: Vec<f64> = root.attribute("viewBox").map(numbers).unwrap_or_default();
     let size = |name: &str, index: usize| {
@@ -93,7 +96,9 @@ pub fn drawing(svg: &str) -> std::result::Result<Drawing, String> {
             .or_else(|| view_box.get(index).copied())
     };
     let (Some(width), Some(height)) = (size("width", 2), size("height", 3)) else {
-        return Err("the <svg> element gives no width and height".into());
+        return Err(unreadable(
+            "the <svg> element gives no width and height".into(),
+        ));
     };
     let mut drawing = Drawing {
         width,
