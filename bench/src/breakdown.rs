@@ -21,6 +21,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use benchkit::ResultSet;
+use harness::boot::Echo;
 use harness::error::{Error, Result};
 use harness::guest::{Guest, Overrides};
 use harness::insns::{self, Block, PluginLog};
@@ -158,17 +159,17 @@ pub fn run(
         counting: insns::for_boot(plugin, true)?,
         ..Overrides::default()
     };
-    let (records, log) = benchkit::run_counted_case(guest, profile, &overrides)?;
-    let (Some(log), Some(record)) = (log, records.first()) else {
+    let (lines, log) = benchkit::run_case(guest, profile, &overrides, Echo::Summary)?;
+    let (Some(log), Some(line)) = (log, lines.first()) else {
         return Err(Error::NoResults {
             what: "the breakdown boot".into(),
         });
     };
-    let figures = insns::InsnFigures::read(record)?;
+    let figures = insns::join(line, Some(&log))?;
     let (ops, counted) = (figures.insn_ops.unwrap_or(0), figures.insns.unwrap_or(0));
     let attributed = from_log(&log, &guest.kernel)?;
     let document = Document {
-        command: ResultSet::new("", "", "guest", None).command,
+        command: ResultSet::<()>::new("", "", "guest", None).command,
         case: args.to_owned(),
         ..report(&attributed, ops, counted, 15)
     };

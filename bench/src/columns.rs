@@ -6,9 +6,9 @@
 
 use workloads::result::IoResult;
 
-use crate::fake_rw_record::FakeRwRecord;
 use crate::linux::compared::ComparedRun;
 use benchkit::Column;
+use benchkit::Context;
 use harness::insns::InsnFigures;
 
 /// The name of `$ty`'s field `$field`, as the result's JSON key; compiles only while the field
@@ -48,6 +48,6 @@ pub const LAT_MAX_NS: Column<'static> = Column::new("max ns", field!(IoResult, l
 /// I/Os completed in the measured window.
 pub const IOS: Column<'static> = Column::new("I/Os", field!(IoResult, ios));
 /// The repetition a row belongs to.
-pub const REP: Column<'static> = Column::new("rep", field!(FakeRwRecord, rep));
+pub const REP: Column<'static> = Column::new("rep", field!(Context, rep));
 /// The case a row measures.
 pub const CASE: Column<'static> = Column::new("case", field!(ComparedRun, case));

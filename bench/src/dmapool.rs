@@ -18,7 +18,7 @@ use std::time::Duration;
 use workloads::result::DmapoolResult;
 
 use benchkit::plot::{self, LineChart, Series};
-use benchkit::{Column, ResultSet};
+use benchkit::{Column, ResultSet, Run};
 use harness::error::{Error, Result};
 use harness::guest::{GuestOptions, Overrides};
 use harness::insns::{self, CountOptions};
@@ -26,7 +26,7 @@ use harness::{profile, workspace};
 
 mod record;
 
-pub use record::{DmapoolRecord, DmapoolRecords};
+pub use record::{DmapoolLine, DmapoolRecord, DmapoolRecords};
 
 /// The chain frame size mpt3sas allocates.
 pub const SIZE_BYTES: u64 = 128;
@@ -77,18 +77,18 @@ pub fn run(options: &Options) -> Result<()> {
     report(set)
 }
 
-fn on_host(quick: bool) -> Result<ResultSet> {
+fn on_host(quick: bool) -> Result<ResultSet<Run<DmapoolLine>>> {
     let mut command = benchkit::workloads_example("bench_dmapool");
     if quick {
         command.arg("--quick");
     }
-    let records = benchkit::run_host_program(&mut command)?;
+    let runs = benchkit::run_host_program(&mut command, "dmapool RESULT")?;
     let mut set = ResultSet::new("dmapool", "dmapool", "host", None);
-    set.extend(records);
+    set.extend(runs);
     Ok(set)
 }
 
-fn in_guest(options: &Options) -> Result<ResultSet> {
+fn in_guest(options: &Options) -> Result<ResultSet<Run<DmapoolLine>>> {
     let guest = options.guest_options.prepare()?;
     let profile = profile::load("default")?;
     let mut set = ResultSet::new(
@@ -109,8 +109,8 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
             counting: insns::for_boot(plugin.as_deref(), false)?,
             ..Overrides::default()
         };
-        let records = benchkit::run_guest_case(&guest, &profile, &overrides)?;
-        let typed = DmapoolRecords::read(&records)?;
+        let runs = benchkit::run_guest_case(&guest, &profile, &overrides, "dmapool RESULT")?;
+        let typed = DmapoolRecords::of(&runs);
         let answered = |record: &DmapoolRecord| record.result.n == n;
         if let Some(wrong) = typed.sweep.iter().find(|record| !answered(record)) {
             return Err(Error::ResultLine {
@@ -118,7 +118,7 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
                 reason: format!("the guest was asked for n={n}"),
             });
         }
-        set.extend(records);
+        set.extend(runs);
     }
     Ok(set)
 }
@@ -143,8 +143,8 @@ pub const COLUMNS: [Column<'static>; 14] = [
 /// Prints the table and the legacy/scalable ratios, writes the JSON, draws the plot. Every
 /// record is read as its type first: one that does not read stops the report with an error
 /// naming the field.
-fn report(mut set: ResultSet) -> Result<()> {
-    let typed = DmapoolRecords::read(&set.results)?;
+fn report(mut set: ResultSet<Run<DmapoolLine>>) -> Result<()> {
+    let typed = DmapoolRecords::of(&set.results);
     benchkit::print_tables(
         &set.results,
         &[("dmapool", &COLUMNS), ("dmapool_nolock", &COLUMNS)],
@@ -168,7 +168,8 @@ pub fn draw(
     document: &serde_json::Value,
     dir: &std::path::Path,
 ) -> Result<Vec<std::path::PathBuf>> {
-    let typed = DmapoolRecords::read(&crate::document::records(document))?;
+    let runs: Vec<Run<DmapoolLine>> = crate::document::results(document, "dmapool RESULT")?;
+    let typed = DmapoolRecords::of(&runs);
     if typed.sweep.is_empty() {
         return Ok(Vec::new());
     }

@@ -1,20 +1,32 @@
 //! The JSON document a bench writes (`target/bench/<stem>.json`), as its figures read it back:
 //! the same reading for the bench's own run and for `cargo xtask report`.
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use benchkit::Record;
+use harness::error::Result;
 
-/// The results of `document` (failed runs, which carry only an `error`, left out).
-pub fn records(document: &Value) -> Vec<Record> {
+/// The result objects of `document` (failed runs, which carry only an `error`, left out).
+pub fn records(document: &Value) -> Vec<&Value> {
     document
         .get("results")
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice)
         .iter()
-        .filter_map(Value::as_object)
-        .filter(|record| !record.contains_key("error"))
-        .cloned()
+        .filter(|record| record.is_object() && record.get("error").is_none())
+        .collect()
+}
+
+/// The results of `document` read as `T`s (failed runs left out); one that does not read is
+/// an error naming `what` and the field.
+pub fn results<T: DeserializeOwned + Serialize + Default>(
+    document: &Value,
+    what: &str,
+) -> Result<Vec<T>> {
+    records(document)
+        .into_iter()
+        .map(|record| harness::typed::from_record(record, what))
         .collect()
 }
 

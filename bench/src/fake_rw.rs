@@ -24,13 +24,13 @@ pub use figure::draw as draw_figure;
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-use workloads::result::IoResult;
+use serde::Serialize;
+use workloads::result::{FakeRwResult, IoResult};
 
 use crate::columns;
-use crate::fake_rw_record::{FakeRwRecord, HostFakeRwRecord};
+use crate::fake_rw_record::{FakeRwRecord, HostFakeRw, HostFakeRwRecord};
 use benchkit::progress::Progress;
-use benchkit::{Column, Record, ResultSet, fio};
+use benchkit::{Column, ResultSet, Run, fio};
 use harness::error::{Error, Result};
 use harness::guest::{GuestOptions, OsChoice, Overrides};
 use harness::insns::{self, CountOptions};
@@ -100,33 +100,26 @@ pub fn compares_kernels(options: &Options) -> bool {
 
 /// Runs the benchmark and reports it (on our kernel; see [`compares_kernels`]).
 pub fn run(options: &Options) -> Result<()> {
-    let set = match options.place {
-        Place::Guest => in_guest(options)?,
-        Place::Host => on_host(options.quick)?,
-    };
-    report(set)
+    match options.place {
+        Place::Guest => report(in_guest(options)?),
+        Place::Host => report(on_host(options.quick)?),
+    }
 }
 
-fn on_host(quick: bool) -> Result<ResultSet> {
+fn on_host(quick: bool) -> Result<ResultSet<HostFakeRwRecord>> {
     let mut set = ResultSet::new("fake-rw", "fake-rw-host", "host", None);
     for (bs, iodepth) in CASES {
         let mut command = benchkit::workloads_example("fake_rw");
         command.arg(format!("runtime={}", runtime(quick)));
         command.arg(format!("bs={bs}"));
         command.arg(format!("iodepth={iodepth}"));
-        let records = benchkit::run_host_program(&mut command)?;
-        set.extend(records.into_iter().map(|record| tagged(record, 1)));
+        let runs = benchkit::run_host_program::<HostFakeRw>(&mut command, "fake-rw host RESULT")?;
+        set.extend(runs.into_iter().map(|mut run| {
+            run.result.bench = "fake-rw".into();
+            run.with(|context| context.smp = Some(1))
+        }));
     }
     Ok(set)
-}
-
-/// Marks a record with the benchmark name and the vCPU count it ran on.
-fn tagged(mut record: Record, smp: u32) -> Record {
-    record
-        .entry("bench")
-        .or_insert_with(|| Value::from("fake-rw"));
-    record.insert("smp".into(), Value::from(smp));
-    record
 }
 
 /// CPU time (user + system) of this process's waited-for children, from `/proc/self/stat`
@@ -138,7 +131,7 @@ fn children_cpu_seconds() -> f64 {
     ticks_to_seconds(ticks as f64)
 }
 
-fn in_guest(options: &Options) -> Result<ResultSet> {
+fn in_guest(options: &Options) -> Result<ResultSet<FakeRwRecord>> {
     let guest = options.guest_options.prepare()?;
     let profile = profile::load("default")?;
     let mut set = ResultSet::new(
@@ -154,7 +147,7 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
         .unwrap_or(if options.quick { 1 } else { 3 })
         .max(1);
     let mut progress = Progress::new(CASES.len() + 1 + 2 * reps as usize);
-    let mut boot = |args: String, smp: u32| -> Result<Vec<Record>> {
+    let mut boot = |args: String, smp: u32| -> Result<Vec<FakeRwRecord>> {
         progress.start(&format!("smp={smp} {args}"));
         let overrides = Overrides {
             smp: Some(smp),
@@ -164,17 +157,16 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
             ..Overrides::default()
         };
         let (cpu_before, wall) = (children_cpu_seconds(), Instant::now());
-        let records = benchkit::run_guest_case(&guest, &profile, &overrides)?;
+        let runs: Vec<FakeRwRecord> =
+            benchkit::run_guest_case(&guest, &profile, &overrides, "fake-rw RESULT")?;
         let cpus = (children_cpu_seconds() - cpu_before) / wall.elapsed().as_secs_f64();
-        Ok(records
+        Ok(runs
             .into_iter()
-            .map(|record| {
-                let mut record = tagged(record, smp);
-                record.insert(
-                    "qemu_host_cpus".into(),
-                    Value::from((cpus * 100.0).round() / 100.0),
-                );
-                record
+            .map(|run| {
+                run.with(|context| {
+                    context.smp = Some(smp);
+                    context.qemu_host_cpus = Some((cpus * 100.0).round() / 100.0);
+                })
             })
             .collect())
     };
@@ -195,11 +187,11 @@ fn in_guest(options: &Options) -> Result<ResultSet> {
         for numjobs in order {
             let args =
                 format!("workload=fake-rw runtime={runtime} bs=4096 iodepth=32 numjobs={numjobs}");
-            let records = boot(args, 2)?;
-            set.extend(records.into_iter().map(|mut record| {
-                record.insert("rep".into(), Value::from(rep));
-                record
-            }));
+            let runs = boot(args, 2)?;
+            set.extend(
+                runs.into_iter()
+                    .map(|run| run.with(|context| context.rep = Some(rep))),
+            );
         }
     }
     if options.breakdown {
@@ -242,9 +234,9 @@ pub fn scaling(records: &[FakeRwRecord]) -> Option<(f64, f64)> {
     let iops = |numjobs: u64, rep: Option<u32>| {
         records
             .iter()
-            .filter(|r| r.smp == 2 && r.result.io.numjobs == numjobs)
+            .filter(|r| r.context.smp == Some(2) && r.result.io.numjobs == numjobs)
             .filter(|r| r.result.sense_magazine != 0)
-            .filter(|r| rep.is_none() || r.rep == rep)
+            .filter(|r| rep.is_none() || r.context.rep == rep)
             .map(|r| r.result.io.iops as f64)
             .fold(None, |best: Option<f64>, v| {
                 Some(best.map_or(v, |b| b.max(v)))
@@ -262,7 +254,7 @@ pub fn magazine_comparison(records: &[FakeRwRecord]) -> Option<String> {
     let two_jobs = |magazine_off: bool| {
         records
             .iter()
-            .filter(|r| r.smp == 2 && r.result.io.numjobs == 2)
+            .filter(|r| r.context.smp == Some(2) && r.result.io.numjobs == 2)
             .filter(move |r| (r.result.sense_magazine == 0) == magazine_off)
     };
     let best_iops = |magazine_off: bool| {
@@ -303,77 +295,84 @@ fn label(io: &IoResult, smp: u32, magazine: Option<u64>) -> String {
     format!("{bs} qd{} j{}/{smp}cpu{magazine}", io.iodepth, io.numjobs)
 }
 
-/// The `records` of a run in `place` read as their typed results: the guest's as
-/// [`FakeRwRecord`]s (which the headlines are computed from, none for the host), and every
-/// run's label, in order.
-pub(crate) fn typed(place: &str, records: &[Record]) -> Result<(Vec<FakeRwRecord>, Vec<Labelled>)> {
-    if place == "host" {
-        let labelled = records.iter().map(|record| {
-            let host = HostFakeRwRecord::read(record)?;
-            Ok(Labelled {
-                label: label(&host.io, host.smp, None),
-                iops: host.io.iops as f64,
-                rep: None,
-                insns_per_op: None,
-            })
-        });
-        return Ok((Vec::new(), labelled.collect::<Result<_>>()?));
-    }
-    let records = records
-        .iter()
-        .map(FakeRwRecord::read)
-        .collect::<Result<Vec<_>>>()?;
-    let labelled = records
-        .iter()
-        .map(|r| Labelled {
-            label: label(&r.result.io, r.smp, Some(r.result.sense_magazine)),
-            iops: r.result.io.iops as f64,
-            rep: r.rep,
-            insns_per_op: r.insns.insns_per_op,
-        })
-        .collect();
-    Ok((records, labelled))
+/// A row of the fake-rw report: a guest run (with or without its sense slab named), or a host
+/// run, each with its label for the chart and the fio file.
+pub(crate) trait FakeRwRow: Serialize {
+    /// The guest's run the headlines are computed from; `None` for a host run.
+    fn guest(&self) -> Option<&FakeRwRecord>;
+    /// Its label, IOPS, repetition and instructions per I/O.
+    fn labelled(&self) -> Labelled;
 }
 
-/// Prints the table and the scaling factor, writes the JSON, draws the chart.
-/// Prints the table and headlines of `set`, writes its JSON and chart.
-pub fn report(mut set: ResultSet) -> Result<()> {
-    benchkit::print_tables(&set.results, &[("fake-rw", &COLUMNS)]);
-    println!();
-    let (records, labelled) = typed(set.place, &set.results)?;
-    if let Some((median, best)) = scaling(&records) {
-        set.headline(format!(
-            "scaling at smp 2, bs 4096, iodepth 32: numjobs=2 / numjobs=1 = {median:.2}× (median of repetitions), {best:.2}× (best of each)"
-        ));
-        let two_job_cpus = records
-            .iter()
-            .filter(|r| r.result.io.numjobs == 2 && r.result.sense_magazine != 0)
-            .filter_map(|r| r.qemu_host_cpus)
-            .fold(0.0_f64, f64::max);
-        if two_job_cpus > 0.0 && two_job_cpus < 1.8 {
-            set.headline(format!(
-                "note: QEMU got at most {two_job_cpus:.2} host CPUs for its two vCPUs (other load on the host), so this factor measures the host more than the guest"
-            ));
+impl FakeRwRow for Run<FakeRwResult> {
+    fn guest(&self) -> Option<&FakeRwRecord> {
+        Some(self)
+    }
+
+    fn labelled(&self) -> Labelled {
+        let (io, smp) = (&self.result.io, self.context.smp.unwrap_or(1));
+        Labelled {
+            label: label(io, smp, Some(self.result.sense_magazine)),
+            iops: io.iops as f64,
+            rep: self.context.rep,
+            insns_per_op: self.insns.insns_per_op,
         }
     }
-    if let Some(line) = magazine_comparison(&records) {
+}
+
+impl FakeRwRow for Run<HostFakeRw> {
+    fn guest(&self) -> Option<&FakeRwRecord> {
+        None
+    }
+
+    fn labelled(&self) -> Labelled {
+        let io = &self.result.io;
+        Labelled {
+            label: label(io, self.context.smp.unwrap_or(1), None),
+            iops: io.iops as f64,
+            rep: None,
+            insns_per_op: None,
+        }
+    }
+}
+
+/// The labelled runs of a fake-rw results `document` written in `place` (`host` or `guest`).
+pub(crate) fn labelled(place: &str, document: &serde_json::Value) -> Result<Vec<Labelled>> {
+    use crate::document::results;
+    Ok(if place == "host" {
+        let runs: Vec<HostFakeRwRecord> = results(document, "fake-rw host RESULT")?;
+        runs.iter().map(FakeRwRow::labelled).collect()
+    } else {
+        let runs: Vec<FakeRwRecord> = results(document, "fake-rw RESULT")?;
+        runs.iter().map(FakeRwRow::labelled).collect()
+    })
+}
+
+/// Prints the table and headlines of `set`, writes its JSON, its fio file and its chart.
+pub(crate) fn report<T: FakeRwRow>(mut set: ResultSet<T>) -> Result<()> {
+    benchkit::print_tables(&set.results, &[("fake-rw", &COLUMNS)]);
+    println!();
+    let records: Vec<FakeRwRecord> = set.results.iter().filter_map(T::guest).cloned().collect();
+    for line in headlines(&records) {
         set.headline(line);
     }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
     let svgs = figure::draw(&set.file_stem, &set.to_json(), &dir)?;
-    let runs: Vec<fio::Run<'_>> = set
+    let runs: Vec<fio::Run<'_, T>> = set
         .results
         .iter()
-        .zip(&labelled)
-        .map(|(record, run)| fio::Run {
-            name: match run.rep {
-                Some(rep) => format!("fake-rw {} rep {rep}", run.label),
-                None => format!("fake-rw {}", run.label),
-            },
-            engine: "sensepool workload=fake-rw (scsi_debug fake_rw=1)",
-            option_keys: &["smp", "sense_mode", "sense_magazine", "io_mode"],
-            record,
+        .map(|record| {
+            let run = record.labelled();
+            fio::Run {
+                name: match run.rep {
+                    Some(rep) => format!("fake-rw {} rep {rep}", run.label),
+                    None => format!("fake-rw {}", run.label),
+                },
+                engine: "sensepool workload=fake-rw (scsi_debug fake_rw=1)",
+                option_keys: &["smp", "sense_mode", "sense_magazine", "io_mode"],
+                record,
+            }
         })
         .collect();
     let fio_json = fio::write(&dir, &set.file_stem, &fio::document(&runs))?;
@@ -389,15 +388,35 @@ pub fn report(mut set: ResultSet) -> Result<()> {
     Ok(())
 }
 
+/// The scaling factor, with a note when QEMU got too few host CPUs for it to mean much, and
+/// the magazine comparison.
+fn headlines(records: &[FakeRwRecord]) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some((median, best)) = scaling(records) {
+        lines.push(format!(
+            "scaling at smp 2, bs 4096, iodepth 32: numjobs=2 / numjobs=1 = {median:.2}× (median of repetitions), {best:.2}× (best of each)"
+        ));
+        let two_job_cpus = records
+            .iter()
+            .filter(|r| r.result.io.numjobs == 2 && r.result.sense_magazine != 0)
+            .filter_map(|r| r.context.qemu_host_cpus)
+            .fold(0.0_f64, f64::max);
+        if two_job_cpus > 0.0 && two_job_cpus < 1.8 {
+            lines.push(format!(
+                "note: QEMU got at most {two_job_cpus:.2} host CPUs for its two vCPUs (other load on the host), so this factor measures the host more than the guest"
+            ));
+        }
+    }
+    lines.extend(magazine_comparison(records));
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn record(smp: u32, numjobs: u64, magazine: u64, iops: u64) -> FakeRwRecord {
-        let mut record = FakeRwRecord {
-            smp,
-            ..FakeRwRecord::default()
-        };
+        let mut record = FakeRwRecord::default().with(|context| context.smp = Some(smp));
         record.result.io.numjobs = numjobs;
         record.result.io.iops = iops;
         record.result.sense_magazine = magazine;
@@ -410,7 +429,7 @@ mod tests {
     }
 
     fn rep(mut record: FakeRwRecord, rep: u32) -> FakeRwRecord {
-        record.rep = Some(rep);
+        record.context.rep = Some(rep);
         record
     }
 
@@ -450,11 +469,9 @@ mod tests {
     #[test]
     fn every_column_names_a_field_of_the_typed_record() {
         let mut full = counted(rep(record(2, 2, 64, 1), 0), 1.0);
-        full.qemu_host_cpus = Some(1.0);
+        full.context.qemu_host_cpus = Some(1.0);
         full.result.insns = Some(Default::default());
-        let Value::Object(fields) = serde_json::to_value(&full).unwrap() else {
-            panic!("a record serializes to an object")
-        };
+        let fields = benchkit::table::fields(&full);
         for column in COLUMNS {
             assert!(fields.contains_key(column.key), "column `{}`", column.key);
         }
@@ -463,15 +480,17 @@ mod tests {
     /// What the kernel prints reads back; a field it lacks is an error that names it.
     #[test]
     fn a_guest_line_reads_and_a_missing_field_is_named() {
-        let mut full = record(2, 2, 64, 1000);
-        full.result.io.lat_bins =
-            workloads::result::LatencyBins::parse_text("900:1,1500:2").unwrap();
-        let Value::Object(mut fields) = serde_json::to_value(&full).unwrap() else {
-            panic!("a record serializes to an object")
+        let mut full = record(2, 2, 64, 1000).result;
+        full.io.lat_bins = workloads::result::LatencyBins::parse_text("900:1,1500:2").unwrap();
+        let text = serde_json::to_string(&full).unwrap();
+        let read = |text: &str| {
+            let line = harness::console::parse_result(text).unwrap();
+            benchkit::read_run::<FakeRwResult>(&line, None, "fake-rw RESULT")
         };
-        assert_eq!(FakeRwRecord::read(&fields).unwrap(), full);
-        fields.remove("magazine_hits");
-        let error = FakeRwRecord::read(&fields).unwrap_err().to_string();
+        assert_eq!(read(&text).unwrap().result, full);
+        let error = read(&text.replace("\"magazine_hits\":0,", ""))
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("magazine_hits"), "{error}");
     }
 }

@@ -8,11 +8,12 @@
 
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::Value;
 use workloads::io::WorkloadParams;
 
+use benchkit::ResultSet;
 use benchkit::progress::Progress;
-use benchkit::{Record, ResultSet};
 use harness::error::{Error, Result};
 use harness::guest::{Guest, Overrides};
 use harness::insns;
@@ -20,7 +21,27 @@ use harness::profile::Profile;
 use harness::{profile, workspace};
 
 use crate::breakdown;
-use crate::fake_rw::{Options, Place, runtime};
+use crate::fake_rw::{FakeRwRow, Labelled, Options, Place, runtime};
+use crate::fake_rw_record::FakeRwRecord;
+
+/// A mode's run: the guest's fake-rw run (its `rep` the pass) and the slab cache under the mode.
+#[derive(Debug, Clone, Serialize)]
+struct ModeRun {
+    #[serde(flatten)]
+    run: FakeRwRecord,
+    /// `sense_slab=`: `slab` unless `--sense-slab` said otherwise.
+    sense_slab: String,
+}
+
+impl FakeRwRow for ModeRun {
+    fn guest(&self) -> Option<&FakeRwRecord> {
+        Some(&self.run)
+    }
+
+    fn labelled(&self) -> Labelled {
+        self.run.labelled()
+    }
+}
 
 /// The modes' case: every word but the mode's.
 fn case(runtime: &str) -> String {
@@ -55,7 +76,7 @@ pub fn run(options: &Options) -> Result<()> {
 }
 
 /// Boots the case once per mode, forward then reversed, and the breakdown boots.
-fn in_guest(options: &Options, modes: &[String]) -> Result<ResultSet> {
+fn in_guest(options: &Options, modes: &[String]) -> Result<ResultSet<ModeRun>> {
     let guest = options.guest_options.prepare()?;
     let profile = profile::load("default")?;
     let plugin = options.count.plugin(guest.accel.accel)?;
@@ -83,24 +104,21 @@ fn in_guest(options: &Options, modes: &[String]) -> Result<ResultSet> {
             counting: insns::for_boot(plugin.as_deref(), false)?,
             ..Overrides::default()
         };
-        let records = benchkit::run_guest_case(&guest, &profile, &overrides)?;
-        set.extend(records.into_iter().map(|record| tagged(record, pass, slab)));
+        let runs: Vec<FakeRwRecord> =
+            benchkit::run_guest_case(&guest, &profile, &overrides, "fake-rw RESULT")?;
+        set.extend(runs.into_iter().map(|run| ModeRun {
+            run: run.with(|context| {
+                context.smp = Some(1);
+                context.rep = Some(pass as u32);
+            }),
+            sense_slab: slab.unwrap_or("slab").to_owned(),
+        }));
     }
     if options.breakdown {
         let layers = breakdowns(&guest, &profile, plugin.as_deref(), &case, modes, &words)?;
         print_layers(modes, &layers);
     }
     Ok(set)
-}
-
-fn tagged(mut record: Record, pass: usize, slab: Option<&str>) -> Record {
-    record
-        .entry("bench")
-        .or_insert_with(|| Value::from("fake-rw"));
-    record.insert("smp".into(), Value::from(1));
-    record.insert("rep".into(), Value::from(pass));
-    record.insert("sense_slab".into(), Value::from(slab.unwrap_or("slab")));
-    record
 }
 
 /// One breakdown boot per mode; each mode's layers (name, instructions per I/O) in order.

@@ -18,14 +18,11 @@ pub use figure::draw as draw_figure;
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
 use crate::columns;
 use crate::fake_rw::{CASES, Options, runtime};
 use crate::fake_rw_record::FakeRwRecord;
 use benchkit::progress::Progress;
-use benchkit::{Column, Record, ResultSet, typed};
+use benchkit::{Column, ResultSet};
 use harness::error::{Error, Result};
 use harness::guest::{Os, Overrides};
 use harness::{insns, profile, workspace};
@@ -43,26 +40,12 @@ const COLUMNS: [Column<'static>; 10] = [
     columns::IOS,
 ];
 
-/// One boot's record: the guest's fake-rw result (the same type on both kernels) and which
-/// kernel printed it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct OsRecord {
-    /// `ours` or `hermit` ([`Os`]'s names).
-    pub os: String,
-    #[serde(flatten)]
-    pub record: FakeRwRecord,
-}
-
-impl OsRecord {
-    /// `record` as an `--os` record, or an error naming the field that does not read.
-    pub fn read(record: &Record) -> Result<OsRecord> {
-        typed::read(record, "fake-rw --os RESULT")
-    }
-
-    fn is(&self, os: Os, bs: u32, iodepth: u32) -> bool {
-        let io = &self.record.result.io;
-        self.os == os.to_string() && io.bs == u64::from(bs) && io.iodepth == u64::from(iodepth)
-    }
+/// Whether `run` is `os`'s run of the case (bs, iodepth).
+fn is(run: &FakeRwRecord, os: Os, bs: u32, iodepth: u32) -> bool {
+    let io = &run.result.io;
+    run.context.os.as_deref() == Some(&os.to_string())
+        && io.bs == u64::from(bs)
+        && io.iodepth == u64::from(iodepth)
 }
 
 /// Boots every case on every kernel of `options.os`, `--reps` times, and reports.
@@ -101,12 +84,14 @@ pub fn run(options: &Options) -> Result<()> {
                     counting: insns::for_boot(plugin.as_deref(), false)?,
                     ..Overrides::default()
                 };
-                let records = benchkit::run_guest_case(guest, &profile, &overrides)?;
-                set.extend(records.into_iter().map(|mut record| {
-                    record.insert("os".into(), Value::from(guest.os.to_string()));
-                    record.insert("rep".into(), Value::from(rep));
-                    record.insert("smp".into(), Value::from(1));
-                    record
+                let runs: Vec<FakeRwRecord> =
+                    benchkit::run_guest_case(guest, &profile, &overrides, "fake-rw --os RESULT")?;
+                set.extend(runs.into_iter().map(|run| {
+                    run.with(|context| {
+                        context.os = Some(guest.os.to_string());
+                        context.rep = Some(rep);
+                        context.smp = Some(1);
+                    })
                 }));
             }
         }
@@ -127,20 +112,20 @@ pub struct Comparison {
 }
 
 /// The comparison of each case both kernels ran.
-pub fn compare(records: &[OsRecord]) -> Vec<Comparison> {
-    let of = |os: Os, bs: u32, iodepth: u32| records.iter().filter(move |r| r.is(os, bs, iodepth));
+pub fn compare(records: &[FakeRwRecord]) -> Vec<Comparison> {
+    let of = |os: Os, bs: u32, iodepth: u32| records.iter().filter(move |r| is(r, os, bs, iodepth));
     let mut out = Vec::new();
     for (bs, iodepth) in CASES {
         let iops = |os: Os, rep: u32| {
             of(os, bs, iodepth)
-                .find(|r| r.record.rep == Some(rep))
-                .map(|r| r.record.result.io.iops as f64)
+                .find(|r| r.context.rep == Some(rep))
+                .map(|r| r.result.io.iops as f64)
         };
         let pairs = (0..256).filter_map(|rep| Some((iops(Os::Hermit, rep)?, iops(Os::Ours, rep)?)));
         let ratio = benchkit::finite_spread(stats::ratios(pairs))
             .map(|spread| (spread.median, spread.min, spread.max));
         let insns = |os: Os| {
-            benchkit::finite_median(of(os, bs, iodepth).filter_map(|r| r.record.insns.insns_per_op))
+            benchkit::finite_median(of(os, bs, iodepth).filter_map(|r| r.insns.insns_per_op))
         };
         let insns = (insns(Os::Ours), insns(Os::Hermit));
         if ratio.is_some() || insns.0.is_some() || insns.1.is_some() {
@@ -155,15 +140,10 @@ pub fn compare(records: &[OsRecord]) -> Vec<Comparison> {
     out
 }
 
-fn report(set: &mut ResultSet) -> Result<()> {
+fn report(set: &mut ResultSet<FakeRwRecord>) -> Result<()> {
     benchkit::print_tables(&set.results, &[("fake-rw", &COLUMNS)]);
     println!();
-    let records = set
-        .results
-        .iter()
-        .map(OsRecord::read)
-        .collect::<Result<Vec<_>>>()?;
-    for case in compare(&records) {
+    for case in compare(&set.results) {
         let mut line = format!("bs={} iodepth={}:", case.bs, case.iodepth);
         if let Some((median, low, high)) = case.ratio {
             line += &format!(" hermit/ours IOPS {median:.3}× (spread {low:.3}–{high:.3})");
@@ -194,15 +174,14 @@ fn report(set: &mut ResultSet) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn record(os: Os, rep: u32, iops: u64, insns_per_op: Option<f64>) -> OsRecord {
-        let mut record = OsRecord {
-            os: os.to_string(),
-            ..OsRecord::default()
-        };
-        let io = &mut record.record.result.io;
+    fn record(os: Os, rep: u32, iops: u64, insns_per_op: Option<f64>) -> FakeRwRecord {
+        let mut record = FakeRwRecord::default().with(|context| {
+            context.os = Some(os.to_string());
+            context.rep = Some(rep);
+        });
+        let io = &mut record.result.io;
         (io.bs, io.iodepth, io.iops) = (4096, 32, iops);
-        record.record.rep = Some(rep);
-        record.record.insns.insns_per_op = insns_per_op;
+        record.insns.insns_per_op = insns_per_op;
         record
     }
 
@@ -228,7 +207,7 @@ mod tests {
     /// A column whose key is no field of the typed record would print an empty cell forever.
     #[test]
     fn every_column_names_a_field_of_the_typed_record() {
-        let fields = typed::record(&record(Os::Hermit, 0, 1, Some(1.0)));
+        let fields = benchkit::table::fields(&record(Os::Hermit, 0, 1, Some(1.0)));
         for column in COLUMNS {
             assert!(fields.contains_key(column.key), "column `{}`", column.key);
         }
@@ -239,18 +218,18 @@ mod tests {
     const OLD_RECORD: &str = r#"{"bench":"fake-rw","bs":512,"busy_pct":100.0,"cpus_online":1,"elapsed_ns":300000511,"errors":0,"halted_ns":0,"insn_ops":229776,"insns":131894536,"insns_per_op":574.0,"io_mode":"poll","iodepth":1,"iops":765903,"ios":229776,"irq_halts":0,"irq_interrupts":0,"irq_lost":0,"irq_safety_recoveries":0,"irq_spurious":0,"irq_storms":0,"lat_bins":"512:3,640:100,768:229673","lat_max_ns":1295636,"lat_mean_ns":841,"lat_min_ns":637,"lat_p50_ns":768,"lat_p90_ns":960,"lat_p9999_ns":16384,"lat_p999_ns":8192,"lat_p99_ns":1408,"lat_stddev_ns":2743,"magazine_hits":229781,"numjobs":1,"os":"hermit","per_queue_iops":"765903","queues":1,"reads":229776,"recovered":0,"rep":0,"reserve_bytes":192,"retries":0,"rw":"randread","sense_in_use_bytes":0,"sense_magazine":64,"sense_mode":"mempool:2","sense_reserve_hits":0,"sense_slab_allocs":229776,"sense_waits":0,"slab_lock_acquisitions":64,"slab_lock_contended":0,"slab_lock_wait_cycles":0,"smp":1,"timeouts":0,"where":"guest","accel":"tcg","writes":0}"#;
 
     #[test]
-    fn an_old_record_reads_and_a_missing_field_is_named() {
-        let mut old = harness::console::parse_result(OLD_RECORD).unwrap();
-        let record = OsRecord::read(&old).unwrap();
-        assert_eq!(record.os, "hermit");
-        assert_eq!(record.record.result.io.iops, 765903);
-        assert_eq!(record.record.insns.insns_per_op, Some(574.0));
-        assert_eq!(record.record.result.io.lat_bins.0.len(), 3);
-        old.insert("iops".into(), Value::from("fast"));
-        let error = OsRecord::read(&old).unwrap_err().to_string();
+    fn an_old_record_reads_and_a_wrong_field_is_named() {
+        let read = |text: &str| -> Result<FakeRwRecord> {
+            harness::typed::from_line(text, "fake-rw --os RESULT")
+        };
+        let record = read(OLD_RECORD).unwrap();
+        assert_eq!(record.context.os.as_deref(), Some("hermit"));
+        assert_eq!(record.result.io.iops, 765903);
+        assert_eq!(record.insns.insns_per_op, Some(574.0));
+        assert_eq!(record.result.io.lat_bins.0.len(), 3);
+        let error = read(&OLD_RECORD.replace(r#""iops":765903"#, r#""iops":"fast""#))
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("iops"), "{error}");
-        old.remove("os");
-        let error = OsRecord::read(&old).unwrap_err().to_string();
-        assert!(error.contains("`os`"), "{error}");
     }
 }

@@ -1,57 +1,29 @@
 //! fake-rw results as xtask keeps them: the guest's own type
-//! ([`workloads::result::FakeRwResult`], what the kernel prints) plus what xtask adds around a
-//! boot. Reading a `RESULT` object into it fails, naming the field, when the guest and xtask
-//! disagree; the table's columns are checked against it by a test.
+//! ([`workloads::result::FakeRwResult`], what the kernel prints), read once from its line, in a
+//! [`Run`] with what xtask knows around the boot (vCPUs, repetition, kernel, the host CPUs QEMU
+//! got) and its instruction counts. Reading a line fails, naming the field, when the guest and
+//! xtask disagree; the table's columns are checked against the type by a test.
 
 use serde::{Deserialize, Serialize};
-use workloads::result::{FakeRwResult, IoResult};
+use workloads::result::{FakeRwResult, InsnKeys, IoResult};
 
-use benchkit::Record;
-use benchkit::typed::read;
-use harness::error::Result;
-use harness::insns::InsnFigures;
+use benchkit::Run;
 
 /// One guest boot's fake-rw result and xtask's notes on it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct FakeRwRecord {
-    /// What the guest printed.
-    #[serde(flatten)]
-    pub result: FakeRwResult,
-    /// vCPUs the guest booted with.
-    pub smp: u32,
-    /// The scaling repetition, for the numjobs 1 / 2 pairs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rep: Option<u32>,
-    /// Host CPU time QEMU used over its wall time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub qemu_host_cpus: Option<f64>,
-    /// Instruction counts, when the boot was counted.
-    #[serde(flatten)]
-    pub insns: InsnFigures,
-}
+pub type FakeRwRecord = Run<FakeRwResult>;
 
-/// A host run (`cargo run -p workloads --example fake_rw`): the report alone.
+/// What a host run (`cargo run -p workloads --example fake_rw`) prints, named as the guest's.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct HostFakeRwRecord {
-    /// `fake-rw`.
+pub struct HostFakeRw {
+    /// `fake-rw` (the example does not print it; xtask names the bench).
+    #[serde(default)]
     pub bench: String,
     /// What the example printed.
     #[serde(flatten)]
     pub io: IoResult,
-    /// Always 1 (one host thread).
-    pub smp: u32,
 }
 
-impl FakeRwRecord {
-    /// `record` as the typed guest result, or an error naming what did not read.
-    pub fn read(record: &Record) -> Result<FakeRwRecord> {
-        read(record, "fake-rw RESULT")
-    }
-}
+impl InsnKeys for HostFakeRw {}
 
-impl HostFakeRwRecord {
-    /// `record` as the typed host result, or an error naming what did not read.
-    pub fn read(record: &Record) -> Result<HostFakeRwRecord> {
-        read(record, "fake-rw host RESULT")
-    }
-}
+/// A host run with its context (one host thread: `smp` 1).
+pub type HostFakeRwRecord = Run<HostFakeRw>;

@@ -19,7 +19,7 @@ use workloads::Rng;
 
 use crate::columns;
 use benchkit::plot::{self, Bar, GroupedBars, Panel};
-use benchkit::{Column, ResultSet, fio, typed};
+use benchkit::{Column, ResultSet, fio};
 use harness::accel::AccelRequest;
 use harness::boot::Echo;
 use harness::error::{Error, Result};
@@ -269,18 +269,17 @@ fn served(
 }
 
 /// Prints the table and writes the JSON, the plot and the fio file.
-fn report(mut set: ResultSet, records: &[NbdRecord]) -> Result<()> {
-    set.extend(records.iter().map(typed::record));
+fn report(mut set: ResultSet<NbdRecord>, records: &[NbdRecord]) -> Result<()> {
+    set.extend(records.iter().cloned());
     benchkit::print_table(&set.results, &COLUMNS);
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
     let svgs = draw(&set.file_stem, &set.to_json(), &dir)?;
-    let runs: Vec<fio::Run<'_>> = set
+    let runs: Vec<fio::Run<'_, NbdRecord>> = set
         .results
         .iter()
-        .zip(records)
-        .map(|(record, nbd)| fio::Run {
-            name: format!("nbd {}", nbd.case),
+        .map(|record| fio::Run {
+            name: format!("nbd {}", record.case),
             engine: "nbd client (xtask) over QEMU user networking",
             option_keys: &[],
             record,
@@ -301,10 +300,7 @@ pub fn draw(
     document: &serde_json::Value,
     dir: &std::path::Path,
 ) -> Result<Vec<std::path::PathBuf>> {
-    let records: Vec<NbdRecord> = crate::document::records(document)
-        .iter()
-        .map(|record| typed::read(record, "bench nbd result"))
-        .collect::<Result<_>>()?;
+    let records: Vec<NbdRecord> = crate::document::results(document, "bench nbd result")?;
     if records.is_empty() {
         return Ok(Vec::new());
     }
@@ -366,16 +362,16 @@ mod tests {
 
     #[test]
     fn an_old_record_reads_and_every_column_is_a_field() {
-        let old = harness::console::parse_result(OLD_RECORD).unwrap();
-        let record: NbdRecord = typed::read(&old, "nbd result").unwrap();
+        let record: NbdRecord = harness::typed::from_line(OLD_RECORD, "nbd result").unwrap();
         assert_eq!((record.iops, record.mib_per_s), (399.0, 1.56));
         assert_eq!(record.latency.unwrap().lat_p99_ns, 66023990);
-        let fields = typed::record(&record);
+        let old: serde_json::Value = serde_json::from_str(OLD_RECORD).unwrap();
+        let fields = benchkit::table::fields(&record);
         for column in COLUMNS {
             assert!(fields.contains_key(column.key), "column `{}`", column.key);
         }
         for key in fields.keys() {
-            assert!(old.contains_key(key), "`{key}` is not in the old record");
+            assert!(old.get(key).is_some(), "`{key}` is not in the old record");
         }
     }
 }

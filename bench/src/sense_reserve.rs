@@ -37,7 +37,7 @@ mod record;
 
 pub use cost::SenseReserveCostRecord;
 pub use figure::draw as draw_figures;
-pub use record::SenseReserveRecord;
+pub use record::{Cell, SenseReserveRecord};
 
 /// Options of `cargo xtask bench sense-reserve`.
 #[derive(Clone, Debug, clap::Args)]
@@ -100,13 +100,13 @@ pub fn run(options: &Options) -> Result<()> {
                     .map(|c| c.with_tlb_model(options.tlb_model)),
                 ..Overrides::default()
             };
-            let mut records = benchkit::run_guest_case(&guest, &profile, &overrides)?;
-            let cells = SenseReserveRecord::read_all(&records)?;
-            insns::add_ratios_by(
-                &mut records,
+            let mut cells: Vec<SenseReserveRecord> =
+                benchkit::run_guest_case(&guest, &profile, &overrides, "sense-reserve RESULT")?;
+            benchkit::add_insns_ratios(
+                &mut cells,
                 // A stalled slab spun for stall_ms on a handful of commands: no baseline.
-                |i| cells[i].mode() == "slab" && cells[i].verdict() == CellVerdict::Ok,
-                |i, j| cells[i].case() == cells[j].case(),
+                |r| r.mode() == "slab" && r.verdict() == CellVerdict::Ok,
+                |a, b| a.case() == b.case(),
             );
             let mut set = ResultSet::new(
                 "sense-reserve",
@@ -114,13 +114,13 @@ pub fn run(options: &Options) -> Result<()> {
                 "guest",
                 Some(guest.accel.accel.to_string()),
             );
-            set.extend(records);
+            set.extend(cells);
             set
         }
         Place::Host => {
             let mut command = benchkit::workloads_example("sense_reserve");
             command.args(job(options.quick).split(' '));
-            let records = benchkit::run_host_program(&mut command)?;
+            let records = benchkit::run_host_program(&mut command, "sense-reserve RESULT")?;
             let mut set = ResultSet::new("sense-reserve", "sense-reserve-host", "host", None);
             set.extend(records);
             set
@@ -444,14 +444,11 @@ fn eh_verdicts(cells: &[SenseReserveRecord]) -> Vec<String> {
     .collect()
 }
 
-/// Prints the table and the verdicts, writes the JSON and the plots. Every record is read as
-/// a [`SenseReserveRecord`] first: one that does not read stops the report with an error
-/// naming the field.
-fn report(mut set: ResultSet) -> Result<()> {
-    let cells = SenseReserveRecord::read_all(&set.results)?;
+/// Prints the table and the verdicts, writes the JSON and the plots.
+fn report(mut set: ResultSet<SenseReserveRecord>) -> Result<()> {
     benchkit::print_tables(&set.results, &[("sense-reserve", &COLUMNS)]);
     println!();
-    for line in verdicts(&cells) {
+    for line in verdicts(&set.results) {
         set.headline(line);
     }
     let dir = workspace::output_dir("bench")?;

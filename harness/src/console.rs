@@ -12,14 +12,39 @@
 //! - `TEST-LIST {json}`: one entry of the kernel's test table (a `test=list` boot);
 //! - `FAULT …` (CPU exception report), `PANIC …` (Rust panic), `CMDLINE ERROR: key '…': …`.
 
-use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde::Serialize;
+use serde::de::{DeserializeOwned, IgnoredAny};
 use workloads::result::{BootResult, TestListEntry, VerifyPlanRange};
 
 use crate::error::{Error, Result};
 
-/// One `RESULT` object as the guest printed it.
-pub type Record = Map<String, Value>;
+/// One `RESULT` line's JSON object, as the guest printed it: checked to be an object, and read
+/// once, by whoever knows what the boot ran, into its type ([`ResultLine::read`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResultLine {
+    json: String,
+}
+
+impl ResultLine {
+    /// The line as a `T` (a `workloads::result` type, or one that flattens it in), or an error
+    /// naming `what` was read and the field that did not match.
+    pub fn read<T: DeserializeOwned + Serialize + Default>(&self, what: &str) -> Result<T> {
+        crate::typed::from_line(&self.json, what)
+    }
+
+    /// The object's JSON text.
+    pub fn json(&self) -> &str {
+        &self.json
+    }
+
+    /// The field named `key`, for a check that names fields rather than a type
+    /// (`tests/guest.toml`'s conditions on any test's lines; a host test holds those names to
+    /// the result types).
+    pub fn field(&self, key: &str) -> Option<serde_json::Value> {
+        let mut object: serde_json::Value = serde_json::from_str(&self.json).ok()?;
+        object.get_mut(key).map(serde_json::Value::take)
+    }
+}
 
 /// One classified console line.
 #[derive(Clone, Debug, PartialEq)]
@@ -109,7 +134,7 @@ pub(crate) fn parse_summary(line: &str) -> Option<(u64, u64)> {
 /// What a whole boot printed, in machine terms.
 #[derive(Debug, Default)]
 pub struct Report {
-    pub results: Vec<Map<String, Value>>,
+    pub results: Vec<ResultLine>,
     /// The `BOOT` line, if the kernel printed one.
     pub boot: Option<BootResult>,
     pub tests_ok: Vec<String>,
@@ -170,19 +195,20 @@ pub(crate) fn parse_typed<T: DeserializeOwned>(tag: &str, json: &str) -> Result<
     })
 }
 
-/// Parses a `RESULT` payload, which must be a JSON object.
-pub fn parse_result(json: &str) -> Result<Map<String, Value>> {
-    match serde_json::from_str::<Value>(json) {
-        Ok(Value::Object(object)) => Ok(object),
-        Ok(other) => Err(Error::ResultLine {
-            line: json.to_owned(),
-            reason: format!("expected a JSON object, got {other}"),
-        }),
-        Err(error) => Err(Error::ResultLine {
-            line: json.to_owned(),
-            reason: error.to_string(),
-        }),
+/// Checks a `RESULT` payload, which must be one JSON object; it is read into its type later
+/// ([`ResultLine::read`]), once.
+pub fn parse_result(json: &str) -> Result<ResultLine> {
+    let bad = |reason: String| Error::ResultLine {
+        line: json.to_owned(),
+        reason,
+    };
+    serde_json::from_str::<IgnoredAny>(json).map_err(|error| bad(error.to_string()))?;
+    if !json.trim_start().starts_with('{') {
+        return Err(bad(format!("expected a JSON object, got {json}")));
     }
+    Ok(ResultLine {
+        json: json.trim().to_owned(),
+    })
 }
 
 #[cfg(test)]

@@ -52,4 +52,5 @@ pub mod qemu_cpu;
 pub mod qmp;
 pub mod setup;
 pub mod symbols;
+pub mod typed;
 pub mod workspace;

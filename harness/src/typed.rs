@@ -1,44 +1,66 @@
-//! Result records read as types, and types written as records.
+//! JSON read as types, with errors that say where.
 //!
-//! A benchmark keeps its results as JSON objects ([`Record`]) because that is what the files
-//! under `target/bench/` hold and what the tables and `cargo xtask report` show; what a bench
-//! computes from them, it computes from a type (`workloads::result`'s, or an xtask record that
-//! wraps one). Reading goes through `serde_path_to_error`, so a record that does not match says
-//! where: `lat_p99_ns: invalid type: string "fast", expected f64`, not only the expectation
-//! (for the fields of a flattened struct, see [`read`]).
+//! A guest's `RESULT` line ([`crate::console::ResultLine`]), a results file and fio's output are
+//! read once, into the type their writer wrote, and stay typed until something writes JSON
+//! again. Reading goes through `serde_path_to_error`, so a line that does not match says where:
+//! `lat_p99_ns: invalid type: string "fast", expected f64`, not only the expectation (for the
+//! fields of a flattened struct, see [`from_line`]).
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::Record;
-use harness::error::{Error, Result};
+use crate::error::{Error, Result};
 
-/// `record` as a `T`, or an error that names `what` was read and the field that did not match.
-pub fn read<T: DeserializeOwned + Serialize + Default>(record: &Record, what: &str) -> Result<T> {
-    let error = match serde_path_to_error::deserialize(Value::Object(record.clone())) {
-        Ok(value) => return Ok(value),
-        Err(error) => error,
-    };
-    let reason = match (
-        error.path().to_string().as_str(),
-        flattened_culprit::<T>(record),
-    ) {
-        (".", Some(key)) => format!("{key}: {}", error.inner()),
-        _ => describe(&error),
-    };
-    Err(Error::BadResult {
-        what: what.into(),
-        reason,
-    })
+/// The JSON object `text` as a `T`, or an error that names `what` was read and the field that
+/// did not match. serde reads the fields of a flattened struct (`#[serde(flatten)]`, as the
+/// result types nest theirs) through a buffer and loses their names; for such an error each
+/// field of `text` is put alone on a default `T` to find the one that fails.
+pub fn from_line<T: DeserializeOwned + Serialize + Default>(text: &str, what: &str) -> Result<T> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    match serde_path_to_error::deserialize(&mut deserializer) {
+        Ok(value) => Ok(value),
+        Err(error) => Err(named::<T>(&error, &serde_json::from_str(text).ok(), what)),
+    }
 }
 
-/// The field of `record` that a `T` cannot take. serde reads the fields of a flattened struct
-/// (`#[serde(flatten)]`, as the result types nest theirs) through a buffer and loses their
-/// names; putting each field of `record` alone on a default `T` finds the one that fails.
-fn flattened_culprit<T: DeserializeOwned + Serialize + Default>(record: &Record) -> Option<String> {
-    let base = self::record(&T::default());
-    record
+/// [`from_line`] for an object already read as JSON (a record of a results file).
+pub fn from_record<T: DeserializeOwned + Serialize + Default>(
+    record: &Value,
+    what: &str,
+) -> Result<T> {
+    match serde_path_to_error::deserialize(record.clone()) {
+        Ok(value) => Ok(value),
+        Err(error) => Err(named::<T>(&error, &Some(record.clone()), what)),
+    }
+}
+
+/// The error of a `T` that did not read from `record`, naming the field.
+fn named<T: DeserializeOwned + Serialize + Default>(
+    error: &serde_path_to_error::Error<serde_json::Error>,
+    record: &Option<Value>,
+    what: &str,
+) -> Error {
+    let culprit = record.as_ref().and_then(flattened_culprit::<T>);
+    let reason = match (error.path().to_string().as_str(), culprit) {
+        (".", Some(key)) => format!("{key}: {}", error.inner()),
+        _ => describe(error),
+    };
+    Error::BadResult {
+        what: what.into(),
+        reason,
+    }
+}
+
+/// The field of the object `record` that a `T` cannot take (see [`from_line`]).
+fn flattened_culprit<T: DeserializeOwned + Serialize + Default>(record: &Value) -> Option<String> {
+    let Value::Object(fields) = record else {
+        return None;
+    };
+    let Ok(Value::Object(base)) = serde_json::to_value(T::default()) else {
+        return None;
+    };
+    fields
         .iter()
         .filter(|(key, _)| base.contains_key(*key))
         .find(|(key, value)| {
@@ -72,15 +94,6 @@ fn describe(error: &serde_path_to_error::Error<serde_json::Error>) -> String {
     match error.path().to_string().as_str() {
         "." => error.inner().to_string(),
         path => format!("{path}: {}", error.inner()),
-    }
-}
-
-/// `value` as a record: the fields of a struct (a type that is not an object gives an empty
-/// record, which no result type here is).
-pub fn record<T: Serialize>(value: &T) -> Record {
-    match serde_json::to_value(value) {
-        Ok(Value::Object(fields)) => fields,
-        _ => Record::new(),
     }
 }
 
@@ -122,9 +135,11 @@ mod tests {
             name: "a".into(),
             inner: Inner { iops: 2.0 },
         };
-        assert_eq!(read::<Sample>(&record(&sample), "sample").unwrap(), sample);
-        let flat = harness::console::parse_result(r#"{"name":"a","iops":"fast"}"#).unwrap();
-        let error = read::<Flat>(&flat, "flat").unwrap_err().to_string();
+        let text = serde_json::to_string(&sample).unwrap();
+        assert_eq!(from_line::<Sample>(&text, "sample").unwrap(), sample);
+        let error = from_line::<Flat>(r#"{"name":"a","iops":"fast"}"#, "flat")
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("iops: invalid type"), "{error}");
     }
 }

@@ -15,7 +15,7 @@ use harness::error::Result;
 /// Draws `<stem>.svg` from the bench's JSON `document` (failed runs count for nothing).
 pub fn draw(stem: &str, document: &Value, dir: &Path) -> Result<Vec<PathBuf>> {
     let runs: Vec<DeviceRun> = crate::document::records(document)
-        .iter()
+        .into_iter()
         .map(DeviceRun::read)
         .collect::<Result<_>>()?;
     let cells: Vec<Cell> = matrix::groups(&[Device::VirtioScsi, Device::Mptsas], &IO_MODES)

@@ -4,11 +4,8 @@
 //! Pure logic over typed runs ([`DeviceRun`]), so the rotation and the statistics are
 //! host-tested.
 
-use serde_json::Value;
-
 use super::Device;
 use super::record::{DeviceRecord, DeviceRun};
-use benchkit::Record;
 use stats::order;
 
 /// How the guest waits for completions (the kernel's `io_mode=`).
@@ -71,17 +68,6 @@ impl Cell {
             self.iodepth,
             self.numjobs
         )
-    }
-
-    /// Adds the cell's identity to a record (the fields [`Cell::matches`] reads back from the
-    /// typed run).
-    pub fn tag(&self, record: &mut Record) {
-        record.insert("bench".into(), Value::from("device"));
-        record.insert("device".into(), Value::from(self.device.name()));
-        record.insert("io_mode".into(), Value::from(self.io_mode.name()));
-        record.insert("iodepth".into(), Value::from(self.iodepth));
-        record.insert("numjobs".into(), Value::from(self.numjobs));
-        record.insert("smp".into(), Value::from(SMP));
     }
 
     /// Whether `run` was booted in this cell.
@@ -276,6 +262,7 @@ pub(super) mod tests {
             iodepth: u64::from(cell.iodepth),
             numjobs: u64::from(cell.numjobs),
             round,
+            ..FailedRun::default()
         })
     }
 

@@ -28,12 +28,10 @@ pub mod report;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use serde_json::Value;
-
 use self::matrix::{Cell, IO_MODES, IoMode, SMP};
-use self::record::DeviceRun;
+use self::record::{DeviceRecord, DeviceRun, FailedRun};
+use benchkit::ResultSet;
 use benchkit::progress::Progress;
-use benchkit::{Record, ResultSet};
 use harness::boot::Echo;
 use harness::error::{Error, Result};
 use harness::guest::{Guest, GuestOptions, Overrides};
@@ -140,33 +138,25 @@ pub fn run(options: &Options) -> Result<()> {
     for round in 0..rounds {
         for (position, cell) in matrix::round_order(&groups, round).iter().enumerate() {
             progress.start(&format!("round {round} {}", cell.label()));
-            let mut record = bench.measure(cell);
-            record.insert("round".into(), Value::from(round));
-            record.insert("position".into(), Value::from(position));
-            let line = DeviceRun::read(&record).map_or_else(
-                |error| format!("FAILED: {error}"),
-                |run| report::one_line(&run),
-            );
-            println!("round {round} {}: {line}", cell.label());
-            set.extend([record]);
+            let mut run = bench.measure(cell);
+            run.place_in(round as u32, position as u32);
+            println!("round {round} {}: {}", cell.label(), report::one_line(&run));
+            set.extend([run]);
         }
     }
     report::report(&set, &groups)
 }
 
 impl Bench<'_> {
-    /// Boots `cell` once: its record, or a record with `error` saying why there is none.
-    fn measure(&self, cell: &Cell) -> Record {
-        let mut record = self.boot(cell).unwrap_or_else(|error| {
-            let mut record = Record::new();
-            record.insert("error".into(), Value::from(error.to_string()));
-            record
-        });
-        cell.tag(&mut record);
-        record
+    /// Boots `cell` once: its run, or the failure saying why there is none.
+    fn measure(&self, cell: &Cell) -> DeviceRun {
+        match self.boot(cell) {
+            Ok(record) => DeviceRun::Measured(Box::new(record)),
+            Err(error) => failed(cell, error.to_string()),
+        }
     }
 
-    fn boot(&self, cell: &Cell) -> Result<Record> {
+    fn boot(&self, cell: &Cell) -> Result<DeviceRecord> {
         let profile = self
             .profiles
             .iter()
@@ -187,37 +177,57 @@ impl Bench<'_> {
             stop.store(true, Ordering::Relaxed);
             (outcome, sampler.join().unwrap_or_default())
         });
-        let (records, _) = outcome?;
-        let (mut record, result) = one_record(records, cell)?;
+        let (lines, log) = outcome?;
+        let runs = lines
+            .iter()
+            .map(|line| benchkit::read_run(line, log.as_ref(), "device RESULT"))
+            .collect::<Result<Vec<_>>>()?;
+        let (mut result, insns) = one_result(runs, cell)?;
+        result.io.iodepth = u64::from(cell.iodepth);
         let elapsed = Duration::from_nanos(result.io.elapsed_ns);
-        if let Some(cpus) = qemu_cpu::cpus_over_last(&samples, elapsed) {
-            record.insert(
-                "qemu_host_cpus".into(),
-                Value::from((cpus * 100.0).round() / 100.0),
-            );
-        }
-        Ok(record)
+        let cpus = qemu_cpu::cpus_over_last(&samples, elapsed);
+        Ok(DeviceRecord {
+            result,
+            bench: "device".into(),
+            round: 0,
+            position: 0,
+            smp: SMP,
+            qemu_host_cpus: cpus.map(|cpus| (cpus * 100.0).round() / 100.0),
+            insns,
+        })
     }
+}
+
+/// A boot of `cell` that gave no result because of `error`, as its record.
+fn failed(cell: &Cell, error: String) -> DeviceRun {
+    DeviceRun::Failed(FailedRun {
+        error,
+        bench: "device".into(),
+        device: cell.device.name().into(),
+        io_mode: cell.io_mode.name().into(),
+        iodepth: u64::from(cell.iodepth),
+        numjobs: u64::from(cell.numjobs),
+        smp: SMP,
+        round: 0,
+        position: 0,
+    })
 }
 
 /// The one RESULT of a cell's boot, read as the guest's [`DeviceResult`] (an error names a
 /// field it lacks) and checked to be the run that was asked for: the profile's adapter, the job
 /// count and the io_mode. A kernel that falls back (say to polling, on an adapter without
 /// interrupt support yet) ran another cell.
-fn one_record(records: Vec<Record>, cell: &Cell) -> Result<(Record, DeviceResult)> {
-    let mut records = records.into_iter();
-    let (Some(record), None) = (records.next(), records.next()) else {
+fn one_result(
+    runs: Vec<benchkit::Run<DeviceResult>>,
+    cell: &Cell,
+) -> Result<(DeviceResult, harness::insns::InsnFigures)> {
+    let mut runs = runs.into_iter();
+    let (Some(run), None) = (runs.next(), runs.next()) else {
         return Err(Error::NoResults {
             what: format!("exactly one RESULT line from {}", cell.label()),
         });
     };
-    let result: DeviceResult =
-        serde_json::from_value(Value::Object(record.clone())).map_err(|error| {
-            Error::BadResult {
-                what: format!("device RESULT of {}", cell.label()),
-                reason: error.to_string(),
-            }
-        })?;
+    let (result, insns) = (run.result, run.insns);
     let asked = [
         (
             "device",
@@ -242,7 +252,7 @@ fn one_record(records: Vec<Record>, cell: &Cell) -> Result<(Record, DeviceResult
             });
         }
     }
-    Ok((record, result))
+    Ok((result, insns))
 }
 
 #[cfg(test)]
@@ -258,24 +268,21 @@ mod tests {
         }
     }
 
-    fn line(device: &str, numjobs: u64, io_mode: &str) -> Record {
+    fn line(device: &str, numjobs: u64, io_mode: &str) -> benchkit::Run<DeviceResult> {
         let mut result = DeviceResult {
             device: device.into(),
             ..DeviceResult::default()
         };
         result.io.numjobs = numjobs;
         result.io.io_mode = io_mode.into();
-        match serde_json::to_value(result) {
-            Ok(Value::Object(record)) => record,
-            other => panic!("a result serializes to an object: {other:?}"),
-        }
+        benchkit::Run::new(result)
     }
 
     #[test]
     fn a_run_must_be_the_one_asked_for() {
         let good = line("virtio-scsi", 2, "irq");
-        assert!(one_record(vec![good.clone()], &cell()).is_ok());
-        for (record, says) in [
+        assert!(one_result(vec![good.clone()], &cell()).is_ok());
+        for (run, says) in [
             (
                 line("mptsas", 2, "irq"),
                 "reported device=mptsas when asked for device=virtio-scsi",
@@ -289,27 +296,33 @@ mod tests {
                 "reported io_mode=poll when asked for io_mode=irq",
             ),
         ] {
-            let error = one_record(vec![record], &cell()).unwrap_err();
+            let error = one_result(vec![run], &cell()).unwrap_err();
             assert!(error.to_string().contains(says), "{error}");
         }
-        let mut silent = good.clone();
-        silent.remove("io_mode");
-        let error = one_record(vec![silent], &cell()).unwrap_err().to_string();
+        assert!(one_result(vec![], &cell()).is_err());
+        assert!(one_result(vec![good.clone(), good], &cell()).is_err());
+    }
+
+    /// A line that lacks a field is an error naming it, before any check of the cell.
+    #[test]
+    fn a_line_without_a_field_is_named() {
+        let text = serde_json::to_string(&line("virtio-scsi", 2, "irq").result).unwrap();
+        let silent =
+            harness::console::parse_result(&text.replace(r#""io_mode":"irq","#, "")).unwrap();
+        let error = benchkit::read_run::<DeviceResult>(&silent, None, "device RESULT")
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("io_mode"),
             "a missing field is named: {error}"
         );
-        assert!(one_record(vec![], &cell()).is_err());
-        assert!(one_record(vec![good.clone(), good], &cell()).is_err());
     }
 
     #[test]
     fn a_failed_boot_becomes_an_error_record_of_its_cell() {
-        let mut record = Record::new();
-        record.insert("error".into(), Value::from("guest failed: CMDLINE ERROR"));
-        record.insert("round".into(), Value::from(0));
-        cell().tag(&mut record);
-        let run = DeviceRun::read(&record).unwrap();
+        let run = failed(&cell(), "guest failed: CMDLINE ERROR".into());
+        let written = serde_json::to_value(&run).unwrap();
+        let run = DeviceRun::read(&written).unwrap();
         assert!(cell().matches(&run));
         assert!(run.measured().is_none());
         assert_eq!(matrix::runs(&[run], &cell()).count(), 0);

@@ -7,8 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use workloads::result::DeviceResult;
 
-use benchkit::Record;
-use harness::error::{Error, Result};
+use harness::error::Result;
 use harness::insns::InsnFigures;
 
 /// One measured boot of a cell.
@@ -38,17 +37,27 @@ pub struct DeviceRecord {
 pub struct FailedRun {
     /// The guest's (or xtask's) complaint.
     pub error: String,
+    /// `device`.
+    #[serde(default)]
+    pub bench: String,
     /// The cell: adapter, io_mode, iodepth, numjobs.
     pub device: String,
     pub io_mode: String,
     pub iodepth: u64,
     pub numjobs: u64,
+    /// vCPUs the guest was booted with.
+    #[serde(default)]
+    pub smp: u32,
     /// The round the boot belonged to.
     pub round: u32,
+    /// Its place in the round's boot order.
+    #[serde(default)]
+    pub position: u32,
 }
 
 /// A record of `target/bench/device.json`: a measured boot or a failed one.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
 pub enum DeviceRun {
     Measured(Box<DeviceRecord>),
     Failed(FailedRun),
@@ -57,19 +66,12 @@ pub enum DeviceRun {
 impl DeviceRun {
     /// `record` as a typed run (one with an `error` member is a failed boot), or an error
     /// naming what did not read.
-    pub fn read(record: &Record) -> Result<DeviceRun> {
-        let object = Value::Object(record.clone());
-        let (what, read) = if record.contains_key("error") {
-            let failed = serde_json::from_value(object).map(DeviceRun::Failed);
-            ("failed device run", failed)
+    pub fn read(record: &Value) -> Result<DeviceRun> {
+        use harness::typed::from_record;
+        Ok(if record.get("error").is_some() {
+            DeviceRun::Failed(from_record(record, "failed device run")?)
         } else {
-            let measured =
-                serde_json::from_value(object).map(|record| DeviceRun::Measured(Box::new(record)));
-            ("device RESULT", measured)
-        };
-        read.map_err(|error| Error::BadResult {
-            what: what.into(),
-            reason: error.to_string(),
+            DeviceRun::Measured(Box::new(from_record(record, "device RESULT")?))
         })
     }
 
@@ -94,19 +96,19 @@ impl DeviceRun {
         }
     }
 
-    /// The run as its record: the guest's result with xtask's notes, or the failure.
-    pub fn record(&self) -> Record {
-        match self {
-            DeviceRun::Measured(record) => benchkit::typed::record(record.as_ref()),
-            DeviceRun::Failed(failed) => benchkit::typed::record(failed),
-        }
-    }
-
     /// The round the boot belonged to.
     pub fn round(&self) -> u32 {
         match self {
             DeviceRun::Measured(record) => record.round,
             DeviceRun::Failed(failed) => failed.round,
+        }
+    }
+
+    /// Places the run in its round's boot order.
+    pub fn place_in(&mut self, round: u32, position: u32) {
+        match self {
+            DeviceRun::Measured(record) => (record.round, record.position) = (round, position),
+            DeviceRun::Failed(failed) => (failed.round, failed.position) = (round, position),
         }
     }
 }

@@ -8,7 +8,7 @@ use super::Device;
 use super::matrix::{self, Cell, Figure, IoMode, Spread, busy_pct, iops, qemu_host_cpus};
 use super::record::{CellSummary, DeviceRun, IopsSummary, RatioEntry};
 use crate::columns;
-use benchkit::{Column, Record, ResultSet, fio};
+use benchkit::{Column, ResultSet, fio};
 use harness::error::{Error, Result};
 use harness::workspace;
 
@@ -99,14 +99,6 @@ fn summary(runs: &[DeviceRun], cell: &Cell) -> CellSummary {
     row
 }
 
-/// A row as the table printer and the JSON take it.
-fn row_record(row: &CellSummary) -> Record {
-    match serde_json::to_value(row) {
-        Ok(Value::Object(record)) => record,
-        _ => Record::new(),
-    }
-}
-
 /// The per-cell summary table's columns (console and results page).
 pub fn columns() -> Vec<Column<'static>> {
     let mut columns = vec![
@@ -193,14 +185,9 @@ fn ratios(runs: &[DeviceRun], groups: &[Vec<Cell>]) -> Vec<(String, RatioEntry)>
 /// Prints the table, failures and ratios; writes the JSON, fio JSON and plot. Fails (after
 /// writing everything) when any run failed, and before writing anything when a record does not
 /// read as a [`DeviceRun`].
-pub fn report(set: &ResultSet, groups: &[Vec<Cell>]) -> Result<()> {
-    let records = &set.results;
-    let runs: Vec<DeviceRun> = records.iter().map(DeviceRun::read).collect::<Result<_>>()?;
-    let rows: Vec<Record> = groups
-        .iter()
-        .flatten()
-        .map(|c| row_record(&summary(&runs, c)))
-        .collect();
+pub fn report(set: &ResultSet<DeviceRun>, groups: &[Vec<Cell>]) -> Result<()> {
+    let runs = &set.results;
+    let rows: Vec<CellSummary> = groups.iter().flatten().map(|c| summary(runs, c)).collect();
     println!();
     benchkit::print_table(&rows, &columns());
     if groups.iter().flatten().any(|c| c.device == Device::Mptsas) {
@@ -225,7 +212,7 @@ pub fn report(set: &ResultSet, groups: &[Vec<Cell>]) -> Result<()> {
             );
         }
     }
-    let ratios = ratios(&runs, groups);
+    let ratios = ratios(runs, groups);
     if !ratios.is_empty() {
         println!("\nratios within a round (median over rounds, min-max):");
     }
@@ -240,18 +227,17 @@ pub fn report(set: &ResultSet, groups: &[Vec<Cell>]) -> Result<()> {
             .map(|(line, _)| Value::from(line.trim()))
             .collect::<Vec<_>>(),
     );
-    document["summary"] = Value::from(rows.into_iter().map(Value::Object).collect::<Vec<_>>());
+    document["summary"] = serde_json::to_value(&rows).unwrap_or_default();
     let entries: Vec<RatioEntry> = ratios.into_iter().map(|(_, entry)| entry).collect();
     document["ratios"] = serde_json::to_value(entries).unwrap_or_default();
     let json = benchkit::write_document(&dir, &set.file_stem, &document)?;
-    let fio_runs: Vec<fio::Run<'_>> = records
+    let fio_runs: Vec<fio::Run<'_, DeviceRun>> = runs
         .iter()
-        .zip(&runs)
-        .map(|(record, run)| fio::Run {
+        .map(|run| fio::Run {
             name: format!("{} round {}", label(run), run.round()),
             engine: "sensepool workload=device",
             option_keys: &["device", "io_mode", "smp"],
-            record,
+            record: run,
         })
         .collect();
     let fio_json = fio::write(&dir, &set.file_stem, &fio::document(&fio_runs))?;
@@ -279,7 +265,7 @@ pub fn report(set: &ResultSet, groups: &[Vec<Cell>]) -> Result<()> {
             verdict: format!(
                 "bench device: {} of {} runs failed (listed above)",
                 failed.len(),
-                records.len()
+                runs.len()
             ),
         });
     }

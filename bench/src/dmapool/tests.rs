@@ -1,14 +1,15 @@
 use serde_json::Value;
 
 use super::*;
-use benchkit::Record;
 use harness::console::parse_result;
 
-fn object(value: &impl serde::Serialize) -> Record {
-    let Value::Object(fields) = serde_json::to_value(value).unwrap() else {
-        panic!("a record serializes to an object")
-    };
-    fields
+/// A line's runs, read as the bench reads them.
+fn read(lines: &[String]) -> Result<DmapoolRecords> {
+    let runs = lines
+        .iter()
+        .map(|line| benchkit::read_run(&parse_result(line)?, None, "dmapool RESULT"))
+        .collect::<Result<Vec<Run<DmapoolLine>>>>()?;
+    Ok(DmapoolRecords::of(&runs))
 }
 
 /// Records from partial lines: each given field over a default record's.
@@ -16,9 +17,12 @@ fn typed(lines: &[&str]) -> Vec<DmapoolRecord> {
     lines
         .iter()
         .map(|line| {
-            let mut fields = object(&DmapoolRecord::default());
-            fields.extend(parse_result(line).unwrap());
-            DmapoolRecords::read(&[fields]).unwrap().sweep.remove(0)
+            let mut fields = serde_json::to_value(DmapoolRecord::default()).unwrap();
+            let given: Value = serde_json::from_str(line).unwrap();
+            for (key, value) in given.as_object().unwrap() {
+                fields[key] = value.clone();
+            }
+            read(&[fields.to_string()]).unwrap().sweep.remove(0)
         })
         .collect()
 }
@@ -88,13 +92,14 @@ fn a_record_written_before_the_types_reads() {
         r#""insns_per_op": 280.1, "n": 1000, "pages": 33, "reps": 5, "size": 128, "stat": "min", "#,
         r#""where": "guest"}"#
     );
-    let typed = DmapoolRecords::read(&[parse_result(old).unwrap()]).unwrap();
+    let run: Run<DmapoolLine> = harness::typed::from_line(old, "dmapool RESULT").unwrap();
+    let typed = DmapoolRecords::of(&[run]);
     let record = &typed.sweep[0];
     assert_eq!(record.result.impl_name, "legacy");
     assert_eq!(record.result.n, 1000);
     assert_eq!(record.result.free_ns_per_op, 551.056);
     assert_eq!(record.insns.insns_per_op, Some(280.1));
-    assert_eq!(record.accel.as_deref(), Some("tcg"));
+    assert_eq!(record.context.accel.as_deref(), Some("tcg"));
 }
 
 /// What the guest prints reads back after the join, the host's pairs read as theirs, and a
@@ -117,9 +122,11 @@ fn printed_lines_read_and_a_missing_field_is_named() {
         impl_name: "vec".into(),
         ..Default::default()
     };
-    let mut records = vec![object(&printed), object(&pairs)];
-    harness::insns::join(&mut records, None).unwrap();
-    let typed = DmapoolRecords::read(&records).unwrap();
+    let lines = [
+        serde_json::to_string(&printed).unwrap(),
+        serde_json::to_string(&pairs).unwrap(),
+    ];
+    let typed = read(&lines).unwrap();
     assert_eq!(
         typed.sweep[0].result,
         DmapoolResult {
@@ -128,11 +135,13 @@ fn printed_lines_read_and_a_missing_field_is_named() {
         }
     );
     assert_eq!(typed.pairs, [pairs]);
-    records[0].remove("pages");
-    let error = DmapoolRecords::read(&records).unwrap_err().to_string();
+    let error = read(&[lines[0].replace(r#""pages":0,"#, "")])
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("pages"), "{error}");
-    records[1].remove("ns_per_pair");
-    let error = DmapoolRecords::read(&records[1..]).unwrap_err().to_string();
+    let error = read(&[lines[1].replace(r#""ns_per_pair":0.0,"#, "")])
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("ns_per_pair"), "{error}");
 }
 
@@ -146,7 +155,7 @@ fn every_column_names_a_field_of_the_typed_record() {
         },
         ..DmapoolRecord::default()
     };
-    let fields = object(&full);
+    let fields = benchkit::table::fields(&full);
     for column in COLUMNS {
         assert!(fields.contains_key(column.key), "column `{}`", column.key);
     }

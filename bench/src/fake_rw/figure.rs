@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::typed;
-use crate::document::{place, records};
+use super::labelled;
+use crate::document::place;
 use benchkit::plot::{self, Bar, GroupedBars, Panel};
 use harness::error::Result;
 
@@ -59,7 +59,7 @@ pub fn draw(stem: &str, document: &Value, dir: &Path) -> Result<Vec<PathBuf>> {
         .get("where")
         .and_then(Value::as_str)
         .unwrap_or("guest");
-    let (_, runs) = typed(where_, &records(document))?;
+    let runs = labelled(where_, document)?;
     let mut labels: Vec<&str> = Vec::new();
     for run in &runs {
         if !labels.contains(&run.label.as_str()) {

@@ -5,20 +5,17 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::OsRecord;
-use crate::document::{place, records};
+use crate::document::{place, results};
 use crate::fake_rw::figure::{bar, panels, repetitions_words, spread_words};
+use crate::fake_rw_record::FakeRwRecord;
 use benchkit::plot::{self, GroupedBars};
 use harness::error::Result;
 use harness::guest::Os;
 
 /// Draws `<stem>.svg` for `bench fake-rw --os` from its JSON `document`.
 pub fn draw(stem: &str, document: &Value, dir: &Path) -> Result<Vec<PathBuf>> {
-    let runs: Vec<OsRecord> = records(document)
-        .iter()
-        .map(OsRecord::read)
-        .collect::<Result<_>>()?;
-    let io = |r: &OsRecord| (r.record.result.io.bs, r.record.result.io.iodepth);
+    let runs: Vec<FakeRwRecord> = results(document, "fake-rw --os RESULT")?;
+    let io = |r: &FakeRwRecord| (r.result.io.bs, r.result.io.iodepth);
     let mut cases: Vec<(u64, u64)> = Vec::new();
     for run in &runs {
         if !cases.contains(&io(run)) {
@@ -31,7 +28,7 @@ pub fn draw(stem: &str, document: &Value, dir: &Path) -> Result<Vec<PathBuf>> {
     let kernels = [Os::Ours, Os::Hermit];
     let of = |case: (u64, u64), os: Os| {
         runs.iter()
-            .filter(move |r| io(r) == case && r.os == os.to_string())
+            .filter(move |r| io(r) == case && r.context.os.as_deref() == Some(&os.to_string()))
     };
     let repetitions = cases
         .iter()
@@ -58,8 +55,8 @@ pub fn draw(stem: &str, document: &Value, dir: &Path) -> Result<Vec<PathBuf>> {
                     kernels
                         .iter()
                         .map(|&os| {
-                            let record = |r: &OsRecord| {
-                                figure(r.record.result.io.iops as f64, r.record.insns.insns_per_op)
+                            let record = |r: &FakeRwRecord| {
+                                figure(r.result.io.iops as f64, r.insns.insns_per_op)
                             };
                             bar(of(case, os).filter_map(record))
                         })

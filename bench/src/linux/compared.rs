@@ -1,6 +1,7 @@
 //! One row of `linux.json` as the side-by-side table and the shared `case` column read it.
 
-use benchkit::{ResultSet, typed};
+use crate::linux::untyped::{self as typed, Record};
+use benchkit::ResultSet;
 use harness::error::Result;
 use serde::{Deserialize, Serialize};
 
@@ -43,7 +44,7 @@ pub struct ComparedRun {
 
 impl ComparedRun {
     /// Every result of `set` read as a compared row, or the first that does not read.
-    pub fn read_all(set: &ResultSet) -> Result<Vec<ComparedRun>> {
+    pub fn read_all(set: &ResultSet<Record>) -> Result<Vec<ComparedRun>> {
         set.results
             .iter()
             .map(|record| typed::read(record, "bench linux result"))

@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::Prepared;
 use super::run::{self, Group, Measured, Plan, VCPUS};
 use crate::fake_rw_record::FakeRwRecord;
-use benchkit::Record;
+use crate::linux::untyped::Record;
 use harness::error::{Error, Result};
 use harness::guest::{Guest, Overrides};
 use harness::insns::Counting;
@@ -96,12 +96,9 @@ fn sensepool(guest: &Guest, plan: &Plan, plugin: &Path, sense: Option<&str>) -> 
         counting: Some(Counting::next_boot(plugin, false)?),
         ..Overrides::default()
     };
-    let records = benchkit::run_guest_case(guest, &profile, &overrides)?;
-    let mut per_op = None;
-    for mut record in records {
-        record.insert("smp".into(), Value::from(VCPUS));
-        per_op = per_op.or(FakeRwRecord::read(&record)?.insns.insns_per_op);
-    }
+    let runs: Vec<FakeRwRecord> =
+        benchkit::run_guest_case(guest, &profile, &overrides, "fake-rw RESULT")?;
+    let per_op = runs.iter().find_map(|run| run.insns.insns_per_op);
     let per_op =
         per_op.ok_or_else(|| fail("the counted fake-rw boot reported no insns_per_op".into()))?;
     Ok(row("sensepool", per_op, Record::new()))

@@ -12,7 +12,6 @@ use serde_json::Value;
 
 use super::report::{ComparedRun, Row, rows};
 use benchkit::plot::{self, Bar, BarRow, Baseline, HBars, Header, RowGroup};
-use benchkit::typed;
 use harness::error::Result;
 
 /// The stock kernels, in the order of the bars.
@@ -20,10 +19,7 @@ const KERNELS: [&str; 2] = ["6.1", "6.12"];
 
 /// Draws `<stem>.svg` from the bench's JSON `document`.
 pub fn draw(stem: &str, document: &Value, dir: &Path) -> Result<Vec<PathBuf>> {
-    let runs: Vec<ComparedRun> = crate::document::records(document)
-        .iter()
-        .map(|record| typed::read(record, "bench linux result"))
-        .collect::<Result<_>>()?;
+    let runs: Vec<ComparedRun> = crate::document::results(document, "bench linux result")?;
     let chart = chart(&runs, &crate::document::place(document));
     if chart
         .groups

@@ -22,6 +22,7 @@ pub mod report;
 mod results;
 mod run;
 pub mod sense;
+mod untyped;
 
 use std::path::PathBuf;
 
@@ -69,7 +70,7 @@ pub struct Options {
 }
 
 /// Prints the tables, writes `target/bench/linux.json` and draws its figure from it.
-fn write(set: &benchkit::ResultSet, problems: &[String]) -> Result<()> {
+fn write(set: &benchkit::ResultSet<untyped::Record>, problems: &[String]) -> Result<()> {
     let document = report::write(set, problems)?;
     let dir = harness::workspace::output_dir("bench")?;
     for svg in figure::draw("linux", &document, &dir)? {

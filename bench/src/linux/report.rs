@@ -12,6 +12,7 @@ use serde_json::Value;
 
 pub use super::compared::ComparedRun;
 use crate::columns;
+use crate::linux::untyped::Record;
 use benchkit::{Column, ResultSet, print_tables};
 use harness::error::{Error, Result};
 use harness::workspace;
@@ -262,7 +263,7 @@ pub const RAW_COLUMNS: [Column<'static>; 11] = [
 ];
 
 /// Prints both tables, writes the JSON (every row plus the side-by-side rows) and returns it.
-pub fn write(set: &ResultSet, problems: &[String]) -> Result<Value> {
+pub fn write(set: &ResultSet<Record>, problems: &[String]) -> Result<Value> {
     print_tables(&set.results, &[("linux", &RAW_COLUMNS)]);
     println!();
     let rows = rows(&ComparedRun::read_all(set)?);
@@ -286,8 +287,11 @@ pub fn write(set: &ResultSet, problems: &[String]) -> Result<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use benchkit::typed;
-    use harness::console::parse_result;
+    use crate::linux::untyped as typed;
+    /// A row as the bench builds it.
+    fn parse_result(line: &str) -> Option<crate::linux::untyped::Record> {
+        serde_json::from_str(line).ok()
+    }
 
     #[test]
     fn medians_and_rows_pair_sides_by_case_and_engine() {

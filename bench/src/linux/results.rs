@@ -6,9 +6,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use benchkit::Record;
+use crate::linux::untyped as typed;
+use crate::linux::untyped::Record;
 use benchkit::fio::FioOutput;
-use benchkit::typed;
 use harness::error::{Error, Result};
 use workloads::result::SenseCostResult;
 

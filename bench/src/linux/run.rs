@@ -13,8 +13,9 @@ use serde_json::Value;
 
 use super::results::{self, GuestLine, LinuxDmapool, LinuxFio, LinuxInfo};
 use super::{Options, Prepared};
+use crate::linux::untyped::{self, self as typed, Record, Untyped};
+use benchkit::ResultSet;
 use benchkit::progress::Progress;
-use benchkit::{Record, ResultSet, typed};
 use harness::boot::{self, Echo, Verdict};
 use harness::error::Result;
 use harness::guest::{Guest, Overrides};
@@ -177,7 +178,7 @@ pub fn all(
     kernels: &[Prepared],
     plan: &Plan,
     groups: &[Group],
-) -> (ResultSet, Vec<String>) {
+) -> (ResultSet<Record>, Vec<String>) {
     let accel = guest.accel.accel.to_string();
     let mut set = ResultSet::new("linux", "linux", "guest", Some(accel));
     let mut problems = Vec::new();
@@ -234,8 +235,8 @@ fn sensepool(guest: &Guest, plan: &Plan, group: Group) -> Result<(Vec<Record>, V
             kernel_args: Some(args.clone()),
             ..Overrides::default()
         };
-        match benchkit::run_guest_case(guest, &profile, &overrides) {
-            Ok(results) => records.extend(results.into_iter().map(|mut record| {
+        match benchkit::run_guest_case::<Untyped>(guest, &profile, &overrides, "sensepool RESULT") {
+            Ok(runs) => records.extend(untyped::rows(runs).into_iter().map(|mut record| {
                 record.insert("side".into(), Value::from("sensepool"));
                 record.insert("release".into(), Value::from("sensepool"));
                 record.insert("case".into(), Value::from(key.as_str()));

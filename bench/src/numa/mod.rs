@@ -27,10 +27,8 @@ pub use report::{MODE_COLUMNS, POOL_COLUMNS, RATIO_COLUMNS, SOLO_COLUMNS, draw a
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use serde_json::Value;
-
+use benchkit::ResultSet;
 use benchkit::progress::Progress;
-use benchkit::{Record, ResultSet};
 use harness::error::Result;
 use harness::guest::{GuestOptions, Overrides};
 use harness::insns::{self, CountOptions};
@@ -98,32 +96,26 @@ pub fn run(options: &Options) -> Result<()> {
             let stop = AtomicBool::new(false);
             let (records, samples) = std::thread::scope(|scope| {
                 let sampler = scope.spawn(|| qemu_cpu::sample_child(&stop));
-                let records = benchkit::run_guest_case(&guest, &profile, &overrides);
+                let records = benchkit::run_guest_case(&guest, &profile, &overrides, "numa RESULT");
                 stop.store(true, Ordering::Relaxed);
                 (records, sampler.join().unwrap_or_default())
             });
-            let mut records = records?;
             let host_cpus = boot_cpus(&samples);
-            for record in &mut records {
-                record.insert("profile".into(), Value::from(name.as_str()));
-                if let Some(cpus) = host_cpus {
-                    record.insert("qemu_host_cpus".into(), Value::from(cpus));
-                }
-            }
-            for record in &records {
-                NumaRecord::read(record)?;
-            }
-            let kind = |record: &Record| {
-                NumaRecord::read(record)
-                    .ok()
-                    .map(|r| (r.result.bench(), r.result.mode().map(str::to_owned)))
-            };
-            insns::add_ratios(
-                &mut records,
-                |r| kind(r).is_some_and(|(_, mode)| mode.as_deref() == Some("shared")),
-                |a, b| kind(a).map(|(bench, _)| bench) == kind(b).map(|(bench, _)| bench),
+            let mut runs: Vec<NumaRecord> = records?
+                .into_iter()
+                .map(|run: NumaRecord| {
+                    run.with(|context| {
+                        context.profile = Some(name.clone());
+                        context.qemu_host_cpus = host_cpus;
+                    })
+                })
+                .collect();
+            benchkit::add_insns_ratios(
+                &mut runs,
+                |r| r.result.mode() == Some("shared"),
+                |a, b| a.result.bench() == b.result.bench(),
             );
-            set.extend(records);
+            set.extend(runs);
         }
     }
     report::report(set, &workspace::output_dir("bench")?)

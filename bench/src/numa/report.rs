@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use workloads::result::{NumaModeResult, NumaResult};
 
 use super::NumaRecord;
+use super::record::same_boot;
 use benchkit::plot::{self, Bar, GroupedBars, Panel};
-use benchkit::{Column, Record, ResultSet};
+use benchkit::{Column, ResultSet};
 use harness::error::Result;
 
 /// The load-independent table first: one CPU at a time, so every figure is a count.
@@ -79,7 +80,7 @@ pub fn verdicts(records: &[NumaRecord]) -> Vec<String> {
         let NumaResult::Ratio(ratio) = &record.result else {
             continue;
         };
-        let (profile, size) = (&record.profile, ratio.size);
+        let (profile, size) = (record.context.profile.as_deref().unwrap_or("-"), ratio.size);
         let shared = ratio.contended_per_op_shared;
         let per_node = ratio.contended_per_op_per_node;
         let halved = shared > 0.0 && per_node <= shared / 2.0;
@@ -88,7 +89,7 @@ pub fn verdicts(records: &[NumaRecord]) -> Vec<String> {
                 .iter()
                 .find(|r| {
                     matches!(&r.result, NumaResult::Solo(solo) if solo.mode == mode)
-                        && r.same_boot(record)
+                        && same_boot(r, record)
                 })
                 .and_then(|r| r.insns.insns_per_op)
         };
@@ -115,25 +116,18 @@ pub fn verdicts(records: &[NumaRecord]) -> Vec<String> {
 
 /// Prints the tables and verdicts, writes the JSON and the plot. Fails, naming the field, when
 /// a record does not read as a [`NumaRecord`].
-pub fn report(mut set: ResultSet, dir: &Path) -> Result<()> {
-    let typed: Vec<NumaRecord> = set
-        .results
-        .iter()
-        .map(NumaRecord::read)
-        .collect::<Result<_>>()?;
-    let ordered: Vec<Record> = TABLES
+pub fn report(mut set: ResultSet<NumaRecord>, dir: &Path) -> Result<()> {
+    let ordered: Vec<&NumaRecord> = TABLES
         .iter()
         .flat_map(|(bench, _)| {
             set.results
                 .iter()
-                .zip(&typed)
-                .filter(move |(_, r)| r.result.bench() == *bench)
-                .map(|(record, _)| record.clone())
+                .filter(move |r| r.result.bench() == *bench)
         })
         .collect();
     benchkit::print_tables(&ordered, &TABLES);
     println!();
-    for line in verdicts(&typed) {
+    for line in verdicts(&set.results) {
         set.headline(line);
     }
     let json = set.write_json(dir)?;
@@ -147,10 +141,7 @@ pub fn report(mut set: ResultSet, dir: &Path) -> Result<()> {
 
 /// Draws `<stem>.svg` from the bench's JSON `document`.
 pub fn draw(stem: &str, document: &serde_json::Value, dir: &Path) -> Result<Vec<PathBuf>> {
-    let typed: Vec<NumaRecord> = crate::document::records(document)
-        .iter()
-        .map(NumaRecord::read)
-        .collect::<Result<_>>()?;
+    let typed: Vec<NumaRecord> = crate::document::results(document, "numa RESULT")?;
     let chart = chart(&typed, &crate::document::place(document));
     if chart.groups.is_empty() {
         return Ok(Vec::new());
@@ -158,6 +149,12 @@ pub fn draw(stem: &str, document: &serde_json::Value, dir: &Path) -> Result<Vec<
     let path = dir.join(format!("{stem}.svg"));
     plot::draw_grouped(&path, &chart)?;
     Ok(vec![path])
+}
+
+/// A boot's name in the chart: its profile and block size.
+fn boot_name(record: &NumaRecord, size: u64) -> String {
+    let profile = record.context.profile.as_deref().unwrap_or("-");
+    format!("{profile} {size} B")
 }
 
 /// Groups are boots (profile and size), series are modes: median ops/s with the rounds'
@@ -172,8 +169,7 @@ fn chart(records: &[NumaRecord], place: &str) -> GroupedBars {
         .collect();
     let mut groups: Vec<String> = Vec::new();
     let mut series: Vec<String> = Vec::new();
-    let group_of =
-        |(r, mode): &(&NumaRecord, &NumaModeResult)| format!("{} {} B", r.profile, mode.size);
+    let group_of = |(r, mode): &(&NumaRecord, &NumaModeResult)| boot_name(r, mode.size);
     for row in &rows {
         let (group, mode) = (group_of(row), row.1.mode.clone());
         if !groups.contains(&group) {

@@ -146,7 +146,7 @@ fn render_table(out: &mut String, document: &Value, table: &Table) {
     }
     let derived;
     let columns: Vec<&Column<'_>> = if table.columns.is_empty() {
-        derived = benchkit::derived_columns(records.iter().copied());
+        derived = benchkit::table::derived_columns(records.iter().copied());
         derived.iter().collect()
     } else {
         // Columns no record fills (a field of another mode, `insns/op` without counting) are
@@ -200,7 +200,7 @@ fn render_problems(out: &mut String, document: &Value) {
 fn value(value: &Value) -> String {
     match value {
         Value::Null => "-".to_owned(),
-        other => benchkit::format_value(other),
+        other => benchkit::table::format_value(other),
     }
 }
 

@@ -7,9 +7,9 @@
 use serde_json::Value;
 
 use crate::columns;
-use crate::dmapool::DmapoolRecords;
+use crate::dmapool::DmapoolLine;
 use crate::sense_reserve::SenseReserveRecord;
-use benchkit::{Column, Record};
+use benchkit::{Column, Run};
 
 /// One table of a page: the document's array under `key`, optionally only the records whose
 /// `bench` field is `record_bench`.
@@ -183,18 +183,14 @@ const SIDE_BY_SIDE: [Column<'static>; 7] = [
 /// the error names the field that did not. Failed runs (records with only an `error`) are left
 /// to the page's "Failed runs".
 pub fn check_typed(stem: &str, document: &Value) -> harness::error::Result<()> {
-    let records: Vec<Record> = document
-        .get("results")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice)
-        .iter()
-        .filter_map(Value::as_object)
-        .filter(|record| !record.contains_key("error"))
-        .cloned()
-        .collect();
+    use crate::document::results;
     match stem {
-        "dmapool" | "dmapool-guest" => DmapoolRecords::read(&records).map(drop),
-        "sense-reserve" | "sense-reserve-host" => SenseReserveRecord::read_all(&records).map(drop),
+        "dmapool" | "dmapool-guest" => {
+            results::<Run<DmapoolLine>>(document, "dmapool RESULT").map(drop)
+        }
+        "sense-reserve" | "sense-reserve-host" => {
+            results::<SenseReserveRecord>(document, "sense-reserve RESULT").map(drop)
+        }
         _ => Ok(()),
     }
 }

@@ -5,47 +5,30 @@
 //! (`host_tagset`), states what the figures show, and writes
 //! `target/bench/sense-reserve-cost.json`.
 
-use serde::{Deserialize, Serialize};
 use workloads::result::SenseReserveCostResult;
 
-use benchkit::typed::read;
-use benchkit::{Record, ResultSet};
+use benchkit::{ResultSet, Run};
 use harness::error::Result;
 use harness::workspace;
 
 /// One row of the cost table as the JSON keeps it: the host example's own type.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SenseReserveCostRecord {
-    /// What `--example sense_reserve_cost` printed.
-    #[serde(flatten)]
-    pub result: SenseReserveCostResult,
-}
-
-impl SenseReserveCostRecord {
-    /// Every record of a run, typed; an error names the field that did not read.
-    pub fn read_all(records: &[Record]) -> Result<Vec<SenseReserveCostRecord>> {
-        records
-            .iter()
-            .map(|record| read(record, "sense-reserve-cost RESULT"))
-            .collect()
-    }
-}
+pub type SenseReserveCostRecord = Run<SenseReserveCostResult>;
 
 /// Runs the host example (`args`: its own words, e.g. `iodepth=65535` for a full burst per
 /// queue) and reports it.
 pub fn run(args: Option<&str>) -> Result<()> {
     let mut command = benchkit::workloads_example("sense_reserve_cost");
     command.args(args.unwrap_or("").split_whitespace());
-    let records = benchkit::run_host_program(&mut command)?;
-    let rows = SenseReserveCostRecord::read_all(&records)?;
-    let mut set = ResultSet::new("sense-reserve-cost", "sense-reserve-cost", "host", None);
-    set.extend(records);
+    let rows: Vec<SenseReserveCostRecord> =
+        benchkit::run_host_program(&mut command, "sense-reserve-cost RESULT")?;
     for table in tables(&rows) {
         println!("\n{table}");
     }
+    let mut set = ResultSet::new("sense-reserve-cost", "sense-reserve-cost", "host", None);
     for line in headlines(&rows) {
         set.headline(line);
     }
+    set.extend(rows);
     let json = set.write_json(&workspace::output_dir("bench")?)?;
     println!("wrote {}", json.display());
     Ok(())

@@ -14,7 +14,7 @@ use benchkit::plot::palette::RGBColor;
 use serde_json::Value;
 use workloads::result::CellVerdict;
 
-use super::SenseReserveRecord;
+use super::{Cell, SenseReserveRecord};
 use benchkit::plot::palette::{COLORS, tint};
 use benchkit::plot::ticks::{format_compact, format_value};
 use benchkit::plot::{
@@ -24,7 +24,8 @@ use harness::error::Result;
 
 /// Draws every sense-reserve figure of `document` into `dir` as `<stem>-<figure>.svg`.
 pub fn draw(stem: &str, document: &Value, dir: &Path) -> Result<Vec<PathBuf>> {
-    let cells = SenseReserveRecord::read_all(&crate::document::records(document))?;
+    let cells: Vec<SenseReserveRecord> =
+        crate::document::results(document, "sense-reserve RESULT")?;
     if cells.is_empty() {
         return Ok(Vec::new());
     }

@@ -1,17 +1,30 @@
 use super::*;
 use harness::console::parse_result;
-use harness::insns::{self, InsnFigures};
+use harness::insns::InsnFigures;
 use serde_json::Value;
 use workloads::result::{InsnCount, SenseReserveResult};
+
+/// A guest line read as the bench reads it.
+fn read(line: &str) -> Result<SenseReserveRecord> {
+    benchkit::read_run(&parse_result(line)?, None, "sense-reserve RESULT")
+}
+
+/// A record of a results file read as the report reads it.
+fn read_record(record: &str) -> Result<SenseReserveRecord> {
+    harness::typed::from_line(record, "sense-reserve RESULT")
+}
 
 /// Cells from partial lines: each given field over a default cell's.
 fn set(lines: &[&str]) -> Vec<SenseReserveRecord> {
     lines
         .iter()
         .map(|line| {
-            let mut fields = SenseReserveRecord::default().to_record();
-            fields.extend(parse_result(line).unwrap());
-            SenseReserveRecord::read(&fields).unwrap()
+            let mut fields = serde_json::to_value(SenseReserveRecord::default()).unwrap();
+            let given: Value = serde_json::from_str(line).unwrap();
+            for (key, value) in given.as_object().unwrap() {
+                fields[key] = value.clone();
+            }
+            read_record(&fields.to_string()).unwrap()
         })
         .collect()
 }
@@ -91,7 +104,7 @@ fn verdicts_say_which_expectation_held() {
     let dir = std::env::temp_dir().join(format!("sense-reserve-map-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut results = ResultSet::new("sense-reserve", "sense-reserve", "guest", None);
-    results.extend(set.iter().map(SenseReserveRecord::to_record));
+    results.extend(set.iter().cloned());
     let drawn = figure::draw("sense-reserve", &results.to_json(), &dir).unwrap();
     let svg = std::fs::read_to_string(&drawn[0]).unwrap();
     assert!(svg.contains("LIVELOCK") && svg.contains("multi:3"), "{svg}");
@@ -116,16 +129,16 @@ fn a_record_written_before_the_types_reads() {
         r#""held_by_host_a":0,"timeouts":0,"recovery_waits":0,"accel":"tcg","#,
         r#""insns":28860000,"insn_ops":28860,"insns_per_op":1000.0,"insns_ratio":1.0123}"#
     );
-    let record = SenseReserveRecord::read(&parse_result(old).unwrap()).unwrap();
+    let record = read_record(old).unwrap();
     assert_eq!(record.mode(), "mempool:2");
     assert_eq!(record.result.ratio_vs_slab, None);
     assert_eq!(record.result.reserve_bytes, 192);
     assert_eq!(record.insns.insns_per_op, Some(1000.0));
     assert_eq!(record.insns.insns_ratio, Some(1.0123));
-    assert_eq!(record.accel.as_deref(), Some("tcg"));
+    assert_eq!(record.context.accel.as_deref(), Some("tcg"));
     assert!(record.completes());
     let stalled = old.replace(r#""verdict":"OK""#, r#""verdict":"STALL""#);
-    let stalled = SenseReserveRecord::read(&parse_result(&stalled).unwrap()).unwrap();
+    let stalled = read_record(&stalled).unwrap();
     assert_eq!(stalled.verdict(), CellVerdict::Stall);
 }
 
@@ -149,9 +162,7 @@ fn a_guest_line_reads_and_what_does_not_match_is_named() {
     };
     let line = workloads::result::result_line(&printed);
     let json = line.strip_prefix("RESULT ").unwrap();
-    let mut records = vec![parse_result(json).unwrap()];
-    insns::join(&mut records, None).unwrap();
-    let record = SenseReserveRecord::read(&records[0]).unwrap();
+    let record = read(json).unwrap();
     assert_eq!(
         record.result,
         SenseReserveResult {
@@ -159,13 +170,11 @@ fn a_guest_line_reads_and_what_does_not_match_is_named() {
             ..printed
         }
     );
-    let mut missing = records[0].clone();
-    missing.remove("reserve_hits");
-    let error = SenseReserveRecord::read(&missing).unwrap_err().to_string();
+    let missing = json.replace(r#""reserve_hits":0,"#, "");
+    let error = read(&missing).unwrap_err().to_string();
     assert!(error.contains("reserve_hits"), "{error}");
-    let mut odd = records[0].clone();
-    odd.insert("verdict".into(), "HUNG".into());
-    let error = SenseReserveRecord::read(&odd).unwrap_err().to_string();
+    let odd = json.replace(r#""verdict":"OK""#, r#""verdict":"HUNG""#);
+    let error = read(&odd).unwrap_err().to_string();
     assert!(error.contains("HUNG"), "{error}");
 }
 
@@ -173,18 +182,15 @@ fn a_guest_line_reads_and_what_does_not_match_is_named() {
 #[test]
 fn every_column_names_a_field_of_the_typed_record() {
     let full = SenseReserveRecord {
-        accel: Some("tcg".into()),
         insns: InsnFigures {
             insns_per_op: Some(1.0),
             insns_ratio: Some(1.0),
             tlb_fills_per_op: Some(1.0),
             ..InsnFigures::default()
         },
-        ..SenseReserveRecord::default()
+        ..SenseReserveRecord::default().with(|context| context.accel = Some("tcg".into()))
     };
-    let Value::Object(fields) = serde_json::to_value(&full).unwrap() else {
-        panic!("a record serializes to an object")
-    };
+    let fields = benchkit::table::fields(&full);
     for column in COLUMNS {
         assert!(fields.contains_key(column.key), "column `{}`", column.key);
     }

@@ -37,13 +37,12 @@ mod layout;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use workloads::result::LatencyBins;
 
 pub use layout::{Direction, FioOutput, Job, Latency, Samples};
 
-use super::Record;
 use harness::error::{Error, Result};
 
 /// The version string: who wrote the file and whose layout it follows.
@@ -58,14 +57,15 @@ pub(crate) const PERCENTILES: [&str; 5] = [
     "99.990000",
 ];
 
-/// One run to describe: its label, what drove the I/O, settings of its own, and its record.
-pub struct Run<'a> {
+/// One run to describe: its label, what drove the I/O, settings of its own, and its record
+/// (a typed run, written here as fio's layout: this is one of its writers).
+pub struct Run<'a, T> {
     pub name: String,
     pub engine: &'a str,
     /// Extra `"job options"` (`io_mode`, `device`, …): these record fields, copied as text
     /// when present (fio's options are strings; the caller chooses which fields are options).
     pub option_keys: &'a [&'a str],
-    pub record: &'a Record,
+    pub record: &'a T,
 }
 
 /// What the fio layout takes from a run's record: fields of the I/O workloads' results
@@ -101,10 +101,10 @@ struct Figures {
 }
 
 impl Figures {
-    fn read(run: &Run<'_>) -> std::result::Result<Figures, UnreadRun> {
-        let record = Value::Object(run.record.clone());
-        super::typed::from_value(record, "run").map_err(|error| UnreadRun {
-            run: run.name.clone(),
+    fn read(name: &str, fields: &Map<String, Value>) -> std::result::Result<Figures, UnreadRun> {
+        let record = Value::Object(fields.clone());
+        harness::typed::from_value(record, "run").map_err(|error| UnreadRun {
+            run: name.to_owned(),
             reason: match error {
                 Error::BadResult { reason, .. } => reason,
                 other => other.to_string(),
@@ -136,13 +136,14 @@ pub struct UnreadRun {
 pub type Document = std::result::Result<FioOutput, UnreadRun>;
 
 /// The fio document of `runs` (skipping runs without a completed measurement).
-pub fn document(runs: &[Run<'_>]) -> Document {
+pub fn document<T: Serialize>(runs: &[Run<'_, T>]) -> Document {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     let mut jobs = Vec::new();
     for run in runs {
-        if let Some(mut job) = job(run, &Figures::read(run)?) {
+        let fields = super::table::fields(run.record);
+        if let Some(mut job) = job(run, &fields, &Figures::read(&run.name, &fields)?) {
             job.groupid = jobs.len() as u64;
             jobs.push(job);
         }
@@ -170,7 +171,7 @@ pub fn write(dir: &Path, stem: &str, document: &Document) -> Result<PathBuf> {
 }
 
 /// One fio job, or `None` for a run that did not measure (a failed cell, no `elapsed_ns`).
-fn job(run: &Run<'_>, figures: &Figures) -> Option<Job> {
+fn job<T>(run: &Run<'_, T>, fields: &Map<String, Value>, figures: &Figures) -> Option<Job> {
     if figures.error.is_some() {
         return None;
     }
@@ -196,7 +197,7 @@ fn job(run: &Run<'_>, figures: &Figures) -> Option<Job> {
     }
     options.insert("runtime".to_owned(), format!("{runtime_ms}ms"));
     for &key in run.option_keys {
-        if let Some(value) = run.record.get(key) {
+        if let Some(value) = fields.get(key) {
             let text = value
                 .as_str()
                 .map_or_else(|| value.to_string(), str::to_owned);
@@ -335,7 +336,10 @@ pub const FIO_3_33: &str = r#"{"fio version" : "fio-3.33","timestamp" : 1,"jobs"
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness::console::parse_result;
+    /// A record as JSON, the way a typed run writes itself.
+    fn parse_result(text: &str) -> Option<serde_json::Value> {
+        serde_json::from_str(text).ok()
+    }
 
     const DEVICE: &str = r#"{"device":"virtio-scsi","rw":"randread","numjobs":2,"iodepth":32,"bs":4096,"ios":200000,"reads":200000,"writes":0,"errors":0,"elapsed_ns":2000000000,"iops":100000,"lat_mean_ns":300000,"lat_p50_ns":155648,"lat_p90_ns":180224,"lat_p99_ns":4063232,"lat_p999_ns":8388608,"lat_p9999_ns":11010048,"lat_max_ns":11481682,"lat_min_ns":900,"lat_stddev_ns":250000,"lat_bins":"900:1,1500:19,155648:150000,180224:49000,4063232:960,2600000000:20","io_mode":"irq","busy_pct":40.0,"halted_ns":1200000000,"qemu_host_cpus":1.9}"#;
 

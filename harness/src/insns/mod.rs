@@ -5,7 +5,7 @@
 //! It counts guest instructions per vCPU inside the windows the kernel marks
 //! (`kernel/src/arch/insn_marker.rs`) and writes `sensepool-insns …` lines to LOG. A workload's
 //! `RESULT` line names its publish and slot (`insn_window`, `insn_slot`) and its operation count
-//! (`insn_ops`); [`join`] replaces them with `insns` and `insns_per_op`.
+//! (`insn_ops`); [`join`] turns them into `insns` and `insns_per_op`.
 //!
 //! Instruction counts are not time: they miss memory stalls, MMIO and port exits and all device
 //! emulation in QEMU, and the plugin's callbacks slow TCG down (timings of a counted boot are
@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub use self::figures::InsnFigures;
 pub use self::log::{Block, CacheCounts, PluginLog, TlbCounts, parse};
 use crate::accel::Accel;
-use crate::console::Record;
+use crate::console::ResultLine;
 use crate::error::{Error, Result};
 use crate::{process, workspace};
 
@@ -200,7 +200,7 @@ pub fn load_failure(stderr: &[String]) -> Option<Error> {
 /// The guest test of a counted boot: the plugin ran, its markers balanced, and every `RESULT`
 /// of the boot (`results`) got a positive `insns_per_op`. Returns `"N insns/op"` for the report
 /// line.
-pub fn judge_counted(counting: &Counting, results: &[Record]) -> Result<String> {
+pub fn judge_counted(counting: &Counting, results: &[ResultLine]) -> Result<String> {
     let log = counting.read_log()?;
     if !log.started {
         return Err(Error::Plugin {
@@ -212,11 +212,9 @@ pub fn judge_counted(counting: &Counting, results: &[Record]) -> Result<String> 
             reason: format!("unbalanced markers: {anomaly}"),
         });
     }
-    let mut records = results.to_vec();
-    join(&mut records, Some(&log))?;
-    let per_op: Vec<String> = records
+    let per_op: Vec<String> = results
         .iter()
-        .map(|record| match InsnFigures::read(record)?.insns_per_op {
+        .map(|line| match join(line, Some(&log))?.insns_per_op {
             Some(n) if n > 0.0 => Ok(format!("{n} insns/op")),
             _ => Err(Error::Plugin {
                 reason: "a RESULT line has no instruction count (no markers around its window?)"
@@ -232,100 +230,47 @@ pub fn judge_counted(counting: &Counting, results: &[Record]) -> Result<String> 
     Ok(per_op.join(", "))
 }
 
-/// Joins `records` with the plugin's publishes: a record naming its instruction-count keys
-/// ([`workloads::result::InsnCount`]: `insn_window`, `insn_slot`, `insn_ops`) gets
-/// [`InsnFigures`] (`insns`, the slot's instructions over all vCPUs, and `insns_per_op` over
-/// `insn_ops`) and loses the window and slot. With `log` = `None` (not counted) the keys are
-/// only removed. A record with only some of the keys, or one that is not a count, is an error
-/// naming it.
-pub fn join(records: &mut [Record], log: Option<&PluginLog>) -> Result<()> {
-    for record in records.iter_mut() {
-        let (Some(keys), Some(log)) = (figures::take_keys(record)?, log) else {
-            continue;
-        };
-        let published = log
-            .publishes
-            .iter()
-            .find(|p| {
-                u64::from(p.window) == keys.insn_window && u64::from(p.slot) == keys.insn_slot
-            })
-            .ok_or_else(|| Error::Plugin {
-                reason: format!(
-                    "a RESULT names instruction window {} slot {}, but the plugin published no such count",
-                    keys.insn_window, keys.insn_slot
-                ),
-            })?;
-        let ops = keys.insn_ops;
-        let per_op =
-            |count: u64| (ops > 0).then(|| (count as f64 / ops as f64 * 10.0).round() / 10.0);
-        let tlb =
-            |count: fn(&TlbCounts) -> u64| published.tlb.as_ref().and_then(|t| per_op(count(t)));
-        let cache = published.cache;
-        let per_op_exact =
-            |count: u64| (ops > 0).then(|| (count as f64 / ops as f64 * 1e4).round() / 1e4);
-        InsnFigures {
-            insns: Some(published.insns),
-            insn_ops: Some(ops),
-            insns_per_op: per_op(published.insns),
-            insns_ratio: None,
-            mem_per_op: tlb(|t| t.mem).or_else(|| cache.and_then(|c| per_op(c.mem))),
-            tlb_misses_per_op: tlb(|t| t.misses),
-            tlb_fills_per_op: tlb(|t| t.fills),
-            l1d_misses: cache.map(|c| c.l1d_misses),
-            l2_misses: cache.map(|c| c.l2_misses),
-            l1d_misses_per_op: cache.and_then(|c| per_op_exact(c.l1d_misses)),
-            l2_misses_per_op: cache.and_then(|c| per_op_exact(c.l2_misses)),
-        }
-        .write_into(record);
-    }
-    Ok(())
-}
-
-/// Adds `insns_ratio` to every counted record: its `insns_per_op` over that of the baseline of
-/// its group (the record `is_baseline` picks among those `same_group` relates it to), the
-/// instruction-count twin of a time ratio.
-pub fn add_ratios(
-    records: &mut [Record],
-    is_baseline: impl Fn(&Record) -> bool,
-    same_group: impl Fn(&Record, &Record) -> bool,
-) {
-    let baseline: Vec<bool> = records.iter().map(&is_baseline).collect();
-    let snapshot = records.to_vec();
-    add_ratios_by(
-        records,
-        |i| baseline[i],
-        |i, j| same_group(&snapshot[i], &snapshot[j]),
-    );
-}
-
-/// [`add_ratios`] for a caller that has read the records into a type of its own: the baseline
-/// and the groups are said by index into `records`.
-pub fn add_ratios_by(
-    records: &mut [Record],
-    is_baseline: impl Fn(usize) -> bool,
-    same_group: impl Fn(usize, usize) -> bool,
-) {
-    let per_op: Vec<Option<f64>> = records
+/// The figures of a `RESULT` line counted by the plugin (`log`): a line naming its
+/// instruction-count keys ([`workloads::result::InsnCount`]: `insn_window`, `insn_slot`,
+/// `insn_ops`) gets `insns` (the slot's instructions over all vCPUs) and `insns_per_op` over
+/// `insn_ops`, and the TLB and cache models' figures where the plugin ran them. A line without
+/// keys, or a boot not counted (`log` = `None`), gets none. A line with only some of the keys
+/// is an error naming them, and so is one naming a window the plugin never published. The
+/// reader of the line's type takes the keys out of it
+/// ([`workloads::result::InsnKeys::take_insn_keys`]), so no results file carries them.
+pub fn join(line: &ResultLine, log: Option<&PluginLog>) -> Result<InsnFigures> {
+    let (Some(keys), Some(log)) = (figures::keys(line)?, log) else {
+        return Ok(InsnFigures::default());
+    };
+    let published = log
+        .publishes
         .iter()
-        .map(|record| InsnFigures::read(record).ok().and_then(|f| f.insns_per_op))
-        .collect();
-    let ratios: Vec<Option<f64>> = (0..records.len())
-        .map(|i| {
-            let base = (0..records.len())
-                .find(|&j| is_baseline(j) && same_group(i, j))
-                .and_then(|j| per_op[j])?;
-            Some(per_op[i]? / base)
-        })
-        .collect();
-    for (record, ratio) in records.iter_mut().zip(ratios) {
-        if let Some(ratio) = ratio.filter(|ratio| ratio.is_finite()) {
-            InsnFigures {
-                insns_ratio: Some((ratio * 10_000.0).round() / 10_000.0),
-                ..InsnFigures::default()
-            }
-            .write_into(record);
-        }
-    }
+        .find(|p| u64::from(p.window) == keys.insn_window && u64::from(p.slot) == keys.insn_slot)
+        .ok_or_else(|| Error::Plugin {
+            reason: format!(
+                "a RESULT names instruction window {} slot {}, but the plugin published no such count",
+                keys.insn_window, keys.insn_slot
+            ),
+        })?;
+    let ops = keys.insn_ops;
+    let per_op = |count: u64| (ops > 0).then(|| (count as f64 / ops as f64 * 10.0).round() / 10.0);
+    let tlb = |count: fn(&TlbCounts) -> u64| published.tlb.as_ref().and_then(|t| per_op(count(t)));
+    let cache = published.cache;
+    let per_op_exact =
+        |count: u64| (ops > 0).then(|| (count as f64 / ops as f64 * 1e4).round() / 1e4);
+    Ok(InsnFigures {
+        insns: Some(published.insns),
+        insn_ops: Some(ops),
+        insns_per_op: per_op(published.insns),
+        insns_ratio: None,
+        mem_per_op: tlb(|t| t.mem).or_else(|| cache.and_then(|c| per_op(c.mem))),
+        tlb_misses_per_op: tlb(|t| t.misses),
+        tlb_fills_per_op: tlb(|t| t.fills),
+        l1d_misses: cache.map(|c| c.l1d_misses),
+        l2_misses: cache.map(|c| c.l2_misses),
+        l1d_misses_per_op: cache.and_then(|c| per_op_exact(c.l1d_misses)),
+        l2_misses_per_op: cache.and_then(|c| per_op_exact(c.l2_misses)),
+    })
 }
 
 #[cfg(test)]
@@ -340,37 +285,44 @@ mod tests {
         sensepool-insns published=1\n\
         sensepool-insns exit total=9999999 publishes=2 anomalies=0\n";
 
+    /// The lines of a boot, parsed.
+    fn lines(texts: &[&str]) -> Vec<ResultLine> {
+        texts
+            .iter()
+            .map(|text| parse_result(text).unwrap())
+            .collect()
+    }
+
     #[test]
-    fn records_gain_insns_per_op_and_lose_the_join_keys() {
+    fn lines_gain_insns_per_op() {
         let log = parse(LOG).unwrap();
-        let mut records = vec![
-            parse_result(r#"{"ios":1000,"insn_window":0,"insn_slot":0,"insn_ops":1000}"#).unwrap(),
-            parse_result(r#"{"ios":3,"insn_window":1,"insn_slot":2,"insn_ops":3}"#).unwrap(),
-            parse_result(r#"{"ios":7}"#).unwrap(),
-        ];
-        join(&mut records, Some(&log)).unwrap();
-        assert_eq!(records[0]["insns"], 1_000_000);
-        assert_eq!(records[0]["insns_per_op"], 1000.0);
-        assert_eq!(records[1]["insns_per_op"], 1666.7);
-        assert!(!records[0].contains_key("insn_window"));
-        assert!(!records[2].contains_key("insns"));
+        let lines = lines(&[
+            r#"{"ios":1000,"insn_window":0,"insn_slot":0,"insn_ops":1000}"#,
+            r#"{"ios":3,"insn_window":1,"insn_slot":2,"insn_ops":3}"#,
+            r#"{"ios":7}"#,
+        ]);
+        let figures: Vec<InsnFigures> = lines
+            .iter()
+            .map(|line| join(line, Some(&log)).unwrap())
+            .collect();
+        assert_eq!(figures[0].insns, Some(1_000_000));
+        assert_eq!(figures[0].insns_per_op, Some(1000.0));
+        assert_eq!(figures[1].insns_per_op, Some(1666.7));
+        assert_eq!(figures[2], InsnFigures::default());
     }
 
     #[test]
     fn a_result_without_its_publish_is_an_error() {
         let log = parse(LOG).unwrap();
-        let mut records =
-            vec![parse_result(r#"{"insn_window":5,"insn_slot":0,"insn_ops":10}"#).unwrap()];
-        let error = join(&mut records, Some(&log)).unwrap_err().to_string();
+        let line = &lines(&[r#"{"insn_window":5,"insn_slot":0,"insn_ops":10}"#])[0];
+        let error = join(line, Some(&log)).unwrap_err().to_string();
         assert!(error.contains("window 5 slot 0"), "{error}");
     }
 
     #[test]
-    fn uncounted_records_only_lose_the_keys() {
-        let mut records =
-            vec![parse_result(r#"{"ios":1,"insn_window":0,"insn_slot":0,"insn_ops":1}"#).unwrap()];
-        join(&mut records, None).unwrap();
-        assert_eq!(records[0].keys().collect::<Vec<_>>(), ["ios"]);
+    fn uncounted_lines_get_no_figures() {
+        let line = &lines(&[r#"{"ios":1,"insn_window":0,"insn_slot":0,"insn_ops":1}"#])[0];
+        assert_eq!(join(line, None).unwrap(), InsnFigures::default());
     }
 
     #[test]
@@ -379,14 +331,13 @@ mod tests {
             "sensepool-insns publish=0 slot=3 windows=1 insns=500 vcpu_insns=500 mem=40 l1d_misses=7 l2_misses=2\n",
         )
         .unwrap();
-        let mut records =
-            vec![parse_result(r#"{"insn_window":0,"insn_slot":3,"insn_ops":4}"#).unwrap()];
-        join(&mut records, Some(&log)).unwrap();
-        assert_eq!(records[0]["l1d_misses"], 7);
-        assert_eq!(records[0]["l2_misses"], 2);
-        assert_eq!(records[0]["l1d_misses_per_op"], 1.75);
-        assert_eq!(records[0]["mem_per_op"], 10.0);
-        assert!(!records[0].contains_key("tlb_misses_per_op"));
+        let line = &lines(&[r#"{"insn_window":0,"insn_slot":3,"insn_ops":4}"#])[0];
+        let figures = join(line, Some(&log)).unwrap();
+        assert_eq!(figures.l1d_misses, Some(7));
+        assert_eq!(figures.l2_misses, Some(2));
+        assert_eq!(figures.l1d_misses_per_op, Some(1.75));
+        assert_eq!(figures.mem_per_op, Some(10.0));
+        assert_eq!(figures.tlb_misses_per_op, None);
     }
 
     /// The cache model's own C test program (`harness/plugin/cache_model_test.c`): patterns whose
@@ -417,29 +368,6 @@ mod tests {
         let error = load_failure(&stderr).unwrap().to_string();
         assert!(error.contains("API version 2"), "{error}");
         assert!(load_failure(&["other".to_owned()]).is_none());
-    }
-
-    #[test]
-    fn ratios_are_against_the_baseline_of_the_same_group() {
-        let mut records: Vec<Record> = [
-            r#"{"case":"a","mode":"slab","insns_per_op":800.0}"#,
-            r#"{"case":"a","mode":"mempool","insns_per_op":808.0}"#,
-            r#"{"case":"b","mode":"slab","insns_per_op":1000.0}"#,
-            r#"{"case":"b","mode":"mempool","insns_per_op":900.0}"#,
-            r#"{"case":"c","mode":"mempool","insns_per_op":900.0}"#,
-        ]
-        .iter()
-        .map(|line| parse_result(line).unwrap())
-        .collect();
-        add_ratios(
-            &mut records,
-            |r| r["mode"] == "slab",
-            |a, b| a["case"] == b["case"],
-        );
-        assert_eq!(records[0]["insns_ratio"], 1.0);
-        assert_eq!(records[1]["insns_ratio"], 1.01);
-        assert_eq!(records[3]["insns_ratio"], 0.9);
-        assert!(!records[4].contains_key("insns_ratio"));
     }
 
     #[test]

@@ -14,12 +14,15 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use harness::console::ResultLine;
+use serde_json::Value;
 
 /// Checks every `RESULT` line against the three tables; at least one line must exist when
-/// any table is non-empty. Returns a description of what was checked.
+/// any table is non-empty. Returns a description of what was checked. The tables name fields
+/// of whatever type a test's lines have (`schema.rs` checks the names against the types), so
+/// each is looked up by name.
 pub fn check(
-    results: &[Map<String, Value>],
+    results: &[ResultLine],
     at_least: &BTreeMap<String, u64>,
     at_most: &BTreeMap<String, u64>,
     equals: &BTreeMap<String, String>,
@@ -32,7 +35,7 @@ pub fn check(
     }
     for (index, result) in results.iter().enumerate() {
         for (key, min) in at_least {
-            match result.get(key).and_then(Value::as_u64) {
+            match result.field(key).as_ref().and_then(Value::as_u64) {
                 Some(value) if value >= *min => {}
                 Some(value) => {
                     return Err(format!(
@@ -43,7 +46,7 @@ pub fn check(
             }
         }
         for (key, max) in at_most {
-            match result.get(key).and_then(Value::as_u64) {
+            match result.field(key).as_ref().and_then(Value::as_u64) {
                 Some(value) if value <= *max => {}
                 Some(value) => {
                     return Err(format!(
@@ -54,7 +57,7 @@ pub fn check(
             }
         }
         for (key, expected) in equals {
-            match result.get(key).and_then(Value::as_str) {
+            match result.field(key).as_ref().and_then(Value::as_str) {
                 Some(value) if value == expected => {}
                 other => {
                     return Err(format!(
@@ -75,8 +78,8 @@ pub fn check(
 mod tests {
     use super::*;
 
-    fn result(json: &str) -> Map<String, Value> {
-        serde_json::from_str(json).unwrap()
+    fn result(json: &str) -> ResultLine {
+        harness::console::parse_result(json).unwrap()
     }
 
     #[test]

@@ -104,6 +104,54 @@ pub struct InsnCount {
     pub insn_ops: u64,
 }
 
+/// A result line that may name an instruction-count window ([`InsnCount`]). The host joins the
+/// keys with the plugin's counts and takes them out of the result, so a results file carries
+/// the figures (`insns_per_op`, …) and never the window's numbers.
+pub trait InsnKeys {
+    /// Takes the keys out of the result; `None` if it carries none (the default: a line that
+    /// never counts).
+    fn take_insn_keys(&mut self) -> Option<InsnCount> {
+        None
+    }
+}
+
+/// The result types whose lines carry `insns: Option<InsnCount>`.
+macro_rules! insn_keys_in_field {
+    ($($result:ty),* $(,)?) => {
+        $(impl InsnKeys for $result {
+            fn take_insn_keys(&mut self) -> Option<InsnCount> {
+                self.insns.take()
+            }
+        })*
+    };
+}
+
+insn_keys_in_field!(
+    FakeRwResult,
+    DeviceResult,
+    DmapoolResult,
+    SenseCostResult,
+    SenseReserveResult,
+    NumaSoloResult,
+    NumaModeResult,
+);
+
+impl InsnKeys for NumaResult {
+    fn take_insn_keys(&mut self) -> Option<InsnCount> {
+        match self {
+            NumaResult::Solo(solo) => solo.take_insn_keys(),
+            NumaResult::Mode(mode) => mode.take_insn_keys(),
+            NumaResult::Pool(_) | NumaResult::Ratio(_) => None,
+        }
+    }
+}
+
+impl InsnKeys for IoResult {}
+impl InsnKeys for DmapoolPairsResult {}
+impl InsnKeys for SenseReserveCostResult {}
+impl InsnKeys for VerifyResult {}
+impl InsnKeys for NumaLookupsResult {}
+
 /// The `RESULT` line of `workload=verify` (and of `workload=scan`, which only scans): what was
 /// written, read back and checked on every disk, and how the completions were waited for.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

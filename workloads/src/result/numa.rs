@@ -34,6 +34,14 @@ pub enum NumaResult {
     Ratio(NumaRatioResult),
 }
 
+/// A solo line of zeros: what a reader that needs a default (to name a field that does not
+/// read) starts from.
+impl Default for NumaResult {
+    fn default() -> Self {
+        NumaResult::Solo(NumaSoloResult::default())
+    }
+}
+
 impl NumaResult {
     /// The `bench` tag the line carries.
     pub fn bench(&self) -> &'static str {

@@ -6,15 +6,12 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::super::run::{self, Group, Measured, Plan, VCPUS};
 use super::plan::{self, Config, IODEPTH, Lengths, SWEEP, Variant};
 use super::summary::Window;
-use benchkit::typed;
 use harness::error::{Error, Result};
 use harness::guest::{Guest, Overrides};
-use harness::insns::{CacheCounts, Counting, InsnFigures, PluginLog};
+use harness::insns::{CacheCounts, Counting, PluginLog};
 use harness::linux::Prepared;
 use harness::profile;
 use workloads::result::SenseCostResult;
@@ -169,14 +166,12 @@ pub fn ours(
         counting: counting.cloned(),
         ..Overrides::default()
     };
-    let (records, _) = benchkit::run_counted_case(guest, &profile, &overrides)?;
+    let runs: Vec<benchkit::Run<SenseCostResult>> =
+        benchkit::run_guest_case(guest, &profile, &overrides, "a sense-cost RESULT")?;
     let load = run::host_load();
-    records
-        .into_iter()
-        .map(|record| {
-            let figures = InsnFigures::read(&record)?;
-            let line: SenseCostResult =
-                typed::from_value(Value::Object(record), "a sense-cost RESULT")?;
+    runs.into_iter()
+        .map(|run| {
+            let (figures, line) = (run.insns, run.result);
             let counted = counting.is_some();
             if counted && figures.insns.is_none() {
                 return Err(fail(format!(

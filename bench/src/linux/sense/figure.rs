@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::summary::SenseRow;
+use crate::linux::untyped as typed;
 use benchkit::plot::{self, Bar, BarRow, HBars, Header, RowGroup};
-use benchkit::typed;
 use harness::error::Result;
 
 /// The configurations drawn, each a group of rows: its `config` and its heading.

@@ -24,7 +24,8 @@ mod table;
 
 use std::path::Path;
 
-use benchkit::{Record, ResultSet};
+use crate::linux::untyped::Record;
+use benchkit::ResultSet;
 use harness::error::{Error, Result};
 use harness::guest::Guest;
 use harness::insns::Counting;
@@ -219,7 +220,10 @@ pub fn run(guest: &Guest, kernels: &[Prepared], plan: &Plan, plugin: &Path) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness::console::parse_result;
+    /// A row as the bench builds it.
+    fn parse_result(line: &str) -> Option<crate::linux::untyped::Record> {
+        serde_json::from_str(line).ok()
+    }
 
     #[test]
     fn each_stack_takes_its_own_per_io_count() {

@@ -6,7 +6,8 @@ use serde_json::Value;
 
 use super::plan::SlabFacts;
 use super::summary::{SenseRow, Window};
-use benchkit::{Column, Record, ResultSet, print_table, typed};
+use crate::linux::untyped::{self as typed, Record};
+use benchkit::{Column, ResultSet, print_table};
 use harness::error::Result;
 use harness::workspace;
 
@@ -189,7 +190,7 @@ pub fn headlines(rows: &[SenseRow]) -> Vec<String> {
 
 /// Prints the tables and conclusions, writes the JSON and the figure.
 pub fn write(
-    set: &mut ResultSet,
+    set: &mut ResultSet<Record>,
     windows: &[Window],
     rows: &[SenseRow],
     facts: &[SlabFacts],

@@ -8,12 +8,7 @@ use harness::insns::InsnFigures;
 use super::*;
 
 fn record(result: NumaResult) -> NumaRecord {
-    NumaRecord {
-        result,
-        profile: "numa2x2".into(),
-        qemu_host_cpus: None,
-        insns: InsnFigures::default(),
-    }
+    NumaRecord::new(result).with(|context| context.profile = Some("numa2x2".into()))
 }
 
 fn ratio(shared: f64, per_node: f64) -> NumaRecord {
@@ -67,9 +62,8 @@ fn the_chart_has_a_group_per_boot_and_a_series_per_mode() {
         ("numa2x2", "shared"),
     ]
     .into_iter()
-    .map(|(profile, mode)| NumaRecord {
-        profile: profile.into(),
-        ..record(NumaResult::Mode(NumaModeResult {
+    .map(|(profile, mode)| {
+        record(NumaResult::Mode(NumaModeResult {
             mode: mode.into(),
             size: 4096,
             ops_per_sec_median: 2e6,
@@ -78,6 +72,7 @@ fn the_chart_has_a_group_per_boot_and_a_series_per_mode() {
             contended_per_op: 0.5,
             ..NumaModeResult::default()
         }))
+        .with(|context| context.profile = Some(profile.into()))
     })
     .collect();
     let chart = chart(&records, "guest");
@@ -100,13 +95,12 @@ fn the_chart_has_a_group_per_boot_and_a_series_per_mode() {
 fn every_column_names_a_field_of_its_typed_record() {
     let counted = Some(InsnCount::default());
     let full = |result| NumaRecord {
-        qemu_host_cpus: Some(1.0),
         insns: InsnFigures {
             insns_per_op: Some(1.0),
             insns_ratio: Some(1.0),
             ..InsnFigures::default()
         },
-        ..record(result)
+        ..record(result).with(|context| context.qemu_host_cpus = Some(1.0))
     };
     let kinds = [
         NumaResult::Solo(NumaSoloResult {
@@ -143,10 +137,13 @@ fn every_column_names_a_field_of_its_typed_record() {
 #[test]
 fn an_older_record_reads_and_a_missing_field_is_named() {
     let old = r#"{"bench":"numa_solo","mode":"per-node","metadata":"heap","cpus":4,"nodes":2,"size":256,"ops":8000,"lock_ops":8000,"cross_node_frees":1000,"acquisitions":8000,"contended":0,"where":"guest","profile":"numa2x2","qemu_host_cpus":1.93,"insns_per_op":104.2,"insns_ratio":1.0421}"#;
-    let Value::Object(mut fields) = serde_json::from_str(old).unwrap() else {
+    let read = |text: &str| -> harness::error::Result<NumaRecord> {
+        harness::typed::from_line(text, "numa RESULT")
+    };
+    let Value::Object(fields) = serde_json::from_str(old).unwrap() else {
         panic!("an object")
     };
-    let typed = NumaRecord::read(&fields).unwrap();
+    let typed = read(old).unwrap();
     assert_eq!(typed.insns.insns_per_op, Some(104.2));
     assert_eq!(typed.result.mode(), Some("per-node"));
     let Value::Object(again) = serde_json::to_value(&typed).unwrap() else {
@@ -157,7 +154,8 @@ fn an_older_record_reads_and_a_missing_field_is_named() {
         fields.keys().collect(),
         "the same members back"
     );
-    fields.remove("cross_node_frees");
-    let error = NumaRecord::read(&fields).unwrap_err().to_string();
+    let error = read(&old.replace(r#""cross_node_frees":1000,"#, ""))
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("cross_node_frees"), "{error}");
 }

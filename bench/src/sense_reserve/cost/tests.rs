@@ -7,25 +7,23 @@ fn row(
     pinned: (u64, u64),
 ) -> SenseReserveCostRecord {
     let (hosts, hw_queues, can_queue) = machine;
-    SenseReserveCostRecord {
-        result: SenseReserveCostResult {
-            bench: "sense-reserve-cost".into(),
-            place: "host".into(),
-            sense_slab: slab.into(),
-            sense_mode: mode.into(),
-            hosts,
-            hw_queues,
-            can_queue,
-            iodepth: 32,
-            stride_bytes: 128,
-            objects_per_slab: 32,
-            per_queue_pinned_bytes: pinned.0,
-            host_tagset_pinned_bytes: pinned.1,
-            per_queue_reserve_objects: 2,
-            per_queue_reserve_bytes: 4096,
-            ..SenseReserveCostResult::default()
-        },
-    }
+    Run::new(SenseReserveCostResult {
+        bench: "sense-reserve-cost".into(),
+        place: "host".into(),
+        sense_slab: slab.into(),
+        sense_mode: mode.into(),
+        hosts,
+        hw_queues,
+        can_queue,
+        iodepth: 32,
+        stride_bytes: 128,
+        objects_per_slab: 32,
+        per_queue_pinned_bytes: pinned.0,
+        host_tagset_pinned_bytes: pinned.1,
+        per_queue_reserve_objects: 2,
+        per_queue_reserve_bytes: 4096,
+        ..SenseReserveCostResult::default()
+    })
 }
 
 #[test]
@@ -66,12 +64,8 @@ fn a_table_per_slab_a_row_per_machine_two_figures_per_mode() {
 
 #[test]
 fn a_record_that_does_not_match_the_type_names_the_field() {
-    let mut record = typed_record(&row("slab", "slab", (1, 1, 128), (4096, 4096)));
-    record.insert("hosts".into(), serde_json::json!("many"));
-    let error = SenseReserveCostRecord::read_all(&[record]).unwrap_err();
+    let mut record = serde_json::to_value(row("slab", "slab", (1, 1, 128), (4096, 4096))).unwrap();
+    record["hosts"] = serde_json::json!("many");
+    let error = harness::typed::from_record::<SenseReserveCostRecord>(&record, "cost").unwrap_err();
     assert!(error.to_string().contains("hosts"), "{error}");
-}
-
-fn typed_record(row: &SenseReserveCostRecord) -> Record {
-    benchkit::typed::record(row)
 }
