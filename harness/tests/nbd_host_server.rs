@@ -86,9 +86,14 @@ fn xtask_s_client_writes_reads_and_gets_the_errors_it_expects() {
         "a read past the end"
     );
     assert_eq!(
+        c.read(u64::MAX - 511, 4096).unwrap(),
+        Err(Errno::EINVAL.0),
+        "a read whose offset + length wraps past 2^64"
+    );
+    assert_eq!(
         c.read(0, (32 << 20) + 4096).unwrap(),
-        Err(Errno::EOVERFLOW.0),
-        "a read over 32 MiB"
+        Err(Errno::EINVAL.0),
+        "a read over 32 MiB (the protocol reserves EOVERFLOW for structured reads)"
     );
     assert_eq!(
         c.write(DISK_BYTES as u64 - 512, &[0; 1024]).unwrap(),

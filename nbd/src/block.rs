@@ -43,12 +43,14 @@ pub fn errno_for(error: &ScsiError) -> Errno {
             SenseKey::DataProtect => Errno::EPERM,
             // LBA out of range (21h) or invalid field in CDB (24h): the request was wrong.
             SenseKey::IllegalRequest if matches!(asc, 0x21 | 0x24) => Errno::EINVAL,
-            SenseKey::IllegalRequest => Errno::ENOTSUP,
-            // Medium, hardware, not ready, aborted, ...: the data could not be moved.
+            // Medium, hardware, not ready, aborted, a command the device refuses, ...: the
+            // data could not be moved. (The protocol reserves ENOTSUP for fast-zero requests.)
             _ => Errno::EIO,
         },
         ScsiError::OutOfRange { .. } | ScsiError::BadBufferLength { .. } => Errno::EINVAL,
-        ScsiError::TransferTooLarge { .. } => Errno::EOVERFLOW,
+        // A piece larger than the adapter moves is this server's failure, not the client's
+        // (the protocol reserves EOVERFLOW for structured reads and payload-less commands).
+        ScsiError::TransferTooLarge { .. } => Errno::EIO,
         ScsiError::SenseUnavailable | ScsiError::QueueFull => Errno::ENOMEM,
         _ => Errno::EIO,
     }

@@ -46,14 +46,20 @@ pub const MAX_PAYLOAD_BYTES: u32 = 32 << 20;
 /// The piece a streamed READ or WRITE moves to or from the export at once (and the most input
 /// a write needs buffered before it can go on).
 pub const STREAM_CHUNK_BYTES: u32 = 256 << 10;
-/// Largest option request payload (an export name and a few info requests fit easily).
-pub const MAX_OPTION_BYTES: u32 = 4096;
+/// Largest option request payload held whole: a GO or INFO with the longest export name the
+/// protocol allows (4096 bytes) and up to 2045 info requests. A longer option's data is read and
+/// dropped and the option answered `NBD_REP_ERR_TOO_BIG`, up to [`MAX_PAYLOAD_BYTES`]; one longer
+/// still closes the session.
+pub const MAX_OPTION_BYTES: u32 = 8192;
 /// No new request (or piece of a streamed read) is taken while this much output is waiting.
 pub const OUTPUT_HIGH_WATER: usize = 256 << 10;
 /// WRITE_ZEROES is written in chunks of this size, one per unit of [`Budget`] bytes.
 pub const ZERO_CHUNK_BYTES: u64 = 1 << 20;
-/// Smallest and preferred block size advertised with `NBD_INFO_BLOCK_SIZE`.
-const MIN_BLOCK_BYTES: u32 = 512;
+/// Smallest and preferred block size advertised with `NBD_INFO_BLOCK_SIZE`. The minimum is 1:
+/// an [`Export`] serves any byte range (the block export reads, patches and writes back the
+/// partial blocks at either end), and the protocol wants a server that advertises a larger
+/// minimum to refuse requests that are not aligned to it.
+const MIN_BLOCK_BYTES: u32 = 1;
 const PREFERRED_BLOCK_BYTES: u32 = 4096;
 
 /// What an NBD session serves: a byte-addressed disk. The session checks every range against
@@ -80,7 +86,8 @@ pub enum CloseReason {
     BadClientFlags(u32),
     /// An option request did not start with IHAVEOPT.
     BadOptionMagic(u64),
-    /// An option request longer than [`MAX_OPTION_BYTES`].
+    /// An option request longer than [`MAX_PAYLOAD_BYTES`], or an `NBD_OPT_EXPORT_NAME` (which
+    /// has no error reply) longer than [`MAX_OPTION_BYTES`].
     OptionTooLong(u32),
     /// `NBD_OPT_EXPORT_NAME` for an export that does not exist (it has no error reply).
     UnknownExport,
@@ -90,6 +97,9 @@ pub enum CloseReason {
     ReadFailedAfterHeader(u32),
     /// A refused client asked for an export by `NBD_OPT_EXPORT_NAME` (which has no error reply).
     Refused,
+    /// `NBD_OPT_EXPORT_NAME` (which has no error reply) arrived after the server began to shut
+    /// down.
+    ShuttingDown,
 }
 
 /// Counters of one session (and, summed, of the server).
@@ -163,6 +173,8 @@ pub struct Session {
     write_run: Option<WriteRun>,
     /// The READ whose data is being sent, if any.
     read_run: Option<ReadRun>,
+    /// The option too long to hold whose data is being dropped, if any.
+    option_drain: Option<OptionDrain>,
     /// Bytes received and parsed since the connection began.
     received_total: u64,
     parsed_total: u64,
@@ -195,6 +207,7 @@ impl Session {
             zero_run: None,
             write_run: None,
             read_run: None,
+            option_drain: None,
             received_total: 0,
             parsed_total: 0,
             shutdown_after: None,
@@ -338,6 +351,8 @@ impl Session {
                 Some(0)
             } else if self.write_run.is_some() {
                 self.continue_write_run(export, budget)
+            } else if self.option_drain.is_some() {
+                self.continue_option_drain()
             } else {
                 match self.phase {
                     Phase::ClientFlags => self.client_flags(),
@@ -384,5 +399,5 @@ mod options;
 mod request;
 
 pub use budget::Budget;
-use budget::{ReadRun, WriteRun, ZeroRun};
+use budget::{OptionDrain, ReadRun, WriteRun, ZeroRun};
 mod budget;

@@ -13,6 +13,7 @@ use crate::block::{BlockDevice, BlockExport};
 use crate::session::{CloseReason, MAX_OPTION_BYTES, MAX_PAYLOAD_BYTES, Session};
 use crate::wire::{self, Errno, cmd, opt, rep};
 
+mod errors;
 mod streaming;
 mod turns;
 
@@ -234,7 +235,7 @@ fn malformed_handshakes_close_the_session() {
         (
             [
                 &3u32.to_be_bytes()[..],
-                &option(opt::GO, &vec![0; MAX_OPTION_BYTES as usize + 1])[..16],
+                &option(opt::EXPORT_NAME, &vec![0; MAX_OPTION_BYTES as usize + 1])[..16],
             ]
             .concat(),
             CloseReason::OptionTooLong(MAX_OPTION_BYTES + 1),
@@ -310,11 +311,11 @@ fn bad_requests_get_errors_and_the_session_goes_on() {
         [
             (1, Errno::EINVAL.0),
             (2, Errno::ENOSPC.0),
-            (3, Errno::EOVERFLOW.0),
-            (4, Errno::EOVERFLOW.0),
+            (3, Errno::EINVAL.0),
+            (4, Errno::EINVAL.0),
             (5, Errno::EIO.0),
             (6, Errno::EINVAL.0),
-            (7, Errno::EINVAL.0),
+            (7, Errno::ENOSPC.0),
             (8, 0)
         ]
     );
@@ -436,7 +437,7 @@ fn scsi_errors_map_to_the_errno_a_client_expects() {
     );
     assert_eq!(
         errno_for(&check(SenseKey::IllegalRequest, 0x20)),
-        Errno::ENOTSUP
+        Errno::EIO
     );
     let out_of_range = ScsiError::OutOfRange {
         lba: 9,

@@ -54,6 +54,10 @@ pub mod rep {
     pub const ERR_INVALID: u32 = (1 << 31) + 3;
     /// `NBD_REP_ERR_UNKNOWN`: no such export.
     pub const ERR_UNKNOWN: u32 = (1 << 31) + 6;
+    /// `NBD_REP_ERR_SHUTDOWN`: the server is shutting down and negotiates no further.
+    pub const ERR_SHUTDOWN: u32 = (1 << 31) + 7;
+    /// `NBD_REP_ERR_TOO_BIG`: the request or the reply is too large to process.
+    pub const ERR_TOO_BIG: u32 = (1 << 31) + 9;
 }
 
 /// `NBD_REP_INFO` payload types.
@@ -86,8 +90,17 @@ pub mod tflag {
 
 /// Command flags.
 pub mod cflag {
-    /// Force unit access: the write is on stable storage before the reply.
+    /// Force unit access: the write is on stable storage before the reply. Valid on every
+    /// command once `NBD_FLAG_SEND_FUA` is advertised.
     pub const FUA: u16 = 1 << 0;
+    /// `NBD_CMD_FLAG_NO_HOLE`: WRITE_ZEROES must leave the range allocated.
+    pub const NO_HOLE: u16 = 1 << 1;
+    /// `NBD_CMD_FLAG_DF`: a structured READ in one chunk (needs `NBD_FLAG_SEND_DF`).
+    pub const DF: u16 = 1 << 2;
+    /// `NBD_CMD_FLAG_REQ_ONE`: one extent per context in a BLOCK_STATUS reply.
+    pub const REQ_ONE: u16 = 1 << 3;
+    /// `NBD_CMD_FLAG_FAST_ZERO`: fail WRITE_ZEROES unless fast (needs `NBD_FLAG_SEND_FAST_ZERO`).
+    pub const FAST_ZERO: u16 = 1 << 4;
 }
 
 /// Command types.

@@ -20,7 +20,8 @@
 //! socket listening whatever the others do: when none is, the oldest is reset to make one.
 //!
 //! **Orderly shutdown.** A `shutdown` line on the stats port stops the NBD listeners, lets each
-//! session finish the requests it had received, answers later ones `NBD_ESHUTDOWN`, and closes
+//! session finish the requests it had received, answers later ones `NBD_ESHUTDOWN` (and later
+//! options of a session still in its handshake `NBD_REP_ERR_SHUTDOWN`), and closes
 //! each connection when its client disconnects or [`SHUTDOWN_GRACE_NS`] has passed (after the
 //! grace every session ends, a busy one with a reset: a client that stops halfway through a
 //! request or never reads its replies cannot hold the server up); [`Server::finished`] then tells

@@ -62,3 +62,11 @@ pub(super) struct ReadRun {
     pub end: u64,
     pub len: u32,
 }
+
+/// An option too long to hold: `remaining` bytes of its data are still to be dropped before it
+/// is answered `NBD_REP_ERR_TOO_BIG`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct OptionDrain {
+    pub option: u32,
+    pub remaining: u32,
+}

@@ -1,10 +1,12 @@
 //! The handshake: the client's flags and the option haggling (fixed newstyle: INFO, GO,
-//! EXPORT_NAME, LIST, ABORT; anything else is answered `NBD_REP_ERR_UNSUP`).
+//! EXPORT_NAME, LIST, ABORT; anything else is answered `NBD_REP_ERR_UNSUP`, an option too long
+//! to hold `NBD_REP_ERR_TOO_BIG`, and every option but ABORT after a shutdown began
+//! `NBD_REP_ERR_SHUTDOWN`).
 
 use alloc::vec::Vec;
 
 use super::{
-    CloseReason, Export, MAX_OPTION_BYTES, MAX_PAYLOAD_BYTES, MIN_BLOCK_BYTES,
+    CloseReason, Export, MAX_OPTION_BYTES, MAX_PAYLOAD_BYTES, MIN_BLOCK_BYTES, OptionDrain,
     PREFERRED_BLOCK_BYTES, Phase, Session,
 };
 use zerocopy::IntoBytes;
@@ -36,8 +38,17 @@ impl Session {
             return Some(0);
         }
         if len > MAX_OPTION_BYTES {
-            self.close(CloseReason::OptionTooLong(len));
-            return Some(0);
+            // EXPORT_NAME has no error reply, and a payload over 32 MiB is past what the
+            // protocol asks a server to take; anything else is answered once its data is gone.
+            if option == opt::EXPORT_NAME || len > MAX_PAYLOAD_BYTES {
+                self.close(CloseReason::OptionTooLong(len));
+                return Some(0);
+            }
+            self.option_drain = Some(OptionDrain {
+                option,
+                remaining: len,
+            });
+            return Some(wire::OPTION_HEADER_BYTES);
         }
         let total = wire::OPTION_HEADER_BYTES + len as usize;
         if input.len() < total {
@@ -45,6 +56,16 @@ impl Session {
         }
         let data = input[wire::OPTION_HEADER_BYTES..total].to_vec();
         self.stats.options += 1;
+        if self.shutdown_after.is_some() && option != opt::ABORT {
+            // "[The server] SHOULD error further options received (other than an
+            // NBD_OPT_ABORT) with NBD_REP_ERR_SHUTDOWN".
+            if option == opt::EXPORT_NAME {
+                self.close(CloseReason::ShuttingDown);
+            } else {
+                self.option_reply(option, rep::ERR_SHUTDOWN, &[]);
+            }
+            return Some(total);
+        }
         if let Some(message) = &self.refusal
             && matches!(option, opt::EXPORT_NAME | opt::INFO | opt::GO)
         {
@@ -90,6 +111,26 @@ impl Session {
             _ => self.option_reply(option, rep::ERR_UNSUP, &[]),
         }
         Some(total)
+    }
+
+    /// Drops the next bytes of an option too long to hold; answers it `NBD_REP_ERR_TOO_BIG` once
+    /// all are gone. Returns the bytes taken, or `None` for more input.
+    pub(super) fn continue_option_drain(&mut self) -> Option<usize> {
+        let available = self.pending_input();
+        let drain = self.option_drain.as_mut()?;
+        if available == 0 {
+            return None;
+        }
+        let taken = available.min(drain.remaining as usize);
+        // `taken` is at most `remaining`, a u32.
+        drain.remaining -= taken as u32;
+        if drain.remaining == 0 {
+            let option = drain.option;
+            self.option_drain = None;
+            self.stats.options += 1;
+            self.option_reply(option, rep::ERR_TOO_BIG, &[]);
+        }
+        Some(taken)
     }
 
     /// `NBD_OPT_INFO` / `NBD_OPT_GO`: u32 name length, name, u16 count, count × u16 info types.

@@ -53,12 +53,10 @@ impl Session {
         budget.charge_command();
         // The payload follows on the wire whatever the answer: a request that cannot run has
         // it drained, so the stream stays in step and the client gets its error.
-        let error = if request.len > MAX_PAYLOAD_BYTES {
-            Some(Errno::EOVERFLOW)
-        } else if after_shutdown {
+        let error = if after_shutdown {
             Some(Errno::ESHUTDOWN)
         } else {
-            check_range(request, export.size_bytes(), Errno::ENOSPC).err()
+            check_request(request, export.size_bytes()).err()
         };
         self.write_run = Some(WriteRun {
             handle: request.handle,
@@ -121,33 +119,34 @@ impl Session {
 
     /// Every command without a payload.
     fn command(&mut self, request: Request, export: &mut impl Export, budget: &mut Budget) {
+        if request.kind == cmd::DISC {
+            // No reply: the client closes after sending it (and the server after flushing).
+            self.close(CloseReason::Disconnect);
+            return;
+        }
+        if let Err(errno) = check_request(request, export.size_bytes()) {
+            self.simple_reply(Some(errno), request.handle);
+            return;
+        }
         let fua = request.flags & cflag::FUA != 0;
         let result = match request.kind {
             cmd::READ => return self.read(request, export, budget),
-            cmd::DISC => {
-                // No reply: the client closes after sending it (and the server after flushing).
-                self.close(CloseReason::Disconnect);
-                return;
-            }
             cmd::FLUSH => export.flush().inspect(|()| self.stats.flushes += 1),
             // Trim is advisory (the protocol lets the server ignore it); only the range is
             // checked. SCSI UNMAP is not wired into the midlayer.
-            cmd::TRIM => check_range(request, export.size_bytes(), Errno::ENOSPC)
-                .inspect(|()| self.stats.trims += 1),
+            cmd::TRIM => {
+                self.stats.trims += 1;
+                Ok(())
+            }
             cmd::WRITE_ZEROES => {
-                match check_range(request, export.size_bytes(), Errno::ENOSPC) {
-                    Ok(()) => {
-                        // Written in chunks by `continue_zero_run`, which sends the reply.
-                        self.zero_run = Some(ZeroRun {
-                            handle: request.handle,
-                            offset: request.offset,
-                            end: request.offset + u64::from(request.len),
-                            fua,
-                        });
-                        return;
-                    }
-                    Err(errno) => Err(errno),
-                }
+                // Written in chunks by `continue_zero_run`, which sends the reply.
+                self.zero_run = Some(ZeroRun {
+                    handle: request.handle,
+                    offset: request.offset,
+                    end: request.offset + u64::from(request.len),
+                    fua,
+                });
+                return;
             }
             _ => Err(Errno::EINVAL),
         };
@@ -184,14 +183,6 @@ impl Session {
     /// Starts a READ: an error reply, or the reply header and the first piece of data (a first
     /// piece that fails becomes an error reply instead).
     fn read(&mut self, request: Request, export: &mut impl Export, budget: &mut Budget) {
-        if request.len > MAX_PAYLOAD_BYTES {
-            self.simple_reply(Some(Errno::EOVERFLOW), request.handle);
-            return;
-        }
-        if let Err(errno) = check_range(request, export.size_bytes(), Errno::EINVAL) {
-            self.simple_reply(Some(errno), request.handle);
-            return;
-        }
         let header_at = self.output.len();
         self.simple_reply(None, request.handle);
         self.read_run = Some(ReadRun {
@@ -240,14 +231,38 @@ impl Session {
     }
 }
 
-/// `offset + len` must lie within the export; `beyond` is the errno when it does not (the
-/// protocol asks ENOSPC for writes past the end, EINVAL for reads). An offset already past the
-/// end is EINVAL for every command, an overflowing sum EOVERFLOW.
-fn check_range(request: Request, size_bytes: u64, beyond: Errno) -> Result<(), Errno> {
+/// Whether `request` may run on an export of `size_bytes`, and the protocol's error when not
+/// ("Error values", "Command flags", "Size constraints" of the NBD protocol document):
+/// - a command flag not documented for the command is EINVAL (FUA is valid on every command
+///   once `NBD_FLAG_SEND_FUA` is advertised, NO_HOLE on WRITE_ZEROES; DF and FAST_ZERO need
+///   transmission flags this server does not advertise);
+/// - a READ or WRITE over [`MAX_PAYLOAD_BYTES`] is EINVAL (EOVERFLOW is reserved for DF reads and
+///   for commands without a payload);
+/// - a range reaching past the end (or past 2^64) is ENOSPC for WRITE and WRITE_ZEROES, EINVAL
+///   for READ and TRIM;
+/// - an unknown command is EINVAL.
+fn check_request(request: Request, size_bytes: u64) -> Result<(), Errno> {
+    let (allowed_flags, beyond_end) = match request.kind {
+        cmd::READ | cmd::TRIM => (cflag::FUA, Errno::EINVAL),
+        cmd::WRITE => (cflag::FUA, Errno::ENOSPC),
+        cmd::WRITE_ZEROES => (cflag::FUA | cflag::NO_HOLE, Errno::ENOSPC),
+        cmd::FLUSH => return flags_within(request.flags, cflag::FUA),
+        _ => return Err(Errno::EINVAL),
+    };
+    flags_within(request.flags, allowed_flags)?;
+    if matches!(request.kind, cmd::READ | cmd::WRITE) && request.len > MAX_PAYLOAD_BYTES {
+        return Err(Errno::EINVAL);
+    }
     match request.offset.checked_add(u64::from(request.len)) {
         Some(end) if end <= size_bytes => Ok(()),
-        Some(_) if request.offset > size_bytes => Err(Errno::EINVAL),
-        Some(_) => Err(beyond),
-        None => Err(Errno::EOVERFLOW),
+        _ => Err(beyond_end),
+    }
+}
+
+fn flags_within(flags: u16, allowed: u16) -> Result<(), Errno> {
+    if flags & !allowed == 0 {
+        Ok(())
+    } else {
+        Err(Errno::EINVAL)
     }
 }

@@ -47,14 +47,18 @@ pub fn bad_requests(nbd: &NbdGuest) -> Result<String, String> {
     let mut client = step("open", Client::open(nbd.nbd_addr()))?;
     let size = client.size;
     let past_end = step("read past the end", client.read(size - 512, 1024))?.err();
+    let wraps = step("read wrapping past 2^64", client.read(u64::MAX - 511, 4096))?.err();
     let oversize = step("oversize read", client.read(0, 64 << 20))?.err();
     let write_past = step("write past the end", client.write(size - 4, &[0xee; 8]))?;
+    // The NBD protocol's "Error values": EINVAL for a read beyond the end or over the maximum
+    // payload (EOVERFLOW is reserved for structured reads), ENOSPC for a write beyond the end.
     if past_end != Some(nbd::Errno::EINVAL.0)
-        || oversize != Some(nbd::Errno::EOVERFLOW.0)
+        || wraps != Some(nbd::Errno::EINVAL.0)
+        || oversize != Some(nbd::Errno::EINVAL.0)
         || write_past != nbd::Errno::ENOSPC.0
     {
         return Err(format!(
-            "errors: read past the end {past_end:?}, oversize read {oversize:?}, write past the end {write_past}"
+            "errors: read past the end {past_end:?}, wrapping read {wraps:?}, oversize read {oversize:?}, write past the end {write_past}"
         ));
     }
     // The connection still works after the errors.
@@ -75,8 +79,8 @@ pub fn bad_requests(nbd: &NbdGuest) -> Result<String, String> {
         ),
     )?;
     let (error, _) = step("oversize write reply", client.reply())?;
-    if error != nbd::Errno::EOVERFLOW.0 {
-        return Err(format!("oversize write: errno {error}, not EOVERFLOW"));
+    if error != nbd::Errno::EINVAL.0 {
+        return Err(format!("oversize write: errno {error}, not EINVAL"));
     }
     match step("read after the oversize write", client.read(0, 4096))? {
         Ok(data) if data.iter().all(|&b| b != 0xee) => {}
@@ -89,7 +93,7 @@ pub fn bad_requests(nbd: &NbdGuest) -> Result<String, String> {
     }
     io(client.disconnect())?;
     Ok(
-        "EINVAL, EOVERFLOW, ENOSPC; a 32 MiB + 4 KiB write drained, EOVERFLOW, connection kept"
+        "EINVAL (past the end, wrapping, oversize), ENOSPC; a 32 MiB + 4 KiB write drained, EINVAL, connection kept"
             .into(),
     )
 }

@@ -1,7 +1,8 @@
 //! Connection life cycle against real sockets: stats queries that half-close or never read must
 //! not use up the stats port, clients over `nbd_max_clients=` get a refusal that says why (not
 //! silence), a burst of garbage connections leaves every slot usable, and `shutdown` answers a
-//! connected client `NBD_ESHUTDOWN` before closing it.
+//! connected client `NBD_ESHUTDOWN` before closing it, and one still in its handshake
+//! `NBD_REP_ERR_SHUTDOWN`.
 
 use harness::nbd_guest::NbdGuest;
 use std::io::{Read, Write};
@@ -179,6 +180,9 @@ fn late_command(nbd: &NbdGuest, command: &[u8], sent: &mut Instant) -> Result<St
 /// take seconds on a loaded host).
 pub fn shutdown(nbd: &NbdGuest, line_sent: &mut Instant) -> Result<String, String> {
     let mut client = io(Client::open(nbd.nbd_addr()))?;
+    // A second client in its option haggling across the shutdown.
+    let mut haggling = io(Client::connect(nbd.nbd_addr()))?;
+    io(haggling.send(&3u32.to_be_bytes()))?;
     let error = io(client.write(SHUTDOWN_OFFSET, &[SHUTDOWN_BYTE; 4096]))?;
     if error != 0 {
         return Err(format!("write before shutdown: errno {error}"));
@@ -207,8 +211,31 @@ pub fn shutdown(nbd: &NbdGuest, line_sent: &mut Instant) -> Result<String, Strin
     if !client.closed_by_server() {
         return Err("connection not closed after NBD_CMD_DISC".into());
     }
+    let haggled = options_after_shutdown(haggling)?;
     Ok(format!(
-        "ESHUTDOWN after {} served reads, closed after DISC",
+        "ESHUTDOWN after {} served reads, closed after DISC; {haggled}",
         answers.len()
     ))
+}
+
+/// A client still in its option haggling when the shutdown began: its next option gets
+/// `NBD_REP_ERR_SHUTDOWN` (the protocol's "Termination of the session during option haggling";
+/// a hang-up would be a hard disconnect the server may not make), and its ABORT is acknowledged.
+fn options_after_shutdown(mut client: Client) -> Result<String, String> {
+    let answer = |client: &mut Client, code| {
+        io(client.option(code, &nbd::go_payload("")))?;
+        io(client.option_reply()).map(|(reply, _)| reply)
+    };
+    let go = answer(&mut client, nbd::opt::GO)
+        .map_err(|e| format!("GO from a client in its handshake across shutdown: {e}"))?;
+    if go != nbd::rep::ERR_SHUTDOWN {
+        return Err(format!(
+            "GO after shutdown answered {go:#x}, not ERR_SHUTDOWN"
+        ));
+    }
+    let abort = answer(&mut client, nbd::opt::ABORT)?;
+    if abort != nbd::rep::ACK || !client.closed_by_server() {
+        return Err(format!("ABORT after shutdown answered {abort:#x}"));
+    }
+    Ok("a client in its handshake got ERR_SHUTDOWN, then ABORT acknowledged".into())
 }

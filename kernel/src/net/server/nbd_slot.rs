@@ -200,15 +200,12 @@ impl Server {
         if session.closed().is_some() {
             return flushed.then_some(Ending::Close("closed by the session"));
         }
-        if !session.in_transmission() {
-            if idle_ns > HANDSHAKE_IDLE_NS {
-                // A client stuck in the handshake (or one that never starts it) would hold the
-                // socket for ever.
-                return Some(Ending::Abort("handshake idle for 30 s"));
-            }
-            if self.shutdown.is_some() {
-                return Some(Ending::Close("handshake cut by shutdown"));
-            }
+        // A client stuck in the handshake (or one that never starts it) would hold the socket
+        // for ever. During a shutdown a handshake goes on: its options are answered
+        // `NBD_REP_ERR_SHUTDOWN` (the protocol allows the server no hang-up there) until the
+        // client leaves or the grace period ends it.
+        if !session.in_transmission() && idle_ns > HANDSHAKE_IDLE_NS {
+            return Some(Ending::Abort("handshake idle for 30 s"));
         }
         if !socket.may_recv() && flushed && !slot.turn_spent && !session.working_without_input() {
             // The peer finished sending and every complete request was answered.
