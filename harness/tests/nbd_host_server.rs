@@ -41,6 +41,11 @@ impl Export for Shared {
 
 /// Starts a server on a free loopback port; it runs until the test process ends.
 fn start_server() -> (SocketAddr, Shared) {
+    start_server_with(false)
+}
+
+/// [`start_server`], serving the export read-only when `read_only`.
+fn start_server_with(read_only: bool) -> (SocketAddr, Shared) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let export = Shared(Arc::new(Mutex::new(MemoryExport::new(DISK_BYTES))));
@@ -54,7 +59,7 @@ fn start_server() -> (SocketAddr, Shared) {
                 stream
                     .set_read_timeout(Some(Duration::from_secs(60)))
                     .unwrap();
-                let mut session = Session::new("mem");
+                let mut session = Session::new("mem").with_read_only(read_only);
                 let _ = nbd::stream::serve(&mut stream, &mut session, &mut export);
             });
         }
@@ -162,4 +167,39 @@ fn nbdcopy_with_four_connections_copies_in_and_back_out_unchanged() {
         export.0.lock().unwrap().data == data,
         "the export differs from the source"
     );
+}
+
+/// A read-only export as real clients see it: nbdinfo reports it read-only, qemu-io cannot open
+/// it for writing and reads it with `-r`, and the export is untouched.
+#[test]
+fn real_clients_see_a_read_only_export_as_read_only() {
+    let (addr, export) = start_server_with(true);
+    export.0.lock().unwrap().data.fill(0x5a);
+    let url = format!("nbd://{addr}/mem");
+    let out = tool("nbdinfo").args(["--json", &url]).output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let info = &json["exports"][0];
+    assert_eq!(info["is_read_only"], true, "{json}");
+    assert_eq!(info["can_trim"], false, "{json}");
+    assert_eq!(info["can_zero"], false, "{json}");
+    let write = Command::new("qemu-io")
+        .args(["-f", "raw", "-c", "write -P 0xab 0 64k", &url])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&write.stderr).to_string()
+        + &String::from_utf8_lossy(&write.stdout);
+    // qemu's NBD client refuses to open a read-only export for writing.
+    assert!(
+        !write.status.success() && said.contains("Permission denied"),
+        "{said}"
+    );
+    let read = Command::new("qemu-io")
+        .args(["-r", "-f", "raw", "-c", "read -P 0x5a 0 64k", &url])
+        .output()
+        .unwrap();
+    assert!(read.status.success(), "{read:?}");
+    let mut raw = Client::open(addr).unwrap();
+    assert_eq!(raw.write(0, &[1; 512]).unwrap(), Errno::EPERM.0);
+    raw.disconnect().unwrap();
+    assert!(export.0.lock().unwrap().data.iter().all(|&b| b == 0x5a));
 }

@@ -182,6 +182,8 @@ pub struct Session {
     shutdown_after: Option<u64>,
     /// Why every export request is refused (the server is full).
     refusal: Option<alloc::string::String>,
+    /// The export may only be read (`NBD_FLAG_READ_ONLY`; changes get `NBD_EPERM`).
+    read_only: bool,
 }
 
 impl Session {
@@ -212,7 +214,16 @@ impl Session {
             parsed_total: 0,
             shutdown_after: None,
             refusal: None,
+            read_only: false,
         }
+    }
+
+    /// The same session serving its export read-only (or not): `NBD_FLAG_READ_ONLY` is
+    /// advertised (TRIM and WRITE_ZEROES are not), and WRITE, TRIM and WRITE_ZEROES are answered
+    /// `NBD_EPERM` without reaching the export. Set before the handshake ends.
+    pub fn with_read_only(mut self, read_only: bool) -> Session {
+        self.read_only = read_only;
+        self
     }
 
     /// A connection the server will not serve: the handshake runs, and INFO and GO are answered

@@ -76,6 +76,8 @@ pub mod info {
 pub mod tflag {
     /// `NBD_FLAG_HAS_FLAGS`: always set.
     pub const HAS_FLAGS: u16 = 1 << 0;
+    /// `NBD_FLAG_READ_ONLY`: the export may not be written.
+    pub const READ_ONLY: u16 = 1 << 1;
     /// `NBD_FLAG_SEND_FLUSH`: the server takes `NBD_CMD_FLUSH`.
     pub const SEND_FLUSH: u16 = 1 << 2;
     /// `NBD_FLAG_SEND_FUA`: the server honours `NBD_CMD_FLAG_FUA`.

@@ -9,7 +9,8 @@
 //! stats endpoint,
 //! hot-plug a second disk through QMP and watch the
 //! guest list it ([`hotplug`]), send `shutdown`, and check the disk image after QEMU exits; then
-//! a second guest resets its NIC under a client ([`nic_reset`]).
+//! a second guest resets its NIC under a client ([`nic_reset`]), and a third serves its export
+//! read-only ([`read_only`]).
 //!
 //! qemu/nbd.toml forwards host ports 40809 (NBD) and 40810 (stats) on 127.0.0.1 only; the tests
 //! boot it as an [`NbdGuest`], whose forwards move to free loopback ports picked at run time, so
@@ -33,6 +34,7 @@ pub(crate) mod hotplug;
 mod lifecycle;
 mod multi_conn;
 mod nic_reset;
+mod read_only;
 mod stuck;
 mod tools;
 
@@ -61,8 +63,10 @@ pub fn run(guest: &Guest) -> Tally {
         }),
         Err(error) => tally.record("nbd boot", Err(error.to_string())),
     }
-    // Its own boot: the reset must not disturb the cases above.
+    // Their own boots: the reset must not disturb the cases above, and a read-only export is
+    // a different machine.
     tally.record("nbd nic-reset", nic_reset::nic_reset(guest));
+    tally.record("nbd read-only", read_only::read_only(guest));
     tally
 }
 

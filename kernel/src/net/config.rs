@@ -1,12 +1,13 @@
 //! The network words of the kernel command line: `ip=ADDR[/PREFIX]`, `gw=ADDR`, `nbd_port=`,
 //! `stats_port=`, `nbd_max_clients=` (NBD clients in transmission at once; the next export request is refused)
-//! `nbd_idle_s=` (a client in transmission that sends nothing for this long is closed) and
+//! `nbd_idle_s=` (a client in transmission that sends nothing for this long is closed),
+//! `nbd_readonly=` (serve the export read-only: `NBD_FLAG_READ_ONLY`, changes refused) and
 //! `nic_reset_after=N` (fault injection: reset the NIC once after N received frames, as the
 //! driver does after a misbehaving device; 0, the default, never). The defaults suit QEMU user networking (the guest is 10.0.2.15/24 behind the
 //! gateway 10.0.2.2) and the NBD port is the IANA one, 10809.
 
 use scsi::param::number::count;
-use scsi::param::{Key, ValueError};
+use scsi::param::{Key, ValueError, boolean};
 
 /// Where the guest sits on the network and which ports it serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +28,9 @@ pub struct NetConfig {
     pub nbd_idle_s: u32,
     /// Fault injection: reset the NIC once, after this many received frames (0: never).
     pub nic_reset_after: u64,
+    /// Serve the export read-only (`NBD_FLAG_READ_ONLY`; writes, trims and write-zeroes get
+    /// `NBD_EPERM` and never reach the disk).
+    pub nbd_readonly: bool,
 }
 
 /// Largest `nbd_max_clients=`: each NBD socket holds 512 KiB of TCP buffers from the start and
@@ -45,6 +49,7 @@ impl Default for NetConfig {
             nbd_max_clients: 64,
             nbd_idle_s: 600,
             nic_reset_after: 0,
+            nbd_readonly: false,
         }
     }
 }
@@ -112,6 +117,14 @@ impl NetConfig {
             },
         },
         Key {
+            name: "nbd_readonly",
+            aliases: &[],
+            set: |net, v| {
+                net.nbd_readonly = boolean(v)?;
+                Ok(())
+            },
+        },
+        Key {
             name: "nic_reset_after",
             aliases: &[],
             set: |net, v| {
@@ -156,6 +169,8 @@ mod tests {
         set(&mut config, "nbd_max_clients", "2").unwrap();
         set(&mut config, "nbd_idle_s", "30").unwrap();
         set(&mut config, "nic_reset_after", "300").unwrap();
+        set(&mut config, "nbd_readonly", "1").unwrap();
+        assert!(config.nbd_readonly);
         assert_eq!((config.nbd_max_clients, config.nbd_idle_s), (2, 30));
         assert_eq!(config.nic_reset_after, 300);
         assert_eq!(config.ip, [192, 168, 7, 9]);
@@ -176,6 +191,7 @@ mod tests {
             ("nbd_idle_s", "ten"),
             ("nic_reset_after", "-1"),
             ("nic_reset_after", "many"),
+            ("nbd_readonly", "2"),
         ] {
             assert!(
                 set(&mut NetConfig::default(), key, value).is_err(),

@@ -166,10 +166,15 @@ impl HostVisitor for Nbd {
         let export = BlockExport::new(ScsiDisk { stack, disk });
         let [a, b, c, d] = self.net.ip;
         println!(
-            "NBD serving {name} ({} bytes, {} {}-byte blocks, {host}) on {a}.{b}.{c}.{d}:{}, stats on :{}",
+            "NBD serving {name} ({} bytes, {} {}-byte blocks, {host}{}) on {a}.{b}.{c}.{d}:{}, stats on :{}",
             export.size_bytes(),
             disk.blocks,
             disk.block_len,
+            if self.net.nbd_readonly {
+                ", read-only"
+            } else {
+                ""
+            },
             self.net.nbd_port,
             self.net.stats_port
         );

@@ -85,7 +85,7 @@ impl Session {
                     return Some(total);
                 }
                 // NBD_INFO_EXPORT's payload without its type: size, then flags.
-                let export_info = export_info(export.size_bytes());
+                let export_info = export_info(export.size_bytes(), self.read_only);
                 self.output.extend_from_slice(&export_info.as_bytes()[2..]);
                 if !self.no_zeroes {
                     self.output.extend_from_slice(&[0u8; 124]);
@@ -164,7 +164,11 @@ impl Session {
             }
             self.option_reply(option, rep::INFO, &reply);
         }
-        self.option_reply(option, rep::INFO, export_info(size_bytes).as_bytes());
+        self.option_reply(
+            option,
+            rep::INFO,
+            export_info(size_bytes, self.read_only).as_bytes(),
+        );
         let block_size = BlockSizeInfo {
             kind: info::BLOCK_SIZE.into(),
             min_bytes: MIN_BLOCK_BYTES.into(),
@@ -196,25 +200,27 @@ impl Session {
 }
 
 /// `NBD_INFO_EXPORT` for an export of `size_bytes`.
-fn export_info(size_bytes: u64) -> ExportInfo {
+fn export_info(size_bytes: u64, read_only: bool) -> ExportInfo {
     ExportInfo {
         kind: info::EXPORT.into(),
         size_bytes: size_bytes.into(),
-        flags: transmission_flags().into(),
+        flags: transmission_flags(read_only).into(),
     }
 }
 
 /// What this server offers on every export. `CAN_MULTI_CONN` holds because every request of
 /// every connection runs to completion on the one export in turn and a FLUSH is a SYNCHRONIZE
 /// CACHE of the whole disk after any acknowledged write (the export's dirty flag is shared), so
-/// a flush on one connection covers the writes acknowledged on all of them.
-pub(super) fn transmission_flags() -> u16 {
-    tflag::HAS_FLAGS
-        | tflag::SEND_FLUSH
-        | tflag::SEND_FUA
-        | tflag::SEND_TRIM
-        | tflag::SEND_WRITE_ZEROES
-        | tflag::CAN_MULTI_CONN
+/// a flush on one connection covers the writes acknowledged on all of them. A read-only export
+/// says so and offers neither TRIM nor WRITE_ZEROES (as qemu-nbd's `-r` does); FLUSH and FUA stay,
+/// harmless, for clients that send them anyway.
+pub(super) fn transmission_flags(read_only: bool) -> u16 {
+    let always = tflag::HAS_FLAGS | tflag::SEND_FLUSH | tflag::SEND_FUA | tflag::CAN_MULTI_CONN;
+    if read_only {
+        always | tflag::READ_ONLY
+    } else {
+        always | tflag::SEND_TRIM | tflag::SEND_WRITE_ZEROES
+    }
 }
 
 /// The export name and the info types (big-endian u16 pairs) of an INFO/GO payload, if the

@@ -56,7 +56,7 @@ impl Session {
         let error = if after_shutdown {
             Some(Errno::ESHUTDOWN)
         } else {
-            check_request(request, export.size_bytes()).err()
+            check_request(request, export.size_bytes(), self.read_only).err()
         };
         self.write_run = Some(WriteRun {
             handle: request.handle,
@@ -124,7 +124,7 @@ impl Session {
             self.close(CloseReason::Disconnect);
             return;
         }
-        if let Err(errno) = check_request(request, export.size_bytes()) {
+        if let Err(errno) = check_request(request, export.size_bytes(), self.read_only) {
             self.simple_reply(Some(errno), request.handle);
             return;
         }
@@ -233,6 +233,7 @@ impl Session {
 
 /// Whether `request` may run on an export of `size_bytes`, and the protocol's error when not
 /// ("Error values", "Command flags", "Size constraints" of the NBD protocol document):
+/// - on a read-only export, WRITE, TRIM and WRITE_ZEROES are EPERM;
 /// - a command flag not documented for the command is EINVAL (FUA is valid on every command
 ///   once `NBD_FLAG_SEND_FUA` is advertised, NO_HOLE on WRITE_ZEROES; DF and FAST_ZERO need
 ///   transmission flags this server does not advertise);
@@ -241,7 +242,7 @@ impl Session {
 /// - a range reaching past the end (or past 2^64) is ENOSPC for WRITE and WRITE_ZEROES, EINVAL
 ///   for READ and TRIM;
 /// - an unknown command is EINVAL.
-fn check_request(request: Request, size_bytes: u64) -> Result<(), Errno> {
+fn check_request(request: Request, size_bytes: u64, read_only: bool) -> Result<(), Errno> {
     let (allowed_flags, beyond_end) = match request.kind {
         cmd::READ | cmd::TRIM => (cflag::FUA, Errno::EINVAL),
         cmd::WRITE => (cflag::FUA, Errno::ENOSPC),
@@ -250,6 +251,9 @@ fn check_request(request: Request, size_bytes: u64) -> Result<(), Errno> {
         _ => return Err(Errno::EINVAL),
     };
     flags_within(request.flags, allowed_flags)?;
+    if read_only && request.kind != cmd::READ {
+        return Err(Errno::EPERM);
+    }
     if matches!(request.kind, cmd::READ | cmd::WRITE) && request.len > MAX_PAYLOAD_BYTES {
         return Err(Errno::EINVAL);
     }

@@ -121,7 +121,8 @@ impl Server {
         slot.last_input_ns = now_ns;
         self.counters.connections += 1;
         log::info!("nbd: connection {index} from {peer:?}");
-        slot.session = Some(Session::new(self.export_name));
+        slot.session =
+            Some(Session::new(self.export_name).with_read_only(self.config.nbd_readonly));
     }
 
     /// Before a handshake session's turn: an export request in it is refused when
