@@ -29,10 +29,10 @@ pub(crate) const HANDOFF_TIMEOUT: Duration = Duration::from_secs(5);
 const DIAL_TIMEOUT: Duration = Duration::from_secs(30);
 const PUMP_BUFFER_BYTES: usize = 256 << 10;
 
-/// Opens a front door on a free loopback port that forwards to `upstream`; returns its port.
-/// Its threads live as long as xtask.
-pub fn open(upstream: SocketAddr) -> std::io::Result<u16> {
-    let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))?;
+/// Opens a front door listening on `at` (port 0: a free one) that forwards to `upstream`;
+/// returns its port. Its threads live as long as xtask.
+pub fn open(at: SocketAddr, upstream: SocketAddr) -> std::io::Result<u16> {
+    let listener = TcpListener::bind(at)?;
     // A second `listen` on a listening socket only changes its backlog (std's is 128).
     rustix::net::listen(&listener, BACKLOG)?;
     let port = listener.local_addr()?.port();
@@ -176,7 +176,7 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(5));
             }
         });
-        let port = open(upstream_addr).unwrap();
+        let port = open("127.0.0.1:0".parse().unwrap(), upstream_addr).unwrap();
         let clients: Vec<_> = (0..32)
             .map(|_| {
                 std::thread::spawn(move || {
@@ -204,7 +204,7 @@ mod tests {
             conn.read_to_end(&mut asked).unwrap();
             conn.write_all(&asked).unwrap();
         });
-        let port = open(upstream_addr).unwrap();
+        let port = open("127.0.0.1:0".parse().unwrap(), upstream_addr).unwrap();
         let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(20)))

@@ -86,6 +86,24 @@ impl ProcStat {
     }
 }
 
+/// The processes whose parent is `parent` and whose command name starts with `name` (the
+/// kernel keeps 15 bytes of it: `qemu-system-x86`), by pid.
+pub fn children_named(parent: u32, name: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut children: Vec<u32> = entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .filter(|&pid| {
+            ProcStat::read(pid)
+                .is_ok_and(|stat| stat.parent_pid == parent && stat.name.starts_with(name))
+        })
+        .collect();
+    children.sort_unstable();
+    children
+}
+
 /// `ticks` of [`USER_HZ`] as a duration.
 pub(crate) fn ticks_to_duration(ticks: u64) -> Duration {
     Duration::from_millis(ticks * 1000 / USER_HZ)

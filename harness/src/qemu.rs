@@ -15,6 +15,7 @@
 //!   usable, so a `-nic` virtio-net-pci has `vectors = 0` (no MSI-X; `info qtree`), while the
 //!   same device from `-device` has 4 and can wake the idle guest.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -34,47 +35,67 @@ pub(crate) const WRITE_ERRORS: &str = "report";
 /// What QEMU does on a host read error to a guest disk: report it, as [`WRITE_ERRORS`].
 pub(crate) const READ_ERRORS: &str = "report";
 
-/// A loopback port forward of QEMU user networking, as a `-nic` option: host
-/// `127.0.0.1:host_port` to the guest's `guest_port`.
-fn loopback_forward(host_port: u16, guest_port: u16) -> String {
-    format!("hostfwd=tcp:127.0.0.1:{host_port}-:{guest_port}")
+/// A port forward of QEMU user networking, as a `-nic` option: host `host` to the guest's
+/// `guest_port`.
+fn forward(host: SocketAddr, guest_port: u16) -> String {
+    format!("hostfwd=tcp:{host}-:{guest_port}")
 }
 
-/// The start of the forward option that listens on host `127.0.0.1:host_port` (to find the
-/// QEMU process that forwards it by its command line).
-pub(crate) fn forward_from(host_port: u16) -> String {
-    format!("hostfwd=tcp:127.0.0.1:{host_port}-:")
+/// The start of the forward option that listens on `host` (to find the QEMU process that
+/// forwards it by its command line).
+pub(crate) fn forward_from(host: SocketAddr) -> String {
+    format!("hostfwd=tcp:{host}-:")
+}
+
+/// The guest port of a `hostfwd=tcp:127.0.0.1:HOST-:GUEST` option and its host port, or `None`
+/// for any other option.
+fn loopback_forward(option: &str) -> Option<(u16, u16)> {
+    let (host, guest) = option
+        .strip_prefix("hostfwd=tcp:127.0.0.1:")?
+        .split_once("-:")?;
+    Some((guest.parse().ok()?, host.parse().ok()?))
+}
+
+/// The host port `nic` (a profile's `-nic` options) forwards from 127.0.0.1 to `guest_port`;
+/// an error names the guest port when there is none.
+pub(crate) fn forwarded_host_port(nic: &str, guest_port: u16) -> Result<u16> {
+    nic.split(',')
+        .filter_map(loopback_forward)
+        .find(|(guest, _)| *guest == guest_port)
+        .map(|(_, host)| host)
+        .ok_or_else(|| missing_forward(nic, guest_port))
+}
+
+fn missing_forward(nic: &str, guest_port: u16) -> Error {
+    Error::Invalid {
+        path: "the profile's nic".into(),
+        field: format!("hostfwd to guest port {guest_port}"),
+        value: nic.into(),
+        reason: "missing: it must forward 127.0.0.1 to that port",
+    }
 }
 
 /// `nic` (a profile's `-nic` options) with each loopback forward to a guest port of `moves`
-/// moved to its new host port; an error names a guest port `nic` does not forward.
-pub(crate) fn move_forwards(nic: &str, moves: &[(u16, u16)]) -> Result<String> {
+/// moved to its new host address; an error names a guest port `nic` does not forward.
+pub(crate) fn move_forwards(nic: &str, moves: &[(u16, SocketAddr)]) -> Result<String> {
     let mut found = vec![false; moves.len()];
     let parts: Vec<String> = nic
         .split(',')
         .map(|part| {
-            let guest = part
-                .strip_prefix("hostfwd=tcp:127.0.0.1:")
-                .and_then(|rest| rest.split_once("-:"))
-                .and_then(|(_, guest)| guest.parse::<u16>().ok());
+            let guest = loopback_forward(part).map(|(guest, _)| guest);
             let moved = moves.iter().position(|(from, _)| Some(*from) == guest);
             match moved {
                 Some(index) => {
                     found[index] = true;
                     let (guest, host) = moves[index];
-                    loopback_forward(host, guest)
+                    forward(host, guest)
                 }
                 None => part.to_owned(),
             }
         })
         .collect();
     if let Some(index) = found.iter().position(|found| !found) {
-        return Err(Error::Invalid {
-            path: "the profile's nic".into(),
-            field: format!("hostfwd to guest port {}", moves[index].0),
-            value: nic.into(),
-            reason: "missing: it must forward 127.0.0.1 to that port",
-        });
+        return Err(missing_forward(nic, moves[index].0));
     }
     Ok(parts.join(","))
 }

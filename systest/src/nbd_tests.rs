@@ -1,16 +1,17 @@
 //! The NBD half of `cargo xtask test`: boot the `nbd` profile in the background, talk to the
 //! guest's NBD server with real clients (`qemu-img`, `qemu-io` with 8 and 32 MiB requests, and
 //! `nbdinfo`/`nbdcopy` from Debian's libnbd-bin, installed here when missing and running as root;
-//! two 4-connection nbdcopy runs at once, [`multi_conn`]), 16 clients connecting while QEMU is
-//! stopped ([`burst`]), clients stuck across `shutdown` ([`stuck`]) and with [`nbd_client`]'s
+//! two 4-connection nbdcopy runs at once, [`multi_conn`]), clients stuck across `shutdown`
+//! ([`stuck`]) and with [`nbd_client`]'s
 //! deliberately bad ones (a WRITE_ZEROES flood beside a reader, [`flood`]; half-closed and held
 //! stats queries, clients over the limit and a shutdown with a client connected, [`lifecycle`]),
 //! measure the host CPU QEMU uses while no client talks to it ([`harness::idle_cpu`]), read the
 //! stats endpoint,
 //! hot-plug a second disk through QMP and watch the
 //! guest list it ([`hotplug`]), send `shutdown`, and check the disk image after QEMU exits; then
-//! a second guest resets its NIC under a client ([`nic_reset`]), and a third serves its export
-//! read-only ([`read_only`]).
+//! a second guest resets its NIC under a client ([`nic_reset`]), a third serves its export
+//! read-only ([`read_only`]), and `cargo xtask run --profile nbd` itself serves real clients and
+//! 16 clients connecting while its QEMU is stopped ([`user_path`], [`burst`]).
 //!
 //! qemu/nbd.toml forwards host ports 40809 (NBD) and 40810 (stats) on 127.0.0.1 only; the tests
 //! boot it as an [`NbdGuest`], whose forwards move to free loopback ports picked at run time, so
@@ -37,6 +38,7 @@ mod nic_reset;
 mod read_only;
 mod stuck;
 mod tools;
+mod user_path;
 
 use bad_clients::{bad_handshake, bad_requests, pipelined, torn_write};
 use tools::{nbdcopy_write, nbdinfo, qemu_img_convert, qemu_io_large, qemu_io_write};
@@ -67,6 +69,8 @@ pub fn run(guest: &Guest) -> Tally {
     // a different machine.
     tally.record("nbd nic-reset", nic_reset::nic_reset(guest));
     tally.record("nbd read-only", read_only::read_only(guest));
+    // `cargo xtask run --profile nbd` itself, with the connect burst against it.
+    tally.record("nbd user-path", user_path::user_path(guest));
     tally
 }
 
@@ -133,7 +137,6 @@ fn cases(nbd: &NbdGuest, report: &mut Report<'_>, expected_zero: &mut Vec<(u64, 
     report("stats-half-close", lifecycle::half_close(nbd));
     report("stats-idle-hold", lifecycle::idle_hold(nbd));
     report("idle-clients", lifecycle::idle_clients(nbd));
-    report("connect-burst", connect_burst(nbd));
 }
 
 /// Opens the stuck clients (when the guest served), asks the guest to shut down and bounds the
@@ -223,11 +226,6 @@ fn pattern_write(nbd: &NbdGuest) -> Result<String, String> {
 fn idle_cpu(nbd: &NbdGuest) -> Result<String, String> {
     let idle = idle_cpu::measure(nbd.qemu_pid()?, idle_cpu::IDLE_WINDOW)?;
     Ok(idle.to_string())
-}
-
-/// [`burst`] against this run's QEMU.
-fn connect_burst(nbd: &NbdGuest) -> Result<String, String> {
-    burst::burst(nbd, nbd.qemu_pid()?)
 }
 
 /// Two connections open together: a write through one is read back through the other.

@@ -1,6 +1,7 @@
 //! `cargo xtask run`: build a kernel (ours, Hermit's, or both in turn), boot it once in a QEMU
 //! profile with the console shown live, resolve a fault's call trace, and judge the verdict.
 
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -8,6 +9,7 @@ use harness::accel::AccelRequest;
 use harness::boot::Echo;
 use harness::error::{Error, Result};
 use harness::guest::{Guest, Os, OsChoice, Overrides};
+use harness::nbd_guest::{Door, Listen, NbdGuest};
 use harness::{hermit, profile, symbols};
 
 /// Options of `cargo xtask run`.
@@ -34,9 +36,46 @@ pub struct Options {
     /// Boot this kernel ELF instead of building one.
     #[arg(long, value_name = "ELF")]
     pub kernel: Option<PathBuf>,
+    /// A serving profile (`nbd`, `nbd-readonly`): the address clients connect to. Anything but
+    /// a loopback address lets every host that can reach it use the export.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub listen: IpAddr,
+    /// A serving profile: the NBD port (default: the profile's, 40809; 0 picks a free one).
+    #[arg(long, value_name = "PORT")]
+    pub nbd_port: Option<u16>,
+    /// A serving profile: the stats port (default: the profile's, 40810; 0 picks a free one).
+    #[arg(long, value_name = "PORT")]
+    pub stats_port: Option<u16>,
+    /// A serving profile: what clients connect through. `front` (the default) is xtask's
+    /// listener with a real accept queue; `slirp-direct` is QEMU's forward itself, whose
+    /// backlog of 1 leaves clients of a burst waiting for ever (docs/nbd.md).
+    #[arg(long, value_enum, default_value_t = Door::Front)]
+    pub door: Door,
     /// Kernel command line words (replace the profile's default_kernel_args).
     #[arg(last = true, value_name = "KERNEL_ARGS")]
     pub kernel_args: Vec<String>,
+}
+
+impl Options {
+    /// Whether any option that only a serving profile takes was given.
+    fn serving_options_given(&self) -> bool {
+        self.listen != IpAddr::from(Ipv4Addr::LOCALHOST)
+            || self.nbd_port.is_some()
+            || self.stats_port.is_some()
+            || self.door != Door::Front
+    }
+
+    /// Where a serving profile listens: its own ports on 127.0.0.1 behind front doors, unless
+    /// the options say otherwise.
+    fn listen(&self, profile: &profile::Profile) -> Result<Listen> {
+        let ports = Listen::profile_ports(profile)?;
+        Ok(Listen {
+            ip: self.listen,
+            nbd_port: self.nbd_port.unwrap_or(ports.nbd_port),
+            stats_port: self.stats_port.unwrap_or(ports.stats_port),
+            door: self.door,
+        })
+    }
 }
 
 /// Boots each kernel `options.os` names; returns the worst verdict's exit status
@@ -52,9 +91,35 @@ pub fn run(options: &Options) -> Result<u8> {
                     .into(),
         });
     }
+    // A serving profile listens where the user connects, through front doors (see
+    // `harness::nbd_guest`); its QEMU forwards move to free loopback ports.
+    let serving = match NbdGuest::serves(&profile) {
+        true => Some(NbdGuest::listening(&profile, options.listen(&profile)?)?),
+        false if options.serving_options_given() => {
+            return Err(Error::Invalid {
+                path: format!("qemu/{}.toml", profile.name).into(),
+                field: "--listen/--nbd-port/--stats-port/--door".into(),
+                value: profile.name.clone(),
+                reason: "only a profile that serves NBD (forwards the guest's ports 10809 and 10810) takes them",
+            });
+        }
+        false => None,
+    };
+    let profile = serving
+        .as_ref()
+        .map_or(profile.clone(), |nbd| nbd.profile.clone());
     let mut worst = 0;
     for &os in options.os.list() {
         let guest = Guest::prepare_os(os, options.accel, options.kernel.clone())?;
+        if let Some(nbd) = &serving {
+            eprintln!("xtask: {}", nbd.describe());
+            if !options.listen.is_loopback() {
+                eprintln!(
+                    "xtask: warning: listening on {}: every host that reaches it can use the export (see docs/nbd.md for nbd_tls=require and nbd_readonly=1)",
+                    options.listen
+                );
+            }
+        }
         worst = worst.max(boot_once(options, &profile, &guest)?);
     }
     Ok(worst)

@@ -7,11 +7,11 @@
 //! backlog of 1) the host kernel's accept queue overflows, drops the handshakes' last ACKs and
 //! leaves most of these clients waiting for a greeting that never comes; through xtask's
 //! [`front_door`](harness::front_door) every connection is accepted at once and handed to QEMU one
-//! at a time. The host's `ListenOverflows` delta is reported beside the verdict.
+//! at a time. The host's `ListenOverflows` delta is reported beside the verdict. The test runs
+//! against the path users run, `cargo xtask run --profile nbd` ([`super::user_path`]).
 
-use harness::nbd_guest::NbdGuest;
 use std::io::{ErrorKind, Read};
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use harness::child_guard;
@@ -37,8 +37,8 @@ enum Seen {
     Silent,
 }
 
-fn client(nbd: &NbdGuest) -> (Seen, Option<TcpStream>) {
-    let mut stream = match TcpStream::connect_timeout(&nbd.nbd_addr(), Duration::from_secs(30)) {
+fn client(addr: SocketAddr) -> (Seen, Option<TcpStream>) {
+    let mut stream = match TcpStream::connect_timeout(&addr, Duration::from_secs(30)) {
         Ok(stream) => stream,
         Err(_) => return (Seen::Refused, None),
     };
@@ -65,13 +65,14 @@ impl Drop for Resume {
     }
 }
 
-/// The test: [`CLIENTS`] connect during a [`STALL`]; none may be left silent.
-pub fn burst(nbd: &NbdGuest, qemu_pid: u32) -> Result<String, String> {
+/// The test: [`CLIENTS`] connect to `addr` during a [`STALL`] of QEMU `qemu_pid`; none may be
+/// left silent.
+pub fn burst(addr: SocketAddr, qemu_pid: u32) -> Result<String, String> {
     let overflows_before = listen_overflows();
     child_guard::send(qemu_pid, libc::SIGSTOP);
     let resume = Resume(qemu_pid);
     let seen: Vec<(Seen, Option<TcpStream>)> = std::thread::scope(|scope| {
-        let clients: Vec<_> = (0..CLIENTS).map(|_| scope.spawn(|| client(nbd))).collect();
+        let clients: Vec<_> = (0..CLIENTS).map(|_| scope.spawn(|| client(addr))).collect();
         std::thread::sleep(STALL);
         drop(resume);
         clients
