@@ -14,7 +14,7 @@ use crate::insns::Counting;
 use crate::profile::Profile;
 use crate::qemu::{Blkdebug, Machine};
 use crate::setup::{self, KERNEL_TARGET};
-use crate::{process, workspace};
+use crate::{control, process, workspace};
 
 /// Which kernel a guest runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
@@ -161,6 +161,11 @@ impl Guest {
             .filter(|part| !part.is_empty())
             .collect::<Vec<_>>()
             .join(" ");
+        // A guest that serves NBD gets the control secret its `shutdown` needs.
+        let fw_cfg_files = match crate::nbd_guest::NbdGuest::serves(profile) {
+            true => vec![(control::FW_CFG_NAME, control::secret_file()?)],
+            false => Vec::new(),
+        };
         let machine = Machine {
             profile,
             kernel: &self.kernel,
@@ -173,6 +178,7 @@ impl Guest {
             counting: overrides.counting.as_ref(),
             blkdebug: overrides.blkdebug.as_ref(),
             keep_images: overrides.keep_images,
+            fw_cfg_files,
         };
         let timeout = overrides
             .timeout

@@ -11,7 +11,8 @@
 //! - Watching: [`insns`] (the instruction-count TCG plugin in `harness/plugin/`), [`proc_stat`]
 //!   and [`qemu_cpu`] (QEMU's CPU time), [`child_guard`] (QEMU never outlives xtask).
 //! - Networks: [`front_door`] (the host listener), [`netns`] (a private network namespace),
-//!   [`nbd_client`] (the host's client of the guest's NBD server).
+//!   [`nbd_client`] (the host's client of the guest's NBD server), [`nbd_guest`] (where a run's
+//!   clients connect), [`control`] (the secret the guest's state-changing commands need).
 //!
 //! The benchmark library (`benchkit`), the benchmarks (`bench`) and the system tests
 //! (`systest`) sit on top; this crate names none of them.
@@ -27,6 +28,7 @@ pub mod boot;
 pub mod child_guard;
 pub mod console;
 pub mod console_log;
+pub mod control;
 pub mod disk_space;
 pub mod error;
 pub mod front_door;

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::nbd_client::{self as nbd, Client};
 use crate::profile::Profile;
-use crate::{front_door, qemu};
+use crate::{control, front_door, qemu};
 
 /// The guest's NBD port (the kernel's default `nbd_port=`).
 pub(crate) const GUEST_NBD_PORT: u16 = 10809;
@@ -92,8 +92,10 @@ pub struct NbdGuest {
     nbd_addr: SocketAddr,
     /// Where clients reach its stats port.
     stats_addr: SocketAddr,
-    /// Where QEMU's own NBD forward listens (the same as `nbd_addr` without a front door).
+    /// Where QEMU's own NBD and stats forwards listen (the same as `nbd_addr` and `stats_addr`
+    /// without a front door).
     forwarded_nbd: SocketAddr,
+    forwarded_stats: SocketAddr,
     door: Door,
 }
 
@@ -182,6 +184,7 @@ impl NbdGuest {
             nbd_addr: SocketAddr::new(client_ip, nbd_port),
             stats_addr: SocketAddr::new(client_ip, stats_port),
             forwarded_nbd: nbd_upstream,
+            forwarded_stats: stats_upstream,
             door: listen.door,
         })
     }
@@ -194,6 +197,12 @@ impl NbdGuest {
     /// Where the host reaches the guest's stats port.
     pub fn stats_addr(&self) -> SocketAddr {
         self.stats_addr
+    }
+
+    /// Where QEMU's own stats forward listens, behind the front door (the same as
+    /// [`Self::stats_addr`] without one): a client there bypasses xtask entirely.
+    pub fn forwarded_stats_addr(&self) -> SocketAddr {
+        self.forwarded_stats
     }
 
     /// `nbd://HOST:PORT`, for the real clients.
@@ -253,8 +262,8 @@ impl NbdGuest {
         stats_text(self.stats_addr, command)
     }
 
-    /// Asks the guest to shut down (`shutdown` to the stats port, which answers with the stats
-    /// text first).
+    /// Asks the guest to shut down: `shutdown` with this checkout's control secret to the stats
+    /// port, which answers with the stats text and the command's outcome.
     pub fn shutdown(&self) -> Result<()> {
         shutdown(self.stats_addr)
     }
@@ -301,14 +310,16 @@ pub fn stats_text(addr: SocketAddr, command: &[u8]) -> Result<String> {
     Ok(text)
 }
 
-/// Sends `shutdown` to the stats port at `addr`, which answers with the stats text first.
+/// Sends `shutdown` with this checkout's control secret to the stats port at `addr` and checks
+/// the guest accepted it.
 pub fn shutdown(addr: SocketAddr) -> Result<()> {
-    let text = stats_text(addr, b"shutdown\n")?;
-    match text.contains("poolinfo - 0.1") {
+    let line = control::command_line("shutdown")?;
+    let text = stats_text(addr, line.as_bytes())?;
+    match text.contains(control::ACCEPTED) {
         true => Ok(()),
         false => Err(Error::Proc {
             what: "the stats port".into(),
-            reason: format!("no stats text before shutdown: {text:?}"),
+            reason: format!("shutdown not accepted: {text:?}"),
         }),
     }
 }

@@ -173,6 +173,9 @@ pub struct Machine<'a> {
     pub keep_images: bool,
     /// The instruction-count plugin and its log, when counting.
     pub counting: Option<&'a Counting>,
+    /// Files handed to the guest through fw_cfg: (name, host path). QEMU's command line names
+    /// only the path, so their contents stay out of `ps`.
+    pub fw_cfg_files: Vec<(&'static str, PathBuf)>,
 }
 
 impl<'a> Machine<'a> {
@@ -255,6 +258,10 @@ impl<'a> Machine<'a> {
             self.add_disk(&mut command, disk);
         }
         command.args(&self.profile.args);
+        for (name, path) in &self.fw_cfg_files {
+            let path = path.to_string_lossy().replace(',', ",,");
+            command.args(["-fw_cfg", &format!("name={name},file={path}")]);
+        }
         if let Some(counting) = self.counting {
             command.args(counting.qemu_args());
         }
@@ -379,6 +386,7 @@ mod tests {
             counting: None,
             blkdebug: None,
             keep_images: false,
+            fw_cfg_files: Vec::new(),
         }
     }
 
@@ -431,6 +439,19 @@ mod tests {
         assert!(has_pair(&args, "-m", "128"));
         assert!(args.iter().any(|arg| arg == "-no-reboot"));
         assert!(!args.iter().any(|arg| arg == "-cpu"));
+    }
+
+    #[test]
+    fn fw_cfg_files_are_named_by_path_only() {
+        let profile = profile("description = \"d\"\n");
+        let mut machine = machine(&profile, Accel::Tcg, 1);
+        machine.fw_cfg_files = vec![("opt/sensepool/x", PathBuf::from("/t/a,b"))];
+        let args = args(&machine);
+        assert!(has_pair(
+            &args,
+            "-fw_cfg",
+            "name=opt/sensepool/x,file=/t/a,,b"
+        ));
     }
 
     #[test]

@@ -30,6 +30,7 @@ use harness::profile;
 
 mod bad_clients;
 mod burst;
+mod control;
 mod flood;
 pub(crate) mod hotplug;
 mod lifecycle;
@@ -137,6 +138,7 @@ fn cases(nbd: &NbdGuest, report: &mut Report<'_>, expected_zero: &mut Vec<(u64, 
     report("stats-half-close", lifecycle::half_close(nbd));
     report("stats-idle-hold", lifecycle::idle_hold(nbd));
     report("idle-clients", lifecycle::idle_clients(nbd));
+    report("control-refused", control::refused(nbd));
 }
 
 /// Opens the stuck clients (when the guest served), asks the guest to shut down and bounds the

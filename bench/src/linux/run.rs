@@ -378,6 +378,7 @@ pub fn boot_linux(
         counting,
         blkdebug: None,
         keep_images: false,
+        fw_cfg_files: Vec::new(),
     };
     eprintln!("xtask: Linux {label}: {}", cases.join(" "));
     let timeout = match counting {

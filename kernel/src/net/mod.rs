@@ -3,14 +3,15 @@
 //!
 //! The NBD protocol itself (handshake, options, transmission, the block export) is the `nbd`
 //! crate, sans I/O and host-tested; this module is the glue around it. [`config`] (the
-//! command-line words) is pure and built on the host, where it is tested; the rest runs in the
-//! guest: [`device`] binds
+//! command-line words) and [`control`] (who may change the guest's state) are pure and built on
+//! the host, where they are tested; the rest runs in the guest: [`device`] binds
 //! `drivers::virtio_net` to the virtio-net PCI function (through the shared virtio PCI bring-up,
 //! `crate::platform::pci::virtio`), supplies its packet buffers and presents it to smoltcp as a polled
 //! `phy::Device`; [`server`] runs the TCP listeners and moves
 //! bytes between sockets and NBD sessions; [`stats`] formats the stats endpoint's text.
 
 pub mod config;
+pub mod control;
 
 #[cfg(target_os = "none")]
 pub mod device;

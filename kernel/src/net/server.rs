@@ -19,7 +19,8 @@
 //! reset like an idle session. The stats port keeps one
 //! socket listening whatever the others do: when none is, the oldest is reset to make one.
 //!
-//! **Orderly shutdown.** A `shutdown` line on the stats port stops the NBD listeners, lets each
+//! **Orderly shutdown.** A `shutdown SECRET` line on the stats port (the secret the host gave,
+//! see [`Control`]; without it the line is refused and counted) stops the NBD listeners, lets each
 //! session finish the requests it had received, answers later ones `NBD_ESHUTDOWN` (and later
 //! options of a session still in its handshake `NBD_REP_ERR_SHUTDOWN`), and closes
 //! each connection when its client disconnects or [`SHUTDOWN_GRACE_NS`] has passed (after the
@@ -37,6 +38,7 @@ use smoltcp::time::{Duration, Instant};
 use smoltcp::wire::{EthernetAddress, IpCidr, IpEndpoint, Ipv4Address};
 
 use super::config::NetConfig;
+use super::control::Control;
 use super::device::{DeviceStats, NetDevice};
 use crate::arch::time;
 use crate::platform::console::println;
@@ -94,6 +96,11 @@ pub struct ServerStats {
     pub nbd: NbdStats,
     /// Frame counters of the device.
     pub device: DeviceStats,
+    /// Whether the host gave a control secret.
+    pub control_secret: bool,
+    /// State-changing commands carried out and refused (missing or wrong secret).
+    pub control_accepted: u64,
+    pub control_refused: u64,
 }
 
 /// A `shutdown` request: who asked, and when (TSC ns).
@@ -113,6 +120,8 @@ pub struct Server {
     ended: NbdStats,
     counters: ServerStats,
     shutdown: Option<Shutdown>,
+    /// Who may change the guest's state (the stats port's commands).
+    control: Control,
     /// The NBD slot that takes the first turn of the next poll.
     next_turn: usize,
 }
@@ -135,8 +144,14 @@ fn tcp_socket(rx: usize, tx: usize) -> tcp::Socket<'static> {
 }
 
 impl Server {
-    /// The interface at `config`'s address with its listeners; `export_name` is the NBD export.
-    pub fn new(device: &mut NetDevice, config: NetConfig, export_name: &'static str) -> Server {
+    /// The interface at `config`'s address with its listeners; `export_name` is the NBD export,
+    /// `control` judges the stats port's commands.
+    pub fn new(
+        device: &mut NetDevice,
+        config: NetConfig,
+        export_name: &'static str,
+        control: Control,
+    ) -> Server {
         let mut iface_config = Config::new(EthernetAddress(device.mac()).into());
         iface_config.random_seed = time::rdtsc();
         let mut iface = Interface::new(iface_config, device, now());
@@ -175,6 +190,7 @@ impl Server {
             ended: NbdStats::default(),
             counters: ServerStats::default(),
             shutdown: None,
+            control,
             next_turn: 0,
         }
     }
@@ -190,6 +206,9 @@ impl Server {
         }
         stats.refused = stats.nbd.refusals;
         stats.device = device.stats();
+        stats.control_secret = self.control.has_secret();
+        stats.control_accepted = self.control.accepted;
+        stats.control_refused = self.control.refused;
         stats
     }
 

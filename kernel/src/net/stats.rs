@@ -9,6 +9,7 @@
 //! scsi submitted=.. completed=.. succeeded=.. failed=.. retries=.. timeouts=.. aborts=.. resets=..
 //! nbd connections=.. dropped=.. refused=.. reads=.. writes=.. flushes=.. trims=.. write_zeroes=.. bytes_read=.. bytes_written=.. errors=..
 //! net rx_frames=.. tx_frames=.. rx_bytes=.. tx_bytes=.. errors=.. resets=.. irq=msix|timer irq_routes=.. tx_dropped=.. rx_waits_for_tx=..
+//! control secret=given|none accepted=.. refused=..
 //! disks 2
 //! disk sda hctl=0:0:0:0 blocks=131072 block_len=512 bytes=67108864 (67.1 MB/64.0 MiB) export
 //! disk sdb hctl=0:0:1:0 blocks=16384 block_len=512 bytes=8388608 (8.3 MB/8.0 MiB)
@@ -118,6 +119,17 @@ fn write_server(out: &mut String, server: &ServerStats, nic_interrupts: bool) ->
         dev.interrupt_routes,
         dev.tx_dropped,
         dev.rx_waits_for_tx
+    )?;
+    writeln!(
+        out,
+        "control secret={} accepted={} refused={}",
+        if server.control_secret {
+            "given"
+        } else {
+            "none"
+        },
+        server.control_accepted,
+        server.control_refused
     )
 }
 

@@ -1,7 +1,8 @@
-//! The machine below the storage stack: ACPI tables and the CPU/NUMA topology they describe,
+//! The machine below the storage stack: files from the host (fw_cfg), ACPI tables and the CPU/NUMA topology they describe,
 //! PCI enumeration, the other CPUs (SMP bring-up, per-CPU data, cross-CPU calls), the kernel's
 //! locks, and the console. The CPU itself (boot stub, GDT/IDT, paging, APIC, TSC) is `arch`.
 
+pub mod fw_cfg;
 pub mod pci;
 pub mod sync;
 pub mod topology;

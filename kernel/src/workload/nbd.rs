@@ -1,5 +1,6 @@
 //! `workload=nbd`: serve the first disk the scan finds over NBD on virtio-net, with the stats
-//! endpoint beside it, until a client sends `shutdown` to the stats port.
+//! endpoint beside it, until a client sends `shutdown` with the host's control secret to the
+//! stats port.
 //!
 //! The disk is reached through the midlayer and the real host adapter driver, so an NBD read is
 //! READ(10/16) commands through virtio-scsi (or the SAS1068) to QEMU's image file. Each NBD
@@ -32,15 +33,37 @@ use crate::arch::idle;
 use crate::arch::time;
 use crate::cmdline::Cmdline;
 use crate::net::config::NetConfig;
+use crate::net::control::{self, Control};
 use crate::net::device::NetDevice;
 use crate::net::server::{Server, ServerStats};
 use crate::net::stats::{self, Snapshot};
 use crate::platform::console::println;
+use crate::platform::fw_cfg;
 use crate::storage::hotplug::Disks;
 use crate::storage::report::{NamedDisk, print_scan};
 use crate::storage::{self, HostInfo, HostVisitor, SenseBuf, Stack};
 use nbd::block::{BlockDevice, BlockExport};
 use nbd::session::Export;
+
+/// The stats port's [`Control`] with the secret the host gave through fw_cfg (none: every
+/// state-changing command is refused).
+fn control_from_host() -> Control {
+    match fw_cfg::read_file(control::SECRET_FILE, control::MAX_SECRET_BYTES) {
+        Ok(secret) => {
+            if secret.is_none() {
+                println!(
+                    "NBD control: no secret from the host ({}): `shutdown` will be refused",
+                    control::SECRET_FILE
+                );
+            }
+            Control::new(secret.as_deref())
+        }
+        Err(error) => {
+            println!("NBD control: {error}: `shutdown` will be refused");
+            Control::new(None)
+        }
+    }
+}
 
 /// A scanned disk behind the midlayer, as the NBD export's block device.
 struct ScsiDisk<'s, 'c, H: ScsiHost<SenseBuf<'c>>> {
@@ -162,7 +185,7 @@ impl HostVisitor for Nbd {
         };
         let name: &'static str = String::leak(named.name.clone());
         let disk = named.disk;
-        let server = Server::new(&mut device, self.net, name);
+        let server = Server::new(&mut device, self.net, name, control_from_host());
         let export = BlockExport::new(ScsiDisk { stack, disk });
         let [a, b, c, d] = self.net.ip;
         println!(

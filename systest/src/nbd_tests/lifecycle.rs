@@ -187,7 +187,8 @@ pub fn shutdown(nbd: &NbdGuest, line_sent: &mut Instant) -> Result<String, Strin
     if error != 0 {
         return Err(format!("write before shutdown: errno {error}"));
     }
-    let text = late_command(nbd, b"shutdown\n", line_sent)?;
+    let line = harness::control::command_line("shutdown").map_err(String::from)?;
+    let text = late_command(nbd, line.as_bytes(), line_sent)?;
     if !text.contains("poolinfo - 0.1") {
         return Err("no stats text before shutdown".into());
     }

@@ -1,7 +1,8 @@
 //! The path a user runs: `cargo xtask run --profile nbd` itself (this xtask binary, started as a
 //! child), not the tests' own harness. It must serve through its front doors: real clients read
 //! the export, [`burst::CLIENTS`] clients connecting while QEMU is stopped are every one greeted,
-//! and `shutdown` on the stats port ends the run with exit status 0.
+//! `shutdown` without the control secret is refused while the guest goes on serving, and
+//! `shutdown` with it ends the run with exit status 0.
 //!
 //! The run listens on free ports (`--nbd-port 0 --stats-port 0`, as a user would pick others
 //! when 40809 is taken) and says where in its `xtask: NBD at ...` line, which is how the test
@@ -110,6 +111,12 @@ pub fn user_path(guest: &Guest) -> Result<String, String> {
         return Err(format!("qemu-img info: {info}"));
     }
     let burst = burst::burst(nbd, qemu_of(&run)?)?;
+    // Without the secret: refused, and the guest goes on serving.
+    let refused = nbd_guest::stats_text(stats, b"shutdown\n").map_err(String::from)?;
+    if !refused.contains(harness::control::REFUSED) {
+        return Err(format!("`shutdown` without the secret: {refused:?}"));
+    }
+    run_tool(Command::new("qemu-img").args(["info", &format!("nbd://{nbd}")]))?;
     nbd_guest::shutdown(stats).map_err(String::from)?;
     let started = Instant::now();
     let status = loop {
@@ -128,7 +135,7 @@ pub fn user_path(guest: &Guest) -> Result<String, String> {
         return Err(format!("cargo xtask run ended with {status}"));
     }
     Ok(format!(
-        "cargo xtask run --profile nbd on {nbd}: qemu-img info read it; {burst}; exited 0 after shutdown"
+        "cargo xtask run --profile nbd on {nbd}: qemu-img info read it; {burst}; `shutdown` without the secret refused, still serving; exited 0 after `shutdown SECRET`"
     ))
 }
 

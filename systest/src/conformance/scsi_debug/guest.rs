@@ -181,6 +181,7 @@ pub fn boot(kernel: &Kernel, initramfs: &Path, accel: Accel, timeout: Duration) 
         counting: None,
         blkdebug: None,
         keep_images: false,
+        fw_cfg_files: Vec::new(),
     };
     boot::boot(&machine, timeout, Echo::Quiet)
 }
