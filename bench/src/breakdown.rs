@@ -1,5 +1,6 @@
 //! Attributing counted instructions to the kernel's functions and to the I/O path's layers
-//! (`cargo xtask bench fake-rw --count-insns --breakdown`).
+//! (`cargo xtask bench fake-rw --count-insns --breakdown`, and `bench device … --breakdown` for
+//! the real adapters).
 //!
 //! The plugin reports every translated block executed inside a window: its start address, its
 //! instruction count and how often it ran. Each block is charged whole to
@@ -12,7 +13,8 @@
 //!
 //! A block can span several inlined functions; charging it to its first instruction's is the
 //! approximation. Over a run of hundreds of thousands of I/Os the blocks' totals add up to the
-//! published window count (the report shows both).
+//! published window count (the report shows both). The table is of the working instructions;
+//! the waiting ones (empty polls and the waits after them) get a column of their own.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -29,18 +31,28 @@ use harness::profile::Profile;
 use harness::symbols::{self, InlineFrame, SymbolTable};
 use harness::workspace;
 
-/// The layers of the fake_rw I/O path, in the order the table prints them.
-pub const LAYERS: [&str; 9] = [
+/// The layers of the I/O path (fake_rw's target, or a real adapter's driver), in the order the
+/// table prints them; a layer with no instructions in either column is left out of the table.
+pub const LAYERS: [&str; 15] = [
     "CDB build",
     "midlayer submit",
     "sense alloc/free",
     "target parse/respond",
+    "driver submit",
+    "virtqueue / request frame",
+    "doorbell / registers",
+    "interrupt entry/exit",
+    "completion wait (irq policy)",
+    "driver completion",
     "completion",
     "workload loop",
     "kernel (clock, locks, markers)",
     "heap (talc)",
     "other / library",
 ];
+
+/// Driver functions that belong to the completion side (their names begin with one of these).
+const DRIVER_COMPLETION: [&str; 6] = ["poll", "complete", "reap", "finish", "reply", "drain"];
 
 /// Which layer a source file and function belong to; `None` outside the project's sources.
 pub fn layer_of_frame(frame: &InlineFrame) -> Option<&'static str> {
@@ -58,6 +70,32 @@ pub fn layer_of_frame(frame: &InlineFrame) -> Option<&'static str> {
         "CDB build"
     } else if in_file("scsi/src/target/") || in_file("scsi/src/wire/") {
         "target parse/respond"
+    } else if in_file("drivers/src/virtio/") || in_file("drivers/src/mpt/adapter/queue")
+        || in_file("drivers/src/mpt/sgl")
+        || in_file("virtio-drivers")
+    {
+        "virtqueue / request frame"
+    } else if in_file("storage/virtio_doorbell")
+        || in_file("pci/virtio_common")
+        || in_file("drivers/src/mpt/regs")
+        || in_file("storage/mpt.rs")
+    {
+        "doorbell / registers"
+    } else if in_file("drivers/src/irq") || in_file("storage/interrupt") || in_file("storage/virtio_irq")
+    {
+        "completion wait (irq policy)"
+    } else if in_file("kernel/src/arch/irq")
+        || in_file("kernel/src/arch/idt")
+        || in_file("kernel/src/arch/apic")
+        || in_file("kernel/src/arch/idle")
+    {
+        "interrupt entry/exit"
+    } else if in_file("drivers/src/") {
+        if starts_with_any(function, &DRIVER_COMPLETION) {
+            "driver completion"
+        } else {
+            "driver submit"
+        }
     } else if in_file("scsi/src/midlayer/completion")
         || (in_file("scsi/src/midlayer/") && starts_with_any(function, &["poll", "complete"]))
     {
@@ -90,6 +128,9 @@ pub fn layer_of(frames: &[InlineFrame], symbol: Option<&str>) -> &'static str {
     if name.contains("talc") {
         return "heap (talc)";
     }
+    if name.contains("virtio_drivers") {
+        return "virtqueue / request frame";
+    }
     let path = short_name(name.trim_start_matches('<'));
     let path = path.split(' ').next().unwrap_or_default();
     let mut segments = path.split("::");
@@ -105,11 +146,13 @@ pub fn layer_of(frames: &[InlineFrame], symbol: Option<&str>) -> &'static str {
 /// Instructions per layer and per function.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Breakdown {
-    /// Every attributed instruction.
+    /// Every attributed working instruction.
     pub total: u64,
-    /// In [`LAYERS`] order (zeros included).
-    pub layers: Vec<(&'static str, u64)>,
-    /// By symbol, most instructions first.
+    /// Every attributed waiting instruction.
+    pub waiting: u64,
+    /// In [`LAYERS`] order (zeros included): working, waiting.
+    pub layers: Vec<(&'static str, u64, u64)>,
+    /// Working instructions by symbol, most first.
     pub functions: Vec<(String, u64)>,
 }
 
@@ -119,41 +162,51 @@ pub fn attribute(
     symbols: &SymbolTable,
     frames: &HashMap<u64, Vec<InlineFrame>>,
 ) -> Breakdown {
-    let mut layers: HashMap<&'static str, u64> = HashMap::new();
+    let mut layers: HashMap<&'static str, (u64, u64)> = HashMap::new();
     let mut functions: HashMap<String, u64> = HashMap::new();
-    let mut total = 0u64;
+    let (mut total, mut waiting) = (0u64, 0u64);
     for block in blocks {
         let insns = block.insns.saturating_mul(block.execs);
+        let waited = block.insns.saturating_mul(block.wait_execs);
         let symbol = symbols.lookup(block.vaddr).map(|s| s.name.as_str());
         let chain = frames.get(&block.vaddr).map_or(&[][..], Vec::as_slice);
-        *layers.entry(layer_of(chain, symbol)).or_default() += insns;
-        let name = symbol.map_or_else(|| format!("{:#x}", block.vaddr), short_name);
-        *functions.entry(name).or_default() += insns;
+        let layer = layers.entry(layer_of(chain, symbol)).or_default();
+        layer.0 += insns;
+        layer.1 += waited;
+        if insns > 0 {
+            let name = symbol.map_or_else(|| format!("{:#x}", block.vaddr), short_name);
+            *functions.entry(name).or_default() += insns;
+        }
         total += insns;
+        waiting += waited;
     }
     let mut functions: Vec<(String, u64)> = functions.into_iter().collect();
     functions.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     Breakdown {
         total,
+        waiting,
         layers: LAYERS
             .iter()
-            .map(|layer| (*layer, layers.get(layer).copied().unwrap_or(0)))
+            .map(|layer| {
+                let (working, waited) = layers.get(layer).copied().unwrap_or_default();
+                (*layer, working, waited)
+            })
             .collect(),
         functions,
     }
 }
 
-/// A breakdown boot of `args` on one vCPU with every executed block recorded: prints the
+/// A breakdown boot of `args` on `smp` vCPUs with every executed block recorded: prints the
 /// layer table and the top functions and writes `target/bench/<file_stem>.json`.
 pub fn run(
     guest: &Guest,
     profile: &Profile,
     plugin: Option<&Path>,
-    args: &str,
+    (args, smp): (&str, u32),
     file_stem: &str,
-) -> Result<()> {
+) -> Result<Document> {
     let overrides = Overrides {
-        smp: Some(1),
+        smp: Some(smp),
         timeout: Some(Duration::from_secs(300)),
         kernel_args: Some(args.to_owned()),
         counting: insns::for_boot(plugin, true)?,
@@ -176,7 +229,7 @@ pub fn run(
     let value = serde_json::to_value(&document).unwrap_or_default();
     let path = benchkit::write_document(&workspace::output_dir("bench")?, file_stem, &value)?;
     println!("wrote {}", path.display());
-    Ok(())
+    Ok(document)
 }
 
 /// Attributes a breakdown boot's blocks with the kernel ELF's symbols and line tables.
@@ -208,6 +261,9 @@ pub struct Document {
     pub window_insns_per_op: f64,
     /// The blocks' total per operation (matches the window's when every block was attributed).
     pub attributed_insns_per_op: f64,
+    /// The waiting blocks' total per operation (empty polls and the waits after them).
+    #[serde(default)]
+    pub waiting_insns_per_op: f64,
     pub layers: Vec<LayerShare>,
     pub functions: Vec<FunctionShare>,
 }
@@ -218,6 +274,9 @@ pub struct LayerShare {
     pub layer: String,
     pub insns_per_op: f64,
     pub share_pct: f64,
+    /// Its waiting instructions per operation.
+    #[serde(default)]
+    pub waiting_insns_per_op: f64,
 }
 
 /// One out-of-line function's instructions per operation.
@@ -239,12 +298,19 @@ pub fn report(breakdown: &Breakdown, ops: u64, counted: u64, top: usize) -> Docu
         per_op(breakdown.total),
         per_op(counted)
     );
-    println!("{:<32} {:>10} {:>7}", "layer", "insns/IO", "share");
-    for (layer, insns) in &breakdown.layers {
+    println!(
+        "{:<32} {:>10} {:>7} {:>16}",
+        "layer", "insns/IO", "share", "waiting insns/IO"
+    );
+    for (layer, insns, waited) in &breakdown.layers {
+        if *insns == 0 && *waited == 0 {
+            continue;
+        }
         println!(
-            "{layer:<32} {:>10.1} {:>6.1}%",
+            "{layer:<32} {:>10.1} {:>6.1}% {:>16.1}",
             per_op(*insns),
-            share(*insns)
+            share(*insns),
+            per_op(*waited)
         );
     }
     println!();
@@ -255,16 +321,18 @@ pub fn report(breakdown: &Breakdown, ops: u64, counted: u64, top: usize) -> Docu
         println!("{:>10.1} {:>6.1}%  {name}", per_op(*insns), share(*insns));
     }
     let round = |value: f64| (value * 10.0).round() / 10.0;
-    let layers = breakdown.layers.iter().map(|(layer, insns)| LayerShare {
+    let layers = breakdown.layers.iter().map(|(layer, insns, waited)| LayerShare {
         layer: (*layer).to_owned(),
         insns_per_op: round(per_op(*insns)),
         share_pct: round(share(*insns)),
+        waiting_insns_per_op: round(per_op(*waited)),
     });
     let functions = breakdown.functions.iter().take(top);
     Document {
         ops,
         window_insns_per_op: round(per_op(counted)),
         attributed_insns_per_op: round(per_op(breakdown.total)),
+        waiting_insns_per_op: round(per_op(breakdown.waiting)),
         layers: layers.collect(),
         functions: functions
             .map(|(name, insns)| FunctionShare {
@@ -340,6 +408,30 @@ mod tests {
             "sense alloc/free"
         );
         assert_eq!(layer("run", "/w/workloads/src/io/mod.rs"), "workload loop");
+        assert_eq!(
+            layer("add", "/w/drivers/src/virtio/queue.rs"),
+            "virtqueue / request frame"
+        );
+        assert_eq!(
+            layer("ring", "/w/kernel/src/storage/virtio_doorbell.rs"),
+            "doorbell / registers"
+        );
+        assert_eq!(
+            layer("idle", "/w/drivers/src/irq.rs"),
+            "completion wait (irq policy)"
+        );
+        assert_eq!(
+            layer("handler", "/w/kernel/src/arch/irq.rs"),
+            "interrupt entry/exit"
+        );
+        assert_eq!(
+            layer("queue_command", "/w/drivers/src/virtio_scsi/host.rs"),
+            "driver submit"
+        );
+        assert_eq!(
+            layer("poll", "/w/drivers/src/mpt/host/mod.rs"),
+            "driver completion"
+        );
         let layout_in_parse = [
             frame("read_from_bytes", "/w/scsi/src/wire/cdb_layout.rs"),
             frame("parse", "/w/scsi/src/wire/cdb.rs"),
@@ -380,25 +472,32 @@ mod tests {
                 vaddr: 0x100010,
                 insns: 5,
                 execs: 100,
+                wait_execs: 0,
             },
             Block {
                 vaddr: 0x100020,
                 insns: 2,
                 execs: 100,
+                wait_execs: 0,
             },
             Block {
                 vaddr: 0x100110,
                 insns: 10,
                 execs: 3,
+                wait_execs: 0,
             },
             Block {
                 vaddr: 0x900000,
                 insns: 1,
                 execs: 1,
+                wait_execs: 0,
             },
         ];
+        let mut blocks = blocks.to_vec();
+        blocks[3].wait_execs = 4;
         let breakdown = attribute(&blocks, &symbols, &frames);
         assert_eq!(breakdown.total, 500 + 200 + 30 + 1);
+        assert_eq!(breakdown.waiting, 4);
         let layer = |name| breakdown.layers.iter().find(|l| l.0 == name).unwrap().1;
         // Without an inline chain the symbol's path decides.
         assert_eq!(layer("midlayer submit"), 700);

@@ -200,7 +200,7 @@ fn in_guest(options: &Options) -> Result<ResultSet<FakeRwRecord>> {
             &guest,
             &profile,
             plugin.as_deref(),
-            &args,
+            (&args, 1),
             "fake-rw-breakdown",
         )?;
     }

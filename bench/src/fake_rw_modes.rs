@@ -133,7 +133,8 @@ fn breakdowns(
     let mut all = Vec::new();
     for (mode, words) in modes.iter().zip(words) {
         let stem = format!("fake-rw-breakdown-{}", mode.replace(':', "-"));
-        breakdown::run(guest, profile, plugin, &format!("{case} {words}"), &stem)?;
+        let args = format!("{case} {words}");
+        breakdown::run(guest, profile, plugin, (&args, 1), &stem)?;
         let path = workspace::output_dir("bench")?.join(format!("{stem}.json"));
         let text = std::fs::read_to_string(&path).map_err(|source| Error::Read {
             path: path.clone(),

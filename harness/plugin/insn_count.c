@@ -19,16 +19,30 @@
  *   op 1 BEGIN slot: this vCPU's window on `slot` opens after the marker;
  *   op 2 END slot:   it closes; its instructions are added to the slot's pending sum;
  *   op 3 PUBLISH:    prints and clears every slot's pending sum (over all vCPUs) as
- *                    `sensepool-insns publish=K slot=S windows=W insns=N vcpu_insns=a/b/..`,
- *                    K counting publishes from 0, in the order the guest printed its results.
+ *                    `sensepool-insns publish=K slot=S windows=W insns=N vcpu_insns=a/b/..
+ *                    waiting=N notifies=A notifies_waiting=B [mmio=.. mmio_waiting=.. pio=..
+ *                    pio_waiting=..]`, K counting publishes from 0, in the order the guest
+ *                    printed its results;
+ *   op 4 POLL:       a poll of the device starts (inside a window);
+ *   op 5 EMPTY:      the poll that started at the last POLL found nothing: from that POLL up
+ *                    to the next POLL (or END) the window is waiting, not working;
+ *   op 6 NOTIFY:     a doorbell write follows (a notification of the device).
+ * A window's `insns` is all of it; `waiting` is the part spent in polls that found nothing and
+ * in the waits after them (halts, interrupt handlers, the next empty pass), so `insns - waiting`
+ * is the work the I/Os took, whatever the device's speed.
  * The block callback runs at block entry and has already counted the whole block, so a marker
  * subtracts the instructions after it in its block: a window counts exactly the instructions
  * after BEGIN up to and including END (an exception in the middle of a block would overcount
  * the rest of that block; interrupts arrive only between blocks).
  *
- * Breakdown (breakdown=on): every block executed inside an open window counts its executions;
- * at exit each block prints `sensepool-insns tb vaddr=0x.. insns=n execs=c` for xtask to map to
- * the kernel's functions.
+ * Breakdown (breakdown=on): every block executed inside an open window counts its executions,
+ * working (`execs`) or waiting (`wait_execs`; the blocks of a poll that turns out empty move there
+ * when its EMPTY marker runs); at exit each block prints
+ * `sensepool-insns tb vaddr=0x.. insns=n execs=c wait_execs=w` for xtask to map to the kernel's
+ * functions.
+ *
+ * I/O accesses (io=on): every guest load and store to MMIO (qemu_plugin_hwaddr_is_io) and every
+ * port instruction (in, out, ins, outs) inside a window is counted, working or waiting.
  *
  * TLB model (tlb=on): every guest load and store inside an open window goes through a model of
  * QEMU 7.2's softmmu data TLB for one MMU index (accel/tcg/cputlb.c): a direct-mapped table of
@@ -108,6 +122,7 @@ size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
 void qemu_plugin_outs(const char *string);
 struct qemu_plugin_hwaddr *qemu_plugin_get_hwaddr(qemu_plugin_meminfo_t info, uint64_t vaddr);
 bool qemu_plugin_hwaddr_is_io(const struct qemu_plugin_hwaddr *haddr);
+bool qemu_plugin_mem_is_store(qemu_plugin_meminfo_t info);
 uint64_t qemu_plugin_hwaddr_phys_addr(const struct qemu_plugin_hwaddr *haddr);
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = SENSEPOOL_PLUGIN_API;
@@ -117,7 +132,15 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = SENSEPOOL_PLUGIN_API;
 #define MARKER_BEGIN 1
 #define MARKER_END 2
 #define MARKER_PUBLISH 3
+#define MARKER_POLL 4
+#define MARKER_EMPTY 5
+#define MARKER_NOTIFY 6
 #define SLOTS 16
+
+/* What a window counts besides instructions, working ([0]) or waiting ([1]). */
+enum io_kind { IO_NOTIFIES, IO_MMIO, IO_PIO, IO_KINDS };
+/* Blocks a poll may run before its EMPTY marker, remembered for the breakdown. */
+#define POLL_BLOCKS 4096
 
 /* ---- the softmmu TLB model (tlb=on) ---- */
 #define TLB_BITS 8
@@ -132,6 +155,16 @@ struct vcpu {
     uint64_t insns;            /* every instruction this vCPU executed */
     uint64_t window_start;     /* `insns` just after the open window's BEGIN */
     int open_slot;             /* -1 when no window is open */
+    bool waiting;              /* the open window is waiting (after an EMPTY) */
+    uint64_t wait_start;       /* `insns` where the waiting began (the empty poll's POLL) */
+    uint64_t poll_start;       /* `insns` at the last POLL (or BEGIN) */
+    uint64_t window_waiting;   /* the open window's waiting instructions so far */
+    uint64_t io[2][IO_KINDS];  /* the open window's I/O counts, working and waiting */
+    uint64_t pending_waiting[SLOTS];
+    uint64_t pending_io[SLOTS][2][IO_KINDS];
+    /* breakdown=on: blocks run since the last POLL, moved to waiting by an EMPTY */
+    struct block *poll_blocks[POLL_BLOCKS];
+    unsigned int n_poll_blocks;
     uint64_t pending[SLOTS];   /* closed windows' instructions, not yet published */
     uint64_t windows[SLOTS];   /* closed windows, not yet published */
     /* tlb=on: the model's state and the open window's counts, then per slot as above */
@@ -150,7 +183,8 @@ struct vcpu {
 struct block {
     uint64_t vaddr;
     uint64_t n_insns;
-    uint64_t execs; /* executions inside a window, all vCPUs (atomic) */
+    uint64_t execs;      /* working executions inside a window, all vCPUs (atomic) */
+    uint64_t wait_execs; /* waiting executions inside a window (atomic) */
     struct block *next;
 };
 
@@ -165,6 +199,7 @@ static int n_vcpus;
 static bool breakdown;
 static bool tlb_model;
 static bool cache_model;
+static bool io_count;
 static uint64_t publishes;
 static uint64_t anomalies;
 static struct block *blocks; /* every translated block, in breakdown mode (atomic push) */
@@ -172,7 +207,7 @@ static struct block *blocks; /* every translated block, in breakdown mode (atomi
 static void outf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void outf(const char *fmt, ...)
 {
-    char line[512];
+    char line[1024];
     va_list args;
     va_start(args, fmt);
     vsnprintf(line, sizeof line, fmt, args);
@@ -198,8 +233,16 @@ static void block_exec(unsigned int vcpu_index, void *userdata)
     if (!v)
         return;
     v->insns += block->n_insns;
-    if (breakdown && v->open_slot >= 0)
-        __atomic_fetch_add(&block->execs, 1, __ATOMIC_RELAXED);
+    if (!breakdown || v->open_slot < 0)
+        return;
+    if (v->waiting) {
+        __atomic_fetch_add(&block->wait_execs, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    __atomic_fetch_add(&block->execs, 1, __ATOMIC_RELAXED);
+    if (v->n_poll_blocks < POLL_BLOCKS)
+        v->poll_blocks[v->n_poll_blocks] = block;
+    v->n_poll_blocks++;
 }
 
 static void publish(unsigned int vcpu_index)
@@ -211,6 +254,7 @@ static void publish(unsigned int vcpu_index)
     }
     for (int slot = 0; slot < SLOTS; slot++) {
         uint64_t total = 0, windows = 0, mem = 0, misses = 0, fills = 0, l1d = 0, l2 = 0;
+        uint64_t waiting = 0, io[2][IO_KINDS] = {{0}};
         char per_vcpu[256] = "";
         size_t used = 0;
         for (int i = 0; i < n_vcpus; i++) {
@@ -222,12 +266,25 @@ static void publish(unsigned int vcpu_index)
             fills += __atomic_exchange_n(&vcpus[i].pending_fills[slot], 0, __ATOMIC_SEQ_CST);
             l1d += __atomic_exchange_n(&vcpus[i].pending_l1d[slot], 0, __ATOMIC_SEQ_CST);
             l2 += __atomic_exchange_n(&vcpus[i].pending_l2[slot], 0, __ATOMIC_SEQ_CST);
+            waiting += __atomic_exchange_n(&vcpus[i].pending_waiting[slot], 0, __ATOMIC_SEQ_CST);
+            for (int w = 0; w < 2; w++)
+                for (int kind = 0; kind < IO_KINDS; kind++)
+                    io[w][kind] += __atomic_exchange_n(&vcpus[i].pending_io[slot][w][kind], 0,
+                                                       __ATOMIC_SEQ_CST);
             if (used < sizeof per_vcpu)
                 used += snprintf(per_vcpu + used, sizeof per_vcpu - used, "%s%" PRIu64,
                                  i ? "/" : "", n);
         }
-        char models[192] = "";
+        char models[384] = "";
         size_t at = 0;
+        at += snprintf(models + at, sizeof models - at,
+                       " waiting=%" PRIu64 " notifies=%" PRIu64 " notifies_waiting=%" PRIu64,
+                       waiting, io[0][IO_NOTIFIES], io[1][IO_NOTIFIES]);
+        if (io_count)
+            at += snprintf(models + at, sizeof models - at,
+                           " mmio=%" PRIu64 " mmio_waiting=%" PRIu64 " pio=%" PRIu64
+                           " pio_waiting=%" PRIu64,
+                           io[0][IO_MMIO], io[1][IO_MMIO], io[0][IO_PIO], io[1][IO_PIO]);
         if (tlb_model || cache_model)
             at += snprintf(models + at, sizeof models - at, " mem=%" PRIu64, mem);
         if (tlb_model)
@@ -244,6 +301,8 @@ static void publish(unsigned int vcpu_index)
     outf("sensepool-insns published=%" PRIu64 "\n", k);
 }
 
+static void empty_poll_blocks(unsigned int vcpu_index, struct vcpu *v);
+
 static void marker_exec(unsigned int vcpu_index, void *userdata)
 {
     const struct marker *m = userdata;
@@ -257,6 +316,11 @@ static void marker_exec(unsigned int vcpu_index, void *userdata)
             anomaly(vcpu_index, "BEGIN inside an open window");
         v->open_slot = m->slot;
         v->window_start = now;
+        v->waiting = false;
+        v->poll_start = now;
+        v->window_waiting = 0;
+        v->n_poll_blocks = 0;
+        memset(v->io, 0, sizeof v->io);
         v->mem_start = v->mem;
         v->misses_start = v->tlb_misses;
         v->fills_start = v->tlb_fills;
@@ -271,7 +335,15 @@ static void marker_exec(unsigned int vcpu_index, void *userdata)
             v->open_slot = -1;
             break;
         }
+        if (v->waiting)
+            v->window_waiting += now - v->wait_start;
+        v->waiting = false;
         __atomic_fetch_add(&v->pending[m->slot], now - v->window_start, __ATOMIC_SEQ_CST);
+        __atomic_fetch_add(&v->pending_waiting[m->slot], v->window_waiting, __ATOMIC_SEQ_CST);
+        for (int w = 0; w < 2; w++)
+            for (int kind = 0; kind < IO_KINDS; kind++)
+                __atomic_fetch_add(&v->pending_io[m->slot][w][kind], v->io[w][kind],
+                                   __ATOMIC_SEQ_CST);
         __atomic_fetch_add(&v->windows[m->slot], 1, __ATOMIC_SEQ_CST);
         __atomic_fetch_add(&v->pending_mem[m->slot], v->mem - v->mem_start, __ATOMIC_SEQ_CST);
         __atomic_fetch_add(&v->pending_misses[m->slot], v->tlb_misses - v->misses_start,
@@ -289,7 +361,44 @@ static void marker_exec(unsigned int vcpu_index, void *userdata)
     case MARKER_PUBLISH:
         publish(vcpu_index);
         break;
+    case MARKER_POLL:
+        if (v->open_slot < 0)
+            break;
+        if (v->waiting)
+            v->window_waiting += now - v->wait_start;
+        v->waiting = false;
+        v->poll_start = now;
+        v->n_poll_blocks = 0;
+        break;
+    case MARKER_EMPTY:
+        if (v->open_slot < 0 || v->waiting)
+            break;
+        v->waiting = true;
+        v->wait_start = v->poll_start;
+        empty_poll_blocks(vcpu_index, v);
+        break;
+    case MARKER_NOTIFY:
+        if (v->open_slot >= 0)
+            v->io[v->waiting][IO_NOTIFIES]++;
+        break;
     }
+}
+
+/* breakdown=on: the blocks the poll ran before its EMPTY marker were counted as working; they
+ * were waiting. (The block holding POLL counted whole, the one holding EMPTY too: block
+ * granularity, as everywhere in the breakdown.) */
+static void empty_poll_blocks(unsigned int vcpu_index, struct vcpu *v)
+{
+    if (!breakdown)
+        return;
+    if (v->n_poll_blocks > POLL_BLOCKS)
+        anomaly(vcpu_index, "an empty poll ran more blocks than the breakdown remembers");
+    unsigned int n = v->n_poll_blocks < POLL_BLOCKS ? v->n_poll_blocks : POLL_BLOCKS;
+    for (unsigned int i = 0; i < n; i++) {
+        __atomic_fetch_sub(&v->poll_blocks[i]->execs, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&v->poll_blocks[i]->wait_execs, 1, __ATOMIC_RELAXED);
+    }
+    v->n_poll_blocks = 0;
 }
 
 /* One access through the softmmu TLB model. */
@@ -322,13 +431,43 @@ static void mem_access(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint
     if (!v)
         return;
     v->mem++;
-    if (v->cache) {
+    if (v->cache || io_count) {
         struct qemu_plugin_hwaddr *hw = qemu_plugin_get_hwaddr(info, vaddr);
-        if (!hw || !qemu_plugin_hwaddr_is_io(hw))
+        bool is_io = hw && qemu_plugin_hwaddr_is_io(hw);
+        if (is_io && io_count && v->open_slot >= 0)
+            v->io[v->waiting][IO_MMIO]++;
+        if (!is_io && v->cache)
             cache_model_access(v->cache, hw ? qemu_plugin_hwaddr_phys_addr(hw) : vaddr);
     }
     if (tlb_model)
         tlb_access(v, vaddr);
+}
+
+/* A port instruction (io=on) ran. */
+static void port_exec(unsigned int vcpu_index, void *userdata)
+{
+    (void)userdata;
+    struct vcpu *v = vcpu_of(vcpu_index);
+    if (v && v->open_slot >= 0)
+        v->io[v->waiting][IO_PIO]++;
+}
+
+/* Whether an instruction is an x86 port access: in/out (e4-e7, ec-ef) or ins/outs (6c-6f),
+ * after any legacy prefixes and a REX prefix. */
+static bool is_port_insn(const uint8_t *bytes, size_t len)
+{
+    size_t i = 0;
+    while (i < len && (bytes[i] == 0x66 || bytes[i] == 0x67 || bytes[i] == 0xf2 ||
+                       bytes[i] == 0xf3 || bytes[i] == 0xf0 || bytes[i] == 0x2e ||
+                       bytes[i] == 0x36 || bytes[i] == 0x3e || bytes[i] == 0x26 ||
+                       bytes[i] == 0x64 || bytes[i] == 0x65))
+        i++;
+    if (i < len && (bytes[i] & 0xf0) == 0x40)
+        i++;
+    if (i >= len)
+        return false;
+    uint8_t op = bytes[i];
+    return (op >= 0xe4 && op <= 0xe7) || (op >= 0xec && op <= 0xef) || (op >= 0x6c && op <= 0x6f);
 }
 
 /* The marker an instruction is, or 0: `0f 1f 84 00` + little-endian MARKER_MAGIC | op << 8 | slot. */
@@ -343,7 +482,7 @@ static int decode_marker(const uint8_t *bytes, size_t len, int *slot)
         return 0;
     int op = (int)(disp >> 8 & 0xff);
     *slot = (int)(disp & 0xff);
-    if (op < MARKER_BEGIN || op > MARKER_PUBLISH || *slot >= SLOTS)
+    if (op < MARKER_BEGIN || op > MARKER_NOTIFY || *slot >= SLOTS)
         return 0;
     return op;
 }
@@ -367,11 +506,15 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     qemu_plugin_register_vcpu_tb_exec_cb(tb, block_exec, QEMU_PLUGIN_CB_NO_REGS, block);
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
-        if (tlb_model || cache_model)
+        if (tlb_model || cache_model || io_count)
             qemu_plugin_register_vcpu_mem_cb(insn, mem_access, QEMU_PLUGIN_CB_NO_REGS,
                                              QEMU_PLUGIN_MEM_RW, NULL);
+        const uint8_t *bytes = qemu_plugin_insn_data(insn);
+        size_t size = qemu_plugin_insn_size(insn);
+        if (io_count && is_port_insn(bytes, size))
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, port_exec, QEMU_PLUGIN_CB_NO_REGS, NULL);
         int slot = 0;
-        int op = decode_marker(qemu_plugin_insn_data(insn), qemu_plugin_insn_size(insn), &slot);
+        int op = decode_marker(bytes, size, &slot);
         if (!op)
             continue;
         struct marker *m = calloc(1, sizeof *m);
@@ -390,10 +533,10 @@ static void at_exit(qemu_plugin_id_t id, void *userdata)
     (void)userdata;
     if (breakdown) {
         for (struct block *b = blocks; b; b = b->next) {
-            if (b->execs)
+            if (b->execs || b->wait_execs)
                 outf("sensepool-insns tb vaddr=0x%" PRIx64 " insns=%" PRIu64 " execs=%" PRIu64
-                     "\n",
-                     b->vaddr, b->n_insns, b->execs);
+                     " wait_execs=%" PRIu64 "\n",
+                     b->vaddr, b->n_insns, b->execs, b->wait_execs);
         }
     }
     uint64_t total = 0;
@@ -423,11 +566,13 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             tlb_model = true;
         } else if (strcmp(argv[i], "cache=on") == 0) {
             cache_model = true;
+        } else if (strcmp(argv[i], "io=on") == 0) {
+            io_count = true;
         } else if (strcmp(argv[i], "breakdown=off") != 0 && strcmp(argv[i], "tlb=off") != 0 &&
-                   strcmp(argv[i], "cache=off") != 0) {
+                   strcmp(argv[i], "cache=off") != 0 && strcmp(argv[i], "io=off") != 0) {
             fprintf(stderr,
                     "sensepool insn_count: unknown argument '%s' (breakdown=on|off, tlb=on|off, "
-                    "cache=on|off)\n",
+                    "cache=on|off, io=on|off)\n",
                     argv[i]);
             return -1;
         }
@@ -451,9 +596,9 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
             }
         }
     }
-    outf("sensepool-insns start api=%d vcpus=%d breakdown=%s tlb=%s cache=%s\n",
+    outf("sensepool-insns start api=%d vcpus=%d breakdown=%s tlb=%s cache=%s io=%s\n",
          info->version.cur, n_vcpus, breakdown ? "on" : "off", tlb_model ? "on" : "off",
-         cache_model ? "on" : "off");
+         cache_model ? "on" : "off", io_count ? "on" : "off");
     qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
     qemu_plugin_register_atexit_cb(id, at_exit, NULL);
     return 0;

@@ -19,6 +19,9 @@ use pools::counting_lock::CountingMutex;
 const BEGIN: u32 = 1;
 const END: u32 = 2;
 const PUBLISH: u32 = 3;
+const POLL: u32 = 4;
+const EMPTY: u32 = 5;
+const NOTIFY: u32 = 6;
 
 /// Emits the marker `op` for `slot` (a constant in the instruction, so one arm per slot).
 macro_rules! marker {
@@ -60,6 +63,26 @@ pub fn end(slot: u8) {
         slot,
         [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
     );
+}
+
+/// A poll of the device starts. Inside a window the plugin counts what follows as work unless
+/// the poll turns out [`empty`].
+#[inline(always)]
+pub fn poll() {
+    marker!(POLL, 0u8, [0]);
+}
+
+/// The poll since the last [`poll`] found nothing: from that poll up to the next one the window
+/// is waiting (the plugin's `waiting=`), not working.
+#[inline(always)]
+pub fn empty() {
+    marker!(EMPTY, 0u8, [0]);
+}
+
+/// A doorbell write (a notification of the device) follows.
+#[inline(always)]
+pub fn notify() {
+    marker!(NOTIFY, 0u8, [0]);
 }
 
 /// The next publish number: the plugin counts its publishes in the same order.

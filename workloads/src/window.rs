@@ -22,6 +22,15 @@ pub trait CountedWindows {
     fn window_end(&self, slot: u8) {
         let _ = slot;
     }
+
+    /// A poll of the device starts (inside a window). What follows is the I/Os' work unless
+    /// [`poll_empty`](Self::poll_empty) says otherwise.
+    fn poll_begin(&self) {}
+
+    /// The poll since [`poll_begin`](Self::poll_begin) found nothing: it, and what the loop
+    /// does until the next poll (halting, taking the interrupt), is waiting, counted apart from
+    /// the work (`insns_waiting_per_op`).
+    fn poll_empty(&self) {}
 }
 
 impl<W: CountedWindows + ?Sized> CountedWindows for &W {
@@ -31,6 +40,12 @@ impl<W: CountedWindows + ?Sized> CountedWindows for &W {
     fn window_end(&self, slot: u8) {
         (**self).window_end(slot)
     }
+    fn poll_begin(&self) {
+        (**self).poll_begin()
+    }
+    fn poll_empty(&self) {
+        (**self).poll_empty()
+    }
 }
 
 impl<W: CountedWindows + ?Sized> CountedWindows for Rc<W> {
@@ -39,6 +54,12 @@ impl<W: CountedWindows + ?Sized> CountedWindows for Rc<W> {
     }
     fn window_end(&self, slot: u8) {
         (**self).window_end(slot)
+    }
+    fn poll_begin(&self) {
+        (**self).poll_begin()
+    }
+    fn poll_empty(&self) {
+        (**self).poll_empty()
     }
 }
 

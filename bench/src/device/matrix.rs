@@ -147,6 +147,35 @@ pub fn qemu_host_cpus(r: &DeviceRecord) -> Option<f64> {
     r.qemu_host_cpus
 }
 
+/// The guest's working instructions per I/O (a counted run).
+pub fn insns_per_op(r: &DeviceRecord) -> Option<f64> {
+    r.insns.insns_per_op
+}
+
+/// Its instructions per I/O while waiting (a counted run).
+pub fn insns_waiting_per_op(r: &DeviceRecord) -> Option<f64> {
+    r.insns.insns_waiting_per_op
+}
+
+/// Doorbell writes per I/O (a counted run).
+pub fn notifies_per_op(r: &DeviceRecord) -> Option<f64> {
+    r.insns.notifies_per_op
+}
+
+/// MMIO accesses and port instructions per I/O, working and waiting (a run counted with the
+/// plugin's `io=on`).
+pub fn device_accesses_per_op(r: &DeviceRecord) -> Option<f64> {
+    let i = &r.insns;
+    Some(i.mmio_per_op? + i.mmio_waiting_per_op? + i.pio_per_op? + i.pio_waiting_per_op?)
+}
+
+/// Completion interrupts per I/O.
+pub fn irqs_per_op(r: &DeviceRecord) -> Option<f64> {
+    let io = &r.result.io;
+    let ops = io.ios + io.errors;
+    (ops > 0).then(|| io.irq.irq_interrupts as f64 / ops as f64)
+}
+
 /// The successful runs of `cell`.
 pub fn runs<'a>(runs: &'a [DeviceRun], cell: &'a Cell) -> impl Iterator<Item = &'a DeviceRecord> {
     runs.iter()

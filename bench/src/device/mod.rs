@@ -30,6 +30,7 @@ use std::time::Duration;
 
 use self::matrix::{Cell, IO_MODES, IoMode, SMP};
 use self::record::{DeviceRecord, DeviceRun, FailedRun};
+use crate::breakdown;
 use benchkit::ResultSet;
 use benchkit::progress::Progress;
 use harness::boot::Echo;
@@ -88,6 +89,11 @@ pub struct Options {
     pub guest_options: GuestOptions,
     #[command(flatten)]
     pub count: CountOptions,
+    /// With --count-insns: after the matrix, one more boot per adapter and iodepth (irq mode,
+    /// one job) whose executed blocks are charged to the kernel's functions and to the I/O
+    /// path's layers, working and waiting apart.
+    #[arg(long, requires = "count_insns")]
+    pub breakdown: bool,
 }
 
 /// What every run shares.
@@ -144,10 +150,39 @@ pub fn run(options: &Options) -> Result<()> {
             set.extend([run]);
         }
     }
-    report::report(&set, &groups)
+    let reported = report::report(&set, &groups);
+    if options.breakdown {
+        bench.breakdowns(&devices)?;
+    }
+    reported
 }
 
 impl Bench<'_> {
+    /// `--breakdown`: per adapter, the irq-mode one-job cell at iodepth 32 and 1, each in a
+    /// boot of its own (`target/bench/device-breakdown-<adapter>-qd<N>.json`).
+    fn breakdowns(&self, devices: &[Device]) -> Result<()> {
+        for &device in devices {
+            let (_, profile) = self
+                .profiles
+                .iter()
+                .find(|(loaded, _)| *loaded == device)
+                .expect("a profile was loaded for every device measured");
+            for iodepth in [32, 1] {
+                let cell = Cell {
+                    device,
+                    io_mode: IoMode::Irq,
+                    iodepth,
+                    numjobs: 1,
+                };
+                println!("\nbreakdown of {}:", cell.label());
+                let stem = format!("device-breakdown-{}-qd{iodepth}", device.name());
+                let args = cell.kernel_args(self.runtime);
+                breakdown::run(self.guest, profile, self.plugin.as_deref(), (&args, SMP), &stem)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Boots `cell` once: its run, or the failure saying why there is none.
     fn measure(&self, cell: &Cell) -> DeviceRun {
         match self.boot(cell) {
@@ -167,7 +202,9 @@ impl Bench<'_> {
             smp: Some(SMP),
             timeout: Some(Duration::from_secs(120)),
             kernel_args: Some(cell.kernel_args(self.runtime)),
-            counting: insns::for_boot(self.plugin.as_deref(), false)?,
+            // Device register accesses are counted too: each costs an exit under TCG.
+            counting: insns::for_boot(self.plugin.as_deref(), false)?
+                .map(|counting| counting.with_io_count(true)),
             ..Overrides::default()
         };
         let stop = AtomicBool::new(false);

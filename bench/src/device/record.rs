@@ -142,6 +142,21 @@ pub struct CellSummary {
     pub busy_pct: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qemu_host_cpus: Option<f64>,
+    /// With `--count-insns`: the guest's working instructions per I/O (waiting excluded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub insns_per_op: Option<f64>,
+    /// Instructions per I/O spent in polls that found nothing and the waits after them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub insns_waiting_per_op: Option<f64>,
+    /// Doorbell writes per I/O.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notifies_per_op: Option<f64>,
+    /// MMIO accesses plus port instructions per I/O, working and waiting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_accesses_per_op: Option<f64>,
+    /// Completion interrupts per I/O.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub irqs_per_op: Option<f64>,
 }
 
 /// One ratio of `device.json`'s `ratios`: `ratio` (what over what) of the figure `of`, taken

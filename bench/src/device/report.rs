@@ -5,7 +5,10 @@
 use serde_json::Value;
 
 use super::Device;
-use super::matrix::{self, Cell, Figure, IoMode, Spread, busy_pct, iops, qemu_host_cpus};
+use super::matrix::{
+    self, Cell, Figure, IoMode, Spread, busy_pct, device_accesses_per_op, insns_per_op,
+    insns_waiting_per_op, iops, irqs_per_op, notifies_per_op, qemu_host_cpus,
+};
 use super::record::{CellSummary, DeviceRun, IopsSummary, RatioEntry};
 use crate::columns;
 use benchkit::{Column, ResultSet, fio};
@@ -24,6 +27,21 @@ pub fn one_line(run: &DeviceRun) -> String {
     line += &format!(", guest busy {:.1}%", io.busy_pct);
     if let Some(cpus) = record.qemu_host_cpus {
         line += &format!(", QEMU {cpus:.2} host CPUs");
+    }
+    if let Some(working) = insns_per_op(record) {
+        line += &format!(
+            ", {working:.1} insns/IO working + {:.1} waiting",
+            insns_waiting_per_op(record).unwrap_or(0.0)
+        );
+    }
+    if let Some(notifies) = notifies_per_op(record) {
+        line += &format!(", {notifies:.3} doorbells/IO");
+    }
+    if let Some(accesses) = device_accesses_per_op(record) {
+        line += &format!(", {accesses:.2} MMIO+port/IO");
+    }
+    if let Some(irqs) = irqs_per_op(record) {
+        line += &format!(", {irqs:.3} irqs/IO");
     }
     line
 }
@@ -96,6 +114,14 @@ fn summary(runs: &[DeviceRun], cell: &Cell) -> CellSummary {
     }
     row.busy_pct = matrix::spread(runs, cell, busy_pct).map(|s| rounded(s.median, 2));
     row.qemu_host_cpus = matrix::spread(runs, cell, qemu_host_cpus).map(|s| rounded(s.median, 2));
+    let median = |figure: Figure, places| {
+        matrix::spread(runs, cell, figure).map(|s| rounded(s.median, places))
+    };
+    row.insns_per_op = median(insns_per_op, 1);
+    row.insns_waiting_per_op = median(insns_waiting_per_op, 1);
+    row.notifies_per_op = median(notifies_per_op, 3);
+    row.device_accesses_per_op = median(device_accesses_per_op, 2);
+    row.irqs_per_op = median(irqs_per_op, 3);
     row
 }
 
@@ -118,6 +144,11 @@ pub fn columns() -> Vec<Column<'static>> {
         Column::new("max us", "lat_max_us"),
         Column::new("guest busy %", "busy_pct"),
         Column::new("QEMU host CPUs", "qemu_host_cpus"),
+        Column::new("insns/IO", "insns_per_op"),
+        Column::new("waiting insns/IO", "insns_waiting_per_op"),
+        Column::new("doorbells/IO", "notifies_per_op"),
+        Column::new("MMIO+port/IO", "device_accesses_per_op"),
+        Column::new("irqs/IO", "irqs_per_op"),
         Column::new("runs", "runs"),
     ]);
     columns

@@ -13,15 +13,38 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct InsnFigures {
-    /// The slot's instructions over every vCPU in the record's windows.
+    /// The slot's working instructions over every vCPU in the record's windows: all of them
+    /// less [`Self::insns_waiting`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub insns: Option<u64>,
     /// Operations those windows covered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub insn_ops: Option<u64>,
-    /// `insns / insn_ops`, to one decimal.
+    /// `insns / insn_ops`, to one decimal: the work per operation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub insns_per_op: Option<f64>,
+    /// Instructions in polls that found nothing and in the waits after them (spinning,
+    /// halting, interrupt handlers), which move with the device's speed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub insns_waiting: Option<u64>,
+    /// `insns_waiting / insn_ops`, to one decimal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub insns_waiting_per_op: Option<f64>,
+    /// Doorbell writes (notifications of the device) per operation, to four decimals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notifies_per_op: Option<f64>,
+    /// MMIO accesses per operation in the working part (the plugin's `io=on`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mmio_per_op: Option<f64>,
+    /// MMIO accesses per operation while waiting (`io=on`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mmio_waiting_per_op: Option<f64>,
+    /// Port instructions per operation in the working part (`io=on`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pio_per_op: Option<f64>,
+    /// Port instructions per operation while waiting (`io=on`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pio_waiting_per_op: Option<f64>,
     /// `insns_per_op` over its group's baseline (`benchkit::add_insns_ratios`), to four decimals.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub insns_ratio: Option<f64>,

@@ -23,6 +23,29 @@ pub struct Published {
     pub tlb: Option<TlbCounts>,
     /// With the plugin's `cache=on`: the data-cache model's counts over the same windows.
     pub cache: Option<CacheCounts>,
+    /// Of `insns`, those in polls that found nothing and the waits after them (0 for a
+    /// workload that marks no polls, or a plugin that predates the count).
+    pub waiting: u64,
+    /// Doorbell writes (the kernel's NOTIFY markers), working and waiting.
+    pub notifies: Split,
+    /// With the plugin's `io=on`: MMIO accesses and port instructions, working and waiting.
+    pub io: Option<IoCounts>,
+}
+
+/// A count over a window's working part and its waiting part.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Split {
+    pub working: u64,
+    pub waiting: u64,
+}
+
+/// Device register accesses in a slot's windows (`io=on`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoCounts {
+    /// Loads and stores that QEMU routed to a device (MMIO).
+    pub mmio: Split,
+    /// `in`/`out`/`ins`/`outs` instructions.
+    pub pio: Split,
 }
 
 /// What the plugin's data-cache model (L1D 32 KiB 8-way, L2 1 MiB 16-way, 64-byte lines, LRU;
@@ -53,7 +76,10 @@ pub struct TlbCounts {
 pub struct Block {
     pub vaddr: u64,
     pub insns: u64,
+    /// Executions in a window's working part.
     pub execs: u64,
+    /// Executions in its waiting part (empty polls and the waits after them).
+    pub wait_execs: u64,
 }
 
 /// Everything one boot's log said.
@@ -109,6 +135,22 @@ impl Fields<'_> {
         .map_err(|_| Malformed(format!("`{key}={value}` is not a number")))
     }
 
+    /// `key`'s value, 0 when the line has no such key (a count an older plugin did not print).
+    fn optional(&self, key: &str) -> std::result::Result<u64, Malformed> {
+        match self.0.contains_key(key) {
+            true => self.number(key),
+            false => Ok(0),
+        }
+    }
+
+    /// A working/waiting pair: `key=` and `key_waiting=`, 0 when absent.
+    fn split(&self, key: &str) -> std::result::Result<Split, Malformed> {
+        Ok(Split {
+            working: self.optional(key)?,
+            waiting: self.optional(&format!("{key}_waiting"))?,
+        })
+    }
+
     /// Whether any of `keys` is present.
     fn has(&self, keys: [&str; 2]) -> bool {
         keys.iter().any(|key| self.0.contains_key(key))
@@ -139,6 +181,7 @@ fn parse_line(rest: &str, log: &mut PluginLog) -> std::result::Result<(), Malfor
             vaddr: fields.number("vaddr")?,
             insns: fields.number("insns")?,
             execs: fields.number("execs")?,
+            wait_execs: fields.optional("wait_execs")?,
         }),
         "exit" => log.total_insns = Some(fields.number("total")?),
         // `published=K` closes a publish; nothing to keep.
@@ -177,14 +220,29 @@ fn publish(fields: &Fields<'_>) -> std::result::Result<Published, Malformed> {
         }),
         false => None,
     };
+    let io = match fields.has(["mmio", "pio"]) {
+        true => Some(IoCounts {
+            mmio: fields.split("mmio")?,
+            pio: fields.split("pio")?,
+        }),
+        false => None,
+    };
+    let insns = fields.number("insns")?;
+    let waiting = fields.optional("waiting")?;
+    if waiting > insns {
+        return Err(Malformed(format!("waiting={waiting} exceeds insns={insns}")));
+    }
     Ok(Published {
         window,
         slot,
         windows: fields.number("windows")?,
-        insns: fields.number("insns")?,
+        insns,
         vcpu_insns,
         tlb,
         cache,
+        waiting,
+        notifies: fields.split("notifies")?,
+        io,
     })
 }
 
@@ -201,8 +259,10 @@ mod tests {
              sensepool-insns published=3\n\
              sensepool-insns publish=4 slot=2 windows=1 insns=9 vcpu_insns=9/0 mem=5 tlb_misses=2 tlb_fills=1\n\
              sensepool-insns publish=5 slot=0 windows=1 insns=9 vcpu_insns=9/0 mem=5 l1d_misses=3 l2_misses=1\n\
+             sensepool-insns publish=6 slot=0 windows=1 insns=90 vcpu_insns=90/0 waiting=30 notifies=2 notifies_waiting=0 mmio=4 mmio_waiting=6 pio=0 pio_waiting=1\n\
              sensepool-insns anomaly vcpu=1 END without a matching BEGIN\n\
              sensepool-insns tb vaddr=0x10a0f0 insns=7 execs=1000\n\
+             sensepool-insns tb vaddr=0x10a100 insns=3 execs=10 wait_execs=5\n\
              sensepool-insns exit total=123 publishes=4 anomalies=1\n",
         )
         .unwrap();
@@ -218,6 +278,9 @@ mod tests {
                     vcpu_insns: vec![40, 2],
                     tlb: None,
                     cache: None,
+                    waiting: 0,
+                    notifies: Split::default(),
+                    io: None,
                 },
                 Published {
                     window: 4,
@@ -231,6 +294,9 @@ mod tests {
                         fills: 1
                     }),
                     cache: None,
+                    waiting: 0,
+                    notifies: Split::default(),
+                    io: None,
                 },
                 Published {
                     window: 5,
@@ -244,17 +310,53 @@ mod tests {
                         l1d_misses: 3,
                         l2_misses: 1
                     }),
+                    waiting: 0,
+                    notifies: Split::default(),
+                    io: None,
+                },
+                Published {
+                    window: 6,
+                    slot: 0,
+                    windows: 1,
+                    insns: 90,
+                    vcpu_insns: vec![90, 0],
+                    tlb: None,
+                    cache: None,
+                    waiting: 30,
+                    notifies: Split {
+                        working: 2,
+                        waiting: 0
+                    },
+                    io: Some(IoCounts {
+                        mmio: Split {
+                            working: 4,
+                            waiting: 6
+                        },
+                        pio: Split {
+                            working: 0,
+                            waiting: 1
+                        },
+                    }),
                 }
             ]
         );
         assert_eq!(log.anomalies, ["vcpu=1 END without a matching BEGIN"]);
         assert_eq!(
             log.blocks,
-            [Block {
-                vaddr: 0x10a0f0,
-                insns: 7,
-                execs: 1000
-            }]
+            [
+                Block {
+                    vaddr: 0x10a0f0,
+                    insns: 7,
+                    execs: 1000,
+                    wait_execs: 0
+                },
+                Block {
+                    vaddr: 0x10a100,
+                    insns: 3,
+                    execs: 10,
+                    wait_execs: 5
+                }
+            ]
         );
         assert_eq!(log.total_insns, Some(123));
     }
@@ -271,6 +373,9 @@ mod tests {
             "sensepool-insns publish=1 slot=0 windows=1 insns=1 vcpu_insns=1 mem=3 tlb_fills=1",
             "sensepool-insns publish=1 slot=0 windows=1 insns=1 vcpu_insns=1 mem=3 l1d_misses=1",
             "sensepool-insns publish=1 slot=0 windows=1 insns=1 vcpu_insns=1 l1d_misses=1 l2_misses=0",
+            "sensepool-insns publish=1 slot=0 windows=1 insns=1 vcpu_insns=1 waiting=2",
+            "sensepool-insns publish=1 slot=0 windows=1 insns=9 vcpu_insns=9 mmio=x",
+            "sensepool-insns tb vaddr=0x10 insns=1 execs=1 wait_execs=-1",
         ] {
             let error = parse(bad).unwrap_err().to_string();
             assert!(error.contains(bad), "{error}");

@@ -19,7 +19,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 pub use self::figures::InsnFigures;
-pub use self::log::{Block, CacheCounts, PluginLog, TlbCounts, parse};
+pub use self::log::{Block, CacheCounts, IoCounts, PluginLog, Split, TlbCounts, parse};
 use crate::accel::Accel;
 use crate::console::ResultLine;
 use crate::error::{Error, Result};
@@ -75,6 +75,9 @@ pub struct Counting {
     pub tlb_model: bool,
     /// The plugin's data-cache model (`cache=on`): adds `l1d_misses` and its kin.
     pub cache_model: bool,
+    /// The plugin's count of MMIO accesses and port instructions (`io=on`): adds
+    /// `mmio_per_op` and `pio_per_op`.
+    pub io_count: bool,
 }
 
 impl Counting {
@@ -92,6 +95,7 @@ impl Counting {
             breakdown,
             tlb_model: false,
             cache_model: false,
+            io_count: false,
         })
     }
 
@@ -108,18 +112,24 @@ impl Counting {
         }
     }
 
-    /// The QEMU options: `-plugin FILE,breakdown=on|off,tlb=on|off,cache=on|off -d plugin -D
-    /// LOG`.
+    /// The same counting with the plugin's MMIO and port-access count on or off.
+    pub fn with_io_count(self, io_count: bool) -> Self {
+        Self { io_count, ..self }
+    }
+
+    /// The QEMU options: `-plugin FILE,breakdown=on|off,tlb=on|off,cache=on|off,io=on|off -d
+    /// plugin -D LOG`.
     pub(crate) fn qemu_args(&self) -> Vec<String> {
         let plugin = self.plugin.to_string_lossy().replace(',', ",,");
         let on_off = |on: bool| if on { "on" } else { "off" };
         vec![
             "-plugin".into(),
             format!(
-                "{plugin},breakdown={},tlb={},cache={}",
+                "{plugin},breakdown={},tlb={},cache={},io={}",
                 on_off(self.breakdown),
                 on_off(self.tlb_model),
-                on_off(self.cache_model)
+                on_off(self.cache_model),
+                on_off(self.io_count)
             ),
             "-d".into(),
             "plugin".into(),
@@ -258,10 +268,19 @@ pub fn join(line: &ResultLine, log: Option<&PluginLog>) -> Result<InsnFigures> {
     let cache = published.cache;
     let per_op_exact =
         |count: u64| (ops > 0).then(|| (count as f64 / ops as f64 * 1e4).round() / 1e4);
+    let working = published.insns - published.waiting;
+    let io = published.io;
     Ok(InsnFigures {
-        insns: Some(published.insns),
+        insns: Some(working),
         insn_ops: Some(ops),
-        insns_per_op: per_op(published.insns),
+        insns_per_op: per_op(working),
+        insns_waiting: Some(published.waiting),
+        insns_waiting_per_op: per_op(published.waiting),
+        notifies_per_op: per_op_exact(published.notifies.working + published.notifies.waiting),
+        mmio_per_op: io.and_then(|io| per_op_exact(io.mmio.working)),
+        mmio_waiting_per_op: io.and_then(|io| per_op_exact(io.mmio.waiting)),
+        pio_per_op: io.and_then(|io| per_op_exact(io.pio.working)),
+        pio_waiting_per_op: io.and_then(|io| per_op_exact(io.pio.waiting)),
         insns_ratio: None,
         mem_per_op: tlb(|t| t.mem).or_else(|| cache.and_then(|c| per_op(c.mem))),
         tlb_misses_per_op: tlb(|t| t.misses),
@@ -378,12 +397,13 @@ mod tests {
             breakdown: true,
             tlb_model: false,
             cache_model: false,
+            io_count: false,
         };
         assert_eq!(
-            counting.with_cache_model(true).qemu_args(),
+            counting.with_cache_model(true).with_io_count(true).qemu_args(),
             [
                 "-plugin",
-                "/t/insn_count.so,breakdown=on,tlb=off,cache=on",
+                "/t/insn_count.so,breakdown=on,tlb=off,cache=on,io=on",
                 "-d",
                 "plugin",
                 "-D",

@@ -94,6 +94,14 @@ impl workloads::window::CountedWindows for TscClock {
     fn window_end(&self, slot: u8) {
         insn_marker::end(slot);
     }
+    #[inline]
+    fn poll_begin(&self) {
+        insn_marker::poll();
+    }
+    #[inline]
+    fn poll_empty(&self) {
+        insn_marker::empty();
+    }
 }
 
 /// Coherent chunks from Hermit's heap. See the [module docs](self).

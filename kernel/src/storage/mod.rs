@@ -110,6 +110,14 @@ impl workloads::window::CountedWindows for KernelClock {
     fn window_end(&self, slot: u8) {
         insn_marker::end(slot);
     }
+    #[inline]
+    fn poll_begin(&self) {
+        insn_marker::poll();
+    }
+    #[inline]
+    fn poll_empty(&self) {
+        insn_marker::empty();
+    }
 }
 
 /// Which adapter a host is.

@@ -21,6 +21,7 @@ pub struct NotifyDoorbell(NotifyRegister);
 impl Doorbell for NotifyDoorbell {
     #[inline]
     fn ring(&self, queue: u16) {
+        crate::arch::insn_marker::notify();
         self.0.write(queue);
     }
 }

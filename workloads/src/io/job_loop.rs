@@ -194,7 +194,7 @@ fn passes<H, A, C, P>(
     H: ScsiHost<A::Element>,
     A: ElementAllocator,
     A::Element: SenseStorage,
-    C: Clock,
+    C: Clock + CountedWindows,
     P: Hooks<A>,
 {
     loop {
@@ -203,6 +203,10 @@ fn passes<H, A, C, P>(
         if tally.outstanding == 0 {
             break;
         }
+        // The poll is work if it finds something; if not, it and the wait after it are
+        // waiting, counted apart (`insns_waiting_per_op`): the loop's iterations that found
+        // nothing scale with the device's speed, not with the I/Os.
+        stack.clock().poll_begin();
         let found = reap::<H, A, C, P>(stack, tally, done);
         // The hooks see the completions after the poll, as they always have: a pressure
         // actor's budget moves between polls, not between two commands of one poll.
@@ -213,6 +217,7 @@ fn passes<H, A, C, P>(
         }
         note_poll(progress, stack.clock().now_ns());
         if found == 0 {
+            stack.clock().poll_empty();
             watch_for_stall(stack, hooks, plan, tally, progress);
             // Busy-poll, or halt on the host's interrupt (the policy `io_mode=` installed).
             stack.idle();

@@ -49,8 +49,24 @@ fn every_column_names_a_field_of_the_summary_row() {
     let mut run = measured(&cell, 0, 1000);
     if let DeviceRun::Measured(record) = &mut run {
         record.qemu_host_cpus = Some(1.5);
+        record.result.io.ios = 1000;
+        record.insns = harness::insns::InsnFigures {
+            insns_per_op: Some(700.0),
+            insns_waiting_per_op: Some(30.0),
+            notifies_per_op: Some(0.5),
+            mmio_per_op: Some(1.0),
+            mmio_waiting_per_op: Some(2.0),
+            pio_per_op: Some(0.0),
+            pio_waiting_per_op: Some(0.25),
+            ..Default::default()
+        };
     }
-    let row = benchkit::table::fields(&summary(&[run], &cell));
+    let row = summary(&[run], &cell);
+    assert_eq!(row.insns_per_op, Some(700.0));
+    assert_eq!(row.insns_waiting_per_op, Some(30.0));
+    assert_eq!(row.device_accesses_per_op, Some(3.25));
+    assert_eq!(row.irqs_per_op, Some(0.0));
+    let row = benchkit::table::fields(&row);
     for column in columns() {
         assert!(row.contains_key(column.key), "column `{}`", column.key);
     }
