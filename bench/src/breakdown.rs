@@ -70,7 +70,8 @@ pub fn layer_of_frame(frame: &InlineFrame) -> Option<&'static str> {
         "CDB build"
     } else if in_file("scsi/src/target/") || in_file("scsi/src/wire/") {
         "target parse/respond"
-    } else if in_file("drivers/src/virtio/") || in_file("drivers/src/mpt/adapter/queue")
+    } else if in_file("drivers/src/virtio/")
+        || in_file("drivers/src/mpt/adapter/queue")
         || in_file("drivers/src/mpt/sgl")
         || in_file("virtio-drivers")
     {
@@ -81,7 +82,9 @@ pub fn layer_of_frame(frame: &InlineFrame) -> Option<&'static str> {
         || in_file("storage/mpt.rs")
     {
         "doorbell / registers"
-    } else if in_file("drivers/src/irq") || in_file("storage/interrupt") || in_file("storage/virtio_irq")
+    } else if in_file("drivers/src/irq")
+        || in_file("storage/interrupt")
+        || in_file("storage/virtio_irq")
     {
         "completion wait (irq policy)"
     } else if in_file("kernel/src/arch/irq")
@@ -321,12 +324,15 @@ pub fn report(breakdown: &Breakdown, ops: u64, counted: u64, top: usize) -> Docu
         println!("{:>10.1} {:>6.1}%  {name}", per_op(*insns), share(*insns));
     }
     let round = |value: f64| (value * 10.0).round() / 10.0;
-    let layers = breakdown.layers.iter().map(|(layer, insns, waited)| LayerShare {
-        layer: (*layer).to_owned(),
-        insns_per_op: round(per_op(*insns)),
-        share_pct: round(share(*insns)),
-        waiting_insns_per_op: round(per_op(*waited)),
-    });
+    let layers = breakdown
+        .layers
+        .iter()
+        .map(|(layer, insns, waited)| LayerShare {
+            layer: (*layer).to_owned(),
+            insns_per_op: round(per_op(*insns)),
+            share_pct: round(share(*insns)),
+            waiting_insns_per_op: round(per_op(*waited)),
+        });
     let functions = breakdown.functions.iter().take(top);
     Document {
         ops,

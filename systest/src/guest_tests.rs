@@ -96,6 +96,10 @@ pub struct GuestTest {
     /// Load the instruction-count plugin; every `RESULT` must then carry `insns_per_op`.
     #[serde(default)]
     pub count_insns: bool,
+    /// With `count_insns`: the `RESULT`s of one `device` must agree on their working
+    /// instructions per operation within this many percent.
+    #[serde(default)]
+    pub insns_agree_pct: Option<f64>,
     /// Every `RESULT` line's numeric fields must be at least these.
     #[serde(default)]
     pub result_at_least: BTreeMap<String, u64>,
@@ -129,6 +133,7 @@ impl GuestTest {
             verify_disks: None,
             image_check: Vec::new(),
             count_insns: false,
+            insns_agree_pct: None,
             result_at_least: BTreeMap::new(),
             result_at_most: BTreeMap::new(),
             result_equals: BTreeMap::new(),
@@ -209,7 +214,7 @@ pub fn run(guest: &Guest, tests: &[GuestTest], filter: Option<&str>) -> Tally {
                 show_test_lines(outcome);
                 let seconds = outcome.wall.as_secs_f64();
                 let verdict = judge(test, outcome)
-                    .and_then(|detail| judge_counted(&overrides, outcome, detail))
+                    .and_then(|detail| judge_counted(test, &overrides, outcome, detail))
                     .map(|detail| format!("{detail}; {seconds:.2} s"))
                     .map_err(|reason| format!("{reason} ({seconds:.2} s)"));
                 (verdict, counted(test, outcome))
@@ -257,8 +262,10 @@ fn load_profile<'a>(
     Ok(&profiles[name])
 }
 
-/// A counted test's instructions per operation, after its other checks passed.
+/// A counted test's instructions per operation, after its other checks passed, and whether
+/// they agree (`insns_agree_pct`).
 fn judge_counted(
+    test: &GuestTest,
     overrides: &Result<Overrides, String>,
     outcome: &Outcome,
     detail: String,
@@ -266,9 +273,14 @@ fn judge_counted(
     let Some(counting) = overrides.as_ref().ok().and_then(|o| o.counting.as_ref()) else {
         return Ok(detail);
     };
-    let counted =
-        insns::judge_counted(counting, &outcome.report.results).map_err(|e| e.to_string())?;
-    Ok(format!("{detail}; {counted}"))
+    let results = &outcome.report.results;
+    let counted = insns::judge_counted(counting, results).map_err(|e| e.to_string())?;
+    let Some(pct) = test.insns_agree_pct else {
+        return Ok(format!("{detail}; {counted}"));
+    };
+    let agreed =
+        insns::agree_within(counting, results, "device", pct).map_err(|e| e.to_string())?;
+    Ok(format!("{detail}; {agreed}"))
 }
 
 fn overrides(test: &GuestTest) -> Result<Overrides> {

@@ -177,7 +177,13 @@ impl Bench<'_> {
                 println!("\nbreakdown of {}:", cell.label());
                 let stem = format!("device-breakdown-{}-qd{iodepth}", device.name());
                 let args = cell.kernel_args(self.runtime);
-                breakdown::run(self.guest, profile, self.plugin.as_deref(), (&args, SMP), &stem)?;
+                breakdown::run(
+                    self.guest,
+                    profile,
+                    self.plugin.as_deref(),
+                    (&args, SMP),
+                    &stem,
+                )?;
             }
         }
         Ok(())

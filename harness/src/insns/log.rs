@@ -230,7 +230,9 @@ fn publish(fields: &Fields<'_>) -> std::result::Result<Published, Malformed> {
     let insns = fields.number("insns")?;
     let waiting = fields.optional("waiting")?;
     if waiting > insns {
-        return Err(Malformed(format!("waiting={waiting} exceeds insns={insns}")));
+        return Err(Malformed(format!(
+            "waiting={waiting} exceeds insns={insns}"
+        )));
     }
     Ok(Published {
         window,

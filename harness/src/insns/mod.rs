@@ -240,6 +240,69 @@ pub fn judge_counted(counting: &Counting, results: &[ResultLine]) -> Result<Stri
     Ok(per_op.join(", "))
 }
 
+/// Whether the working instructions per operation of a counted boot's lines agree within `pct`
+/// percent among the lines with the same `group` field (say `device`: one adapter's disks, one
+/// completing at once and one late, must do the same work per I/O). Returns
+/// `"device=virtio-scsi: 1610 and 1612.5 insns/op (0.16% apart)"` per group, or an error naming
+/// the group that disagrees or has a single line.
+pub fn agree_within(
+    counting: &Counting,
+    results: &[ResultLine],
+    group: &str,
+    pct: f64,
+) -> Result<String> {
+    let log = counting.read_log()?;
+    let mut counts = Vec::new();
+    for line in results {
+        let name = line
+            .field(group)
+            .map(|value| value.to_string().trim_matches('"').to_owned())
+            .unwrap_or_default();
+        let per_op = join(line, Some(&log))?
+            .insns_per_op
+            .ok_or_else(|| Error::Plugin {
+                reason: format!("a RESULT of {group}={name} has no instruction count"),
+            })?;
+        counts.push((name, per_op));
+    }
+    agree_by_group(&counts, group, pct)
+}
+
+/// [`agree_within`] over `(group name, working instructions per op)` pairs.
+fn agree_by_group(counts: &[(String, f64)], group: &str, pct: f64) -> Result<String> {
+    let mut groups: Vec<(&str, Vec<f64>)> = Vec::new();
+    for (name, per_op) in counts {
+        match groups.iter_mut().find(|(known, _)| known == name) {
+            Some((_, values)) => values.push(*per_op),
+            None => groups.push((name, vec![*per_op])),
+        }
+    }
+    let mut said = Vec::new();
+    for (name, values) in &groups {
+        if values.len() < 2 {
+            return Err(Error::Plugin {
+                reason: format!("{group}={name} has one counted RESULT; nothing to compare"),
+            });
+        }
+        let (low, high) = values.iter().fold((f64::MAX, f64::MIN), |(low, high), &n| {
+            (low.min(n), high.max(n))
+        });
+        let apart_pct = 100.0 * (high - low) / low.max(f64::MIN_POSITIVE);
+        let list: Vec<String> = values.iter().map(|n| format!("{n}")).collect();
+        let line = format!(
+            "{group}={name}: {} insns/op ({apart_pct:.2}% apart)",
+            list.join(" and ")
+        );
+        if apart_pct > pct {
+            return Err(Error::Plugin {
+                reason: format!("working counts disagree by more than {pct}%: {line}"),
+            });
+        }
+        said.push(line);
+    }
+    Ok(said.join("; "))
+}
+
 /// The figures of a `RESULT` line counted by the plugin (`log`): a line naming its
 /// instruction-count keys ([`workloads::result::InsnCount`]: `insn_window`, `insn_slot`,
 /// `insn_ops`) gets `insns` (the slot's instructions over all vCPUs) and `insns_per_op` over
@@ -390,6 +453,28 @@ mod tests {
     }
 
     #[test]
+    fn working_counts_agree_per_group_or_the_group_is_named() {
+        let counts: Vec<(String, f64)> = [
+            ("virtio-scsi", 1000.0),
+            ("virtio-scsi", 1009.0),
+            ("mptsas", 1500.0),
+            ("mptsas", 1520.0),
+        ]
+        .iter()
+        .map(|(name, n)| (name.to_string(), *n))
+        .collect();
+        let said = agree_by_group(&counts[..2], "device", 1.0).unwrap();
+        assert!(said.contains("virtio-scsi: 1000 and 1009"), "{said}");
+        let error = agree_by_group(&counts, "device", 1.0)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("device=mptsas"), "{error}");
+        assert!(agree_by_group(&counts, "device", 2.0).is_ok());
+        let alone = agree_by_group(&counts[..1], "device", 1.0).unwrap_err();
+        assert!(alone.to_string().contains("one counted RESULT"), "{alone}");
+    }
+
+    #[test]
     fn qemu_args_name_the_plugin_and_the_log() {
         let counting = Counting {
             plugin: PathBuf::from("/t/insn_count.so"),
@@ -400,7 +485,10 @@ mod tests {
             io_count: false,
         };
         assert_eq!(
-            counting.with_cache_model(true).with_io_count(true).qemu_args(),
+            counting
+                .with_cache_model(true)
+                .with_io_count(true)
+                .qemu_args(),
             [
                 "-plugin",
                 "/t/insn_count.so,breakdown=on,tlb=off,cache=on,io=on",
