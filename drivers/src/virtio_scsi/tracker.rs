@@ -16,6 +16,8 @@
 //! [`OwnedQueue`]: crate::virtio::queue::OwnedQueue
 
 use zerocopy::FromBytes;
+// `ref_from_prefix` reads the header where the device wrote it: every field of `CmdResp` has
+// alignment 1, so any byte offset will do.
 
 use super::wire::{CmdResp, SENSE_SIZE, response};
 
@@ -51,9 +53,10 @@ pub enum DeviceError {
     },
 }
 
-/// A decoded, checked command response.
+/// A decoded, checked command response, read in place from the device-written header (the
+/// sense bytes are not copied out: the caller copies them once, into the command's buffer).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandResponse {
+pub struct CommandResponse<'a> {
     /// `response::*` (checked to be defined).
     pub response: u8,
     /// SAM status (meaningful when `response` is OK).
@@ -62,10 +65,8 @@ pub struct CommandResponse {
     pub status_qualifier: u16,
     /// Bytes not transferred (checked `<=` the transfer).
     pub resid: u32,
-    /// Sense bytes available in `sense` (clamped to `SENSE_SIZE`).
-    pub sense_len: usize,
-    /// Sense data.
-    pub sense: [u8; SENSE_SIZE],
+    /// The sense data the device reported: its `sense_len` bytes, clamped to `SENSE_SIZE`.
+    pub sense: &'a [u8],
 }
 
 /// Judges a completion. `resp` is the device-written response header, `used_len` the
@@ -75,7 +76,7 @@ pub fn check_response(
     used_len: u32,
     data_out_len: u32,
     data_in_len: u32,
-) -> Result<CommandResponse, DeviceError> {
+) -> Result<CommandResponse<'_>, DeviceError> {
     let header = core::mem::size_of::<CmdResp>() as u32;
     let max_len = header
         .saturating_add(data_out_len)
@@ -90,7 +91,7 @@ pub fn check_response(
     if used_len < header {
         return Err(short);
     }
-    let (parsed, _) = CmdResp::read_from_prefix(resp).map_err(|_| short)?;
+    let (parsed, _) = CmdResp::ref_from_prefix(resp).map_err(|_| short)?;
     if parsed.response > response::MAX {
         return Err(DeviceError::UnknownResponse(parsed.response));
     }
@@ -104,8 +105,7 @@ pub fn check_response(
         status: parsed.status,
         status_qualifier: parsed.status_qualifier.get(),
         resid,
-        sense_len: (parsed.sense_len.get() as usize).min(SENSE_SIZE),
-        sense: parsed.sense,
+        sense: &parsed.sense[..(parsed.sense_len.get() as usize).min(SENSE_SIZE)],
     })
 }
 
@@ -131,7 +131,7 @@ mod tests {
         let r = resp(response::OK, 0, 512, 0);
         let ok = check_response(r.as_bytes(), 108 + 4096, 0, 4096).unwrap();
         assert_eq!(
-            (ok.response, ok.status, ok.resid, ok.sense_len),
+            (ok.response, ok.status, ok.resid, ok.sense.len()),
             (0, 0, 512, 0)
         );
     }
@@ -178,7 +178,7 @@ mod tests {
     fn oversized_sense_len_is_clamped() {
         let r = resp(response::OK, 2, 0, 10_000);
         assert_eq!(
-            check_response(r.as_bytes(), 108, 0, 0).unwrap().sense_len,
+            check_response(r.as_bytes(), 108, 0, 0).unwrap().sense.len(),
             SENSE_SIZE
         );
     }
@@ -190,7 +190,7 @@ mod tests {
                                            used in proptest::prelude::any::<u32>(),
                                            out in 0u32..1 << 20, inn in 0u32..1 << 20) {
             if let Ok(ok) = check_response(&bytes, used, out, inn) {
-                proptest::prop_assert!(ok.sense_len <= SENSE_SIZE);
+                proptest::prop_assert!(ok.sense.len() <= SENSE_SIZE);
                 proptest::prop_assert!(ok.resid <= out.max(inn));
                 proptest::prop_assert!(ok.response <= response::MAX);
                 proptest::prop_assert!(used <= 108 + out + inn);

@@ -13,7 +13,7 @@ use alloc::vec::Vec;
 use scsi::host::DataDirection;
 use virtio_drivers::Hal;
 use virtio_drivers::queue::VirtQueue;
-use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use super::VirtioScsiError;
 use crate::virtio::queue::{self as owned, Exchange, OwnedQueue, Pinned, QueueError};
@@ -201,12 +201,21 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
                 data,
             });
         };
-        headers.req = CmdReq::new_zeroed();
-        headers.req.lun = lun;
-        headers.req.tag = tag_u64.into();
+        let mut padded = [0u8; wire::CDB_SIZE];
         let n = cdb.len().min(wire::CDB_SIZE);
-        headers.req.cdb[..n].copy_from_slice(&cdb[..n]);
-        headers.resp = CmdResp::new_zeroed();
+        padded[..n].copy_from_slice(&cdb[..n]);
+        headers.req = CmdReq {
+            lun,
+            tag: tag_u64.into(),
+            task_attr: 0,
+            prio: 0,
+            crn: 0,
+            cdb: padded,
+        };
+        // The response's fixed part is cleared, so a device that claims a full response
+        // without writing it reports nothing of an earlier command's; its sense bytes are read
+        // only up to the `sense_len` the device writes (here 0), so they are not cleared.
+        headers.resp.clear_fixed();
         let direction = match direction {
             DataDirection::FromDevice => owned::DataDirection::FromDevice,
             _ => owned::DataDirection::ToDevice,

@@ -13,7 +13,7 @@ use super::{Doorbell, VirtioScsiHost};
 use crate::delay::Delay;
 use crate::virtio_scsi::device::Finished;
 use crate::virtio_scsi::tracker::check_response;
-use crate::virtio_scsi::wire::response;
+use crate::virtio_scsi::wire::{CmdResp, response};
 
 fn host_error_of(code: u8) -> HostError {
     match code {
@@ -35,24 +35,46 @@ impl<
     Db: Doorbell,
 > VirtioScsiHost<H, Tr, D, S, QSIZE, R, Db>
 {
-    /// Ends one popped command: `None` for one an abort already answered for.
+    /// Ends one popped command: `None` for one an abort already answered for. The headers go
+    /// back to the spare set once the response (read in place) has been judged.
     pub(super) fn complete(&mut self, finished: Finished<Tag>) -> Option<Completed<S>> {
-        let tag = finished.tag;
-        let checked = check_response(
-            zerocopy::IntoBytes::as_bytes(&finished.headers.resp),
-            finished.used_len,
-            finished.data_out,
-            finished.data_in,
-        );
-        if let Some(queue) = self.queue.as_mut() {
-            queue.recycle(finished.headers);
-        }
+        let Finished {
+            tag,
+            headers,
+            data,
+            used_len,
+            data_out,
+            data_in,
+            aborted,
+        } = finished;
         // The abort handed the buffers back; the tag may already carry its retry, whose
         // used id and sense buffer must stay.
-        if finished.aborted {
-            return None;
+        let completed = match aborted {
+            true => None,
+            false => self.judge(tag, data, &headers.resp, (used_len, data_out, data_in)),
+        };
+        if let Some(queue) = self.queue.as_mut() {
+            queue.recycle(headers);
         }
-        let Some(mut buffers) = self.buffers(tag, finished.data) else {
+        completed
+    }
+
+    /// The completion of `tag` from its response header and lengths, its buffers handed back.
+    #[inline]
+    fn judge(
+        &mut self,
+        tag: Tag,
+        data: alloc::vec::Vec<u8>,
+        resp: &CmdResp,
+        (used_len, data_out, data_in): (u32, u32, u32),
+    ) -> Option<Completed<S>> {
+        let checked = check_response(
+            zerocopy::IntoBytes::as_bytes(resp),
+            used_len,
+            data_out,
+            data_in,
+        );
+        let Some(mut buffers) = self.buffers(tag, data) else {
             log::error!("virtio-scsi: tag {} popped without its sense buffer", tag.0);
             return None;
         };
@@ -71,9 +93,9 @@ impl<
         let mut completion = HostCompletion::good(tag);
         completion.status = checked.status;
         completion.residual_bytes = checked.resid;
-        if checked.sense_len > 0 {
-            buffers.sense.store(&checked.sense[..checked.sense_len]);
-            completion.sense_len = checked.sense_len as u8;
+        if !checked.sense.is_empty() {
+            buffers.sense.store(checked.sense);
+            completion.sense_len = checked.sense.len() as u8;
         }
         Some(Completed::returned(completion, buffers))
     }
