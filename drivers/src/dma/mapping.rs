@@ -38,6 +38,7 @@ pub struct IdentityMapper;
 impl DataMapper for IdentityMapper {
     type Mapping = ();
 
+    #[inline]
     fn map(
         &mut self,
         data: &[u8],
@@ -46,6 +47,16 @@ impl DataMapper for IdentityMapper {
         segments: &mut Vec<Segment>,
     ) -> Option<()> {
         let base = data.as_ptr().addr() as u64;
+        // The common command: one segment (or none), without the chunking loop.
+        if data.len() <= segment_bytes.max(1) {
+            if !data.is_empty() {
+                segments.push(Segment {
+                    addr: DmaAddr(base),
+                    len_bytes: data.len() as u32,
+                });
+            }
+            return Some(());
+        }
         let mut offset = 0usize;
         for chunk in data.chunks(segment_bytes.max(1)) {
             segments.push(Segment {
@@ -57,6 +68,7 @@ impl DataMapper for IdentityMapper {
         Some(())
     }
 
+    #[inline]
     fn unmap(&mut self, _mapping: (), _data: Option<&mut [u8]>, _direction: DataDirection) {}
 }
 

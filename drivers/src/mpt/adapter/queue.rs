@@ -20,7 +20,8 @@ use scsi::host::DataDirection;
 
 use crate::mpt::command::{Completion, Outcome, ScsiIo, TaskMgmt};
 use crate::mpt::error::MptError;
-use crate::mpt::mpi::scsi_io::{ScsiIoRequest, TaskMgmtRequest, control};
+use crate::mpt::mpi::scsi_io::{SCSI_IO_SGL_OFFSET, ScsiIoRequest, TaskMgmtRequest, control};
+use crate::mpt::mpi::sge::SGE64_LEN_BYTES;
 use crate::mpt::mpi::{DefaultReply, function};
 use crate::mpt::regs::{MptRegisters, REPLY_FIFO_EMPTY, Register};
 use crate::mpt::reply::{BusyView, decode_reply};
@@ -90,9 +91,14 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         self.free_slots.pop().map(usize::from).ok_or(full)
     }
 
-    fn post(&mut self, slot: usize) -> Result<u32, MptError> {
+    /// Copies the first `len` bytes of the frame built in `frame_buf` into request frame
+    /// `slot` and tells the IOC. The rest of the DMA frame keeps what it held: the IOC reads
+    /// a request only up to the end of its SGL (the element marked END_OF_LIST).
+    fn post(&mut self, slot: usize, len: usize) -> Result<u32, MptError> {
         let frame_size = self.geometry.frame_size_bytes;
-        self.requests.write_at(slot * frame_size, &self.frame_buf)?;
+        let len = len.min(frame_size);
+        self.requests
+            .write_at(slot * frame_size, &self.frame_buf[..len])?;
         let addr = self.requests.bus_addr().0 + (slot * frame_size) as u64;
         // The frame (and chain frames) must be in memory before the IOC hears of it.
         fence(Ordering::SeqCst);
@@ -154,7 +160,18 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             ..Default::default()
         };
         header.cdb[..io.cdb.len()].copy_from_slice(io.cdb);
-        self.frame_buf.fill(0);
+        // Without chains the SGL's simple elements follow the header and the frame is sent
+        // only that far, every byte of it written below; a chained SGL fills the frame to its
+        // chain element, so that one is cleared first.
+        let simples = io.segments.len().max(1);
+        let chained = self.layout.chains_needed(io.segments.len()) > 0;
+        if chained {
+            self.frame_buf.fill(0);
+        }
+        let used = match chained {
+            true => self.frame_buf.len(),
+            false => SCSI_IO_SGL_OFFSET + simples * SGE64_LEN_BYTES,
+        };
         let mut chains = core::mem::take(&mut self.slots[slot].chains);
         let built = build(
             &self.layout,
@@ -183,7 +200,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             sense_len: sense.len_bytes,
         });
         self.outstanding_io += 1;
-        match self.post(slot) {
+        match self.post(slot, used) {
             Ok(context) => Ok(context),
             Err(err) => {
                 self.release(slot, |_| Outcome::HostReset);
@@ -229,7 +246,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             data_len: 0,
             sense_len: 0,
         });
-        self.post(slot)
+        self.post(slot, self.frame_buf.len())
     }
 
     /// Frees slot `index` if busy, returning its completion with `outcome(busy)`.
