@@ -31,7 +31,7 @@ use pools::slab::SlabConfig;
 use pools::{Magazine, PoolError, PoolInfo, SlabCache};
 use scsi::host::ScsiHost;
 use scsi::midlayer::Midlayer;
-use scsi::sense_alloc::{ReserveFailed, SenseMode, SlabSense};
+use scsi::sense_alloc::{Boxed, ReserveFailed, SenseMode, SlabSense};
 use scsi::wait::{CompletionWait, IoMode, IrqStats};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 
@@ -42,8 +42,13 @@ use crate::platform::pci::{Bdf, PciFunction};
 pub use crate::memory::dma::Frames;
 /// The midlayer every host is attached to. Its sense buffers come from the host's slab
 /// through a magazine of its own (as fake-rw's per-CPU queues do), so a command's allocation
-/// and free take no lock shared with the other queues of a multi-queue host.
-pub type Stack<'s, H> = Midlayer<H, Magazine<SlabSense<'s, Frames>>, KernelClock>;
+/// and free take no lock shared with the other queues of a multi-queue host. Behind the
+/// magazine they travel as one-word boxes ([`Boxed`]), as fake-rw's do: a command moves its
+/// sense buffer about six times (magazine, midlayer slot, host command, the driver's tag
+/// table, completion, free), one word each instead of a four-word slab object. The box is
+/// made when an object leaves the slab and recycled with it by the magazine; with
+/// `sense_magazine=0` each command boxes on the heap (not a configuration the benchmarks use).
+pub type Stack<'s, H> = Midlayer<H, Magazine<Boxed<SlabSense<'s, Frames>>>, KernelClock>;
 
 /// How every host's midlayer is built, from the command line: the sense allocator mode
 /// (`sense=`) and the magazine in front of the host's slab (`sense_magazine=`, whose default
@@ -73,12 +78,12 @@ pub fn new_stack<'s, H: ScsiHost<SenseBuf<'s>>>(
     cache: &'s SlabCache<Frames>,
     config: StackConfig,
 ) -> Result<Stack<'s, H>, ReserveFailed> {
-    let slab = Magazine::new(SlabSense::new(cache), config.sense_magazine);
+    let slab = Magazine::new(Boxed::new(SlabSense::new(cache)), config.sense_magazine);
     Midlayer::new(host, slab, config.sense, KernelClock)
 }
 /// A command's sense buffer: an object of the host's `scsi_sense` slab cache (`'s` borrows the
-/// cache), which a host holds while the command is in flight.
-pub type SenseBuf<'s> = pools::slab::SlabObject<'s, Frames>;
+/// cache) in a one-word box, which a host holds while the command is in flight.
+pub type SenseBuf<'s> = alloc::boxed::Box<[pools::slab::SlabObject<'s, Frames>; 1]>;
 
 /// The TSC as the midlayer's and the drivers' clock.
 #[derive(Debug, Clone, Copy, Default)]
