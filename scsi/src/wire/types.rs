@@ -58,14 +58,15 @@ impl Lun {
         }
     }
 
-    /// The 8-byte SAM LUN structure (Linux `int_to_scsilun`).
+    /// The 8-byte SAM LUN structure (Linux `int_to_scsilun`): the four 16-bit levels, lowest
+    /// first, each big-endian. That is the value with its 16-bit words in reverse order, as
+    /// one big-endian word (a shift-and-mask and one byte swap, inline on every command).
+    #[inline]
     pub fn to_bytes(self) -> [u8; 8] {
-        let mut out = [0u8; 8];
-        for level in 0..4 {
-            let word = (self.0 >> (level * 16)) as u16;
-            out[level * 2..level * 2 + 2].copy_from_slice(&word.to_be_bytes());
-        }
-        out
+        let v = self.0;
+        let words_reversed =
+            (v & 0xffff) << 48 | (v >> 16 & 0xffff) << 32 | (v >> 32 & 0xffff) << 16 | v >> 48;
+        words_reversed.to_be_bytes()
     }
 
     /// Decodes the 8-byte SAM LUN structure (Linux `scsilun_to_int`). Every bit pattern is
@@ -105,6 +106,17 @@ mod tests {
         #[test]
         fn bytes_round_trip(bytes in any::<[u8; 8]>()) {
             prop_assert_eq!(Lun::from_bytes(bytes).to_bytes(), bytes);
+        }
+
+        /// The word-reversal is Linux's `int_to_scsilun` loop.
+        #[test]
+        fn to_bytes_is_int_to_scsilun(value in any::<u64>()) {
+            let mut looped = [0u8; 8];
+            for level in 0..4 {
+                let word = (value >> (level * 16)) as u16;
+                looped[level * 2..level * 2 + 2].copy_from_slice(&word.to_be_bytes());
+            }
+            prop_assert_eq!(Lun(value).to_bytes(), looped);
         }
 
         #[test]

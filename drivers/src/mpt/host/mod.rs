@@ -283,7 +283,10 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
             done.append(&mut self.held);
         }
         let mut batch = core::mem::take(&mut self.completions);
-        batch.splice(0..0, self.deferred.drain(..));
+        // Deferred completions go first; a splice costs an out-of-line call even when empty.
+        if !self.deferred.is_empty() {
+            batch.splice(0..0, self.deferred.drain(..));
+        }
         for completion in &batch {
             if let Some(c) = self.finish(*completion) {
                 done.push(c);
