@@ -15,6 +15,7 @@
 pub mod fio;
 pub mod plot;
 pub mod progress;
+pub mod quiet;
 mod run;
 pub mod stamp;
 pub mod table;
@@ -98,7 +99,7 @@ impl<T: Serialize> ResultSet<T> {
                 Value::Object(fields)
             })
             .collect();
-        json!({
+        let mut document = json!({
             "bench": self.bench,
             "command": self.command,
             "date": stamp::utc_now(),
@@ -108,7 +109,12 @@ impl<T: Serialize> ResultSet<T> {
             "host": host_info(),
             "headlines": self.headlines,
             "results": results,
-        })
+        });
+        // A bench command measured a settle window before it ran: the one after it, and both.
+        if let Some(quiet) = quiet::around_run() {
+            document["quiet"] = serde_json::to_value(quiet).unwrap_or_default();
+        }
+        document
     }
 
     /// Writes `<dir>/<name>.json` and returns its path.

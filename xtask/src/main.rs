@@ -97,6 +97,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     child_guard::install_forwarding();
     benchkit::stamp::note_start();
+    if matches!(cli.command, Command::Bench(_)) {
+        // The settle window before the bench boots anything (`cargo xtask report` marks a
+        // page from a busy host).
+        benchkit::quiet::note_start();
+    }
     console_log::set_verbose(cli.verbose);
     let log_name = match &cli.command {
         Command::Run(_) => Some("run"),

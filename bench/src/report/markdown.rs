@@ -101,14 +101,18 @@ pub fn index(pages: &[(String, String)]) -> String {
             "No generated page yet: run a `cargo xtask bench …`, then `cargo xtask report`.\n",
         );
     } else {
-        out.push_str("| page | date |\n|---|---|\n");
+        out.push_str("| page | date | host |\n|---|---|---|\n");
     }
     for (name, text) in generated {
         let date = text
             .lines()
             .find_map(|line| line.strip_prefix("| date | ")?.strip_suffix(" |"))
             .unwrap_or("not recorded");
-        let _ = writeln!(out, "| [{}]({name}) | {date} |", title(name, text));
+        let host = match text.contains(BUSY_MARK) {
+            true => "**loaded**: timings not publishable",
+            false => "quiet",
+        };
+        let _ = writeln!(out, "| [{}]({name}) | {date} | {host} |", title(name, text));
     }
     if !by_hand.is_empty() {
         out.push_str("\nWritten by hand, each figure with its own command and date:\n\n");
@@ -228,10 +232,29 @@ fn host(host: Option<&Value>) -> String {
     format!("{cpu}{cpus}{os}")
 }
 
-/// The warning a page measured on a loaded host opens with: the 1-minute load average at the
-/// start above half the host's CPUs (the bench's own guests and threads come on top of it).
-/// Instruction counts, verdicts and sizes hold under load; timings do not.
+/// The warning a page from a busy run opens with. A document with `quiet` (the settle windows
+/// of [`benchkit::quiet`]) is busy unless other processes used less than half a core in both
+/// windows; an older one without it falls back to the 1-minute load average at the start above
+/// half the host's CPUs. Instruction counts, verdicts and sizes hold under load; timings do not.
 pub fn loaded_host(document: &Value) -> Option<String> {
+    const ADVICE: &str = "times, rates and their ratios here are not publishable figures; \
+                          instruction counts, verdicts and sizes are. Rerun the command on a \
+                          quiet host before quoting a time.";
+    if let Some(quiet) = document.get("quiet") {
+        let quiet: benchkit::quiet::Quiet = serde_json::from_value(quiet.clone()).ok()?;
+        if quiet.is_quiet() {
+            return None;
+        }
+        let cores = |value: Option<f64>| value.map_or("not measured".into(), |c| format!("{c:.2}"));
+        return Some(format!(
+            "> {BUSY_MARK}: other processes used {} host cores before the run and {} after it \
+             ({:.0} s settle windows; a quiet run keeps both below {}): {ADVICE}",
+            cores(quiet.others_cores_start),
+            cores(quiet.others_cores_end),
+            quiet.settle_s,
+            benchkit::quiet::QUIET_CORES
+        ));
+    }
     let start = document.get("load")?.get("start")?.get(0)?.as_f64()?;
     let cpus = document
         .get("host")
@@ -239,14 +262,12 @@ pub fn loaded_host(document: &Value) -> Option<String> {
         .and_then(Value::as_f64)
         .unwrap_or(1.0);
     (start > cpus / 2.0).then(|| {
-        format!(
-            "> **Measured on a loaded host** (load average {start:.2} at the start, {cpus:.0} \
-             CPUs): times, rates and their ratios here are not publishable figures; instruction \
-             counts, verdicts and sizes are. Rerun the command on a quiet host before quoting a \
-             time."
-        )
+        format!("> {BUSY_MARK} (load average {start:.2} at the start, {cpus:.0} CPUs): {ADVICE}")
     })
 }
+
+/// How a busy run's warning begins; the index finds busy pages by it.
+const BUSY_MARK: &str = "**Measured on a loaded host**";
 
 fn load(load: Option<&Value>) -> String {
     let side = |name: &str| {

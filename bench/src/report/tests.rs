@@ -104,7 +104,9 @@ fn a_page_says_how_when_and_where_its_figures_were_made() {
     generate(&from, &to).unwrap();
     let index = std::fs::read_to_string(to.join(INDEX)).unwrap();
     assert!(
-        index.contains("| [dmapool: results (host)](dmapool.md) | 2026-12-01 21:40:12 UTC |"),
+        index.contains(
+            "| [dmapool: results (host)](dmapool.md) | 2026-12-01 21:40:12 UTC | **loaded**: timings not publishable |"
+        ),
         "{index}"
     );
     assert!(index.contains("\n- [Notes by hand](notes.md)\n"), "{index}");
@@ -134,6 +136,38 @@ fn a_page_opens_with_its_figure_and_says_when_the_host_was_loaded() {
     generate(&from, &to).unwrap();
     let page = std::fs::read_to_string(to.join("dmapool.md")).unwrap();
     assert!(!page.contains("loaded host"), "{page}");
+}
+
+/// With the settle windows recorded, the other processes' CPU decides, not the load average
+/// (which counts the bench's own QEMU): quiet when both windows stayed below half a core.
+#[test]
+fn the_settle_windows_decide_whether_a_run_was_quiet() {
+    let (from, to) = setup("settle");
+    let page_for = |start: Value, end: Value| {
+        let mut document = dmapool_document();
+        // A load average that the older rule would call loaded.
+        document["load"]["start"] = json!([3.5, 3.0, 2.0]);
+        document["quiet"] =
+            json!({"settle_s": 3.0, "others_cores_start": start, "others_cores_end": end});
+        std::fs::write(from.join("dmapool.json"), document.to_string()).unwrap();
+        generate(&from, &to).unwrap();
+        let index = std::fs::read_to_string(to.join(INDEX)).unwrap();
+        (
+            std::fs::read_to_string(to.join("dmapool.md")).unwrap(),
+            index,
+        )
+    };
+    let (page, index) = page_for(json!(0.1), json!(0.2));
+    assert!(!page.contains("loaded host"), "{page}");
+    assert!(index.contains("| quiet |"), "{index}");
+    let (page, index) = page_for(json!(0.1), json!(0.75));
+    assert!(
+        page.contains("other processes used 0.10 host cores before the run and 0.75 after it"),
+        "{page}"
+    );
+    assert!(index.contains("**loaded**"), "{index}");
+    let (page, _) = page_for(Value::Null, json!(0.1));
+    assert!(page.contains("not measured host cores before"), "{page}");
 }
 
 #[test]
