@@ -276,11 +276,17 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
 
     fn poll(&mut self, done: &mut Vec<Completed<S>>) -> usize {
         let before = done.len();
-        done.append(&mut self.held);
+        // Commands held back (refused, or failed by a recovery): rare, and an append is not
+        // free when empty.
+        if !self.held.is_empty() {
+            done.append(&mut self.held);
+        }
         // A dead IOC is not polled; what it finished before dying is still handed back.
         if !self.dead {
             self.drain();
-            done.append(&mut self.held);
+            if !self.held.is_empty() {
+                done.append(&mut self.held);
+            }
         }
         let mut batch = core::mem::take(&mut self.completions);
         // Deferred completions go first; a splice costs an out-of-line call even when empty.
