@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use harness::nbd_client::{self as client, Client};
 use nbd::memory::MemoryExport;
-use nbd::session::{Export, Session};
+use nbd::session::{Export, Session, Tls};
 use nbd::wire::Errno;
 
 const DISK_BYTES: usize = 16 << 20;
@@ -41,11 +41,12 @@ impl Export for Shared {
 
 /// Starts a server on a free loopback port; it runs until the test process ends.
 fn start_server() -> (SocketAddr, Shared) {
-    start_server_with(false)
+    start_server_with(false, Tls::Off)
 }
 
-/// [`start_server`], serving the export read-only when `read_only`.
-fn start_server_with(read_only: bool) -> (SocketAddr, Shared) {
+/// [`start_server`], serving the export read-only when `read_only`, under the `tls` policy
+/// (this server has no TLS transport: a STARTTLS ends the connection).
+fn start_server_with(read_only: bool, tls: Tls) -> (SocketAddr, Shared) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let export = Shared(Arc::new(Mutex::new(MemoryExport::new(DISK_BYTES))));
@@ -59,7 +60,7 @@ fn start_server_with(read_only: bool) -> (SocketAddr, Shared) {
                 stream
                     .set_read_timeout(Some(Duration::from_secs(60)))
                     .unwrap();
-                let mut session = Session::new("mem").with_read_only(read_only);
+                let mut session = Session::new("mem").with_read_only(read_only).with_tls(tls);
                 let _ = nbd::stream::serve(&mut stream, &mut session, &mut export);
             });
         }
@@ -173,7 +174,7 @@ fn nbdcopy_with_four_connections_copies_in_and_back_out_unchanged() {
 /// it for writing and reads it with `-r`, and the export is untouched.
 #[test]
 fn real_clients_see_a_read_only_export_as_read_only() {
-    let (addr, export) = start_server_with(true);
+    let (addr, export) = start_server_with(true, Tls::Off);
     export.0.lock().unwrap().data.fill(0x5a);
     let url = format!("nbd://{addr}/mem");
     let out = tool("nbdinfo").args(["--json", &url]).output().unwrap();
@@ -202,4 +203,46 @@ fn real_clients_see_a_read_only_export_as_read_only() {
     assert_eq!(raw.write(0, &[1; 512]).unwrap(), Errno::EPERM.0);
     raw.disconnect().unwrap();
     assert!(export.0.lock().unwrap().data.iter().all(|&b| b == 0x5a));
+}
+
+/// A server that requires TLS, as the clients users have see it in the clear: qemu-img and
+/// nbdinfo are refused with `NBD_REP_ERR_TLS_REQD` (each says TLS is required), and learn
+/// nothing of the export, and the same session code offering TLS (`on`) still serves them.
+#[test]
+fn plain_clients_are_refused_by_a_server_that_requires_tls() {
+    let (addr, _) = start_server_with(false, Tls::Require);
+    let url = format!("nbd://{addr}/mem");
+    // Each client's own words for NBD_REP_ERR_TLS_REQD.
+    for (mut command, args, words) in [
+        (
+            tool("nbdinfo"),
+            ["--size", &url],
+            "server requires TLS encryption first",
+        ),
+        (
+            Command::new("qemu-img"),
+            ["info", &url],
+            "TLS negotiation required before option 7 (go)",
+        ),
+    ] {
+        let out = command.args(args).output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr).to_string()
+            + &String::from_utf8_lossy(&out.stdout);
+        assert!(!out.status.success(), "{command:?} was served: {said}");
+        assert!(said.contains(words), "{command:?}: {said}");
+        assert!(
+            !said.contains("16777216"),
+            "{command:?} learnt the size: {said}"
+        );
+    }
+    let (addr, _) = start_server_with(false, Tls::On);
+    let out = tool("nbdinfo")
+        .args(["--size", &format!("nbd://{addr}/mem")])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        DISK_BYTES.to_string()
+    );
 }

@@ -4,8 +4,10 @@
 //! protocol decision is host-tested.
 //!
 //! Phases: the greeting (server sends NBDMAGIC, IHAVEOPT and its handshake flags; the client
-//! answers with its flags), option haggling (fixed newstyle: INFO, GO, EXPORT_NAME, LIST, ABORT;
-//! anything else is answered `NBD_REP_ERR_UNSUP`), then transmission with simple replies.
+//! answers with its flags), option haggling (fixed newstyle: INFO, GO, EXPORT_NAME, LIST, ABORT,
+//! and STARTTLS when the server offers TLS, handing the stream to the transport's TLS and going
+//! on inside it, [`Tls`]; anything else is answered `NBD_REP_ERR_UNSUP`), then transmission with
+//! simple replies.
 //! Requests are taken in order as they arrive, so a client may pipeline as many as it likes; the
 //! session stops taking new ones while more than [`OUTPUT_HIGH_WATER`] bytes wait to be sent.
 //!
@@ -100,6 +102,9 @@ pub enum CloseReason {
     /// `NBD_OPT_EXPORT_NAME` (which has no error reply) arrived after the server began to shut
     /// down.
     ShuttingDown,
+    /// `NBD_OPT_EXPORT_NAME` (which has no error reply) arrived in the clear on a server that
+    /// requires TLS.
+    TlsRequired,
 }
 
 /// Counters of one session (and, summed, of the server).
@@ -147,6 +152,8 @@ impl NbdStats {
 enum Phase {
     ClientFlags,
     Options,
+    /// STARTTLS was acknowledged: no input is taken until [`Session::start_tls`].
+    StartTls,
     Transmission,
     Closed(CloseReason),
 }
@@ -184,6 +191,9 @@ pub struct Session {
     refusal: Option<alloc::string::String>,
     /// The export may only be read (`NBD_FLAG_READ_ONLY`; changes get `NBD_EPERM`).
     read_only: bool,
+    /// Whether this server offers or requires TLS, and whether it is running.
+    tls: Tls,
+    encrypted: bool,
 }
 
 impl Session {
@@ -215,6 +225,8 @@ impl Session {
             shutdown_after: None,
             refusal: None,
             read_only: false,
+            tls: Tls::Off,
+            encrypted: false,
         }
     }
 
@@ -324,6 +336,7 @@ impl Session {
         match self.phase {
             Phase::ClientFlags => "greeting",
             Phase::Options => "options",
+            Phase::StartTls => "starttls",
             Phase::Transmission => "transmission",
             Phase::Closed(_) => "closed",
         }
@@ -369,7 +382,7 @@ impl Session {
                     Phase::ClientFlags => self.client_flags(),
                     Phase::Options => self.option(export),
                     Phase::Transmission => self.request(export, budget),
-                    Phase::Closed(_) => None,
+                    Phase::StartTls | Phase::Closed(_) => None,
                 }
             };
             match taken {
@@ -408,6 +421,9 @@ impl Session {
 
 mod options;
 mod request;
+mod tls;
+
+pub use tls::Tls;
 
 pub use budget::Budget;
 use budget::{OptionDrain, ReadRun, WriteRun, ZeroRun};

@@ -39,6 +39,10 @@ pub enum Ended {
         /// The client left inside a request.
         mid_request: bool,
     },
+    /// The session acknowledged `NBD_OPT_STARTTLS`: the caller runs the TLS handshake on the
+    /// stream, calls [`Session::start_tls`] (whose bytes go to TLS), and serves the session on
+    /// over the TLS stream.
+    StartTls,
 }
 
 /// Why [`serve`] stopped early.
@@ -80,6 +84,9 @@ pub fn serve<S: ByteStream, E: Export>(
         }
         if let Some(reason) = session.closed() {
             return Ok(Ended::Session(reason));
+        }
+        if session.starting_tls() {
+            return Ok(Ended::StartTls);
         }
         if session.working_without_input() {
             continue;

@@ -16,6 +16,7 @@ use crate::wire::{self, Errno, cmd, opt, rep};
 mod errors;
 mod read_only;
 mod streaming;
+mod tls;
 mod turns;
 
 const BLOCK: u32 = 512;

@@ -32,6 +32,8 @@ pub mod opt {
     pub const ABORT: u32 = 2;
     /// `NBD_OPT_LIST`: the export names.
     pub const LIST: u32 = 3;
+    /// `NBD_OPT_STARTTLS`: the client asks to continue the handshake inside TLS.
+    pub const STARTTLS: u32 = 5;
     /// `NBD_OPT_INFO`: what `NBD_OPT_GO` would answer, without entering transmission.
     pub const INFO: u32 = 6;
     /// `NBD_OPT_GO`: the export's details, then transmission.
@@ -52,6 +54,8 @@ pub mod rep {
     pub const ERR_POLICY: u32 = (1 << 31) + 2;
     /// `NBD_REP_ERR_INVALID`: the option's payload is malformed.
     pub const ERR_INVALID: u32 = (1 << 31) + 3;
+    /// `NBD_REP_ERR_TLS_REQD`: the server negotiates nothing but STARTTLS and ABORT in the clear.
+    pub const ERR_TLS_REQD: u32 = (1 << 31) + 5;
     /// `NBD_REP_ERR_UNKNOWN`: no such export.
     pub const ERR_UNKNOWN: u32 = (1 << 31) + 6;
     /// `NBD_REP_ERR_SHUTDOWN`: the server is shutting down and negotiates no further.

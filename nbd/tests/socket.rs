@@ -164,3 +164,36 @@ fn pipelined_reads_past_the_output_high_water_are_all_answered() {
     let (ended, _) = server.join().unwrap();
     assert_eq!(ended, Ended::Session(CloseReason::Disconnect));
 }
+
+/// A session that acknowledged STARTTLS hands the stream back instead of reading on: the TLS
+/// handshake is the caller's, and the client sends nothing more in the clear.
+#[test]
+fn starttls_hands_the_stream_back_after_the_acknowledgement() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let handle = thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+        let mut export = MemoryExport::new(DISK_BYTES);
+        let mut session = Session::new("mem").with_tls(nbd::session::Tls::Require);
+        serve(&mut stream, &mut session, &mut export).expect("served without error")
+    });
+    let mut client = TcpStream::connect(addr).unwrap();
+    client.set_read_timeout(Some(TIMEOUT)).unwrap();
+    read_exact::<18>(&mut client);
+    let mut hello = 3u32.to_be_bytes().to_vec();
+    let header = wire::OptionHeader {
+        magic: wire::IHAVEOPT.into(),
+        option: opt::STARTTLS.into(),
+        len: 0.into(),
+    };
+    hello.extend_from_slice(header.as_bytes());
+    client.write_all(&hello).unwrap();
+    let reply: OptionReplyHeader = wire::header(&read_exact::<20>(&mut client)).unwrap();
+    assert_eq!(
+        (reply.option.get(), reply.reply.get()),
+        (opt::STARTTLS, rep::ACK)
+    );
+    // The client now waits for the server's TLS handshake, as a real one does.
+    assert_eq!(handle.join().unwrap(), Ended::StartTls);
+}

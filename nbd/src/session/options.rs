@@ -1,5 +1,5 @@
 //! The handshake: the client's flags and the option haggling (fixed newstyle: INFO, GO,
-//! EXPORT_NAME, LIST, ABORT; anything else is answered `NBD_REP_ERR_UNSUP`, an option too long
+//! EXPORT_NAME, LIST, ABORT, and STARTTLS on a server that offers TLS, [`super::tls`]; anything else is answered `NBD_REP_ERR_UNSUP`, an option too long
 //! to hold `NBD_REP_ERR_TOO_BIG`, and every option but ABORT after a shutdown began
 //! `NBD_REP_ERR_SHUTDOWN`).
 
@@ -64,6 +64,9 @@ impl Session {
             } else {
                 self.option_reply(option, rep::ERR_SHUTDOWN, &[]);
             }
+            return Some(total);
+        }
+        if self.tls_option(option, &data) {
             return Some(total);
         }
         if let Some(message) = &self.refusal
@@ -186,7 +189,7 @@ impl Session {
         name.is_empty() || name == self.name.as_bytes()
     }
 
-    fn option_reply(&mut self, option: u32, reply: u32, data: &[u8]) {
+    pub(super) fn option_reply(&mut self, option: u32, reply: u32, data: &[u8]) {
         let header = OptionReplyHeader {
             magic: wire::REPLY_MAGIC.into(),
             option: option.into(),
