@@ -5,8 +5,12 @@
 //! `eh`, `eh:reuse`; the last six again as `writeback+batch` … `eh:reuse+batch`, with the
 //! device completing its queue together (`batch_complete=1`, the worst case); then
 //! `errors`: no pressure, RECOVERED ERROR every 50th command with `fake_rw=0`), in rotated
-//! rounds, with pressure applied in steady state and a neighbour sharing the sense cache.
-//! Reports per cell the verdict (OK, STALL or LIVELOCK) with the time to stall, the median IOPS
+//! rounds, on both slab caches (the magazine slab and the SLUB-shaped one), every host of a
+//! cell sharing its one sense cache, with pressure applied in steady state by a competing
+//! allocator on the guest's second vCPU and error handling with Linux's defaults (timeouts
+//! divided by the scale each row states). Reports per cell the verdict (OK, STALL or
+//! LIVELOCK) with the time to stall, its longest stall in seconds and the knobs the outcome
+//! depends on ([`knobs`]), the median IOPS
 //! with its min–max, the ratio to `slab` with its spread, p50/p99/p99.9 latency, reserve hits,
 //! waits, partial takes given back, parked time, failed commands, the bytes the reserve holds
 //! idle and the whole slab pages it pins; then states whether each expectation of issue #19
@@ -33,6 +37,7 @@ use harness::{profile, workspace};
 
 pub mod cost;
 mod figure;
+pub mod knobs;
 mod record;
 
 pub use cost::SenseReserveCostRecord;
@@ -79,6 +84,10 @@ fn job(quick: bool) -> String {
     format!("iodepth=32 bs=4k runtime={runtime}")
 }
 
+/// vCPUs of the guest run: the stacks run on CPU 0 and the write-back cases' competing
+/// allocator on CPU 1, concurrently.
+const SMP: u32 = 2;
+
 /// Runs the benchmark and reports it.
 pub fn run(options: &Options) -> Result<()> {
     if options.cost {
@@ -91,6 +100,8 @@ pub fn run(options: &Options) -> Result<()> {
             let plugin = options.count.plugin(guest.accel.accel)?;
             let overrides = Overrides {
                 timeout: Some(Duration::from_secs(600)),
+                // The stacks on CPU 0, the write-back cases' competing allocator on CPU 1.
+                smp: Some(SMP),
                 kernel_args: Some(format!(
                     "workload=sense-reserve {} {}",
                     job(options.quick),
@@ -106,7 +117,7 @@ pub fn run(options: &Options) -> Result<()> {
                 &mut cells,
                 // A stalled slab spun for stall_ms on a handful of commands: no baseline.
                 |r| r.mode() == "slab" && r.verdict() == CellVerdict::Ok,
-                |a, b| a.case() == b.case(),
+                |a, b| a.case() == b.case() && a.slab() == b.slab(),
             );
             let mut set = ResultSet::new(
                 "sense-reserve",
@@ -114,7 +125,7 @@ pub fn run(options: &Options) -> Result<()> {
                 "guest",
                 Some(guest.accel.accel.to_string()),
             );
-            set.extend(cells);
+            set.extend(cells.into_iter().map(|c| c.with(|c| c.smp = Some(SMP))));
             set
         }
         Place::Host => {
@@ -129,11 +140,16 @@ pub fn run(options: &Options) -> Result<()> {
     report(set)
 }
 
-pub const COLUMNS: [Column<'static>; 26] = [
+pub const COLUMNS: [Column<'static>; 31] = [
+    Column::new("slab", "sense_slab"),
     Column::new("scenario", "scenario"),
     columns::SENSE_MODE,
     Column::new("verdict", "verdict"),
     Column::new("stall ns", "stall_at_ns"),
+    Column::new("longest stall s", "longest_stall_s"),
+    Column::new("timeouts /", "timeout_scale"),
+    Column::new("knobs", "knobs"),
+    Column::new("competed pages", "competed_pages"),
     Column::new("IOPS (median)", field!(SenseReserveResult, iops)),
     Column::new("min", "iops_min"),
     Column::new("max", "iops_max"),
@@ -157,6 +173,46 @@ pub const COLUMNS: [Column<'static>; 26] = [
     Column::new("insns ratio", "insns_ratio"),
     Column::new("TLB refills/IO", "tlb_fills_per_op"),
 ];
+
+/// The slab caches of a run, in the order first seen.
+fn slabs(cells: &[SenseReserveRecord]) -> Vec<String> {
+    let mut slabs: Vec<String> = Vec::new();
+    for cell in cells {
+        if !slabs.iter().any(|s| s == cell.slab()) {
+            slabs.push(cell.slab().to_owned());
+        }
+    }
+    slabs
+}
+
+/// Per scenario, its longest stall over the modes, with the timeout it ran with and the knobs
+/// of the cell that stalled longest.
+fn stall_lines(cells: &[SenseReserveRecord]) -> Vec<String> {
+    let mut cases: Vec<&str> = Vec::new();
+    for cell in cells {
+        if !cases.contains(&cell.case()) {
+            cases.push(cell.case());
+        }
+    }
+    cases
+        .into_iter()
+        .filter_map(|case| {
+            let worst = cells
+                .iter()
+                .filter(|c| c.case() == case)
+                .max_by(|a, b| a.result.longest_stall_s.total_cmp(&b.result.longest_stall_s))?;
+            let r = &worst.result;
+            Some(format!(
+                "{case}: longest stall {:.3} s ({}), timeout {:.3} s (Linux's over {}); depends on: {}",
+                r.longest_stall_s,
+                worst.mode(),
+                r.timeout_ns as f64 / 1e9,
+                r.timeout_scale.max(1),
+                if r.knobs.is_empty() { "none of the knobs" } else { &r.knobs }
+            ))
+        })
+        .collect()
+}
 
 /// The scenario a case name runs, without the suffix of its batched variant
 /// (`writeback+batch`: the device completes its queue together, `batch_complete=1`).
@@ -444,12 +500,18 @@ fn eh_verdicts(cells: &[SenseReserveRecord]) -> Vec<String> {
     .collect()
 }
 
-/// Prints the table and the verdicts, writes the JSON and the plots.
+/// Prints the table and the verdicts (per slab cache), writes the JSON and the plots.
 fn report(mut set: ResultSet<SenseReserveRecord>) -> Result<()> {
+    knobs::annotate(&mut set.results);
     benchkit::print_tables(&set.results, &[("sense-reserve", &COLUMNS)]);
     println!();
-    for line in verdicts(&set.results) {
-        set.headline(line);
+    let cells = set.results.clone();
+    for slab in slabs(&cells) {
+        let mine: Vec<SenseReserveRecord> =
+            cells.iter().filter(|c| c.slab() == slab).cloned().collect();
+        for line in verdicts(&mine).into_iter().chain(stall_lines(&mine)) {
+            set.headline(format!("{slab}: {line}"));
+        }
     }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;

@@ -1,7 +1,9 @@
 //! The sense-reserve matrix on the host: every sense mode (`slab`, `mempool:1/2/3/4/16`,
 //! `pertag`, `prealloc`, `backup`) under each scenario, side by side in one process, rounds
-//! rotated (`workloads::io::run_matrix`, the code the guest runs too). Prints one table per
-//! case and a `RESULT` line per cell.
+//! rotated (`workloads::io::run_matrix`, the code the guest runs too), on both slab caches (or
+//! the one `sense_slab=` names). The `eh` cases run on a manual clock with Linux's own 30 s
+//! timeouts (unless `eh_scale=` divides them), where a timeout costs polls, not time; the
+//! others on the host's clock. Prints one table per case and a `RESULT` line per cell.
 //!
 //! ```text
 //! cargo run --release -p workloads --example sense_reserve -- rounds=7 runtime=100ms
@@ -14,10 +16,11 @@
 mod support;
 
 use pools::host::HostBacking;
+use scsi::clock::ManualClock;
 use support::{StdClock, args};
 use workloads::io::{
-    MATRIX_MODES, WorkloadParams, run_matrix, sense_reserve_cases, sense_reserve_defaults,
-    table_header,
+    Case, Cell, MATRIX_MODES, PressureMode, WorkloadError, WorkloadParams, run_matrix,
+    sense_reserve_cases, sense_reserve_defaults, table_header,
 };
 use workloads::result::result_line;
 
@@ -38,27 +41,44 @@ fn main() {
     let modes = params.sense_modes.clone().unwrap_or(MATRIX_MODES.to_vec());
     let rounds = rounds.unwrap_or(modes.len() as u32);
     let backing = HostBacking::new();
-    for case in sense_reserve_cases(&params) {
-        let cells = run_matrix(
-            &case.params,
-            case.pressure,
-            &modes,
-            &backing,
-            StdClock::new(),
-            rounds,
-        )
-        .unwrap_or_else(|e| {
-            eprintln!("sense_reserve: {}: {e}", case.name);
-            std::process::exit(1)
-        });
-        println!("case {}: {}", case.name, table_header());
-        for cell in &cells {
-            for line in cell.table_row().lines() {
-                println!("case {}: {line}", case.name);
+    for slab in params.matrix_slabs.clone() {
+        let mut params = params.clone();
+        params.sense_slab = slab;
+        for case in sense_reserve_cases(&params) {
+            let cells = run_case(&case, &modes, &backing, rounds).unwrap_or_else(|e| {
+                eprintln!("sense_reserve: {} {}: {e}", slab.name(), case.name);
+                std::process::exit(1)
+            });
+            println!(
+                "case {}: sense_slab={} {}",
+                case.name,
+                slab.name(),
+                table_header()
+            );
+            for cell in &cells {
+                for line in cell.table_row().lines() {
+                    println!("case {}: {line}", case.name);
+                }
+            }
+            for cell in &cells {
+                println!("{}", result_line(&cell.result("host", &case.name)));
             }
         }
-        for cell in &cells {
-            println!("{}", result_line(&cell.result("host", &case.name)));
-        }
     }
+}
+
+/// One case: the `eh` ones on a manual clock (1 ms per idle poll), so Linux's 30 s timeouts
+/// cost polls; the others on the host's clock.
+fn run_case(
+    case: &Case,
+    modes: &[scsi::sense_alloc::SenseMode],
+    backing: &HostBacking,
+    rounds: u32,
+) -> Result<Vec<Cell>, WorkloadError> {
+    let (params, pressure) = (&case.params, case.pressure);
+    if let PressureMode::Eh { .. } = pressure {
+        let clock = ManualClock::new(1_000_000);
+        return run_matrix(params, pressure, modes, backing, clock, rounds);
+    }
+    run_matrix(params, pressure, modes, backing, StdClock::new(), rounds)
 }

@@ -12,13 +12,17 @@
 //! not), from a seeded generator so a run repeats exactly. Drawing per page refill instead would
 //! never fire while a warm slab and magazine serve every allocation.
 //!
-//! The consumer side models dirty page cache under write-back: [`PageBudget::consume_free`] takes
-//! every free page, and [`PageBudget::give_back`] returns pages one at a time as the caller
-//! decides (one per K completed writes). Reclaiming the pool's own empty pages is the pool's job
-//! (`SlabCache::shrink`); its freed chunks come back to the budget's free count, where the
-//! consumer can take them.
+//! The consumer side models dirty page cache under write-back: a competing allocator that
+//! [`PageBudget::compete`]s, running on another CPU (or, in a deterministic host run, between
+//! the host's passes), takes every free page above the budget's atomic reserve
+//! ([`PageBudget::set_atomic_reserve`]: a watermark only the pool, an atomic caller, may go
+//! below, as `GFP_ATOMIC` may dip under the zone's `min`), and [`PageBudget::give_back`]
+//! returns pages one at a time as the caller decides (one per K completed writes). Reclaiming
+//! the pool's own empty pages is the pool's business (SLUB gives back empty slabs beyond
+//! `min_partial`; nothing shrinks `scsi_sense_cache`): its freed chunks come back to the free
+//! count, where the competitor takes them.
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use lock_api::{Mutex, RawMutex};
 
@@ -46,6 +50,10 @@ pub struct BudgetStats {
     pub allocs_injected: u64,
     /// Pages the consumer gave back.
     pub given_back: u64,
+    /// Free pages only the pool may take (the atomic reserve).
+    pub atomic_reserve_pages: usize,
+    /// Pages the competing allocator took, over the budget's life.
+    pub competed_pages: u64,
 }
 
 impl BudgetStats {
@@ -58,6 +66,8 @@ impl BudgetStats {
 
 struct State {
     stats: BudgetStats,
+    /// Whether the competing allocator takes free pages now.
+    competing: bool,
     /// Object allocation failure probability in parts per million.
     fail_ppm: u32,
     rng: Rng,
@@ -69,6 +79,9 @@ pub struct BudgetState<R: RawMutex = DefaultRawMutex> {
     /// `State::fail_ppm`, readable without the lock: [`BudgetState::inject`] runs on every
     /// sense allocation and must cost no lock while nothing is injected.
     fail_ppm: AtomicU32,
+    /// `State::competing`, readable without the lock, for a competitor polling from another
+    /// CPU.
+    competing: AtomicBool,
 }
 
 /// The usual budget, with the default spin lock.
@@ -89,10 +102,12 @@ impl<R: RawMutex> BudgetState<R> {
                     total_pages,
                     ..BudgetStats::default()
                 },
+                competing: false,
                 fail_ppm: fail_ppm.min(1_000_000),
                 rng: Rng::new(seed),
             }),
             fail_ppm: AtomicU32::new(fail_ppm.min(1_000_000)),
+            competing: AtomicBool::new(false),
         }
     }
 
@@ -106,6 +121,36 @@ impl<R: RawMutex> BudgetState<R> {
     /// Counters and page counts now.
     pub fn stats(&self) -> BudgetStats {
         self.state.lock().stats
+    }
+
+    /// Keeps `pages` free pages for the pool alone: the competitor stops above them.
+    pub fn set_atomic_reserve(&self, pages: usize) {
+        self.state.lock().stats.atomic_reserve_pages = pages;
+    }
+
+    /// The competing allocator starts (or stops) taking free pages.
+    pub fn set_competing(&self, competing: bool) {
+        self.state.lock().competing = competing;
+        self.competing.store(competing, Ordering::Release);
+    }
+
+    /// One turn of the competing allocator: while competing, it takes every free page above
+    /// the atomic reserve; returns how many it took.
+    pub fn compete(&self) -> usize {
+        if !self.competing.load(Ordering::Acquire) {
+            return 0;
+        }
+        let mut state = self.state.lock();
+        if !state.competing {
+            return 0;
+        }
+        let above = state
+            .stats
+            .free_pages()
+            .saturating_sub(state.stats.atomic_reserve_pages);
+        state.stats.consumer_pages += above;
+        state.stats.competed_pages += above as u64;
+        above
     }
 
     /// The consumer takes every free page; returns how many it took.
@@ -241,6 +286,33 @@ mod tests {
         assert_eq!(budget.consume_free(), 2);
         assert_eq!(budget.stats().free_pages(), 0);
         assert_eq!(budget.release_all(), 4);
+    }
+
+    /// The competitor takes what is free above the atomic reserve, only while competing; the
+    /// pool, an atomic caller, may still take the reserve's pages.
+    #[test]
+    fn the_competitor_leaves_the_atomic_reserve_to_the_pool() {
+        let budget = PageBudget::new(8, 0, 1);
+        budget.set_atomic_reserve(2);
+        assert_eq!(budget.compete(), 0, "not competing yet");
+        budget.set_competing(true);
+        assert_eq!(budget.compete(), 6);
+        assert_eq!(budget.compete(), 0);
+        let cache: SlabCache<_> = SlabCache::create(
+            SlabConfig::new("sense", 96),
+            BudgetBacking::new(HostBacking::new(), &budget),
+        )
+        .unwrap();
+        let objects: alloc::vec::Vec<_> = (0..64).map(|_| cache.alloc().unwrap()).collect();
+        assert_eq!(budget.stats().pool_pages, 2, "the reserve's two pages");
+        assert!(cache.alloc().is_err());
+        assert_eq!(budget.give_back(1), 1);
+        assert_eq!(budget.compete(), 0, "at the reserve: nothing above it");
+        budget.set_competing(false);
+        drop(objects);
+        assert_eq!(cache.shrink(), 2);
+        assert_eq!(budget.compete(), 0, "stopped");
+        assert_eq!(budget.stats().competed_pages, 6);
     }
 
     #[test]

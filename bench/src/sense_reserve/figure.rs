@@ -22,14 +22,47 @@ use benchkit::plot::{
 };
 use harness::error::Result;
 
-/// Draws every sense-reserve figure of `document` into `dir` as `<stem>-<figure>.svg`.
+/// Draws every sense-reserve figure of `document` into `dir` as `<stem>-<figure>.svg`, per slab
+/// cache: the magazine slab's under those names, the SLUB-shaped cache's as
+/// `<stem>-slub-<figure>.svg`.
 pub fn draw(stem: &str, document: &Value, dir: &Path) -> Result<Vec<PathBuf>> {
     let cells: Vec<SenseReserveRecord> =
         crate::document::results(document, "sense-reserve RESULT")?;
+    let mut slabs: Vec<&str> = Vec::new();
+    for cell in &cells {
+        if !slabs.contains(&cell.slab()) {
+            slabs.push(cell.slab());
+        }
+    }
+    let mut paths = Vec::new();
+    for slab in slabs {
+        let mine: Vec<SenseReserveRecord> =
+            cells.iter().filter(|c| c.slab() == slab).cloned().collect();
+        let stem = match slab {
+            "slab" => stem.to_owned(),
+            other => format!("{stem}-{other}"),
+        };
+        paths.extend(draw_one(
+            &stem,
+            &mine,
+            crate::document::place(document),
+            dir,
+        )?);
+    }
+    Ok(paths)
+}
+
+/// The figures of one slab cache's cells.
+fn draw_one(
+    stem: &str,
+    cells: &[SenseReserveRecord],
+    place: String,
+    dir: &Path,
+) -> Result<Vec<PathBuf>> {
     if cells.is_empty() {
         return Ok(Vec::new());
     }
-    let matrix = Matrix::of(&cells, crate::document::place(document));
+    let matrix = Matrix::of(cells, place);
     let path = |figure: &str| dir.join(format!("{stem}-{figure}.svg"));
     let mut paths = vec![path("verdicts"), path("ratio")];
     plot::draw_grid(&paths[0], &matrix.verdicts())?;

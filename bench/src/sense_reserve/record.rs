@@ -17,6 +17,8 @@ pub trait Cell {
     fn case(&self) -> &str;
     /// The sense mode's name.
     fn mode(&self) -> &str;
+    /// The slab cache under the sense allocator (`slab` or `slub`).
+    fn slab(&self) -> &str;
     /// How the cell ended.
     fn verdict(&self) -> CellVerdict;
     /// It ran to the end of every round with no failed command.
@@ -30,6 +32,10 @@ impl Cell for SenseReserveRecord {
 
     fn mode(&self) -> &str {
         &self.result.sense_mode
+    }
+
+    fn slab(&self) -> &str {
+        &self.result.sense_slab
     }
 
     fn verdict(&self) -> CellVerdict {

@@ -195,3 +195,25 @@ fn every_column_names_a_field_of_the_typed_record() {
         assert!(fields.contains_key(column.key), "column `{}`", column.key);
     }
 }
+
+/// The knobs rules: a stall of half the timeout or more is the timeout's, timeouts mean the
+/// round had to be long enough to reach one, and a verdict its `+batch` twin does not share
+/// depends on `batch_complete`.
+#[test]
+fn knobs_name_the_timeout_the_round_length_and_batch_complete() {
+    let cells = set(&[
+        r#"{"case":"eh","sense_mode":"mempool:1","verdict":"OK","timeouts":5,"timeout_ns":30000000000,"longest_stall_s":32.5}"#,
+        r#"{"case":"eh+batch","sense_mode":"mempool:1","verdict":"STALL","timeouts":1,"timeout_ns":30000000000,"longest_stall_s":0.001}"#,
+        r#"{"case":"writeback","sense_mode":"slab","verdict":"OK","timeout_ns":30000000000,"longest_stall_s":0.00002}"#,
+        r#"{"case":"writeback","sense_mode":"slab","sense_slab":"slub","verdict":"STALL"}"#,
+    ]);
+    assert_eq!(
+        knobs::knobs(&cells),
+        [
+            "timeout, round length, batch_complete",
+            "round length, batch_complete",
+            "",
+            ""
+        ]
+    );
+}

@@ -15,6 +15,7 @@ impl WorkloadReport {
         self.errors += other.errors;
         self.recovered += other.recovered;
         self.elapsed_ns = self.elapsed_ns.max(other.elapsed_ns);
+        self.longest_stall_ns = self.longest_stall_ns.max(other.longest_stall_ns);
         self.latency.merge(&other.latency);
         self.sense = self.sense.plus(&other.sense);
         self.midlayer = self.midlayer.plus(&other.midlayer);

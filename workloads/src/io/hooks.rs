@@ -2,7 +2,6 @@
 //! on the sense slab) gets its turns during a job.
 
 use super::Pressure;
-use scsi::sense_alloc::Reclaim;
 
 /// What the stall watchdog saw: no command completed for `stall_ms` while commands were
 /// outstanding. The job then stops issuing, relieves any pressure and drains.
@@ -45,9 +44,9 @@ impl<A> Hooks<A> for () {
     const WANTS_COMPLETIONS: bool = false;
 }
 
-impl<A: Reclaim> Hooks<A> for Pressure<'_> {
-    fn tick(&mut self, slab: &A) {
-        Pressure::tick(self, slab);
+impl<A> Hooks<A> for Pressure<'_> {
+    fn tick(&mut self, _slab: &A) {
+        Pressure::tick(self);
     }
     fn completed(&mut self, write: bool) {
         Pressure::completed(self, write);

@@ -350,8 +350,9 @@ fn note_poll(progress: &mut Progress, now_ns: u64) {
     }
 }
 
-/// After a poll that found nothing: fires the watchdog (`stall_ms=`) once when no command has
-/// completed for that long, recording what it saw and relieving the hooks' pressure.
+/// After a poll that found nothing: notes the longest time without a completion so far, and
+/// fires the watchdog (`stall_ms=`) once when no command has completed for that long,
+/// recording what it saw and relieving the hooks' pressure.
 #[inline(always)]
 fn watch_for_stall<H, A, C, P>(
     stack: &Midlayer<H, A, C>,
@@ -367,6 +368,8 @@ fn watch_for_stall<H, A, C, P>(
     P: Hooks<A>,
 {
     let now = progress.now_ns;
+    let stalled_ns = now - progress.last_progress_ns;
+    tally.report.longest_stall_ns = tally.report.longest_stall_ns.max(stalled_ns);
     if tally.report.stall.is_none()
         && let Some(stall_ns) = plan.job.stall_ns
         && now - progress.last_progress_ns >= stall_ns

@@ -17,7 +17,6 @@ mod histogram;
 mod hooks;
 mod job_loop;
 mod matrix;
-mod neighbour;
 mod params;
 mod pressure;
 mod result;
@@ -26,13 +25,14 @@ pub use histogram::Histogram;
 pub use hooks::{Hooks, Stall};
 pub use matrix::{
     CAN_QUEUE_2008, Case, Cell, MATRIX_MODES, NDELAY_DEFAULT_NS, STALL_MS_DEFAULT, Verdict,
-    run_matrix, sense_reserve_cases, sense_reserve_defaults, table_header,
+    eh_scale, matrix_budgets, run_matrix, run_matrix_on, sense_reserve_cases,
+    sense_reserve_defaults, table_header,
 };
 pub use params::{JobParams, Limit, RwMode, SensePad, SenseSlab, WorkloadParams};
 pub(crate) use pressure::probability_ppm;
 pub use pressure::{
-    CacheNeighbour, DEFAULT_MEM_BUDGET_PAGES, MULTI_MAX_ELEMENTS, NEIGHBOUR_OBJECTS, Neighbour,
-    Pressure, PressureMode, SHARED_MAX_HOLDERS, WRITEBACK_WRITES_PER_PAGE, mem_budget_pages,
+    Competitor, DEFAULT_MEM_BUDGET_PAGES, MULTI_MAX_ELEMENTS, Pressure, PressureMode,
+    SHARED_MAX_HOLDERS, WRITEBACK_WRITES_PER_PAGE, mem_budget_pages,
 };
 pub use result::irq_result;
 
@@ -137,6 +137,9 @@ pub struct WorkloadReport {
     pub midlayer: MidlayerStats,
     /// Set when the stall watchdog (`stall_ms=`) ended the job.
     pub stall: Option<Stall>,
+    /// The longest time with commands outstanding and none completing (to within one idle
+    /// poll; a gap in which the loop did not run is not counted).
+    pub longest_stall_ns: u64,
     /// How completions were waited for.
     pub io_mode: IoMode,
     /// The completion wait's counters during the run (zeros when busy-polling).
@@ -162,6 +165,7 @@ impl WorkloadReport {
             sense: SenseStats::default(),
             midlayer: MidlayerStats::default(),
             stall: None,
+            longest_stall_ns: 0,
             io_mode,
             irq: IrqStats::default(),
             elapsed_cpu_ns: 0,

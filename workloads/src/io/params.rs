@@ -165,6 +165,16 @@ pub struct WorkloadParams {
     pub sense_pad: Option<SensePad>,
     /// Pages the sense slab may take (`mem_budget=`, bytes).
     pub mem_budget_pages: usize,
+    /// Of those, the pages only the slab may take under write-back pressure, not the competing
+    /// allocator (`atomic_reserve=`, pages; 0 by default).
+    pub atomic_reserve_pages: usize,
+    /// The slab caches `workload=sense-reserve` runs its matrix on: both, or the one
+    /// `sense_slab=` names.
+    pub matrix_slabs: Vec<SenseSlab>,
+    /// `eh_scale=K`: the `eh` cases' timeouts (30 s per command, 10 s for the error handler's
+    /// own commands, Linux's) divided by K; `None` lets the place choose (1 in the host model,
+    /// on its manual clock; the guest's default is the kernel's).
+    pub eh_scale: Option<u32>,
     /// Defaults differ from scsi_debug's in two places, as in the usual fio recipe
     /// `modprobe scsi_debug delay=0 fake_rw=1`: `delay=0` and `fake_rw=1`.
     pub target: ScsiDebugParams,
@@ -186,6 +196,9 @@ impl Default for WorkloadParams {
             sense_modes: None,
             sense_pad: None,
             mem_budget_pages: DEFAULT_MEM_BUDGET_PAGES,
+            atomic_reserve_pages: 0,
+            matrix_slabs: alloc::vec![SenseSlab::Slab, SenseSlab::Slub],
+            eh_scale: None,
             target,
         }
     }
@@ -316,6 +329,7 @@ const TABLE: &[Key<WorkloadParams>] = &[
         aliases: &[],
         set: |p, v| {
             p.sense_slab = choice(v, &[("slab", SenseSlab::Slab), ("slub", SenseSlab::Slub)])?;
+            p.matrix_slabs = alloc::vec![p.sense_slab];
             Ok(())
         },
     },
@@ -332,6 +346,22 @@ const TABLE: &[Key<WorkloadParams>] = &[
         aliases: &[],
         set: |p, v| {
             p.mem_budget_pages = mem_budget_pages(v)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "atomic_reserve",
+        aliases: &[],
+        set: |p, v| {
+            p.atomic_reserve_pages = count(v, 0, 1 << 18)?;
+            Ok(())
+        },
+    },
+    Key {
+        name: "eh_scale",
+        aliases: &[],
+        set: |p, v| {
+            p.eh_scale = Some(count(v, 1, 1_000_000)?);
             Ok(())
         },
     },

@@ -1,46 +1,43 @@
 //! Memory pressure on the sense slab, for the sense-reserve question: does a reserve keep I/O
-//! moving when the slab cannot get memory?
+//! moving when the slab cannot get memory? Pressure Linux would recognise: nothing empties the
+//! per-CPU caches or shrinks `scsi_sense_cache` (Linux has no shrinker for it, and a SLUB cache
+//! gives back only the empty slabs beyond `min_partial`), and no other user shares its objects
+//! (it is a usercopy cache, never merged with another); memory is taken by a competing
+//! allocator on another CPU, page by page.
 //!
-//! The slab's pages come from a `workloads::PageBudget` of `mem_budget` pages, and the slab is
-//! shared: a [`CacheNeighbour`] (another user of the same 96-byte cache, as every host shares
-//! Linux's `scsi_sense_cache` and SLUB may merge it with other caches of that size) holds a few
-//! objects and churns them, so its objects and the host's share pages. `pressure=` picks what
-//! else happens while the job runs:
+//! The slab's pages come from a `workloads::PageBudget` of `mem_budget` pages. `pressure=` picks
+//! what else happens while the job runs:
 //! - `none`: nothing; the budget only caps the slab.
 //! - `fail:P`: each sense allocation fails with probability P (seeded by `seed=`), drawn per
-//!   object in front of the per-CPU magazine (`workloads::Failslab`, Linux failslab semantics).
-//! - `writeback[:K]`: a shrinker drains the per-CPU magazine and reclaims the slab's empty
-//!   pages (as `kmem_cache_shrink` does), a consumer (dirty page cache) takes every free page,
-//!   the neighbour takes every free object left on partially used pages, and the consumer
-//!   gives back one page per K completed writes (default 32). This case runs `rw=randwrite`.
+//!   object in front of the per-CPU cache (`workloads::Failslab`, Linux failslab semantics).
+//! - `writeback[:K]`: a competing allocator (dirty page cache) takes every free page above the
+//!   budget's atomic reserve (`atomic_reserve=`, pages only the slab may take, 0 by default),
+//!   and gives back one page per K completed writes (default 32), which it takes again at its
+//!   next turn. On the guest it runs on the second vCPU, concurrently; in the host model it takes
+//!   its turn between the host's passes, so it wins every race for a freed page (the worst case
+//!   of the concurrent one). This case runs `rw=randwrite`.
 //! - `multi:K`: `writeback`, with every command taking K objects from the sense pool in one
 //!   forward step (its sense buffer and K − 1 chain objects, all or none).
-//! - `shared[:H]`: `writeback`, with a second host A on the same sense pool (one reserve for
-//!   both, as Linux's `sg_pool` mempools serve every host) whose device answers nothing
-//!   (scsi_debug `every_nth=1 opts=4`): from the moment pressure starts A keeps H commands
-//!   in error handling, each holding the element it took, while the measured host B writes
-//!   back (see `matrix::shared`).
+//! - `shared[:H]`: `writeback`, with a second host A on the same sense cache and pool (one
+//!   reserve for both, as Linux's `sg_pool` mempools serve every host) whose device answers
+//!   nothing (scsi_debug `every_nth=1 opts=4`): from the moment pressure starts A keeps H
+//!   commands in error handling, each holding the element it took, while the measured host B
+//!   writes back (see `matrix::shared`).
 //! - `eh` / `eh:reuse`: `writeback`, with the host's own device swallowing every
-//!   `every_nth`-th command (`opts=4`); under `eh` the error handler takes a second buffer from
-//!   the same pool to recover it (for a REQUEST SENSE or TEST UNIT READY after the abort)
-//!   while the failing command keeps its own; under `eh:reuse` it takes none, as Linux's
-//!   `scsi_eh_prep_cmnd` reuses the failed command's buffer.
+//!   `every_nth`-th command (`opts=4`) and Linux's error handling (30 s timeouts, see
+//!   `matrix::eh_defaults`); under `eh` recovering a timed-out command takes a second buffer
+//!   from the same pool while the failing command keeps its own; under `eh:reuse` it takes none,
+//!   as Linux's `scsi_eh_prep_cmnd` reuses the failed command's buffer.
 //!
-//! Pressure starts in steady state: the job first completes twice its queue depth with
-//! nothing taken away, so commands are in flight (with scsi_debug's `delay`/`ndelay` keeping
-//! them there) when memory goes; what a host holds at that moment is not decided by an idle
-//! start. The actor then gets a turn at the top of every pass of the workload loop, after the
-//! previous pass's completions freed their buffers into the magazine and before the next
-//! submissions reuse them: the moment a shrinker running on another CPU takes the most.
+//! Pressure starts in steady state: the job first completes twice its queue depth with nothing
+//! taken away, so commands are in flight (with scsi_debug's `delay`/`ndelay` keeping them there)
+//! when memory goes; what a host holds at that moment is not decided by an idle start.
 
 use crate::PageBudget;
 use crate::budget::PAGE_BYTES;
 use alloc::string::{String, ToString};
 use scsi::param::ValueError;
 use scsi::param::number::count;
-use scsi::sense_alloc::Reclaim;
-
-pub use super::neighbour::{CacheNeighbour, NEIGHBOUR_OBJECTS, Neighbour};
 
 /// The most objects one step of `multi:K` takes.
 pub const MULTI_MAX_ELEMENTS: u32 = 16;
@@ -219,11 +216,21 @@ pub fn mem_budget_pages(text: &str) -> Result<usize, ValueError> {
     Ok(bytes.div_ceil(PAGE_BYTES as u64) as usize)
 }
 
+/// Where the competing allocator of the write-back cases takes its turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Competitor {
+    /// Between the host's passes, from the pressure actor: it wins every race for a freed page
+    /// (the host model, deterministic).
+    BetweenPasses,
+    /// On another CPU, concurrently ([`PageBudget::compete`] in a loop there; the guest).
+    OtherCpu,
+}
+
 /// The pressure actor for one sense slab. See the [module docs](self).
 pub struct Pressure<'a> {
     mode: PressureMode,
     budget: &'a PageBudget,
-    neighbour: Option<&'a dyn CacheNeighbour>,
+    competitor: Competitor,
     writes: u64,
     completed: u64,
     /// Completions before pressure starts (steady state).
@@ -234,17 +241,13 @@ pub struct Pressure<'a> {
 }
 
 impl<'a> Pressure<'a> {
-    /// The actor for `mode` over `budget` (the one the slab's backing charges), with
-    /// `neighbour` sharing the slab's cache.
-    pub fn new(
-        mode: PressureMode,
-        budget: &'a PageBudget,
-        neighbour: Option<&'a dyn CacheNeighbour>,
-    ) -> Self {
+    /// The actor for `mode` over `budget` (the one the slab's backing charges), with the
+    /// competing allocator taking its turns as `competitor` says.
+    pub fn new(mode: PressureMode, budget: &'a PageBudget, competitor: Competitor) -> Self {
         Pressure {
             mode,
             budget,
-            neighbour,
+            competitor,
             writes: 0,
             completed: 0,
             steady_after: 0,
@@ -285,24 +288,17 @@ impl<'a> Pressure<'a> {
         if let PressureMode::Fail { ppm } = self.mode {
             self.budget.set_fail_ppm(ppm);
         }
+        if self.mode.writes_back() {
+            self.budget.set_competing(true);
+            self.budget.compete();
+        }
     }
 
-    /// The actor's turn, at the top of a pass of the workload loop: the neighbour churns;
-    /// under write-back the shrinker drains the magazine and reclaims empty pages, the
-    /// consumer takes every free page and the neighbour every free object.
-    pub fn tick(&mut self, slab: &impl Reclaim) {
-        if self.relieved {
-            return;
-        }
-        if let Some(neighbour) = self.neighbour {
-            neighbour.churn();
-        }
-        if self.active && self.mode.writes_per_page().is_some() {
-            slab.reclaim();
-            self.budget.consume_free();
-            if let Some(neighbour) = self.neighbour {
-                neighbour.take_free();
-            }
+    /// The actor's turn, at the top of a pass of the workload loop: the competitor's turn,
+    /// when it takes its turns here.
+    pub fn tick(&mut self) {
+        if self.active && self.competitor == Competitor::BetweenPasses {
+            self.budget.compete();
         }
     }
 
@@ -324,15 +320,12 @@ impl<'a> Pressure<'a> {
         }
     }
 
-    /// Ends the pressure (after a stall verdict, or after the job): the consumer and the
-    /// neighbour give back everything and allocations stop failing, so parked commands can
-    /// finish.
+    /// Ends the pressure (after a stall verdict, or after the job): the competitor stops and
+    /// gives back everything and allocations stop failing, so parked commands can finish.
     pub fn relieve(&mut self) {
         self.relieved = true;
         self.active = false;
-        if let Some(neighbour) = self.neighbour {
-            neighbour.release_all();
-        }
+        self.budget.set_competing(false);
         self.budget.release_all();
         self.budget.set_fail_ppm(0);
     }

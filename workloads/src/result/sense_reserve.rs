@@ -120,7 +120,7 @@ pub struct SenseReserveResult {
     pub refills_no_memory: u64,
     /// Object allocations failed by the scenario's failure probability.
     pub allocs_injected: u64,
-    /// Pages the neighbour gave back.
+    /// Pages the competing allocator gave back (one per K completed writes).
     pub pages_given_back: u64,
     /// `shared:H`: the most elements the failing host A held at once (0 in other scenarios).
     pub held_by_host_a: u64,
@@ -128,7 +128,34 @@ pub struct SenseReserveResult {
     pub timeouts: u64,
     /// Timeout sweeps whose recovery found no second buffer in the pool (`eh`).
     pub recovery_waits: u64,
+    /// The slab cache under the sense allocator: `slab` (the magazine slab) or `slub`.
+    #[serde(default = "magazine_slab")]
+    pub sense_slab: String,
+    /// The longest time, in seconds, with commands outstanding and none completing.
+    #[serde(default)]
+    pub longest_stall_s: f64,
+    /// The command timeout the case ran with.
+    #[serde(default)]
+    pub timeout_ns: u64,
+    /// What Linux's error-handling timeouts (30 s per command, 10 s for the handler's own)
+    /// were divided by in this run (`eh_scale=`; 1: Linux's own).
+    #[serde(default)]
+    pub timeout_scale: u64,
+    /// Pages the competing allocator took over the case (its every turn, all rounds): 0 means
+    /// the write-back pressure never found a free page to take.
+    #[serde(default)]
+    pub competed_pages: u64,
+    /// The knobs the cell's outcome depends on (`timeout`, `round length`, `batch_complete`,
+    /// comma-separated; empty for none): `bench sense-reserve` reads them off the whole run
+    /// (`bench::sense_reserve::knobs`), so the guest and the host example print it empty.
+    #[serde(default)]
+    pub knobs: String,
     /// The instruction-count keys (the guest's line; absent on the host).
     #[serde(flatten)]
     pub insns: Option<InsnCount>,
+}
+
+/// The slab cache of a record from before the matrix ran on both (the magazine slab).
+fn magazine_slab() -> String {
+    "slab".into()
 }

@@ -1,7 +1,7 @@
 //! One cell of the sense-reserve matrix (a sense mode under one scenario): its verdict with the
 //! evidence for it, the console row and the `RESULT` line's value.
 
-use super::super::{Histogram, Stall, WorkloadReport};
+use super::super::{Histogram, SenseSlab, Stall, WorkloadReport};
 use super::PressureMode;
 use crate::BudgetStats;
 use crate::budget::PAGE_BYTES;
@@ -103,8 +103,8 @@ pub struct Cell {
     pub parked_ns: u64,
     /// Bytes the reserve's own objects hold with the host idle, after the last round.
     pub reserve_bytes: usize,
-    /// Whole slab pages still held with the host idle after the last round, once the
-    /// neighbour gave its objects back and a shrinker ran: what the reserve really pins.
+    /// Whole slab pages still held with the host idle after the last round, once the CPU
+    /// fronts were flushed and the cache shrunk: what the reserve really pins.
     pub pinned_pages: usize,
     /// The slab's page budget after the last round.
     pub budget: BudgetStats,
@@ -114,6 +114,16 @@ pub struct Cell {
     pub recovery_waits: u64,
     /// `shared:H`: the most elements the failing host A held at once (0 in other scenarios).
     pub held_by_other_host: usize,
+    /// The slab cache under the sense allocator.
+    pub sense_slab: SenseSlab,
+    /// The command timeout the case ran with.
+    pub timeout_ns: u64,
+    /// What Linux's error-handling timeouts were divided by (`eh_scale=`; 1 at Linux's own).
+    pub timeout_scale: u64,
+    /// Whether the device completed its queue together (`batch_complete=1`).
+    pub batch_complete: bool,
+    /// The longest time, over all rounds, with commands outstanding and none completing.
+    pub longest_stall_ns: u64,
 }
 
 /// `[median, min, max]` of `values` ([`stats::Spread`]), sorted in place.
@@ -146,6 +156,11 @@ impl Cell {
             held_by_other_host: 0,
             timeouts: 0,
             recovery_waits: 0,
+            sense_slab: SenseSlab::Slab,
+            timeout_ns: 0,
+            timeout_scale: 1,
+            batch_complete: false,
+            longest_stall_ns: 0,
         }
     }
 
@@ -160,6 +175,7 @@ impl Cell {
         self.parked_ns += report.midlayer.sense_parked_ns;
         self.timeouts += report.midlayer.timeouts;
         self.recovery_waits += report.midlayer.recovery_waits;
+        self.longest_stall_ns = self.longest_stall_ns.max(report.longest_stall_ns);
         match report.stall {
             Some(stall) if stall.element_moves > 0 => self.verdict = Verdict::Livelock(stall),
             Some(stall) => self.verdict = Verdict::Stall(stall),
@@ -272,6 +288,12 @@ impl Cell {
             held_by_host_a: self.held_by_other_host as u64,
             timeouts: self.timeouts,
             recovery_waits: self.recovery_waits,
+            sense_slab: self.sense_slab.name().into(),
+            longest_stall_s: rounded(self.longest_stall_ns as f64 / 1e9, 6),
+            timeout_ns: self.timeout_ns,
+            timeout_scale: self.timeout_scale,
+            knobs: String::new(),
+            competed_pages: self.budget.competed_pages,
             insns: None,
         }
     }

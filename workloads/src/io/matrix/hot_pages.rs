@@ -4,7 +4,7 @@
 //! buffers a queue of 32 circulates are split between that page's other 32 − N objects and a
 //! second page: one page for `slab`, an even split at N = 16, one page again at N = 32.
 
-use super::super::pressure::{CacheNeighbour, Neighbour, Pressure, PressureMode};
+use super::super::pressure::{Competitor, Pressure, PressureMode};
 use super::super::{WorkloadParams, run_with};
 use crate::{BudgetBacking, Failslab, PageBudget};
 use alloc::collections::BTreeMap;
@@ -47,7 +47,7 @@ impl<A: Reclaim> Reclaim for PageCounter<A> {
 }
 
 /// Allocations per page, largest first, of a 3,200-I/O job in `mode` (the matrix's stack:
-/// magazine of 64, a neighbour, no pressure).
+/// magazine of 64, no pressure).
 fn allocations_per_page(mode: SenseMode) -> Vec<u64> {
     let params = WorkloadParams::parse("can_queue=256 iodepth=32 ios=3200 ndelay=1").unwrap();
     let budget = PageBudget::new(64, 0, 1);
@@ -56,7 +56,6 @@ fn allocations_per_page(mode: SenseMode) -> Vec<u64> {
         BudgetBacking::new(HostBacking::new(), &budget),
     )
     .unwrap();
-    let neighbour = Neighbour::new(&cache);
     let counter = PageCounter {
         inner: Failslab::new(Magazine::new(SlabSense::new(&cache), 64), &budget),
         by_page: RefCell::new(BTreeMap::new()),
@@ -66,11 +65,7 @@ fn allocations_per_page(mode: SenseMode) -> Vec<u64> {
     let mut stack = Midlayer::new(target, &counter, mode, clock).unwrap();
     let disk = stack.scan().luns.iter().find_map(|l| l.disk).unwrap();
     counter.by_page.borrow_mut().clear();
-    let mut actor = Pressure::new(
-        PressureMode::None,
-        &budget,
-        Some(&neighbour as &dyn CacheNeighbour),
-    );
+    let mut actor = Pressure::new(PressureMode::None, &budget, Competitor::BetweenPasses);
     actor.begin(0);
     run_with(&mut stack, &disk, &params.job, &mut actor).unwrap();
     let mut counts: Vec<u64> = counter.by_page.borrow().values().copied().collect();

@@ -1,40 +1,42 @@
 //! The sense-reserve matrix: every sense mode under one scenario, side by side on one workload
-//! in one run. Each mode gets its own scsi_debug + midlayer stack over its own sense slab,
-//! whose pages come from its own `workloads::PageBudget` (`mem_budget=`) under its own
-//! [`Pressure`] actor, with its own [`Neighbour`] on that slab, so the modes never take memory
-//! from each other. The host's allocator is the slab behind a per-CPU magazine, behind
-//! `workloads::Failslab` (the `fail:P` draw per allocation).
+//! in one run. Each mode gets its own scsi_debug + midlayer stack over its own
+//! `scsi_sense_cache` (the magazine slab or the SLUB-shaped cache, `sense_slab=`), shared by
+//! every host of the cell (two under `shared`) and by no other cell, whose pages come from its
+//! own `workloads::PageBudget` (`mem_budget=`) under its own [`Pressure`] actor, so the modes
+//! never take memory from each other. A host allocates through its CPU's front (a magazine, or
+//! SLUB's CPU slab) behind `workloads::Failslab` (the `fail:P` draw per allocation). Nothing
+//! empties the fronts or shrinks the cache during a case; a competing allocator takes pages
+//! (see `io::pressure`).
 //!
 //! Rounds rotate the order (round r runs mode (k + r) mod n in position k), so over n rounds
 //! each mode takes every position once and position bias cancels. Per round each mode's IOPS
 //! is divided by `slab`'s in the same round; the median and the spread (min–max) of those
 //! ratios are reported. A mode whose job ends in a stall (`stall_ms=`) gets the verdict STALL
-//! or LIVELOCK (see [`Verdict`]), keeps the counts of that moment and is not run again. After
-//! the last round the neighbour gives its objects back and a shrinker runs, and the slab pages
-//! still held are the cell's `pinned_pages`. Host example and guest kernel share this code.
+//! or LIVELOCK (see [`Verdict`]), keeps the counts of that moment and is not run again; every
+//! cell also keeps its longest time without a completion. After the last round the fronts are
+//! flushed and the cache shrunk, and the slab pages still held are the cell's `pinned_pages`.
+//! Host example and guest kernel share this code.
 
 mod cell;
+mod fronts;
+mod run;
 mod shared;
 
 pub use cell::{Cell, Verdict, table_header};
 
-use super::pressure::{CacheNeighbour, Neighbour, Pressure, PressureMode};
-use super::{
-    JobParams, Limit, RwMode, WorkloadError, WorkloadParams, WorkloadReport, first_disk, run_with,
-};
+use super::pressure::{Competitor, Pressure, PressureMode};
+use super::{JobParams, Limit, RwMode, SenseSlab, WorkloadError, WorkloadParams, WorkloadReport};
+use crate::PageBudget;
 use crate::rng::stream_seed;
 use crate::window::CountedWindows;
-use crate::{BudgetBacking, Failslab, PageBudget};
 use alloc::string::String;
 use alloc::vec::Vec;
 use cell::median_min_max;
-use pools::slab::SlabConfig;
-use pools::{Backing, Magazine, SlabCache};
+use pools::Backing;
 use scsi::clock::Clock;
-use scsi::midlayer::Midlayer;
-use scsi::sense_alloc::{Reclaim, SenseMode, SlabSense};
-use scsi::target::{OPT_RECOVERED_ERR, OPT_TIMEOUT, ScsiDebug};
-use scsi::wire::SCSI_SENSE_BUFFERSIZE;
+use scsi::midlayer::DEFAULT_TIMEOUT_NS;
+use scsi::sense_alloc::SenseMode;
+use scsi::target::{OPT_RECOVERED_ERR, OPT_TIMEOUT};
 
 /// The modes of `bench sense-reserve`, in output order; `slab` is the baseline.
 pub const MATRIX_MODES: [SenseMode; 9] = [
@@ -57,8 +59,9 @@ pub const NDELAY_DEFAULT_NS: u64 = 10_000;
 /// `eh`: every this many commands the device swallows one (`every_nth`, `opts=4`), unless
 /// the command line sets `every_nth`.
 pub const EH_EVERY_NTH: i32 = 1000;
-/// `eh`: the command timeout is the stall watchdog over this (unless `timeout=` is given), so
-/// a timed-out command is recovered well before the watchdog could call it a stall.
+/// `eh`: the stall watchdog waits at least this many command timeouts: a Linux recovery of a
+/// command that times out twice, with the error handler's TEST UNIT READY timing out after
+/// every reset too, takes 2 timeouts and 9 handler timeouts (a third of one each), under 6.
 const EH_TIMEOUTS_PER_STALL: u64 = 10;
 
 /// The host's can_queue in the 2008 measurement: `workload=sense-reserve`'s default.
@@ -197,27 +200,50 @@ fn errors_case(params: &WorkloadParams) -> Case {
     }
 }
 
-/// `eh`'s injection and timeout where the command line left them alone: every
+/// `eh`'s injection and timeouts where the command line left them alone: every
 /// [`EH_EVERY_NTH`]th command swallowed (`opts=4`, `fake_rw=0`: injection lives in the
-/// READ/WRITE response fake_rw skips), and a timeout of a tenth of the stall watchdog.
+/// READ/WRITE response fake_rw skips); Linux's command timeout (30 s) over `eh_scale`; and a
+/// stall watchdog of at least [`EH_TIMEOUTS_PER_STALL`] timeouts, so a recovery that ends is
+/// a stall in seconds, not a verdict.
 fn eh_defaults(params: &mut WorkloadParams) {
     if params.target.every_nth == 0 {
         params.target.every_nth = EH_EVERY_NTH;
         params.target.opts |= OPT_TIMEOUT;
     }
     params.target.fake_rw = false;
-    if params.job.timeout_ns == JobParams::default().timeout_ns
-        && let Some(stall_ns) = params.job.stall_ns
-    {
-        params.job.timeout_ns = (stall_ns / EH_TIMEOUTS_PER_STALL).max(1);
+    if params.job.timeout_ns == JobParams::default().timeout_ns {
+        params.job.timeout_ns = (DEFAULT_TIMEOUT_NS / eh_scale(params)).max(1);
     }
+    let watchdog = params.job.timeout_ns.saturating_mul(EH_TIMEOUTS_PER_STALL);
+    params.job.stall_ns = Some(params.job.stall_ns.unwrap_or(0).max(watchdog));
+}
+
+/// What `eh_scale=` divides Linux's error-handling timeouts by (1 unless given).
+pub fn eh_scale(params: &WorkloadParams) -> u64 {
+    u64::from(params.eh_scale.unwrap_or(1))
+}
+
+/// One matrix: what every cell of one case runs with. Built by [`run_matrix`] and
+/// [`run_matrix_on`].
+pub(super) struct Matrix<'a, B, C> {
+    pub params: &'a WorkloadParams,
+    pub pressure: PressureMode,
+    pub modes: &'a [SenseMode],
+    pub backing: B,
+    pub clock: C,
+    pub rounds: u32,
+    /// One page budget per mode: its sense cache's pages are charged to it.
+    pub budgets: &'a [PageBudget],
+    pub competitor: Competitor,
 }
 
 /// Runs `params.job` under `pressure` on one stack per mode of `modes` (`modes[0]` is the
-/// baseline of the ratios), `rounds` rotated rounds. Each stack's sense slab is a
-/// `scsi_sense_cache` over `backing`, charged to its own budget of `params.mem_budget_pages`,
-/// shared with a [`Neighbour`], behind a per-CPU magazine of `params.sense_magazine` objects
-/// and a `fail:P` draw per allocation.
+/// baseline of the ratios), `rounds` rotated rounds, on the slab cache `params.sense_slab`
+/// names. Each mode's cache is a `scsi_sense_cache` over `backing`, charged to its own budget
+/// of `params.mem_budget_pages` (from [`matrix_budgets`]), behind a per-CPU front (a magazine
+/// of `params.sense_magazine` objects, or SLUB's CPU slab) and a `fail:P` draw per allocation.
+/// The competing allocator of the write-back cases takes its turns between the host's passes:
+/// the deterministic host model ([`run_matrix_on`] lets it run on another CPU).
 pub fn run_matrix<B, C>(
     params: &WorkloadParams,
     pressure: PressureMode,
@@ -230,136 +256,99 @@ where
     B: Backing + Copy,
     C: Clock + CountedWindows + Clone,
 {
-    if let PressureMode::Shared { holders } = pressure {
-        return shared::run_shared_matrix(params, holders, modes, backing, clock, rounds);
-    }
-    let can_queue = usize::from(params.target.host_can_queue());
-    let budgets = budgets(params, modes.len());
-    let caches = caches(&budgets, backing)?;
-    let neighbours: Vec<Neighbour<_, _>> = caches.iter().map(Neighbour::new).collect();
-    let pad_cache = pad_cache(params, backing)?;
-    let mut padding = None;
-    let mut stacks = Vec::with_capacity(modes.len());
-    for (m, ((mode, cache), budget)) in modes.iter().zip(&caches).zip(&budgets).enumerate() {
-        if let (Some(pad), Some(pad_cache)) = (params.sense_pad, &pad_cache)
-            && pad.position == m
-        {
-            let pages = pad_cache.alloc().map_err(WorkloadError::SenseSlab)?;
-            padding = Some((pages, alloc::vec![0u8; pad.pages * PAGE_BYTES]));
-        }
-        let magazine = Magazine::new(SlabSense::new(cache), params.sense_magazine);
-        let slab = Failslab::new(magazine, budget);
-        // The scan runs on a healthy device; injected timeouts start with the job.
-        let mut target_params = params.target.clone();
-        let swallows = target_params.opts & OPT_TIMEOUT != 0;
-        if swallows {
-            target_params.every_nth = 0;
-        }
-        let target = ScsiDebug::try_new(target_params, clock.clone())?;
-        let mut stack = Midlayer::new(target, slab, *mode, clock.clone())?;
-        stack.set_elements_per_command(pressure.elements_per_step())?;
-        if let PressureMode::Eh { .. } = pressure {
-            // The short timeout is the device's: commands waiting for a buffer wait as long
-            // as a job with the default timeout would let them.
-            stack.set_sense_wait_timeout_ns(JobParams::default().timeout_ns);
-        }
-        stack.set_recovery_buffer(matches!(
-            pressure,
-            PressureMode::Eh {
-                second_buffer: true
-            }
-        ));
-        let disk = first_disk(&mut stack)?;
-        if swallows {
-            let (every_nth, opts) = (params.target.every_nth, params.target.opts);
-            stack.host_mut().set_injection(every_nth, opts);
-        }
-        stacks.push((stack, disk));
-    }
-    let mut actors = actors(pressure, &budgets, &neighbours);
-    let mut cells = cells(pressure, modes, can_queue);
-    let steady_after = steady_after(&params.job);
-    run_rounds(&mut cells, rounds, |m| {
-        let (stack, disk) = &mut stacks[m];
-        let actor = &mut actors[m];
-        actor.begin(steady_after);
-        let report = run_with(stack, disk, &params.job, actor);
-        actor.relieve();
-        report
-    })?;
-    for (m, cell) in cells.iter_mut().enumerate() {
-        cell.reserve_bytes = stacks[m].0.sense_stats().reserve_bytes();
-        neighbours[m].release_all();
-        stacks[m].0.sense_allocator().slab().reclaim();
-        cell.pinned_pages = caches[m].stats().slabs;
-        cell.budget = budgets[m].stats();
-    }
-    drop(padding);
-    Ok(cells)
+    let budgets = matrix_budgets(params, modes.len());
+    run_matrix_on(
+        params,
+        pressure,
+        modes,
+        backing,
+        clock,
+        rounds,
+        &budgets,
+        Competitor::BetweenPasses,
+    )
 }
 
-const PAGE_BYTES: usize = 4096;
-
-/// The cache `sense_pad=K:N` takes its padding from: one object of N whole pages, straight
-/// from the backing (not charged to any mode's budget).
-fn pad_cache<B: Backing + Copy>(
+/// [`run_matrix`] over `budgets` (one per mode, from [`matrix_budgets`]), with the competing
+/// allocator where `competitor` says: with [`Competitor::OtherCpu`] the caller runs
+/// `PageBudget::compete` on every budget in a loop on another CPU meanwhile.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "run_matrix's six and the two a caller with a second CPU chooses"
+)]
+pub fn run_matrix_on<B, C>(
     params: &WorkloadParams,
+    pressure: PressureMode,
+    modes: &[SenseMode],
     backing: B,
-) -> Result<Option<SlabCache<B>>, WorkloadError> {
-    let Some(pad) = params.sense_pad else {
-        return Ok(None);
+    clock: C,
+    rounds: u32,
+    budgets: &[PageBudget],
+    competitor: Competitor,
+) -> Result<Vec<Cell>, WorkloadError>
+where
+    B: Backing + Copy,
+    C: Clock + CountedWindows + Clone,
+{
+    let matrix = Matrix {
+        params,
+        pressure,
+        modes,
+        backing,
+        clock,
+        rounds,
+        budgets: &budgets[..modes.len().min(budgets.len())],
+        competitor,
     };
-    let bytes = pad.pages * PAGE_BYTES;
-    let config = SlabConfig::new("sense_pad", bytes)
-        .align(PAGE_BYTES)
-        .slab_bytes(bytes);
-    SlabCache::create(config, backing)
-        .map(Some)
-        .map_err(WorkloadError::SenseSlab)
+    match params.sense_slab {
+        SenseSlab::Slab => fronts::on_slab(&matrix),
+        SenseSlab::Slub => fronts::on_slub(&matrix),
+    }
 }
 
-/// One page budget per mode (`mem_budget=`), each with its own failure stream.
-fn budgets(params: &WorkloadParams, modes: usize) -> Vec<PageBudget> {
+/// One page budget per mode (`mem_budget=`, with `atomic_reserve=` pages only the slab may
+/// take), each with its own failure stream.
+pub fn matrix_budgets(params: &WorkloadParams, modes: usize) -> Vec<PageBudget> {
     (0..modes)
         .map(|m| {
             let seed = stream_seed(params.job.seed, m as u64);
-            PageBudget::new(params.mem_budget_pages, 0, seed)
+            let budget = PageBudget::new(params.mem_budget_pages, 0, seed);
+            budget.set_atomic_reserve(params.atomic_reserve_pages);
+            budget
         })
         .collect()
 }
 
-/// One pressure actor per mode, each on its mode's budget and neighbour.
-fn actors<'a, N: CacheNeighbour>(
+/// One pressure actor per mode, each on its mode's budget.
+fn actors<'a>(
     pressure: PressureMode,
     budgets: &'a [PageBudget],
-    neighbours: &'a [N],
+    competitor: Competitor,
 ) -> Vec<Pressure<'a>> {
     budgets
         .iter()
-        .zip(neighbours)
-        .map(|(b, n)| Pressure::new(pressure, b, Some(n as &dyn CacheNeighbour)))
+        .map(|b| Pressure::new(pressure, b, competitor))
         .collect()
 }
 
-/// One empty cell per mode.
-fn cells(pressure: PressureMode, modes: &[SenseMode], can_queue: usize) -> Vec<Cell> {
-    modes
+/// One empty cell per mode, with what every cell of the case shares.
+fn cells<B, C>(matrix: &Matrix<'_, B, C>) -> Vec<Cell> {
+    let params = matrix.params;
+    let can_queue = usize::from(params.target.host_can_queue());
+    matrix
+        .modes
         .iter()
-        .map(|m| Cell::new(pressure, *m, can_queue))
-        .collect()
-}
-
-/// One `scsi_sense_cache` per budget, its pages charged to that budget.
-fn caches<B: Backing + Copy>(
-    budgets: &[PageBudget],
-    backing: B,
-) -> Result<Vec<SlabCache<BudgetBacking<'_, B>>>, WorkloadError> {
-    budgets
-        .iter()
-        .map(|budget| {
-            let config = SlabConfig::new("scsi_sense_cache", SCSI_SENSE_BUFFERSIZE);
-            SlabCache::create(config, BudgetBacking::new(backing, budget))
-                .map_err(WorkloadError::SenseSlab)
+        .map(|m| {
+            let mut cell = Cell::new(matrix.pressure, *m, can_queue);
+            cell.sense_slab = params.sense_slab;
+            cell.timeout_ns = params.job.timeout_ns;
+            // Only the `eh` cases scale Linux's timeouts; the others keep the 30 s default.
+            cell.timeout_scale = match matrix.pressure {
+                PressureMode::Eh { .. } => eh_scale(params),
+                _ => 1,
+            };
+            cell.batch_complete = params.target.batch_complete;
+            cell
         })
         .collect()
 }

@@ -15,16 +15,15 @@
 //! its own, over the shared slab). After each round A's device recovers: its injection is
 //! switched off and a host reset hands its commands back, so every round starts alike.
 
-use super::super::pressure::{CacheNeighbour, Neighbour, Pressure, PressureMode};
+use super::super::pressure::Pressure;
 use super::super::{Hooks, JobParams, WorkloadError, WorkloadParams, first_disk, run_with};
-use super::{Cell, actors, budgets, caches, cells, run_rounds, steady_after};
-use crate::Failslab;
+use super::{Cell, Matrix, actors, cells, run_rounds, steady_after};
 use crate::window::CountedWindows;
 use alloc::vec::Vec;
-use pools::{Backing, ElementAllocator, Magazine};
+use pools::{Backing, ElementAllocator};
 use scsi::clock::Clock;
 use scsi::midlayer::{Disk, Done, Midlayer, Request};
-use scsi::sense_alloc::{Reclaim, SenseMode, SenseStorage, SharedReserve, SlabSense};
+use scsi::sense_alloc::{Reclaim, SenseMode, SenseStorage, SharedReserve};
 use scsi::target::{OPT_TIMEOUT, ScsiDebug};
 use scsi::wire::{BlockCount, Cdb, Lba};
 
@@ -154,9 +153,9 @@ where
     }
 }
 
-impl<S: Reclaim, HA: Step> Hooks<S> for SharedHooks<'_, '_, HA> {
-    fn tick(&mut self, slab: &S) {
-        self.pressure.tick(slab);
+impl<S, HA: Step> Hooks<S> for SharedHooks<'_, '_, HA> {
+    fn tick(&mut self, _slab: &S) {
+        self.pressure.tick();
         if self.pressure.active() {
             self.host_a.step();
         }
@@ -172,41 +171,30 @@ impl<S: Reclaim, HA: Step> Hooks<S> for SharedHooks<'_, '_, HA> {
     }
 }
 
-/// [`run_matrix`](super::run_matrix) for `shared:H`. See the [module docs](self).
-pub(super) fn run_shared_matrix<B, C>(
-    params: &WorkloadParams,
+/// The matrix's case for `shared:H` over `fronts` (see [`super::run::run_cells`]). See the
+/// [module docs](self).
+pub(super) fn run_shared_cells<B, C, F>(
+    matrix: &Matrix<'_, B, C>,
     holders: u32,
-    modes: &[SenseMode],
-    backing: B,
-    clock: C,
-    rounds: u32,
+    fronts: &[F],
+    pages: impl Fn(usize) -> usize,
 ) -> Result<Vec<Cell>, WorkloadError>
 where
     B: Backing + Copy,
     C: Clock + CountedWindows + Clone,
+    F: ElementAllocator + Reclaim,
+    F::Element: SenseStorage,
 {
-    let pressure = PressureMode::Shared { holders };
-    let can_queue = usize::from(params.target.host_can_queue());
-    let budgets = budgets(params, modes.len());
-    let caches = caches(&budgets, backing)?;
-    let neighbours: Vec<Neighbour<_, _>> = caches.iter().map(Neighbour::new).collect();
-    let slabs: Vec<_> = caches
-        .iter()
-        .zip(&budgets)
-        .map(|(cache, budget)| {
-            let magazine = Magazine::new(SlabSense::new(cache), params.sense_magazine);
-            Failslab::new(magazine, budget)
-        })
-        .collect();
+    let (params, modes, clock) = (matrix.params, matrix.modes, &matrix.clock);
     let reserves = modes
         .iter()
-        .zip(&slabs)
-        .map(|(mode, slab)| {
+        .zip(fronts)
+        .map(|(mode, front)| {
             let per_pool = match mode {
                 SenseMode::Mempool(n) => *n,
                 _ => 0,
             };
-            SharedReserve::new(per_pool, slab)
+            SharedReserve::new(per_pool, front)
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut stacks = Vec::with_capacity(modes.len());
@@ -224,12 +212,12 @@ where
         let host_a = HostA::attach(params, reserve, per_host, clock.clone(), holders as usize)?;
         hosts_a.push(host_a);
     }
-    let mut actors = actors(pressure, &budgets, &neighbours);
-    let mut cells = cells(pressure, modes, can_queue);
+    let mut actors = actors(matrix.pressure, matrix.budgets, matrix.competitor);
+    let mut cells = cells(matrix);
     let steady_after = steady_after(&params.job);
     let job: &JobParams = &params.job;
     let mut held_by_a = alloc::vec![0usize; modes.len()];
-    run_rounds(&mut cells, rounds, |m| {
+    run_rounds(&mut cells, matrix.rounds, |m| {
         let (stack, disk) = &mut stacks[m];
         let host_a = &mut hosts_a[m];
         let hits_before = reserves[m].reserve_hits();
@@ -253,10 +241,9 @@ where
         cell.held_by_other_host = held_by_a[m];
         cell.reserve_bytes = stacks[m].0.sense_stats().reserve_bytes()
             + reserves[m].reserve_len() * scsi::wire::SCSI_SENSE_BUFFERSIZE;
-        neighbours[m].release_all();
         reserves[m].reclaim();
-        cell.pinned_pages = caches[m].stats().slabs;
-        cell.budget = budgets[m].stats();
+        cell.pinned_pages = pages(m);
+        cell.budget = matrix.budgets[m].stats();
     }
     Ok(cells)
 }

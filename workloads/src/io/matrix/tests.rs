@@ -1,5 +1,7 @@
-//! The matrix on the host, one test per pressure mode, every sense mode in each: reserve sizes,
-//! stall verdicts and failed-command counts (never timings).
+//! The matrix on the host, one test per pressure mode, every sense mode in each and both slab
+//! caches where it matters: reserve sizes, stall verdicts, failed-command counts and stalls in
+//! virtual seconds on the manual clock (never timings). Pressure is Linux's: per-CPU caches
+//! keep their frees, nothing shrinks the cache, a competing allocator takes pages.
 
 use super::*;
 use pools::host::HostBacking;
@@ -79,90 +81,71 @@ fn without_pressure_every_mode_completes_and_holds_its_reserve() {
     }
 }
 
-/// The deadlock a mempool exists for, in steady state: with the magazine drained, every free
-/// page taken and the neighbour holding every free object, a host without a reserve stalls
-/// once its commands in flight have completed; one reserved element per forward step keeps
-/// I/O moving with no failed command, and the reserve is what carries it (far more than N
-/// hits per round: the pinned page's free objects went to the neighbour).
+/// Write-back with Linux's rules, the worst case of the race for a freed page (the competitor
+/// takes every page as it comes free): no mode stalls, and no reserve is touched. A host's
+/// buffers go back to its CPU's cache at completion and serve its next commands, so in steady
+/// state it needs no new page; the competitor did take every free page. (Under the earlier
+/// model, which drained the per-CPU cache and shrank the cache on every pass and let a
+/// neighbour take each free object, `slab` stalled here and `mempool:1` carried the queue.)
 #[test]
-fn under_writeback_slab_stalls_in_steady_state_and_one_element_suffices() {
-    let cells = matrix("rw=randwrite ndelay=20000", "writeback");
-    let slab = cell(&cells, "slab");
-    let Verdict::Stall(stall) = slab.verdict else {
-        panic!("slab did not stall: {slab:?}");
-    };
-    assert!(
-        stall.completed > 0,
-        "pressure came in steady state: {stall:?}"
-    );
-    assert!(
-        stall.parked > 0 && stall.parked == stall.outstanding,
-        "{stall:?}"
-    );
-    assert_eq!(stall.element_moves, 0);
-    assert_eq!(slab.failed, 0, "the stalled commands finish once relieved");
-    for mode in [
-        "mempool:1",
-        "mempool:2",
-        "mempool:3",
-        "mempool:4",
-        "mempool:16",
-        "pertag",
-        "prealloc",
-        "backup",
-    ] {
-        let c = cell(&cells, mode);
-        assert_eq!(c.verdict, Verdict::Ok, "{mode}: {c:?}");
-        assert_eq!((c.ios, c.failed), (9 * IOS, 0), "{mode}");
+fn under_writeback_a_host_recycles_its_own_frees_and_touches_no_reserve() {
+    for (slab, batch) in [("slab", ""), ("slub", ""), ("slab", "batch_complete=1")] {
+        let cells = matrix(
+            &alloc::format!("rw=randwrite ndelay=20000 sense_slab={slab} {batch}"),
+            "writeback",
+        );
+        for c in &cells {
+            let case = (slab, batch, c.mode);
+            assert_eq!(c.verdict, Verdict::Ok, "{case:?}: {c:?}");
+            assert_eq!((c.ios, c.failed, c.waits), (9 * IOS, 0, 0), "{case:?}");
+            assert!(
+                c.budget.competed_pages > 0,
+                "{case:?}: the competitor took pages"
+            );
+            if !matches!(c.mode, SenseMode::Pertag | SenseMode::Prealloc) {
+                assert_eq!(c.reserve_hits, 0, "{case:?}");
+            }
+        }
     }
-    let one = cell(&cells, "mempool:1");
-    assert!(one.reserve_hits > u64::from(ROUNDS) * 10, "{one:?}");
 }
 
-/// `multi:K`: each forward step needs K elements from the pool, all or nothing. A reserve
-/// of fewer than K cannot complete a step once the slab gives nothing: commands take what
-/// the reserve has and give it back, again and again (LIVELOCK). K elements suffice. (The
-/// give-back itself is tested in the midlayer: this loop alone happens never to interleave
-/// two partial takers.)
+/// `multi:K` with Linux's rules: a step's K objects come from the host's CPU cache like its
+/// sense buffer, so every mode completes with no partial take, whatever K and the reserve.
+/// (The earlier model's livelocks of `mempool:N` with N < K needed the emptied cache.)
 #[test]
-fn multi_k_needs_k_reserved_elements_and_a_partial_take_is_given_back() {
+fn multi_k_steps_are_served_from_the_cpu_cache() {
     for k in [2usize, 3] {
         let cells = matrix("rw=randwrite ndelay=20000", &alloc::format!("multi:{k}"));
         for c in &cells {
-            let enough = match c.mode {
-                SenseMode::Mempool(n) => n >= k,
-                SenseMode::Pertag | SenseMode::Prealloc => true,
-                SenseMode::Slab | SenseMode::Backup => false,
-            };
-            if enough {
-                assert_eq!(c.verdict, Verdict::Ok, "multi:{k} {}: {c:?}", c.mode);
-                assert_eq!((c.ios, c.failed), (9 * IOS, 0), "multi:{k} {}", c.mode);
-            } else {
-                assert!(
-                    matches!(c.verdict, Verdict::Stall(_) | Verdict::Livelock(_)),
-                    "multi:{k} {}: {c:?}",
-                    c.mode
-                );
-            }
-            if matches!(c.mode, SenseMode::Mempool(n) if n < k) {
-                assert!(matches!(c.verdict, Verdict::Livelock(_)), "{c:?}");
-                assert!(c.partial_takes > 0);
-            }
+            let case = (k, c.mode);
+            assert_eq!(c.verdict, Verdict::Ok, "{case:?}: {c:?}");
+            assert_eq!(
+                (c.ios, c.failed, c.partial_takes),
+                (9 * IOS, 0, 0),
+                "{case:?}"
+            );
         }
         assert_eq!(cell(&cells, "pertag").reserve_entries(), 256 * k);
     }
 }
 
-/// Every allocation failing (failslab at P = 1): only what the reserve holds moves.
+/// Every allocation failing (failslab at P = 1): only what the reserve holds moves, on either
+/// slab cache. This verdict is the earlier model's too: an allocation that fails outright is
+/// what a reserve is for.
 #[test]
 fn with_every_allocation_failing_only_a_reserve_keeps_io_moving() {
-    let cells = matrix("ndelay=20000", "fail:1");
-    assert!(matches!(cell(&cells, "slab").verdict, Verdict::Stall(_)));
-    for c in cells.iter().filter(|c| c.mode != SenseMode::Slab) {
-        assert_eq!(c.verdict, Verdict::Ok, "{}: {c:?}", c.mode);
-        assert_eq!((c.ios, c.failed), (9 * IOS, 0), "{}", c.mode);
+    for slab in ["slab", "slub"] {
+        let cells = matrix(&alloc::format!("ndelay=20000 sense_slab={slab}"), "fail:1");
+        assert!(
+            matches!(cell(&cells, "slab").verdict, Verdict::Stall(_)),
+            "{slab}"
+        );
+        for c in cells.iter().filter(|c| c.mode != SenseMode::Slab) {
+            assert_eq!(c.verdict, Verdict::Ok, "{slab} {}: {c:?}", c.mode);
+            assert_eq!((c.ios, c.failed), (9 * IOS, 0), "{slab} {}", c.mode);
+        }
+        assert!(cell(&cells, "slab").budget.allocs_injected > 0);
     }
-    assert!(cell(&cells, "slab").budget.allocs_injected > 0);
 }
 
 #[test]
@@ -187,54 +170,36 @@ fn a_failure_rate_reaches_allocations_served_by_a_warm_magazine() {
     assert!(cell(&cells, "mempool:1").reserve_hits > 0);
 }
 
-/// `shared:H`: one reserve for two hosts. Host A's H commands, issued as the pressure starts,
-/// take the pool's reserve elements and hold them through their error handling; host B (the
-/// write-back job, with nothing in flight at that moment: its queue completed as one batch)
-/// then finds the reserve empty. A reserve of the pool's size N ≤ H stalls B for as long as A
-/// holds (the whole round here); N = H + 1 keeps B moving. Per-host reserves (`backup`,
-/// `pertag`, `prealloc`) never couple the hosts. (With each host given its own `mempool:N`
-/// instead of one shared pool, this failed: `mempool:1` was OK for B.)
+/// `shared:H`: one sense cache and one pool for two hosts on one CPU, host A's H commands in
+/// error handling for the whole round, each holding its element. Host B completes in every
+/// mode: its frees go to the CPU cache both allocate from, and with A holding only H of them
+/// B always finds one. (The earlier model stalled B in `mempool:N` for N <= H.)
 #[test]
-fn a_shared_reserve_needs_one_element_per_holder_in_error_handling_plus_one() {
+fn a_shared_cache_keeps_host_b_moving_while_host_a_holds_elements() {
     for holders in [1usize, 2] {
         let scenario = alloc::format!("shared:{holders}");
         let cells = matrix("rw=randwrite ndelay=20000", &scenario);
         for c in &cells {
-            let enough = match c.mode {
-                SenseMode::Mempool(n) => n > holders,
-                SenseMode::Pertag | SenseMode::Prealloc | SenseMode::Backup => true,
-                SenseMode::Slab => false,
-            };
-            if enough {
-                assert_eq!(c.verdict, Verdict::Ok, "{scenario} {}: {c:?}", c.mode);
-                assert_eq!((c.ios, c.failed), (9 * IOS, 0), "{scenario} {}", c.mode);
-            } else {
-                let Verdict::Stall(stall) = c.verdict else {
-                    panic!("{scenario} {}: B did not stall: {c:?}", c.mode);
-                };
-                assert!(stall.completed > 0, "steady state first: {stall:?}");
-                assert_eq!(c.failed, 0, "B's commands finish once relieved");
-            }
-            if let SenseMode::Mempool(n) = c.mode {
-                assert_eq!(
-                    c.held_by_other_host,
-                    holders.min(n),
-                    "{scenario} {}",
-                    c.mode
-                );
-            }
+            assert_eq!(c.verdict, Verdict::Ok, "{scenario} {}: {c:?}", c.mode);
+            assert_eq!((c.ios, c.failed), (9 * IOS, 0), "{scenario} {}", c.mode);
+            assert_eq!(c.held_by_other_host, holders, "{scenario} {}", c.mode);
         }
         assert_eq!(cell(&cells, "mempool:16").reserve_bytes, 16 * 96);
     }
 }
 
-fn eh_matrix(scenario: &str) -> Vec<Cell> {
-    let mut params =
-        WorkloadParams::parse("can_queue=256 iodepth=32 ios=600 stall_ms=5 ndelay=20000").unwrap();
+/// `scenario` (`eh` or `eh:reuse`) with Linux's error-handling timeouts (30 s per command,
+/// 10 s for the handler's own) over `eh_scale` in `words`, on a manual clock that moves 1 ms
+/// per idle poll: 30 s cost thirty thousand polls.
+fn eh_matrix(scenario: &str, words: &str) -> Vec<Cell> {
+    let mut params = WorkloadParams::parse(&alloc::format!(
+        "can_queue=256 iodepth=32 ios=600 stall_ms=5 ndelay=20000 {words}"
+    ))
+    .unwrap();
     params.pressure = Some(PressureMode::parse(scenario).unwrap());
     let case = sense_reserve_cases(&params).remove(0);
     let backing = HostBacking::new();
-    let clock = ManualClock::new(1000);
+    let clock = ManualClock::new(1_000_000);
     run_matrix(
         &case.params,
         case.pressure,
@@ -246,40 +211,68 @@ fn eh_matrix(scenario: &str) -> Vec<Cell> {
     .unwrap()
 }
 
-/// `eh`: every 1000th command times out under write-back pressure, and recovering it takes a
-/// second buffer from the pool while the command keeps its own. With one reserved element
-/// (`mempool:1`, `backup`) the failing command holds it and recovery waits for another that
-/// no one can free: STALL. Two suffice. `eh:reuse` is what Linux does (`scsi_eh_prep_cmnd`
-/// reuses the command's own buffer): there one element is enough.
+/// `eh` and `eh:reuse` with Linux's error handling: an injected timeout holds its command (and
+/// its buffer) for the 30 s timeout, then the asynchronous abort and a retry finish it. Every
+/// mode completes, whether recovery takes a second buffer or not: the CPU cache has it. The
+/// writer's longest stall is the timeout, in every mode: at the end of a round it waits for
+/// that last write (as an fsync would), whatever the reserve. (The earlier model's `eh`
+/// verdicts, `mempool:1` and `backup` stalled, needed the emptied cache; its 3 ms timeout hid
+/// the 30 s.)
 #[test]
-fn recovery_that_takes_a_second_buffer_needs_two_reserved_elements() {
-    let cells = eh_matrix("eh");
-    for c in &cells {
-        match c.mode {
-            SenseMode::Slab => assert!(matches!(c.verdict, Verdict::Stall(_)), "{c:?}"),
-            SenseMode::Mempool(1) | SenseMode::Backup => {
-                let Verdict::Stall(stall) = c.verdict else {
-                    panic!("eh {}: no stall: {c:?}", c.mode);
-                };
-                assert_eq!(stall.element_moves, 0, "{c:?}");
-                assert!(c.recovery_waits > 0 && c.timeouts > 0, "{c:?}");
-            }
-            _ => {
-                assert_eq!(c.verdict, Verdict::Ok, "eh {}: {c:?}", c.mode);
-                assert_eq!((c.ios, c.failed), (9 * IOS, 0), "eh {}", c.mode);
-                assert!(c.timeouts > 0, "eh {}: nothing timed out", c.mode);
-            }
+fn with_linux_timeouts_the_stall_is_the_timeout_whatever_the_reserve() {
+    for scenario in ["eh", "eh:reuse"] {
+        for c in &eh_matrix(scenario, "") {
+            let case = (scenario, c.mode);
+            assert_eq!(c.verdict, Verdict::Ok, "{case:?}: {c:?}");
+            assert_eq!(
+                (c.ios, c.failed, c.recovery_waits),
+                (9 * IOS, 0, 0),
+                "{case:?}"
+            );
+            assert_eq!(c.timeout_ns, 30_000_000_000, "{case:?}");
+            assert!(c.timeouts > 0, "{case:?}: nothing timed out");
+            let stall_s = c.longest_stall_ns / 1_000_000_000;
+            assert!((30..34).contains(&stall_s), "{case:?}: {stall_s} s");
         }
     }
-    for c in &eh_matrix("eh:reuse") {
-        if c.mode == SenseMode::Slab {
-            assert!(matches!(c.verdict, Verdict::Stall(_)), "{c:?}");
-        } else {
-            assert_eq!(c.verdict, Verdict::Ok, "eh:reuse {}: {c:?}", c.mode);
-            assert_eq!((c.ios, c.failed, c.recovery_waits), (9 * IOS, 0, 0));
-            assert!(c.timeouts > 0, "eh:reuse {}: nothing timed out", c.mode);
-        }
-    }
+}
+
+/// A row states the scale of its own timeouts: `eh_scale=` divides only the `eh` cases', so a
+/// write-back row of the same run keeps Linux's 30 s and says 1; and it says how many pages
+/// the competing allocator took.
+#[test]
+fn only_the_eh_rows_state_a_scaled_timeout() {
+    let mut params =
+        WorkloadParams::parse("can_queue=256 iodepth=32 ios=600 stall_ms=5 eh_scale=1000").unwrap();
+    params.pressure = Some(PressureMode::parse("writeback").unwrap());
+    let case = sense_reserve_cases(&params).remove(0);
+    let modes = [SenseMode::Slab];
+    let clock = ManualClock::new(1000);
+    let cells = run_matrix(
+        &case.params,
+        case.pressure,
+        &modes,
+        &HostBacking::new(),
+        clock,
+        1,
+    )
+    .unwrap();
+    let row = cells[0].result("host", &case.name);
+    assert_eq!((row.timeout_ns, row.timeout_scale), (30_000_000_000, 1));
+    assert!(row.competed_pages > 0, "{row:?}");
+}
+
+/// The scale the guest runs with: `eh_scale=1000` makes the timeout 30 ms, and the stall
+/// follows it.
+#[test]
+fn a_scaled_timeout_scales_the_stall() {
+    let cells = eh_matrix("eh:reuse", "eh_scale=1000");
+    let c = cell(&cells, "mempool:2");
+    assert_eq!((c.timeout_ns, c.timeout_scale), (30_000_000, 1000));
+    assert!(
+        (30_000_000..34_000_000).contains(&c.longest_stall_ns),
+        "{c:?}"
+    );
 }
 
 /// Records the counted windows' slots, as the guest's instruction-count markers see them.
@@ -359,54 +352,37 @@ fn tsc_matrix(words: &str, pressure: &str) -> Vec<Cell> {
     run_matrix(&params, pressure, &modes, &HostBacking::new(), clock, 2).unwrap()
 }
 
-/// Why the guest and the host model disagreed, and `batch_complete` closing the gap. On a
-/// clock that moves with every read (the guest's TSC) completions trickle in, so when the
-/// pressure starts the host still has commands in flight, and each one's free goes to a
-/// command parked on the same host in the same poll: `slab` keeps moving under write-back.
-/// When the device completes its queue together (`batch_complete=1`) the host has nothing in
-/// flight as the pressure starts, and the host model's worst case returns: `slab` stalls,
-/// `mempool:1` carries the queue, and under `multi:2` `mempool:1` livelocks.
+/// Completions that trickle in (a clock that moves with every read, as the guest's TSC does)
+/// and completions that come together (`batch_complete=1`, the earlier model's worst case)
+/// give the same verdicts under Linux's rules: neither needs a reserve, since a host's frees
+/// stay in its CPU's cache either way. (Before, batched completions stalled `slab` under
+/// write-back and livelocked `mempool:1` under `multi:2`.)
 #[test]
-fn trickling_completions_recycle_a_hosts_own_frees_and_batched_ones_do_not() {
+fn trickling_or_batched_completions_both_recycle_a_hosts_own_frees() {
     for pressure in ["writeback", "multi:2"] {
-        for c in tsc_matrix("", pressure) {
-            assert_eq!(
-                c.verdict,
-                Verdict::Ok,
-                "trickling {pressure} {}: {c:?}",
-                c.mode
-            );
-            assert_eq!((c.ios, c.failed), (2 * IOS, 0), "{pressure} {}", c.mode);
+        for batch in ["", "batch_complete=1"] {
+            for c in tsc_matrix(batch, pressure) {
+                let case = (pressure, batch, c.mode);
+                assert_eq!(c.verdict, Verdict::Ok, "{case:?}: {c:?}");
+                assert_eq!(
+                    (c.ios, c.failed, c.reserve_hits),
+                    (2 * IOS, 0, 0),
+                    "{case:?}"
+                );
+            }
         }
     }
-    let writeback = tsc_matrix("batch_complete=1", "writeback");
-    assert!(
-        matches!(cell(&writeback, "slab").verdict, Verdict::Stall(_)),
-        "{:?}",
-        cell(&writeback, "slab")
-    );
-    let one = cell(&writeback, "mempool:1");
-    assert_eq!(
-        (one.verdict, one.ios, one.failed),
-        (Verdict::Ok, 2 * IOS, 0)
-    );
-    assert!(one.reserve_hits > 2 * 32, "{one:?}");
-    let multi = tsc_matrix("batch_complete=1", "multi:2");
-    let one = cell(&multi, "mempool:1");
-    assert!(matches!(one.verdict, Verdict::Livelock(_)), "{one:?}");
 }
 
-/// `eh` in the worst case, over rounds long enough for many commands: recovery that needs a
-/// buffer of its own starves. The midlayer retries parked commands before it sweeps for
-/// timeouts, so each element a batch of completions frees goes to a parked command, and the
-/// timed-out command waits with its own element still held. The next injected timeout (every
-/// 1000th command) takes another element, and `mempool:N` stops once N commands sit timed out:
-/// with batched completions no reserve size is enough while new commands keep coming. (Linux
-/// stops dispatching to a host in recovery, `SHOST_RECOVERY`; this midlayer does not.)
+/// `eh` (recovery takes a buffer of its own) with batched completions and rounds long enough
+/// for many commands, the case that starved recovery in the earlier model: no longer. The
+/// host stops dispatching while it recovers (`SHOST_RECOVERY`), so a freed buffer is not taken
+/// by a parked command first, and its CPU cache has buffers anyway; every injected timeout is
+/// recovered.
 #[test]
-fn a_recovery_that_needs_a_buffer_starves_behind_parked_commands() {
+fn a_recovery_that_needs_a_buffer_does_not_starve() {
     let mut params = WorkloadParams::parse(
-        "can_queue=256 iodepth=32 runtime=20ms stall_ms=500 ndelay=10000 batch_complete=1",
+        "can_queue=256 iodepth=32 runtime=20ms stall_ms=500 ndelay=10000 batch_complete=1 eh_scale=1000",
     )
     .unwrap();
     params.pressure = Some(PressureMode::parse("eh").unwrap());
@@ -425,18 +401,10 @@ fn a_recovery_that_needs_a_buffer_starves_behind_parked_commands() {
         2,
     )
     .unwrap();
-    for (c, n) in cells.iter().zip([1u64, 2]) {
-        let Verdict::Stall(stall) = c.verdict else {
-            panic!("{}: no stall: {c:?}", c.mode);
-        };
-        assert_eq!(
-            c.timeouts, n,
-            "{}: one element per timed-out command",
-            c.mode
-        );
-        assert_eq!(stall.completed, 999 * n, "{}: {stall:?}", c.mode);
-        assert_eq!(stall.outstanding - stall.parked, n as usize, "{stall:?}");
-        assert!(c.recovery_waits > 0, "{c:?}");
+    for c in &cells {
+        assert_eq!(c.verdict, Verdict::Ok, "{}: {c:?}", c.mode);
+        assert_eq!(c.failed, 0, "{}", c.mode);
+        assert!(c.timeouts >= 1, "{}: {c:?}", c.mode);
     }
 }
 
