@@ -107,7 +107,7 @@ pub fn layer_of_frame(frame: &InlineFrame) -> Option<&'static str> {
         "midlayer submit"
     } else if in_file("workloads/src/io/") {
         "workload loop"
-    } else if in_file("kernel/src/") {
+    } else if in_file("kernel/src/") || in_file("os/src/") || in_file("protocol/src/") {
         "kernel (clock, locks, markers)"
     } else {
         return None;

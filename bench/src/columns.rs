@@ -4,7 +4,7 @@
 //! Each key is the name of a field of the result type that carries it ([`field!`]), so renaming
 //! the field fails to compile here instead of leaving a column of empty cells.
 
-use workloads::result::IoResult;
+use protocol::result::IoResult;
 
 use crate::linux::compared::ComparedRun;
 use benchkit::Column;

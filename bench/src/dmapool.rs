@@ -15,7 +15,7 @@
 
 use std::time::Duration;
 
-use workloads::result::DmapoolResult;
+use protocol::result::DmapoolResult;
 
 use benchkit::plot::{self, LineChart, Series};
 use benchkit::{Column, ResultSet, Run};

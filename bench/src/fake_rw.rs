@@ -24,8 +24,8 @@ pub use figure::draw as draw_figure;
 
 use std::time::{Duration, Instant};
 
+use protocol::result::{FakeRwResult, IoResult};
 use serde::Serialize;
-use workloads::result::{FakeRwResult, IoResult};
 
 use crate::columns;
 use crate::fake_rw_record::{FakeRwRecord, HostFakeRw, HostFakeRwRecord};
@@ -481,7 +481,7 @@ mod tests {
     #[test]
     fn a_guest_line_reads_and_a_missing_field_is_named() {
         let mut full = record(2, 2, 64, 1000).result;
-        full.io.lat_bins = workloads::result::LatencyBins::parse_text("900:1,1500:2").unwrap();
+        full.io.lat_bins = protocol::result::LatencyBins::parse_text("900:1,1500:2").unwrap();
         let text = serde_json::to_string(&full).unwrap();
         let read = |text: &str| {
             let line = harness::console::parse_result(text).unwrap();

@@ -1,11 +1,11 @@
 //! fake-rw results as xtask keeps them: the guest's own type
-//! ([`workloads::result::FakeRwResult`], what the kernel prints), read once from its line, in a
+//! ([`protocol::result::FakeRwResult`], what the kernel prints), read once from its line, in a
 //! [`Run`] with what xtask knows around the boot (vCPUs, repetition, kernel, the host CPUs QEMU
 //! got) and its instruction counts. Reading a line fails, naming the field, when the guest and
 //! xtask disagree; the table's columns are checked against the type by a test.
 
+use protocol::result::{FakeRwResult, InsnKeys, IoResult};
 use serde::{Deserialize, Serialize};
-use workloads::result::{FakeRwResult, InsnKeys, IoResult};
 
 use benchkit::Run;
 

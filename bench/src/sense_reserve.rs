@@ -24,7 +24,7 @@
 
 use std::time::Duration;
 
-use workloads::result::{CellVerdict, SenseReserveResult};
+use protocol::result::{CellVerdict, SenseReserveResult};
 
 use crate::columns;
 use crate::columns::field;

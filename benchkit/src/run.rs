@@ -1,7 +1,7 @@
 //! One measured run, typed from the guest's line to the JSON writer.
 //!
 //! A guest (or a host benchmark program) prints one `RESULT {json}` line per measured case. A
-//! bench reads each line once into the type the guest wrote it from (`workloads::result`'s, or
+//! bench reads each line once into the type the guest wrote it from (`protocol::result`'s, or
 //! one that flattens it in) and keeps it as a [`Run`]: that result, what the bench knows around
 //! the boot ([`Context`]: vCPUs, repetition, kernel, accelerator, machine profile, the host CPUs
 //! QEMU got) and the instruction counts the plugin gave its window ([`InsnFigures`]). The bench
@@ -11,9 +11,9 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
+use protocol::result::InsnKeys;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use workloads::result::InsnKeys;
 
 use harness::boot::{Echo, Verdict};
 use harness::console::{self, ResultLine};
@@ -271,7 +271,7 @@ fn counting_log(overrides: &Overrides) -> String {
 
 #[cfg(test)]
 mod tests {
-    use workloads::result::FakeRwResult;
+    use protocol::result::FakeRwResult;
 
     use super::*;
 
@@ -279,7 +279,7 @@ mod tests {
     fn a_line_reads_once_and_loses_its_join_keys() {
         let mut result = FakeRwResult::default();
         result.io.iops = 7;
-        result.insns = Some(workloads::result::InsnCount {
+        result.insns = Some(protocol::result::InsnCount {
             insn_window: 0,
             insn_slot: 0,
             insn_ops: 1,

@@ -1,13 +1,13 @@
 //! Support for the fuzz targets in `fuzz_targets/`.
 //!
-//! The kernel is a binary crate, so a fuzz target cannot name its modules. Rather than split it,
-//! this crate compiles the kernel's pure, host-built module trees (the same ones the kernel's
-//! own host unit tests build: command line, memory map, platform tables, the network configuration) from the
-//! kernel's own source files, at the same paths under the crate root (`crate::cmdline`,
-//! `crate::net`, ...), so their `crate::` references resolve exactly as in the kernel. Nothing
-//! is copied: a fuzz target always exercises the code the kernel boots with. The driver fakes
-//! the host tests use (`drivers/tests/virtio_fake`, `drivers/tests/commands`) are compiled the
-//! same way.
+//! The OS's pure, host-built modules (memory map, platform tables, the network configuration)
+//! are the `os` library's, re-exported here under the names the targets use. The command line
+//! belongs to the kernel binary, which a fuzz target cannot name, so this crate compiles its
+//! module tree from the kernel's own source file at the same path under the crate root
+//! (`crate::cmdline`), so its `crate::` references resolve exactly as in the kernel. Nothing is
+//! copied: a fuzz target always exercises the code the kernel boots with. The driver fakes the
+//! host tests use (`drivers/tests/virtio_fake`, `drivers/tests/commands`) are compiled the same
+//! way.
 #![allow(
     dead_code,
     unused_imports,
@@ -21,12 +21,7 @@ extern crate alloc;
 
 #[path = "../../kernel/src/cmdline/mod.rs"]
 pub mod cmdline;
-#[path = "../../kernel/src/memory/mod.rs"]
-pub mod memory;
-#[path = "../../kernel/src/net/mod.rs"]
-pub mod net;
-#[path = "../../kernel/src/platform/mod.rs"]
-pub mod platform;
+pub use os::{memory, net, platform};
 
 #[path = "../../drivers/tests/commands/mod.rs"]
 pub mod commands;

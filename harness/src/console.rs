@@ -12,9 +12,9 @@
 //! - `TEST-LIST {json}`: one entry of the kernel's test table (a `test=list` boot);
 //! - `FAULT …` (CPU exception report), `PANIC …` (Rust panic), `CMDLINE ERROR: key '…': …`.
 
+use protocol::result::{BootResult, TestListEntry, VerifyPlanRange};
 use serde::Serialize;
 use serde::de::{DeserializeOwned, IgnoredAny};
-use workloads::result::{BootResult, TestListEntry, VerifyPlanRange};
 
 use crate::error::{Error, Result};
 
@@ -26,7 +26,7 @@ pub struct ResultLine {
 }
 
 impl ResultLine {
-    /// The line as a `T` (a `workloads::result` type, or one that flattens it in), or an error
+    /// The line as a `T` (a `protocol::result` type, or one that flattens it in), or an error
     /// naming `what` was read and the field that did not match.
     pub fn read<T: DeserializeOwned + Serialize + Default>(&self, what: &str) -> Result<T> {
         crate::typed::from_line(&self.json, what)
@@ -186,7 +186,7 @@ impl Report {
     }
 }
 
-/// Parses the payload of a `tag` line as its type (`workloads::result`); the error names the
+/// Parses the payload of a `tag` line as its type (`protocol::result`); the error names the
 /// line and what did not read (a missing field by name).
 pub(crate) fn parse_typed<T: DeserializeOwned>(tag: &str, json: &str) -> Result<T> {
     serde_json::from_str(json).map_err(|error| Error::BadResult {
@@ -271,7 +271,7 @@ mod tests {
         assert_eq!(report.summary, Some((1, 0)));
     }
 
-    /// The machine lines other than `RESULT` read as their `workloads::result` types; one that
+    /// The machine lines other than `RESULT` read as their `protocol::result` types; one that
     /// lacks a field is a bad line naming it, not a report without it.
     #[test]
     fn boot_plan_and_test_list_lines_read_typed() {

@@ -109,7 +109,7 @@ impl ImageCheck {
 
 /// One `VERIFY-PLAN` line: a range the guest wrote with the `offset-u64` pattern (the console
 /// reads it as the type the kernel prints).
-pub use workloads::result::VerifyPlanRange as PlannedRange;
+pub use protocol::result::VerifyPlanRange as PlannedRange;
 
 /// The checks a plan implies, image by image (keyed by serial, the disk name): each planned
 /// range holds the pattern and the bytes before, between and after them are zero, up to the

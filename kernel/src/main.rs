@@ -1,16 +1,11 @@
-//! sensepool kernel: a single-address-space unikernel booted by QEMU through PVH.
-//!
-//! Boot order (see [`kernel_main`]): serial, GDT/TSS and IDT first so that any later fault is
-//! reported, then the bootstrap heap, TSC calibration, the PVH start info (memory map and
-//! command line), the command line itself, the ACPI tables (CPUs from the MADT, NUMA nodes from
-//! the SRAT), RAM split per node between the talc heap and the DMA frame allocator, the stack
-//! guard page, the local APIC and the other CPUs (INIT-SIPI-SIPI; they then idle until
-//! `smp::run_on_each_cpu` gives them work), and PCI enumeration. Then either the guest test runner
-//! (`test=`) or a workload runs, and the kernel leaves through isa-debug-exit with a verdict.
+//! sensepool's kernel: the OS library (`os`) with the lab on it. This binary is the PVH entry
+//! and the [`os::App`] that runs after boot: the command line ([`cmdline`]: every key, the
+//! OS's own included), the workloads ([`workload`]: fake-rw, the sense-reserve matrix, dmapool,
+//! numa, verify, device, nbd, sense-cost) and the guest test runner ([`tests`], `test=`). The
+//! OS knows none of them; they reach the OS through its public modules.
 //!
 //! On the host this crate builds as a stub binary so the workspace's `cargo test` and
-//! `cargo clippy` work; its pure modules (command line, memory map, frame bitmap, JSON, PCI
-//! decoding) are unit-tested there.
+//! `cargo clippy` work; its pure modules (command line, verify plan) are unit-tested there.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 // On the host only the pure modules below are built, and only their unit tests use them. `allow`,
 // not `expect`: the lint fires for the host binary but not for its test build, so `expect` would
@@ -26,29 +21,9 @@
 
 extern crate alloc;
 
-// Grouped by concept. The pure parts (command line, memory map, frame bitmaps, PCI decoding,
-// topology tables, NBD protocol, verify plan) are built on the host too, where only their unit
-// tests use them; each group gates its hardware modules on `target_os = "none"`.
 mod cmdline;
-mod memory;
-mod net;
-mod platform;
 mod workload;
 
-#[cfg(target_os = "none")]
-#[expect(
-    unsafe_code,
-    reason = "the CPU itself: boot stub, descriptor tables, paging, port I/O, MSRs, the APIC"
-)]
-mod arch;
-#[cfg(target_os = "none")]
-#[expect(
-    unsafe_code,
-    reason = "reading the PVH start info at the physical address the loader passed"
-)]
-mod boot;
-#[cfg(target_os = "none")]
-mod storage;
 #[cfg(target_os = "none")]
 mod tests;
 
@@ -60,37 +35,45 @@ fn main() {
     std::process::exit(2);
 }
 
-/// Entered from the boot stub (`arch::boot`) in 64-bit mode with the PVH start-info address.
+#[cfg(target_os = "none")]
+pvh::entry!(
+    main = kernel_main,
+    stack_bytes = os::arch::boot::BOOT_STACK_BYTES
+);
+
+/// Entered from the boot stub in 64-bit mode with the PVH start-info address.
 #[cfg(target_os = "none")]
 extern "C" fn kernel_main(start_info: u32) -> ! {
-    let verdict = boot::boot(u64::from(start_info));
-    arch::exit::exit_qemu(verdict)
+    os::start(start_info, &mut Lab::default())
+}
+
+/// The lab on the OS: what the command line selected, once read.
+#[cfg(target_os = "none")]
+#[derive(Default)]
+struct Lab {
+    cmdline: Option<cmdline::Cmdline>,
 }
 
 #[cfg(target_os = "none")]
-#[panic_handler]
-fn panic(info: &core::panic::PanicInfo) -> ! {
-    use core::fmt::Write;
-    let mut out = arch::serial::force_writer();
-    let _ = write!(out, "\nPANIC ");
-    #[cfg(target_os = "none")]
-    if let Some(cpu) = platform::smp::percpu::current().filter(|cpu| cpu.context().index != 0) {
-        let _ = write!(out, "on CPU {} ", cpu.context().index);
+impl os::App for Lab {
+    type Error = cmdline::CmdlineError;
+
+    fn configure(&mut self, window: &[u8]) -> Result<os::BootConfig, cmdline::CmdlineError> {
+        let names = tests::names();
+        let parsed =
+            cmdline::boot_line(window).and_then(|line| cmdline::Cmdline::parse(line, &names))?;
+        let config = parsed.boot_config();
+        self.cmdline = Some(parsed);
+        Ok(config)
     }
-    match info.location() {
-        Some(location) => {
-            let _ = write!(
-                out,
-                "at {}:{}:{}: ",
-                location.file(),
-                location.line(),
-                location.column()
-            );
-        }
-        None => {
-            let _ = write!(out, "at unknown location: ");
+
+    fn run(&mut self) -> os::arch::exit::ExitCode {
+        let Some(cmdline) = &self.cmdline else {
+            return os::arch::exit::ExitCode::Failure;
+        };
+        match &cmdline.tests {
+            Some(selection) => tests::run(selection),
+            None => workload::run(cmdline),
         }
     }
-    let _ = writeln!(out, "{}", info.message());
-    arch::exit::exit_qemu(arch::exit::ExitCode::Failure)
 }

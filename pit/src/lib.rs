@@ -1,11 +1,10 @@
-//! The PC's PIT channel 2 through I/O ports: the one port driver behind
-//! `workloads::tsc::calibrate_hz`, which the sensepool kernel, the Hermit loader and the Hermit
-//! application all use to measure the TSC rate.
+//! The PC's PIT channel 2 and the TSC rate measured against it ([`tsc::calibrate_hz`]), which
+//! the sensepool OS, the Hermit loader and the Hermit application all use.
 //!
-//! The calibration method (Linux's `quick_pit_calibrate`) lives in `workloads::tsc`, which has
-//! no `unsafe`; this crate supplies the port reads and writes it needs (ports 0x42 and 0x43 of
-//! the PIT, and the gate and speaker bits of port 0x61) and the TSC read. Only the `port`
-//! module may use `unsafe`. The PIT is used by calibration alone, at boot, in all three
+//! The calibration method (Linux's `quick_pit_calibrate`) is [`tsc`], which has no `unsafe` and
+//! is tested on the host against a simulated PIT; [`Channel2`] supplies the port reads and
+//! writes it needs (ports 0x42 and 0x43 of the PIT, and the gate and speaker bits of port 0x61)
+//! and the TSC read. Only the `port` module may use `unsafe`. The PIT is used by calibration alone, at boot, in all three
 //! programs, so [`Channel2`] takes no lock: two calibrations at once would measure garbage,
 //! never touch memory.
 #![no_std]
@@ -16,8 +15,9 @@
     reason = "x86 `in`/`out` on the PIT's fixed ports and RDTSC: no memory effects"
 )]
 mod port;
+pub mod tsc;
 
-use workloads::tsc::{PitChannel2, PitSample};
+use tsc::{PitChannel2, PitSample};
 
 pub use port::rdtsc;
 

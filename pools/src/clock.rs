@@ -4,7 +4,7 @@
 //! deterministic tests ([`ManualClock`]). It lives in `pools`, the lowest crate of the stack.
 //! The trait holds time and what waiting needs ([`Clock::relax`]) and nothing else: marking a
 //! benchmark's timed windows for instruction counting is the lab's business
-//! (`workloads::window::CountedWindows`), not the stack's.
+//! (`protocol::window::CountedWindows`), not the stack's.
 
 use alloc::rc::Rc;
 use alloc::sync::Arc;

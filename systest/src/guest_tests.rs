@@ -507,7 +507,7 @@ mod tests {
     }
 
     /// Every field a condition of tests/guest.toml names is a member of the typed result
-    /// (`workloads::result`) its boot prints.
+    /// (`protocol::result`) its boot prints.
     #[test]
     fn the_shipped_conditions_name_fields_of_the_schema() {
         let tests = load(&table_path()).unwrap();

@@ -19,11 +19,11 @@ use std::time::Instant;
 
 use pools::dmapool::{DefaultRawMutex, InBlock, Legacy, Scalable, SideStack};
 use pools::host::HostArena;
+use protocol::result::result_line;
 use workloads::dmapool_bench::{
     self as bench, CHAIN_ALIGN, CHAIN_COUNT, CHAIN_SIZE, Clock, FillDrain, Locking, MinOfReps,
     PairResult,
 };
-use workloads::result::result_line;
 
 struct HostClock(Instant);
 
@@ -34,7 +34,7 @@ impl Clock for HostClock {
 }
 
 /// The host counts no instructions: windows are not marked.
-impl workloads::window::CountedWindows for HostClock {}
+impl protocol::window::CountedWindows for HostClock {}
 
 struct Args {
     impls: Vec<String>,

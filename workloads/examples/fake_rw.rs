@@ -61,6 +61,6 @@ fn main() {
             report.latency.mean_ns(),
             report.latency.quantile_ns(990)
         );
-        println!("{}", workloads::result::result_line(&report.result("host")));
+        println!("{}", protocol::result::result_line(&report.result("host")));
     }
 }

@@ -16,13 +16,13 @@
 mod support;
 
 use pools::host::HostBacking;
+use protocol::result::result_line;
 use scsi::clock::ManualClock;
 use support::{StdClock, args};
 use workloads::io::{
     Case, Cell, MATRIX_MODES, PressureMode, WorkloadError, WorkloadParams, run_matrix,
     sense_reserve_cases, sense_reserve_defaults, table_header,
 };
-use workloads::result::result_line;
 
 fn main() {
     let mut rounds = None;

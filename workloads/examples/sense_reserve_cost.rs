@@ -11,13 +11,13 @@
 //! ```
 
 use pools::host::LazyArena;
+use protocol::result::result_line;
 use scsi::sense_alloc::SenseMode;
 use workloads::idle_cost::{
     COST_CAN_QUEUE, COST_HOSTS, COST_HW_QUEUES, COST_IODEPTH, COST_MODES, IdleCost, Scale,
     cost_result, idle_cost,
 };
 use workloads::io::SenseSlab;
-use workloads::result::result_line;
 
 struct Args {
     slabs: Vec<SenseSlab>,

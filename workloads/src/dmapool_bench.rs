@@ -20,8 +20,8 @@ use pools::dmapool::{DmaPool, PoolAlgorithm, PoolConfig, RawBlock};
 
 pub use pools::clock::Clock;
 
-use crate::result::{DmapoolPairsResult, DmapoolResult, rounded};
-use crate::window::CountedWindows;
+use protocol::result::{DmapoolPairsResult, DmapoolResult, rounded};
+use protocol::window::CountedWindows;
 
 /// Block size of the mpt3sas chain pool.
 pub const CHAIN_SIZE: usize = 128;
@@ -356,7 +356,8 @@ mod tests {
     #[test]
     fn result_lines_keep_their_fields_order_and_precision() {
         let summary = MinOfReps::of(&[sample(30.0), sample(10.0), sample(20.0)]).unwrap();
-        let line = crate::result::result_line(&summary.result("dmapool", "scalable-min", "guest"));
+        let line =
+            protocol::result::result_line(&summary.result("dmapool", "scalable-min", "guest"));
         assert_eq!(
             line,
             concat!(

@@ -4,14 +4,14 @@
 //! and xtask share one copy.
 //!
 //! It holds the workloads ([`io`]: fake-rw, the sense-reserve matrix and its pressure actors,
-//! the latency histogram and the result types; [`dmapool_bench`]; [`sense_cost`], the 2008
+//! the latency histogram; [`dmapool_bench`]; [`sense_cost`], the 2008
 //! sense-buffer experiment's ring as the stock-Linux module runs it; [`idle_cost`], the memory
 //! each sense mode pins on an idle machine of many hosts, queues and tags), what puts a pool under
 //! memory pressure ([`budget`]: a page budget a pool's backing is charged to; [`failslab`]:
 //! failure injection per object allocation), [`rng`], the one seeded generator every workload,
-//! guest test and host client uses (a repeated seed must give a repeated run), [`tsc`], the one
-//! TSC calibration against PIT channel 2 that every guest clock is built on, and [`window`],
-//! the hooks that mark a workload's window for instruction counting.
+//! guest test and host client uses (a repeated seed must give a repeated run). What the guests
+//! print and the host reads (the result types, the instruction-count markers and the window
+//! hooks) is the `protocol` crate's, and the TSC calibration the `pit` crate's.
 #![no_std]
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
@@ -29,18 +29,9 @@ pub mod budget;
 pub mod dmapool_bench;
 pub mod failslab;
 pub mod idle_cost;
-#[cfg(target_arch = "x86_64")]
-#[expect(
-    unsafe_code,
-    reason = "the markers are inline-asm no-ops the instruction-count plugin recognises"
-)]
-pub mod insn_marker;
 pub mod io;
-pub mod result;
 pub mod rng;
 pub mod sense_cost;
-pub mod tsc;
-pub mod window;
 
 pub use budget::{BudgetBacking, BudgetStats, PageBudget};
 pub use failslab::Failslab;

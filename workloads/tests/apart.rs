@@ -1,7 +1,9 @@
 //! The product crates stand apart from the lab: no workspace crate that `pools`, `scsi` or
 //! `drivers` depend on (normal dependencies, followed through the workspace) or name as a
 //! dev-dependency is `workloads`, so `cargo tree -p pools -p scsi -p drivers -e normal,dev`
-//! shows no benchmark code.
+//! shows no benchmark code. The OS stands apart the same way: `os`, and the guest↔host contract
+//! it prints through (`protocol`) and boots with (`pit`, `pvh`), reach neither `workloads` nor
+//! the kernel binary that brings the lab onto the OS.
 //!
 //! Read from `cargo metadata --no-deps` (the workspace's own manifests only, no registry or
 //! lock): a crate from crates.io cannot depend on a workspace crate, so the workspace's own
@@ -12,8 +14,10 @@ use std::process::Command;
 
 /// The crates that make up the stack.
 const PRODUCT: [&str; 3] = ["pools", "scsi", "drivers"];
-/// What must not appear in their tree.
-const LAB: &str = "workloads";
+/// The OS library and the crates beside it that the lab also uses.
+const OS: [&str; 4] = ["os", "protocol", "pit", "pvh"];
+/// What must not appear in their trees: the lab, and the binary that puts it on the OS.
+const LAB: [&str; 2] = ["workloads", "kernel"];
 
 /// Every workspace package that `roots` reach: their normal and dev dependencies, then the
 /// normal dependencies of what those reach (as `cargo tree -e normal,dev` walks them).
@@ -44,8 +48,8 @@ fn reached(metadata: &serde_json::Value, roots: &[&str]) -> BTreeSet<String> {
     seen
 }
 
-#[test]
-fn pools_scsi_and_drivers_do_not_reach_the_lab() {
+/// The workspace's own manifests, read by `cargo metadata --no-deps`.
+fn metadata() -> serde_json::Value {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = Command::new(cargo)
         .args([
@@ -63,14 +67,39 @@ fn pools_scsi_and_drivers_do_not_reach_the_lab() {
         "cargo metadata: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
-    for root in PRODUCT {
-        let reached = reached(&metadata, &[root]);
-        assert!(
-            !reached.contains(LAB),
-            "`cargo tree -p {root} -e normal,dev` reaches `{LAB}` (through {reached:?}): \
-             move the test or code that needs it into `{LAB}`"
-        );
-    }
+    serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON")
+}
+
+/// Each of `roots` with the lab crates its tree reaches, if any.
+fn reaching_the_lab(roots: &[&str]) -> Vec<(String, Vec<&'static str>, BTreeSet<String>)> {
+    let metadata = metadata();
+    roots
+        .iter()
+        .filter_map(|root| {
+            let reached = reached(&metadata, &[root]);
+            let lab: Vec<&str> = LAB.into_iter().filter(|l| reached.contains(*l)).collect();
+            (!lab.is_empty()).then(|| ((*root).to_owned(), lab, reached))
+        })
+        .collect()
+}
+
+#[test]
+fn pools_scsi_and_drivers_do_not_reach_the_lab() {
+    let found = reaching_the_lab(&PRODUCT);
+    assert!(
+        found.is_empty(),
+        "`cargo tree -p ROOT -e normal,dev` reaches the lab (root, lab crates, everything it \
+         reaches): {found:#?}; move the test or code that needs it into `workloads`"
+    );
+}
+
+#[test]
+fn the_os_and_the_contract_do_not_reach_the_lab() {
+    let found = reaching_the_lab(&OS);
+    assert!(
+        found.is_empty(),
+        "`cargo tree -p ROOT -e normal,dev` reaches the lab (root, lab crates, everything it \
+         reaches): {found:#?}; what the OS needs from the lab is a trait the OS defines (or \
+         `protocol` holds) and the kernel binary implements"
+    );
 }

@@ -19,13 +19,14 @@ use harness::workspace;
 
 use crate::unsafe_confinement::{module_path, packages, rust_files};
 
-/// Crates whose files still import each other in a circle (2026-12-03: the kernel's
-/// arch/platform circle of 8 files, `pci/msix` ↔ `virtio_common` and the topology tables;
-/// `drivers`' `virtio_scsi/device` ↔ `events`; `pools`' `backing` ↔ `error`; `scsi`'s
-/// `target/pages` ↔ `respond`). They are checked once they leave this list, and each one with
-/// no cycle left makes the test fail until it is taken off. The host crates, `stats`,
-/// `workloads`, `nbd`, `pit`, `pvh`, the Hermit programs and `fuzz` are covered.
-const NOT_YET_COVERED: &[&str] = &["drivers", "kernel", "pools", "scsi"];
+/// Crates whose files still import each other in a circle (2026-12-03: the OS's arch/platform
+/// circle of 8 files, `pci/msix` ↔ `virtio_common` and the topology tables; `drivers`'
+/// `virtio_scsi/device` ↔ `events`; `pools`' `backing` ↔ `error`; `scsi`'s `target/pages` ↔
+/// `respond`). They are checked once they leave this list, and each one with no cycle left
+/// makes the test fail until it is taken off. The host crates, `stats`, `protocol`,
+/// `workloads`, the kernel binary, `nbd`, `pit`, `pvh`, the Hermit programs and `fuzz` are
+/// covered.
+const NOT_YET_COVERED: &[&str] = &["drivers", "os", "pools", "scsi"];
 
 /// The files of one crate (`src/`) and the file each `crate::`/`super::` path of theirs
 /// reaches: `file → files it imports`.

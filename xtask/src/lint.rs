@@ -51,6 +51,8 @@ pub const STEPS: [Step; 3] = [
         args: &[
             "clippy",
             "-p",
+            "os",
+            "-p",
             "kernel",
             "-p",
             "hermit-loader",

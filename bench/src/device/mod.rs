@@ -39,7 +39,7 @@ use harness::guest::{Guest, GuestOptions, Overrides};
 use harness::insns::{self, CountOptions};
 use harness::profile::{self, Profile};
 use harness::qemu_cpu;
-use workloads::result::DeviceResult;
+use protocol::result::DeviceResult;
 
 /// Which adapter to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -1,11 +1,11 @@
-//! device runs as xtask keeps them: the guest's line ([`workloads::result::DeviceResult`], what
+//! device runs as xtask keeps them: the guest's line ([`protocol::result::DeviceResult`], what
 //! the kernel prints) plus the cell and round xtask boots it in, or, for a boot that failed, the
 //! cell and the guest's complaint. Reading a record fails, naming the field, when the guest and
 //! xtask disagree; the summary table's columns are checked against [`CellSummary`] by a test.
 
+use protocol::result::DeviceResult;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use workloads::result::DeviceResult;
 
 use harness::error::Result;
 use harness::insns::InsnFigures;

@@ -1,11 +1,11 @@
 //! dmapool results as xtask keeps them: the lines' own types
-//! ([`workloads::result::DmapoolResult`], [`workloads::result::DmapoolPairsResult`], what the
+//! ([`protocol::result::DmapoolResult`], [`protocol::result::DmapoolPairsResult`], what the
 //! kernel and the host example print), read once from their lines into [`Run`]s with what xtask
 //! adds around a run. Reading a line fails, naming the field, when the two sides disagree; the
 //! table's columns are checked against the type by a test.
 
+use protocol::result::{DmapoolPairsResult, DmapoolResult, InsnCount, InsnKeys};
 use serde::{Deserialize, Serialize};
-use workloads::result::{DmapoolPairsResult, DmapoolResult, InsnCount, InsnKeys};
 
 use benchkit::Run;
 

@@ -110,14 +110,14 @@ fn printed_lines_read_and_a_missing_field_is_named() {
         bench: "dmapool".into(),
         impl_name: "scalable".into(),
         n: 4000,
-        insns: Some(workloads::result::InsnCount {
+        insns: Some(protocol::result::InsnCount {
             insn_window: 1,
             insn_slot: 1,
             insn_ops: 8000,
         }),
         ..DmapoolResult::default()
     };
-    let pairs = workloads::result::DmapoolPairsResult {
+    let pairs = protocol::result::DmapoolPairsResult {
         bench: "dmapool_pairs".into(),
         impl_name: "vec".into(),
         ..Default::default()

@@ -10,7 +10,7 @@ use crate::linux::untyped as typed;
 use crate::linux::untyped::Record;
 use benchkit::fio::FioOutput;
 use harness::error::{Error, Result};
-use workloads::result::SenseCostResult;
+use protocol::result::SenseCostResult;
 
 /// `SPLINUX-INFO`: what the stock guest runs on.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

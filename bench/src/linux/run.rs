@@ -23,7 +23,7 @@ use harness::insns::Counting;
 use harness::profile::{self, Profile};
 use harness::qemu::Machine;
 use harness::workspace;
-use workloads::result::SenseCostResult;
+use protocol::result::SenseCostResult;
 
 /// vCPUs of every boot, both sides.
 pub const VCPUS: u32 = 2;

@@ -5,10 +5,10 @@
 //! here, so the move to types has one place to start from (`bench/tests/json_keys.rs` lists the
 //! file as not yet typed).
 
+use protocol::result::{InsnCount, InsnKeys};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use workloads::result::{InsnCount, InsnKeys};
 
 use benchkit::Run;
 use harness::error::Result;

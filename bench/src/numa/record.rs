@@ -1,10 +1,10 @@
-//! numa results as xtask keeps them: the guest's line ([`workloads::result::NumaResult`], what
+//! numa results as xtask keeps them: the guest's line ([`protocol::result::NumaResult`], what
 //! the kernel prints), read once into a [`Run`] with what xtask adds around a boot (the profile,
 //! the host CPUs QEMU got, the instruction counts, whose `insns_ratio` is `insns_per_op` over
 //! the shared mode's line of the same kind and boot). Reading a line fails, naming the field,
 //! when the guest and xtask disagree; the tables' columns are checked against it by a test.
 
-use workloads::result::NumaResult;
+use protocol::result::NumaResult;
 
 use benchkit::Run;
 

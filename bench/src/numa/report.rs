@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use workloads::result::{NumaModeResult, NumaResult};
+use protocol::result::{NumaModeResult, NumaResult};
 
 use super::NumaRecord;
 use super::record::same_boot;

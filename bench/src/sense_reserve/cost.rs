@@ -5,7 +5,7 @@
 //! (`host_tagset`), states what the figures show, and writes
 //! `target/bench/sense-reserve-cost.json`.
 
-use workloads::result::SenseReserveCostResult;
+use protocol::result::SenseReserveCostResult;
 
 use benchkit::{ResultSet, Run};
 use harness::error::Result;

@@ -11,8 +11,8 @@
 use std::path::{Path, PathBuf};
 
 use benchkit::plot::palette::RGBColor;
+use protocol::result::CellVerdict;
 use serde_json::Value;
-use workloads::result::CellVerdict;
 
 use super::{Cell, SenseReserveRecord};
 use benchkit::plot::palette::{COLORS, tint};

@@ -1,10 +1,10 @@
 //! A sense-reserve cell as xtask keeps it: the guest's own type
-//! ([`workloads::result::SenseReserveResult`], what the kernel and the host example print), read
+//! ([`protocol::result::SenseReserveResult`], what the kernel and the host example print), read
 //! once from its line into a [`Run`] with what xtask adds around a boot (the accelerator, the
 //! instruction counts). Reading a line fails, naming the field, when the guest and xtask
 //! disagree; the table's columns are checked against the type by a test.
 
-use workloads::result::{CellVerdict, SenseReserveResult};
+use protocol::result::{CellVerdict, SenseReserveResult};
 
 use benchkit::Run;
 

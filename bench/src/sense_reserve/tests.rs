@@ -1,8 +1,8 @@
 use super::*;
 use harness::console::parse_result;
 use harness::insns::InsnFigures;
+use protocol::result::{InsnCount, SenseReserveResult};
 use serde_json::Value;
-use workloads::result::{InsnCount, SenseReserveResult};
 
 /// A guest line read as the bench reads it.
 fn read(line: &str) -> Result<SenseReserveRecord> {
@@ -160,7 +160,7 @@ fn a_guest_line_reads_and_what_does_not_match_is_named() {
         }),
         ..SenseReserveResult::default()
     };
-    let line = workloads::result::result_line(&printed);
+    let line = protocol::result::result_line(&printed);
     let json = line.strip_prefix("RESULT ").unwrap();
     let record = read(json).unwrap();
     assert_eq!(

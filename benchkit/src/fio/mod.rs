@@ -37,9 +37,9 @@ mod layout;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use protocol::result::LatencyBins;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use workloads::result::LatencyBins;
 
 pub use layout::{Direction, FioOutput, Job, Latency, Samples};
 
@@ -69,7 +69,7 @@ pub struct Run<'a, T> {
 }
 
 /// What the fio layout takes from a run's record: fields of the I/O workloads' results
-/// (`workloads::result::IoResult` and what xtask adds), by the same names. Each is optional
+/// (`protocol::result::IoResult` and what xtask adds), by the same names. Each is optional
 /// because the benches that write fio files report different subsets (the NBD client has no
 /// histogram or CPU figures, a failed cell only its `error`).
 #[derive(Debug, Default, Deserialize)]

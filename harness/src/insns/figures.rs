@@ -1,10 +1,10 @@
 //! The two typed halves of a counted `RESULT` record: the join keys the guest prints
-//! ([`workloads::result::InsnCount`]) and what [`super::join`] makes of them with the plugin's
+//! ([`protocol::result::InsnCount`]) and what [`super::join`] makes of them with the plugin's
 //! log ([`InsnFigures`]). A bench's runs carry [`InsnFigures`] beside the guest's result, so a
 //! column such as `insns_per_op` is a field of their type.
 
+use protocol::result::InsnCount;
 use serde::{Deserialize, Serialize};
-use workloads::result::InsnCount;
 
 use crate::console::ResultLine;
 use crate::error::{Error, Result};

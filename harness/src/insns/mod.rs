@@ -304,13 +304,13 @@ fn agree_by_group(counts: &[(String, f64)], group: &str, pct: f64) -> Result<Str
 }
 
 /// The figures of a `RESULT` line counted by the plugin (`log`): a line naming its
-/// instruction-count keys ([`workloads::result::InsnCount`]: `insn_window`, `insn_slot`,
+/// instruction-count keys ([`protocol::result::InsnCount`]: `insn_window`, `insn_slot`,
 /// `insn_ops`) gets `insns` (the slot's instructions over all vCPUs) and `insns_per_op` over
 /// `insn_ops`, and the TLB and cache models' figures where the plugin ran them. A line without
 /// keys, or a boot not counted (`log` = `None`), gets none. A line with only some of the keys
 /// is an error naming them, and so is one naming a window the plugin never published. The
 /// reader of the line's type takes the keys out of it
-/// ([`workloads::result::InsnKeys::take_insn_keys`]), so no results file carries them.
+/// ([`protocol::result::InsnKeys::take_insn_keys`]), so no results file carries them.
 pub fn join(line: &ResultLine, log: Option<&PluginLog>) -> Result<InsnFigures> {
     let (Some(keys), Some(log)) = (figures::keys(line)?, log) else {
         return Ok(InsnFigures::default());

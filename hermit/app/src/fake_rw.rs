@@ -8,7 +8,7 @@
 use alloc::vec;
 
 use pools::counting_lock::CountingSpinLock;
-use workloads::insn_marker::{self, Counted};
+use protocol::insn_marker::{self, Counted};
 use pools::slab::SlabConfig;
 use pools::{Magazine, SlabCache};
 use scsi::midlayer::{Midlayer, scan_text};

@@ -4,7 +4,7 @@
 //! - [`TscClock`]: Hermit's public clock (`sys_clock_gettime(CLOCK_MONOTONIC)`) counts whole
 //!   microseconds, too coarse for per-command latency, and scales the TSC by Hermit's own rate
 //!   estimate. So the application measures the TSC rate itself against PIT channel 2
-//!   (`workloads::tsc`, as the sensepool kernel and the loader do) and reads the TSC directly:
+//!   (`pit::tsc`, as the sensepool kernel and the loader do) and reads the TSC directly:
 //!   its figures depend on no estimate of Hermit's. [`check_hermit_clock`] then compares the
 //!   rate Hermit assumes with that measurement. Its windows carry the instruction-count markers.
 //! - [`HeapBacking`]: chunks from Hermit's heap (the global allocator), each within one page so
@@ -22,8 +22,8 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use pools::BackingError;
 use pools::backing::{Backing, Chunk, DmaAddr, NodeId};
 use pit::rdtsc;
-use workloads::insn_marker;
-use workloads::tsc::{self, CalibrationError};
+use protocol::insn_marker;
+use pit::tsc::{self, CalibrationError};
 
 const PAGE_BYTES: usize = 4096;
 
@@ -85,7 +85,7 @@ impl scsi::clock::Clock for TscClock {
 }
 
 /// The workloads' timed windows: an instruction-count marker at each end.
-impl workloads::window::CountedWindows for TscClock {
+impl protocol::window::CountedWindows for TscClock {
     #[inline]
     fn window_begin(&self, slot: u8) {
         insn_marker::begin(slot);

@@ -14,7 +14,7 @@ use pvh::start_info::{PhysRange, StartInfo, StartInfoError};
 use crate::console::println;
 use crate::fdt::{self, FdtError};
 use crate::tsc;
-use workloads::tsc::CalibrationError;
+use pit::tsc::CalibrationError;
 
 /// Hermit places its image on 2 MiB boundaries and maps RAM in 2 MiB pages.
 const LARGE_PAGE_BYTES: u64 = 2 * 1024 * 1024;

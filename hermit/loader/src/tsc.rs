@@ -1,4 +1,4 @@
-//! The TSC rate for Hermit: measured here against PIT channel 2 (`workloads::tsc`, the
+//! The TSC rate for Hermit: measured here against PIT channel 2 (`pit::tsc`, the
 //! sensepool kernel's method) and handed over in the device tree as `/hermit,tsc` `khz`, the
 //! first source Hermit 0.11 consults (`CpuFrequency::detect_from_fdt`).
 //!
@@ -8,7 +8,7 @@
 //! estimate was seen anywhere from 2638 to 26599 MHz on a host whose TSC runs at 2100 MHz, and
 //! Hermit's microsecond clock, sleeps and timer deadlines all scale with it.
 
-use workloads::tsc::{self, CalibrationError};
+use pit::tsc::{self, CalibrationError};
 
 /// The TSC rate in kHz, as the device tree carries it (a 32-bit cell: up to 4.29 THz).
 pub fn khz() -> Result<u32, CalibrationError> {

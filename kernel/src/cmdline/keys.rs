@@ -18,7 +18,7 @@ use scsi::wait::IoMode;
 
 use super::Workload;
 use super::{Cmdline, CmdlineError, DmapoolMode, MAX_CPUS, PoolImpl, SmpInject, TestSelection};
-use crate::net::config::NetConfig;
+use os::net::config::NetConfig;
 
 /// The kernel's own keys.
 pub const KEYS: &[Key<Cmdline>] = &[

@@ -6,7 +6,7 @@
 //! for a benchmark, silently taking the last of two sizes hides a typo in a script.
 //!
 //! Every key is spelled once, in a key table ([`scsi::param::Key`]: name, aliases, setter):
-//! the kernel's own in [`keys`], the network's in [`crate::net::config`], the fio and
+//! the kernel's own in [`keys`], the network's in [`os::net::config`], the fio and
 //! scsi_debug words in the `scsi` crate. [`keys`] joins them; the parser, the unknown-key
 //! message and the docs check (`docs/cmdline.md`) read that union. Numbers have one syntax everywhere
 //! ([`scsi::param::number`]: decimal or `0x` hex, fio's `k`/`m`/`g`, durations in `ns`..`s`).
@@ -73,15 +73,7 @@ pub enum DmapoolMode {
     PerNode,
 }
 
-/// `smp_inject=`: a deliberate bring-up failure, to show that a CPU that does not come online is
-/// reported and the boot goes on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SmpInject {
-    /// Start every CPU normally.
-    None,
-    /// Give CPU 1 no stack: it halts in the trampoline and never comes online.
-    ApNoStack,
-}
+pub use os::config::SmpInject;
 
 /// Which guest tests `test=` selected.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -128,7 +120,7 @@ pub struct Cmdline {
     pub sense_cost: workloads::sense_cost::SenseCostParams,
     /// `ip=`, `gw=`, `nbd_port=`, `stats_port=`, `nbd_max_clients=`, `nbd_idle_s=`: the network
     /// for `workload=nbd`.
-    pub net: crate::net::config::NetConfig,
+    pub net: os::net::config::NetConfig,
     /// `io_mode=poll|irq|hybrid` as given; [`Cmdline::io_mode`] applies the default.
     pub io_mode: Option<IoMode>,
     /// `poll_us=N`: hybrid's polling window, in microseconds.
@@ -139,6 +131,15 @@ pub struct Cmdline {
 pub const DEFAULT_POLL_US: u32 = 50;
 
 impl Cmdline {
+    /// The words the OS takes before the lab runs.
+    pub fn boot_config(&self) -> os::BootConfig {
+        os::BootConfig {
+            loglevel: self.loglevel,
+            maxcpus: self.maxcpus,
+            smp_inject: self.smp_inject,
+        }
+    }
+
     /// How device completions are waited for: `io_mode=` (with `poll_us=`), else `irq`
     /// wherever a device is driven (`verify`, `device`, `nbd`, `scan`) and `poll` elsewhere
     /// (`fake-rw` has no device).
@@ -174,7 +175,7 @@ impl Default for Cmdline {
             smp_inject: SmpInject::None,
             io: workloads::io::WorkloadParams::default(),
             sense_cost: workloads::sense_cost::SenseCostParams::default(),
-            net: crate::net::config::NetConfig::default(),
+            net: os::net::config::NetConfig::default(),
             io_mode: None,
             poll_us: None,
         }
@@ -222,7 +223,7 @@ impl CmdlineError {
 }
 
 /// Most CPUs `maxcpus=` accepts (the kernel's per-CPU table size).
-pub const MAX_CPUS: u64 = crate::platform::topology::MAX_CPUS as u64;
+pub const MAX_CPUS: u64 = os::platform::topology::MAX_CPUS as u64;
 
 /// The command line in the loader's buffer: the bytes before the first NUL of `window` (the
 /// bytes the kernel may read at `cmdline_paddr`), which must be UTF-8. A window without a NUL

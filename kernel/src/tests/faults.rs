@@ -38,11 +38,11 @@ pub fn stack_overflow() -> Result<(), String> {
 /// The same overflow on the last AP: proves each AP has its own guard page, TSS and
 /// double-fault IST stack. CPU 0 waits for the job, which never finishes.
 pub fn ap_stack_overflow() -> Result<(), String> {
-    let last = crate::platform::smp::online_count() - 1;
+    let last = os::platform::smp::online_count() - 1;
     if last == 0 {
         return Err(String::from("needs a second CPU online (-smp 2)"));
     }
-    crate::platform::smp::run_on_each_cpu(|context| {
+    os::platform::smp::run_on_each_cpu(|context| {
         if context.index == last {
             let _ = stack_overflow();
         }

@@ -1,11 +1,11 @@
-//! Device interrupt vectors ([`crate::arch::irq`]): a vector's stub counts and acknowledges, a
+//! Device interrupt vectors ([`os::arch::irq`]): a vector's stub counts and acknowledges, a
 //! waiter wakes on it, the allocator hands each vector out once.
 
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use crate::arch::{apic, irq, time};
+use os::arch::{apic, irq, time};
 
 /// How long a wait for a self-IPI may take before the test calls the vector dead. Generous:
 /// the interrupt is already pending when the wait starts.

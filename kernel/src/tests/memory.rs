@@ -11,7 +11,7 @@ use super::ensure;
 /// Many random-sized allocations with fill patterns, freed in random order; a few large ones;
 /// contents checked before every free and the heap back at its starting usage at the end.
 pub fn heap_stress() -> Result<(), String> {
-    let (start_used, claimed) = crate::memory::heap::usage();
+    let (start_used, claimed) = os::memory::heap::usage();
     let mut rng = Rng::new(0x5e05e);
     let mut live: Vec<Vec<u8>> = Vec::new();
     for round in 0..20_000u64 {
@@ -42,7 +42,7 @@ pub fn heap_stress() -> Result<(), String> {
     );
     drop(big);
     drop(live);
-    let (end_used, _) = crate::memory::heap::usage();
+    let (end_used, _) = os::memory::heap::usage();
     ensure!(
         end_used == start_used,
         "heap usage {start_used} -> {end_used} bytes: leak (of {claimed})"
@@ -52,7 +52,7 @@ pub fn heap_stress() -> Result<(), String> {
 
 /// Frames from the DMA allocator: aligned, zeroed, dma == cpu, and given back.
 pub fn dma_frames() -> Result<(), String> {
-    let frames = crate::memory::dma::frames().ok_or("no DMA frame allocator")?;
+    let frames = os::memory::dma::frames().ok_or("no DMA frame allocator")?;
     let (free_before, _) = frames.usage();
     let mut chunks = Vec::new();
     for (len, align) in [

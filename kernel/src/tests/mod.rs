@@ -14,10 +14,10 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use crate::arch::exit::ExitCode;
 use crate::cmdline::TestSelection;
-use crate::platform::console::println;
-use workloads::result::{TestListEntry, tagged_line};
+use os::arch::exit::ExitCode;
+use os::platform::console::println;
+use protocol::result::{TestListEntry, tagged_line};
 
 #[expect(
     unsafe_code,

@@ -9,14 +9,14 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use pools::{NodeId, RawBlock};
+use protocol::result::{NumaLookupsResult, result_line};
 use spin::Mutex as SpinMutex;
-use workloads::result::{NumaLookupsResult, result_line};
 
 use super::ensure;
 use super::numa_pools::{ThisCpu, node_of, setup, text};
-use crate::platform::console::println;
-use crate::platform::smp;
-use crate::platform::sync::barrier::SpinBarrier;
+use os::platform::console::println;
+use os::platform::smp;
+use os::platform::sync::barrier::SpinBarrier;
 
 /// Allocations (and as many frees) per CPU turn.
 const LOOKUPS: u64 = 32;

@@ -15,10 +15,10 @@ use pools::{NodeId, NodePoolSet, PoolConfig, PoolError, RawBlock};
 use spin::Mutex as SpinMutex;
 
 use super::ensure;
-use crate::memory::dma::Frames;
-use crate::platform::smp;
-use crate::platform::sync::barrier::SpinBarrier;
-use crate::platform::sync::spinlock::{CountingSpinLock, LockStats};
+use os::memory::dma::Frames;
+use os::platform::smp;
+use os::platform::sync::barrier::SpinBarrier;
+use os::platform::sync::spinlock::{CountingSpinLock, LockStats};
 use workloads::Rng;
 
 type Set = NodePoolSet<Scalable<Frames, SideStack>, CountingSpinLock>;
@@ -37,7 +37,7 @@ pub(super) fn text(err: PoolError) -> String {
 }
 
 pub(super) fn setup() -> Result<(Frames, u16, Set), String> {
-    let frames = crate::memory::dma::frames().ok_or("no DMA frame allocator")?;
+    let frames = os::memory::dma::frames().ok_or("no DMA frame allocator")?;
     let nodes = smp::topology().map_or(1, |topology| topology.nodes.max(1));
     let set = Set::create(&PoolConfig::new("numa-set", 128).align(16), nodes, |_| {
         frames

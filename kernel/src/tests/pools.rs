@@ -10,11 +10,11 @@ use pools::dmapool::{Legacy, Scalable, SideStack};
 use pools::{DmaPool, PoolAlgorithm, PoolConfig, PoolError, SlabCache, SlabConfig};
 
 use super::ensure;
-use crate::memory::dma::Frames;
+use os::memory::dma::Frames;
 use workloads::Rng;
 
 fn frames() -> Result<Frames, String> {
-    crate::memory::dma::frames().ok_or_else(|| "no DMA frame allocator".to_string())
+    os::memory::dma::frames().ok_or_else(|| "no DMA frame allocator".to_string())
 }
 
 fn text(err: PoolError) -> String {

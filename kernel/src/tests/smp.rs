@@ -14,11 +14,11 @@ use pools::{DmaPool, PoolConfig, RawBlock};
 use spin::mutex::SpinMutex;
 
 use super::ensure;
-use crate::arch::apic;
-use crate::memory::dma::DmaFrames;
-use crate::platform::smp::{self, CpuContext, percpu};
-use crate::platform::sync::barrier::SpinBarrier;
-use crate::platform::sync::spinlock::{CountingMutex, CountingSpinLock};
+use os::arch::apic;
+use os::memory::dma::DmaFrames;
+use os::platform::smp::{self, CpuContext, percpu};
+use os::platform::sync::barrier::SpinBarrier;
+use os::platform::sync::spinlock::{CountingMutex, CountingSpinLock};
 use workloads::Rng;
 
 /// Every CPU of the topology came online and has its own stacks.
@@ -162,7 +162,7 @@ pub fn spinlock() -> Result<(), String> {
 }
 
 fn frames() -> Result<&'static DmaFrames, String> {
-    crate::memory::dma::frames().ok_or_else(|| "no DMA frame allocator".to_string())
+    os::memory::dma::frames().ok_or_else(|| "no DMA frame allocator".to_string())
 }
 
 /// Chunks asked for on node N lie in N's SRAT memory; chunks asked for without a node come from
@@ -274,7 +274,7 @@ pub fn dmapool_stress() -> Result<(), String> {
     const MAX_LIVE: usize = 96;
     let frames = frames()?;
     let (free_before, _) = frames.usage();
-    let heap_before = crate::memory::heap::lock_stats();
+    let heap_before = os::memory::heap::lock_stats();
     let pool: StressPool =
         DmaPool::with_config(PoolConfig::new("smp-stress", 64).align(16), frames)
             .map_err(|err| err.to_string())?;
@@ -355,7 +355,7 @@ pub fn dmapool_stress() -> Result<(), String> {
     let info = pool.info();
     ensure!(info.active == 0, "{} blocks still active", info.active);
     pool.check_invariants()?;
-    let heap = crate::memory::heap::lock_stats().since(&heap_before);
+    let heap = os::memory::heap::lock_stats().since(&heap_before);
     log::info!(
         "smp-dmapool-stress: {cpus} CPUs, {allocs} allocs + {frees} frees, {} pages, {} held at the barrier; heap lock {} acquisitions, {} contended",
         info.pages,

@@ -3,8 +3,8 @@
 use alloc::string::{String, ToString};
 
 use super::ensure;
-use crate::arch::{paging, time};
 use crate::cmdline::{Cmdline, CmdlineError};
+use os::arch::{paging, time};
 
 /// The machine came up: calibrated clock that moves forward, PCI devices, heap and frames.
 pub fn boot() -> Result<(), String> {
@@ -19,10 +19,10 @@ pub fn boot() -> Result<(), String> {
         "clock not monotonic: {first} then {second}"
     );
     ensure!(
-        crate::platform::pci::config::devices().count() > 0,
+        os::platform::pci::config::devices().count() > 0,
         "no PCI devices found"
     );
-    let frames = crate::memory::dma::frames().ok_or("no DMA frame allocator")?;
+    let frames = os::memory::dma::frames().ok_or("no DMA frame allocator")?;
     ensure!(frames.usage().0 > 0, "no free DMA frames");
     Ok(())
 }
@@ -80,10 +80,10 @@ pub fn mmio_map() -> Result<(), String> {
         "no page table was added for {high:#x}"
     );
     // A real BAR, if the machine has a memory BAR (virtio, mptsas, VGA...).
-    let bar = crate::platform::pci::config::devices()
+    let bar = os::platform::pci::config::devices()
         .flat_map(|function| function.bars.iter().flatten())
         .find_map(|bar| match *bar {
-            crate::platform::pci::Bar::Memory {
+            os::platform::pci::Bar::Memory {
                 addr, len_bytes, ..
             } if addr != 0 => Some((addr, len_bytes)),
             _ => None,

@@ -21,20 +21,20 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use protocol::result::{DeviceResult, result_line};
 use scsi::host::ScsiHost;
 use scsi::midlayer::Disk;
 use spin::mutex::SpinMutex;
 use workloads::io::{JobParams, Limit, WorkloadError, WorkloadReport};
-use workloads::result::{DeviceResult, result_line};
 
-use crate::arch::exit::ExitCode;
-use crate::arch::insn_marker::{self, Counted};
 use crate::cmdline::Cmdline;
-use crate::platform::console::println;
-use crate::platform::smp;
-use crate::platform::sync::barrier::SpinBarrier;
-use crate::storage::report::{NamedDisk, print_scan};
-use crate::storage::{self, HostInfo, HostVisitor, SenseBuf, Stack};
+use os::arch::exit::ExitCode;
+use os::arch::insn_marker::{self, Counted};
+use os::platform::console::println;
+use os::platform::smp;
+use os::platform::sync::barrier::SpinBarrier;
+use os::storage::report::{NamedDisk, print_scan};
+use os::storage::{self, HostInfo, HostVisitor, SenseBuf, Stack};
 
 struct Device<'c> {
     job: &'c JobParams,
@@ -229,7 +229,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
     };
     let summary = storage::for_each_host(
         &mut device,
-        storage::StackConfig::new(&cmdline.io),
+        super::stack_config(&cmdline.io),
         cmdline.io_mode(),
     );
     if summary.hosts > 0 && summary.failed == 0 && device.runs == summary.hosts {

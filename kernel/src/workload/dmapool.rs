@@ -3,7 +3,7 @@
 //! It runs the `pools` crate's own benchmark body ([`workloads::dmapool_bench::fill_drain`]: create, n
 //! allocs, n frees in allocation order, destroy) with the TSC clock and the DMA frame allocator,
 //! so guest and host numbers come from the same code. Each run prints one `RESULT {json}` line
-//! (`workloads::result::DmapoolResult`, the host benchmark's type) with `"where":"guest"`, the minimum over several
+//! (`protocol::result::DmapoolResult`, the host benchmark's type) with `"where":"guest"`, the minimum over several
 //! repetitions after a warm-up (see [`run`]); `impl=both` alternates legacy and scalable and logs
 //! the ratios. A small live pool set is then shown in Linux's poolinfo format, and the
 //! frame allocator is checked to have every frame back.
@@ -12,15 +12,15 @@ use alloc::vec::Vec;
 
 use pools::dmapool::{DefaultRawMutex, Legacy, Scalable, SideStack};
 use pools::{DmaPool, PoolAlgorithm, PoolConfig, PoolError, RawBlock};
+use protocol::result::result_line;
 use workloads::dmapool_bench::{FillDrain, Locking, MinOfReps, fill_drain_config};
-use workloads::result::result_line;
 
-use crate::arch::exit::ExitCode;
-use crate::arch::insn_marker::{self, Counted};
 use crate::cmdline::{Cmdline, DmapoolMode, PoolImpl};
-use crate::memory::dma::Frames;
-use crate::platform::console::println;
-use crate::storage::KernelClock;
+use os::arch::exit::ExitCode;
+use os::arch::insn_marker::{self, Counted};
+use os::memory::dma::Frames;
+use os::platform::console::println;
+use os::storage::KernelClock;
 
 /// The instruction-count slot of an implementation.
 fn slot(which: PoolImpl) -> u8 {
@@ -82,7 +82,7 @@ fn run_once(
 /// ([`stats::order`]), and each `RESULT` line carries the minimum over its repetitions with the
 /// median beside it.
 pub fn run(cmdline: &Cmdline) -> ExitCode {
-    let Some(frames) = crate::memory::dma::frames() else {
+    let Some(frames) = os::memory::dma::frames() else {
         log::error!("dmapool: no DMA frame allocator");
         return ExitCode::Failure;
     };
@@ -98,7 +98,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
     // `dmapool=per-node`: the pool of this CPU's node in a per-node set; shared (the default):
     // the device's pool, on node 0.
     let node = match cmdline.dmapool {
-        Some(DmapoolMode::PerNode) => crate::platform::smp::current_node(),
+        Some(DmapoolMode::PerNode) => os::platform::smp::current_node(),
         _ => pools::NodeId(0),
     };
     let config = PoolConfig::new("bench", size).align(align).node(node);

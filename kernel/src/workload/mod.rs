@@ -2,9 +2,9 @@
 //! part, is built on the host too.
 
 #[cfg(target_os = "none")]
-use crate::arch::exit::ExitCode;
-#[cfg(target_os = "none")]
 use crate::cmdline::{Cmdline, Workload};
+#[cfg(target_os = "none")]
+use os::arch::exit::ExitCode;
 
 #[cfg(target_os = "none")]
 mod device;
@@ -23,6 +23,16 @@ mod sense_reserve;
 #[cfg(target_os = "none")]
 mod verify;
 pub mod verify_plan;
+
+/// The stack every host's midlayer gets, from the workload parameters (`sense=`,
+/// `sense_magazine=`).
+#[cfg(target_os = "none")]
+fn stack_config(params: &workloads::io::WorkloadParams) -> os::storage::StackConfig {
+    os::storage::StackConfig {
+        sense: params.sense,
+        sense_magazine: params.sense_magazine,
+    }
+}
 
 /// Runs the workload the command line selected.
 #[cfg(target_os = "none")]

@@ -13,7 +13,7 @@
 //! until the NIC
 //! interrupts, smoltcp's next timer, or the server's idle period (100 ms with interrupts), so
 //! an idle server leaves the host CPU alone. While serving, the host's hot-plug notices are applied between polls
-//! ([`crate::storage::hotplug`]): a disk added or removed is printed on the console and the stats
+//! ([`os::storage::hotplug`]): a disk added or removed is printed on the console and the stats
 //! port lists the disks as they are now. The export stays the disk it started with.
 //!
 //! The console gets `NBD serving sda (N bytes) on 10.0.2.15:10809, stats on :10810` once the
@@ -28,22 +28,22 @@ use scsi::midlayer::{Disk, Request, ScsiError};
 use scsi::sense_alloc::SenseMode;
 use scsi::wire::{Cdb, Lba};
 
-use crate::arch::exit::ExitCode;
-use crate::arch::idle;
-use crate::arch::time;
 use crate::cmdline::Cmdline;
-use crate::net::config::NetConfig;
-use crate::net::control::{self, Control};
-use crate::net::device::NetDevice;
-use crate::net::server::{Server, ServerStats};
-use crate::net::stats::{self, Snapshot};
-use crate::platform::console::println;
-use crate::platform::fw_cfg;
-use crate::storage::hotplug::Disks;
-use crate::storage::report::{NamedDisk, print_scan};
-use crate::storage::{self, HostInfo, HostVisitor, SenseBuf, Stack};
 use nbd::block::{BlockDevice, BlockExport};
 use nbd::session::Export;
+use os::arch::exit::ExitCode;
+use os::arch::idle;
+use os::arch::time;
+use os::net::config::NetConfig;
+use os::net::control::{self, Control};
+use os::net::device::NetDevice;
+use os::net::server::{Server, ServerStats};
+use os::net::stats::{self, Snapshot};
+use os::platform::console::println;
+use os::platform::fw_cfg;
+use os::storage::hotplug::Disks;
+use os::storage::report::{NamedDisk, print_scan};
+use os::storage::{self, HostInfo, HostVisitor, SenseBuf, Stack};
 
 /// The stats port's [`Control`] with the secret the host gave through fw_cfg (none: every
 /// state-changing command is refused).
@@ -339,7 +339,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
     };
     let summary = storage::for_each_host(
         &mut nbd,
-        storage::StackConfig::new(&cmdline.io),
+        super::stack_config(&cmdline.io),
         cmdline.io_mode(),
     );
     if !nbd.served {

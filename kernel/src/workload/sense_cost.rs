@@ -6,28 +6,28 @@
 //! each CPU through its own front), with a failslab draw in front when `fail=` is set. CPU 0 holds the
 //! idle objects; with `cpus=2` CPU 1 runs the same rings on the same cache at the same time. The
 //! kernel runs with interrupts off, so the timed loop between the counted-window markers sees
-//! none. One `RESULT` line per window (`workloads::result::SenseCostResult`), after its publish.
+//! none. One `RESULT` line per window (`protocol::result::SenseCostResult`), after its publish.
 
 use alloc::string::String;
 use alloc::vec::Vec;
 
 use pools::slab::SlabConfig;
 use pools::{ElementAllocator, Magazine, SlabCache, SlubCache};
+use protocol::result::{SenseCostResult, result_line};
 use scsi::sense_alloc::{Boxed, SENSE_MAGAZINE_OBJECTS, SenseStorage, SlabSense};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use workloads::io::SenseSlab;
-use workloads::result::{SenseCostResult, result_line};
 use workloads::sense_cost::{CostMode, CpuOutcome, CpuWindow, SenseCostError, SenseCostParams};
 use workloads::{Failslab, PageBudget};
 
-use crate::arch::exit::ExitCode;
-use crate::arch::insn_marker::{self, Counted};
 use crate::cmdline::Cmdline;
-use crate::platform::console::println;
-use crate::platform::smp;
-use crate::platform::sync::barrier::SpinBarrier;
-use crate::platform::sync::spinlock::CountingSpinLock;
-use crate::storage::{Frames, KernelClock};
+use os::arch::exit::ExitCode;
+use os::arch::insn_marker::{self, Counted};
+use os::platform::console::println;
+use os::platform::smp;
+use os::platform::sync::barrier::SpinBarrier;
+use os::platform::sync::spinlock::CountingSpinLock;
+use os::storage::{Frames, KernelClock};
 
 /// A window's cache: one of the two slab backends (`sense_slab=`).
 enum SenseCache {
@@ -37,7 +37,7 @@ enum SenseCache {
 
 impl SenseCache {
     fn create(backend: SenseSlab) -> Result<SenseCache, String> {
-        let frames = crate::memory::dma::frames().ok_or("no DMA frame allocator")?;
+        let frames = os::memory::dma::frames().ok_or("no DMA frame allocator")?;
         let config = SlabConfig::new("scsi_sense_cache", SCSI_SENSE_BUFFERSIZE);
         match backend {
             SenseSlab::Slab => SlabCache::create(config, frames).map(SenseCache::Slab),

@@ -10,12 +10,13 @@
 //! The scenarios, the defaults (`can_queue=1519`, `runtime=100ms` per round, `stall_ms=500`,
 //! `ndelay=10000`) and the rotation live in `workloads::io` (`sense_reserve_cases`,
 //! `run_matrix_on`), which the host example runs too. Each cell prints a `RESULT` line with
-//! `"bench":"sense-reserve"` (`workloads::result::SenseReserveResult`).
+//! `"bench":"sense-reserve"` (`protocol::result::SenseReserveResult`).
 
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, Ordering};
 
+use protocol::result::result_line;
 use scsi::sense_alloc::SenseMode;
 use scsi::target::OPT_RECOVERED_ERR;
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
@@ -24,14 +25,13 @@ use workloads::io::{
     Case, Cell, Competitor, MATRIX_MODES, WorkloadError, WorkloadParams, matrix_budgets,
     run_matrix_on, sense_reserve_cases, sense_reserve_defaults, table_header,
 };
-use workloads::result::result_line;
 
-use crate::arch::exit::ExitCode;
-use crate::arch::insn_marker::{self, Counted};
 use crate::cmdline::Cmdline;
-use crate::platform::console::println;
-use crate::platform::smp;
-use crate::storage::KernelClock;
+use os::arch::exit::ExitCode;
+use os::arch::insn_marker::{self, Counted};
+use os::platform::console::println;
+use os::platform::smp;
+use os::storage::KernelClock;
 
 /// What Linux's error-handling timeouts are divided by in the guest unless `eh_scale=` says:
 /// a 30 s timeout would outlast the whole bench.
@@ -87,7 +87,7 @@ fn check(case: &str, params: &WorkloadParams, cells: &[Cell]) -> Option<String> 
 fn run_case(
     case: &Case,
     modes: &[SenseMode],
-    frames: &'static crate::memory::dma::DmaFrames,
+    frames: &'static os::memory::dma::DmaFrames,
     rounds: u32,
 ) -> Result<Vec<Cell>, WorkloadError> {
     let budgets = matrix_budgets(&case.params, modes.len());
@@ -139,7 +139,7 @@ fn run_case(
 
 /// `workload=sense-reserve`.
 pub fn run(cmdline: &Cmdline) -> ExitCode {
-    let Some(frames) = crate::memory::dma::frames() else {
+    let Some(frames) = os::memory::dma::frames() else {
         log::error!("sense-reserve: no DMA frame allocator");
         return ExitCode::Failure;
     };

@@ -28,14 +28,14 @@ use scsi::midlayer::{Request, ScsiError};
 use scsi::wait::{IoMode, IrqStats};
 use scsi::wire::{Cdb, Lba, VpdPage};
 
-use crate::arch::exit::ExitCode;
-use crate::arch::time;
 use crate::cmdline::Cmdline;
-use crate::platform::console::println;
-use crate::storage::report::{NamedDisk, print_scan};
-use crate::storage::{self, HostInfo, HostVisitor, SenseBuf, Stack};
 use crate::workload::verify_plan::{Range, fill, first_mismatch, plan};
-use workloads::result::{VerifyPlanRange, VerifyResult, result_line, rounded, tagged_line};
+use os::arch::exit::ExitCode;
+use os::arch::time;
+use os::platform::console::println;
+use os::storage::report::{NamedDisk, print_scan};
+use os::storage::{self, HostInfo, HostVisitor, SenseBuf, Stack};
+use protocol::result::{VerifyPlanRange, VerifyResult, result_line, rounded, tagged_line};
 
 /// Largest logical block the plan handles (SBC allows more; no QEMU disk uses it).
 const MAX_BLOCK_BYTES: usize = 64 * 1024;
@@ -312,7 +312,7 @@ pub fn run(cmdline: &Cmdline, io: bool) -> ExitCode {
     let start = time::now_ns();
     let summary = storage::for_each_host(
         &mut verify,
-        storage::StackConfig::new(&cmdline.io),
+        super::stack_config(&cmdline.io),
         cmdline.io_mode(),
     );
     let elapsed_ms = (time::now_ns() - start) as f64 / 1e6;

@@ -3,7 +3,6 @@
 //! for xtask's image check), the on-disk pattern (xtask's `offset-u64`: every 8-byte
 //! little-endian word is its byte offset in the disk XOR a seed) and `sd`-style disk names.
 
-use alloc::string::String;
 use alloc::vec::Vec;
 
 /// One range of the plan, in blocks.
@@ -85,23 +84,6 @@ pub fn first_mismatch(buf: &[u8], disk_offset: u64, seed: u64) -> Option<(u64, u
     })
 }
 
-/// `sda`, ..., `sdz`, `sdaa`, ... (Linux `sd_format_disk_name`).
-pub fn disk_name(index: usize) -> String {
-    let mut letters = Vec::new();
-    let mut n = index;
-    loop {
-        letters.push(b'a' + (n % 26) as u8);
-        if n < 26 {
-            break;
-        }
-        n = n / 26 - 1;
-    }
-    letters.reverse();
-    let mut name = String::from("sd");
-    name.extend(letters.iter().map(|&b| b as char));
-    name
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,17 +161,5 @@ mod tests {
         // Another disk's seed does not match.
         fill(&mut buf, 0, seed);
         assert!(first_mismatch(&buf, 0, seed ^ 1).is_some());
-    }
-
-    #[test]
-    fn disk_names_follow_sd() {
-        let names: Vec<String> = [0, 1, 25, 26, 27, 701, 702]
-            .iter()
-            .map(|&i| disk_name(i))
-            .collect();
-        assert_eq!(
-            names,
-            ["sda", "sdb", "sdz", "sdaa", "sdab", "sdzz", "sdaaa"]
-        );
     }
 }

@@ -6,7 +6,7 @@
 //! timeout) under the test's name, and the boots that are not single kernel tests (`test=all`,
 //! workloads, command-line errors).
 
-use workloads::result::TestListEntry;
+use protocol::result::TestListEntry;
 
 use super::{Expect, GuestTest, default_profile};
 use harness::boot::{Echo, Verdict};

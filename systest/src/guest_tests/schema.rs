@@ -1,17 +1,17 @@
-//! Which typed `RESULT` line a guest test's boot prints ([`workloads::result`]), so the fields
+//! Which typed `RESULT` line a guest test's boot prints ([`protocol::result`]), so the fields
 //! its conditions (`result_at_least`, `result_at_most`, `result_equals`) name are checked
 //! against the type the guest prints: a field renamed in the schema, or misspelt in
 //! `tests/guest.toml`, fails a host test instead of a boot minutes later.
 
 use std::collections::BTreeSet;
 
-use serde::Serialize;
-use serde_json::Value;
-use workloads::result::{
+use protocol::result::{
     DeviceResult, DmapoolResult, FakeRwResult, InsnCount, NumaLookupsResult, NumaModeResult,
     NumaPoolResult, NumaRatioResult, NumaResult, NumaSoloResult, SenseCostResult,
     SenseReserveResult, VerifyResult,
 };
+use serde::Serialize;
+use serde_json::Value;
 
 use super::GuestTest;
 
@@ -109,7 +109,7 @@ pub fn condition_errors(test: &GuestTest) -> Vec<String> {
     }
     let Some(fields) = result_fields(test) else {
         return vec![format!(
-            "`{}` has RESULT conditions, but what it runs ({:?}) has no typed result in workloads::result",
+            "`{}` has RESULT conditions, but what it runs ({:?}) has no typed result in protocol::result",
             test.name,
             test.args.as_deref().unwrap_or("")
         )];

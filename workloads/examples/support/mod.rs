@@ -2,11 +2,11 @@
 
 use pools::host::HostBacking;
 use pools::{Magazine, SlabCache, SlabConfig};
+use protocol::window::CountedWindows;
 use scsi::clock::Clock;
 use scsi::sense_alloc::{Boxed, SlabSense};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use std::time::Instant;
-use workloads::window::CountedWindows;
 
 /// Nanoseconds since the clock was made, from `Instant`.
 #[derive(Clone, Copy)]

@@ -37,9 +37,9 @@ use scsi::wire::{SCSI_SENSE_BUFFERSIZE, Tag};
 
 use crate::budget::PAGE_BYTES;
 use crate::io::SenseSlab;
-use crate::result::SenseReserveCostResult;
 use crate::{BudgetBacking, PageBudget};
 pub use fronts::{Cpus, Kept, Retiring, SlubRaw};
+use protocol::result::SenseReserveCostResult;
 
 /// The modes `bench sense-reserve --cost` compares.
 pub const COST_MODES: [SenseMode; 4] = [

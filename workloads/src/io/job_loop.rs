@@ -9,10 +9,10 @@
 //! `#[inline(always)]`: the passes are the measured path (`cargo xtask bench fake-rw
 //! --count-insns`) and should compile to what one function did.
 
-use crate::window::CountedWindows;
 use alloc::vec;
 use alloc::vec::Vec;
 use pools::ElementAllocator;
+use protocol::window::CountedWindows;
 use scsi::clock::Clock;
 use scsi::host::ScsiHost;
 use scsi::midlayer::{Disk, Done, Midlayer, MidlayerStats, Request};

@@ -36,10 +36,10 @@ pub use pressure::{
 };
 pub use result::irq_result;
 
-use crate::window::CountedWindows;
 use alloc::string::String;
 use job_loop::run_job;
 use pools::ElementAllocator;
+use protocol::window::CountedWindows;
 use scsi::clock::Clock;
 use scsi::host::ScsiHost;
 use scsi::midlayer::{Disk, Midlayer, MidlayerStats, ScsiError};

@@ -1,4 +1,4 @@
-//! A run's report as its typed `RESULT` value ([`crate::result::IoResult`]), the members every
+//! A run's report as its typed `RESULT` value ([`protocol::result::IoResult`]), the members every
 //! I/O workload's line carries.
 
 use alloc::string::ToString;
@@ -6,7 +6,7 @@ use alloc::string::ToString;
 use scsi::wait::IrqStats;
 
 use super::WorkloadReport;
-use crate::result::{IoResult, IrqResult, LatencyBin, LatencyBins, rounded};
+use protocol::result::{IoResult, IrqResult, LatencyBin, LatencyBins, rounded};
 
 impl WorkloadReport {
     /// The typed result; `place` is `"host"` or `"guest"`.

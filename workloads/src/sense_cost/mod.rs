@@ -26,7 +26,7 @@ use scsi::wire::{SCSI_SENSE_BUFFERSIZE, Tag};
 pub use params::{MAX_HOSTS, SenseCostParams};
 
 use crate::io::SenseSlab;
-use crate::window::CountedWindows;
+use protocol::window::CountedWindows;
 
 /// Modes per run: one instruction-count slot each.
 pub const MAX_MODES: usize = 16;

@@ -14,7 +14,7 @@ use harness::guest::{Guest, Overrides};
 use harness::insns::{CacheCounts, Counting, PluginLog};
 use harness::linux::Prepared;
 use harness::profile;
-use workloads::result::SenseCostResult;
+use protocol::result::SenseCostResult;
 
 fn fail(reason: String) -> Error {
     Error::Linux {

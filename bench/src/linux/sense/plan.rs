@@ -2,8 +2,8 @@
 //! round lengths, and the facts of Debian's configuration that the rows depend on.
 
 use harness::linux::kernel::Kernel;
+use protocol::result::SenseCostResult;
 use serde::Serialize;
-use workloads::result::SenseCostResult;
 
 /// The thread's four rows and the two designs around them.
 pub const SEED_ROWS: [&str; 6] = [

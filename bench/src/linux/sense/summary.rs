@@ -4,9 +4,9 @@
 //! and the window's own cost cancel), each with its spread; then what each mode adds over
 //! `static` and what that is as a share of a whole fake_rw I/O on the same stack.
 
+use protocol::result::SenseCostResult;
 use serde::{Deserialize, Serialize};
 use stats::Spread;
-use workloads::result::SenseCostResult;
 
 /// One window as measured: the module's words or our line, where it ran, and the plugin's
 /// counts for it when the boot was counted.

@@ -1,7 +1,7 @@
-use serde_json::Value;
-use workloads::result::{
+use protocol::result::{
     InsnCount, NumaLocalRatio, NumaPoolResult, NumaRatioResult, NumaSoloResult,
 };
+use serde_json::Value;
 
 use harness::insns::InsnFigures;
 

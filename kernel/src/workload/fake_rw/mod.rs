@@ -28,15 +28,15 @@ use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use workloads::io::fake_rw::{self as shared, QueueRun, since, total};
 use workloads::io::{self as workload, SenseSlab, WorkloadError, WorkloadParams, WorkloadReport};
 
-use crate::arch::exit::ExitCode;
-use crate::arch::insn_marker::{self, Counted};
 use crate::cmdline::Cmdline;
-use crate::platform::console::println;
-use crate::platform::smp;
-use crate::platform::sync::barrier::SpinBarrier;
-use crate::platform::sync::spinlock::{CountingSpinLock, LockStats};
-use crate::storage::report::print_scan;
-use crate::storage::{Frames, HostInfo, KernelClock};
+use os::arch::exit::ExitCode;
+use os::arch::insn_marker::{self, Counted};
+use os::platform::console::println;
+use os::platform::smp;
+use os::platform::sync::barrier::SpinBarrier;
+use os::platform::sync::spinlock::{CountingSpinLock, LockStats};
+use os::storage::report::print_scan;
+use os::storage::{Frames, HostInfo, KernelClock};
 
 /// The shared sense slab, with a counting lock so contention shows in the results.
 pub type SenseCache = SlabCache<Frames, CountingSpinLock>;
@@ -91,7 +91,7 @@ fn host_info() -> HostInfo {
     HostInfo {
         index: 0,
         driver: "scsi_debug",
-        bdf: crate::platform::pci::Bdf {
+        bdf: os::platform::pci::Bdf {
             bus: 0,
             device: 0,
             function: 0,
@@ -215,9 +215,9 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
     let cpus = smp::online_count().max(1);
     let queues = usize::from(params.job.numjobs).min(cpus);
     log_target(params, queues, cpus);
-    let heap_before = crate::memory::heap::lock_stats();
+    let heap_before = os::memory::heap::lock_stats();
     let outcomes = run_queues(params, queues, &cache);
-    let heap = crate::memory::heap::lock_stats().since(&heap_before);
+    let heap = os::memory::heap::lock_stats().since(&heap_before);
     let mut runs = Vec::with_capacity(outcomes.len());
     for (cpu, outcome) in outcomes.into_iter().enumerate() {
         match outcome {
@@ -262,7 +262,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
 /// The sense cache every queue shares, on the DMA frames; `None` (and why, logged) when it
 /// cannot be made.
 fn sense_cache(slab: SenseSlab) -> Option<SenseCaches> {
-    let Some(frames) = crate::memory::dma::frames() else {
+    let Some(frames) = os::memory::dma::frames() else {
         log::error!("fake-rw: no DMA frame allocator");
         return None;
     };

@@ -22,7 +22,7 @@
 //! `dmapool=shared|per-node` runs one mode only. Every run ends with every pool's active count
 //! at zero, and the frames are checked to be all back at the end.
 //!
-//! [`CountingSpinLock`]: crate::platform::sync::spinlock::CountingSpinLock
+//! [`CountingSpinLock`]: os::platform::sync::spinlock::CountingSpinLock
 
 mod modes;
 mod report;
@@ -34,12 +34,12 @@ use alloc::vec::Vec;
 
 use pools::{NodeId, NodePoolSet, PoolConfig, PoolError};
 
-use crate::arch::exit::ExitCode;
-use crate::arch::insn_marker;
 use crate::cmdline::{Cmdline, DmapoolMode};
-use crate::platform::smp;
-use crate::platform::sync::spinlock::LockStats;
 use modes::{LocalSet, Pool, PoolSet, Pools};
+use os::arch::exit::ExitCode;
+use os::arch::insn_marker;
+use os::platform::smp;
+use os::platform::sync::spinlock::LockStats;
 use report::{ModeTotals, SoloRun};
 use storm::Schedule;
 
@@ -60,7 +60,7 @@ pub fn run(cmdline: &Cmdline) -> ExitCode {
 }
 
 fn storm(cmdline: &Cmdline) -> Result<(), String> {
-    let frames = crate::memory::dma::frames().ok_or("no DMA frame allocator")?;
+    let frames = os::memory::dma::frames().ok_or("no DMA frame allocator")?;
     let nodes = smp::topology().map_or(1, |topology| topology.nodes.max(1));
     let cpus = smp::online_count();
     let per_cpu = cmdline.n;

@@ -7,9 +7,9 @@ use alloc::vec::Vec;
 use pools::dmapool::{Scalable, SideStack};
 use pools::{DmaPool, NodeId, NodePoolSet, PoolConfig, PoolError, RawBlock};
 
-use crate::memory::dma::Frames;
-use crate::memory::node_local::NodeLocal;
-use crate::platform::sync::spinlock::CountingSpinLock;
+use os::memory::dma::Frames;
+use os::memory::node_local::NodeLocal;
+use os::platform::sync::spinlock::CountingSpinLock;
 
 pub type Pool = DmaPool<Scalable<Frames, SideStack>, CountingSpinLock>;
 pub type PoolSet = NodePoolSet<Scalable<Frames, SideStack>, CountingSpinLock>;

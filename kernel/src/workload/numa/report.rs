@@ -13,17 +13,17 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use pools::NodeId;
-use workloads::result::{
+use protocol::result::{
     NumaLocalRatio, NumaModeResult, NumaPoolResult, NumaRatioResult, NumaResult, NumaSoloResult,
     result_line, rounded,
 };
 
 use super::modes::Pools;
 use super::storm::{self, StormTotals};
-use crate::arch::insn_marker::Counted;
-use crate::arch::time;
-use crate::platform::console::println;
-use crate::platform::sync::spinlock::LockStats;
+use os::arch::insn_marker::Counted;
+use os::arch::time;
+use os::platform::console::println;
+use os::platform::sync::spinlock::LockStats;
 
 /// What the whole boot ran.
 pub struct Facts {

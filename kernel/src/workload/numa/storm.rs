@@ -10,10 +10,10 @@ use pools::{NodeId, RawBlock};
 use spin::Mutex as SpinMutex;
 
 use super::modes::Pools;
-use crate::arch::insn_marker;
-use crate::arch::time;
-use crate::platform::smp::{self, CpuContext};
-use crate::platform::sync::barrier::SpinBarrier;
+use os::arch::insn_marker;
+use os::arch::time;
+use os::platform::smp::{self, CpuContext};
+use os::platform::sync::barrier::SpinBarrier;
 
 /// Blocks a CPU holds at once: allocated in a row, then freed in a row.
 pub const BATCH: usize = 16;

@@ -10,7 +10,7 @@ use pools::counting_lock::LockStats;
 
 use super::{QueueRun, check, result};
 use crate::io::{DEFAULT_MEM_BUDGET_PAGES, WorkloadParams, WorkloadReport};
-use crate::result::{InsnCount, result_line};
+use protocol::result::{InsnCount, result_line};
 
 /// The line that refuses `params` when they name what only `workload=sense-reserve` uses (a
 /// pressure mode or a page budget), else `None`.

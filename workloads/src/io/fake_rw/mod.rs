@@ -17,7 +17,7 @@ use pools::MagazineStats;
 use pools::counting_lock::LockStats;
 
 use crate::io::WorkloadReport;
-use crate::result::FakeRwResult;
+use protocol::result::FakeRwResult;
 use scsi::target::TargetStats;
 
 pub use check::check;

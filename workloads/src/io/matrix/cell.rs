@@ -5,9 +5,9 @@ use super::super::{Histogram, SenseSlab, Stall, WorkloadReport};
 use super::PressureMode;
 use crate::BudgetStats;
 use crate::budget::PAGE_BYTES;
-use crate::result::{CellVerdict, SenseReserveResult, rounded};
 use alloc::string::{String, ToString};
 use core::fmt::Write;
+use protocol::result::{CellVerdict, SenseReserveResult, rounded};
 use scsi::sense_alloc::SenseMode;
 
 /// The header of [`Cell::table_row`].

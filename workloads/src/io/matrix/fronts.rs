@@ -6,11 +6,11 @@
 
 use super::super::WorkloadError;
 use super::{Cell, Matrix, run};
-use crate::window::CountedWindows;
 use crate::{BudgetBacking, Failslab};
 use alloc::vec::Vec;
 use pools::slab::SlabConfig;
 use pools::{Backing, Magazine, SlabCache, SlubCache};
+use protocol::window::CountedWindows;
 use scsi::clock::Clock;
 use scsi::sense_alloc::SlabSense;
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;

@@ -6,10 +6,10 @@ use super::super::{JobParams, WorkloadError, first_disk, run_with};
 use super::{
     Cell, Matrix, PressureMode, actors, cells, eh_scale, run_rounds, shared, steady_after,
 };
-use crate::window::CountedWindows;
 use alloc::vec::Vec;
 use pools::slab::SlabConfig;
 use pools::{Backing, ElementAllocator, SlabCache};
+use protocol::window::CountedWindows;
 use scsi::clock::Clock;
 use scsi::midlayer::{DEFAULT_EH_TIMEOUT_NS, Disk, Midlayer};
 use scsi::sense_alloc::{Reclaim, SenseMode, SenseStorage};

@@ -18,9 +18,9 @@
 use super::super::pressure::Pressure;
 use super::super::{Hooks, JobParams, WorkloadError, WorkloadParams, first_disk, run_with};
 use super::{Cell, Matrix, actors, cells, run_rounds, steady_after};
-use crate::window::CountedWindows;
 use alloc::vec::Vec;
 use pools::{Backing, ElementAllocator};
+use protocol::window::CountedWindows;
 use scsi::clock::Clock;
 use scsi::midlayer::{Disk, Done, Midlayer, Request};
 use scsi::sense_alloc::{Reclaim, SenseMode, SenseStorage, SharedReserve};

@@ -291,7 +291,7 @@ impl scsi::clock::Clock for SlotClock {
     }
 }
 
-impl crate::window::CountedWindows for SlotClock {
+impl protocol::window::CountedWindows for SlotClock {
     fn window_begin(&self, slot: u8) {
         self.slots.borrow_mut().insert(slot);
     }
@@ -336,7 +336,7 @@ impl scsi::clock::Clock for TscLike {
     }
 }
 
-impl crate::window::CountedWindows for TscLike {}
+impl protocol::window::CountedWindows for TscLike {}
 
 fn tsc_matrix(words: &str, pressure: &str) -> Vec<Cell> {
     let params = WorkloadParams::parse(&alloc::format!(

@@ -16,8 +16,8 @@ use scsi::wire::Lun;
 pub use scan_text::capacity_text;
 
 use super::HostInfo;
+use crate::disks::disk_name;
 use crate::platform::console::println;
-use crate::workload::verify_plan::disk_name;
 
 /// A disk the scan found, with the name it was given.
 #[derive(Debug, Clone)]

@@ -3,11 +3,4 @@
 
 pub use pools::counting_lock::{CountingMutex, LockStats};
 
-#[cfg_attr(
-    not(target_os = "none"),
-    expect(
-        unused_imports,
-        reason = "on the host only the pure modules are built, and they name the lock through CountingMutex"
-    )
-)]
 pub use pools::counting_lock::CountingSpinLock;

@@ -11,12 +11,13 @@ use core::fmt::Write;
 use crate::arch::serial;
 use crate::arch::time::now_ns;
 
-/// Prints a line to COM1 with no timestamp.
+/// Prints a line to COM1 with no timestamp (the OS's and its app's machine lines).
+#[macro_export]
 macro_rules! println {
     () => { $crate::platform::console::print_line(format_args!("")) };
     ($($arg:tt)*) => { $crate::platform::console::print_line(format_args!($($arg)*)) };
 }
-pub(crate) use println;
+pub use crate::println;
 
 /// Writes `args` and a newline under the console lock.
 pub fn print_line(args: core::fmt::Arguments<'_>) {

@@ -12,9 +12,7 @@
 //! the plugin recognises by its bytes when it translates the block. Compilers pad with the same
 //! NOP only with displacement 0. Without the plugin (or under KVM) markers do nothing.
 
-use core::sync::atomic::{AtomicU32, Ordering};
-
-use pools::counting_lock::CountingMutex;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 const BEGIN: u32 = 1;
 const END: u32 = 2;
@@ -87,18 +85,22 @@ pub fn notify() {
 
 /// The next publish number: the plugin counts its publishes in the same order.
 static PUBLISHED: AtomicU32 = AtomicU32::new(0);
-/// Keeps the counter and the marker in one order when two CPUs publish at once.
-static PUBLISH_LOCK: CountingMutex<()> = CountingMutex::const_new(
-    <pools::counting_lock::CountingSpinLock as lock_api::RawMutex>::INIT,
-    (),
-);
+/// Keeps the counter and the marker in one order when two CPUs publish at once: a plain spin
+/// flag, as a publish happens once per measured case, outside every window.
+static PUBLISHING: AtomicBool = AtomicBool::new(false);
 
 /// Publishes the windows closed since the last publish (every CPU's window must be closed)
 /// and returns the publish number the `RESULT` lines name.
 pub fn publish() -> u32 {
-    let _guard = PUBLISH_LOCK.lock();
+    while PUBLISHING
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        core::hint::spin_loop();
+    }
     let number = PUBLISHED.fetch_add(1, Ordering::Relaxed);
     marker!(PUBLISH, 0u8, [0]);
+    PUBLISHING.store(false, Ordering::Release);
     number
 }
 

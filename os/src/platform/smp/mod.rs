@@ -25,7 +25,7 @@ pub use percpu::{CpuContext, PerCpu, current_index, current_node};
 
 use crate::arch::trampoline::{self, AP_STACK_TOPS, TRAMPOLINE_PHYS};
 use crate::arch::{apic, gdt, idt, paging, time};
-use crate::cmdline::SmpInject;
+use crate::config::SmpInject;
 use crate::memory::memmap::{E820Entry, E820Kind, PhysRange};
 use crate::platform::topology::Topology;
 

@@ -1,25 +1,43 @@
-//! The boot sequence after the assembly stub, and the boot summary it prints.
+//! The boot sequence after the assembly stub, the seam to what runs after it ([`App`]), and the
+//! boot summary it prints.
 
 use alloc::vec::Vec;
+use core::fmt::Display;
 
 use crate::arch::exit::ExitCode;
 use crate::arch::pvh::StartInfo;
 use crate::arch::{apic, gdt, idt, paging, serial, time};
-use crate::cmdline::{Cmdline, SmpInject};
+use crate::config::{BootConfig, SmpInject};
 use crate::memory::memmap::E820Kind;
 use crate::memory::{self, heap};
 use crate::platform::console::{self, println};
 use crate::platform::topology::Topology;
 use crate::platform::topology::report as topology_report;
 use crate::platform::{acpi, pci, smp};
-use crate::{tests, workload};
+use protocol::result::{BootResult, rounded, tagged_line};
 use pvh::boot_tsc_value;
-use workloads::result::{BootResult, rounded, tagged_line};
 
 const MIB: u64 = 1 << 20;
 
-/// Brings the machine up, runs what the command line asks for, and returns the verdict.
-pub fn boot(start_info: u64) -> ExitCode {
+/// What runs on the OS once the machine is up: the workloads and guest tests of the kernel
+/// binary, which the OS never names. The OS asks it to read the command line first (the
+/// words it knows include the OS's own, [`BootConfig`]'s), then, with every CPU and PCI
+/// function found, to run.
+pub trait App {
+    /// Why a command line was refused; printed as `CMDLINE ERROR: {error}`.
+    type Error: Display;
+
+    /// Reads the loader's command-line buffer (`window`: the bytes the OS may read at
+    /// `cmdline_paddr`, a NUL somewhere in them) and returns the OS's settings. Called once,
+    /// with the heap up and before the logger starts.
+    fn configure(&mut self, window: &[u8]) -> Result<BootConfig, Self::Error>;
+
+    /// Runs the app and returns the boot's verdict.
+    fn run(&mut self) -> ExitCode;
+}
+
+/// Brings the machine up, runs `app`, and returns the verdict.
+pub fn boot(start_info: u64, app: &mut impl App) -> ExitCode {
     let rust_entry_tsc = time::rdtsc();
     let stub_cycles = rust_entry_tsc.saturating_sub(boot_tsc_value());
     serial::init();
@@ -34,7 +52,7 @@ pub fn boot(start_info: u64) -> ExitCode {
         Ok(info) => info,
         Err(err) => panic!("cannot boot: {err}"),
     };
-    let Some(cmdline) = read_cmdline(&info, tsc_hz, stub_cycles) else {
+    let Some(config) = read_cmdline(&info, tsc_hz, stub_cycles, app) else {
         return ExitCode::Failure;
     };
 
@@ -51,10 +69,10 @@ pub fn boot(start_info: u64) -> ExitCode {
     if let Err(err) = paging::init() {
         log::warn!("stack guard page not installed: {err}");
     }
-    if let Some(max) = cmdline.maxcpus {
+    if let Some(max) = config.maxcpus {
         topology.limit_cpus(max);
     }
-    let smp_report = start_cpus(&topology, lapic_phys, &info, cmdline.smp_inject);
+    let smp_report = start_cpus(&topology, lapic_phys, &info, config.smp_inject);
     let ram_bytes = ram_bytes(&info);
     topology_report::log(&topology, &layout, &smp_report, ram_bytes);
 
@@ -72,23 +90,22 @@ pub fn boot(start_info: u64) -> ExitCode {
         pci_functions: devices.len(),
     };
     println!("{}", tagged_line("BOOT", &summary.result()));
-
-    match &cmdline.tests {
-        Some(selection) => tests::run(selection),
-        None => workload::run(&cmdline),
-    }
+    app.run()
 }
 
-/// Parses the loader's command line, starts the logger at the level it asks for and logs the
-/// banner. `None` (after a `CMDLINE ERROR` line) when the line is not valid.
-fn read_cmdline(info: &StartInfo, tsc_hz: u64, stub_cycles: u64) -> Option<Cmdline> {
-    let names = tests::names();
-    let parsed =
-        crate::cmdline::boot_line(info.cmdline).and_then(|line| Cmdline::parse(line, &names));
+/// Has `app` read the loader's command line, starts the logger at the level it asks for and
+/// logs the banner. `None` (after a `CMDLINE ERROR` line) when the line is not valid.
+fn read_cmdline(
+    info: &StartInfo,
+    tsc_hz: u64,
+    stub_cycles: u64,
+    app: &mut impl App,
+) -> Option<BootConfig> {
+    let parsed = app.configure(info.cmdline);
     console::init_logger(
         parsed
             .as_ref()
-            .map_or(log::LevelFilter::Info, |cmdline| cmdline.loglevel),
+            .map_or(log::LevelFilter::Info, |config| config.loglevel),
     );
     log::info!(
         "sensepool kernel {} (x86_64, PVH); TSC {}.{:03} MHz (PIT-calibrated); Rust entered {} us after the boot stub",
@@ -103,7 +120,7 @@ fn read_cmdline(info: &StartInfo, tsc_hz: u64, stub_cycles: u64) -> Option<Cmdli
         alloc::string::String::from_utf8_lossy(shown)
     );
     match parsed {
-        Ok(cmdline) => Some(cmdline),
+        Ok(config) => Some(config),
         Err(err) => {
             println!("CMDLINE ERROR: {err}");
             None

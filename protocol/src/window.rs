@@ -1,13 +1,11 @@
 //! Counted windows: where a workload's measured loop starts and ends, for
-//! `cargo xtask bench … --count-insns`. The stack's [`Clock`](pools::clock::Clock) only keeps
+//! `cargo xtask bench … --count-insns`. The stack's clock (`pools::clock::Clock`) only keeps
 //! time (and says how to wait); marking windows is the lab's business, so it is a trait of its
 //! own here that the workloads ask of their clock, and the guest kernels (the sensepool kernel
 //! and the Hermit application) implement with their instruction-count markers
 //! ([`crate::insn_marker`]). Everything else takes the defaults, which do nothing.
 
 use alloc::rc::Rc;
-
-use pools::clock::ManualClock;
 
 /// Marks the timed windows of a workload.
 pub trait CountedWindows {
@@ -64,4 +62,5 @@ impl<W: CountedWindows + ?Sized> CountedWindows for Rc<W> {
 }
 
 /// Simulated time counts no instructions.
-impl CountedWindows for ManualClock {}
+#[cfg(feature = "manual-clock")]
+impl CountedWindows for pools::clock::ManualClock {}

@@ -1,8 +1,8 @@
 //! The monotonic clock: the TSC, calibrated once against PIT channel 2.
 //!
 //! The method (Linux's `quick_pit_calibrate`: the running counter read with tight TSC brackets
-//! at both ends of a window) is `workloads::tsc`, and its port driver the `pit` crate, both shared
-//! with the Hermit loader and application.
+//! at both ends of a window) is `pit::tsc`, beside its port driver in the `pit` crate, both
+//! shared with the Hermit loader and application.
 //!
 //! [`now_ns`] converts with a precomputed 32.32 fixed-point multiplier, one 128-bit multiply and
 //! no division, so benchmarks can read the clock in tight loops.
@@ -26,7 +26,7 @@ pub fn rdtsc() -> u64 {
 /// If the PIT does not count or the TSC does not advance: no clock, no boot (the panic line
 /// names which).
 pub fn calibrate() -> u64 {
-    let hz = workloads::tsc::calibrate_hz(&mut pit::Channel2)
+    let hz = pit::tsc::calibrate_hz(&mut pit::Channel2)
         .unwrap_or_else(|error| panic!("cannot calibrate the TSC: {error}"));
     TSC_HZ.store(hz, Ordering::Relaxed);
     NS_PER_CYCLE_FP32.store(

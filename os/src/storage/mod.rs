@@ -61,16 +61,6 @@ pub struct StackConfig {
     pub sense_magazine: usize,
 }
 
-impl StackConfig {
-    /// The stack the workload parameters ask for.
-    pub fn new(params: &workloads::io::WorkloadParams) -> Self {
-        Self {
-            sense: params.sense,
-            sense_magazine: params.sense_magazine,
-        }
-    }
-}
-
 /// A midlayer for `host` with sense buffers from `cache` through a magazine of
 /// `config.sense_magazine` buffers.
 pub fn new_stack<'s, H: ScsiHost<SenseBuf<'s>>>(
@@ -106,7 +96,7 @@ impl scsi::clock::Clock for KernelClock {
 }
 
 /// The workloads' timed windows: an instruction-count marker at each end.
-impl workloads::window::CountedWindows for KernelClock {
+impl protocol::window::CountedWindows for KernelClock {
     #[inline]
     fn window_begin(&self, slot: u8) {
         insn_marker::begin(slot);

@@ -18,8 +18,8 @@ use scsi::wire::Lun;
 
 use super::report::{NamedDisk, print_lun, print_scan_errors};
 use super::{HostInfo, SenseBuf, Stack};
+use crate::disks::disk_name;
 use crate::platform::console::println;
-use crate::workload::verify_plan::disk_name;
 
 /// The disks of one host, in the order they were found.
 pub struct Disks {

@@ -1,4 +1,0 @@
-//! Instruction-count markers, which live in `pools` ([`workloads::insn_marker`]) so that the Hermit
-//! build of the workloads (`hermit/app`) brackets its windows with the same instructions.
-
-pub use workloads::insn_marker::{Counted, begin, empty, end, notify, poll, publish};
