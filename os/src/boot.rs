@@ -64,6 +64,7 @@ pub fn boot(start_info: u64, app: &mut impl App) -> ExitCode {
     let Some(layout) = memory::layout::init(&info, &topology) else {
         panic!("e820 reports no usable RAM below 4 GiB");
     };
+    paging::set_table_frames(memory::dma::alloc_zeroed_page);
     log_layout(&layout);
     warn_above_4g(&info);
     if let Err(err) = paging::init() {

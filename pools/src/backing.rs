@@ -12,7 +12,28 @@
 use core::fmt;
 use core::ptr::NonNull;
 
-use crate::error::BackingError;
+/// Why a [`Backing`] could not provide a chunk.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BackingError {
+    /// No memory is left (or the backing was told to fail, in tests).
+    #[error("backing memory exhausted: {len_bytes} bytes, align {align_bytes}, node {node:?}")]
+    Exhausted {
+        /// Requested length.
+        len_bytes: usize,
+        /// Requested alignment.
+        align_bytes: usize,
+        /// Requested node.
+        node: Option<NodeId>,
+    },
+    /// The request cannot be expressed (zero length, alignment not a power of two, ...).
+    #[error("unsupported chunk request: {len_bytes} bytes, align {align_bytes}")]
+    Unsupported {
+        /// Requested length.
+        len_bytes: usize,
+        /// Requested alignment.
+        align_bytes: usize,
+    },
+}
 
 /// A device-visible (bus) address. Never dereferenced by the CPU.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]

@@ -1,33 +1,11 @@
-//! The errors of the `pools` layer: one enum for the pools, one for the backing memory.
+//! The errors of the `pools` layer: one enum for the pools ([`BackingError`], the backing
+//! memory's, lives with the [`Backing`](crate::backing::Backing) trait it belongs to).
 //!
 //! Every variant carries the facts a caller needs to act or to log (addresses, counts, sizes).
 //! Misuse such as a double free or a foreign address is reported here and leaves the pool
 //! exactly as it was.
 
-use crate::backing::{DmaAddr, NodeId};
-
-/// Why a [`Backing`](crate::backing::Backing) could not provide a chunk.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BackingError {
-    /// No memory is left (or the backing was told to fail, in tests).
-    #[error("backing memory exhausted: {len_bytes} bytes, align {align_bytes}, node {node:?}")]
-    Exhausted {
-        /// Requested length.
-        len_bytes: usize,
-        /// Requested alignment.
-        align_bytes: usize,
-        /// Requested node.
-        node: Option<NodeId>,
-    },
-    /// The request cannot be expressed (zero length, alignment not a power of two, ...).
-    #[error("unsupported chunk request: {len_bytes} bytes, align {align_bytes}")]
-    Unsupported {
-        /// Requested length.
-        len_bytes: usize,
-        /// Requested alignment.
-        align_bytes: usize,
-    },
-}
+use crate::backing::{BackingError, DmaAddr, NodeId};
 
 /// Errors of the dmapools, the slab cache, the mempool and the per-node sets.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -59,12 +59,12 @@ mod raw;
 pub mod slab;
 pub mod slub;
 
-pub use backing::{Backing, Chunk, DmaAddr, NodeId};
+pub use backing::{Backing, BackingError, Chunk, DmaAddr, NodeId};
 pub use dmapool::{
     DmaBlock, DmaPool, InBlockPool, LegacyPool, NodePoolSet, PoolAlgorithm, PoolConfig, PoolInfo,
     RawBlock, ScalablePool,
 };
-pub use error::{BackingError, PoolError};
+pub use error::PoolError;
 pub use magazine::{Magazine, MagazineStats};
 pub use mempool::{AllocMode, ElementAllocator, Mempool, Waiter};
 pub use raw::raw_lock;

@@ -27,10 +27,12 @@ use virtio_drivers::Hal;
 use virtio_drivers::queue::VirtQueue;
 use virtio_drivers::transport::{DeviceType, Transport};
 
+pub use super::error::VirtioScsiError;
+pub use super::events::SMALL_QUEUE;
 use super::events::{EventQueue, ScsiEvent};
 use super::wire::{self, config_offset, feature, queue};
 use crate::delay::Delay;
-use crate::virtio::queue::{OwnedQueue, QueueError};
+use crate::virtio::queue::OwnedQueue;
 
 mod control;
 mod requests;
@@ -39,9 +41,6 @@ pub use requests::RequestQueue;
 pub(super) use requests::{Finished, NotAdded};
 
 pub use control::RESET_TIMEOUT_US;
-
-/// Control and event queue size.
-pub const SMALL_QUEUE: usize = 8;
 
 bitflags::bitflags! {
     /// Features the driver can use.
@@ -56,43 +55,6 @@ bitflags::bitflags! {
         /// Virtio 1.0.
         const VERSION_1 = feature::VERSION_1;
     }
-}
-
-/// Errors of the virtio-scsi device.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum VirtioScsiError {
-    /// The transport is not a SCSI host.
-    #[error("device type {0:?} is not a SCSI host")]
-    WrongDevice(DeviceType),
-    /// virtio-drivers reported an error.
-    #[error("virtqueue: {0}")]
-    Queue(#[from] virtio_drivers::Error),
-    /// The owned queue refused a command (full) or a used entry (unknown token: reset the
-    /// device).
-    #[error(transparent)]
-    Ring(#[from] QueueError),
-    /// The configuration space holds an unusable value.
-    #[error("config {what} = {value} is unusable")]
-    BadConfig {
-        /// Field.
-        what: &'static str,
-        /// Value.
-        value: u32,
-    },
-    /// A task management request timed out.
-    #[error("task management timed out after {waited_us} us")]
-    TmfTimeout {
-        /// Budget spent.
-        waited_us: u64,
-    },
-    /// The device did not read its status back as 0 after a reset: it may still be using
-    /// every buffer it was given. The device must be abandoned: its queues and buffers
-    /// leaked, never freed ([`RequestQueue::abandon`], `core::mem::forget` of the device).
-    #[error("device did not finish its reset within {waited_us} us")]
-    ResetTimeout {
-        /// Budget spent.
-        waited_us: u64,
-    },
 }
 
 /// The configuration the device reported.

@@ -14,9 +14,12 @@ use zerocopy::{FromBytes, FromZeros};
 use scsi::host::HostEvent;
 use scsi::wire::Lun;
 
-use super::device::{SMALL_QUEUE, VirtioScsiError};
+use super::error::VirtioScsiError;
 use super::wire::{Event, event, queue};
 use crate::virtio::queue::{DeviceWrites, OwnedQueue, Pinned};
+
+/// Control and event queue size: the event buffers kept posted, and the control queue's ring.
+pub const SMALL_QUEUE: usize = 8;
 
 /// A decoded event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

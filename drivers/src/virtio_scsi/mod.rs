@@ -22,6 +22,7 @@
 //! removed one and rescans everything after `EventsMissed` (`kernel/src/storage/hotplug.rs`).
 
 pub mod device;
+pub mod error;
 pub mod events;
 pub mod host;
 pub mod shared;

@@ -7,10 +7,13 @@
 //! 4 GiB where SeaBIOS may place 64-bit BARs, as uncached (PCD|PWT), no-execute pages: whole
 //! 2 MiB pages where the range covers them, 4 KiB pages at the ragged ends, splitting a 2 MiB
 //! page into a 4 KiB table when only part of it must change. New table pages come from the DMA
-//! frame allocator, which lies inside the identity map.
+//! frame allocator, which lies inside the identity map: boot hands its page allocator to
+//! [`set_table_frames`] once the frames exist, so this module names no allocator (the memory
+//! module sits above arch, and its per-node choice reads the CPU's per-CPU data).
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
+use spin::Once;
 use spin::mutex::SpinMutex;
 use x86_64::registers::control::Cr3;
 
@@ -43,6 +46,9 @@ pub enum PagingError {
 }
 
 static LOCK: SpinMutex<()> = SpinMutex::new(());
+/// Where new table pages come from: a zeroed page inside the identity map, or `None` when none
+/// is left. Until boot sets it, a new table fails with [`PagingError::NoFrames`].
+static TABLE_FRAMES: Once<fn() -> Option<u64>> = Once::new();
 /// Page-table pages allocated after boot, for the boot summary.
 static TABLE_PAGES: AtomicU64 = AtomicU64::new(0);
 
@@ -59,8 +65,16 @@ unsafe fn entry(table_phys: u64, index: u64) -> *mut u64 {
     unsafe { table(table_phys).add((index & 511) as usize) }
 }
 
+/// Sets where new table pages come from (once; later calls are ignored): `zeroed_page` returns
+/// a zeroed, identity-mapped page that is the page tables' from then on, or `None` when out of
+/// frames.
+pub fn set_table_frames(zeroed_page: fn() -> Option<u64>) {
+    TABLE_FRAMES.call_once(|| zeroed_page);
+}
+
 fn new_table() -> Result<u64, PagingError> {
-    let phys = crate::memory::dma::alloc_zeroed_page().ok_or(PagingError::NoFrames)?;
+    let zeroed_page = TABLE_FRAMES.get().ok_or(PagingError::NoFrames)?;
+    let phys = zeroed_page().ok_or(PagingError::NoFrames)?;
     TABLE_PAGES.fetch_add(1, Ordering::Relaxed);
     Ok(phys)
 }

@@ -6,7 +6,8 @@
 //! four-entry GDT (32-bit code 0x08, data 0x10, 64-bit code 0x18), PAE, the boot CR3 (the page
 //! tables every CPU shares), EFER.LME|NXE, paging. In 64-bit mode it reads its initial APIC id
 //! from CPUID, takes its stack from [`AP_STACK_TOPS`]`[apic_id]` (0 means "not expected": it
-//! halts), and calls `smp::ap_main(apic_id)`.
+//! halts), and calls the entry [`install`] was given (`smp::ap_main(apic_id)`; passed in, so arch
+//! names nothing of the platform above it).
 //!
 //! Keying the stack by APIC id rather than passing it in a shared slot means an AP that comes
 //! up late, after the BSP gave up on it and moved on, still lands on its own stack.
@@ -22,6 +23,8 @@ pub const TRAMPOLINE_PHYS: u64 = 0x8000;
 pub static AP_STACK_TOPS: [AtomicU64; 256] = [const { AtomicU64::new(0) }; 256];
 /// CR3 for the APs (the BSP's), read by the trampoline's 32-bit code.
 static AP_CR3: AtomicU64 = AtomicU64::new(0);
+/// The 64-bit entry the APs call with their APIC id, set by [`install`].
+static AP_ENTRY: AtomicU64 = AtomicU64::new(0);
 
 global_asm!(
     r#"
@@ -76,7 +79,7 @@ ap_trampoline_64:
     jz 2f
     movl %ebx, %edi
     xorl %ebp, %ebp
-    movabsq ${entry}, %rax
+    movq {entry}, %rax
     callq *%rax
 2:  cli
     hlt
@@ -98,7 +101,7 @@ ap_trampoline_end:
     base = const TRAMPOLINE_PHYS,
     cr3 = sym AP_CR3,
     stacks = sym AP_STACK_TOPS,
-    entry = sym crate::platform::smp::ap_main,
+    entry = sym AP_ENTRY,
     options(att_syntax)
 );
 
@@ -107,13 +110,14 @@ unsafe extern "C" {
     static ap_trampoline_end: u8;
 }
 
-/// Copies the trampoline to [`TRAMPOLINE_PHYS`] and records the CR3 the APs will load.
-/// Returns the STARTUP IPI vector (the page number).
+/// Copies the trampoline to [`TRAMPOLINE_PHYS`] and records the CR3 the APs will load and the
+/// `entry` they call with their APIC id, on their own stack. Returns the STARTUP IPI vector
+/// (the page number).
 ///
 /// # Safety
 /// The page at `TRAMPOLINE_PHYS` must be RAM that nothing else uses (the caller checks the
 /// e820 map and the loader's data).
-pub unsafe fn install() -> u8 {
+pub unsafe fn install(entry: extern "C" fn(u32) -> !) -> u8 {
     let start = core::ptr::addr_of!(ap_trampoline_start);
     let len = core::ptr::addr_of!(ap_trampoline_end) as usize - start as usize;
     // SAFETY: the source is the trampoline in the kernel image; the destination is the page the
@@ -121,5 +125,6 @@ pub unsafe fn install() -> u8 {
     unsafe { core::ptr::copy_nonoverlapping(start, TRAMPOLINE_PHYS as *mut u8, len.min(4096)) };
     let (frame, _) = x86_64::registers::control::Cr3::read();
     AP_CR3.store(frame.start_address().as_u64(), Ordering::SeqCst);
+    AP_ENTRY.store(entry as usize as u64, Ordering::SeqCst);
     (TRAMPOLINE_PHYS >> 12) as u8
 }

@@ -73,9 +73,10 @@ unsafe fn zero_frames(start: *mut u64, words: usize) {
 
 /// One zeroed page for kernel use (page tables), or `None` when out of frames.
 pub fn alloc_zeroed_page() -> Option<u64> {
-    let run = frames()?
-        .frames
-        .alloc(1, PAGE_BYTES, crate::platform::smp::current_node())?;
+    let run =
+        frames()?
+            .frames
+            .alloc(1, PAGE_BYTES, crate::platform::smp::percpu::current_node())?;
     // SAFETY: the frame was just allocated, so nothing else uses it; it is identity mapped.
     unsafe { core::ptr::write_bytes(run.phys as *mut u8, 0, PAGE_BYTES as usize) };
     Some(run.phys)
@@ -121,7 +122,7 @@ unsafe impl Backing for DmaFrames {
             align_bytes,
             node,
         };
-        let preferred = node.unwrap_or_else(crate::platform::smp::current_node);
+        let preferred = node.unwrap_or_else(crate::platform::smp::percpu::current_node);
         let run = self
             .frames
             .alloc(pages, align_bytes as u64, preferred)

@@ -183,7 +183,11 @@ impl NetDevice {
     /// on the idle loop's timer from then on.
     fn route_interrupts(&mut self, enabled: Result<(), crate::platform::pci::msix::MsixError>) {
         let routed = enabled.and_then(|()| {
-            crate::platform::pci::msix::route_virtqueues(self.function, &[RECEIVE_QUEUE], 0)
+            crate::platform::pci::virtio_common::route_virtqueues(
+                self.function,
+                &[RECEIVE_QUEUE],
+                0,
+            )
         });
         let inner = self.inner.get_mut();
         match routed {

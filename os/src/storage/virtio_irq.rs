@@ -21,7 +21,8 @@ use super::interrupt::{Mask, VectorSource};
 use crate::arch::irq;
 use crate::platform::console::println;
 use crate::platform::pci::PciFunction;
-use crate::platform::pci::msix::{self, MsixTable};
+use crate::platform::pci::msix::MsixTable;
+use crate::platform::pci::virtio_common;
 use crate::platform::smp::percpu;
 
 /// One queue's MSI-X entry.
@@ -82,7 +83,8 @@ pub fn route(
         table
             .program(entry, &vector)
             .map_err(|e| alloc::format!("{e}"))?;
-        msix::route_virtqueues(function, &[virtqueue], entry).map_err(|e| alloc::format!("{e}"))?;
+        virtio_common::route_virtqueues(function, &[virtqueue], entry)
+            .map_err(|e| alloc::format!("{e}"))?;
         kept.push((entry, Arc::clone(&vector), vector.count()));
         sources.push(QueueInterrupt {
             mask: QueueEntry { table, entry },
@@ -104,7 +106,9 @@ pub fn reroute_hook(function: &PciFunction) -> drivers::virtio_scsi::shared::Rei
     let function = function.clone();
     Box::new(move |virtqueues: &[u16]| {
         for (index, &virtqueue) in virtqueues.iter().enumerate() {
-            if let Err(error) = msix::route_virtqueues(&function, &[virtqueue], entry_of(index)) {
+            if let Err(error) =
+                virtio_common::route_virtqueues(&function, &[virtqueue], entry_of(index))
+            {
                 log::error!("virtio-scsi: routing virtqueue {virtqueue} after a reset: {error}");
             }
         }

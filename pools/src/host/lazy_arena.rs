@@ -18,8 +18,8 @@ use std::sync::Mutex;
 use std::vec::Vec;
 
 use super::HOST_DMA_OFFSET;
+use crate::backing::BackingError;
 use crate::backing::{Backing, Chunk, DmaAddr, NodeId};
-use crate::error::BackingError;
 
 /// Bytes of one region: chunks are cut from it until it is full, then a new one is mapped.
 pub const LAZY_REGION_BYTES: usize = 1 << 30;

@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
+use crate::backing::BackingError;
 use crate::backing::{Backing, Chunk, DmaAddr, NodeId};
-use crate::error::BackingError;
 use crate::mempool::Waiter;
 
 /// Distance between a host chunk's CPU address and its fake bus address (2^52).

@@ -44,8 +44,8 @@ use core::marker::PhantomData;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, Ordering};
 
+use crate::backing::BackingError;
 use crate::backing::{Backing, Chunk, DmaAddr, NodeId};
-use crate::error::BackingError;
 
 pub use block_pages::Block;
 pub(crate) use block_pages::BlockPages;

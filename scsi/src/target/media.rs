@@ -8,8 +8,8 @@
 //! addresses the store modulo its size); we answer 21h/00h, because no initiator should learn
 //! that a wrapped range reads data (`scsi/README.md`).
 
+use super::cdb_fields::{be16, be32, be64};
 use super::params::*;
-use super::respond::{be16, be32, be64};
 use super::{CmdView, ScsiDebug};
 use crate::clock::Clock;
 use crate::host::{DataDirection, HostCompletion, HostError};

@@ -17,6 +17,7 @@
 //! `scsi/README.md` lists where we differ and why, `tests/linux_conformance/` checks it, and
 //! `cargo xtask conformance scsi-debug` compares it with Linux's module.
 
+mod cdb_fields;
 mod checks;
 mod media;
 mod mode;

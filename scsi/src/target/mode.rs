@@ -6,8 +6,8 @@
 //! (3Fh). Each page comes in its current, changeable (a mask) and default values; saved values
 //! are not supported. MODE SELECT is not implemented, so the current values never change.
 
+use super::cdb_fields::be16;
 use super::params::*;
-use super::respond::be16;
 use super::sense::data_in_upto;
 use super::{CmdView, ScsiDebug};
 use crate::clock::Clock;

@@ -3,8 +3,8 @@
 //! `resp_report_luns`, `resp_requests`). They build their payloads with the `wire` encoders
 //! into small vectors and let `data_in` copy what fits.
 
+use super::cdb_fields::{be16, be32};
 use super::checks::REPORT_LUNS_WLUN;
-use super::respond::{be16, be32};
 use super::sense::{data_in, data_in_upto};
 use super::vpd::Unit;
 use super::{CmdView, Readiness, ScsiDebug};

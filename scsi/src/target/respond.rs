@@ -2,6 +2,7 @@
 //! dispatch to the response functions of Linux scsi_debug (`resp_inquiry`, `resp_readcap16`,
 //! `resp_start_stop`, ...) by the action of the command's row in [`super::opcodes`].
 
+use super::cdb_fields::be32;
 use super::media::rw_range;
 use super::opcodes::Action;
 use super::params::*;
@@ -136,21 +137,4 @@ impl<C: Clock, S> ScsiDebug<C, S> {
         }
         HostCompletion::good(cmd.tag)
     }
-}
-
-/// A big-endian 16-bit field at `at` (Linux `get_unaligned_be16(cmd + at)`).
-pub(crate) fn be16(cdb: &[u8; 16], at: usize) -> u16 {
-    u16::from_be_bytes([cdb[at], cdb[at + 1]])
-}
-
-/// A big-endian 32-bit field at `at`.
-pub(crate) fn be32(cdb: &[u8; 16], at: usize) -> u32 {
-    u32::from_be_bytes([cdb[at], cdb[at + 1], cdb[at + 2], cdb[at + 3]])
-}
-
-/// A big-endian 64-bit field at `at`.
-pub(crate) fn be64(cdb: &[u8; 16], at: usize) -> u64 {
-    let mut bytes = [0u8; 8];
-    bytes.copy_from_slice(&cdb[at..at + 8]);
-    u64::from_be_bytes(bytes)
 }

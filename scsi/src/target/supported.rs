@@ -4,8 +4,8 @@
 //! the commands we answer; for each of those, the one-command form returns Linux's CDB usage
 //! data byte for byte.
 
+use super::cdb_fields::{be16, be32};
 use super::opcodes::{self, Entry, flag};
-use super::respond::{be16, be32};
 use super::sense::data_in_upto;
 use super::{CmdView, ScsiDebug};
 use crate::clock::Clock;

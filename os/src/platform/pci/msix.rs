@@ -1,4 +1,5 @@
-//! MSI-X (PCI Local Bus 3.0 §6.8.2) and the virtio vector assignment that uses it.
+//! MSI-X (PCI Local Bus 3.0 §6.8.2); the virtio vector assignment over it is
+//! `virtio_common::route_virtqueues`.
 //!
 //! A device's MSI-X table lives in one of its memory BARs; entry `n` holds the message address
 //! and data the device writes to raise vector `n`. [`enable`] points entries at one shared local
@@ -232,17 +233,4 @@ pub fn enable(function: &PciFunction, entries: u16) -> Result<u16, MsixError> {
     }
     table.enable();
     Ok(table.size())
-}
-
-/// Assigns MSI-X entry `entry` to each virtqueue in `queues` of the virtio `function` (whose
-/// MSI-X is [`enable`]d), checking the device's read-back.
-pub fn route_virtqueues(
-    function: &PciFunction,
-    queues: &[u16],
-    entry: u16,
-) -> Result<(), MsixError> {
-    let common = super::virtio_common::CommonConfig::find(function)?;
-    queues
-        .iter()
-        .try_for_each(|&queue| common.route_msix(queue, entry))
 }

@@ -149,3 +149,16 @@ impl NotifyRegister {
         unsafe { self.address.as_ptr().write_volatile(queue) };
     }
 }
+
+/// Assigns MSI-X entry `entry` to each virtqueue in `queues` of the virtio `function` (whose
+/// MSI-X is [`msix::enable`]d), checking the device's read-back.
+pub fn route_virtqueues(
+    function: &PciFunction,
+    queues: &[u16],
+    entry: u16,
+) -> Result<(), MsixError> {
+    let common = CommonConfig::find(function)?;
+    queues
+        .iter()
+        .try_for_each(|&queue| common.route_msix(queue, entry))
+}

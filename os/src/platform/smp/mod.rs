@@ -137,7 +137,7 @@ pub fn start(
     }
     let page_free = trampoline_page_free(memmap, occupied);
     // SAFETY: checked just above that the page is RAM nobody uses.
-    let vector = page_free.then(|| unsafe { trampoline::install() });
+    let vector = page_free.then(|| unsafe { trampoline::install(ap_main) });
     // Every stack (and guard page) first: unmapping a guard page may split a 2 MiB page, and
     // no AP may be running yet with that page in its TLB.
     let prepared: Vec<Result<(), &'static str>> =
@@ -209,7 +209,7 @@ fn start_one(cpu: &'static PerCpu, vector: u8) -> ApOutcome {
 }
 
 /// The AP's Rust entry, called by the trampoline on its own stack with its initial APIC id.
-pub extern "C" fn ap_main(apic_id: u32) -> ! {
+extern "C" fn ap_main(apic_id: u32) -> ! {
     let Some(cpu) = percpu::all()
         .iter()
         .find(|cpu| cpu.context().apic_id == apic_id)
