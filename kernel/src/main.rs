@@ -41,6 +41,11 @@ pvh::entry!(
     stack_bytes = os::arch::boot::BOOT_STACK_BYTES
 );
 
+/// The OS heap as this binary's allocator (`os::memory::heap` says why the binary names it).
+#[cfg(target_os = "none")]
+#[global_allocator]
+static HEAP: os::memory::heap::Heap = os::memory::heap::Heap;
+
 /// Entered from the boot stub in 64-bit mode with the PVH start-info address.
 #[cfg(target_os = "none")]
 extern "C" fn kernel_main(start_info: u32) -> ! {

@@ -17,6 +17,10 @@
 //! server). The guest↔host contract (the typed lines it prints, the instruction-count markers,
 //! the window hooks its clock implements) is the `protocol` crate's.
 //!
+//! The binary names the OS heap as its allocator (`#[global_allocator] static HEAP:
+//! os::memory::heap::Heap = Heap;`), so allocation is compiled where it is called
+//! ([`memory::heap`] says why).
+//!
 //! On the host this crate builds with its pure modules only (memory map, frame bitmaps, PCI
 //! decoding, topology tables, the network's configuration, disk names), unit-tested there.
 #![cfg_attr(target_os = "none", no_std)]
