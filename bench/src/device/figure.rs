@@ -88,6 +88,7 @@ fn chart(runs: &[DeviceRun], cells: &[Cell], place: &str) -> GroupedBars {
         panels.push(Panel {
             y_label: label.into(),
             bars,
+            log: false,
         });
     }
     let short = |device: Device| match device {

@@ -45,10 +45,12 @@ pub(crate) fn panels(
         Panel {
             y_label: "IOPS".into(),
             bars: bars(|iops, _| Some(iops)),
+            log: false,
         },
         Panel {
             y_label: "instructions per I/O (exact count)".into(),
             bars: bars(|_, insns| insns),
+            log: false,
         },
     ]
 }

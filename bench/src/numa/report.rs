@@ -179,8 +179,9 @@ fn chart(records: &[NumaRecord], place: &str) -> GroupedBars {
             series.push(mode);
         }
     }
-    let panel = |y_label: &str, bar: &dyn Fn(&NumaModeResult) -> Bar| Panel {
+    let panel = |y_label: &str, log: bool, bar: &dyn Fn(&NumaModeResult) -> Bar| Panel {
         y_label: y_label.into(),
+        log,
         bars: groups
             .iter()
             .map(|group| {
@@ -209,8 +210,18 @@ fn chart(records: &[NumaRecord], place: &str) -> GroupedBars {
              {place}; contended acquisitions are counted over all {rounds} rounds together"
         ),
         panels: vec![
-            panel("contended lock acquisitions per alloc or free", &contended),
-            panel("alloc+free throughput, million ops/s", &ops),
+            panel(
+                "contended lock acquisitions per alloc or free",
+                false,
+                &contended,
+            ),
+            // Throughput spans decades (a few thousand ops/s where vCPUs outnumber host cores,
+            // millions where they do not): on a linear axis the small ones vanish.
+            panel(
+                "alloc+free throughput, million ops/s (log scale)",
+                true,
+                &ops,
+            ),
         ],
         groups,
         series,

@@ -53,9 +53,13 @@ fn scale_of(panel: &Panel) -> Option<Scale> {
         .iter()
         .flatten()
         .flatten()
-        .flat_map(|b| [b.value, b.max])
+        .flat_map(|b| [b.value, b.max, if panel.log { b.min } else { b.value }])
         .filter(|v| v.is_finite())
         .collect();
+    if panel.log {
+        // The whiskers' low ends too: a log axis has no zero for them to fall back to.
+        return Scale::log(values);
+    }
     values
         .iter()
         .any(|v| *v > 0.0)

@@ -103,6 +103,9 @@ pub struct Panel {
     /// The measure, with its unit.
     pub y_label: String,
     pub bars: Vec<Vec<Option<Bar>>>,
+    /// A logarithmic axis, for a measure whose cases span decades (bars then start at the
+    /// axis's lowest decade, and a non-positive value sits on it).
+    pub log: bool,
 }
 
 /// Panels stacked over shared groups (x) and series (colors).

@@ -147,14 +147,17 @@ fn grouped_columns_read() {
             Panel {
                 y_label: "IOPS".into(),
                 bars: vec![vec![spread(10.0), spread(8.0), spread(9.0)]; 4],
+                log: false,
             },
             Panel {
                 y_label: "QEMU host CPUs".into(),
                 bars: vec![vec![spread(1.6), spread(1.9), spread(0.8)]; 4],
+                log: true,
             },
             Panel {
                 y_label: "guest busy, %".into(),
                 bars: vec![vec![None, None, None]; 4],
+                log: false,
             },
         ],
         spread: "min–max of rounds".into(),
@@ -163,6 +166,10 @@ fn grouped_columns_read() {
     draw_grouped(&path, &grouped).unwrap();
     let svg = readable(&path);
     assert!(svg.contains("mpt qd32 j2") && svg.contains("hybrid"));
+    assert!(
+        svg.lines().any(|line| line.trim() == "0.1"),
+        "the log panel labels its lowest decade"
+    );
     assert!(
         svg.contains("guest busy, %: not reported"),
         "an empty panel says so"
