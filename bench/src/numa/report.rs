@@ -157,6 +157,22 @@ fn boot_name(record: &NumaRecord, size: u64) -> String {
     format!("{profile} {size} B")
 }
 
+/// The chart's groups (boots) and series (modes), each in the order the run first met it.
+fn groups_and_series(rows: &[(&NumaRecord, &NumaModeResult)]) -> (Vec<String>, Vec<String>) {
+    let mut groups: Vec<String> = Vec::new();
+    let mut series: Vec<String> = Vec::new();
+    for (record, mode) in rows {
+        let group = boot_name(record, mode.size);
+        if !groups.contains(&group) {
+            groups.push(group);
+        }
+        if !series.contains(&mode.mode) {
+            series.push(mode.mode.clone());
+        }
+    }
+    (groups, series)
+}
+
 /// Groups are boots (profile and size), series are modes: median ops/s with the rounds'
 /// range, and contended acquisitions per operation.
 fn chart(records: &[NumaRecord], place: &str) -> GroupedBars {
@@ -167,18 +183,8 @@ fn chart(records: &[NumaRecord], place: &str) -> GroupedBars {
             _ => None,
         })
         .collect();
-    let mut groups: Vec<String> = Vec::new();
-    let mut series: Vec<String> = Vec::new();
+    let (groups, series) = groups_and_series(&rows);
     let group_of = |(r, mode): &(&NumaRecord, &NumaModeResult)| boot_name(r, mode.size);
-    for row in &rows {
-        let (group, mode) = (group_of(row), row.1.mode.clone());
-        if !groups.contains(&group) {
-            groups.push(group);
-        }
-        if !series.contains(&mode) {
-            series.push(mode);
-        }
-    }
     let panel = |y_label: &str, log: bool, bar: &dyn Fn(&NumaModeResult) -> Bar| Panel {
         y_label: y_label.into(),
         log,
