@@ -18,7 +18,8 @@
 //! Modules: [`delay`] (bounded waits), [`dma`] (bus addresses, DMA memory, data mapping,
 //! owned packet buffers, `pools` glue), [`irq`] (the completion-wait policy: poll, halt on the
 //! interrupt, lost/spurious/storm bookkeeping), [`mpt`] (LSI SAS1068: MPI layouts, registers,
-//! handshake, chain SGLs, bring-up, request queue, `MptHost`), [`virtio`] (the PCI bring-up,
+//! handshake, chain SGLs, bring-up, request queue, `MptHost`), [`pci`] (configuration space
+//! as a trait, ports 0xCF8/0xCFC, BARs and enumeration), [`virtio`] (the PCI bring-up,
 //! the owned virtqueue and the bounded reset both virtio drivers share), [`virtio_scsi`]
 //! (layouts, completion checks,
 //! the device on virtio-drivers, events, `VirtioScsiHost`), [`virtio_net`] (one queue pair
@@ -43,6 +44,7 @@ pub mod delay;
 pub mod dma;
 pub mod irq;
 pub mod mpt;
+pub mod pci;
 pub mod virtio;
 pub mod virtio_net;
 pub mod virtio_scsi;

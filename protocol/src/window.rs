@@ -31,6 +31,35 @@ pub trait CountedWindows {
     fn poll_empty(&self) {}
 }
 
+/// Implements [`CountedWindows`] for a guest's clock type with the instruction-count markers
+/// ([`crate::insn_marker`], x86_64): the one implementation both guests (the sensepool kernel's
+/// clock and the Hermit application's) use, so their windows are bracketed by the same
+/// instructions.
+#[cfg(target_arch = "x86_64")]
+#[macro_export]
+macro_rules! insn_marked_windows {
+    ($clock:ty) => {
+        impl $crate::window::CountedWindows for $clock {
+            #[inline]
+            fn window_begin(&self, slot: u8) {
+                $crate::insn_marker::begin(slot);
+            }
+            #[inline]
+            fn window_end(&self, slot: u8) {
+                $crate::insn_marker::end(slot);
+            }
+            #[inline]
+            fn poll_begin(&self) {
+                $crate::insn_marker::poll();
+            }
+            #[inline]
+            fn poll_empty(&self) {
+                $crate::insn_marker::empty();
+            }
+        }
+    };
+}
+
 impl<W: CountedWindows + ?Sized> CountedWindows for &W {
     fn window_begin(&self, slot: u8) {
         (**self).window_begin(slot)

@@ -1,17 +1,31 @@
 //! Finding a virtio device on PCI and building its transport (virtio 1.2 §4.1).
 //!
-//! The one bring-up both virtio drivers use. The platform first turns on decoding and bus
-//! mastering and maps the function's memory BARs (that is paging, which only the kernel can
-//! do; QEMU puts the modern virtio BAR at a 64-bit address, possibly above 4 GiB); then
-//! [`transport`] checks that the function is the kind of device the caller drives and builds
-//! virtio-drivers' `PciTransport` over the platform's configuration access, which reads the
-//! virtio capabilities (§4.1.4) and finds the common, notify, ISR and device configuration
-//! structures in those BARs.
+//! The one bring-up both virtio drivers use, on both kernels: [`bring_up`] checks that the
+//! function is the kind of device the caller drives, turns on decoding and bus mastering, asks
+//! the platform to make every memory BAR reachable ([`MapBars`]: that is paging, which only the
+//! kernel can do; QEMU puts the modern virtio BAR at a 64-bit address, possibly above 4 GiB),
+//! then [`transport`] walks the capability list with a bound and builds virtio-drivers'
+//! `PciTransport` over the platform's configuration space ([`crate::pci::ConfigSpace`]), which
+//! reads the virtio capabilities (§4.1.4) and finds the common, notify, ISR and device
+//! configuration structures in those BARs. DMA memory and MMIO addresses come from the
+//! kernel's `virtio_drivers::Hal`.
+
+use alloc::string::String;
 
 use virtio_drivers::Hal;
 use virtio_drivers::transport::pci::PciTransport;
 use virtio_drivers::transport::pci::VirtioPciError;
 use virtio_drivers::transport::pci::bus::{ConfigurationAccess, DeviceFunction, PciRoot};
+
+use crate::pci::{Bar, ConfigSpace, PciFunction};
+
+#[expect(
+    unsafe_code,
+    reason = "virtio-drivers' `ConfigurationAccess` has an unsafe clone method"
+)]
+mod access;
+
+pub use access::Access;
 
 /// PCI vendor id of virtio devices (Red Hat, Inc.; virtio 1.2 §4.1.2).
 pub const PCI_VENDOR: u16 = 0x1af4;
@@ -84,6 +98,63 @@ pub enum BringUpError {
     /// virtio-drivers could not find or use the virtio capabilities.
     #[error("virtio PCI transport: {0}")]
     Transport(#[from] VirtioPciError),
+    /// The platform could not make a memory BAR reachable.
+    #[error("BAR{index} at {addr:#x}: {reason}")]
+    Bar {
+        /// Which BAR (register index).
+        index: usize,
+        /// Its bus address.
+        addr: u64,
+        /// Why the platform could not map it, and what would fix that.
+        reason: String,
+    },
+}
+
+/// What the bring-up needs from the kernel besides configuration space: memory BARs made
+/// reachable, uncached, where the kernel's `Hal::mmio_phys_to_virt` will look for them.
+pub trait MapBars {
+    /// Maps memory BAR `index` of the function being brought up, `[addr, addr + len_bytes)`,
+    /// or says why it cannot be reached (and, where there is one, what fixes that).
+    fn map_bar(&mut self, index: usize, addr: u64, len_bytes: u64) -> Result<(), String>;
+}
+
+/// The virtio PCI bring-up: `function` must be a virtio device of kind `expected`; decoding and
+/// bus mastering go on, every assigned memory BAR is mapped through `bars`, then the transport
+/// is built ([`transport`]), ready for the driver's feature negotiation.
+pub fn bring_up<H: Hal, C: ConfigSpace>(
+    config: &C,
+    bars: &mut impl MapBars,
+    function: &PciFunction,
+    expected: DeviceKind,
+) -> Result<PciTransport, BringUpError> {
+    if DeviceKind::of(function.vendor_id, function.device_id) != Some(expected) {
+        return Err(BringUpError::WrongDevice {
+            expected,
+            vendor_id: function.vendor_id,
+            device_id: function.device_id,
+        });
+    }
+    crate::pci::enable_device(config, function.bdf);
+    for (index, bar) in function.bars.iter().enumerate() {
+        if let Some(Bar::Memory {
+            addr, len_bytes, ..
+        }) = *bar
+            && addr != 0
+        {
+            bars.map_bar(index, addr, len_bytes)
+                .map_err(|reason| BringUpError::Bar {
+                    index,
+                    addr,
+                    reason,
+                })?;
+        }
+    }
+    let device_function = DeviceFunction {
+        bus: function.bdf.bus,
+        device: function.bdf.device,
+        function: function.bdf.function,
+    };
+    transport::<H, _>(Access(config), device_function, expected)
 }
 
 /// The most capabilities a list can hold without repeating one: aligned offsets from 0x40 to
@@ -292,5 +363,97 @@ mod tests {
             transport::<NoHal, _>(net, FUNCTION, DeviceKind::Net),
             Err(BringUpError::Transport(_))
         ));
+    }
+
+    /// A configuration space whose writes are recorded (the command register must be set
+    /// before the BARs are mapped).
+    #[derive(Default)]
+    struct Recorded {
+        writes: core::cell::RefCell<alloc::vec::Vec<(u8, u32)>>,
+    }
+
+    impl ConfigSpace for Recorded {
+        fn read(&self, _bdf: crate::pci::Bdf, _offset: u8) -> u32 {
+            0
+        }
+        fn write(&self, _bdf: crate::pci::Bdf, offset: u8, value: u32) {
+            self.writes.borrow_mut().push((offset, value));
+        }
+    }
+
+    /// Maps BARs below 4 GiB only, as the Hermit application does.
+    struct Below4Gib(alloc::vec::Vec<usize>);
+
+    impl MapBars for Below4Gib {
+        fn map_bar(&mut self, index: usize, addr: u64, len_bytes: u64) -> Result<(), String> {
+            if addr + len_bytes > 1 << 32 {
+                return Err(String::from("above 4 GiB"));
+            }
+            self.0.push(index);
+            Ok(())
+        }
+    }
+
+    fn scsi_function(bars: [Option<Bar>; 6]) -> PciFunction {
+        PciFunction {
+            bdf: crate::pci::Bdf {
+                bus: 0,
+                device: 3,
+                function: 0,
+            },
+            vendor_id: 0x1af4,
+            device_id: 0x1004,
+            class: [1, 0, 0],
+            header_type: 0,
+            bars,
+        }
+    }
+
+    #[test]
+    fn a_bar_the_platform_cannot_map_is_an_error_naming_it() {
+        let io = Bar::Io {
+            port: 0xc000,
+            len: 0x40,
+        };
+        let high = Bar::Memory {
+            addr: 0x8_0000_0000,
+            len_bytes: 0x4000,
+            is_64bit: true,
+            prefetchable: true,
+        };
+        let low = Bar::Memory {
+            addr: 0xfebf_1000,
+            len_bytes: 0x1000,
+            is_64bit: false,
+            prefetchable: false,
+        };
+        let function = scsi_function([Some(io), Some(low), None, None, Some(high), None]);
+        let config = Recorded::default();
+        let mut bars = Below4Gib(alloc::vec::Vec::new());
+        let result = bring_up::<NoHal, _>(&config, &mut bars, &function, DeviceKind::Scsi);
+        assert_eq!(
+            result.err(),
+            Some(BringUpError::Bar {
+                index: 4,
+                addr: 0x8_0000_0000,
+                reason: String::from("above 4 GiB")
+            })
+        );
+        assert_eq!(bars.0, [1], "the I/O BAR is not mapped, the low one is");
+        assert_eq!(config.writes.borrow()[0], (0x04, 0b111));
+    }
+
+    #[test]
+    fn another_device_is_refused_before_anything_is_switched_on() {
+        let function = scsi_function([None; 6]);
+        let config = Recorded::default();
+        let result = bring_up::<NoHal, _>(
+            &config,
+            &mut Below4Gib(alloc::vec::Vec::new()),
+            &function,
+            DeviceKind::Net,
+        );
+        assert!(matches!(result, Err(BringUpError::WrongDevice { .. })));
+        assert!(config.writes.borrow().is_empty());
     }
 }

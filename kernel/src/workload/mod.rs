@@ -1,5 +1,5 @@
-//! Workloads: what a boot without `test=` does. Only [`verify_plan`], the verify workload's pure
-//! part, is built on the host too.
+//! Workloads: what a boot without `test=` does (bare metal only; the lab's shared parts, such
+//! as `workloads::verify`, are host-tested in their own crate).
 
 #[cfg(target_os = "none")]
 use crate::cmdline::{Cmdline, Workload};
@@ -17,12 +17,13 @@ mod nbd;
 #[cfg(target_os = "none")]
 mod numa;
 #[cfg(target_os = "none")]
+mod platform;
+#[cfg(target_os = "none")]
 mod sense_cost;
 #[cfg(target_os = "none")]
 mod sense_reserve;
 #[cfg(target_os = "none")]
 mod verify;
-pub mod verify_plan;
 
 /// The stack every host's midlayer gets, from the workload parameters (`sense=`,
 /// `sense_magazine=`).

@@ -35,7 +35,7 @@ use scsi::sense_alloc::{Boxed, ReserveFailed, SenseMode, SlabSense};
 use scsi::wait::{CompletionWait, IoMode, IrqStats};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 
-use crate::arch::{insn_marker, time};
+use crate::arch::time;
 use crate::platform::console::println;
 use crate::platform::pci::{Bdf, PciFunction};
 
@@ -95,25 +95,8 @@ impl scsi::clock::Clock for KernelClock {
     }
 }
 
-/// The workloads' timed windows: an instruction-count marker at each end.
-impl protocol::window::CountedWindows for KernelClock {
-    #[inline]
-    fn window_begin(&self, slot: u8) {
-        insn_marker::begin(slot);
-    }
-    #[inline]
-    fn window_end(&self, slot: u8) {
-        insn_marker::end(slot);
-    }
-    #[inline]
-    fn poll_begin(&self) {
-        insn_marker::poll();
-    }
-    #[inline]
-    fn poll_empty(&self) {
-        insn_marker::empty();
-    }
-}
+// The workloads' timed windows: an instruction-count marker at each end.
+protocol::insn_marked_windows!(KernelClock);
 
 /// Which adapter a host is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

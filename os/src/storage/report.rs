@@ -10,41 +10,16 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use scsi::midlayer::{Disk, ScanReport, ScannedLun, scan_text};
-use scsi::wire::Lun;
+use scsi::midlayer::{ScanReport, ScannedLun, scan_text};
 
-pub use scan_text::capacity_text;
+pub use scan_text::{NamedDisk, capacity_text};
 
 use super::HostInfo;
-use crate::disks::disk_name;
 use crate::platform::console::println;
-
-/// A disk the scan found, with the name it was given.
-#[derive(Debug, Clone)]
-pub struct NamedDisk {
-    /// `sda`, `sdb`, ... in discovery order across hosts.
-    pub name: String,
-    /// `H:C:T:L`.
-    pub hctl: String,
-    /// The SCSI target.
-    pub target: u16,
-    /// The LUN.
-    pub lun: Lun,
-    /// What the midlayer needs for I/O.
-    pub disk: Disk,
-}
 
 /// Prints the scan of `host` and returns its disks, named from `*next_disk` on.
 pub fn print_scan(host: &HostInfo, report: &ScanReport, next_disk: &mut usize) -> Vec<NamedDisk> {
-    let mut disks = Vec::new();
-    for lun in &report.luns {
-        let named = print_lun(host, lun, "", || {
-            let name = disk_name(*next_disk);
-            *next_disk += 1;
-            name
-        });
-        disks.extend(named);
-    }
+    let disks = scan_text::print_scan(host.index, report, next_disk, |line| println!("{line}"));
     print_scan_errors(host, report);
     disks
 }
@@ -57,18 +32,7 @@ pub fn print_lun(
     note: &str,
     name: impl FnOnce() -> String,
 ) -> Option<NamedDisk> {
-    let hctl = scan_text::hctl(host.index, lun);
-    println!("{}", scan_text::unit_line(&hctl, lun, note));
-    let disk = lun.disk?;
-    let name = name();
-    println!("{}", scan_text::disk_line(&hctl, &name, &disk));
-    Some(NamedDisk {
-        name,
-        hctl,
-        target: lun.target,
-        lun: lun.lun,
-        disk,
-    })
+    scan_text::print_lun(host.index, lun, note, name, |line| println!("{line}"))
 }
 
 /// Logs what the scan could not probe.

@@ -8,12 +8,15 @@
 //! ```
 //!
 //! INQUIRY strings come from the device, so anything but printable ASCII is shown as `?`.
+//! Disks are named as `sd` names them ([`disk_name`]), in discovery order across hosts, and a
+//! [`NamedDisk`] carries the name with what the midlayer needs for I/O.
 
 use alloc::format;
 use alloc::string::String;
+use alloc::vec::Vec;
 
-use super::{Disk, ScannedLun};
-use crate::wire::DeviceType;
+use super::{Disk, ScanReport, ScannedLun};
+use crate::wire::{DeviceType, Lun};
 
 /// Linux's `scsi_device_types` names.
 fn type_name(device_type: DeviceType) -> &'static str {
@@ -79,4 +82,102 @@ pub fn capacity_text(disk: &Disk) -> String {
         bytes >> 20,
         ((bytes % (1 << 20)) * 10) >> 20
     )
+}
+
+/// `sda`, ..., `sdz`, `sdaa`, ... (Linux `sd_format_disk_name`).
+pub fn disk_name(index: usize) -> String {
+    let mut letters = Vec::new();
+    let mut n = index;
+    loop {
+        letters.push(b'a' + (n % 26) as u8);
+        if n < 26 {
+            break;
+        }
+        n = n / 26 - 1;
+    }
+    letters.reverse();
+    let mut name = String::from("sd");
+    name.extend(letters.iter().map(|&b| b as char));
+    name
+}
+
+/// A disk the scan found, with the name it was given.
+#[derive(Debug, Clone)]
+pub struct NamedDisk {
+    /// `sda`, `sdb`, ... in discovery order across hosts.
+    pub name: String,
+    /// `H:C:T:L`.
+    pub hctl: String,
+    /// The SCSI target.
+    pub target: u16,
+    /// The LUN.
+    pub lun: Lun,
+    /// What the midlayer needs for I/O.
+    pub disk: Disk,
+}
+
+/// Prints one unit the way the scan does through `print`, `note` (e.g. ` (hot-plugged)`)
+/// closing the `scsi` line; a disk gets the name `name` returns and is returned.
+pub fn print_lun(
+    host_index: usize,
+    lun: &ScannedLun,
+    note: &str,
+    name: impl FnOnce() -> String,
+    mut print: impl FnMut(&str),
+) -> Option<NamedDisk> {
+    let hctl = hctl(host_index, lun);
+    print(&unit_line(&hctl, lun, note));
+    let disk = lun.disk?;
+    let name = name();
+    print(&disk_line(&hctl, &name, &disk));
+    Some(NamedDisk {
+        name,
+        hctl,
+        target: lun.target,
+        lun: lun.lun,
+        disk,
+    })
+}
+
+/// Prints the scan of host `host_index` through `print` and returns its disks, named from
+/// `*next_disk` on.
+pub fn print_scan(
+    host_index: usize,
+    report: &ScanReport,
+    next_disk: &mut usize,
+    mut print: impl FnMut(&str),
+) -> Vec<NamedDisk> {
+    let mut disks = Vec::new();
+    for lun in &report.luns {
+        let named = print_lun(
+            host_index,
+            lun,
+            "",
+            || {
+                let name = disk_name(*next_disk);
+                *next_disk += 1;
+                name
+            },
+            &mut print,
+        );
+        disks.extend(named);
+    }
+    disks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disk_names_follow_sd() {
+        let names: Vec<String> = [0, 1, 25, 26, 27, 701, 702]
+            .iter()
+            .map(|&i| disk_name(i))
+            .collect();
+        assert_eq!(
+            names,
+            ["sda", "sdb", "sdz", "sdaa", "sdab", "sdzz", "sdaaa"]
+        );
+    }
 }

@@ -1,9 +1,7 @@
-//! What virtio-drivers needs from the kernel, and the one virtio PCI bring-up both virtio
-//! drivers (virtio-scsi in `storage`, virtio-net in `net`) use: [`KernelHal`] (DMA pages, MMIO
-//! mapping, buffer sharing), [`PortCam`], PCI configuration access through ports 0xCF8/0xCFC,
-//! which the crate does not ship (it only has the memory-mapped CAM/ECAM of non-x86 machines),
-//! and [`transport`]: decoding and bus mastering on, every memory BAR mapped, then
-//! `drivers::virtio::pci::transport` checks the device kind and builds the transport.
+//! What virtio-drivers needs from the kernel, and the kernel's call of the one virtio PCI
+//! bring-up both virtio drivers (virtio-scsi in `storage`, virtio-net in `net`) use:
+//! [`KernelHal`] (DMA pages, MMIO mapping, buffer sharing) and [`transport`], which hands
+//! `drivers::virtio::pci::bring_up` the kernel's configuration ports and its BAR mapping.
 //!
 //! Memory is identity mapped and write-back cacheable, which is coherent with device DMA on x86,
 //! so a physical address is its virtual address, sharing a buffer is taking its address, and
@@ -11,12 +9,13 @@
 
 use core::ptr::NonNull;
 
-use drivers::virtio::pci::{BringUpError, DeviceKind};
+use alloc::string::{String, ToString};
+
+use drivers::virtio::pci::{DeviceKind, MapBars};
 use virtio_drivers::transport::pci::PciTransport;
-use virtio_drivers::transport::pci::bus::{ConfigurationAccess, DeviceFunction};
 use virtio_drivers::{BufferDirection, Hal, PhysAddr};
 
-use super::{Bdf, PciFunction, config};
+use super::{PciFunction, config};
 use crate::arch::paging;
 use crate::memory::memmap::PAGE_BYTES;
 
@@ -82,57 +81,24 @@ unsafe impl Hal for KernelHal {
     unsafe fn unshare(_paddr: PhysAddr, _buffer: NonNull<[u8]>, _direction: BufferDirection) {}
 }
 
-/// PCI configuration mechanism #1 (ports 0xCF8/0xCFC) for virtio-drivers' `PciRoot`, through
-/// the kernel's locked accessors.
+/// The kernel's side of [`MapBars`]: a BAR is mapped uncached at its own address, wherever it
+/// lies (page tables are made for one above the 4 GiB boot map).
 #[derive(Debug, Default)]
-pub struct PortCam;
+struct KernelBars;
 
-fn bdf(function: DeviceFunction) -> Bdf {
-    Bdf {
-        bus: function.bus,
-        device: function.device,
-        function: function.function,
+impl MapBars for KernelBars {
+    fn map_bar(&mut self, _index: usize, addr: u64, len_bytes: u64) -> Result<(), String> {
+        paging::map_mmio(addr, len_bytes)
+            .map(|_| ())
+            .map_err(|err| err.to_string())
     }
 }
 
-impl ConfigurationAccess for PortCam {
-    fn read_word(&self, device_function: DeviceFunction, register_offset: u8) -> u32 {
-        config::read(bdf(device_function), register_offset)
-    }
-
-    fn write_word(&mut self, device_function: DeviceFunction, register_offset: u8, data: u32) {
-        config::write(bdf(device_function), register_offset, data);
-    }
-
-    unsafe fn unsafe_clone(&self) -> Self {
-        PortCam
-    }
-}
-
-/// Why a virtio function could not be brought up.
-#[derive(Debug, thiserror::Error)]
-pub enum VirtioPciError {
-    /// Mapping a BAR failed.
-    #[error("mapping a BAR: {0}")]
-    Paging(#[from] paging::PagingError),
-    /// The function is not the expected device, or its virtio capabilities are unusable.
-    #[error(transparent)]
-    BringUp(#[from] BringUpError),
-}
+/// Why a virtio function could not be brought up: the shared bring-up's error.
+pub use drivers::virtio::pci::BringUpError as VirtioPciError;
 
 /// The virtio PCI bring-up: decoding and bus mastering on, every memory BAR mapped, then the
 /// transport of a `kind` device, ready for the driver's feature negotiation.
 pub fn transport(function: &PciFunction, kind: DeviceKind) -> Result<PciTransport, VirtioPciError> {
-    config::enable_device(function.bdf);
-    config::map_memory_bars(function)?;
-    let device_function = DeviceFunction {
-        bus: function.bdf.bus,
-        device: function.bdf.device,
-        function: function.bdf.function,
-    };
-    Ok(drivers::virtio::pci::transport::<KernelHal, _>(
-        PortCam,
-        device_function,
-        kind,
-    )?)
+    drivers::virtio::pci::bring_up::<KernelHal, _>(config::ports(), &mut KernelBars, function, kind)
 }

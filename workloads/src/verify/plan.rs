@@ -1,7 +1,6 @@
-//! The pure part of the storage workloads, built and unit-tested on the host too: the
-//! verification plan (which LBA ranges `workload=verify` writes, printed as `VERIFY-PLAN` lines
-//! for xtask's image check), the on-disk pattern (xtask's `offset-u64`: every 8-byte
-//! little-endian word is its byte offset in the disk XOR a seed) and `sd`-style disk names.
+//! The plan of `workload=verify`: which LBA ranges it writes (printed as `VERIFY-PLAN` lines for
+//! xtask's image check) and the on-disk pattern (xtask's `offset-u64`: every 8-byte
+//! little-endian word is its byte offset in the disk XOR a seed).
 
 use alloc::vec::Vec;
 
