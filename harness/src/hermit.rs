@@ -2,7 +2,7 @@
 //!
 //! The guest is two ELFs. QEMU boots `hermit-loader` (`hermit/loader`, a member of this
 //! workspace) through PVH as `-kernel`, and gets the application (`hermit/app`: the `pools` and
-//! `scsi` crates linked with the Hermit kernel) as `-initrd`; the loader relocates it and enters
+//! `scsi` and `drivers` crates linked with the Hermit kernel) as `-initrd`; the loader relocates it and enters
 //! Hermit. The profile's memory, vCPUs and `-append` words are the same as for our kernel.
 //!
 //! Toolchain route: the stable toolchain the rest of the project uses, with `RUSTC_BOOTSTRAP=1`

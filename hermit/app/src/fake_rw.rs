@@ -8,9 +8,9 @@
 use alloc::vec;
 
 use pools::counting_lock::CountingSpinLock;
-use protocol::insn_marker::{self, Counted};
 use pools::slab::SlabConfig;
 use pools::{Magazine, SlabCache};
+use protocol::insn_marker::{self, Counted};
 use scsi::midlayer::{Midlayer, scan_text};
 use scsi::sense_alloc::{Boxed, SlabSense};
 use scsi::target::ScsiDebug;
@@ -79,19 +79,8 @@ pub fn run(params: &WorkloadParams) -> ExitCode {
         println!("{line}");
         return ExitCode::Failure;
     }
-    let tsc_hz = match TscClock::calibrate() {
-        Ok(hz) => hz,
-        Err(error) => {
-            println!("fake-rw: FAILED: TSC calibration against PIT channel 2: {error}");
-            return ExitCode::Failure;
-        }
-    };
-    let hermit_hz = match platform::check_hermit_clock(tsc_hz) {
-        Ok(hz) => hz,
-        Err(line) => {
-            println!("fake-rw: FAILED: {line}");
-            return ExitCode::Failure;
-        }
+    let Some((tsc_hz, hermit_hz)) = platform::start_clock("fake-rw") else {
+        return ExitCode::Failure;
     };
     let cpus = hermit::syscalls::sys_get_processor_count().max(1);
     println!(

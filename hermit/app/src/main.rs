@@ -1,15 +1,16 @@
-//! sensepool on Hermit: the unchanged `pools` and `scsi` crates running `workload=fake-rw` as a
-//! Hermit (hermit-kernel 0.11) application, booted by `hermit/loader` under QEMU.
+//! sensepool on Hermit: the unchanged `pools`, `scsi` and `drivers` crates as a Hermit
+//! (hermit-kernel 0.11) application, booted by `hermit/loader` under QEMU.
 //!
 //! Hermit hands the application the words after `--` in its bootargs (the loader puts the QEMU
-//! `-append` line there). They are the sensepool kernel's words: `workload=fake-rw` (the only
-//! workload here, and the default) and the fio and scsi_debug keys of
+//! `-append` line there). They are the sensepool kernel's words: `workload=fake-rw` (the
+//! default; the in-memory scsi_debug), `workload=verify` or `workload=scan` (the virtio-scsi
+//! adapters on PCI, polled; [`storage`]) and the fio and scsi_debug keys of
 //! [`workloads::io::WorkloadParams`]. Anything else is a `CMDLINE ERROR:` line that names the
 //! word, and the boot fails; a key given twice is an error too, as on the sensepool kernel.
 //!
-//! The run prints the same console lines and `RESULT` fields as the sensepool kernel's
-//! (`workloads::io::fake_rw` and `scsi::midlayer::scan_text` build them for both) and leaves
-//! QEMU through isa-debug-exit with the same codes.
+//! The runs print the same console lines and `RESULT` fields as the sensepool kernel's
+//! (`workloads::io::fake_rw`, `workloads::verify` and `scsi::midlayer::scan_text` build them for
+//! both) and leave QEMU through isa-debug-exit with the same codes.
 #![no_std]
 #![no_main]
 #![deny(unsafe_code)]
@@ -19,9 +20,15 @@ extern crate alloc;
 mod fake_rw;
 #[expect(
     unsafe_code,
+    reason = "configuration ports, BARs checked in Hermit's page tables, and virtio-drivers' `Hal` over Hermit's heap"
+)]
+mod hal;
+#[expect(
+    unsafe_code,
     reason = "heap chunks as a `pools::Backing`, and the isa-debug-exit port"
 )]
 mod platform;
+mod storage;
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -41,7 +48,7 @@ pub enum CmdlineError {
         word: String,
     },
     /// A workload this build does not have.
-    #[error("workload={name} is not available on Hermit (only workload=fake-rw)")]
+    #[error("workload={name} is not available on Hermit (only fake-rw, verify and scan)")]
     Workload {
         /// The name given.
         name: String,
@@ -57,9 +64,21 @@ pub enum CmdlineError {
     Param(#[from] WorkloadError),
 }
 
-/// Parses the application's words into the fake-rw parameters.
-pub fn parse(words: &[String]) -> Result<WorkloadParams, CmdlineError> {
+/// The workloads of the Hermit build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// The in-memory scsi_debug run (the default).
+    FakeRw,
+    /// Write, read back and compare on every virtio-scsi disk.
+    Verify,
+    /// Only scan the virtio-scsi hosts.
+    Scan,
+}
+
+/// Parses the application's words into the workload and its parameters.
+pub fn parse(words: &[String]) -> Result<(Workload, WorkloadParams), CmdlineError> {
     let mut params = WorkloadParams::default();
+    let mut workload = Workload::FakeRw;
     let mut seen: Vec<&str> = Vec::new();
     for word in words {
         let (key, value) = word
@@ -72,16 +91,21 @@ pub fn parse(words: &[String]) -> Result<WorkloadParams, CmdlineError> {
         }
         seen.push(key);
         if key == "workload" {
-            if value != "fake-rw" {
-                return Err(CmdlineError::Workload {
-                    name: value.to_string(),
-                });
-            }
+            workload = match value {
+                "fake-rw" => Workload::FakeRw,
+                "verify" => Workload::Verify,
+                "scan" => Workload::Scan,
+                _ => {
+                    return Err(CmdlineError::Workload {
+                        name: value.to_string(),
+                    });
+                }
+            };
             continue;
         }
         params.set(key, value)?;
     }
-    Ok(params)
+    Ok((workload, params))
 }
 
 /// The arguments after `argv[0]`, as Hermit passes them.
@@ -109,7 +133,8 @@ extern "C" fn runtime_entry(argc: i32, argv: *const *const u8, _env: *const *con
     // SAFETY: Hermit passes its argv array of `argc` NUL-terminated strings.
     let words = unsafe { words(argc, argv) };
     let code = match parse(&words) {
-        Ok(params) => fake_rw::run(&params),
+        Ok((Workload::FakeRw, params)) => fake_rw::run(&params),
+        Ok((workload, params)) => storage::run(&params, workload == Workload::Verify),
         Err(error) => {
             // The sensepool kernel's report line for a refused command line, which xtask knows.
             println!("CMDLINE ERROR: {error}");

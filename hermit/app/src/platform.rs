@@ -19,11 +19,10 @@ use alloc::string::String;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, Ordering};
 
+use pit::rdtsc;
+use pit::tsc::{self, CalibrationError};
 use pools::BackingError;
 use pools::backing::{Backing, Chunk, DmaAddr, NodeId};
-use pit::rdtsc;
-use protocol::insn_marker;
-use pit::tsc::{self, CalibrationError};
 
 const PAGE_BYTES: usize = 4096;
 
@@ -84,23 +83,25 @@ impl scsi::clock::Clock for TscClock {
     }
 }
 
-/// The workloads' timed windows: an instruction-count marker at each end.
-impl protocol::window::CountedWindows for TscClock {
-    #[inline]
-    fn window_begin(&self, slot: u8) {
-        insn_marker::begin(slot);
-    }
-    #[inline]
-    fn window_end(&self, slot: u8) {
-        insn_marker::end(slot);
-    }
-    #[inline]
-    fn poll_begin(&self) {
-        insn_marker::poll();
-    }
-    #[inline]
-    fn poll_empty(&self) {
-        insn_marker::empty();
+// The workloads' timed windows: an instruction-count marker at each end.
+protocol::insn_marked_windows!(TscClock);
+
+/// Calibrates [`TscClock`] and checks Hermit's rate against it ([`check_hermit_clock`]):
+/// `(measured, Hermit's)` in Hz, or `None` after a `{workload}: FAILED: …` line.
+pub fn start_clock(workload: &str) -> Option<(u64, u64)> {
+    let tsc_hz = match TscClock::calibrate() {
+        Ok(hz) => hz,
+        Err(error) => {
+            hermit::println!("{workload}: FAILED: TSC calibration against PIT channel 2: {error}");
+            return None;
+        }
+    };
+    match check_hermit_clock(tsc_hz) {
+        Ok(hermit_hz) => Some((tsc_hz, hermit_hz)),
+        Err(line) => {
+            hermit::println!("{workload}: FAILED: {line}");
+            None
+        }
     }
 }
 
