@@ -150,6 +150,38 @@ fn used_length_beyond_the_buffers_fails_that_command_only() {
     assert_eq!(stack.host().device_resets, 0);
 }
 
+/// A command still waiting for its doorbell (notifies are batched per poll) when its abort
+/// comes: the device has not seen it, so ABORT TASK finds nothing and answers FUNCTION
+/// COMPLETE. The abort must not succeed while the request can still reach the device: the
+/// next doorbell would run a WRITE the midlayer was told was aborted (and the fuzz test saw
+/// the device write a buffer the driver had already freed).
+#[test]
+fn an_aborted_write_never_reaches_the_disk() {
+    let (fake, mut stack) = stack();
+    let disk = stack.scan().luns[0].disk.expect("disk");
+    let request = Request::new(
+        disk.device,
+        Cdb::write(Lba(0), BlockCount(8)),
+        vec![0xAB; 4096],
+    );
+    let tag = stack.submit(request).expect("submitted");
+    let written = |fake: &FakeScsi| fake.state().disks[&0][..4096].contains(&0xAB);
+    let aborted = stack.host_mut().abort(tag).is_ok();
+    let before = written(&fake);
+    let mut host_done = Vec::new();
+    stack.host_mut().poll(&mut host_done);
+    assert!(aborted, "the device answers the abort");
+    assert_eq!(
+        written(&fake),
+        before,
+        "the write reached the disk after its abort succeeded"
+    );
+    assert!(
+        host_done.is_empty(),
+        "completed after its abort: {host_done:?}"
+    );
+}
+
 #[test]
 fn abort_task_swallows_the_aborted_command() {
     let (fake, mut stack) = stack();

@@ -141,6 +141,11 @@ impl<
         if self.queue.is_none() {
             return Err(failed);
         }
+        // Ring the doorbell for commands still waiting for it (notifies are batched per poll)
+        // first, as Linux has kicked every request before it can time out: ABORT TASK for a
+        // command the device has not seen answers FUNCTION COMPLETE, and the next doorbell
+        // would then run the command the abort reported gone.
+        self.flush();
         let wire_tag = self.wire_tag(tag);
         let answer = {
             let mut state = self.shared.lock();
