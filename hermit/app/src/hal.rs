@@ -26,7 +26,9 @@ use alloc::string::String;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, Ordering};
 
+use drivers::mpt::regs::MmioRegisters;
 use drivers::pci::port::PortConfigSpace;
+use drivers::pci::{Bar, PciFunction};
 use drivers::virtio::pci::MapBars;
 use hermit::mm::{VirtAddr, virtual_to_physical};
 use lock_api::{Mutex, RawMutex};
@@ -46,7 +48,7 @@ const IDENTITY_MAP_END: u64 = 1 << 32;
 
 /// The bus address of `[virt, virt + len_bytes)` if Hermit maps it onto one physically
 /// contiguous range (`len_bytes` 0 counts as one byte).
-fn contiguous(virt: usize, len_bytes: usize) -> Option<u64> {
+pub fn contiguous(virt: usize, len_bytes: usize) -> Option<u64> {
     let first = virtual_to_physical(VirtAddr::new(virt as u64))?.as_u64();
     let end = virt.checked_add(len_bytes.max(1))?;
     let mut page = (virt & !(PAGE_BYTES - 1)) + PAGE_BYTES;
@@ -66,7 +68,7 @@ pub struct LowBars;
 
 impl MapBars for LowBars {
     fn map_bar(&mut self, _index: usize, addr: u64, len_bytes: u64) -> Result<(), String> {
-        let end = addr.checked_add(len_bytes).unwrap_or(u64::MAX);
+        let end = addr.saturating_add(len_bytes);
         if end > IDENTITY_MAP_END {
             return Err(format!(
                 "ends at {end:#x}, above 4 GiB, where Hermit 0.11 gives the application no \
@@ -85,6 +87,36 @@ impl MapBars for LowBars {
         }
         Ok(())
     }
+}
+
+/// The register window of the SAS1068 (the doorbell to the reply FIFO, MPI 1.5).
+const MPT_REGISTER_WINDOW_BYTES: u64 = 0x48;
+
+/// The SAS1068's registers through its memory BAR ([`drivers::mpt::MMIO_BAR`]), checked as
+/// [`LowBars`] checks a virtio BAR; `Err` says why it cannot be reached.
+pub fn mpt_registers(function: &PciFunction) -> Result<MmioRegisters, String> {
+    let Some(Bar::Memory {
+        addr, len_bytes, ..
+    }) = function.bars[usize::from(drivers::mpt::MMIO_BAR)]
+    else {
+        return Err(String::from("not a memory BAR"));
+    };
+    if addr == 0 {
+        return Err(String::from("unassigned"));
+    }
+    if len_bytes < MPT_REGISTER_WINDOW_BYTES {
+        return Err(format!(
+            "{len_bytes} bytes, smaller than the register window"
+        ));
+    }
+    LowBars.map_bar(usize::from(drivers::mpt::MMIO_BAR), addr, len_bytes)?;
+    let base = NonNull::new(addr as *mut u8).ok_or_else(|| String::from("at address 0"))?;
+    // SAFETY: the BAR, at least the register window long, is identity-mapped (checked just
+    // above) for the application's life (Hermit never unmaps the loader's low map), and the
+    // probe binds each function once, so this driver is the registers' only user. The map is
+    // the loader's write-back one: QEMU ignores memory types; real hardware would want the BAR
+    // uncached (Hermit's crate-private `mm::map`).
+    Ok(unsafe { MmioRegisters::new(base) })
 }
 
 /// A heap block that never crosses a 2 MiB boundary: power-of-two sized and aligned, at

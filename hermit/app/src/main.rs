@@ -4,7 +4,7 @@
 //! Hermit hands the application the words after `--` in its bootargs (the loader puts the QEMU
 //! `-append` line there). They are the sensepool kernel's words: `workload=fake-rw` (the
 //! default; the in-memory scsi_debug), `workload=verify` or `workload=scan` (the virtio-scsi
-//! adapters on PCI, polled; [`storage`]) and the fio and scsi_debug keys of
+//! and LSI SAS1068 adapters on PCI, polled; [`storage`]) and the fio and scsi_debug keys of
 //! [`workloads::io::WorkloadParams`]. Anything else is a `CMDLINE ERROR:` line that names the
 //! word, and the boot fails; a key given twice is an error too, as on the sensepool kernel.
 //!
@@ -17,18 +17,21 @@
 
 extern crate alloc;
 
+mod attach;
 mod fake_rw;
 #[expect(
     unsafe_code,
-    reason = "configuration ports, BARs checked in Hermit's page tables, and virtio-drivers' `Hal` over Hermit's heap"
+    reason = "configuration ports, BARs checked in Hermit's page tables (the SAS1068's as its registers), and virtio-drivers' `Hal` over Hermit's heap"
 )]
 mod hal;
+mod mpt;
 #[expect(
     unsafe_code,
     reason = "heap chunks as a `pools::Backing`, and the isa-debug-exit port"
 )]
 mod platform;
 mod storage;
+mod virtio;
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;

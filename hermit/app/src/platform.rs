@@ -7,9 +7,11 @@
 //!   (`pit::tsc`, as the sensepool kernel and the loader do) and reads the TSC directly:
 //!   its figures depend on no estimate of Hermit's. [`check_hermit_clock`] then compares the
 //!   rate Hermit assumes with that measurement. Its windows carry the instruction-count markers.
-//! - [`HeapBacking`]: chunks from Hermit's heap (the global allocator), each within one page so
-//!   it is physically contiguous (a longer chunk is refused: the sense slab asks for 4 KiB); the bus address is `hermit::mm::virtual_to_physical` of its
-//!   first byte. fake-rw never lets a device touch them.
+//! - [`HeapBacking`]: chunks from Hermit's heap (the global allocator), power-of-two sized and
+//!   aligned so each lies inside one 2 MiB heap page and is physically contiguous (checked
+//!   page by page; a chunk over 2 MiB is refused); the bus address is
+//!   `hermit::mm::virtual_to_physical` of its first byte. The sense slab, the SAS1068's frames
+//!   and its chain pool take their memory here.
 //! - [`exit`]: the same isa-debug-exit codes as the sensepool kernel (0x10 success, 0x11
 //!   failure), so xtask judges both guests alike; Hermit's own `sys_exit` writes other values.
 
@@ -106,12 +108,29 @@ pub fn start_clock(workload: &str) -> Option<(u64, u64)> {
 }
 
 /// Coherent chunks from Hermit's heap. See the [module docs](self).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Copy)]
 pub struct HeapBacking;
 
-// SAFETY: every chunk is a live heap block of `len_bytes` (zeroed) aligned as asked, at most a
-// page long and page-aligned, so physically contiguous; it is freed only by `free_chunk` with the
-// layout it was allocated with.
+/// Hermit's heap page: physical contiguity ends at its boundaries.
+const LARGE_PAGE_BYTES: usize = 2 << 20;
+
+/// The heap layout of a chunk of `len_bytes`: power-of-two sized and aligned, at least a
+/// page, so it never crosses a 2 MiB page; `None` for 0 or past [`LARGE_PAGE_BYTES`]. It
+/// depends on the length alone, so `free_chunk` finds it again.
+fn chunk_layout(len_bytes: usize) -> Option<Layout> {
+    if len_bytes == 0 {
+        return None;
+    }
+    let size = len_bytes.max(PAGE_BYTES).checked_next_power_of_two()?;
+    if size > LARGE_PAGE_BYTES {
+        return None;
+    }
+    Layout::from_size_align(size, size).ok()
+}
+
+// SAFETY: every chunk is a live heap block of at least `len_bytes` (zeroed), aligned as asked,
+// inside one 2 MiB page and checked physically contiguous page by page, so its bus address
+// covers all of it; it is freed only by `free_chunk` with the layout it was allocated with.
 unsafe impl Backing for HeapBacking {
     fn alloc_chunk(
         &self,
@@ -123,7 +142,9 @@ unsafe impl Backing for HeapBacking {
             len_bytes,
             align_bytes,
         };
-        if len_bytes == 0 || len_bytes > PAGE_BYTES || !align_bytes.is_power_of_two() {
+        let layout = chunk_layout(len_bytes).ok_or(unsupported.clone())?;
+        // The block is aligned to its size: a larger alignment is not on offer.
+        if !align_bytes.is_power_of_two() || align_bytes > layout.align() {
             return Err(unsupported);
         }
         let exhausted = BackingError::Exhausted {
@@ -131,27 +152,31 @@ unsafe impl Backing for HeapBacking {
             align_bytes,
             node,
         };
-        let layout = Layout::from_size_align(len_bytes, PAGE_BYTES).map_err(|_| unsupported)?;
         // SAFETY: the layout has a non-zero size.
         let cpu = NonNull::new(unsafe { alloc_zeroed(layout) }).ok_or(exhausted.clone())?;
-        let virt = hermit::mm::VirtAddr::new(cpu.as_ptr() as u64);
-        let Some(phys) = hermit::mm::virtual_to_physical(virt) else {
+        let Some(phys) = crate::hal::contiguous(cpu.as_ptr().addr(), layout.size()) else {
             // SAFETY: allocated just above with this layout.
             unsafe { dealloc(cpu.as_ptr(), layout) };
             return Err(exhausted);
         };
         Ok(Chunk {
             cpu,
-            dma: DmaAddr(phys.as_u64()),
+            dma: DmaAddr(phys),
             len_bytes,
             node: None,
         })
     }
 
     unsafe fn free_chunk(&self, chunk: Chunk) {
-        let layout = Layout::from_size_align(chunk.len_bytes, PAGE_BYTES)
-            .unwrap_or_else(|_| unreachable!("alloc_chunk checked this layout"));
-        // SAFETY: the caller returns a chunk `alloc_chunk` made, with its length unchanged.
+        let Some(layout) = chunk_layout(chunk.len_bytes) else {
+            log::error!(
+                "heap backing: a chunk of {} B cannot be ours",
+                chunk.len_bytes
+            );
+            return;
+        };
+        // SAFETY: the caller returns a chunk `alloc_chunk` made, with its length unchanged, so
+        // this is the layout it was allocated with.
         unsafe { dealloc(chunk.cpu.as_ptr(), layout) };
     }
 }
