@@ -20,8 +20,8 @@
  *   op 2 END slot:   it closes; its instructions are added to the slot's pending sum;
  *   op 3 PUBLISH:    prints and clears every slot's pending sum (over all vCPUs) as
  *                    `sensepool-insns publish=K slot=S windows=W insns=N vcpu_insns=a/b/..
- *                    waiting=N notifies=A notifies_waiting=B [mmio=.. mmio_waiting=.. pio=..
- *                    pio_waiting=..]`, K counting publishes from 0, in the order the guest
+ *                    waiting=N notifies=A notifies_waiting=B upper_half=U [mmio=.. mmio_waiting=..
+ *                    pio=.. pio_waiting=..]`, K counting publishes from 0, in the order the guest
  *                    printed its results;
  *   op 4 POLL:       a poll of the device starts (inside a window);
  *   op 5 EMPTY:      the poll that started at the last POLL found nothing: from that POLL up
@@ -30,6 +30,10 @@
  * A window's `insns` is all of it; `waiting` is the part spent in polls that found nothing and
  * in the waits after them (halts, interrupt handlers, the next empty pass), so `insns - waiting`
  * is the work the I/Os took, whatever the device's speed.
+ * `upper_half` is the part of `insns` executed at addresses in the upper canonical half (bit 63
+ * set): a stock Linux guest's kernel, whose user space (fio, the vDSO) runs in the lower half, so
+ * `insns - upper_half` is its user part. A block never crosses a page, so a block is in one half.
+ * sensepool's kernel runs identity-mapped in the lower half: its `upper_half` is 0.
  * The block callback runs at block entry and has already counted the whole block, so a marker
  * subtracts the instructions after it in its block: a window counts exactly the instructions
  * after BEGIN up to and including END (an exception in the middle of a block would overcount
@@ -153,6 +157,9 @@ enum io_kind { IO_NOTIFIES, IO_MMIO, IO_PIO, IO_KINDS };
  * they sit outside any window), padded so two vCPUs never share a cache line. */
 struct vcpu {
     uint64_t insns;            /* every instruction this vCPU executed */
+    uint64_t upper;            /* of those, the ones in the upper half of the address space */
+    uint64_t window_upper_start; /* `upper` just after the open window's BEGIN */
+    uint64_t pending_upper[SLOTS];
     uint64_t window_start;     /* `insns` just after the open window's BEGIN */
     int open_slot;             /* -1 when no window is open */
     bool waiting;              /* the open window is waiting (after an EMPTY) */
@@ -183,6 +190,7 @@ struct vcpu {
 struct block {
     uint64_t vaddr;
     uint64_t n_insns;
+    uint64_t upper_insns; /* n_insns if the block is in the upper half, else 0 */
     uint64_t execs;      /* working executions inside a window, all vCPUs (atomic) */
     uint64_t wait_execs; /* waiting executions inside a window (atomic) */
     struct block *next;
@@ -192,6 +200,7 @@ struct marker {
     int op;
     int slot;
     uint64_t after; /* instructions after the marker in its block */
+    uint64_t after_upper; /* `after` if the block is in the upper half, else 0 */
 };
 
 static struct vcpu *vcpus;
@@ -233,6 +242,7 @@ static void block_exec(unsigned int vcpu_index, void *userdata)
     if (!v)
         return;
     v->insns += block->n_insns;
+    v->upper += block->upper_insns;
     if (!breakdown || v->open_slot < 0)
         return;
     if (v->waiting) {
@@ -254,7 +264,7 @@ static void publish(unsigned int vcpu_index)
     }
     for (int slot = 0; slot < SLOTS; slot++) {
         uint64_t total = 0, windows = 0, mem = 0, misses = 0, fills = 0, l1d = 0, l2 = 0;
-        uint64_t waiting = 0, io[2][IO_KINDS] = {{0}};
+        uint64_t waiting = 0, upper = 0, io[2][IO_KINDS] = {{0}};
         char per_vcpu[256] = "";
         size_t used = 0;
         for (int i = 0; i < n_vcpus; i++) {
@@ -267,6 +277,7 @@ static void publish(unsigned int vcpu_index)
             l1d += __atomic_exchange_n(&vcpus[i].pending_l1d[slot], 0, __ATOMIC_SEQ_CST);
             l2 += __atomic_exchange_n(&vcpus[i].pending_l2[slot], 0, __ATOMIC_SEQ_CST);
             waiting += __atomic_exchange_n(&vcpus[i].pending_waiting[slot], 0, __ATOMIC_SEQ_CST);
+            upper += __atomic_exchange_n(&vcpus[i].pending_upper[slot], 0, __ATOMIC_SEQ_CST);
             for (int w = 0; w < 2; w++)
                 for (int kind = 0; kind < IO_KINDS; kind++)
                     io[w][kind] += __atomic_exchange_n(&vcpus[i].pending_io[slot][w][kind], 0,
@@ -275,11 +286,12 @@ static void publish(unsigned int vcpu_index)
                 used += snprintf(per_vcpu + used, sizeof per_vcpu - used, "%s%" PRIu64,
                                  i ? "/" : "", n);
         }
-        char models[384] = "";
+        char models[512] = "";
         size_t at = 0;
         at += snprintf(models + at, sizeof models - at,
-                       " waiting=%" PRIu64 " notifies=%" PRIu64 " notifies_waiting=%" PRIu64,
-                       waiting, io[0][IO_NOTIFIES], io[1][IO_NOTIFIES]);
+                       " waiting=%" PRIu64 " notifies=%" PRIu64 " notifies_waiting=%" PRIu64
+                       " upper_half=%" PRIu64,
+                       waiting, io[0][IO_NOTIFIES], io[1][IO_NOTIFIES], upper);
         if (io_count)
             at += snprintf(models + at, sizeof models - at,
                            " mmio=%" PRIu64 " mmio_waiting=%" PRIu64 " pio=%" PRIu64
@@ -310,12 +322,14 @@ static void marker_exec(unsigned int vcpu_index, void *userdata)
     if (!v)
         return;
     uint64_t now = v->insns - m->after;
+    uint64_t now_upper = v->upper - m->after_upper;
     switch (m->op) {
     case MARKER_BEGIN:
         if (v->open_slot >= 0)
             anomaly(vcpu_index, "BEGIN inside an open window");
         v->open_slot = m->slot;
         v->window_start = now;
+        v->window_upper_start = now_upper;
         v->waiting = false;
         v->poll_start = now;
         v->window_waiting = 0;
@@ -339,6 +353,8 @@ static void marker_exec(unsigned int vcpu_index, void *userdata)
             v->window_waiting += now - v->wait_start;
         v->waiting = false;
         __atomic_fetch_add(&v->pending[m->slot], now - v->window_start, __ATOMIC_SEQ_CST);
+        __atomic_fetch_add(&v->pending_upper[m->slot], now_upper - v->window_upper_start,
+                           __ATOMIC_SEQ_CST);
         __atomic_fetch_add(&v->pending_waiting[m->slot], v->window_waiting, __ATOMIC_SEQ_CST);
         for (int w = 0; w < 2; w++)
             for (int kind = 0; kind < IO_KINDS; kind++)
@@ -496,6 +512,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         return;
     block->vaddr = qemu_plugin_tb_vaddr(tb);
     block->n_insns = n;
+    bool upper = block->vaddr >> 63;
+    block->upper_insns = upper ? n : 0;
     if (breakdown) {
         block->next = __atomic_load_n(&blocks, __ATOMIC_SEQ_CST);
         while (!__atomic_compare_exchange_n(&blocks, &block->next, block, false,
@@ -523,6 +541,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         m->op = op;
         m->slot = slot;
         m->after = n - i - 1;
+        m->after_upper = upper ? m->after : 0;
         qemu_plugin_register_vcpu_insn_exec_cb(insn, marker_exec, QEMU_PLUGIN_CB_NO_REGS, m);
     }
 }

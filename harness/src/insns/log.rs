@@ -30,6 +30,10 @@ pub struct Published {
     pub notifies: Split,
     /// With the plugin's `io=on`: MMIO accesses and port instructions, working and waiting.
     pub io: Option<IoCounts>,
+    /// Of `insns`, those at addresses in the upper canonical half (bit 63 set): a Linux
+    /// guest's kernel, where its user space (fio) runs in the lower half. sensepool's kernel
+    /// runs in the lower half, so this is 0 for it. `None` from a plugin that predates the count.
+    pub upper_half: Option<u64>,
 }
 
 /// A count over a window's working part and its waiting part.
@@ -234,6 +238,15 @@ fn publish(fields: &Fields<'_>) -> std::result::Result<Published, Malformed> {
             "waiting={waiting} exceeds insns={insns}"
         )));
     }
+    let upper_half = match fields.0.contains_key("upper_half") {
+        true => Some(fields.number("upper_half")?),
+        false => None,
+    };
+    if let Some(upper) = upper_half.filter(|&upper| upper > insns) {
+        return Err(Malformed(format!(
+            "upper_half={upper} exceeds insns={insns}"
+        )));
+    }
     Ok(Published {
         window,
         slot,
@@ -245,6 +258,7 @@ fn publish(fields: &Fields<'_>) -> std::result::Result<Published, Malformed> {
         waiting,
         notifies: fields.split("notifies")?,
         io,
+        upper_half,
     })
 }
 
@@ -283,6 +297,7 @@ mod tests {
                     waiting: 0,
                     notifies: Split::default(),
                     io: None,
+                    upper_half: None,
                 },
                 Published {
                     window: 4,
@@ -299,6 +314,7 @@ mod tests {
                     waiting: 0,
                     notifies: Split::default(),
                     io: None,
+                    upper_half: None,
                 },
                 Published {
                     window: 5,
@@ -315,6 +331,7 @@ mod tests {
                     waiting: 0,
                     notifies: Split::default(),
                     io: None,
+                    upper_half: None,
                 },
                 Published {
                     window: 6,
@@ -339,6 +356,7 @@ mod tests {
                             waiting: 1
                         },
                     }),
+                    upper_half: None,
                 }
             ]
         );
@@ -363,6 +381,22 @@ mod tests {
         assert_eq!(log.total_insns, Some(123));
     }
 
+    /// A Linux window: fio in the lower half, the kernel in the upper; the split is exact.
+    #[test]
+    fn the_upper_half_count_is_read_and_bounded_by_the_window() {
+        let log = parse(
+            "sensepool-insns publish=0 slot=0 windows=1 insns=1000 vcpu_insns=1000/0 waiting=0 notifies=0 notifies_waiting=0 upper_half=700\n",
+        )
+        .unwrap();
+        assert_eq!(log.publishes[0].upper_half, Some(700));
+        let old =
+            parse("sensepool-insns publish=0 slot=0 windows=1 insns=5 vcpu_insns=5\n").unwrap();
+        assert_eq!(old.publishes[0].upper_half, None, "an older plugin's line");
+        let bad = "sensepool-insns publish=0 slot=0 windows=1 insns=5 vcpu_insns=5 upper_half=6";
+        let error = parse(bad).unwrap_err().to_string();
+        assert!(error.contains("upper_half=6 exceeds insns=5"), "{error}");
+    }
+
     #[test]
     fn malformed_lines_are_errors_not_panics() {
         for bad in [
@@ -378,6 +412,7 @@ mod tests {
             "sensepool-insns publish=1 slot=0 windows=1 insns=1 vcpu_insns=1 waiting=2",
             "sensepool-insns publish=1 slot=0 windows=1 insns=9 vcpu_insns=9 mmio=x",
             "sensepool-insns tb vaddr=0x10 insns=1 execs=1 wait_execs=-1",
+            "sensepool-insns publish=1 slot=0 windows=1 insns=9 vcpu_insns=9 upper_half=x",
         ] {
             let error = parse(bad).unwrap_err().to_string();
             assert!(error.contains(bad), "{error}");
