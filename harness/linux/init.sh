@@ -2,8 +2,10 @@
 # /init of the stock-Linux guest of `cargo xtask bench linux` (busybox sh).
 #
 # The host passes the cases on the kernel command line, `sp_cases=C1,C2,...`:
-#   fio:TARGET:BS:NUMJOBS:ENGINE   fio randread, iodepth 32, on the first sd disk of TARGET
-#                                  (scsi_debug: fake_rw=1 delay=0; virtio: virtio-scsi disk)
+#   fio:TARGET:BS:NUMJOBS:ENGINE[:IODEPTH]
+#                                  fio randread, iodepth IODEPTH (default 32), on the first sd
+#                                  disk of TARGET (scsi_debug: fake_rw=1 delay=0; virtio:
+#                                  virtio-scsi disk)
 #   dmapool:N                      the sp_dmapool module (mpt3sas chain pool, N blocks)
 #   sense[:K=V/K=V...]             the sp_sense module (sense buffers on SLUB and mempool), with
 #                                  the command line's `sp_sense.K=V` words as its parameters and
@@ -11,9 +13,10 @@
 #                                  between words, `;` for the commas a list needs)
 # and `sp_runtime=SECONDS`, or `sp_number_ios=N` to run exactly N I/Os instead (for instruction
 # counts: two boots that differ only in N), with `sp_count=1` fio runs pinned to CPU 0 inside a
-# counted window (sp_marker begin/end/publish). Every result is one line (xtask parses them):
+# counted window (sp_marker begin/end/publish; one publish per fio case, in the cases' order).
+# Every result is one line (xtask parses them):
 #   SPLINUX-INFO kernel=... fio=... cpus=...
-#   SPLINUX case=fio target=... bs=... iodepth=32 numjobs=... ioengine=... json=<fio JSON>
+#   SPLINUX case=fio target=... bs=... iodepth=... numjobs=... ioengine=... json=<fio JSON>
 #   SPLINUX case=dmapool rep=... n=... size=... align=... alloc_ns=... free_ns=...
 #   SPLINUX case=sense round=... mode=... slot=... n=... ns=... (one per window, sp_sense.c)
 #   SPLINUX-ERROR case=... reason=...   (then SPLINUX-STDERR lines: fio's stderr)
@@ -80,8 +83,8 @@ disk() {
 }
 
 run_fio() {
-	target=$1 bs=$2 numjobs=$3 engine=$4
-	case_name="fio:$target:$bs:$numjobs:$engine"
+	target=$1 bs=$2 numjobs=$3 engine=$4 iodepth=${5:-32}
+	case_name="fio:$target:$bs:$numjobs:$engine:$iodepth"
 	load "$target" || return
 	dev=$(disk) || { error "$case_name" "no sd disk appeared after loading $target"; return; }
 	runtime=$(arg sp_runtime)
@@ -91,7 +94,7 @@ run_fio() {
 	else
 		span="--time_based --runtime=${runtime:-2}"
 	fi
-	set -- --name=randread --filename="$dev" --rw=randread --bs="$bs" --iodepth=32 \
+	set -- --name=randread --filename="$dev" --rw=randread --bs="$bs" --iodepth="$iodepth" \
 		--numjobs="$numjobs" --cpus_allowed=0-$(($(nproc) - 1)) --cpus_allowed_policy=split \
 		--direct=1 --ioengine="$engine" --norandommap --randrepeat=0 \
 		$span --group_reporting --output-format=json --output=/tmp/fio.json
@@ -104,6 +107,10 @@ run_fio() {
 		# The plugin's window is per vCPU: fio and the markers all on CPU 0.
 		taskset 1 sh -c 'sp_marker begin; fio "$@" 2>/tmp/fio.err; rc=$?; sp_marker end
 			sp_marker publish; exit $rc' sh "$@"
+		rc=$?
+		# Which CPU took the device's interrupts (the window is CPU 0's): for the bench's log.
+		grep virtio /proc/interrupts | while IFS= read -r line; do echo "SPLINUX-IRQ $line"; done
+		(exit $rc)
 	else
 		fio "$@" 2>/tmp/fio.err
 	fi
@@ -113,7 +120,7 @@ run_fio() {
 		while IFS= read -r line; do echo "SPLINUX-STDERR $line"; done < /tmp/fio.err
 		return
 	fi
-	echo "SPLINUX case=fio target=$target bs=$bs iodepth=32 numjobs=$numjobs ioengine=$engine json=$(tr -d '\n\t' < /tmp/fio.json)"
+	echo "SPLINUX case=fio target=$target bs=$bs iodepth=$iodepth numjobs=$numjobs ioengine=$engine json=$(tr -d '\n\t' < /tmp/fio.json)"
 }
 
 run_dmapool() {
@@ -160,11 +167,11 @@ run_sense() {
 
 echo "SPLINUX-INFO kernel=$(uname -r) fio=$(fio --version) cpus=$(nproc)"
 for case in $(arg sp_cases | tr ',' ' '); do
-	IFS=: read -r kind a b c d <<EOF
+	IFS=: read -r kind a b c d e <<EOF
 $case
 EOF
 	case "$kind" in
-	fio) run_fio "$a" "$b" "$c" "$d" ;;
+	fio) run_fio "$a" "$b" "$c" "$d" "$e" ;;
 	dmapool) run_dmapool "$a" ;;
 	sense) run_sense "$case" "${case#sense}" ;;
 	*) error "$case" "unknown case kind" ;;

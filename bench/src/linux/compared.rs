@@ -35,8 +35,15 @@ pub struct ComparedRun {
     pub alloc_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub free_ms: Option<f64>,
+    /// Instructions per I/O: sensepool's working count; Linux's whole window (kernel and fio).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub insns_per_io: Option<f64>,
+    /// Of those, the kernel's (all of sensepool's; Linux's upper-half addresses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_insns_per_io: Option<f64>,
+    /// Of those, user space's (fio's; 0 on sensepool, which has no user mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_insns_per_io: Option<f64>,
     /// The host's 1-minute load average when the row was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_load: Option<f64>,

@@ -37,8 +37,26 @@ pub fn draw(stem: &str, document: &Value, dir: &Path) -> Result<Vec<PathBuf>> {
 /// The workload a side-by-side row belongs to, and its short label within it.
 fn place_row(row: &Row) -> (String, String) {
     let case = row.case.as_str();
-    if row.unit == "insns/IO" {
-        return ("instructions per I/O (exact counts)".into(), short(case));
+    // The counted cases of both targets share a group: the label names the target.
+    let target = if case.starts_with("virtio-scsi") {
+        "virtio-scsi"
+    } else {
+        "fake_rw"
+    };
+    match row.unit {
+        "kernel insns/IO" => {
+            return (
+                "kernel instructions per I/O (exact counts)".into(),
+                format!("{target} {}", short(case)),
+            );
+        }
+        "insns/IO" => {
+            return (
+                "instructions per I/O (exact counts)".into(),
+                format!("{target} {}", short(case)),
+            );
+        }
+        _ => {}
     }
     if let Some(rest) = case.strip_prefix("dmapool ") {
         // "n=373959 free (sensepool legacy)" → "free, sensepool legacy".
@@ -190,6 +208,25 @@ mod tests {
             ))
             .0,
             "instructions per I/O (exact counts)"
+        );
+        let virtio = place_row(&row(
+            "virtio-scsi randread bs=4096 qd1 j1 libaio",
+            "kernel insns/IO",
+        ));
+        assert_eq!(
+            virtio,
+            (
+                "kernel instructions per I/O (exact counts)".to_owned(),
+                "virtio-scsi 4 KiB qd1 j1, libaio".to_owned()
+            )
+        );
+        assert_eq!(
+            place_row(&row(
+                "scsi_debug randread bs=4096 qd32 j1 libaio",
+                "kernel insns/IO"
+            ))
+            .1,
+            "fake_rw 4 KiB qd32 j1, libaio"
         );
     }
 }

@@ -55,8 +55,10 @@ pub struct Options {
     /// Boot this sensepool kernel ELF instead of building one.
     #[arg(long, value_name = "ELF")]
     pub sensepool_kernel: Option<PathBuf>,
-    /// Instructions per I/O on both sides (4 KiB fake_rw, one job): a counted sensepool boot,
-    /// and two counted boots per kernel that differ only in fio's --number_ios.
+    /// Instructions per I/O on both sides, split into kernel and user on Linux (4 KiB, one
+    /// job: scsi_debug fake_rw at iodepth 32, virtio-scsi at iodepth 32 and 1): a counted
+    /// sensepool boot per case, and two counted boots per kernel and case group that differ
+    /// only in fio's --number_ios.
     #[command(flatten)]
     pub count: CountOptions,
     /// With --count-insns: only the instruction counts, no timed cases.
@@ -110,7 +112,7 @@ pub fn run(options: &Options) -> Result<()> {
     let (prepared, skipped) = prepare(&releases, &base)?;
     let plan = run::Plan::new(options);
     let mut problems = skipped;
-    if !side_by_side.is_empty() || plugin.is_some() {
+    if !side_by_side.is_empty() {
         problems.append(&mut side_by_side_cases(
             &guest,
             &prepared,
@@ -146,7 +148,10 @@ fn side_by_side_cases(
     insns_only: bool,
 ) -> Result<Vec<String>> {
     // Counted boots first: a plugin problem shows before the long part of the run.
-    let counted = plugin.map(|plugin| counts::measure(guest, prepared, plan, plugin, None));
+    let counted = plugin.map(|plugin| {
+        let cases = counts::cases(groups, plan, None);
+        counts::measure(guest, prepared, plan, plugin, &cases)
+    });
     let (mut set, mut problems) = if insns_only {
         let accel = guest.accel.accel.to_string();
         let set = benchkit::ResultSet::new("linux", "linux", "guest", Some(accel));

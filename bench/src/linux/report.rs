@@ -152,21 +152,25 @@ pub fn rows(runs: &[ComparedRun]) -> Vec<Row> {
     rows
 }
 
-/// Instructions per I/O (`--count-insns`), one row per counted case.
+/// Instructions per I/O (`--count-insns`), one row per counted case: the kernel's against
+/// the kernel's (`kernel insns/IO`), or, in files written before Linux's counts were split,
+/// the whole counts (`insns/IO`, Linux's including fio's own instructions).
 fn insns_rows(runs: &[ComparedRun]) -> Vec<Row> {
     distinct(runs, |r| r.insns_per_io.is_some().then(|| r.case.clone()))
         .into_iter()
         .map(|case| {
-            let of = |release: &str| {
-                median_of(
-                    runs,
-                    |r| r.case == case && r.release == release,
-                    |r| r.insns_per_io,
-                )
+            let split = runs
+                .iter()
+                .any(|r| r.case == case && r.kernel_insns_per_io.is_some());
+            let (unit, figure): (_, fn(&ComparedRun) -> Option<f64>) = match split {
+                true => ("kernel insns/IO", |r| r.kernel_insns_per_io),
+                false => ("insns/IO", |r| r.insns_per_io),
             };
+            let of =
+                |release: &str| median_of(runs, |r| r.case == case && r.release == release, figure);
             Row {
                 case: format!("{case} libaio"),
-                unit: "insns/IO",
+                unit,
                 sensepool: of("sensepool"),
                 linux_6_1: of("6.1"),
                 linux_6_12: of("6.12"),
@@ -248,7 +252,7 @@ pub fn print_rows(rows: &[Row]) {
     }
 }
 
-pub const RAW_COLUMNS: [Column<'static>; 11] = [
+pub const RAW_COLUMNS: [Column<'static>; 13] = [
     columns::REP,
     Column::new("side", "release"),
     columns::CASE,
@@ -259,6 +263,8 @@ pub const RAW_COLUMNS: [Column<'static>; 11] = [
     Column::new("alloc ms", "alloc_ms"),
     Column::new("free ms", "free_ms"),
     Column::new("insns/IO", "insns_per_io"),
+    Column::new("kernel insns/IO", "kernel_insns_per_io"),
+    Column::new("user insns/IO", "user_insns_per_io"),
     Column::new("load", "host_load"),
 ];
 
@@ -353,6 +359,8 @@ mod tests {
             alloc_ms: Some(1.0),
             free_ms: Some(1.0),
             insns_per_io: Some(1.0),
+            kernel_insns_per_io: Some(1.0),
+            user_insns_per_io: Some(1.0),
             host_load: Some(1.0),
             ..ComparedRun::default()
         };
@@ -366,6 +374,31 @@ mod tests {
         ]);
         let error = ComparedRun::read_all(&set).unwrap_err().to_string();
         assert!(error.contains("iops"), "{error}");
+    }
+
+    /// Counted rows split into kernel and user: the table compares the kernels' counts, and a
+    /// case's row says which unit it holds.
+    #[test]
+    fn instruction_rows_compare_kernel_with_kernel() {
+        let mut set = ResultSet::new("linux", "linux", "guest", None);
+        let lines = [
+            r#"{"side":"sensepool","release":"sensepool","case":"v qd1","insns_per_io":1450.0,"kernel_insns_per_io":1450.0,"user_insns_per_io":0.0}"#,
+            r#"{"side":"linux","release":"6.1","case":"v qd1","insns_per_io":40000.0,"kernel_insns_per_io":29000.0,"user_insns_per_io":11000.0}"#,
+            r#"{"side":"linux","release":"6.12","case":"v qd1","insns_per_io":30000.0,"kernel_insns_per_io":21750.0,"user_insns_per_io":8250.0}"#,
+        ];
+        set.extend(lines.iter().map(|line| parse_result(line).unwrap()));
+        let rows = rows(&ComparedRun::read_all(&set).unwrap());
+        let row = &rows[0];
+        assert_eq!(
+            (row.case.as_str(), row.unit),
+            ("v qd1 libaio", "kernel insns/IO")
+        );
+        assert_eq!(
+            (row.sensepool, row.linux_6_1, row.linux_6_12),
+            (Some(1450.0), Some(29000.0), Some(21750.0))
+        );
+        assert_eq!(row.advantage(row.linux_6_1), Some(20.0));
+        assert_eq!(row.advantage(row.linux_6_12), Some(15.0));
     }
 
     /// Rows of `target/bench/linux.json` as main wrote them on 2026-12-02 (its results page):

@@ -115,7 +115,7 @@ impl Plan {
                 .map(|(bs, numjobs)| {
                     (
                         format!("workload=fake-rw runtime={runtime} bs={bs} iodepth={IODEPTH} numjobs={numjobs}"),
-                        case_key("scsi_debug", bs, numjobs),
+                        case_key("scsi_debug", bs, IODEPTH.into(), numjobs),
                     )
                 })
                 .collect(),
@@ -125,7 +125,7 @@ impl Plan {
                 .map(|numjobs| {
                     (
                         format!("workload=device rw=randread bs=4k iodepth={IODEPTH} numjobs={numjobs} runtime={runtime}"),
-                        case_key("virtio", 4096, numjobs),
+                        case_key("virtio", 4096, IODEPTH.into(), numjobs),
                     )
                 })
                 .to_vec(),
@@ -147,14 +147,14 @@ impl Plan {
     }
 }
 
-/// The table's key for an I/O case.
-pub fn case_key(target: &str, bs: u64, numjobs: u32) -> String {
+/// The table's key for an I/O case: `virtio-scsi randread bs=4096 qd32 j1`.
+pub fn case_key(target: &str, bs: u64, iodepth: u64, numjobs: u32) -> String {
     let target = if target == "virtio" {
         "virtio-scsi"
     } else {
         "scsi_debug"
     };
-    format!("{target} randread bs={bs} qd{IODEPTH} j{numjobs}")
+    format!("{target} randread bs={bs} qd{iodepth} j{numjobs}")
 }
 
 /// The 1-minute load average, for every row.
@@ -390,6 +390,14 @@ pub fn boot_linux(
     let (mut runs, mut problems, mut info, mut done) =
         (Vec::new(), Vec::new(), LinuxInfo::default(), false);
     for line in &outcome.console {
+        // A counted boot's note of which CPU took the device's interrupts (`init.sh`).
+        if let Some(at) = line.find("SPLINUX-IRQ ") {
+            eprintln!(
+                "xtask: Linux {label}: /proc/interrupts: {}",
+                &line[at + 12..]
+            );
+            continue;
+        }
         let measured = match results::classify(line) {
             Ok(GuestLine::Info(fields)) => {
                 info = fields;
@@ -458,7 +466,12 @@ pub fn boot_linux(
 /// A Linux result's table key: [`case_key`] for fio, `dmapool n=N` for the dmapool case.
 fn case_of(measured: &Measured, plan: &Plan) -> String {
     match measured {
-        Measured::Fio(fio) => case_key(&fio.case.target, fio.case.bs, fio.case.numjobs),
+        Measured::Fio(fio) => case_key(
+            &fio.case.target,
+            fio.case.bs,
+            fio.case.iodepth,
+            fio.case.numjobs,
+        ),
         Measured::Dmapool(_) => format!("dmapool n={}", plan.dmapool_n),
         Measured::Sense(_) => "sense".into(),
     }

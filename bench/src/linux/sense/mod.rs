@@ -33,7 +33,7 @@ use harness::linux::Prepared;
 use serde_json::Value;
 
 use super::counts;
-use super::run::{Plan, host_load};
+use super::run::{Group, Plan, host_load};
 use plan::{CONFIGS, Config, SlabFacts, VARIANTS, Variant, lengths};
 use summary::Window;
 
@@ -195,7 +195,8 @@ pub fn run(guest: &Guest, kernels: &[Prepared], plan: &Plan, plugin: &Path) -> R
         quick: false,
         ..plan.clone()
     };
-    let (io_records, mut problems) = counts::measure(guest, kernels, &long, plugin, Some("pertag"));
+    let io_cases = counts::cases(&[Group::ScsiDebug], &long, Some("pertag"));
+    let (io_records, mut problems) = counts::measure(guest, kernels, &long, plugin, &io_cases);
     let (windows, mut failed) = all_boots(guest, kernels, plan, plugin);
     problems.append(&mut failed);
     for problem in &problems {
