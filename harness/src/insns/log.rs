@@ -233,20 +233,12 @@ fn publish(fields: &Fields<'_>) -> std::result::Result<Published, Malformed> {
     };
     let insns = fields.number("insns")?;
     let waiting = fields.optional("waiting")?;
-    if waiting > insns {
-        return Err(Malformed(format!(
-            "waiting={waiting} exceeds insns={insns}"
-        )));
-    }
     let upper_half = match fields.0.contains_key("upper_half") {
         true => Some(fields.number("upper_half")?),
         false => None,
     };
-    if let Some(upper) = upper_half.filter(|&upper| upper > insns) {
-        return Err(Malformed(format!(
-            "upper_half={upper} exceeds insns={insns}"
-        )));
-    }
+    within_window(insns, "waiting", Some(waiting))?;
+    within_window(insns, "upper_half", upper_half)?;
     Ok(Published {
         window,
         slot,
@@ -260,6 +252,14 @@ fn publish(fields: &Fields<'_>) -> std::result::Result<Published, Malformed> {
         io,
         upper_half,
     })
+}
+
+/// An error when a part of a window (`key=` of a publish line) exceeds the window's `insns`.
+fn within_window(insns: u64, key: &str, part: Option<u64>) -> std::result::Result<(), Malformed> {
+    match part {
+        Some(part) if part > insns => Err(Malformed(format!("{key}={part} exceeds insns={insns}"))),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
