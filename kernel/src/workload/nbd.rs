@@ -21,6 +21,7 @@
 
 use alloc::format;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use scsi::host::ScsiHost;
@@ -30,7 +31,7 @@ use scsi::wire::{Cdb, Lba};
 
 use crate::cmdline::Cmdline;
 use nbd::block::{BlockDevice, BlockExport};
-use nbd::session::Export;
+use nbd::session::{Export, Tls};
 use os::arch::exit::ExitCode;
 use os::arch::idle;
 use os::arch::time;
@@ -39,6 +40,7 @@ use os::net::control::{self, Control};
 use os::net::device::NetDevice;
 use os::net::server::{Server, ServerStats};
 use os::net::stats::{self, Snapshot};
+use os::net::tls::{ServerConfig, credentials};
 use os::platform::console::println;
 use os::platform::fw_cfg;
 use os::storage::hotplug::Disks;
@@ -61,6 +63,22 @@ fn control_from_host() -> Control {
         Err(error) => {
             println!("NBD control: {error}: `shutdown` will be refused");
             Control::new(None)
+        }
+    }
+}
+
+/// The TLS configuration `nbd_tls=on|require` serves under, from the host's fw_cfg files;
+/// `Err` (said on the console) when it asks for TLS and the host gave no usable credentials:
+/// serving in the clear instead would be what the user said not to do.
+fn tls_from_host(mode: Tls) -> Result<Option<Arc<ServerConfig>>, ()> {
+    if mode == Tls::Off {
+        return Ok(None);
+    }
+    match credentials::from_host() {
+        Ok(config) => Ok(Some(config)),
+        Err(error) => {
+            println!("NBD FAILED: nbd_tls needs the host's TLS credentials: {error}");
+            Err(())
         }
     }
 }
@@ -179,17 +197,18 @@ impl HostVisitor for Nbd {
             return true;
         };
         self.served = true;
-        let Some(mut device) = self.bring_up_nic() else {
+        let (Some(mut device), Ok(tls)) = (self.bring_up_nic(), tls_from_host(self.net.nbd_tls))
+        else {
             self.ok = false;
             return false;
         };
         let name: &'static str = String::leak(named.name.clone());
         let disk = named.disk;
-        let server = Server::new(&mut device, self.net, name, control_from_host());
+        let server = Server::new(&mut device, self.net, name, control_from_host(), tls);
         let export = BlockExport::new(ScsiDisk { stack, disk });
         let [a, b, c, d] = self.net.ip;
         println!(
-            "NBD serving {name} ({} bytes, {} {}-byte blocks, {host}{}) on {a}.{b}.{c}.{d}:{}, stats on :{}",
+            "NBD serving {name} ({} bytes, {} {}-byte blocks, {host}{}{}) on {a}.{b}.{c}.{d}:{}, stats on :{}",
             export.size_bytes(),
             disk.blocks,
             disk.block_len,
@@ -197,6 +216,11 @@ impl HostVisitor for Nbd {
                 ", read-only"
             } else {
                 ""
+            },
+            match self.net.nbd_tls {
+                Tls::Off => "",
+                Tls::On => ", TLS offered",
+                Tls::Require => ", TLS required with a client certificate",
             },
             self.net.nbd_port,
             self.net.stats_port

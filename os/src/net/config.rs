@@ -1,11 +1,15 @@
 //! The network words of the kernel command line: `ip=ADDR[/PREFIX]`, `gw=ADDR`, `nbd_port=`,
 //! `stats_port=`, `nbd_max_clients=` (NBD clients in transmission at once; the next export request is refused)
 //! `nbd_idle_s=` (a client in transmission that sends nothing for this long is closed),
-//! `nbd_readonly=` (serve the export read-only: `NBD_FLAG_READ_ONLY`, changes refused) and
+//! `nbd_readonly=` (serve the export read-only: `NBD_FLAG_READ_ONLY`, changes refused),
+//! `nbd_tls=off|on|require` (`NBD_OPT_STARTTLS` with the host's certificates: `on` offers it,
+//! `require` refuses everything else in the clear and admits only clients whose certificate the
+//! host's CA signed) and
 //! `nic_reset_after=N` (fault injection: reset the NIC once after N received frames, as the
 //! driver does after a misbehaving device; 0, the default, never). The defaults suit QEMU user networking (the guest is 10.0.2.15/24 behind the
 //! gateway 10.0.2.2) and the NBD port is the IANA one, 10809.
 
+use nbd::session::Tls;
 use scsi::param::number::count;
 use scsi::param::{Key, ValueError, boolean};
 
@@ -31,6 +35,8 @@ pub struct NetConfig {
     /// Serve the export read-only (`NBD_FLAG_READ_ONLY`; writes, trims and write-zeroes get
     /// `NBD_EPERM` and never reach the disk).
     pub nbd_readonly: bool,
+    /// Whether STARTTLS is offered or required (`nbd_tls=off|on|require`).
+    pub nbd_tls: Tls,
 }
 
 /// Largest `nbd_max_clients=`: each NBD socket holds 512 KiB of TCP buffers from the start and
@@ -50,6 +56,7 @@ impl Default for NetConfig {
             nbd_idle_s: 600,
             nic_reset_after: 0,
             nbd_readonly: false,
+            nbd_tls: Tls::Off,
         }
     }
 }
@@ -125,6 +132,19 @@ impl NetConfig {
             },
         },
         Key {
+            name: "nbd_tls",
+            aliases: &[],
+            set: |net, v| {
+                net.nbd_tls = match v {
+                    "off" | "0" => Tls::Off,
+                    "on" | "1" => Tls::On,
+                    "require" => Tls::Require,
+                    _ => return Err(ValueError::expected("off, on or require")),
+                };
+                Ok(())
+            },
+        },
+        Key {
             name: "nic_reset_after",
             aliases: &[],
             set: |net, v| {
@@ -171,6 +191,11 @@ mod tests {
         set(&mut config, "nic_reset_after", "300").unwrap();
         set(&mut config, "nbd_readonly", "1").unwrap();
         assert!(config.nbd_readonly);
+        assert_eq!(config.nbd_tls, Tls::Off);
+        set(&mut config, "nbd_tls", "require").unwrap();
+        assert_eq!(config.nbd_tls, Tls::Require);
+        set(&mut config, "nbd_tls", "on").unwrap();
+        assert_eq!(config.nbd_tls, Tls::On);
         assert_eq!((config.nbd_max_clients, config.nbd_idle_s), (2, 30));
         assert_eq!(config.nic_reset_after, 300);
         assert_eq!(config.ip, [192, 168, 7, 9]);
@@ -192,6 +217,8 @@ mod tests {
             ("nic_reset_after", "-1"),
             ("nic_reset_after", "many"),
             ("nbd_readonly", "2"),
+            ("nbd_tls", "yes"),
+            ("nbd_tls", "required"),
         ] {
             assert!(
                 set(&mut NetConfig::default(), key, value).is_err(),

@@ -8,10 +8,12 @@
 //! `drivers::virtio_net` to the virtio-net PCI function (through the shared virtio PCI bring-up,
 //! `crate::platform::pci::virtio`), supplies its packet buffers and presents it to smoltcp as a polled
 //! `phy::Device`; [`server`] runs the TCP listeners and moves
-//! bytes between sockets and NBD sessions; [`stats`] formats the stats endpoint's text.
+//! bytes between sockets and NBD sessions, through [`tls`]'s record layer after STARTTLS (pure,
+//! host-tested against a rustls client); [`stats`] formats the stats endpoint's text.
 
 pub mod config;
 pub mod control;
+pub mod tls;
 
 #[cfg(target_os = "none")]
 pub mod device;

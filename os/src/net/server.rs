@@ -29,6 +29,7 @@
 //! the workload to flush the disk and exit, at the latest at [`SHUTDOWN_DEADLINE_NS`].
 
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -43,10 +44,12 @@ use super::device::{DeviceStats, NetDevice};
 use crate::arch::time;
 use crate::platform::console::println;
 use nbd::session::{Budget, Export, NbdStats};
+use rustls::server::ServerConfig;
 
 mod linger;
 mod nbd_slot;
 mod stats_slot;
+mod transport;
 
 use nbd_slot::NbdSlot;
 use stats_slot::StatsSlot;
@@ -101,6 +104,12 @@ pub struct ServerStats {
     /// State-changing commands carried out and refused (missing or wrong secret).
     pub control_accepted: u64,
     pub control_refused: u64,
+    /// Connections that started TLS (STARTTLS acknowledged), and those whose TLS failed (a
+    /// client without a certificate the CA signed, a protocol error).
+    pub tls_started: u64,
+    pub tls_failures: u64,
+    /// `nbd_tls=` as served.
+    pub tls_mode: nbd::session::Tls,
 }
 
 /// A `shutdown` request: who asked, and when (TSC ns).
@@ -122,6 +131,8 @@ pub struct Server {
     shutdown: Option<Shutdown>,
     /// Who may change the guest's state (the stats port's commands).
     control: Control,
+    /// The TLS configuration STARTTLS runs under (`nbd_tls=on|require`).
+    tls: Option<Arc<ServerConfig>>,
     /// The NBD slot that takes the first turn of the next poll.
     next_turn: usize,
 }
@@ -145,13 +156,19 @@ fn tcp_socket(rx: usize, tx: usize) -> tcp::Socket<'static> {
 
 impl Server {
     /// The interface at `config`'s address with its listeners; `export_name` is the NBD export,
-    /// `control` judges the stats port's commands.
+    /// `control` judges the stats port's commands, `tls` is what STARTTLS runs under. Without
+    /// it `nbd_tls=on` serves in the clear only, and `nbd_tls=require` serves nobody (it fails
+    /// closed: the caller should refuse to serve instead).
     pub fn new(
         device: &mut NetDevice,
-        config: NetConfig,
+        mut config: NetConfig,
         export_name: &'static str,
         control: Control,
+        tls: Option<Arc<ServerConfig>>,
     ) -> Server {
+        if tls.is_none() && config.nbd_tls == nbd::session::Tls::On {
+            config.nbd_tls = nbd::session::Tls::Off;
+        }
         let mut iface_config = Config::new(EthernetAddress(device.mac()).into());
         iface_config.random_seed = time::rdtsc();
         let mut iface = Interface::new(iface_config, device, now());
@@ -191,6 +208,7 @@ impl Server {
             counters: ServerStats::default(),
             shutdown: None,
             control,
+            tls,
             next_turn: 0,
         }
     }
@@ -209,6 +227,7 @@ impl Server {
         stats.control_secret = self.control.has_secret();
         stats.control_accepted = self.control.accepted;
         stats.control_refused = self.control.refused;
+        stats.tls_mode = self.config.nbd_tls;
         stats
     }
 

@@ -130,6 +130,17 @@ fn write_server(out: &mut String, server: &ServerStats, nic_interrupts: bool) ->
         },
         server.control_accepted,
         server.control_refused
+    )?;
+    writeln!(
+        out,
+        "tls mode={} started={} failed={}",
+        match server.tls_mode {
+            nbd::session::Tls::Off => "off",
+            nbd::session::Tls::On => "on",
+            nbd::session::Tls::Require => "require",
+        },
+        server.tls_started,
+        server.tls_failures
     )
 }
 

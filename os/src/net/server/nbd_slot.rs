@@ -1,7 +1,8 @@
 //! One NBD socket's turn: accept a connection (refusing its export request over
 //! `nbd_max_clients=` sessions in transmission), move bytes
 //! between the socket and the session within the turn's [`Budget`], and end the connection on
-//! every path: the session closed it, the peer went away, a timeout, or a shutdown.
+//! every path: the session closed it, the peer went away, a timeout, or a shutdown. After
+//! STARTTLS the bytes go through the slot's [`TlsStream`] ([`transport`](super::transport)).
 
 use alloc::format;
 
@@ -9,18 +10,18 @@ use smoltcp::iface::SocketHandle;
 use smoltcp::socket::tcp;
 
 use super::linger::{CLOSING_LIMIT_NS, Linger, is_closing};
+use super::transport;
 use super::{HANDSHAKE_IDLE_NS, SHUTDOWN_GRACE_NS, Server, TURN_BUDGET};
 use crate::arch::time;
+use crate::net::tls::TlsStream;
 use crate::platform::console::println;
-use nbd::session::{Export, STREAM_CHUNK_BYTES, Session};
-
-/// Most bytes a session may hold unparsed: one piece of a streamed write and a header, with
-/// slack for small pipelined requests.
-const MAX_PENDING_INPUT: usize = STREAM_CHUNK_BYTES as usize + (64 << 10);
+use nbd::session::{Export, Session};
 
 pub(super) struct NbdSlot {
     pub handle: SocketHandle,
     pub session: Option<Session>,
+    /// The connection's TLS, once STARTTLS was acknowledged and sent.
+    pub tls: Option<TlsStream>,
     /// When the client last sent anything (TSC ns).
     last_input_ns: u64,
     /// The last turn ended with its budget spent (complete requests may still wait).
@@ -33,9 +34,33 @@ impl NbdSlot {
         NbdSlot {
             handle,
             session: None,
+            tls: None,
             last_input_ns: 0,
             turn_spent: false,
             linger: Linger::new(),
+        }
+    }
+}
+
+impl NbdSlot {
+    /// Whether everything for the client is in the socket (with TLS, its records too).
+    fn flushed(&self, session: &Session) -> bool {
+        session.output().is_empty()
+            && self
+                .tls
+                .as_ref()
+                .is_none_or(|tls| tls.outgoing().is_empty())
+    }
+
+    /// Why the connection closes once flushed: the session closed, or TLS failed (its alert
+    /// goes out first).
+    fn closing(&self, session: &Session) -> Option<&'static str> {
+        if session.closed().is_some() {
+            Some("closed by the session")
+        } else if self.tls.as_ref().is_some_and(|tls| tls.failure().is_some()) {
+            Some("TLS failed")
+        } else {
+            None
         }
     }
 }
@@ -55,18 +80,7 @@ impl Server {
         let slot = &mut self.nbd[index];
         let socket = self.sockets.get_mut::<tcp::Socket>(slot.handle);
         if !socket.is_open() {
-            if let Some(session) = slot.session.take() {
-                self.ended.add(&session.stats());
-                if session.closed().is_none() {
-                    self.counters.dropped += 1;
-                    log::warn!("nbd: connection {index} reset by the peer");
-                }
-            }
-            if self.shutdown.is_none()
-                && let Err(err) = socket.listen(self.config.nbd_port)
-            {
-                log::error!("nbd: listen on {}: {err:?}", self.config.nbd_port);
-            }
+            self.reap(index);
             return false;
         }
         let in_state_ns = slot.linger.observe(socket.state(), now_ns);
@@ -90,7 +104,15 @@ impl Server {
         }
         self.judge_export_request(index);
         let refusals = self.nbd[index].session.as_ref().map(|s| s.stats().refusals);
+        let tls_failure = |server: &Server| {
+            let tls = server.nbd[index].tls.as_ref();
+            tls.and_then(|tls| tls.failure()).cloned()
+        };
+        let failed_before = tls_failure(self).is_some();
         let worked = self.run_turn(index, export, now_ns);
+        if let Some(failure) = tls_failure(self).filter(|_| !failed_before) {
+            self.tls_failed(index, &failure);
+        }
         let slot = &self.nbd[index];
         if let Some(session) = &slot.session
             && Some(session.stats().refusals) != refusals
@@ -121,8 +143,12 @@ impl Server {
         slot.last_input_ns = now_ns;
         self.counters.connections += 1;
         log::info!("nbd: connection {index} from {peer:?}");
-        slot.session =
-            Some(Session::new(self.export_name).with_read_only(self.config.nbd_readonly));
+        slot.tls = None;
+        slot.session = Some(
+            Session::new(self.export_name)
+                .with_read_only(self.config.nbd_readonly)
+                .with_tls(self.config.nbd_tls),
+        );
     }
 
     /// Before a handshake session's turn: an export request in it is refused when
@@ -143,7 +169,8 @@ impl Server {
         );
     }
 
-    /// Receives what the session may take, then runs and sends within one [`TURN_BUDGET`].
+    /// Receives what the session may take, then runs and sends within one [`TURN_BUDGET`];
+    /// starts TLS once the STARTTLS acknowledgement is out.
     fn run_turn(&mut self, index: usize, export: &mut impl Export, now_ns: u64) -> bool {
         let slot = &mut self.nbd[index];
         let socket = self.sockets.get_mut::<tcp::Socket>(slot.handle);
@@ -151,19 +178,7 @@ impl Server {
             return false;
         };
         let mut worked = false;
-        while session.wants_input()
-            && session.pending_input() < MAX_PENDING_INPUT
-            && socket.can_recv()
-        {
-            let room = MAX_PENDING_INPUT - session.pending_input();
-            let taken = socket.recv(|bytes| {
-                let take = bytes.len().min(room);
-                session.receive(&bytes[..take]);
-                (take, take)
-            });
-            if !matches!(taken, Ok(n) if n > 0) {
-                break;
-            }
+        if transport::receive(socket, session, slot.tls.as_mut()) {
             slot.last_input_ns = now_ns;
             worked = true;
         }
@@ -171,11 +186,14 @@ impl Server {
         loop {
             let before = (budget, session.output().len(), session.pending_input());
             session.step_within(export, &mut budget);
-            while !session.output().is_empty() && socket.can_send() {
-                match socket.send_slice(session.output()) {
-                    Ok(0) | Err(_) => break,
-                    Ok(sent) => session.sent(sent),
-                }
+            if session.closed().is_some()
+                && let Some(tls) = slot.tls.as_mut()
+            {
+                tls.close();
+            }
+            transport::send(socket, session, slot.tls.as_mut());
+            if let Some(tls) = slot.tls.as_mut() {
+                transport::feed(session, tls);
             }
             if before == (budget, session.output().len(), session.pending_input()) {
                 break;
@@ -188,6 +206,26 @@ impl Server {
         // With budget left the session stopped for want of input: what remains unparsed is
         // an incomplete request, not one waiting for its turn.
         slot.turn_spent = budget.spent();
+        if session.starting_tls() && session.output().is_empty() && slot.tls.is_none() {
+            // The acknowledgement is in the socket: from here on the bytes are TLS records.
+            let early = session.start_tls();
+            match self
+                .tls
+                .as_ref()
+                .map(|config| TlsStream::new(config.clone(), &early))
+            {
+                Some(Ok(tls)) => {
+                    slot.tls = Some(tls);
+                    self.counters.tls_started += 1;
+                }
+                // The session acknowledges STARTTLS only when TLS is configured, and a
+                // configuration rustls accepted makes connections: the handshake timeout
+                // ends such a connection.
+                Some(Err(error)) => log::error!("nbd: connection {index}: TLS: {error}"),
+                None => log::error!("nbd: connection {index}: STARTTLS without TLS configured"),
+            }
+            worked = true;
+        }
         worked
     }
 
@@ -196,10 +234,10 @@ impl Server {
         let slot = &self.nbd[index];
         let socket = self.sockets.get::<tcp::Socket>(slot.handle);
         let session = slot.session.as_ref()?;
-        let flushed = session.output().is_empty();
+        let flushed = slot.flushed(session);
         let idle_ns = now_ns.saturating_sub(slot.last_input_ns);
-        if session.closed().is_some() {
-            return flushed.then_some(Ending::Close("closed by the session"));
+        if let Some(why) = slot.closing(session) {
+            return flushed.then_some(Ending::Close(why));
         }
         // A client stuck in the handshake (or one that never starts it) would hold the socket
         // for ever. During a shutdown a handshake goes on: its options are answered
@@ -208,7 +246,16 @@ impl Server {
         if !session.in_transmission() && idle_ns > HANDSHAKE_IDLE_NS {
             return Some(Ending::Abort("handshake idle for 30 s"));
         }
-        if !socket.may_recv() && flushed && !slot.turn_spent && !session.working_without_input() {
+        let plaintext_waiting = slot
+            .tls
+            .as_ref()
+            .is_some_and(|tls| tls.pending_plaintext() > 0);
+        if !socket.may_recv()
+            && flushed
+            && !plaintext_waiting
+            && !slot.turn_spent
+            && !session.working_without_input()
+        {
             // The peer finished sending and every complete request was answered.
             return Some(if session.mid_request() {
                 Ending::Abort("peer closed in the middle of a request")
@@ -244,12 +291,44 @@ impl Server {
         None
     }
 
+    /// A socket that is no longer open: its session (and TLS) are counted and dropped, and it
+    /// listens again unless the server is shutting down.
+    fn reap(&mut self, index: usize) {
+        let slot = &mut self.nbd[index];
+        slot.tls = None;
+        let socket = self.sockets.get_mut::<tcp::Socket>(slot.handle);
+        if let Some(session) = slot.session.take() {
+            self.ended.add(&session.stats());
+            if session.closed().is_none() {
+                self.counters.dropped += 1;
+                log::warn!("nbd: connection {index} reset by the peer");
+            }
+        }
+        if self.shutdown.is_none()
+            && let Err(err) = socket.listen(self.config.nbd_port)
+        {
+            log::error!("nbd: listen on {}: {err:?}", self.config.nbd_port);
+        }
+    }
+
+    /// Counts and prints a connection whose TLS failed (a client without a certificate the CA
+    /// signed, a protocol error).
+    fn tls_failed(&mut self, index: usize, failure: &rustls::Error) {
+        self.counters.tls_failures += 1;
+        let handle = self.nbd[index].handle;
+        match self.sockets.get::<tcp::Socket>(handle).remote_endpoint() {
+            Some(peer) => println!("nbd: connection {index} from {peer}: TLS failed: {failure}"),
+            None => println!("nbd: connection {index}: TLS failed: {failure}"),
+        }
+    }
+
     fn end_session(&mut self, index: usize, ending: Ending) {
         let slot = &mut self.nbd[index];
         let socket = self.sockets.get_mut::<tcp::Socket>(slot.handle);
         let Some(session) = slot.session.take() else {
             return;
         };
+        slot.tls = None;
         match ending {
             Ending::Close(why) => {
                 log::info!("nbd: connection {index} closed: {why}");
