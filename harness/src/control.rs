@@ -81,7 +81,8 @@ fn read_secret(file: &PathBuf) -> Option<String> {
     valid.then(|| secret.to_owned())
 }
 
-fn random_bytes() -> Result<[u8; SECRET_BYTES]> {
+/// 32 bytes from the host's random source.
+pub(crate) fn random_bytes() -> Result<[u8; SECRET_BYTES]> {
     let mut bytes = [0u8; SECRET_BYTES];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut random| random.read_exact(&mut bytes))

@@ -161,9 +161,14 @@ impl Guest {
             .filter(|part| !part.is_empty())
             .collect::<Vec<_>>()
             .join(" ");
-        // A guest that serves NBD gets the control secret its `shutdown` needs.
+        // A guest that serves NBD gets the control secret its `shutdown` needs, a random seed,
+        // and, asked for TLS, the server's credentials.
         let fw_cfg_files = match crate::nbd_guest::NbdGuest::serves(profile) {
-            true => vec![(control::FW_CFG_NAME, control::secret_file()?)],
+            true => {
+                let mut files = vec![(control::FW_CFG_NAME, control::secret_file()?)];
+                files.extend(crate::tls::fw_cfg_files(&cmdline)?);
+                files
+            }
             false => Vec::new(),
         };
         let machine = Machine {

@@ -54,5 +54,6 @@ pub mod qemu_cpu;
 pub mod qmp;
 pub mod setup;
 pub mod symbols;
+pub mod tls;
 pub mod typed;
 pub mod workspace;

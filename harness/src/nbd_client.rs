@@ -2,6 +2,8 @@
 //! simple-reply transmission, and raw byte access so tests can misbehave on purpose. Every
 //! socket has read and write timeouts, so a silent server fails a test instead of hanging it.
 //! Its numbers and headers are the server's own (`nbd::wire`), re-exported for the tests.
+//! [`Client::open_tls`] negotiates STARTTLS and goes on inside rustls with a client certificate
+//! (the credentials directory xtask makes, `crate::tls`), for the TLS bench.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -19,6 +21,8 @@ pub struct Client {
     pub stream: TcpStream,
     /// Export size from GO.
     pub size: u64,
+    /// The connection's TLS after STARTTLS: every byte then goes through it.
+    tls: Option<Box<rustls::ClientConnection>>,
 }
 
 type IoResult<T> = std::io::Result<T>;
@@ -46,7 +50,11 @@ impl Client {
         stream.set_read_timeout(Some(IO_TIMEOUT))?;
         stream.set_write_timeout(Some(IO_TIMEOUT))?;
         stream.set_nodelay(true)?;
-        let mut client = Client { stream, size: 0 };
+        let mut client = Client {
+            stream,
+            size: 0,
+            tls: None,
+        };
         let greeting: Greeting = client.header()?;
         let (magic, opt) = (greeting.nbd_magic.get(), greeting.ihaveopt.get());
         if magic != wire::NBDMAGIC || opt != wire::IHAVEOPT {
@@ -59,6 +67,37 @@ impl Client {
     pub fn open(addr: SocketAddr) -> IoResult<Client> {
         let mut client = Client::connect(addr)?;
         client.send(&3u32.to_be_bytes())?;
+        client.go()?;
+        Ok(client)
+    }
+
+    /// [`Client::open`] with `NBD_OPT_STARTTLS` first: the TLS handshake presents the client
+    /// certificate in `credentials` (`ca-cert.pem`, `client-cert.pem`, `client-key.pem`, the
+    /// layout `crate::tls` makes) and checks the server's against the CA; GO goes inside TLS.
+    pub fn open_tls(addr: SocketAddr, credentials: &std::path::Path) -> IoResult<Client> {
+        let config = tls_config(credentials)?;
+        let mut client = Client::connect(addr)?;
+        client.send(&3u32.to_be_bytes())?;
+        client.option(opt::STARTTLS, &[])?;
+        match client.option_reply()? {
+            (rep::ACK, _) => {}
+            (other, _) => return Err(bad(format!("STARTTLS answered {other:#x}"))),
+        }
+        let name = rustls::pki_types::ServerName::from(addr.ip());
+        let mut connection = rustls::ClientConnection::new(config, name).map_err(bad_tls)?;
+        while connection.is_handshaking() {
+            connection
+                .complete_io(&mut client.stream)
+                .map_err(|e| named_timeout(e, || "the TLS handshake".into()))?;
+        }
+        client.tls = Some(Box::new(connection));
+        client.go()?;
+        Ok(client)
+    }
+
+    /// GO for the default export; the size from its `NBD_INFO_EXPORT`.
+    fn go(&mut self) -> IoResult<()> {
+        let client = self;
         client.option(opt::GO, &go_payload(""))?;
         loop {
             let (reply, data) = client.option_reply()?;
@@ -70,23 +109,30 @@ impl Client {
                         client.size = export.size_bytes.get();
                     }
                 }
-                rep::ACK => return Ok(client),
+                rep::ACK => return Ok(()),
                 other => return Err(bad(format!("GO answered {other:#x}"))),
             }
         }
     }
 
     pub fn send(&mut self, bytes: &[u8]) -> IoResult<()> {
-        self.stream
-            .write_all(bytes)
-            .map_err(|e| named_timeout(e, || format!("sending {} bytes", bytes.len())))
+        let sent = match self.tls.as_deref_mut() {
+            Some(tls) => {
+                let mut stream = rustls::Stream::new(tls, &mut self.stream);
+                stream.write_all(bytes).and_then(|()| stream.flush())
+            }
+            None => self.stream.write_all(bytes),
+        };
+        sent.map_err(|e| named_timeout(e, || format!("sending {} bytes", bytes.len())))
     }
 
     pub fn bytes(&mut self, len: usize) -> IoResult<Vec<u8>> {
         let mut buf = vec![0; len];
-        self.stream
-            .read_exact(&mut buf)
-            .map_err(|e| named_timeout(e, || format!("waiting for {len} bytes from the server")))?;
+        let read = match self.tls.as_deref_mut() {
+            Some(tls) => rustls::Stream::new(tls, &mut self.stream).read_exact(&mut buf),
+            None => self.stream.read_exact(&mut buf),
+        };
+        read.map_err(|e| named_timeout(e, || format!("waiting for {len} bytes from the server")))?;
         Ok(buf)
     }
 
@@ -163,6 +209,42 @@ impl Client {
     pub fn disconnect(mut self) -> IoResult<()> {
         self.request(cmd::DISC, 0, 0, 0, &[])
     }
+}
+
+fn bad_tls(error: rustls::Error) -> std::io::Error {
+    bad(format!("TLS: {error}"))
+}
+
+/// A client configuration presenting `dir`'s certificate and trusting its CA.
+fn tls_config(dir: &std::path::Path) -> IoResult<std::sync::Arc<rustls::ClientConfig>> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let pem = |file: &str| {
+        std::fs::read(dir.join(file)).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("{}: {e}", dir.join(file).display()))
+        })
+    };
+    let not_pem = |file: &'static str| move |e| bad(format!("{file}: {e}"));
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in CertificateDer::pem_slice_iter(&pem("ca-cert.pem")?) {
+        roots
+            .add(ca.map_err(not_pem("ca-cert.pem"))?)
+            .map_err(bad_tls)?;
+    }
+    let chain = CertificateDer::pem_slice_iter(&pem("client-cert.pem")?)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(not_pem("client-cert.pem"))?;
+    let key = PrivateKeyDer::from_pem_slice(&pem("client-key.pem")?)
+        .map_err(not_pem("client-key.pem"))?;
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls_rustcrypto::provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(bad_tls)?
+    .with_root_certificates(roots)
+    .with_client_auth_cert(chain, key)
+    .map_err(bad_tls)?;
+    Ok(std::sync::Arc::new(config))
 }
 
 pub fn go_payload(name: &str) -> Vec<u8> {

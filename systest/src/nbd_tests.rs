@@ -11,7 +11,8 @@
 //! guest list it ([`hotplug`]), send `shutdown`, and check the disk image after QEMU exits; then
 //! a second guest resets its NIC under a client ([`nic_reset`]), a third serves its export
 //! read-only ([`read_only`]), and `cargo xtask run --profile nbd` itself serves real clients and
-//! 16 clients connecting while its QEMU is stopped ([`user_path`], [`burst`]).
+//! 16 clients connecting while its QEMU is stopped ([`user_path`], [`burst`]). The TLS cases
+//! boot `nbd-tls` on their own ([`tls`], the suite's `nbd-tls` group).
 //!
 //! qemu/nbd.toml forwards host ports 40809 (NBD) and 40810 (stats) on 127.0.0.1 only; the tests
 //! boot it as an [`NbdGuest`], whose forwards move to free loopback ports picked at run time, so
@@ -38,6 +39,7 @@ mod multi_conn;
 mod nic_reset;
 mod read_only;
 mod stuck;
+pub mod tls;
 mod tools;
 mod user_path;
 

@@ -113,6 +113,7 @@ pub fn run(options: &Options) -> Result<u8> {
         let guest = Guest::prepare_os(os, options.accel, options.kernel.clone())?;
         if let Some(nbd) = &serving {
             eprintln!("xtask: {}", nbd.describe());
+            tell_tls(options, &profile, nbd)?;
             if !options.listen.is_loopback() {
                 eprintln!(
                     "xtask: warning: listening on {}: every host that reaches it can use the export (see docs/nbd.md for nbd_tls=require and nbd_readonly=1)",
@@ -123,6 +124,29 @@ pub fn run(options: &Options) -> Result<u8> {
         worst = worst.max(boot_once(options, &profile, &guest)?);
     }
     Ok(worst)
+}
+
+/// For a guest asked to serve with TLS (`nbd_tls=on|require` in its command line, e.g. the
+/// `nbd-tls` profile): where the client's certificates are (made now on first use) and how the
+/// clients users have connect with them.
+fn tell_tls(options: &Options, profile: &profile::Profile, nbd: &NbdGuest) -> Result<()> {
+    let user_args = options.kernel_args.join(" ");
+    let args = match options.kernel_args.is_empty() {
+        true => &profile.default_kernel_args,
+        false => &user_args,
+    };
+    if !harness::tls::wanted(&format!("{} {args}", profile.kernel_args)) {
+        return Ok(());
+    }
+    let dir = harness::tls::credentials_dir()?;
+    let addr = nbd.nbd_addr();
+    eprintln!(
+        "xtask: TLS with client certificates from {dir}:\n  nbdinfo 'nbds://{addr}/?tls-certificates={dir}'\n  qemu-img info --object tls-creds-x509,id=tls0,dir={dir},endpoint=client --image-opts driver=nbd,host={},port={},tls-creds=tls0",
+        addr.ip(),
+        addr.port(),
+        dir = dir.display()
+    );
+    Ok(())
 }
 
 /// Boots `guest` once and tells what happened; returns the verdict's exit status.

@@ -144,6 +144,10 @@ fn on_our_kernel(options: &Options, guest: &Guest, tests: &[GuestTest]) -> Tally
     if options.selects("nbd") {
         tally += nbd_tests::run(guest);
     }
+    // A group of its own, so `--guest nbd-tls` runs only the TLS boot (`nbd` runs both).
+    if options.selects("nbd-tls") {
+        tally += nbd_tests::tls::run(guest);
+    }
     if options.selects("soak") {
         tally += soak::test(guest);
     }
