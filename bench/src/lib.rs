@@ -23,6 +23,7 @@ pub mod fake_rw_record;
 pub mod figures;
 pub mod linux;
 pub mod nbd;
+pub mod nbd_tls;
 pub mod numa;
 pub mod questions;
 pub mod report;

@@ -10,7 +10,8 @@
 //! After the cases it leaves the server idle (3 s with `--quick`, else 10 s) and prints the host
 //! CPU QEMU used meanwhile ([`harness::idle_cpu`]). The client times every request (send to
 //! reply) and reports min, mean, p50 … p99.99 and max. Writes `target/bench/nbd.json`,
-//! `nbd.fio.json` (fio's layout, [`benchkit::fio`]) and `nbd.svg` (MiB/s per case).
+//! `nbd.fio.json` (fio's layout, [`benchkit::fio`]) and `nbd.svg` (MiB/s per case). With
+//! `--tls` it measures what TLS costs instead ([`crate::nbd_tls`]).
 
 use std::time::{Duration, Instant};
 
@@ -38,6 +39,10 @@ pub struct Options {
     /// Accelerator for the guest.
     #[arg(long, value_enum, default_value_t = AccelRequest::Auto)]
     pub accel: AccelRequest,
+    /// What TLS costs instead: handshake time and 4 KiB reads, plain and TLS clients in
+    /// rotated rounds on one guest with `nbd_tls=on` (`target/bench/nbd-tls.json`).
+    #[arg(long)]
+    pub tls: bool,
 }
 
 /// One measured case.
@@ -212,6 +217,9 @@ pub const COLUMNS: [Column<'static>; 8] = [
 
 /// Boots the server, runs every case, stops the guest, prints and writes the results.
 pub fn run(options: &Options) -> Result<()> {
+    if options.tls {
+        return crate::nbd_tls::run(options.accel, options.quick);
+    }
     let profile = profile::load("nbd")?;
     let guest = Guest::prepare(options.accel, None)?;
     let duration = Duration::from_secs(if options.quick { 1 } else { 5 });
