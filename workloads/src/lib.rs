@@ -4,8 +4,8 @@
 //! and xtask share one copy.
 //!
 //! It holds the workloads ([`io`]: fake-rw, the sense-reserve matrix and its pressure actors,
-//! the latency histogram; [`verify`], the write/read/compare of real disks both guests run over
-//! their [`platform::Platform`]; [`dmapool_bench`]; [`sense_cost`], the 2008
+//! the latency histogram; [`verify`], the write/read/compare of real disks, and [`device`], fio-style
+//! I/O on them, which both guests run over their [`platform::Platform`]; [`dmapool_bench`]; [`sense_cost`], the 2008
 //! sense-buffer experiment's ring as the stock-Linux module runs it; [`idle_cost`], the memory
 //! each sense mode pins on an idle machine of many hosts, queues and tags), what puts a pool under
 //! memory pressure ([`budget`]: a page budget a pool's backing is charged to; [`failslab`]:
@@ -27,6 +27,7 @@ extern crate std;
     reason = "a `Backing` that forwards chunks to another and frees them back"
 )]
 pub mod budget;
+pub mod device;
 pub mod dmapool_bench;
 pub mod failslab;
 pub mod idle_cost;

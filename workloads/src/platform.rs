@@ -5,8 +5,14 @@
 //! library, the Hermit application over Hermit. A workload written against [`Platform`] runs on
 //! both, with the same console lines and the same `RESULT`.
 //!
-//! Today it is what `workload=verify` uses: the console and a clock. The device workload's
-//! DMA backing, lock and per-CPU run join it when that workload moves here.
+//! It is what `workload=verify` and `workload=device` use: the console, a clock, the
+//! instruction-count windows and, for a device with several request queues, a run on each CPU
+//! ([`PerCpu`]). The DMA backing and the locks stay with each guest's storage code, which
+//! builds the stacks the workloads are handed.
+
+use alloc::vec::Vec;
+
+use protocol::result::InsnCount;
 
 /// A guest kernel as the lab sees it.
 pub trait Platform {
@@ -19,6 +25,24 @@ pub trait Platform {
 
     /// Prints one line on the guest's console (the serial port xtask reads), as it is.
     fn print(&self, line: &str);
+
+    /// Publishes the counted windows closed since the last publish (every CPU's closed), which
+    /// covered `ops` operations on `slot`, and returns what a `RESULT` line carries to be
+    /// joined with the plugin's count; `None` where nothing counts instructions.
+    fn publish_windows(&self, slot: u8, ops: u64) -> Option<InsnCount> {
+        let _ = (slot, ops);
+        None
+    }
+}
+
+/// A guest that can run a job on each of its CPUs at once.
+pub trait PerCpu: Platform {
+    /// CPUs online.
+    fn cpus(&self) -> usize;
+
+    /// Runs `job(i)` on each online CPU `i` at once and returns the results in CPU order,
+    /// once every CPU has finished.
+    fn run_on_each_cpu<R: Send>(&self, job: impl Fn(usize) -> R + Sync) -> Vec<R>;
 }
 
 impl<P: Platform + ?Sized> Platform for &P {
@@ -30,5 +54,19 @@ impl<P: Platform + ?Sized> Platform for &P {
 
     fn print(&self, line: &str) {
         (**self).print(line);
+    }
+
+    fn publish_windows(&self, slot: u8, ops: u64) -> Option<InsnCount> {
+        (**self).publish_windows(slot, ops)
+    }
+}
+
+impl<P: PerCpu + ?Sized> PerCpu for &P {
+    fn cpus(&self) -> usize {
+        (**self).cpus()
+    }
+
+    fn run_on_each_cpu<R: Send>(&self, job: impl Fn(usize) -> R + Sync) -> Vec<R> {
+        (**self).run_on_each_cpu(job)
     }
 }

@@ -1,14 +1,25 @@
-//! What attaching any adapter on Hermit shares: Hermit as the lab's platform, the attach's
-//! error, and the report and teardown of a host's sense slab.
+//! What attaching any adapter on Hermit shares: Hermit as the lab's platform, what a workload
+//! does with each host ([`OnHost`]), the attach's error, and the report and teardown of a
+//! host's sense slab.
 
 use alloc::string::String;
+use core::fmt::Display;
 
 use drivers::virtio::pci::BringUpError;
 use drivers::virtio_scsi::device::VirtioScsiError;
 use hermit::println;
 use pools::{PoolError, SlabCache};
-use scsi::sense_alloc::ReserveFailed;
+use protocol::insn_marker::{self, Counted};
+use protocol::result::InsnCount;
+use protocol::window::CountedWindows;
+use scsi::clock::Clock;
+use scsi::host::ScsiHost;
+use scsi::midlayer::Midlayer;
+use scsi::sense_alloc::{ReserveFailed, SenseStorage};
+use scsi::wait::{IoMode, IrqStats};
+use workloads::device::{Device, HostId};
 use workloads::platform::Platform;
+use workloads::verify::Verify;
 
 use crate::platform::{HeapBacking, TscClock};
 
@@ -25,6 +36,77 @@ impl Platform for HermitPlatform {
 
     fn print(&self, line: &str) {
         println!("{line}");
+    }
+
+    fn publish_windows(&self, slot: u8, ops: u64) -> Option<InsnCount> {
+        let counted = Counted {
+            window: insn_marker::publish(),
+            slot,
+            ops,
+        };
+        Some(counted.insn_count())
+    }
+}
+
+/// What a workload does with each attached host (one request queue on Hermit).
+pub trait OnHost {
+    /// Uses the host on `stack`; returns whether everything it checked passed.
+    fn host<H, A, C>(&mut self, id: HostId<'_>, stack: &mut Midlayer<H, A, C>) -> bool
+    where
+        H: ScsiHost<A::Element>,
+        A: pools::ElementAllocator,
+        A::Element: SenseStorage,
+        C: Clock + CountedWindows;
+
+    /// After the stack is built: the sense magazine it holds.
+    fn stacked(&mut self, sense_magazine: usize) {
+        let _ = sense_magazine;
+    }
+
+    /// After the visit: how completions were waited for.
+    fn waited(&mut self, io_mode: IoMode, irq: &IrqStats) {
+        let _ = (io_mode, irq);
+    }
+}
+
+impl OnHost for Verify<HermitPlatform> {
+    fn host<H, A, C>(&mut self, id: HostId<'_>, stack: &mut Midlayer<H, A, C>) -> bool
+    where
+        H: ScsiHost<A::Element>,
+        A: pools::ElementAllocator,
+        A::Element: SenseStorage,
+        C: Clock + CountedWindows,
+    {
+        Verify::host(self, id.name, id.index, stack)
+    }
+
+    fn stacked(&mut self, sense_magazine: usize) {
+        Verify::stacked(self, sense_magazine);
+    }
+
+    fn waited(&mut self, io_mode: IoMode, irq: &IrqStats) {
+        Verify::waited(self, io_mode, irq);
+    }
+}
+
+impl OnHost for Device<HermitPlatform> {
+    fn host<H, A, C>(&mut self, id: HostId<'_>, stack: &mut Midlayer<H, A, C>) -> bool
+    where
+        H: ScsiHost<A::Element>,
+        A: pools::ElementAllocator,
+        A::Element: SenseStorage,
+        C: Clock + CountedWindows,
+    {
+        Device::host(self, id, stack)
+    }
+}
+
+/// A host's identity in reports: `name` (`host0 (mptsas at 00:03.0)`), its driver and index.
+pub fn host_id<'a>(name: &'a dyn Display, driver: &'a str, index: usize) -> HostId<'a> {
+    HostId {
+        name,
+        driver,
+        index,
     }
 }
 

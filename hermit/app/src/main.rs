@@ -3,8 +3,8 @@
 //!
 //! Hermit hands the application the words after `--` in its bootargs (the loader puts the QEMU
 //! `-append` line there). They are the sensepool kernel's words: `workload=fake-rw` (the
-//! default; the in-memory scsi_debug), `workload=verify` or `workload=scan` (the virtio-scsi
-//! and LSI SAS1068 adapters on PCI, polled; [`storage`]) and the fio and scsi_debug keys of
+//! default; the in-memory scsi_debug), `workload=verify`, `workload=scan` or `workload=device` (the
+//! virtio-scsi and LSI SAS1068 adapters on PCI, polled; [`storage`]) and the fio and scsi_debug keys of
 //! [`workloads::io::WorkloadParams`]. Anything else is a `CMDLINE ERROR:` line that names the
 //! word, and the boot fails; a key given twice is an error too, as on the sensepool kernel.
 //!
@@ -51,7 +51,7 @@ pub enum CmdlineError {
         word: String,
     },
     /// A workload this build does not have.
-    #[error("workload={name} is not available on Hermit (only fake-rw, verify and scan)")]
+    #[error("workload={name} is not available on Hermit (only fake-rw, verify, scan and device)")]
     Workload {
         /// The name given.
         name: String,
@@ -74,8 +74,10 @@ pub enum Workload {
     FakeRw,
     /// Write, read back and compare on every virtio-scsi disk.
     Verify,
-    /// Only scan the virtio-scsi hosts.
+    /// Only scan the adapters.
     Scan,
+    /// fio-style random I/O on the first disk of every adapter.
+    Device,
 }
 
 /// Parses the application's words into the workload and its parameters.
@@ -98,6 +100,7 @@ pub fn parse(words: &[String]) -> Result<(Workload, WorkloadParams), CmdlineErro
                 "fake-rw" => Workload::FakeRw,
                 "verify" => Workload::Verify,
                 "scan" => Workload::Scan,
+                "device" => Workload::Device,
                 _ => {
                     return Err(CmdlineError::Workload {
                         name: value.to_string(),
@@ -137,7 +140,8 @@ extern "C" fn runtime_entry(argc: i32, argv: *const *const u8, _env: *const *con
     let words = unsafe { words(argc, argv) };
     let code = match parse(&words) {
         Ok((Workload::FakeRw, params)) => fake_rw::run(&params),
-        Ok((workload, params)) => storage::run(&params, workload == Workload::Verify),
+        Ok((Workload::Device, params)) => storage::device(&params),
+        Ok((workload, params)) => storage::verify(&params, workload == Workload::Verify),
         Err(error) => {
             // The sensepool kernel's report line for a refused command line, which xtask knows.
             println!("CMDLINE ERROR: {error}");

@@ -31,9 +31,8 @@ use scsi::midlayer::Midlayer;
 use scsi::sense_alloc::{Boxed, SlabSense};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use workloads::io::WorkloadParams;
-use workloads::verify::Verify;
 
-use crate::attach::{HermitPlatform, StorageError, report_sense_cache};
+use crate::attach::{OnHost, StorageError, host_id, report_sense_cache};
 use crate::hal::{PORTS, mpt_registers};
 use crate::platform::{HeapBacking, TscClock};
 
@@ -108,7 +107,7 @@ impl DataMapper for PageMapper {
 /// Brings the IOC up, verifies its disks, shuts it down. Returns whether the verification
 /// passed.
 pub fn attach(
-    verify: &mut Verify<HermitPlatform>,
+    workload: &mut impl OnHost,
     params: &WorkloadParams,
     function: &PciFunction,
     index: usize,
@@ -138,7 +137,7 @@ pub fn attach(
                 });
             }
             let visit = Visit {
-                verify,
+                workload,
                 params,
                 index,
                 name,
@@ -153,9 +152,9 @@ pub fn attach(
 }
 
 /// What a host's visit carries: the run it adds to, the words, and the host's index and name.
-pub struct Visit<'a> {
-    /// The verification run.
-    pub verify: &'a mut Verify<HermitPlatform>,
+pub struct Visit<'a, W: OnHost> {
+    /// The workload's run.
+    pub workload: &'a mut W,
     /// The command line's workload words.
     pub params: &'a WorkloadParams,
     /// `host<index>`.
@@ -166,7 +165,7 @@ pub struct Visit<'a> {
 
 /// The brought-up IOC on a midlayer with its sense slab, verified, then shut down.
 fn run(
-    visit: Visit<'_>,
+    visit: Visit<'_, impl OnHost>,
     mpt: Adapter<'_>,
     pool: &Pool,
     memory: &mut BackingAlloc<HeapBacking>,
@@ -189,14 +188,14 @@ fn run(
 /// The host on a midlayer whose sense buffers come from `cache`: verified, then the IOC shut
 /// down. Returns whether it passed and how many commands were still outstanding.
 fn on_midlayer(
-    visit: Visit<'_>,
+    visit: Visit<'_, impl OnHost>,
     mpt: Adapter<'_>,
     pool: &Pool,
     memory: &mut BackingAlloc<HeapBacking>,
     cache: &SlabCache<HeapBacking>,
 ) -> Result<(bool, usize), StorageError> {
     let Visit {
-        verify,
+        workload,
         params,
         index,
         name,
@@ -218,10 +217,10 @@ fn on_midlayer(
     );
     let sense = Magazine::new(Boxed::new(SlabSense::new(cache)), params.sense_magazine);
     let mut stack = Midlayer::new(host, sense, params.sense, TscClock)?;
-    verify.stacked(params.sense_magazine);
-    let passed = verify.host(&name, index, &mut stack);
+    workload.stacked(params.sense_magazine);
+    let passed = workload.host(host_id(&name, "mptsas", index), &mut stack);
     let (io_mode, irq) = stack.completion_wait_stats();
-    verify.waited(io_mode, &irq);
+    workload.waited(io_mode, &irq);
     let outstanding = stack.outstanding();
     let adapter = stack.host_mut().adapter_mut();
     let stats = *adapter.stats();

@@ -1,9 +1,9 @@
-//! `workload=verify` and `workload=scan` on Hermit: the sensepool kernel's storage workload on
-//! real adapters, polled.
+//! `workload=verify`, `workload=scan` and `workload=device` on Hermit: the sensepool kernel's
+//! storage workloads on real adapters, polled.
 //!
 //! The application enumerates PCI itself (`drivers::pci` over ports 0xCF8/0xCFC); a
 //! virtio-scsi function gets `drivers::virtio_scsi` ([`crate::virtio`]), an LSI SAS1068
-//! `drivers::mpt` ([`crate::mpt`]), each on a midlayer handed to the lab's `workloads::verify`:
+//! `drivers::mpt` ([`crate::mpt`]), each on a midlayer handed to the lab's `workloads::verify` or `workloads::device`:
 //! the same run and the same console lines and `RESULT` as our kernel's. Completions are polled
 //! (`io_mode=poll`): Hermit 0.11 has no way for an application to take a device interrupt.
 
@@ -16,10 +16,11 @@ use hermit::println;
 use protocol::result::result_line;
 use scsi::clock::Clock;
 use scsi::wait::IoMode;
+use workloads::device::Device;
 use workloads::io::WorkloadParams;
 use workloads::verify::Verify;
 
-use crate::attach::HermitPlatform;
+use crate::attach::{HermitPlatform, OnHost};
 use crate::hal::PORTS;
 use crate::platform::{ExitCode, TscClock};
 
@@ -38,15 +39,8 @@ fn host_name(index: usize, driver: &str, bdf: Bdf) -> String {
     format!("host{index} ({driver} at {bdf})")
 }
 
-/// Runs `workload=verify` (or with `io == false`, `workload=scan`) on every virtio-scsi
-/// function and prints its `RESULT`.
-pub fn run(params: &WorkloadParams, io: bool) -> ExitCode {
-    let workload = if io { "verify" } else { "scan" };
-    if crate::platform::start_clock(workload).is_none() {
-        return ExitCode::Failure;
-    }
-    let mut verify = Verify::new(HermitPlatform, io, params.job.seed);
-    let start = TscClock.now_ns();
+/// Attaches every adapter in turn and lets `workload` use it: `(hosts, failed)`.
+fn on_every_host(workload: &mut impl OnHost, params: &WorkloadParams) -> (usize, usize) {
     let (mut hosts, mut failed) = (0, 0);
     for function in drivers::pci::enumerate(&PORTS) {
         let Some(driver) = driver_for(&function) else {
@@ -54,8 +48,8 @@ pub fn run(params: &WorkloadParams, io: bool) -> ExitCode {
         };
         let name = host_name(hosts, driver, function.bdf);
         let attached = match driver {
-            "mptsas" => crate::mpt::attach(&mut verify, params, &function, hosts, &name),
-            _ => crate::virtio::attach(&mut verify, params, &function, hosts, &name),
+            "mptsas" => crate::mpt::attach(workload, params, &function, hosts, &name),
+            _ => crate::virtio::attach(workload, params, &function, hosts, &name),
         };
         match attached {
             Ok(true) => {}
@@ -70,10 +64,37 @@ pub fn run(params: &WorkloadParams, io: bool) -> ExitCode {
     if hosts == 0 {
         println!("storage: no virtio-scsi or LSI SAS1068 function on PCI");
     }
+    (hosts, failed)
+}
+
+/// Runs `workload=verify` (or with `io == false`, `workload=scan`) on every adapter and prints
+/// its `RESULT`.
+pub fn verify(params: &WorkloadParams, io: bool) -> ExitCode {
+    let workload = if io { "verify" } else { "scan" };
+    if crate::platform::start_clock(workload).is_none() {
+        return ExitCode::Failure;
+    }
+    let mut verify = Verify::new(HermitPlatform, io, params.job.seed);
+    let start = TscClock.now_ns();
+    let (hosts, failed) = on_every_host(&mut verify, params);
     let elapsed_ms = TscClock.now_ns().saturating_sub(start) as f64 / 1e6;
     let (result, passed) = verify.result(hosts, failed, elapsed_ms, IoMode::Poll);
     println!("{}", result_line(&result));
     if passed {
+        ExitCode::Success
+    } else {
+        ExitCode::Failure
+    }
+}
+
+/// Runs `workload=device` (the job on the first disk of every adapter, one `RESULT` each).
+pub fn device(params: &WorkloadParams) -> ExitCode {
+    if crate::platform::start_clock("device").is_none() {
+        return ExitCode::Failure;
+    }
+    let mut device = Device::new(HermitPlatform, params.job.clone());
+    let (hosts, failed) = on_every_host(&mut device, params);
+    if hosts > 0 && failed == 0 && device.runs() == hosts {
         ExitCode::Success
     } else {
         ExitCode::Failure

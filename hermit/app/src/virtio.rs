@@ -1,7 +1,7 @@
 //! virtio-scsi on Hermit: each function is brought up with the drivers' shared virtio bring-up
 //! ([`crate::hal`] supplies the BAR check and virtio-drivers' `Hal`), attached to a midlayer
 //! whose sense buffers come from a `scsi_sense` slab on Hermit's heap behind a magazine (as on
-//! the sensepool kernel), and handed to the lab's `workloads::verify`. After the run the device
+//! the sensepool kernel), and handed to the workload (`workloads::verify` or `workloads::device`). After the run the device
 //! is reset (the transport's drop) before its queues and the sense slab are freed.
 
 use drivers::delay::ClockDelay;
@@ -16,9 +16,8 @@ use scsi::sense_alloc::{Boxed, SlabSense};
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use virtio_drivers::transport::pci::PciTransport;
 use workloads::io::WorkloadParams;
-use workloads::verify::Verify;
 
-use crate::attach::{HermitPlatform, StorageError, report_sense_cache};
+use crate::attach::{OnHost, StorageError, host_id, report_sense_cache};
 use crate::hal::{HermitHal, LowBars, PORTS};
 use crate::platform::{HeapBacking, TscClock};
 
@@ -30,7 +29,7 @@ const CAN_QUEUE: usize = 64;
 /// Brings one virtio-scsi function up, verifies its disks, and takes it down again. Returns
 /// whether the verification passed.
 pub fn attach(
-    verify: &mut Verify<HermitPlatform>,
+    workload: &mut impl OnHost,
     params: &WorkloadParams,
     function: &PciFunction,
     index: usize,
@@ -43,7 +42,7 @@ pub fn attach(
     )?;
     // The stack (and with it the device, reset as its transport drops) is gone before the
     // slab it took sense buffers from is destroyed.
-    let result = run_virtio(verify, params, transport, &cache, index, name);
+    let result = run_virtio(workload, params, transport, &cache, index, name);
     let (in_place, bounced) = crate::hal::shared_counts();
     println!(
         "{name}: buffers shared with the device: {in_place} in place, {bounced} through a bounce block"
@@ -60,7 +59,7 @@ pub fn attach(
 /// The device on a midlayer with sense buffers from `cache`, verified; returns whether it
 /// passed and how many commands were still outstanding.
 fn run_virtio(
-    verify: &mut Verify<HermitPlatform>,
+    workload: &mut impl OnHost,
     params: &WorkloadParams,
     transport: PciTransport,
     cache: &SlabCache<HeapBacking>,
@@ -71,10 +70,10 @@ fn run_virtio(
         VirtioScsiHost::new(transport, ClockDelay(TscClock), CAN_QUEUE)?;
     let sense = Magazine::new(Boxed::new(SlabSense::new(cache)), params.sense_magazine);
     let mut stack = Midlayer::new(host, sense, params.sense, TscClock)?;
-    verify.stacked(params.sense_magazine);
-    let passed = verify.host(&name, index, &mut stack);
+    workload.stacked(params.sense_magazine);
+    let passed = workload.host(host_id(&name, "virtio-scsi", index), &mut stack);
     let (io_mode, irq) = stack.completion_wait_stats();
-    verify.waited(io_mode, &irq);
+    workload.waited(io_mode, &irq);
     let stats = stack.stats();
     let host = stack.host();
     log::info!(
