@@ -11,8 +11,14 @@
 //! builds the stacks the workloads are handed.
 
 use alloc::vec::Vec;
+use core::fmt::Display;
 
+use pools::ElementAllocator;
 use protocol::result::InsnCount;
+use scsi::host::ScsiHost;
+use scsi::midlayer::Midlayer;
+use scsi::midlayer::scan_text::{self, NamedDisk};
+use scsi::sense_alloc::SenseStorage;
 
 /// A guest kernel as the lab sees it.
 pub trait Platform {
@@ -69,4 +75,29 @@ impl<P: PerCpu + ?Sized> PerCpu for &P {
     fn run_on_each_cpu<R: Send>(&self, job: impl Fn(usize) -> R + Sync) -> Vec<R> {
         (**self).run_on_each_cpu(job)
     }
+}
+
+/// Scans `stack` (host number `index`, called `host` in messages), prints the scan as Linux does
+/// on `platform`'s console and logs each target that failed it; returns the disks found, named
+/// from `next_disk` on (which it advances).
+pub fn scan_disks<P, H, A, C>(
+    platform: &P,
+    host: &dyn Display,
+    index: usize,
+    stack: &mut Midlayer<H, A, C>,
+    next_disk: &mut usize,
+) -> Vec<NamedDisk>
+where
+    P: Platform + ?Sized,
+    H: ScsiHost<A::Element>,
+    A: ElementAllocator,
+    A::Element: SenseStorage,
+    C: scsi::clock::Clock,
+{
+    let report = stack.scan();
+    let disks = scan_text::print_scan(index, &report, next_disk, |line| platform.print(line));
+    for (target, lun, error) in &report.errors {
+        log::warn!("{host}: scan of target {target} LUN {}: {error}", lun.0);
+    }
+    disks
 }

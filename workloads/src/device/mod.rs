@@ -31,7 +31,7 @@ use protocol::result::{DeviceResult, result_line};
 use protocol::window::CountedWindows;
 use scsi::clock::Clock;
 use scsi::host::ScsiHost;
-use scsi::midlayer::scan_text::{self, NamedDisk};
+use scsi::midlayer::scan_text::NamedDisk;
 use scsi::midlayer::{Disk, Midlayer};
 use scsi::sense_alloc::SenseStorage;
 
@@ -102,18 +102,13 @@ impl<P: Platform> Device<P> {
         A::Element: SenseStorage,
         C: Clock,
     {
-        let report = stack.scan();
-        let platform = &self.platform;
-        let disks = scan_text::print_scan(host.index, &report, &mut self.next_disk, |line| {
-            platform.print(line);
-        });
-        for (target, lun, error) in &report.errors {
-            log::warn!(
-                "{}: scan of target {target} LUN {}: {error}",
-                host.name,
-                lun.0
-            );
-        }
+        let disks = crate::platform::scan_disks(
+            &self.platform,
+            host.name,
+            host.index,
+            stack,
+            &mut self.next_disk,
+        );
         let disk = disks.into_iter().next();
         if disk.is_none() {
             self.print(&format!(

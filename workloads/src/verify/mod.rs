@@ -34,7 +34,7 @@ use pools::ElementAllocator;
 use protocol::result::{VerifyPlanRange, VerifyResult, rounded, tagged_line};
 use scsi::clock::Clock;
 use scsi::host::ScsiHost;
-use scsi::midlayer::scan_text::{self, NamedDisk};
+use scsi::midlayer::scan_text::NamedDisk;
 use scsi::midlayer::{Midlayer, Request, ScsiError};
 use scsi::sense_alloc::SenseStorage;
 use scsi::wait::{IoMode, IrqStats};
@@ -104,14 +104,13 @@ impl<P: Platform> Verify<P> {
         A::Element: SenseStorage,
         C: Clock,
     {
-        let report = stack.scan();
-        let platform = &self.platform;
-        let disks = scan_text::print_scan(host_index, &report, &mut self.next_disk, |line| {
-            platform.print(line);
-        });
-        for (target, lun, error) in &report.errors {
-            log::warn!("{host}: scan of target {target} LUN {}: {error}", lun.0);
-        }
+        let disks = crate::platform::scan_disks(
+            &self.platform,
+            host,
+            host_index,
+            stack,
+            &mut self.next_disk,
+        );
         if disks.is_empty() {
             self.print(&format!("VERIFY {host}: FAILED: the scan found no disk"));
             self.failures += 1;
