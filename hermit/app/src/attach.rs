@@ -1,10 +1,13 @@
 //! What attaching any adapter on Hermit shares: Hermit as the lab's platform, what a workload
-//! does with each host ([`OnHost`]), the attach's error, and the report and teardown of a
-//! host's sense slab.
+//! does with each host ([`OnHost`]), the attach's error, the completion-wait policy on the
+//! host's INTx line ([`Interrupt`]), and the report and teardown of a host's sense slab.
 
+use alloc::boxed::Box;
 use alloc::string::String;
 use core::fmt::Display;
 
+use drivers::irq::{InterruptSource, WaitConfig, Waiter};
+use drivers::pci::PciFunction;
 use drivers::virtio::pci::BringUpError;
 use drivers::virtio_scsi::device::VirtioScsiError;
 use hermit::println;
@@ -21,6 +24,7 @@ use workloads::device::{Device, HostId};
 use workloads::platform::Platform;
 use workloads::verify::Verify;
 
+use crate::irq::{Ack, IntxSource};
 use crate::platform::{HeapBacking, TscClock};
 
 /// Hermit as the lab's platform: the PIT-calibrated TSC and Hermit's console.
@@ -98,6 +102,70 @@ impl OnHost for Device<HermitPlatform> {
         C: Clock + CountedWindows,
     {
         Device::host(self, id, stack)
+    }
+}
+
+/// A host's completion interrupt: its INTx line, claimed (`None` in `io_mode=poll`, or when the
+/// line cannot be used, which the attach says), and the line's count before the run.
+pub struct Interrupt {
+    source: Option<IntxSource>,
+    line: u8,
+    vector: u8,
+    before: u64,
+}
+
+impl Interrupt {
+    /// Claims `function`'s line unless `io_mode` is `poll`; `ack` lowers the line (see
+    /// [`crate::irq`]). A line that cannot be used is a console line, and the host polls.
+    pub fn claim(
+        io_mode: IoMode,
+        function: &PciFunction,
+        name: &str,
+        ack: impl FnOnce() -> Result<Ack, String>,
+    ) -> Option<Self> {
+        if io_mode == IoMode::Poll {
+            return None;
+        }
+        match ack().and_then(|ack| IntxSource::claim(function, ack)) {
+            Ok(source) => {
+                let (line, vector) = (source.line(), source.vector());
+                println!("{name}: INTx line {line} -> vector {vector:#04x} (Hermit's IOAPIC)");
+                Some(Interrupt {
+                    before: source.count(),
+                    source: Some(source),
+                    line,
+                    vector,
+                })
+            }
+            Err(reason) => {
+                println!("{name}: no interrupt ({reason}); completions are polled");
+                None
+            }
+        }
+    }
+
+    /// The policy for `io_mode` over the line, for `Midlayer::set_completion_wait` (once).
+    pub fn waiter(&mut self, io_mode: IoMode) -> Option<Box<Waiter<IntxSource>>> {
+        let source = self.source.take()?;
+        Some(Box::new(Waiter::new(
+            io_mode,
+            source,
+            WaitConfig::default(),
+        )))
+    }
+
+    /// Says whether the completions were interrupt-driven, in our kernel's words: `{what}:
+    /// interrupt-driven: N interrupts on vector V` or `{what}: no interrupt taken …`.
+    pub fn report(&self, what: &str) {
+        let taken = crate::irq::taken(self.line) - self.before;
+        let (line, vector) = (self.line, self.vector);
+        if taken == 0 {
+            println!("{what}: no interrupt taken on vector {vector:#04x}: completions were polled");
+        } else {
+            println!(
+                "{what}: interrupt-driven: {taken} interrupts on vector {vector:#04x} (INTx line {line})"
+            );
+        }
     }
 }
 

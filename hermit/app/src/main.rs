@@ -4,8 +4,8 @@
 //! Hermit hands the application the words after `--` in its bootargs (the loader puts the QEMU
 //! `-append` line there). They are the sensepool kernel's words: `workload=fake-rw` (the
 //! default; the in-memory scsi_debug), `workload=verify`, `workload=scan` or `workload=device` (the
-//! virtio-scsi and LSI SAS1068 adapters on PCI, polled; [`storage`]) and the fio and scsi_debug keys of
-//! [`workloads::io::WorkloadParams`]. Anything else is a `CMDLINE ERROR:` line that names the
+//! virtio-scsi and LSI SAS1068 adapters on PCI; [`storage`]), `io_mode=`/`poll_us=` ([`io_words`])
+//! and the fio and scsi_debug keys of [`workloads::io::WorkloadParams`]. Anything else is a `CMDLINE ERROR:` line that names the
 //! word, and the boot fails; a key given twice is an error too, as on the sensepool kernel.
 //!
 //! The runs print the same console lines and `RESULT` fields as the sensepool kernel's
@@ -24,6 +24,12 @@ mod fake_rw;
     reason = "configuration ports, BARs checked in Hermit's page tables (the SAS1068's as its registers), and virtio-drivers' `Hal` over Hermit's heap"
 )]
 mod hal;
+mod io_words;
+#[expect(
+    unsafe_code,
+    reason = "the handler's read of the virtio ISR byte, and `cli`/`sti; hlt` around the halt"
+)]
+mod irq;
 mod mpt;
 #[expect(
     unsafe_code,
@@ -37,6 +43,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use hermit::println;
+use scsi::wait::IoMode;
 use workloads::io::{WorkloadError, WorkloadParams};
 
 use crate::platform::ExitCode;
@@ -62,6 +69,16 @@ pub enum CmdlineError {
         /// The key.
         key: String,
     },
+    /// A bad `io_mode=` or `poll_us=`.
+    #[error("key '{key}': bad value '{value}': {reason}")]
+    IoWord {
+        /// `io_mode` or `poll_us`.
+        key: String,
+        /// The value given.
+        value: String,
+        /// Why it was refused.
+        reason: String,
+    },
     /// A workload key or value the `scsi` crate refused.
     #[error(transparent)]
     Param(#[from] WorkloadError),
@@ -80,9 +97,11 @@ pub enum Workload {
     Device,
 }
 
-/// Parses the application's words into the workload and its parameters.
-pub fn parse(words: &[String]) -> Result<(Workload, WorkloadParams), CmdlineError> {
+/// Parses the application's words into the workload, its parameters and how completions are
+/// waited for ([`io_words`]).
+pub fn parse(words: &[String]) -> Result<(Workload, WorkloadParams, IoMode), CmdlineError> {
     let mut params = WorkloadParams::default();
+    let mut io = io_words::IoWords::default();
     let mut workload = Workload::FakeRw;
     let mut seen: Vec<&str> = Vec::new();
     for word in words {
@@ -109,9 +128,11 @@ pub fn parse(words: &[String]) -> Result<(Workload, WorkloadParams), CmdlineErro
             };
             continue;
         }
-        params.set(key, value)?;
+        if !io.set(key, value)? {
+            params.set(key, value)?;
+        }
     }
-    Ok((workload, params))
+    Ok((workload, params, io.resolve(workload)?))
 }
 
 /// The arguments after `argv[0]`, as Hermit passes them.
@@ -139,9 +160,11 @@ extern "C" fn runtime_entry(argc: i32, argv: *const *const u8, _env: *const *con
     // SAFETY: Hermit passes its argv array of `argc` NUL-terminated strings.
     let words = unsafe { words(argc, argv) };
     let code = match parse(&words) {
-        Ok((Workload::FakeRw, params)) => fake_rw::run(&params),
-        Ok((Workload::Device, params)) => storage::device(&params),
-        Ok((workload, params)) => storage::verify(&params, workload == Workload::Verify),
+        Ok((Workload::FakeRw, params, _)) => fake_rw::run(&params),
+        Ok((Workload::Device, params, io_mode)) => storage::device(&params, io_mode),
+        Ok((workload, params, io_mode)) => {
+            storage::verify(&params, io_mode, workload == Workload::Verify)
+        }
         Err(error) => {
             // The sensepool kernel's report line for a refused command line, which xtask knows.
             println!("CMDLINE ERROR: {error}");

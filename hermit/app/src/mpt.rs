@@ -1,5 +1,7 @@
 //! The LSI SAS1068 (QEMU `mptsas1068`) on Hermit: `drivers::mpt` attached as on the sensepool
-//! kernel, polled.
+//! kernel, polled or (outside `io_mode=poll`) waiting on its INTx line ([`Interrupt`]; the
+//! driver's reply-interrupt mask before every poll lowers the line, so the handler reads
+//! nothing).
 //!
 //! The IOC's registers are its BAR1 (16 KiB of MMIO, below 4 GiB and identity-mapped, checked
 //! as for virtio: [`crate::hal::mpt_registers`]). Request, reply and fallback sense frames and
@@ -29,10 +31,11 @@ use pools::{Magazine, PoolConfig, SlabCache};
 use scsi::host::{DataDirection, ScsiHost};
 use scsi::midlayer::Midlayer;
 use scsi::sense_alloc::{Boxed, SlabSense};
+use scsi::wait::IoMode;
 use scsi::wire::SCSI_SENSE_BUFFERSIZE;
 use workloads::io::WorkloadParams;
 
-use crate::attach::{OnHost, StorageError, host_id, report_sense_cache};
+use crate::attach::{Interrupt, OnHost, StorageError, host_id, report_sense_cache};
 use crate::hal::{PORTS, mpt_registers};
 use crate::platform::{HeapBacking, TscClock};
 
@@ -109,6 +112,7 @@ impl DataMapper for PageMapper {
 pub fn attach(
     workload: &mut impl OnHost,
     params: &WorkloadParams,
+    io_mode: IoMode,
     function: &PciFunction,
     index: usize,
     name: &str,
@@ -136,9 +140,12 @@ pub fn attach(
                     pool_bytes: pool.info().size,
                 });
             }
+            let interrupt = Interrupt::claim(io_mode, function, name, || Ok(crate::irq::Ack::None));
             let visit = Visit {
                 workload,
                 params,
+                io_mode,
+                interrupt,
                 index,
                 name,
             };
@@ -157,6 +164,10 @@ pub struct Visit<'a, W: OnHost> {
     pub workload: &'a mut W,
     /// The command line's workload words.
     pub params: &'a WorkloadParams,
+    /// How completions are waited for.
+    pub io_mode: IoMode,
+    /// The INTx line, when the host waits on it.
+    pub interrupt: Option<Interrupt>,
     /// `host<index>`.
     pub index: usize,
     /// The host's name in reports.
@@ -197,12 +208,15 @@ fn on_midlayer(
     let Visit {
         workload,
         params,
+        io_mode,
+        mut interrupt,
         index,
         name,
     } = visit;
     let layout = *mpt.layout();
     let can_queue = mpt.geometry().can_queue;
-    let host = MptHost::new(mpt, PageMapper, memory)?;
+    let mut host = MptHost::new(mpt, PageMapper, memory)?;
+    host.set_interrupt_routed(interrupt.is_some());
     let sizing = ChainPoolSizing::new(
         &layout,
         usize::from(host.template().sg_tablesize),
@@ -217,10 +231,16 @@ fn on_midlayer(
     );
     let sense = Magazine::new(Boxed::new(SlabSense::new(cache)), params.sense_magazine);
     let mut stack = Midlayer::new(host, sense, params.sense, TscClock)?;
+    if let Some(wait) = interrupt.as_mut().and_then(|i| i.waiter(io_mode)) {
+        stack.set_completion_wait(wait);
+    }
     workload.stacked(params.sense_magazine);
     let passed = workload.host(host_id(&name, "mptsas", index), &mut stack);
     let (io_mode, irq) = stack.completion_wait_stats();
     workload.waited(io_mode, &irq);
+    if let Some(interrupt) = &interrupt {
+        interrupt.report(&alloc::format!("mptsas {index}"));
+    }
     let outstanding = stack.outstanding();
     let adapter = stack.host_mut().adapter_mut();
     let stats = *adapter.stats();

@@ -5,7 +5,7 @@
 //! virtio-scsi function gets `drivers::virtio_scsi` ([`crate::virtio`]), an LSI SAS1068
 //! `drivers::mpt` ([`crate::mpt`]), each on a midlayer handed to the lab's `workloads::verify` or `workloads::device`:
 //! the same run and the same console lines and `RESULT` as our kernel's. Completions are polled
-//! (`io_mode=poll`): Hermit 0.11 has no way for an application to take a device interrupt.
+//! or waited for on the adapter's INTx line (`io_mode=`, [`crate::irq`]).
 
 use alloc::format;
 use alloc::string::String;
@@ -40,7 +40,11 @@ fn host_name(index: usize, driver: &str, bdf: Bdf) -> String {
 }
 
 /// Attaches every adapter in turn and lets `workload` use it: `(hosts, failed)`.
-fn on_every_host(workload: &mut impl OnHost, params: &WorkloadParams) -> (usize, usize) {
+fn on_every_host(
+    workload: &mut impl OnHost,
+    params: &WorkloadParams,
+    io_mode: IoMode,
+) -> (usize, usize) {
     let (mut hosts, mut failed) = (0, 0);
     for function in drivers::pci::enumerate(&PORTS) {
         let Some(driver) = driver_for(&function) else {
@@ -48,8 +52,8 @@ fn on_every_host(workload: &mut impl OnHost, params: &WorkloadParams) -> (usize,
         };
         let name = host_name(hosts, driver, function.bdf);
         let attached = match driver {
-            "mptsas" => crate::mpt::attach(workload, params, &function, hosts, &name),
-            _ => crate::virtio::attach(workload, params, &function, hosts, &name),
+            "mptsas" => crate::mpt::attach(workload, params, io_mode, &function, hosts, &name),
+            _ => crate::virtio::attach(workload, params, io_mode, &function, hosts, &name),
         };
         match attached {
             Ok(true) => {}
@@ -69,16 +73,16 @@ fn on_every_host(workload: &mut impl OnHost, params: &WorkloadParams) -> (usize,
 
 /// Runs `workload=verify` (or with `io == false`, `workload=scan`) on every adapter and prints
 /// its `RESULT`.
-pub fn verify(params: &WorkloadParams, io: bool) -> ExitCode {
+pub fn verify(params: &WorkloadParams, io_mode: IoMode, io: bool) -> ExitCode {
     let workload = if io { "verify" } else { "scan" };
     if crate::platform::start_clock(workload).is_none() {
         return ExitCode::Failure;
     }
     let mut verify = Verify::new(HermitPlatform, io, params.job.seed);
     let start = TscClock.now_ns();
-    let (hosts, failed) = on_every_host(&mut verify, params);
+    let (hosts, failed) = on_every_host(&mut verify, params, io_mode);
     let elapsed_ms = TscClock.now_ns().saturating_sub(start) as f64 / 1e6;
-    let (result, passed) = verify.result(hosts, failed, elapsed_ms, IoMode::Poll);
+    let (result, passed) = verify.result(hosts, failed, elapsed_ms, io_mode);
     println!("{}", result_line(&result));
     if passed {
         ExitCode::Success
@@ -88,12 +92,12 @@ pub fn verify(params: &WorkloadParams, io: bool) -> ExitCode {
 }
 
 /// Runs `workload=device` (the job on the first disk of every adapter, one `RESULT` each).
-pub fn device(params: &WorkloadParams) -> ExitCode {
+pub fn device(params: &WorkloadParams, io_mode: IoMode) -> ExitCode {
     if crate::platform::start_clock("device").is_none() {
         return ExitCode::Failure;
     }
     let mut device = Device::new(HermitPlatform, params.job.clone());
-    let (hosts, failed) = on_every_host(&mut device, params);
+    let (hosts, failed) = on_every_host(&mut device, params, io_mode);
     if hosts > 0 && failed == 0 && device.runs() == hosts {
         ExitCode::Success
     } else {
