@@ -20,7 +20,7 @@ use drivers::dma::{BackingAlloc, ChunkRegion, DmaAddr, Segment};
 use drivers::mpt::host::MptHost;
 use drivers::mpt::ioc::MptConfig;
 use drivers::mpt::regs::MmioRegisters;
-use drivers::mpt::sgl::{ChainPoolSizing, preallocate};
+use drivers::mpt::sgl::{ChainPoolSizing, SglLayout, preallocate};
 use drivers::mpt::{MMIO_BAR, Mpt};
 use drivers::pci::PciFunction;
 use hermit::mm::{VirtAddr, virtual_to_physical};
@@ -242,16 +242,32 @@ fn on_midlayer(
         interrupt.report(&alloc::format!("mptsas {index}"));
     }
     let outstanding = stack.outstanding();
-    let adapter = stack.host_mut().adapter_mut();
+    shut_down(
+        stack.host_mut().adapter_mut(),
+        name,
+        index,
+        &layout,
+        sizing.frames,
+    );
+    Ok((passed, outstanding))
+}
+
+/// Shuts the IOC down, then prints its chain frames per I/O and the chain pool's poolinfo.
+fn shut_down(
+    adapter: &mut Adapter<'_>,
+    name: &str,
+    index: usize,
+    layout: &SglLayout,
+    pool_frames: usize,
+) {
     let stats = *adapter.stats();
     if let Err(error) = adapter.shutdown(|_| {}) {
         println!("{name}: shutdown: {error}");
     }
     println!(
-        "mptsas {index}: chain frames per I/O: max {} of {} allowed; chain pool {} frames; {} requests, {} bad replies, {} resets",
+        "mptsas {index}: chain frames per I/O: max {} of {} allowed; chain pool {pool_frames} frames; {} requests, {} bad replies, {} resets",
         stats.max_chains_per_io,
         layout.max_chain_depth(),
-        sizing.frames,
         stats.submitted,
         stats.bad_replies,
         stats.resets
@@ -259,5 +275,4 @@ fn on_midlayer(
     for line in pools::poolinfo::to_string(&[adapter.chain_pool().info()]).lines() {
         println!("{line}");
     }
-    Ok((passed, outstanding))
 }
