@@ -44,6 +44,8 @@ leave() {
 	code='\020'
 	[ "$failed" = 0 ] || code='\021'
 	# One byte to port 0xf4 (isa-debug-exit); poweroff if the port is not there.
+	# The last lines may still be in the tty's buffer: QEMU ends at the port write.
+	sp_drain
 	printf "$code" | dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null
 	poweroff -f
 }

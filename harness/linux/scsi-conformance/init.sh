@@ -37,6 +37,8 @@ leave() {
 	echo "SGC-DONE failed=$failed"
 	code='\020'
 	[ "$failed" = 0 ] || code='\021'
+	# The last lines may still be in the tty's buffer: QEMU ends at the port write.
+	sp_drain
 	printf "$code" | dd of=/dev/port bs=1 seek=244 count=1 2>/dev/null
 	poweroff -f
 }

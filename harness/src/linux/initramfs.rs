@@ -23,6 +23,8 @@ pub(crate) struct Contents<'a> {
     pub fio: &'a Path,
     /// `sp_marker`, for counted boots.
     pub marker: &'a Path,
+    /// `sp_drain`, run before the guest leaves.
+    pub drain: &'a Path,
     /// Each of our modules: built, or why there is none (the guest prints it for the module's
     /// case).
     pub modules: Vec<(GuestModule, Module)>,
@@ -84,6 +86,7 @@ pub fn build(kernel: &Kernel, contents: &Contents<'_>, base: &Path) -> Result<Pa
     archive.symlink("/bin/sh", "busybox");
     archive.file("/bin/fio", 0o755, &read(contents.fio)?);
     archive.file("/bin/sp_marker", 0o755, &read(contents.marker)?);
+    archive.file("/bin/sp_drain", 0o755, &read(contents.drain)?);
     let init = workspace::root().join("harness/linux/init.sh");
     archive.file("/init", 0o755, &read(&init)?);
     let mut added: Vec<String> = Vec::new();

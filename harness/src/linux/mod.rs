@@ -39,6 +39,7 @@ pub fn prepare(releases: &[Release], base: &Path) -> Result<(Vec<Prepared>, Vec<
     let busybox = tools::busybox(&apt, base)?;
     let fio = tools::fio(&apt, base)?;
     let marker = tools::marker(base)?;
+    let drain = tools::drain(base)?;
     let (mut prepared, mut skipped) = (Vec::new(), Vec::new());
     for &release in releases {
         let kernel = match kernel::Kernel::fetch(&apt, release, base) {
@@ -61,6 +62,7 @@ pub fn prepare(releases: &[Release], base: &Path) -> Result<(Vec<Prepared>, Vec<
             busybox: &busybox,
             fio: &fio,
             marker: &marker,
+            drain: &drain,
             modules,
         };
         let initramfs = initramfs::build(&kernel, &contents, base)?;

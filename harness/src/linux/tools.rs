@@ -86,11 +86,23 @@ pub fn fio(apt: &Apt, base: &Path) -> Result<PathBuf> {
     Ok(built)
 }
 
-/// `sp_marker` (`harness/linux/sp_marker.c`), built static with the host's C compiler: it executes
-/// the instruction-count plugin's markers from the Linux guest's user space.
+/// `sp_marker` (`harness/linux/sp_marker.c`): it executes the instruction-count plugin's markers
+/// from the Linux guest's user space.
 pub fn marker(base: &Path) -> Result<PathBuf> {
-    let built = base.join("sp_marker");
-    let source = workspace::root().join("harness/linux/sp_marker.c");
+    static_program(base, "sp_marker", "harness/linux/sp_marker.c")
+}
+
+/// `sp_drain` (`harness/linux/sp_drain.c`): the guest's last step before isa-debug-exit, so that
+/// no console output is still in the guest's tty buffer when QEMU ends.
+pub fn drain(base: &Path) -> Result<PathBuf> {
+    static_program(base, "sp_drain", "harness/linux/sp_drain.c")
+}
+
+/// `base/name`, built static with the host's C compiler from `source` (relative to the
+/// workspace) when the source is newer than the program.
+pub fn static_program(base: &Path, name: &str, source: &str) -> Result<PathBuf> {
+    let built = base.join(name);
+    let source = workspace::root().join(source);
     let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
     if let (Some(built_at), Some(written_at)) = (modified(&built), modified(&source))
         && built_at >= written_at
@@ -98,8 +110,10 @@ pub fn marker(base: &Path) -> Result<PathBuf> {
         return Ok(built);
     }
     let mut gcc = Command::new("gcc");
-    gcc.args(["-static", "-O2", "-o"]).arg(&built).arg(&source);
-    process::output(&mut gcc).map_err(|error| fail("sp_marker", format!("{error}")))?;
+    gcc.args(["-static", "-O2", "-Wall", "-o"])
+        .arg(&built)
+        .arg(&source);
+    process::output(&mut gcc).map_err(|error| fail(name, format!("{error}")))?;
     Ok(built)
 }
 

@@ -5,7 +5,6 @@
 //! scenario. One boot runs every scenario (a module load each).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use super::scenarios::Scenario;
@@ -17,7 +16,7 @@ use harness::linux::cpio::Archive;
 use harness::linux::kernel::{self, Kernel};
 use harness::linux::{Release, apt, tools};
 use harness::qemu::Machine;
-use harness::{process, profile, workspace};
+use harness::{profile, workspace};
 
 /// `scsi_mod`'s `dev_flags`: BLIST_NO_RSOC (bit 29, `include/scsi/scsi_devinfo.h`) for
 /// scsi_debug, so the scan sends no REPORT SUPPORTED OPERATION CODES: that command does not
@@ -43,40 +42,16 @@ pub fn split_params(params: &str) -> (String, Vec<(String, String)>) {
     (insmod.join(" "), sysfs)
 }
 
-fn fail(step: &str, reason: impl Into<String>) -> Error {
-    Error::Linux {
-        step: step.to_owned(),
-        reason: reason.into(),
-    }
-}
-
 /// Fetches the 6.12 kernel and busybox (cached) and builds the initramfs for `scenarios`.
 pub fn prepare(scenarios: &[Scenario]) -> Result<(Kernel, PathBuf)> {
     let base = harness::linux::base()?;
     let apt = apt::Apt::prepare(&base.join("apt"))?;
     let busybox = tools::busybox(&apt, &base)?;
     let kernel = Kernel::fetch(&apt, Release::Backports, &base)?;
-    let sg_cdb = build_sg_cdb(&base)?;
-    let initramfs = initramfs(&kernel, &busybox, &sg_cdb, scenarios, &base)?;
+    let sg_cdb = tools::static_program(&base, "sg_cdb", "harness/linux/scsi-conformance/sg_cdb.c")?;
+    let drain = tools::drain(&base)?;
+    let initramfs = initramfs(&kernel, &busybox, &[&sg_cdb, &drain], scenarios, &base)?;
     Ok((kernel, initramfs))
-}
-
-/// `sg_cdb`, built static with the host's C compiler when its source changed.
-fn build_sg_cdb(base: &Path) -> Result<PathBuf> {
-    let built = base.join("sg_cdb");
-    let source = workspace::root().join("harness/linux/scsi-conformance/sg_cdb.c");
-    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
-    if let (Some(built_at), Some(written_at)) = (modified(&built), modified(&source))
-        && built_at >= written_at
-    {
-        return Ok(built);
-    }
-    let mut gcc = Command::new("gcc");
-    gcc.args(["-static", "-O2", "-Wall", "-o"])
-        .arg(&built)
-        .arg(&source);
-    process::output(&mut gcc).map_err(|error| fail("sg_cdb", format!("{error}")))?;
-    Ok(built)
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
@@ -89,7 +64,7 @@ fn read(path: &Path) -> Result<Vec<u8>> {
 fn initramfs(
     kernel: &Kernel,
     busybox: &Path,
-    sg_cdb: &Path,
+    programs: &[&Path],
     scenarios: &[Scenario],
     base: &Path,
 ) -> Result<PathBuf> {
@@ -111,7 +86,10 @@ fn initramfs(
     archive.char_device("/dev/null", 0o666, 1, 3);
     archive.file("/bin/busybox", 0o755, &read(busybox)?);
     archive.symlink("/bin/sh", "busybox");
-    archive.file("/bin/sg_cdb", 0o755, &read(sg_cdb)?);
+    for program in programs {
+        let name = program.file_name().unwrap_or_default().to_string_lossy();
+        archive.file(&format!("/bin/{name}"), 0o755, &read(program)?);
+    }
     let init = workspace::root().join("harness/linux/scsi-conformance/init.sh");
     archive.file("/init", 0o755, &read(&init)?);
     // scsi_mod first (its dev_flags must be set before scsi_debug's scan), scsi_debug last
