@@ -73,28 +73,45 @@ impl CdbBytes {
     }
 
     /// READ or WRITE of `blocks` at `lba`: the same bytes as
-    /// `Cdb::read(lba, blocks).encode()` (or `Cdb::write`), written straight into a zeroed
-    /// READ/WRITE(10) template when the range fits its fields. The per-command encoder: it
-    /// builds no [`Cdb`] value and goes through no dispatch over the opcodes.
+    /// `Cdb::read(lba, blocks).encode()` (or `Cdb::write`). When the range fits READ/WRITE(10)'s
+    /// fields (the per-command case) the ten bytes are put together as two little-endian words
+    /// and stored at once: the opcode, the big-endian LBA at bytes 2–5 and the big-endian
+    /// transfer length at bytes 7–8, every other byte zero (SBC-4 §5.11, §5.35). It builds no
+    /// [`Cdb`] value and goes through no dispatch over the opcodes; a range that needs
+    /// READ/WRITE(16) goes through the encoder, out of line.
     #[inline]
     pub fn rw(write: bool, lba: Lba, blocks: BlockCount) -> CdbBytes {
         let (Ok(lba32), Ok(blocks16)) = (u32::try_from(lba.0), u16::try_from(blocks.0)) else {
-            return if write {
-                Cdb::write(lba, blocks)
-            } else {
-                Cdb::read(lba, blocks)
-            }
-            .encode();
+            return Self::rw16(write, lba, blocks);
         };
-        let mut bytes = [0u8; MAX_CDB_LEN];
-        bytes[0] = if write {
+        let opcode = if write {
             opcode::WRITE_10
         } else {
             opcode::READ_10
         };
-        bytes[2..6].copy_from_slice(&lba32.to_be_bytes());
-        bytes[7..9].copy_from_slice(&blocks16.to_be_bytes());
+        // Bytes 0..8 as a little-endian word: byte 0 the opcode, bytes 2..6 the LBA (big
+        // endian), byte 7 the transfer length's high byte; byte 8 its low byte.
+        let length = blocks16.to_be_bytes();
+        let low =
+            u64::from(opcode) | u64::from(lba32.swap_bytes()) << 16 | u64::from(length[0]) << 56;
+        let high = u64::from(length[1]);
+        let mut bytes = [0u8; MAX_CDB_LEN];
+        let (first, second) = bytes.split_at_mut(8);
+        first.copy_from_slice(&low.to_le_bytes());
+        second.copy_from_slice(&high.to_le_bytes());
         CdbBytes { bytes, len: 10 }
+    }
+
+    /// [`Self::rw`] of a range READ/WRITE(10) cannot carry.
+    #[cold]
+    #[inline(never)]
+    fn rw16(write: bool, lba: Lba, blocks: BlockCount) -> CdbBytes {
+        if write {
+            Cdb::write(lba, blocks)
+        } else {
+            Cdb::read(lba, blocks)
+        }
+        .encode()
     }
 
     /// [`Cdb::is_rw`] of these bytes, read from the fixed array without slicing it (the
