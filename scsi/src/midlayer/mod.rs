@@ -191,6 +191,13 @@ where
     pub fn clock(&self) -> &C {
         &self.clock
     }
+    /// The clock as the last [`Self::poll`] (or [`Self::poll_with`]) read it, when it began:
+    /// a loop that polls can take its own "now" from here instead of reading the clock again
+    /// (a clock read and conversion per poll saved).
+    #[inline]
+    pub fn poll_clock_ns(&self) -> u64 {
+        self.now_ns
+    }
     /// Counters so far.
     pub fn stats(&self) -> MidlayerStats {
         MidlayerStats {

@@ -215,7 +215,8 @@ fn passes<H, A, C, P>(
                 hooks.completed(write);
             }
         }
-        note_poll(progress, stack.clock().now_ns());
+        // The poll's own clock read (taken as it began) serves the loop too.
+        note_poll(progress, stack.poll_clock_ns());
         if found == 0 {
             stack.clock().poll_empty();
             watch_for_stall(stack, hooks, plan, tally, progress);
