@@ -42,6 +42,7 @@ pub mod delay;
     reason = "bounds-checked copies in and out of coherent DMA memory, and chunks given back to their backing"
 )]
 pub mod dma;
+pub mod fw_cfg;
 pub mod irq;
 pub mod mpt;
 pub mod pci;

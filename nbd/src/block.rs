@@ -9,10 +9,16 @@
 //! a client flooding FLUSH costs one cache flush per write it follows, not one per request. (All
 //! requests run to completion one after another, so "written since" covers every write any client
 //! has had acknowledged.) [`BlockExport::sync_cache`] always sends the command.
+//!
+//! [`MidlayerDisk`] is the block device both guests export: a scanned disk on the SCSI midlayer.
 
 use alloc::vec;
 
 use scsi::midlayer::ScsiError;
+
+mod midlayer;
+
+pub use midlayer::MidlayerDisk;
 use scsi::wire::SenseKey;
 
 use crate::session::{Export, ZERO_CHUNK_BYTES};

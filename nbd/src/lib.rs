@@ -11,9 +11,14 @@
 //! - [`block`]: an [`session::Export`] over a [`block::BlockDevice`] (the SCSI midlayer in the
 //!   guest), with SCSI errors mapped to NBD errno values; [`memory`] is a RAM export for tests
 //!   and examples.
+//! - [`turn`]: one connection's bounded turn on a server that polls many over non-blocking
+//!   streams (the Hermit application's), and the limits every server here shares.
 //! - [`stream`]: a blocking driver that serves one session over a [`stream::ByteStream`]; with
 //!   the `std` feature any `Read + Write` (a `TcpStream`) is one. The guest does not use it: its
 //!   smoltcp glue polls many sockets and gives each session a turn (`kernel::net::server`).
+//!
+//! - [`config`] (the serving words: address, ports, limits) and [`control`] (the stats port's
+//!   `shutdown SECRET`) are what a guest's socket glue serves under, the same on every guest.
 //!
 //! Time is not here either: idle limits, shutdown grace and turn-taking belong to whoever owns
 //! the sockets and the clock, which asks the session where it stands
@@ -28,9 +33,12 @@ extern crate alloc;
 extern crate std;
 
 pub mod block;
+pub mod config;
+pub mod control;
 pub mod memory;
 pub mod session;
 pub mod stream;
+pub mod turn;
 pub mod wire;
 
 #[cfg(test)]

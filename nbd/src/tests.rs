@@ -14,6 +14,7 @@ use crate::session::{CloseReason, MAX_OPTION_BYTES, MAX_PAYLOAD_BYTES, Session};
 use crate::wire::{self, Errno, cmd, opt, rep};
 
 mod errors;
+mod pipe;
 mod read_only;
 mod streaming;
 mod tls;

@@ -22,15 +22,12 @@
 use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
-use alloc::vec::Vec;
 
 use scsi::host::ScsiHost;
-use scsi::midlayer::{Disk, Request, ScsiError};
 use scsi::sense_alloc::SenseMode;
-use scsi::wire::{Cdb, Lba};
 
 use crate::cmdline::Cmdline;
-use nbd::block::{BlockDevice, BlockExport};
+use nbd::block::{BlockExport, MidlayerDisk};
 use nbd::session::{Export, Tls};
 use os::arch::exit::ExitCode;
 use os::arch::idle;
@@ -45,7 +42,7 @@ use os::platform::console::println;
 use os::platform::fw_cfg;
 use os::storage::hotplug::Disks;
 use os::storage::report::{NamedDisk, print_scan};
-use os::storage::{self, HostInfo, HostVisitor, SenseBuf, Stack};
+use os::storage::{self, HostInfo, HostVisitor, KernelClock, SenseBuf, Stack, StackSense};
 
 /// The stats port's [`Control`] with the secret the host gave through fw_cfg (none: every
 /// state-changing command is refused).
@@ -83,37 +80,8 @@ fn tls_from_host(mode: Tls) -> Result<Option<Arc<ServerConfig>>, ()> {
     }
 }
 
-/// A scanned disk behind the midlayer, as the NBD export's block device.
-struct ScsiDisk<'s, 'c, H: ScsiHost<SenseBuf<'c>>> {
-    stack: &'s mut Stack<'c, H>,
-    disk: Disk,
-}
-
-impl<'c, H: ScsiHost<SenseBuf<'c>>> BlockDevice for ScsiDisk<'_, 'c, H> {
-    fn block_bytes(&self) -> u32 {
-        self.disk.block_len
-    }
-    fn blocks(&self) -> u64 {
-        self.disk.blocks
-    }
-    fn read_blocks(&mut self, lba: u64, buf: &mut [u8]) -> Result<(), ScsiError> {
-        self.stack.read_blocks(&self.disk, Lba(lba), buf)
-    }
-    fn write_blocks(&mut self, lba: u64, data: &[u8]) -> Result<(), ScsiError> {
-        self.stack.write_blocks(&self.disk, Lba(lba), data)
-    }
-    fn flush(&mut self) -> Result<(), ScsiError> {
-        let cdb = Cdb::SynchronizeCache10 {
-            immed: false,
-            lba: 0,
-            blocks: 0,
-        };
-        let (result, _) = self
-            .stack
-            .execute(Request::new(self.disk.device, cdb, Vec::new()));
-        result.map(|_| ())
-    }
-}
+/// A scanned disk on this kernel's midlayer, as the NBD export's block device.
+type ScsiDisk<'d, 's, H> = MidlayerDisk<'d, H, StackSense<'s>, KernelClock>;
 
 /// The stats endpoint's text: the server's counters and this host's disks as they are now.
 fn stats_text<'s, H: ScsiHost<SenseBuf<'s>>>(
@@ -205,7 +173,7 @@ impl HostVisitor for Nbd {
         let name: &'static str = String::leak(named.name.clone());
         let disk = named.disk;
         let server = Server::new(&mut device, self.net, name, control_from_host(), tls);
-        let export = BlockExport::new(ScsiDisk { stack, disk });
+        let export = BlockExport::new(MidlayerDisk { stack, disk });
         let [a, b, c, d] = self.net.ip;
         println!(
             "NBD serving {name} ({} bytes, {} {}-byte blocks, {host}{}{}) on {a}.{b}.{c}.{d}:{}, stats on :{}",

@@ -2,7 +2,7 @@
 //! and [`STATS_SOCKETS`] on the stats port, all polled from one loop.
 //!
 //! **Fair turns.** Each [`Server::poll`] gives every NBD connection one turn, starting with a
-//! different one each time (round-robin), and a turn is bounded by a [`Budget`] of commands and
+//! different one each time (round-robin), and a turn is bounded by a [`Budget`](nbd::session::Budget) of commands and
 //! bytes ([`TURN_BUDGET`]): a session's long WRITE_ZEROES continues on its next turn, so a client
 //! pipelining whole-export requests cannot hold the loop. The interface is polled again after
 //! every turn that did work and the stats port is served on every poll, so TCP timers, other
@@ -43,7 +43,7 @@ use super::control::Control;
 use super::device::{DeviceStats, NetDevice};
 use crate::arch::time;
 use crate::platform::console::println;
-use nbd::session::{Budget, Export, NbdStats};
+use nbd::session::{Export, NbdStats};
 use rustls::server::ServerConfig;
 
 mod linger;
@@ -59,20 +59,9 @@ pub const STATS_SOCKETS: usize = 8;
 /// NBD sockets beyond `nbd_max_clients=`: connections in their handshake (which hold no served
 /// slot) and clients over the limit, which get a refusal naming it.
 pub const HANDSHAKE_SOCKETS: usize = 16;
-/// One connection's turn: at most this many commands and about this many bytes to or from the
-/// disk (1 MiB is a few milliseconds of disk work under TCG, so a 4 KiB read from another client
-/// waits a few turns, not a whole flood).
-pub const TURN_BUDGET: Budget = Budget {
-    commands: 32,
-    bytes: 1 << 20,
-};
-/// A connection that sends nothing for this long before its handshake completes is reset.
-pub const HANDSHAKE_IDLE_NS: u64 = 30_000_000_000;
-/// After `shutdown`, how long a client has to disconnect before the server closes its connection.
-pub const SHUTDOWN_GRACE_NS: u64 = 10_000_000_000;
-/// After `shutdown`, when the server stops whatever is left: the grace period ends every session,
-/// so a session still there this much later is a bug, printed and then abandoned.
-pub const SHUTDOWN_DEADLINE_NS: u64 = SHUTDOWN_GRACE_NS + 2_000_000_000;
+/// One connection's turn, the handshake idle limit and the shutdown grace: the `nbd` crate's,
+/// shared with the Hermit application's server.
+pub use nbd::turn::{HANDSHAKE_IDLE_NS, SHUTDOWN_DEADLINE_NS, SHUTDOWN_GRACE_NS, TURN_BUDGET};
 const NBD_RX_BYTES: usize = 256 << 10;
 const NBD_TX_BYTES: usize = 256 << 10;
 const STATS_BUFFER_BYTES: usize = 16 << 10;

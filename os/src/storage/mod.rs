@@ -48,7 +48,10 @@ pub use crate::memory::dma::Frames;
 /// table, completion, free), one word each instead of a four-word slab object. The box is
 /// made when an object leaves the slab and recycled with it by the magazine; with
 /// `sense_magazine=0` each command boxes on the heap (not a configuration the benchmarks use).
-pub type Stack<'s, H> = Midlayer<H, Magazine<Boxed<SlabSense<'s, Frames>>>, KernelClock>;
+pub type Stack<'s, H> = Midlayer<H, StackSense<'s>, KernelClock>;
+
+/// The sense allocator of every host's [`Stack`].
+pub type StackSense<'s> = Magazine<Boxed<SlabSense<'s, Frames>>>;
 
 /// How every host's midlayer is built, from the command line: the sense allocator mode
 /// (`sense=`) and the magazine in front of the host's slab (`sense_magazine=`, whose default

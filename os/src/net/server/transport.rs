@@ -7,11 +7,9 @@
 use smoltcp::socket::tcp;
 
 use crate::net::tls::TlsStream;
-use nbd::session::{STREAM_CHUNK_BYTES, Session};
-
-/// Most bytes a session may hold unparsed: one piece of a streamed write and a header, with
-/// slack for small pipelined requests.
-pub(super) const MAX_PENDING_INPUT: usize = STREAM_CHUNK_BYTES as usize + (64 << 10);
+use nbd::session::Session;
+/// Most bytes a session may hold unparsed (the same limit as every server of the `nbd` crate's).
+use nbd::turn::MAX_PENDING_INPUT;
 
 /// Takes what the session may have from the socket; returns whether any byte came.
 pub(super) fn receive(

@@ -36,7 +36,9 @@ pub enum Refusal {
 /// What became of a command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Judgement {
+    /// The command is to be carried out.
     Accepted(Command),
+    /// The command was refused, and why.
     Refused(Command, Refusal),
 }
 

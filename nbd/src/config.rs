@@ -1,4 +1,5 @@
-//! The network words of the kernel command line: `ip=ADDR[/PREFIX]`, `gw=ADDR`, `nbd_port=`,
+//! The network words of a serving guest's command line (sensepool's kernel and the Hermit
+//! application parse the same ones): `ip=ADDR[/PREFIX]`, `gw=ADDR`, `nbd_port=`,
 //! `stats_port=`, `nbd_max_clients=` (NBD clients in transmission at once; the next export request is refused)
 //! `nbd_idle_s=` (a client in transmission that sends nothing for this long is closed),
 //! `nbd_readonly=` (serve the export read-only: `NBD_FLAG_READ_ONLY`, changes refused),
@@ -7,9 +8,10 @@
 //! host's CA signed) and
 //! `nic_reset_after=N` (fault injection: reset the NIC once after N received frames, as the
 //! driver does after a misbehaving device; 0, the default, never). The defaults suit QEMU user networking (the guest is 10.0.2.15/24 behind the
-//! gateway 10.0.2.2) and the NBD port is the IANA one, 10809.
+//! gateway 10.0.2.2) and the NBD port is the IANA one, 10809. A guest that cannot honour a word
+//! (the Hermit application has no NIC reset to inject, nor TLS) refuses it by name.
 
-use nbd::session::Tls;
+use crate::session::Tls;
 use scsi::param::number::count;
 use scsi::param::{Key, ValueError, boolean};
 
@@ -155,6 +157,31 @@ impl NetConfig {
     ];
 }
 
+impl NetConfig {
+    /// The address and gateway words among `words` (`ip=`, `gw=`) over the defaults; every
+    /// other word, and a value these keys refuse, is left to whoever parses the whole line (the
+    /// Hermit loader uses this to hand Hermit its address before the application starts).
+    pub fn addresses_from<'w>(words: impl IntoIterator<Item = &'w str>) -> NetConfig {
+        let mut net = NetConfig::default();
+        for (key, value) in words.into_iter().filter_map(|word| word.split_once('=')) {
+            if matches!(key, "ip" | "gw")
+                && let Some(entry) = scsi::param::find(NetConfig::KEYS, key)
+            {
+                let _ = (entry.set)(&mut net, value);
+            }
+        }
+        net
+    }
+
+    /// The netmask of [`Self::prefix_len`], as a dotted quad's bytes.
+    pub fn netmask(&self) -> [u8; 4] {
+        let bits = u32::MAX
+            .checked_shl(32 - u32::from(self.prefix_len.min(32)))
+            .unwrap_or(0);
+        bits.to_be_bytes()
+    }
+}
+
 /// Dotted-quad IPv4.
 fn parse_ipv4(text: &str) -> Result<[u8; 4], ValueError> {
     let mut addr = [0u8; 4];
@@ -178,6 +205,22 @@ mod tests {
     fn set(config: &mut NetConfig, key: &str, value: &str) -> Result<(), ValueError> {
         let entry = scsi::param::find(NetConfig::KEYS, key).expect("a network key");
         (entry.set)(config, value)
+    }
+
+    #[test]
+    fn addresses_come_from_their_words_only_and_bad_ones_keep_the_defaults() {
+        let net =
+            NetConfig::addresses_from(["workload=nbd", "ip=192.168.7.9/16", "gw=192.168.0.1"]);
+        assert_eq!((net.ip, net.prefix_len), ([192, 168, 7, 9], 16));
+        assert_eq!(net.gateway, [192, 168, 0, 1]);
+        assert_eq!(net.netmask(), [255, 255, 0, 0]);
+        let defaults = NetConfig::addresses_from(["ip=10.0.2", "gw=x", "nbd_port=1"]);
+        assert_eq!(defaults, NetConfig::default());
+        assert_eq!(defaults.netmask(), [255, 255, 255, 0]);
+        let host = NetConfig::addresses_from(["ip=10.1.2.3/32"]);
+        assert_eq!(host.netmask(), [255; 4]);
+        let wide = NetConfig::addresses_from(["ip=10.1.2.3/1"]);
+        assert_eq!(wide.netmask(), [128, 0, 0, 0]);
     }
 
     #[test]
