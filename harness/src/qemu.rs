@@ -13,7 +13,9 @@
 //!   A profile's NIC (`-nic` syntax, `TYPE,model=DEVICE,...`) becomes `-netdev TYPE,id=nic0,...`
 //!   plus `-device DEVICE,netdev=nic0`: QEMU 7.2's pc machine builds `-nic` NICs before MSI is
 //!   usable, so a `-nic` virtio-net-pci has `vectors = 0` (no MSI-X; `info qtree`), while the
-//!   same device from `-device` has 4 and can wake the idle guest.
+//!   same device from `-device` has 4 and can wake the idle guest. For Hermit (a boot with an
+//!   `-initrd` application) a virtio-net-pci NIC gets `disable-legacy=on`: Hermit drives only
+//!   modern virtio devices.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -244,7 +246,12 @@ impl<'a> Machine<'a> {
             command.args(["-cpu", cpu]);
         }
         match self.profile.nic.as_deref().and_then(nic_as_device) {
-            Some([netdev, device]) => {
+            Some([netdev, mut device]) => {
+                // Hermit drives virtio-net only as a modern device (ids from 0x1040); QEMU's
+                // virtio-net-pci is transitional (0x1000) unless told otherwise.
+                if self.initrd.is_some() && device.starts_with("virtio-net-pci,") {
+                    device.push_str(",disable-legacy=on");
+                }
                 command.args(["-netdev", &netdev, "-device", &device]);
             }
             None => {
@@ -469,6 +476,19 @@ mod tests {
         assert!(!args.iter().any(|arg| arg == "-nic"));
         assert_eq!(nic_as_device("user"), None);
         assert_eq!(nic_as_device("user,hostfwd=x"), None);
+    }
+
+    #[test]
+    fn hermit_gets_a_modern_only_virtio_nic() {
+        let nic = profile(r#"nic = "user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:1-:2""#);
+        let mut machine = machine(&nic, Accel::Tcg, 1);
+        machine.initrd = Some(Path::new("/h/app"));
+        let args = args(&machine);
+        assert!(has_pair(
+            &args,
+            "-device",
+            "virtio-net-pci,netdev=nic0,disable-legacy=on"
+        ));
     }
 
     #[test]

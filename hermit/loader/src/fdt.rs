@@ -8,13 +8,14 @@
 //! finds the RSDP itself in the BIOS area, mapping each page it searches.
 //!
 //! Hermit splits bootargs with `shell_words` and panics on an unbalanced quote; everything after
-//! `--` becomes the application's arguments. So the command line goes in behind `--`, and a line
+//! `--` becomes the application's arguments, and its network settings go before ([`bootargs`]). So the command line goes in behind `--`, and a line
 //! with a quote or a backslash is refused here with an error naming the character.
 
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use nbd::config::NetConfig;
 use vm_fdt::FdtWriter;
 
 use pvh::start_info::PhysRange;
@@ -42,15 +43,26 @@ fn writer_error(error: vm_fdt::Error) -> FdtError {
     FdtError::Writer(format!("{error}"))
 }
 
-/// The bootargs for `cmdline`: `-- ` followed by the words.
+/// The bootargs for `cmdline`: Hermit's network settings, `-- ` and the words.
+///
+/// Hermit configures its TCP stack from `-ip`, `-mask` and `-gateway` before `--` (10.0.5.3
+/// without them, an address QEMU's user network does not route), so they come from the
+/// words' `ip=` and `gw=` (`nbd::config`, the application's own words, and its defaults:
+/// 10.0.2.15/24 behind 10.0.2.2, QEMU's user network).
 pub fn bootargs(cmdline: &[u8]) -> Result<String, FdtError> {
     let text = core::str::from_utf8(cmdline).map_err(|_| FdtError::NotUtf8)?;
     if let Some(found) = text.chars().find(|c| matches!(c, '\'' | '"' | '\\')) {
         return Err(FdtError::Quote { found });
     }
+    let words: Vec<&str> = text.split_ascii_whitespace().collect();
+    let net = NetConfig::addresses_from(words.iter().copied());
+    let dotted = |[a, b, c, d]: [u8; 4]| format!("{a}.{b}.{c}.{d}");
     Ok(format!(
-        "-- {}",
-        text.split_ascii_whitespace().collect::<Vec<_>>().join(" ")
+        "-ip {} -mask {} -gateway {} -- {}",
+        dotted(net.ip),
+        dotted(net.netmask()),
+        dotted(net.gateway),
+        words.join(" ")
     ))
 }
 
