@@ -58,7 +58,9 @@ impl IoWords {
                 poll_us: self.poll_us.unwrap_or(DEFAULT_POLL_US),
             },
             Some(mode) => mode,
-            None if workload == Workload::FakeRw => IoMode::Poll,
+            // The NBD server polls its sockets anyway, and Hermit's network interrupt is
+            // Hermit's own: its disk is polled too unless io_mode= says otherwise.
+            None if matches!(workload, Workload::FakeRw | Workload::Nbd) => IoMode::Poll,
             None => IoMode::Irq,
         };
         match (self.poll_us, mode) {

@@ -3,9 +3,10 @@
 //!
 //! Hermit hands the application the words after `--` in its bootargs (the loader puts the QEMU
 //! `-append` line there). They are the sensepool kernel's words: `workload=fake-rw` (the
-//! default; the in-memory scsi_debug), `workload=verify`, `workload=scan` or `workload=device` (the
-//! virtio-scsi and LSI SAS1068 adapters on PCI; [`storage`]), `io_mode=`/`poll_us=` ([`io_words`])
-//! and the fio and scsi_debug keys of [`workloads::io::WorkloadParams`]. Anything else is a `CMDLINE ERROR:` line that names the
+//! default; the in-memory scsi_debug), `workload=verify`, `workload=scan`, `workload=device` (the
+//! virtio-scsi and LSI SAS1068 adapters on PCI; [`storage`]) or `workload=nbd` (the first disk
+//! over NBD on Hermit's TCP stack; [`nbd_workload`], with `nbd::config`'s network words),
+//! `io_mode=`/`poll_us=` ([`io_words`]) and the fio and scsi_debug keys of [`workloads::io::WorkloadParams`]. Anything else is a `CMDLINE ERROR:` line that names the
 //! word, and the boot fails; a key given twice is an error too, as on the sensepool kernel.
 //!
 //! The runs print the same console lines and `RESULT` fields as the sensepool kernel's
@@ -24,6 +25,8 @@ mod fake_rw;
     reason = "configuration ports, BARs checked in Hermit's page tables (the SAS1068's as its registers), and virtio-drivers' `Hal` over Hermit's heap"
 )]
 mod hal;
+#[expect(unsafe_code, reason = "the fw_cfg ports, for the NBD control secret")]
+mod host_files;
 mod io_words;
 #[expect(
     unsafe_code,
@@ -31,11 +34,18 @@ mod io_words;
 )]
 mod irq;
 mod mpt;
+mod nbd_server;
+mod nbd_workload;
 #[expect(
     unsafe_code,
     reason = "heap chunks as a `pools::Backing`, and the isa-debug-exit port"
 )]
 mod platform;
+#[expect(
+    unsafe_code,
+    reason = "Hermit's socket calls take raw pointers to buffers and addresses"
+)]
+mod sockets;
 mod storage;
 mod virtio;
 
@@ -43,6 +53,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use hermit::println;
+use nbd::config::NetConfig;
 use scsi::wait::IoMode;
 use workloads::io::{WorkloadError, WorkloadParams};
 
@@ -82,6 +93,16 @@ pub enum CmdlineError {
     /// A workload key or value the `scsi` crate refused.
     #[error(transparent)]
     Param(#[from] WorkloadError),
+    /// A network word (`nbd::config`) with a value it does not take.
+    #[error("network parameter `{key}={value}`: {reason}")]
+    Net {
+        /// The key.
+        key: String,
+        /// The value as written.
+        value: String,
+        /// What is wrong with it.
+        reason: scsi::param::ValueError,
+    },
 }
 
 /// The workloads of the Hermit build.
@@ -95,12 +116,28 @@ pub enum Workload {
     Scan,
     /// fio-style random I/O on the first disk of every adapter.
     Device,
+    /// Serve the first disk over NBD on Hermit's TCP stack.
+    Nbd,
+}
+
+/// What the command line asks for.
+#[derive(Debug, Clone)]
+pub struct Words {
+    /// The workload.
+    pub workload: Workload,
+    /// Its fio and scsi_debug parameters.
+    pub params: WorkloadParams,
+    /// How completions are waited for ([`io_words`]).
+    pub io_mode: IoMode,
+    /// The network words (`workload=nbd`).
+    pub net: NetConfig,
 }
 
 /// Parses the application's words into the workload, its parameters and how completions are
 /// waited for ([`io_words`]).
-pub fn parse(words: &[String]) -> Result<(Workload, WorkloadParams, IoMode), CmdlineError> {
+pub fn parse(words: &[String]) -> Result<Words, CmdlineError> {
     let mut params = WorkloadParams::default();
+    let mut net = NetConfig::default();
     let mut io = io_words::IoWords::default();
     let mut workload = Workload::FakeRw;
     let mut seen: Vec<&str> = Vec::new();
@@ -120,6 +157,7 @@ pub fn parse(words: &[String]) -> Result<(Workload, WorkloadParams, IoMode), Cmd
                 "verify" => Workload::Verify,
                 "scan" => Workload::Scan,
                 "device" => Workload::Device,
+                "nbd" => Workload::Nbd,
                 _ => {
                     return Err(CmdlineError::Workload {
                         name: value.to_string(),
@@ -128,11 +166,24 @@ pub fn parse(words: &[String]) -> Result<(Workload, WorkloadParams, IoMode), Cmd
             };
             continue;
         }
+        if let Some(entry) = scsi::param::find(NetConfig::KEYS, key) {
+            (entry.set)(&mut net, value).map_err(|reason| CmdlineError::Net {
+                key: key.to_string(),
+                value: value.to_string(),
+                reason,
+            })?;
+            continue;
+        }
         if !io.set(key, value)? {
             params.set(key, value)?;
         }
     }
-    Ok((workload, params, io.resolve(workload)?))
+    Ok(Words {
+        workload,
+        params,
+        io_mode: io.resolve(workload)?,
+        net,
+    })
 }
 
 /// The arguments after `argv[0]`, as Hermit passes them.
@@ -160,11 +211,16 @@ extern "C" fn runtime_entry(argc: i32, argv: *const *const u8, _env: *const *con
     // SAFETY: Hermit passes its argv array of `argc` NUL-terminated strings.
     let words = unsafe { words(argc, argv) };
     let code = match parse(&words) {
-        Ok((Workload::FakeRw, params, _)) => fake_rw::run(&params),
-        Ok((Workload::Device, params, io_mode)) => storage::device(&params, io_mode),
-        Ok((workload, params, io_mode)) => {
-            storage::verify(&params, io_mode, workload == Workload::Verify)
-        }
+        Ok(words) => match words.workload {
+            Workload::FakeRw => fake_rw::run(&words.params),
+            Workload::Device => storage::device(&words.params, words.io_mode),
+            Workload::Nbd => nbd_workload::run(&words.params, words.io_mode, words.net),
+            Workload::Verify | Workload::Scan => storage::verify(
+                &words.params,
+                words.io_mode,
+                words.workload == Workload::Verify,
+            ),
+        },
         Err(error) => {
             // The sensepool kernel's report line for a refused command line, which xtask knows.
             println!("CMDLINE ERROR: {error}");

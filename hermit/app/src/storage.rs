@@ -40,7 +40,7 @@ fn host_name(index: usize, driver: &str, bdf: Bdf) -> String {
 }
 
 /// Attaches every adapter in turn and lets `workload` use it: `(hosts, failed)`.
-fn on_every_host(
+pub(crate) fn on_every_host(
     workload: &mut impl OnHost,
     params: &WorkloadParams,
     io_mode: IoMode,
