@@ -33,6 +33,7 @@ mod bad_clients;
 mod burst;
 mod control;
 mod flood;
+pub mod hermit;
 pub(crate) mod hotplug;
 mod lifecycle;
 mod multi_conn;

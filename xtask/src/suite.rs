@@ -154,24 +154,32 @@ fn on_our_kernel(options: &Options, guest: &Guest, tests: &[GuestTest]) -> Tally
     tally
 }
 
-/// The guest tests marked `os = "hermit"`: the Hermit guest is built only if one of them is
-/// selected, and a build failure fails each of them.
+/// The guest tests marked `os = "hermit"` and the Hermit NBD server's (`hermit-nbd`, real
+/// clients against a served boot): the Hermit guest is built only if one of them is selected,
+/// and a build failure fails each of them.
 fn on_hermit(options: &Options, tests: &[GuestTest]) -> Tally {
     let selected: Vec<_> = tests
         .iter()
         .filter(|test| options.selects(&test.name))
         .cloned()
         .collect();
-    if selected.is_empty() {
+    let nbd = options.selects("hermit-nbd");
+    if selected.is_empty() && !nbd {
         return Tally::default();
     }
     match Guest::prepare_hermit(options.guest_options.accel) {
-        Ok(guest) => guest_tests::run(&guest, &selected, None),
+        Ok(guest) => {
+            let mut tally = guest_tests::run(&guest, &selected, None);
+            if nbd {
+                tally += nbd_tests::hermit::run(&guest);
+            }
+            tally
+        }
         Err(error) => {
             println!("guest tests: cannot prepare the Hermit guest: {error}");
             Tally {
                 passed: 0,
-                failed: selected.len() as u64,
+                failed: selected.len() as u64 + u64::from(nbd),
             }
         }
     }
