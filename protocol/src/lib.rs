@@ -31,3 +31,9 @@ extern crate std;
 pub mod insn_marker;
 pub mod result;
 pub mod window;
+
+/// The words a guest's `CMDLINE ERROR:` line carries when a value is valid but its kernel cannot
+/// do it (yet), e.g. `io_mode=irq` on a kernel that gives the application no device interrupt.
+/// A bench reports such a cell as not supported by that kernel rather than as a failure; the
+/// reason shown is the guest's own line.
+pub const NOT_SUPPORTED: &str = "not supported on this kernel";
