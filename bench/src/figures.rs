@@ -19,6 +19,7 @@ pub fn draw(stem: &str, document: &Value, dir: &Path) -> Result<Option<Vec<PathB
         "fake-rw" | "fake-rw-host" => crate::fake_rw::draw_figure(stem, document, dir)?,
         "fake-rw-os" => crate::fake_rw_os::draw_figure(stem, document, dir)?,
         "device" => crate::device::figure::draw(stem, document, dir)?,
+        "device-os" => crate::device::figure_os::draw(stem, document, dir)?,
         "linux" => crate::linux::figure::draw(stem, document, dir)?,
         "linux-sense" => crate::linux::sense::figure::draw(stem, document, dir)?,
         "nbd" => crate::nbd::draw(stem, document, dir)?,

@@ -25,6 +25,10 @@ pub fn question(stem: &str) -> &'static str {
             "How fast are the virtio-scsi and LSI SAS1068 drivers on a null disk, polled or \
              interrupt-driven, with one job or two?"
         }
+        "device-os" => {
+            "What does Hermit 0.11 cost per I/O against our kernel on the same virtio-scsi and \
+             LSI SAS1068 drivers, polled and interrupt-driven?"
+        }
         "numa" => {
             "Do per-node dmapools halve the lock contention of one shared pool when several \
              CPUs share each node and frees cross nodes?"

@@ -38,6 +38,7 @@ fn every_bench_has_a_sample() {
         .collect();
     for bench in [
         "device",
+        "device-os",
         "dmapool",
         "fake-rw",
         "fake-rw-os",

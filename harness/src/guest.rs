@@ -17,10 +17,21 @@ use crate::setup::{self, KERNEL_TARGET};
 use crate::{control, process, workspace};
 
 /// Which kernel a guest runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Deserialize,
+    serde::Serialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Os {
     /// The sensepool kernel (`kernel/`).
+    #[default]
     Ours,
     /// Hermit 0.11 with the workload as its application (`hermit/`, see [`crate::hermit`]).
     Hermit,

@@ -18,11 +18,15 @@ pub fn draw(stem: &str, document: &Value, dir: &Path) -> Result<Vec<PathBuf>> {
         .into_iter()
         .map(DeviceRun::read)
         .collect::<Result<_>>()?;
-    let cells: Vec<Cell> = matrix::groups(&[Device::VirtioScsi, Device::Mptsas], &IO_MODES)
-        .into_iter()
-        .flatten()
-        .filter(|cell| runs.iter().any(|run| cell.matches(run)))
-        .collect();
+    let cells: Vec<Cell> = matrix::groups(
+        &[Device::VirtioScsi, Device::Mptsas],
+        &IO_MODES,
+        &[harness::guest::Os::Ours],
+    )
+    .into_iter()
+    .flatten()
+    .filter(|cell| runs.iter().any(|run| cell.matches(run)))
+    .collect();
     if cells.is_empty() {
         return Ok(Vec::new());
     }

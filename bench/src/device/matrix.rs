@@ -6,6 +6,7 @@
 
 use super::Device;
 use super::record::{DeviceRecord, DeviceRun};
+use harness::guest::Os;
 use stats::order;
 
 /// How the guest waits for completions (the kernel's `io_mode=`).
@@ -42,6 +43,8 @@ pub const SMP: u32 = 2;
 /// One configuration of the matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cell {
+    /// The kernel the cell boots (`--os`).
+    pub os: Os,
     pub device: Device,
     pub io_mode: IoMode,
     pub iodepth: u32,
@@ -59,10 +62,14 @@ impl Cell {
         )
     }
 
-    /// `virtio-scsi irq qd32 j2`.
+    /// `virtio-scsi irq qd32 j2` on our kernel, `hermit virtio-scsi irq qd32 j2` on Hermit.
     pub fn label(&self) -> String {
+        let os = match self.os {
+            Os::Ours => String::new(),
+            os => format!("{os} "),
+        };
         format!(
-            "{} {} qd{} j{}",
+            "{os}{} {} qd{} j{}",
             self.device.name(),
             self.io_mode.name(),
             self.iodepth,
@@ -74,6 +81,7 @@ impl Cell {
     pub fn matches(&self, run: &DeviceRun) -> bool {
         run.cell()
             == (
+                self.os,
                 self.device.name(),
                 self.io_mode.name(),
                 u64::from(self.iodepth),
@@ -89,23 +97,32 @@ impl Cell {
             ..*self
         }
     }
+
+    /// The same cell on another kernel.
+    pub fn on(&self, os: Os) -> Cell {
+        Cell { os, ..*self }
+    }
 }
 
-/// The comparison groups: one per (device, iodepth), holding its io_mode × numjobs cells. Ratios
-/// are taken inside a group, so a round boots a group's cells back to back.
-pub fn groups(devices: &[Device], io_modes: &[IoMode]) -> Vec<Vec<Cell>> {
+/// The comparison groups: one per (device, iodepth), holding its io_mode × numjobs × kernel
+/// cells. Ratios (numjobs, io_mode, Hermit / ours) are taken inside a group, so a round boots a
+/// group's cells back to back.
+pub fn groups(devices: &[Device], io_modes: &[IoMode], oses: &[Os]) -> Vec<Vec<Cell>> {
     let mut groups = Vec::new();
     for &device in devices {
         for iodepth in IODEPTHS {
             let mut group = Vec::new();
             for &io_mode in io_modes {
                 for numjobs in NUMJOBS {
-                    group.push(Cell {
-                        device,
-                        io_mode,
-                        iodepth,
-                        numjobs,
-                    });
+                    for &os in oses {
+                        group.push(Cell {
+                            os,
+                            device,
+                            io_mode,
+                            iodepth,
+                            numjobs,
+                        });
+                    }
                 }
             }
             groups.push(group);
@@ -207,6 +224,7 @@ pub(super) mod tests {
 
     fn cell(device: Device, io_mode: IoMode, iodepth: u32, numjobs: u32) -> Cell {
         Cell {
+            os: Os::Ours,
             device,
             io_mode,
             iodepth,
@@ -216,7 +234,11 @@ pub(super) mod tests {
 
     #[test]
     fn the_matrix_has_every_combination_once() {
-        let groups = groups(&[Device::VirtioScsi, Device::Mptsas], &IO_MODES);
+        let groups = groups(
+            &[Device::VirtioScsi, Device::Mptsas],
+            &IO_MODES,
+            &[Os::Ours],
+        );
         let cells: Vec<Cell> = groups.iter().flatten().copied().collect();
         assert_eq!(cells.len(), 2 * 3 * 2 * 2);
         for (index, a) in cells.iter().enumerate() {
@@ -229,8 +251,37 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn both_kernels_share_each_group_and_take_turns_first() {
+        let groups = groups(&[Device::VirtioScsi], &IO_MODES, &[Os::Ours, Os::Hermit]);
+        assert_eq!(groups.len(), 2, "one group per iodepth");
+        let cells: Vec<Cell> = groups.iter().flatten().copied().collect();
+        assert_eq!(cells.len(), 2 * 3 * 2 * 2);
+        for cell in cells.iter().filter(|c| c.os == Os::Ours) {
+            assert!(cells.contains(&cell.on(Os::Hermit)), "{cell:?} on Hermit");
+        }
+        let hermit = cells.iter().find(|c| c.os == Os::Hermit).unwrap();
+        assert_eq!(hermit.label(), "hermit virtio-scsi poll qd1 j1");
+        assert_eq!(hermit.on(Os::Ours).label(), "virtio-scsi poll qd1 j1");
+        assert_eq!(
+            hermit.kernel_args("2s"),
+            hermit.on(Os::Ours).kernel_args("2s")
+        );
+        // Which kernel boots a cell first changes from one round to the next.
+        let first = |round| {
+            let order = round_order(&groups, round);
+            let position = |os| order.iter().position(|c| *c == hermit.on(os)).unwrap();
+            position(Os::Ours) < position(Os::Hermit)
+        };
+        assert_ne!(first(0), first(1));
+    }
+
+    #[test]
     fn rotation_moves_every_cell_through_every_position() {
-        let groups = groups(&[Device::VirtioScsi, Device::Mptsas], &IO_MODES);
+        let groups = groups(
+            &[Device::VirtioScsi, Device::Mptsas],
+            &IO_MODES,
+            &[Os::Ours],
+        );
         let group_len = groups[0].len();
         let orders: Vec<Vec<Cell>> = (0..group_len).map(|r| round_order(&groups, r)).collect();
         for order in &orders {
@@ -270,6 +321,7 @@ pub(super) mod tests {
     /// A measured run of `cell` in `round` with `iops`.
     pub fn measured(cell: &Cell, round: u32, iops: u64) -> DeviceRun {
         let mut record = DeviceRecord {
+            os: cell.os,
             round,
             smp: SMP,
             ..DeviceRecord::default()
@@ -285,6 +337,7 @@ pub(super) mod tests {
     /// A failed boot of `cell` in `round`.
     pub fn failed(cell: &Cell, round: u32) -> DeviceRun {
         DeviceRun::Failed(FailedRun {
+            os: cell.os,
             error: "guest failed".into(),
             device: cell.device.name().into(),
             io_mode: cell.io_mode.name().into(),

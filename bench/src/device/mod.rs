@@ -19,8 +19,19 @@
 //!
 //! Writes `target/bench/device.json` (every run, the per-cell summary and the ratios),
 //! `device.fio.json` (fio's JSON layout, [`benchkit::fio`]) and one plot, `device.svg`.
+//!
+//! `--os hermit|both` boots every cell on Hermit too (the same `workload=device` as
+//! `hermit/app`, the same profile, vCPUs and command line): the kernels are cells of the same
+//! group, so a round boots them back to back and rotates which goes first, and the report adds
+//! the Hermit / ours ratios within a round and each kernel's instructions per I/O, working and
+//! waiting. A cell the guest refuses in [`protocol::NOT_SUPPORTED`]'s words (Hermit without
+//! interrupts, asked for `io_mode=irq`) is reported as not supported there, with the guest's own
+//! line, and does not fail the run; once the guest runs it, the cell fills in. That run writes
+//! `device-os.json` and `device-os.svg` ([`figure_os`]), leaving `device.json` to our kernel's
+//! matrix.
 
 pub mod figure;
+pub mod figure_os;
 pub mod matrix;
 pub mod record;
 pub mod report;
@@ -35,7 +46,7 @@ use benchkit::ResultSet;
 use benchkit::progress::Progress;
 use harness::boot::Echo;
 use harness::error::{Error, Result};
-use harness::guest::{Guest, GuestOptions, Overrides};
+use harness::guest::{Guest, GuestOptions, Os, OsChoice, Overrides};
 use harness::insns::{self, CountOptions};
 use harness::profile::{self, Profile};
 use harness::qemu_cpu;
@@ -76,6 +87,9 @@ pub struct Options {
     /// The io_mode(s) to measure (repeat for several); default: poll, irq and hybrid.
     #[arg(long = "io-mode", value_enum)]
     pub io_mode: Vec<IoMode>,
+    /// The kernel(s) to boot: ours, Hermit, or both in one rotated run (`device-os.json`).
+    #[arg(long, value_enum, default_value_t = OsChoice::Ours)]
+    pub os: OsChoice,
     /// 300 ms per run and one round, for a smoke test.
     #[arg(long)]
     pub quick: bool,
@@ -92,13 +106,14 @@ pub struct Options {
     /// With --count-insns: after the matrix, one more boot per adapter and iodepth (irq mode,
     /// one job) whose executed blocks are charged to the kernel's functions and to the I/O
     /// path's layers, working and waiting apart.
-    #[arg(long, requires = "count_insns")]
+    #[arg(long, requires = "count_insns", conflicts_with = "os")]
     pub breakdown: bool,
 }
 
 /// What every run shares.
 struct Bench<'a> {
-    guest: &'a Guest,
+    /// One built guest per kernel of `--os`.
+    guests: &'a [Guest],
     profiles: Vec<(Device, Profile)>,
     runtime: &'static str,
     plugin: Option<std::path::PathBuf>,
@@ -117,15 +132,20 @@ pub fn run(options: &Options) -> Result<()> {
     } else {
         options.io_mode.clone()
     };
-    let guest = options.guest_options.prepare()?;
+    let oses = options.os.list();
+    let guests = oses
+        .iter()
+        .map(|&os| options.guest_options.prepare_os(os))
+        .collect::<Result<Vec<_>>>()?;
+    let accel = guests[0].accel.accel;
     let bench = Bench {
-        guest: &guest,
+        guests: &guests,
         profiles: devices
             .iter()
             .map(|&device| Ok((device, profile::load(device.profile())?)))
             .collect::<Result<_>>()?,
         runtime: if options.quick { "300ms" } else { "2s" },
-        plugin: options.count.plugin(guest.accel.accel)?,
+        plugin: options.count.plugin(accel)?,
         echo: if options.console {
             Echo::Live
         } else {
@@ -133,13 +153,12 @@ pub fn run(options: &Options) -> Result<()> {
         },
     };
     let rounds = options.rounds.unwrap_or(if options.quick { 1 } else { 3 }) as usize;
-    let groups = matrix::groups(&devices, &io_modes);
-    let mut set = ResultSet::new(
-        "device",
-        "device",
-        "guest",
-        Some(guest.accel.accel.to_string()),
-    );
+    let groups = matrix::groups(&devices, &io_modes, oses);
+    let stem = match options.os {
+        OsChoice::Ours => "device",
+        OsChoice::Hermit | OsChoice::Both => "device-os",
+    };
+    let mut set = ResultSet::new("device", stem, "guest", Some(accel.to_string()));
     let mut progress = Progress::new(rounds * groups.iter().map(Vec::len).sum::<usize>());
     for round in 0..rounds {
         for (position, cell) in matrix::round_order(&groups, round).iter().enumerate() {
@@ -169,6 +188,7 @@ impl Bench<'_> {
                 .expect("a profile was loaded for every device measured");
             for iodepth in [32, 1] {
                 let cell = Cell {
+                    os: Os::Ours,
                     device,
                     io_mode: IoMode::Irq,
                     iodepth,
@@ -178,7 +198,7 @@ impl Bench<'_> {
                 let stem = format!("device-breakdown-{}-qd{iodepth}", device.name());
                 let args = cell.kernel_args(self.runtime);
                 breakdown::run(
-                    self.guest,
+                    &self.guests[0],
                     profile,
                     self.plugin.as_deref(),
                     (&args, SMP),
@@ -187,6 +207,14 @@ impl Bench<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The built guest of `os` (one of `--os`'s, as every cell's is).
+    fn guest(&self, os: Os) -> &Guest {
+        self.guests
+            .iter()
+            .find(|guest| guest.os == os)
+            .expect("a guest was built for every kernel measured")
     }
 
     /// Boots `cell` once: its run, or the failure saying why there is none.
@@ -216,7 +244,7 @@ impl Bench<'_> {
         let stop = AtomicBool::new(false);
         let (outcome, samples) = std::thread::scope(|scope| {
             let sampler = scope.spawn(|| qemu_cpu::sample_child(&stop));
-            let outcome = benchkit::run_case(self.guest, profile, &overrides, self.echo);
+            let outcome = benchkit::run_case(self.guest(cell.os), profile, &overrides, self.echo);
             stop.store(true, Ordering::Relaxed);
             (outcome, sampler.join().unwrap_or_default())
         });
@@ -230,6 +258,7 @@ impl Bench<'_> {
         let elapsed = Duration::from_nanos(result.io.elapsed_ns);
         let cpus = qemu_cpu::cpus_over_last(&samples, elapsed);
         Ok(DeviceRecord {
+            os: cell.os,
             result,
             bench: "device".into(),
             round: 0,
@@ -244,6 +273,7 @@ impl Bench<'_> {
 /// A boot of `cell` that gave no result because of `error`, as its record.
 fn failed(cell: &Cell, error: String) -> DeviceRun {
     DeviceRun::Failed(FailedRun {
+        os: cell.os,
         error,
         bench: "device".into(),
         device: cell.device.name().into(),
@@ -299,75 +329,4 @@ fn one_result(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cell() -> Cell {
-        Cell {
-            device: Device::VirtioScsi,
-            io_mode: IoMode::Irq,
-            iodepth: 32,
-            numjobs: 2,
-        }
-    }
-
-    fn line(device: &str, numjobs: u64, io_mode: &str) -> benchkit::Run<DeviceResult> {
-        let mut result = DeviceResult {
-            device: device.into(),
-            ..DeviceResult::default()
-        };
-        result.io.numjobs = numjobs;
-        result.io.io_mode = io_mode.into();
-        benchkit::Run::new(result)
-    }
-
-    #[test]
-    fn a_run_must_be_the_one_asked_for() {
-        let good = line("virtio-scsi", 2, "irq");
-        assert!(one_result(vec![good.clone()], &cell()).is_ok());
-        for (run, says) in [
-            (
-                line("mptsas", 2, "irq"),
-                "reported device=mptsas when asked for device=virtio-scsi",
-            ),
-            (
-                line("virtio-scsi", 1, "irq"),
-                "reported numjobs=1 when asked for numjobs=2",
-            ),
-            (
-                line("virtio-scsi", 2, "poll"),
-                "reported io_mode=poll when asked for io_mode=irq",
-            ),
-        ] {
-            let error = one_result(vec![run], &cell()).unwrap_err();
-            assert!(error.to_string().contains(says), "{error}");
-        }
-        assert!(one_result(vec![], &cell()).is_err());
-        assert!(one_result(vec![good.clone(), good], &cell()).is_err());
-    }
-
-    /// A line that lacks a field is an error naming it, before any check of the cell.
-    #[test]
-    fn a_line_without_a_field_is_named() {
-        let text = serde_json::to_string(&line("virtio-scsi", 2, "irq").result).unwrap();
-        let silent =
-            harness::console::parse_result(&text.replace(r#""io_mode":"irq","#, "")).unwrap();
-        let error = benchkit::read_run::<DeviceResult>(&silent, None, "device RESULT")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            error.contains("io_mode"),
-            "a missing field is named: {error}"
-        );
-    }
-
-    #[test]
-    fn a_failed_boot_becomes_an_error_record_of_its_cell() {
-        let run = failed(&cell(), "guest failed: CMDLINE ERROR".into());
-        let written = serde_json::to_value(&run).unwrap();
-        let run = DeviceRun::read(&written).unwrap();
-        assert!(cell().matches(&run));
-        assert!(run.measured().is_none());
-        assert_eq!(matrix::runs(&[run], &cell()).count(), 0);
-    }
-}
+mod tests;

@@ -8,11 +8,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use harness::error::Result;
+use harness::guest::Os;
 use harness::insns::InsnFigures;
 
 /// One measured boot of a cell.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DeviceRecord {
+    /// The kernel booted (records written before `--os` lack it: ours).
+    #[serde(default)]
+    pub os: Os,
     /// What the guest printed (its `device`, `io_mode`, `iodepth` and `numjobs` are the cell's).
     #[serde(flatten)]
     pub result: DeviceResult,
@@ -35,6 +39,9 @@ pub struct DeviceRecord {
 /// A boot of a cell that gave no result, and why.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FailedRun {
+    /// The kernel booted (ours in records written before `--os`).
+    #[serde(default)]
+    pub os: Os,
     /// The guest's (or xtask's) complaint.
     pub error: String,
     /// `device`.
@@ -83,16 +90,31 @@ impl DeviceRun {
         }
     }
 
-    /// The cell's adapter, io_mode, iodepth and numjobs.
-    pub fn cell(&self) -> (&str, &str, u64, u64) {
+    /// The cell's kernel, adapter, io_mode, iodepth and numjobs.
+    pub fn cell(&self) -> (Os, &str, &str, u64, u64) {
         match self {
             DeviceRun::Measured(r) => (
+                r.os,
                 &r.result.device,
                 &r.result.io.io_mode,
                 r.result.io.iodepth,
                 r.result.io.numjobs,
             ),
-            DeviceRun::Failed(f) => (&f.device, &f.io_mode, f.iodepth, f.numjobs),
+            DeviceRun::Failed(f) => (f.os, &f.device, &f.io_mode, f.iodepth, f.numjobs),
+        }
+    }
+
+    /// The guest's own refusal when it booted but said its kernel cannot run the cell (its
+    /// `CMDLINE ERROR:` in [`protocol::NOT_SUPPORTED`]'s words, say `io_mode=irq` on Hermit
+    /// before it had interrupts): such a cell is not supported there, not failed.
+    pub fn unsupported(&self) -> Option<&str> {
+        match self {
+            DeviceRun::Failed(f) if f.error.contains(protocol::NOT_SUPPORTED) => Some(
+                f.error
+                    .split_once("CMDLINE ERROR: ")
+                    .map_or(f.error.as_str(), |(_, line)| line),
+            ),
+            _ => None,
         }
     }
 
@@ -117,12 +139,15 @@ impl DeviceRun {
 /// spread, and how many runs succeeded. Figures nothing measured stay absent.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CellSummary {
+    /// The kernel (ours in summaries written before `--os`).
+    #[serde(default)]
+    pub os: Os,
     pub device: String,
     pub io_mode: String,
     pub iodepth: u32,
     pub numjobs: u32,
     pub smp: u32,
-    /// `succeeded/attempted`.
+    /// `succeeded/attempted`, or `not supported on <os>` when the guest refused the cell so.
     pub runs: String,
     #[serde(flatten)]
     pub iops: Option<IopsSummary>,

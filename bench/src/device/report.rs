@@ -13,10 +13,14 @@ use super::record::{CellSummary, DeviceRun, IopsSummary, RatioEntry};
 use crate::columns;
 use benchkit::{Column, ResultSet, fio};
 use harness::error::{Error, Result};
+use harness::guest::Os;
 use harness::workspace;
 
 /// One progress line for a finished run.
 pub fn one_line(run: &DeviceRun) -> String {
+    if let Some(words) = run.unsupported() {
+        return format!("not supported: {}", brief(words));
+    }
     let record = match run {
         DeviceRun::Failed(failed) => return format!("FAILED: {}", brief(&failed.error)),
         DeviceRun::Measured(record) => record,
@@ -89,17 +93,26 @@ fn rounded(value: f64, places: i32) -> f64 {
     (value * scale).round() / scale
 }
 
-/// A cell's row: medians over its rounds, the IOPS spread, how many runs succeeded.
+/// A cell's row: medians over its rounds, the IOPS spread, how many runs succeeded (or that
+/// the guest refused the cell as not supported by its kernel).
 fn summary(runs: &[DeviceRun], cell: &Cell) -> CellSummary {
     let attempted = runs.iter().filter(|r| cell.matches(r)).count();
     let succeeded = matrix::runs(runs, cell).count();
+    let refused = runs
+        .iter()
+        .any(|r| cell.matches(r) && r.unsupported().is_some());
     let mut row = CellSummary {
+        os: cell.os,
         device: cell.device.name().into(),
         io_mode: cell.io_mode.name().into(),
         iodepth: cell.iodepth,
         numjobs: cell.numjobs,
         smp: matrix::SMP,
-        runs: format!("{succeeded}/{attempted}"),
+        runs: if succeeded == 0 && refused {
+            format!("not supported on {}", cell.os)
+        } else {
+            format!("{succeeded}/{attempted}")
+        },
         iops: matrix::spread(runs, cell, iops).map(|s| IopsSummary {
             iops: rounded(s.median, 0),
             iops_min: rounded(s.min, 0),
@@ -128,6 +141,7 @@ fn summary(runs: &[DeviceRun], cell: &Cell) -> CellSummary {
 /// The per-cell summary table's columns (console and results page).
 pub fn columns() -> Vec<Column<'static>> {
     let mut columns = vec![
+        Column::new("os", "os"),
         Column::new("device", "device"),
         Column::new("io_mode", "io_mode"),
         Column::new("qd", "iodepth"),
@@ -210,6 +224,28 @@ fn ratios(runs: &[DeviceRun], groups: &[Vec<Cell>]) -> Vec<(String, RatioEntry)>
             }
         }
     }
+    lines.extend(kernel_ratios(runs, groups));
+    lines
+}
+
+/// Hermit / ours for each cell both kernels ran, within a round: IOPS, and with
+/// `--count-insns` the working and the waiting instructions per I/O.
+fn kernel_ratios(runs: &[DeviceRun], groups: &[Vec<Cell>]) -> Vec<(String, RatioEntry)> {
+    let mut lines = Vec::new();
+    for ours in groups.iter().flatten().filter(|c| c.os == Os::Ours) {
+        let hermit = ours.on(Os::Hermit);
+        let figures: [(Figure, &str); 3] = [
+            (iops, "IOPS"),
+            (insns_per_op, "working insns/IO"),
+            (insns_waiting_per_op, "waiting insns/IO"),
+        ];
+        for (figure, what) in figures {
+            if let Some(spread) = matrix::ratio(runs, &hermit, ours, figure) {
+                let name = format!("hermit / ours, {}", ours.label());
+                lines.push(ratio_entry(name, what, spread));
+            }
+        }
+    }
     lines
 }
 
@@ -232,7 +268,20 @@ pub fn report(set: &ResultSet<DeviceRun>, groups: &[Vec<Cell>]) -> Result<()> {
             .map(Cell::label)
             .unwrap_or_default()
     };
-    let failed: Vec<&DeviceRun> = runs.iter().filter(|r| r.measured().is_none()).collect();
+    let mut refusals = Vec::new();
+    for run in runs {
+        if let Some(words) = run.unsupported() {
+            let line = format!("not supported: {}: {}", label(run), brief(words));
+            if !refusals.contains(&line) {
+                println!("{line}");
+                refusals.push(line);
+            }
+        }
+    }
+    let failed: Vec<&DeviceRun> = runs
+        .iter()
+        .filter(|r| r.measured().is_none() && r.unsupported().is_none())
+        .collect();
     for run in &failed {
         if let DeviceRun::Failed(failure) = run {
             println!(
@@ -253,9 +302,11 @@ pub fn report(set: &ResultSet<DeviceRun>, groups: &[Vec<Cell>]) -> Result<()> {
     let dir = workspace::output_dir("bench")?;
     let mut document = set.to_json();
     document["headlines"] = Value::from(
-        ratios
+        refusals
             .iter()
-            .map(|(line, _)| Value::from(line.trim()))
+            .map(String::as_str)
+            .chain(ratios.iter().map(|(line, _)| line.trim()))
+            .map(Value::from)
             .collect::<Vec<_>>(),
     );
     document["summary"] = serde_json::to_value(&rows).unwrap_or_default();
@@ -267,12 +318,15 @@ pub fn report(set: &ResultSet<DeviceRun>, groups: &[Vec<Cell>]) -> Result<()> {
         .map(|run| fio::Run {
             name: format!("{} round {}", label(run), run.round()),
             engine: "sensepool workload=device",
-            option_keys: &["device", "io_mode", "smp"],
+            option_keys: &["os", "device", "io_mode", "smp"],
             record: run,
         })
         .collect();
     let fio_json = fio::write(&dir, &set.file_stem, &fio::document(&fio_runs))?;
-    let drawn = super::figure::draw("device", &document, &dir);
+    let drawn = match set.file_stem.as_str() {
+        "device" => super::figure::draw("device", &document, &dir),
+        stem => super::figure_os::draw(stem, &document, &dir),
+    };
     match drawn {
         Ok(svgs) if !svgs.is_empty() => println!(
             "wrote {}, {} and {}",

@@ -99,6 +99,18 @@ pub fn layout(stem: &str) -> Layout {
                 &crate::device::report::columns(),
             )],
         ),
+        "device-os" => (
+            "device",
+            "the kernels are cells of the same group, booted back to back with the order rotated \
+             per round; each cell is the median over rounds with its min–max (`IOPS min-max`), \
+             and the hermit / ours ratios are taken within a round; a cell Hermit refused shows \
+             `not supported on hermit` in `runs`, and the conclusions quote its refusal",
+            vec![table(
+                "Cells (median over rounds)",
+                "summary",
+                &crate::device::report::columns(),
+            )],
+        ),
         "numa" => (
             "numa",
             "one boot per profile and block size; the modes rotate over seven rounds in it, and \

@@ -1,9 +1,12 @@
 use super::super::matrix::tests::{failed, measured};
 use super::*;
+use harness::guest::Os;
+use matrix::IO_MODES;
 
 #[test]
 fn the_summary_row_has_medians_spread_and_run_counts() {
     let cell = Cell {
+        os: harness::guest::Os::Ours,
         device: Device::Mptsas,
         io_mode: IoMode::Poll,
         iodepth: 1,
@@ -40,6 +43,7 @@ fn the_summary_row_has_medians_spread_and_run_counts() {
 /// A summary row with every figure measured: one counted run at irq qd32, two jobs.
 fn counted_row() -> CellSummary {
     let cell = Cell {
+        os: harness::guest::Os::Ours,
         device: Device::VirtioScsi,
         io_mode: IoMode::Irq,
         iodepth: 32,
@@ -98,6 +102,7 @@ fn every_figure_of_the_summary_row_has_a_column() {
 #[test]
 fn an_older_record_reads_and_a_missing_field_is_named() {
     let cell = Cell {
+        os: harness::guest::Os::Ours,
         device: Device::VirtioScsi,
         io_mode: IoMode::Poll,
         iodepth: 1,
@@ -118,4 +123,62 @@ fn an_older_record_reads_and_a_missing_field_is_named() {
     fields.as_object_mut().unwrap().remove("lat_p99_ns");
     let error = DeviceRun::read(&fields).unwrap_err().to_string();
     assert!(error.contains("lat_p99_ns"), "{error}");
+}
+
+/// A cell Hermit refused reads "not supported on hermit" in its row, not 0/1; its partner on
+/// our kernel is measured as usual; a Hermit cell that ran gives hermit / ours ratios within a
+/// round, instructions included.
+#[test]
+fn kernels_side_by_side_with_a_refused_cell() {
+    let ours = Cell {
+        os: Os::Ours,
+        device: Device::VirtioScsi,
+        io_mode: IoMode::Poll,
+        iodepth: 32,
+        numjobs: 1,
+    };
+    let hermit = ours.on(Os::Hermit);
+    let irq = ours.with(IoMode::Irq, 1);
+    let counted = |cell: &Cell, round, iops, insns| {
+        let mut run = measured(cell, round, iops);
+        if let DeviceRun::Measured(record) = &mut run {
+            record.insns.insns_per_op = Some(insns);
+        }
+        run
+    };
+    let mut refusal = failed(&irq.on(Os::Hermit), 0);
+    if let DeviceRun::Failed(failure) = &mut refusal {
+        failure.error = format!(
+            "guest failed: CMDLINE ERROR: key 'io_mode': bad value 'irq': {}",
+            protocol::NOT_SUPPORTED
+        );
+    }
+    let runs = vec![
+        counted(&ours, 0, 1000, 500.0),
+        counted(&hermit, 0, 800, 550.0),
+        counted(&ours, 1, 2000, 500.0),
+        counted(&hermit, 1, 1000, 550.0),
+        measured(&irq, 0, 900),
+        refusal,
+    ];
+    let refused = summary(&runs, &irq.on(Os::Hermit));
+    assert_eq!(refused.runs, "not supported on hermit");
+    assert_eq!((refused.os, refused.iops), (Os::Hermit, None));
+    assert_eq!(summary(&runs, &irq).runs, "1/1");
+    let groups = matrix::groups(&[Device::VirtioScsi], &IO_MODES, &[Os::Ours, Os::Hermit]);
+    let ratios = kernel_ratios(&runs, &groups);
+    let entry = |of: &str| {
+        ratios
+            .iter()
+            .map(|(_, entry)| entry)
+            .find(|e| e.ratio == "hermit / ours, virtio-scsi poll qd32 j1" && e.of == of)
+            .unwrap_or_else(|| panic!("no {of} ratio in {ratios:?}"))
+    };
+    let iops = entry("IOPS");
+    assert_eq!((iops.min, iops.max, iops.rounds), (0.5, 0.8, 2));
+    assert!((entry("working insns/IO").median - 1.1).abs() < 1e-12);
+    assert!(
+        ratios.iter().all(|(_, e)| !e.ratio.contains("irq")),
+        "no ratio for a refused cell"
+    );
 }

@@ -47,6 +47,7 @@ pub fn cases(groups: &[Group], plan: &Plan, sense: Option<&str>) -> Vec<Counted>
     if groups.contains(&Group::Virtio) {
         for iodepth in [run::IODEPTH, 1] {
             let cell = Cell {
+                os: harness::guest::Os::Ours,
                 device: Device::VirtioScsi,
                 io_mode: IoMode::Irq,
                 iodepth,
