@@ -62,14 +62,19 @@ impl Cell {
         )
     }
 
-    /// `virtio-scsi irq qd32 j2` on our kernel, `hermit virtio-scsi irq qd32 j2` on Hermit.
-    pub fn label(&self) -> String {
-        let os = match self.os {
+    /// `hermit ` for a cell on Hermit, nothing on our kernel (the labels before `--os`).
+    pub fn kernel_prefix(&self) -> String {
+        match self.os {
             Os::Ours => String::new(),
             os => format!("{os} "),
-        };
+        }
+    }
+
+    /// `virtio-scsi irq qd32 j2` on our kernel, `hermit virtio-scsi irq qd32 j2` on Hermit.
+    pub fn label(&self) -> String {
         format!(
-            "{os}{} {} qd{} j{}",
+            "{}{} {} qd{} j{}",
+            self.kernel_prefix(),
             self.device.name(),
             self.io_mode.name(),
             self.iodepth,

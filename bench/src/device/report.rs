@@ -197,7 +197,8 @@ fn ratios(runs: &[DeviceRun], groups: &[Vec<Cell>]) -> Vec<(String, RatioEntry)>
                 .map(|c| format!("; QEMU got {:.2} host CPUs with two jobs", c.median))
                 .unwrap_or_default();
             let name = format!(
-                "numjobs 2 / numjobs 1, {} {} qd{}",
+                "numjobs 2 / numjobs 1, {}{} {} qd{}",
+                cell.kernel_prefix(),
                 cell.device.name(),
                 cell.io_mode.name(),
                 cell.iodepth
@@ -213,8 +214,9 @@ fn ratios(runs: &[DeviceRun], groups: &[Vec<Cell>]) -> Vec<(String, RatioEntry)>
             for (figure, what) in figures {
                 if let Some(spread) = matrix::ratio(runs, &other, cell, figure) {
                     let name = format!(
-                        "{} / poll, {} qd{} j{}",
+                        "{} / poll, {}{} qd{} j{}",
                         mode.name(),
+                        cell.kernel_prefix(),
                         cell.device.name(),
                         cell.iodepth,
                         cell.numjobs
@@ -249,6 +251,26 @@ fn kernel_ratios(runs: &[DeviceRun], groups: &[Vec<Cell>]) -> Vec<(String, Ratio
     lines
 }
 
+/// One line per refusal a guest gave (its words), naming every cell it refused so.
+fn refusals(runs: &[DeviceRun], label: impl Fn(&DeviceRun) -> String) -> Vec<String> {
+    let mut refused: Vec<(&str, Vec<String>)> = Vec::new();
+    for run in runs {
+        let Some(words) = run.unsupported().map(brief) else {
+            continue;
+        };
+        let cell = label(run);
+        match refused.iter_mut().find(|(seen, _)| *seen == words) {
+            Some((_, cells)) if cells.contains(&cell) => {}
+            Some((_, cells)) => cells.push(cell),
+            None => refused.push((words, vec![cell])),
+        }
+    }
+    refused
+        .into_iter()
+        .map(|(words, cells)| format!("not supported: {}: {words}", cells.join(", ")))
+        .collect()
+}
+
 /// Prints the table, failures and ratios; writes the JSON, fio JSON and plot. Fails (after
 /// writing everything) when any run failed, and before writing anything when a record does not
 /// read as a [`DeviceRun`].
@@ -268,15 +290,9 @@ pub fn report(set: &ResultSet<DeviceRun>, groups: &[Vec<Cell>]) -> Result<()> {
             .map(Cell::label)
             .unwrap_or_default()
     };
-    let mut refusals = Vec::new();
-    for run in runs {
-        if let Some(words) = run.unsupported() {
-            let line = format!("not supported: {}: {}", label(run), brief(words));
-            if !refusals.contains(&line) {
-                println!("{line}");
-                refusals.push(line);
-            }
-        }
+    let refusals = refusals(runs, label);
+    for line in &refusals {
+        println!("{line}");
     }
     let failed: Vec<&DeviceRun> = runs
         .iter()
