@@ -95,30 +95,44 @@ fn chart(runs: &[DeviceRun], cells: &[Cell], place: &str) -> GroupedBars {
             log: false,
         });
     }
+    GroupedBars {
+        title: crate::questions::question("device").to_owned(),
+        subtitle: subtitle(place, rounds),
+        groups: group_names(&keys),
+        series: modes.iter().map(|m| m.name().to_owned()).collect(),
+        panels,
+        spread: spread(rounds),
+    }
+}
+
+/// The device figures' subtitle: the workload, the machine and how many rounds each bar is.
+pub(super) fn subtitle(place: &str, rounds: usize) -> String {
+    format!(
+        "randread 4 KiB on a null-co disk, {} vCPUs, {place}; {}",
+        matrix::SMP,
+        match rounds {
+            1 => "one round (no spread)".to_owned(),
+            n => format!("median of {n} rounds"),
+        }
+    )
+}
+
+/// One group name per cell: adapter, iodepth and jobs.
+pub(super) fn group_names(keys: &[Cell]) -> Vec<String> {
     let short = |device: Device| match device {
         Device::VirtioScsi => "virtio-scsi",
         Device::Mptsas => "SAS1068",
     };
-    GroupedBars {
-        title: crate::questions::question("device").to_owned(),
-        subtitle: format!(
-            "randread 4 KiB on a null-co disk, {} vCPUs, {place}; {}",
-            matrix::SMP,
-            match rounds {
-                1 => "one round (no spread)".to_owned(),
-                n => format!("median of {n} rounds"),
-            }
-        ),
-        groups: keys
-            .iter()
-            .map(|c| format!("{} qd{} j{}", short(c.device), c.iodepth, c.numjobs))
-            .collect(),
-        series: modes.iter().map(|m| m.name().to_owned()).collect(),
-        panels,
-        spread: if rounds > 1 {
-            format!("min–max over the {rounds} rounds")
-        } else {
-            String::new()
-        },
+    keys.iter()
+        .map(|c| format!("{} qd{} j{}", short(c.device), c.iodepth, c.numjobs))
+        .collect()
+}
+
+/// The whiskers' legend entry (none with one round).
+pub(super) fn spread(rounds: usize) -> String {
+    if rounds > 1 {
+        format!("min–max over the {rounds} rounds")
+    } else {
+        String::new()
     }
 }

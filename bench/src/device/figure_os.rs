@@ -117,37 +117,19 @@ fn chart(runs: &[DeviceRun], keys: &[Cell], series: &[(Os, IoMode)], place: &str
             log: false,
         });
     }
-    let short = |device: Device| match device {
-        Device::VirtioScsi => "virtio-scsi",
-        Device::Mptsas => "SAS1068",
-    };
     let kernel = |os: Os| match os {
         Os::Ours => "ours",
         Os::Hermit => "Hermit",
     };
     GroupedBars {
         title: crate::questions::question("device-os").to_owned(),
-        subtitle: format!(
-            "randread 4 KiB on a null-co disk, {} vCPUs, {place}; {}",
-            matrix::SMP,
-            match rounds {
-                1 => "one round (no spread)".to_owned(),
-                n => format!("median of {n} rounds"),
-            }
-        ),
-        groups: keys
-            .iter()
-            .map(|c| format!("{} qd{} j{}", short(c.device), c.iodepth, c.numjobs))
-            .collect(),
+        subtitle: super::figure::subtitle(place, rounds),
+        groups: super::figure::group_names(keys),
         series: series
             .iter()
             .map(|&(os, mode)| format!("{} {}", kernel(os), mode.name()))
             .collect(),
         panels,
-        spread: if rounds > 1 {
-            format!("min–max over the {rounds} rounds")
-        } else {
-            String::new()
-        },
+        spread: super::figure::spread(rounds),
     }
 }
