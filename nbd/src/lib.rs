@@ -37,6 +37,7 @@ pub mod config;
 pub mod control;
 pub mod memory;
 pub mod session;
+pub mod stopped;
 pub mod stream;
 pub mod turn;
 pub mod wire;

@@ -184,20 +184,13 @@ fn finish<D: nbd::block::BlockDevice>(server: &Server, export: &mut BlockExport<
     let flushed = export.sync_cache();
     let totals = server.totals();
     println!(
-        "NBD stopped: {} connections, {} refused, {} reads ({} B), {} writes ({} B), {} flushes ({} SYNCHRONIZE CACHE), {} errors, {} dropped; final flush {}",
-        totals.connections,
-        totals.nbd.refusals,
-        totals.nbd.reads,
-        totals.nbd.bytes_read,
-        totals.nbd.writes,
-        totals.nbd.bytes_written,
-        totals.nbd.flushes,
-        export.cache_syncs(),
-        totals.nbd.errors,
-        totals.dropped,
-        match flushed {
-            Ok(()) => String::from("ok"),
-            Err(errno) => format!("failed (errno {})", errno.0),
+        "{}",
+        nbd::stopped::Stopped {
+            connections: totals.connections,
+            dropped: totals.dropped,
+            nbd: &totals.nbd,
+            cache_syncs: export.cache_syncs(),
+            final_flush: flushed,
         }
     );
     flushed.is_ok()

@@ -19,7 +19,6 @@
 //! The console gets `NBD serving sda (N bytes) on 10.0.2.15:10809, stats on :10810` once the
 //! server listens (xtask waits for that line) and `NBD stopped: ...` at the end.
 
-use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
 
@@ -300,20 +299,13 @@ impl<'s, H: ScsiHost<SenseBuf<'s>>> Serving<'_, 's, H> {
         let flushed = self.export.sync_cache();
         let totals = self.server.stats(&self.device);
         println!(
-            "NBD stopped: {} connections, {} refused, {} reads ({} B), {} writes ({} B), {} flushes ({} SYNCHRONIZE CACHE), {} errors, {} dropped; final flush {}",
-            totals.connections,
-            totals.refused,
-            totals.nbd.reads,
-            totals.nbd.bytes_read,
-            totals.nbd.writes,
-            totals.nbd.bytes_written,
-            totals.nbd.flushes,
-            self.export.cache_syncs(),
-            totals.nbd.errors,
-            totals.dropped,
-            match flushed {
-                Ok(()) => String::from("ok"),
-                Err(errno) => format!("failed (errno {})", errno.0),
+            "{}",
+            nbd::stopped::Stopped {
+                connections: totals.connections,
+                dropped: totals.dropped,
+                nbd: &totals.nbd,
+                cache_syncs: self.export.cache_syncs(),
+                final_flush: flushed,
             }
         );
         flushed.is_ok()
