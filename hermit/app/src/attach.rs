@@ -4,6 +4,7 @@
 
 use alloc::boxed::Box;
 use alloc::string::String;
+use alloc::vec::Vec;
 use core::fmt::Display;
 
 use drivers::irq::{InterruptSource, WaitConfig, Waiter};
@@ -21,7 +22,7 @@ use scsi::midlayer::Midlayer;
 use scsi::sense_alloc::{ReserveFailed, SenseStorage};
 use scsi::wait::{IoMode, IrqStats};
 use workloads::device::{Device, HostId};
-use workloads::platform::Platform;
+use workloads::platform::{PerCpu, Platform};
 use workloads::verify::Verify;
 
 use crate::irq::{Ack, IntxSource};
@@ -52,7 +53,22 @@ impl Platform for HermitPlatform {
     }
 }
 
-/// What a workload does with each attached host (one request queue on Hermit).
+/// A job on each core: a task pinned to each of Hermit's cores ([`crate::cores`]), and the
+/// line saying where each ran.
+impl PerCpu for HermitPlatform {
+    fn cpus(&self) -> usize {
+        crate::cores::online()
+    }
+
+    fn run_on_each_cpu<R: Send>(&self, job: impl Fn(usize) -> R + Sync) -> Vec<R> {
+        let outcomes = crate::cores::run_on_cores(crate::cores::online(), job);
+        let placements: Vec<_> = outcomes.iter().map(|(_, place)| *place).collect();
+        println!("{}", crate::cores::placement(&placements));
+        outcomes.into_iter().map(|(outcome, _)| outcome).collect()
+    }
+}
+
+/// What a workload does with each attached host: one request queue, or one per core.
 pub trait OnHost {
     /// Uses the host on `stack`; returns whether everything it checked passed.
     fn host<H, A, C>(&mut self, id: HostId<'_>, stack: &mut Midlayer<H, A, C>) -> bool
@@ -61,6 +77,24 @@ pub trait OnHost {
         A: pools::ElementAllocator,
         A::Element: SenseStorage,
         C: Clock + CountedWindows;
+
+    /// Request queues the workload can use, one per core: 1 unless it runs jobs per core.
+    fn queues_wanted(&self) -> usize {
+        1
+    }
+
+    /// Uses a host with several request queues, `stacks[i]` on core `i`; returns whether
+    /// everything it checked passed. Only a workload that wants queues is handed them.
+    fn queues<H, A, C>(&mut self, id: HostId<'_>, stacks: &mut [Midlayer<H, A, C>]) -> bool
+    where
+        H: ScsiHost<A::Element>,
+        A: pools::ElementAllocator,
+        A::Element: SenseStorage,
+        C: Clock + CountedWindows,
+        Midlayer<H, A, C>: Send,
+    {
+        stacks.first_mut().is_some_and(|stack| self.host(id, stack))
+    }
 
     /// After the stack is built: the sense magazine it holds.
     fn stacked(&mut self, sense_magazine: usize) {
@@ -102,6 +136,21 @@ impl OnHost for Device<HermitPlatform> {
         C: Clock + CountedWindows,
     {
         Device::host(self, id, stack)
+    }
+
+    fn queues_wanted(&self) -> usize {
+        Device::queues_wanted(self)
+    }
+
+    fn queues<H, A, C>(&mut self, id: HostId<'_>, stacks: &mut [Midlayer<H, A, C>]) -> bool
+    where
+        H: ScsiHost<A::Element>,
+        A: pools::ElementAllocator,
+        A::Element: SenseStorage,
+        C: Clock + CountedWindows,
+        Midlayer<H, A, C>: Send,
+    {
+        Device::queues(self, id, stacks)
     }
 }
 

@@ -19,6 +19,11 @@
 extern crate alloc;
 
 mod attach;
+#[expect(
+    unsafe_code,
+    reason = "`sys_spawn2` runs a job on a task pinned to a core, given the address of its call"
+)]
+mod cores;
 mod fake_rw;
 #[expect(
     unsafe_code,
