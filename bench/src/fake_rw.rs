@@ -126,7 +126,7 @@ fn on_host(quick: bool) -> Result<ResultSet<HostFakeRwRecord>> {
 /// ([`harness::proc_stat`]; 0 if it cannot be read). Around one QEMU boot, its delta over the
 /// wall time is how many host CPUs QEMU actually got: the scaling factor of two vCPUs means
 /// little on a host that gave them one.
-fn children_cpu_seconds() -> f64 {
+pub(crate) fn children_cpu_seconds() -> f64 {
     let ticks = ProcStat::read_self().map_or(0, |stat| stat.children_cpu_ticks);
     ticks_to_seconds(ticks as f64)
 }

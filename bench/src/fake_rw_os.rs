@@ -1,12 +1,16 @@
 //! `cargo xtask bench fake-rw --os both` (or `--os hermit`): the single-job fake-rw cases
 //! (bs 512 and 4096 × iodepth 1 and 32, one vCPU) on sensepool's kernel and on Hermit, in the
-//! same QEMU build and profile.
+//! same QEMU build and profile; then each kernel's scaling pair, as `bench fake-rw` has it for
+//! ours: 4 KiB at iodepth 32 on two vCPUs with `numjobs=1` and `numjobs=2` (one queue per CPU:
+//! on Hermit a task pinned to each core, `hermit/app/src/cores.rs`), in alternating order.
 //!
 //! Every repetition boots each case on each kernel, and which kernel goes first rotates from one
 //! repetition to the next, so drift on a shared host hits both alike. What is compared is the
 //! ratio within a repetition (Hermit IOPS / ours): its median over the repetitions with the
 //! spread (lowest and highest), and, with `--count-insns`, the instructions per I/O of each
-//! kernel (exact counts, which load on the host does not distort). The workload code is the same
+//! kernel (exact counts, which load on the host does not distort). Each kernel's scaling factor
+//! is its numjobs=2 / numjobs=1 IOPS within a repetition ([`crate::fake_rw::scaling`]), printed
+//! side by side with the host CPUs QEMU got for the two-job boots. The workload code is the same
 //! on both (`pools`, `scsi`); what differs is the kernel under it (Hermit's timer interrupt and
 //! scheduler, its heap) and the application glue (`hermit/app`).
 //!
@@ -16,7 +20,7 @@ mod figure;
 
 pub use figure::draw as draw_figure;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::columns;
 use crate::fake_rw::{CASES, Options, runtime};
@@ -24,12 +28,14 @@ use crate::fake_rw_record::FakeRwRecord;
 use benchkit::progress::Progress;
 use benchkit::{Column, ResultSet};
 use harness::error::{Error, Result};
-use harness::guest::{Os, Overrides};
+use harness::guest::{Guest, Os, Overrides};
 use harness::{insns, profile, workspace};
 
-const COLUMNS: [Column<'static>; 10] = [
+const COLUMNS: [Column<'static>; 13] = [
     Column::new("os", "os"),
     columns::REP,
+    Column::new("smp", "smp"),
+    Column::new("numjobs", "numjobs"),
     columns::BS,
     columns::IODEPTH,
     columns::IOPS,
@@ -38,14 +44,26 @@ const COLUMNS: [Column<'static>; 10] = [
     columns::LAT_P50_NS,
     columns::LAT_P99_NS,
     columns::IOS,
+    Column::new("host CPUs", "qemu_host_cpus"),
 ];
 
-/// Whether `run` is `os`'s run of the case (bs, iodepth).
+/// The scaling pair's case (bs, iodepth), booted with numjobs 1 and 2 on [`SCALING_SMP`] vCPUs.
+pub const SCALING_CASE: (u32, u32) = (4096, 32);
+/// vCPUs of the scaling pair's boots.
+pub const SCALING_SMP: u32 = 2;
+
+/// Whether `run` is `os`'s one-vCPU run of the case (bs, iodepth).
 fn is(run: &FakeRwRecord, os: Os, bs: u32, iodepth: u32) -> bool {
     let io = &run.result.io;
-    run.context.os.as_deref() == Some(&os.to_string())
+    is_on(run, os)
+        && run.context.smp.unwrap_or(1) == 1
         && io.bs == u64::from(bs)
         && io.iodepth == u64::from(iodepth)
+}
+
+/// Whether `run` was booted on `os`.
+fn is_on(run: &FakeRwRecord, os: Os) -> bool {
+    run.context.os.as_deref() == Some(&os.to_string())
 }
 
 /// Boots every case on every kernel of `options.os`, `--reps` times, and reports.
@@ -56,47 +74,125 @@ pub fn run(options: &Options) -> Result<()> {
         .iter()
         .map(|&os| options.guest_options.prepare_os(os))
         .collect::<Result<Vec<_>>>()?;
-    let profile = profile::load("default")?;
-    let plugin = options.count.plugin(guests[0].accel.accel)?;
     let reps = options
         .reps
         .unwrap_or(if options.quick { 1 } else { 3 })
         .max(1);
-    let mut set = ResultSet::new(
-        "fake-rw-os",
-        "fake-rw-os",
-        "guest",
-        Some(guests[0].accel.accel.to_string()),
-    );
-    let mut progress = Progress::new(reps as usize * CASES.len() * guests.len());
+    let mut boots = Boots {
+        profile: profile::load("default")?,
+        plugin: options.count.plugin(guests[0].accel.accel)?,
+        runtime: runtime(options.quick),
+        progress: Progress::new(reps as usize * (CASES.len() + 2) * guests.len()),
+        set: ResultSet::new(
+            "fake-rw-os",
+            "fake-rw-os",
+            "guest",
+            Some(guests[0].accel.accel.to_string()),
+        ),
+    };
     for rep in 0..reps {
-        for (bs, iodepth) in CASES {
+        for case in CASES {
             for turn in stats::order::rotated(guests.len(), rep as usize) {
-                let guest = &guests[turn];
-                progress.start(&format!("rep {rep} {} bs {bs} iodepth {iodepth}", guest.os));
-                let overrides = Overrides {
-                    smp: Some(1),
-                    timeout: Some(Duration::from_secs(120)),
-                    kernel_args: Some(format!(
-                        "workload=fake-rw runtime={} bs={bs} iodepth={iodepth} numjobs=1",
-                        runtime(options.quick)
-                    )),
-                    counting: insns::for_boot(plugin.as_deref(), false)?,
-                    ..Overrides::default()
-                };
-                let runs: Vec<FakeRwRecord> =
-                    benchkit::run_guest_case(guest, &profile, &overrides, "fake-rw --os RESULT")?;
-                set.extend(runs.into_iter().map(|run| {
-                    run.with(|context| {
-                        context.os = Some(guest.os.to_string());
-                        context.rep = Some(rep);
-                        context.smp = Some(1);
-                    })
-                }));
+                boots.boot(&guests[turn], rep, 1, case, 1)?;
+            }
+        }
+        // The scaling pair, each kernel's two boots back to back, one job first in even
+        // repetitions and two jobs first in odd ones.
+        for turn in stats::order::rotated(guests.len(), rep as usize) {
+            let mut order: [u32; 2] = [1, 2];
+            stats::order::rotate(&mut order, rep as usize);
+            for numjobs in order {
+                boots.boot(&guests[turn], rep, SCALING_SMP, SCALING_CASE, numjobs)?;
             }
         }
     }
-    report(&mut set)
+    report(&mut boots.set)
+}
+
+/// What every boot of the run shares, and the records so far.
+struct Boots {
+    profile: profile::Profile,
+    plugin: Option<std::path::PathBuf>,
+    runtime: &'static str,
+    progress: Progress,
+    set: ResultSet<FakeRwRecord>,
+}
+
+impl Boots {
+    /// Boots `guest` once on `smp` vCPUs with the case (bs, iodepth) and `numjobs`, and keeps
+    /// its records, marked with the kernel, repetition, vCPUs and the host CPUs QEMU got.
+    fn boot(
+        &mut self,
+        guest: &Guest,
+        rep: u32,
+        smp: u32,
+        (bs, iodepth): (u32, u32),
+        numjobs: u32,
+    ) -> Result<()> {
+        self.progress.start(&format!(
+            "rep {rep} {} smp {smp} bs {bs} iodepth {iodepth} numjobs {numjobs}",
+            guest.os
+        ));
+        let overrides = Overrides {
+            smp: Some(smp),
+            timeout: Some(Duration::from_secs(120)),
+            kernel_args: Some(format!(
+                "workload=fake-rw runtime={} bs={bs} iodepth={iodepth} numjobs={numjobs}",
+                self.runtime
+            )),
+            counting: insns::for_boot(self.plugin.as_deref(), false)?,
+            ..Overrides::default()
+        };
+        let (cpu_before, wall) = (crate::fake_rw::children_cpu_seconds(), Instant::now());
+        let runs: Vec<FakeRwRecord> =
+            benchkit::run_guest_case(guest, &self.profile, &overrides, "fake-rw --os RESULT")?;
+        let cpus =
+            (crate::fake_rw::children_cpu_seconds() - cpu_before) / wall.elapsed().as_secs_f64();
+        self.set.extend(runs.into_iter().map(|run| {
+            run.with(|context| {
+                context.os = Some(guest.os.to_string());
+                context.rep = Some(rep);
+                context.smp = Some(smp);
+                context.qemu_host_cpus = Some((cpus * 100.0).round() / 100.0);
+            })
+        }));
+        Ok(())
+    }
+}
+
+/// Each kernel's scaling factor (numjobs=2 / numjobs=1 at [`SCALING_SMP`] vCPUs: the median
+/// of the repetitions' ratios and the ratio of the bests), its median instructions per I/O with
+/// two jobs, and the most host CPUs QEMU got for a two-job boot.
+pub fn scaling_lines(records: &[FakeRwRecord]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for os in [Os::Ours, Os::Hermit] {
+        let mine: Vec<FakeRwRecord> = records
+            .iter()
+            .filter(|r| is_on(r, os) && r.context.smp == Some(SCALING_SMP))
+            .cloned()
+            .collect();
+        let Some((median, best)) = crate::fake_rw::scaling(&mine) else {
+            continue;
+        };
+        let two_jobs = || mine.iter().filter(|r| r.result.io.numjobs == 2);
+        let mut line = format!(
+            "{os}: scaling at smp {SCALING_SMP}, bs {}, iodepth {}: numjobs=2 / numjobs=1 = {median:.2}× (median of repetitions), {best:.2}× (best of each)",
+            SCALING_CASE.0, SCALING_CASE.1
+        );
+        if let Some(insns) =
+            benchkit::finite_median(two_jobs().filter_map(|r| r.insns.insns_per_op))
+        {
+            line += &format!("; insns/IO with two jobs {insns:.0}");
+        }
+        let cpus = two_jobs()
+            .filter_map(|r| r.context.qemu_host_cpus)
+            .fold(0.0_f64, f64::max);
+        if cpus > 0.0 {
+            line += &format!("; QEMU got at most {cpus:.2} host CPUs for two vCPUs");
+        }
+        lines.push(line);
+    }
+    lines
 }
 
 /// One case's comparison: median Hermit/ours IOPS ratio over repetitions with its lowest and
@@ -156,6 +252,9 @@ fn report(set: &mut ResultSet<FakeRwRecord>) -> Result<()> {
         }
         set.headline(line);
     }
+    for line in scaling_lines(&set.results) {
+        set.headline(line);
+    }
     let dir = workspace::output_dir("bench")?;
     let json = set.write_json(&dir)?;
     println!("wrote {}", json.display());
@@ -178,6 +277,8 @@ mod tests {
         let mut record = FakeRwRecord::default().with(|context| {
             context.os = Some(os.to_string());
             context.rep = Some(rep);
+            context.smp = Some(1);
+            context.qemu_host_cpus = Some(1.0);
         });
         let io = &mut record.result.io;
         (io.bs, io.iodepth, io.iops) = (4096, 32, iops);
@@ -202,6 +303,52 @@ mod tests {
         assert!((median - 0.7).abs() < 1e-9, "{median}");
         assert!((low - 0.5).abs() < 1e-9 && (high - 0.8).abs() < 1e-9);
         assert_eq!(cases[0].insns, (Some(900.0), Some(1800.0)));
+    }
+
+    /// A run of the scaling pair: two vCPUs, `numjobs` jobs, with the per-CPU magazine.
+    fn scaling_record(os: Os, rep: u32, numjobs: u64, iops: u64) -> FakeRwRecord {
+        let mut record = record(os, rep, iops, Some(500.0 * numjobs as f64));
+        record.context.smp = Some(SCALING_SMP);
+        record.context.qemu_host_cpus = Some(1.5);
+        record.result.io.numjobs = numjobs;
+        record.result.sense_magazine = 64;
+        record
+    }
+
+    #[test]
+    fn each_kernel_scales_against_its_own_one_job_run() {
+        let records = [
+            record(Os::Ours, 0, 100, Some(900.0)),
+            record(Os::Hermit, 0, 50, Some(1800.0)),
+            scaling_record(Os::Ours, 0, 1, 100),
+            scaling_record(Os::Ours, 0, 2, 180),
+            scaling_record(Os::Hermit, 0, 2, 150),
+            scaling_record(Os::Hermit, 0, 1, 100),
+            scaling_record(Os::Ours, 1, 2, 200),
+            scaling_record(Os::Ours, 1, 1, 100),
+            scaling_record(Os::Hermit, 1, 1, 100),
+            scaling_record(Os::Hermit, 1, 2, 130),
+        ];
+        // The two-vCPU runs are no one-vCPU case: the comparison still pairs one run a kernel.
+        let cases = compare(&records);
+        assert_eq!(cases.len(), 1);
+        let (median, _, _) = cases[0].ratio.unwrap();
+        assert!((median - 0.5).abs() < 1e-9, "{median}");
+        let lines = scaling_lines(&records);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].starts_with("ours: "), "{}", lines[0]);
+        assert!(lines[0].contains("= 1.90× (median"), "{}", lines[0]);
+        assert!(lines[0].contains("2.00× (best of each)"), "{}", lines[0]);
+        assert!(
+            lines[0].contains("insns/IO with two jobs 1000"),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[1].starts_with("hermit: "), "{}", lines[1]);
+        assert!(lines[1].contains("= 1.40× (median"), "{}", lines[1]);
+        assert!(lines[1].contains("at most 1.50 host CPUs"), "{}", lines[1]);
+        // Without a two-job run a kernel has no factor, and no line.
+        assert_eq!(scaling_lines(&records[..4]).len(), 1);
     }
 
     /// A column whose key is no field of the typed record would print an empty cell forever.

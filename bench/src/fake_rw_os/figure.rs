@@ -15,8 +15,12 @@ use harness::guest::Os;
 /// Draws `<stem>.svg` for `bench fake-rw --os` from its JSON `document`.
 pub fn draw(stem: &str, document: &Value, dir: &Path) -> Result<Vec<PathBuf>> {
     let runs: Vec<FakeRwRecord> = results(document, "fake-rw --os RESULT")?;
-    let io = |r: &FakeRwRecord| (r.result.io.bs, r.result.io.iodepth);
-    let mut cases: Vec<(u64, u64)> = Vec::new();
+    // A case: bs, iodepth, numjobs and vCPUs (the scaling pair boots two).
+    let io = |r: &FakeRwRecord| {
+        let io = &r.result.io;
+        (io.bs, io.iodepth, io.numjobs, r.context.smp.unwrap_or(1))
+    };
+    let mut cases: Vec<(u64, u64, u64, u32)> = Vec::new();
     for run in &runs {
         if !cases.contains(&io(run)) {
             cases.push(io(run));
@@ -26,7 +30,7 @@ pub fn draw(stem: &str, document: &Value, dir: &Path) -> Result<Vec<PathBuf>> {
         return Ok(Vec::new());
     }
     let kernels = [Os::Ours, Os::Hermit];
-    let of = |case: (u64, u64), os: Os| {
+    let of = |case: (u64, u64, u64, u32), os: Os| {
         runs.iter()
             .filter(move |r| io(r) == case && r.context.os.as_deref() == Some(&os.to_string()))
     };
@@ -43,10 +47,7 @@ pub fn draw(stem: &str, document: &Value, dir: &Path) -> Result<Vec<PathBuf>> {
             place(document),
             repetitions_words(repetitions)
         ),
-        groups: cases
-            .iter()
-            .map(|(bs, qd)| format!("{bs} B qd{qd}"))
-            .collect(),
+        groups: cases.iter().map(|&case| case_label(case)).collect(),
         series: vec!["sensepool kernel".into(), "Hermit 0.11".into()],
         panels: panels(|figure| {
             cases
@@ -69,4 +70,12 @@ pub fn draw(stem: &str, document: &Value, dir: &Path) -> Result<Vec<PathBuf>> {
     let path = dir.join(format!("{stem}.svg"));
     plot::draw_grouped(&path, &chart)?;
     Ok(vec![path])
+}
+
+/// A case's group label: `4096 B qd32`, with the jobs and vCPUs when it booted more than one.
+fn case_label((bs, qd, jobs, smp): (u64, u64, u64, u32)) -> String {
+    match smp {
+        1 => format!("{bs} B qd{qd}"),
+        _ => format!("{bs} B qd{qd} j{jobs}/{smp}cpu"),
+    }
 }
