@@ -77,7 +77,9 @@ pub fn layout(stem: &str) -> Layout {
         "fake-rw-os" => (
             "fake-rw",
             "the kernels alternate within each repetition (`rep`); the conclusions give the \
-             median hermit/ours IOPS ratio with the spread of the repetitions' ratios",
+             median hermit/ours IOPS ratio with the spread of the repetitions' ratios, then each \
+             kernel's scaling factor (numjobs 2 / 1 on two vCPUs, `smp` 2 in the table) beside \
+             the other's",
             vec![table("Runs", "results", &[])],
         ),
         "sense-reserve" | "sense-reserve-host" => (
