@@ -203,6 +203,7 @@ impl core::fmt::Display for Summary<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec::Vec;
     use proptest::prelude::*;
 
     proptest! {
@@ -218,6 +219,132 @@ mod tests {
                 prop_assert!(bucket(ns - 1) <= b);
             }
         }
+    }
+
+    /// Count, mean, min, max, standard deviation, percentiles and bins.
+    type Printed = (u64, u64, u64, u64, u64, [u64; 5], Vec<(u64, u64)>);
+
+    /// The statistics a report prints, as a reference computes them from the samples
+    /// themselves: count, exact mean, min, max and population standard deviation (the same
+    /// rounding as [`Histogram::stddev_ns`]), each percentile as the bucket floor of the sample
+    /// at its rank, and the bins (bucket floor, samples) in increasing order, with the bucket
+    /// layout written out the long way (16 per power of two, exact below 16).
+    fn reference(samples: &[u64]) -> Printed {
+        let floor = |ns: u64| -> u64 {
+            if ns < 16 {
+                return ns;
+            }
+            let msb = 63 - ns.leading_zeros();
+            let step = 1u64 << (msb - 4);
+            ns - ns % step
+        };
+        let mut sorted = samples.to_vec();
+        sorted.sort_unstable();
+        let n = sorted.len() as u128;
+        if n == 0 {
+            return (0, 0, 0, 0, 0, [0; 5], Vec::new());
+        }
+        let sum: u128 = sorted.iter().map(|&x| u128::from(x)).sum();
+        let squares = sorted.iter().fold(0u128, |acc, &x| {
+            acc.saturating_add(u128::from(x) * u128::from(x))
+        });
+        let mean = sum / n;
+        let stddev = (squares / n).saturating_sub(mean * mean).isqrt() as u64;
+        let percentiles = PERCENTILES.map(|(_, ppm)| {
+            let rank = (n * u128::from(ppm)).div_ceil(1_000_000).max(1) as usize;
+            floor(sorted[rank - 1])
+        });
+        let mut bins: Vec<(u64, u64)> = Vec::new();
+        for &x in &sorted {
+            match bins.last_mut() {
+                Some((f, count)) if *f == floor(x) => *count += 1,
+                _ => bins.push((floor(x), 1)),
+            }
+        }
+        let min = sorted[0];
+        let max = sorted[sorted.len() - 1];
+        (n as u64, mean as u64, min, max, stddev, percentiles, bins)
+    }
+
+    fn observed(h: &Histogram) -> Printed {
+        (
+            h.count(),
+            h.mean_ns(),
+            h.min_ns(),
+            h.max_ns(),
+            h.stddev_ns(),
+            h.percentiles().map(|(_, _, ns)| ns),
+            h.bins().collect(),
+        )
+    }
+
+    proptest! {
+        /// What a report prints from a histogram is what the samples give, for any samples
+        /// (recorded one by one, or split over two histograms and merged).
+        #[test]
+        fn the_report_is_what_the_samples_give(
+            samples in proptest::collection::vec(
+                prop_oneof![0u64..64, 0u64..5_000_000, any::<u64>()],
+                0..200,
+            ),
+            split in 0usize..200,
+        ) {
+            let mut h = Histogram::default();
+            for &ns in &samples {
+                h.record(ns);
+            }
+            prop_assert_eq!(observed(&h), reference(&samples));
+            let (a, b) = samples.split_at(split.min(samples.len()));
+            let (mut left, mut right) = (Histogram::default(), Histogram::default());
+            a.iter().for_each(|&ns| left.record(ns));
+            b.iter().for_each(|&ns| right.record(ns));
+            left.merge(&right);
+            prop_assert_eq!(observed(&left), reference(&samples));
+        }
+    }
+
+    /// A fixed sample set and the report it gave before the record path was made leaner
+    /// (2026-12-04): pinned, so a cheaper `record` cannot change a printed figure.
+    #[test]
+    fn a_fixed_sample_set_reports_as_before() {
+        let mut h = Histogram::default();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..10_000u64 {
+            // xorshift64: latencies from 0 to about 2^24 ns, and a few huge ones.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let ns = if i % 1000 == 999 {
+                x
+            } else {
+                x >> (40 + i % 24)
+            };
+            h.record(ns);
+        }
+        let (count, mean, min, max, stddev, percentiles, bins) = observed(&h);
+        assert_eq!(
+            (count, mean, min, max, stddev, percentiles),
+            (
+                10_000,
+                9_462_832_080_537_472,
+                0,
+                15_482_564_514_359_318_961,
+                184_224_568_125_723_658,
+                [
+                    2_048,
+                    1_835_008,
+                    13_107_200,
+                    16_252_928,
+                    14_987_979_559_889_010_688
+                ]
+            ),
+            "figures"
+        );
+        // The bins, folded: how many, and a checksum of (floor, count) in order.
+        let fold = bins.iter().fold(0u64, |acc, &(floor, n)| {
+            acc.rotate_left(5) ^ floor.wrapping_mul(31) ^ n
+        });
+        assert_eq!((bins.len(), fold), (345, 5_478_430_398_682_792_307), "bins");
     }
 
     #[test]
