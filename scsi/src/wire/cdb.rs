@@ -81,37 +81,52 @@ impl CdbBytes {
     /// READ/WRITE(16) goes through the encoder, out of line.
     #[inline]
     pub fn rw(write: bool, lba: Lba, blocks: BlockCount) -> CdbBytes {
-        let (Ok(lba32), Ok(blocks16)) = (u32::try_from(lba.0), u16::try_from(blocks.0)) else {
-            return Self::rw16(write, lba, blocks);
+        // Both ways end in two words and a length, so the CDB is put together from registers
+        // once (a cold call returning the whole CDB would make both ways meet in memory).
+        let (low, high, len) = match (u32::try_from(lba.0), u16::try_from(blocks.0)) {
+            (Ok(lba32), Ok(blocks16)) => {
+                let opcode = if write {
+                    opcode::WRITE_10
+                } else {
+                    opcode::READ_10
+                };
+                // Bytes 0..8 as a little-endian word: byte 0 the opcode, bytes 2..6 the LBA
+                // (big endian), byte 7 the transfer length's high byte; byte 8 its low byte.
+                let length = blocks16.to_be_bytes();
+                let low = u64::from(opcode)
+                    | u64::from(lba32.swap_bytes()) << 16
+                    | u64::from(length[0]) << 56;
+                (low, u64::from(length[1]), 10)
+            }
+            _ => {
+                let (low, high) = Self::rw16_words(write, lba, blocks);
+                (low, high, 16)
+            }
         };
-        let opcode = if write {
-            opcode::WRITE_10
-        } else {
-            opcode::READ_10
-        };
-        // Bytes 0..8 as a little-endian word: byte 0 the opcode, bytes 2..6 the LBA (big
-        // endian), byte 7 the transfer length's high byte; byte 8 its low byte.
-        let length = blocks16.to_be_bytes();
-        let low =
-            u64::from(opcode) | u64::from(lba32.swap_bytes()) << 16 | u64::from(length[0]) << 56;
-        let high = u64::from(length[1]);
         let mut bytes = [0u8; MAX_CDB_LEN];
         let (first, second) = bytes.split_at_mut(8);
         first.copy_from_slice(&low.to_le_bytes());
         second.copy_from_slice(&high.to_le_bytes());
-        CdbBytes { bytes, len: 10 }
+        CdbBytes { bytes, len }
     }
 
-    /// [`Self::rw`] of a range READ/WRITE(10) cannot carry.
+    /// [`Self::rw`] of a range READ/WRITE(10) cannot carry: READ/WRITE(16) from the encoder,
+    /// as its two little-endian words.
     #[cold]
     #[inline(never)]
-    fn rw16(write: bool, lba: Lba, blocks: BlockCount) -> CdbBytes {
-        if write {
+    fn rw16_words(write: bool, lba: Lba, blocks: BlockCount) -> (u64, u64) {
+        let cdb = if write {
             Cdb::write(lba, blocks)
         } else {
             Cdb::read(lba, blocks)
         }
-        .encode()
+        .encode();
+        let word = |at: usize| {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(&cdb.bytes[at..at + 8]);
+            u64::from_le_bytes(bytes)
+        };
+        (word(0), word(8))
     }
 
     /// [`Cdb::is_rw`] of these bytes, read from the fixed array without slicing it (the
