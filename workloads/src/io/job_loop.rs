@@ -320,7 +320,6 @@ where
             let write = d.user_data & 1 == 1;
             match d.result {
                 Ok(c) => {
-                    report.ios += 1;
                     report.recovered += u64::from(c.recovered);
                     if write {
                         report.writes += 1;
@@ -379,7 +378,7 @@ fn watch_for_stall<H, A, C, P>(
             at_ns: now - plan.begin_ns,
             outstanding: tally.outstanding,
             parked: stack.waiting_for_sense(),
-            completed: tally.report.ios + tally.report.errors,
+            completed: tally.report.reads + tally.report.writes + tally.report.errors,
             element_moves: element_moves(stack.sense_stats()) - progress.moves_at_progress,
         });
         hooks.relieve();
@@ -402,6 +401,8 @@ where
     C: Clock,
 {
     let mut report = tally.report;
+    // Every command that succeeded was a read or a write: counted there, once per command.
+    report.ios = report.reads + report.writes;
     report.elapsed_ns = elapsed_ns;
     report.elapsed_cpu_ns = elapsed_ns;
     report.latency = tally.latency;
