@@ -332,7 +332,7 @@ impl<
         }
         let lun = lun_bytes(target, lun);
         let CmdBuffers { data, sense } = buffers;
-        match queue.add_command(tag, lun, wire_tag, cdb.as_slice(), data, direction) {
+        match queue.add_command(tag, lun, wire_tag, cdb.padded(), data, direction) {
             Ok(id) => {
                 self.tags[index] = TagState {
                     id: Some(id),

@@ -11,6 +11,7 @@
 use alloc::vec::Vec;
 
 use scsi::host::DataDirection;
+use scsi::wire::MAX_CDB_LEN;
 use virtio_drivers::Hal;
 use virtio_drivers::queue::VirtQueue;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
@@ -27,6 +28,9 @@ pub(in crate::virtio_scsi) struct Headers {
     pub(in crate::virtio_scsi) req: CmdReq,
     pub(in crate::virtio_scsi) resp: CmdResp,
 }
+
+// The midlayer's CDBs fit the request's CDB field (`add_command` splits it at their length).
+const _: () = assert!(wire::CDB_SIZE >= MAX_CDB_LEN);
 
 /// What the device holds of one command: its headers and its data buffer.
 type Command = Exchange<Pinned<Headers>, Vec<u8>>;
@@ -182,7 +186,7 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
         tag: T,
         lun: [u8; 8],
         tag_u64: u64,
-        cdb: &[u8],
+        cdb: &[u8; MAX_CDB_LEN],
         data: Vec<u8>,
         direction: DataDirection,
     ) -> Result<u16, NotAdded> {
@@ -201,17 +205,18 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
                 data,
             });
         };
-        let mut padded = [0u8; wire::CDB_SIZE];
-        let n = cdb.len().min(wire::CDB_SIZE);
-        padded[..n].copy_from_slice(&cdb[..n]);
-        headers.req = CmdReq {
-            lun,
-            tag: tag_u64.into(),
-            task_attr: 0,
-            prio: 0,
-            crn: 0,
-            cdb: padded,
-        };
+        // The request is written in place, field by field, and the CDB as its fixed 16-byte
+        // array (zero past its length) with the rest of the 32-byte field zeroed: fixed-size
+        // stores, no CmdReq built aside and copied, no copy of a variable length.
+        let req = &mut headers.req;
+        req.lun = lun;
+        req.tag = tag_u64.into();
+        req.task_attr = 0;
+        req.prio = 0;
+        req.crn = 0;
+        let (head, tail) = req.cdb.split_at_mut(MAX_CDB_LEN);
+        head.copy_from_slice(cdb);
+        tail.fill(0);
         // The response's fixed part is cleared, so a device that claims a full response
         // without writing it reports nothing of an earlier command's; its sense bytes are read
         // only up to the `sense_len` the device writes (here 0), so they are not cleared.
