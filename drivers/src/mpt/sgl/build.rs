@@ -50,16 +50,22 @@ pub fn build<P: ChainPool>(
         );
         return Ok(0);
     }
+    if let [segment] = segments
+        && layout.main_slots() >= 1
+    {
+        // The common command: one segment, one simple element in the request frame ending
+        // the list, no chain (what the general path below writes for it, without its loops).
+        check_segment(0, segment)?;
+        let end = flags::LAST_ELEMENT | flags::END_OF_BUFFER | flags::END_OF_LIST;
+        put(
+            main_frame,
+            SCSI_IO_SGL_OFFSET,
+            Sge64::simple(segment.addr.0, segment.len_bytes, end | dir),
+        );
+        return Ok(0);
+    }
     for (index, segment) in segments.iter().enumerate() {
-        if segment.len_bytes == 0 {
-            return Err(SglError::EmptySegment { index });
-        }
-        if segment.len_bytes > MAX_SIMPLE_LEN_BYTES {
-            return Err(SglError::SegmentTooLong {
-                index,
-                len_bytes: segment.len_bytes,
-            });
-        }
+        check_segment(index, segment)?;
     }
     let needed = layout.chains_needed(segments.len());
     if needed > layout.max_chain_depth() {
@@ -144,6 +150,21 @@ pub fn build<P: ChainPool>(
         }
     }
     Ok(chain_offset_dwords)
+}
+
+/// Refuses a segment one simple element cannot carry (empty, or 16 MiB or longer).
+#[inline]
+fn check_segment(index: usize, segment: &Segment) -> Result<(), SglError> {
+    if segment.len_bytes == 0 {
+        return Err(SglError::EmptySegment { index });
+    }
+    if segment.len_bytes > MAX_SIMPLE_LEN_BYTES {
+        return Err(SglError::SegmentTooLong {
+            index,
+            len_bytes: segment.len_bytes,
+        });
+    }
+    Ok(())
 }
 
 /// A chain element pointing at `frame`, which holds `simples` simple elements followed,
