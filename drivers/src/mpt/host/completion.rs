@@ -41,64 +41,33 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
     /// Turns one adapter completion into a midlayer completion, with the command's buffers
     /// (`None` if it matches no outstanding command).
     pub(super) fn finish(&mut self, done: Completion) -> Option<Completed<S>> {
-        let tag = Tag(u16::try_from(done.tag).ok()?);
-        let mut state = self.tags.get_mut(usize::from(tag.0))?.take()?;
-        if let Some(mapping) = state.mapping.take() {
-            let data = Some(state.buffers.data.as_mut_slice());
-            self.mapper.unmap(mapping, data, state.direction);
+        Ends {
+            tags: &mut self.tags,
+            mapper: &mut self.mapper,
+            fallback_sense: self.sense.as_ref(),
         }
-        let data_len = state.buffers.data.len() as u32;
-        let mut completion = HostCompletion::good(tag);
-        match done.outcome {
-            Outcome::Success { transfer_bytes } => {
-                completion.residual_bytes = data_len.saturating_sub(transfer_bytes);
-            }
-            Outcome::Scsi {
-                scsi_status,
-                scsi_state: flags,
-                ioc_status: ioc,
-                transfer_bytes,
-                sense_bytes,
-                ..
-            } => {
-                if flags & scsi_state::NO_SCSI_STATUS != 0 {
-                    completion = HostCompletion::host_error(tag, host_error_of(ioc));
-                } else if ioc == ioc_status::SCSI_DATA_OVERRUN {
-                    completion = HostCompletion::host_error(tag, HostError::DataOverrun);
-                } else {
-                    completion.status = scsi_status;
-                    completion.residual_bytes = data_len.saturating_sub(transfer_bytes);
-                    if flags & scsi_state::AUTOSENSE_VALID != 0 {
-                        completion.sense_len = self.sense_of(tag, &mut state, sense_bytes);
-                    }
-                }
-            }
-            Outcome::TaskMgmt { .. } | Outcome::BadReply { .. } => {
-                completion = HostCompletion::host_error(tag, HostError::Transport);
-            }
-            Outcome::HostReset => completion = HostCompletion::host_error(tag, HostError::Reset),
-        }
-        Some(Completed::returned(completion, state.buffers))
+        .finish(done)
     }
 
-    /// Valid sense bytes of a command the IOC gave autosense for: already in its own buffer
-    /// when the IOC wrote there, else copied from this host's fallback buffer of `tag`.
-    fn sense_of(&self, tag: Tag, state: &mut TagState<X::Mapping, S>, sense_bytes: u32) -> u8 {
-        let len = (sense_bytes as usize).min(SENSE_BYTES);
-        if !state.own_sense {
-            return len as u8;
+    /// Drains the reply FIFO, ending each command into `done` as its reply pops (no batch of
+    /// adapter completions in between); recovers on a bad reply, whose failed commands land
+    /// in `held`.
+    pub(super) fn drain_into(&mut self, done: &mut Vec<Completed<S>>) {
+        let mut ends = Ends {
+            tags: &mut self.tags,
+            mapper: &mut self.mapper,
+            fallback_sense: self.sense.as_ref(),
+        };
+        let polled = self.mpt.poll(|completion| {
+            if let Some(completed) = ends.finish(completion) {
+                done.push(completed);
+            }
+        });
+        if let Err(error) = polled {
+            log::error!("mptsas: {error}; resetting the IOC");
+            // A failed recovery leaves ResetFailed completions in `held` instead.
+            let _ = self.recover();
         }
-        let mut bytes = [0u8; SENSE_BYTES];
-        let offset = usize::from(tag.0) * SENSE_BYTES;
-        let copied = self
-            .sense
-            .as_ref()
-            .is_some_and(|s| s.read_at(offset, &mut bytes[..len]).is_ok());
-        if !copied {
-            return 0;
-        }
-        state.buffers.sense.store(&bytes[..len]);
-        len as u8
     }
 
     /// Resets the IOC; outstanding commands are held as `HostError::Reset` with their
@@ -155,5 +124,79 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
             return;
         }
         self.completions = batch;
+    }
+}
+
+/// What ending a command touches, borrowed apart from the adapter so that the reply drain can
+/// end each command as its reply pops: the tag table, the data mapper and the fallback sense
+/// buffers (`None` once leaked).
+struct Ends<'a, X: DataMapper, M, S> {
+    tags: &'a mut [Option<TagState<X::Mapping, S>>],
+    mapper: &'a mut X,
+    fallback_sense: Option<&'a M>,
+}
+
+impl<X: DataMapper, M: DmaMemory, S: SenseStorage> Ends<'_, X, M, S> {
+    /// [`MptHost::finish`].
+    #[inline]
+    fn finish(&mut self, done: Completion) -> Option<Completed<S>> {
+        let tag = Tag(u16::try_from(done.tag).ok()?);
+        let mut state = self.tags.get_mut(usize::from(tag.0))?.take()?;
+        if let Some(mapping) = state.mapping.take() {
+            let data = Some(state.buffers.data.as_mut_slice());
+            self.mapper.unmap(mapping, data, state.direction);
+        }
+        let data_len = state.buffers.data.len() as u32;
+        let mut completion = HostCompletion::good(tag);
+        match done.outcome {
+            Outcome::Success { transfer_bytes } => {
+                completion.residual_bytes = data_len.saturating_sub(transfer_bytes);
+            }
+            Outcome::Scsi {
+                scsi_status,
+                scsi_state: flags,
+                ioc_status: ioc,
+                transfer_bytes,
+                sense_bytes,
+                ..
+            } => {
+                if flags & scsi_state::NO_SCSI_STATUS != 0 {
+                    completion = HostCompletion::host_error(tag, host_error_of(ioc));
+                } else if ioc == ioc_status::SCSI_DATA_OVERRUN {
+                    completion = HostCompletion::host_error(tag, HostError::DataOverrun);
+                } else {
+                    completion.status = scsi_status;
+                    completion.residual_bytes = data_len.saturating_sub(transfer_bytes);
+                    if flags & scsi_state::AUTOSENSE_VALID != 0 {
+                        completion.sense_len = self.sense_of(tag, &mut state, sense_bytes);
+                    }
+                }
+            }
+            Outcome::TaskMgmt { .. } | Outcome::BadReply { .. } => {
+                completion = HostCompletion::host_error(tag, HostError::Transport);
+            }
+            Outcome::HostReset => completion = HostCompletion::host_error(tag, HostError::Reset),
+        }
+        Some(Completed::returned(completion, state.buffers))
+    }
+
+    /// Valid sense bytes of a command the IOC gave autosense for: already in its own buffer
+    /// when the IOC wrote there, else copied from the host's fallback buffer of `tag`.
+    #[cold]
+    fn sense_of(&self, tag: Tag, state: &mut TagState<X::Mapping, S>, sense_bytes: u32) -> u8 {
+        let len = (sense_bytes as usize).min(SENSE_BYTES);
+        if !state.own_sense {
+            return len as u8;
+        }
+        let mut bytes = [0u8; SENSE_BYTES];
+        let offset = usize::from(tag.0) * SENSE_BYTES;
+        let copied = self
+            .fallback_sense
+            .is_some_and(|s| s.read_at(offset, &mut bytes[..len]).is_ok());
+        if !copied {
+            return 0;
+        }
+        state.buffers.sense.store(&bytes[..len]);
+        len as u8
     }
 }

@@ -281,25 +281,21 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
         if !self.held.is_empty() {
             done.append(&mut self.held);
         }
-        // A dead IOC is not polled; what it finished before dying is still handed back.
+        // Completions collected while an abort waited go first; a dead IOC is not polled,
+        // but what it finished before dying is still handed back.
+        if !self.deferred.is_empty() {
+            for completion in core::mem::take(&mut self.deferred) {
+                if let Some(c) = self.finish(completion) {
+                    done.push(c);
+                }
+            }
+        }
         if !self.dead {
-            self.drain();
+            self.drain_into(done);
             if !self.held.is_empty() {
                 done.append(&mut self.held);
             }
         }
-        let mut batch = core::mem::take(&mut self.completions);
-        // Deferred completions go first; a splice costs an out-of-line call even when empty.
-        if !self.deferred.is_empty() {
-            batch.splice(0..0, self.deferred.drain(..));
-        }
-        for completion in &batch {
-            if let Some(c) = self.finish(*completion) {
-                done.push(c);
-            }
-        }
-        self.completions = batch;
-        self.completions.clear();
         done.len() - before
     }
 
