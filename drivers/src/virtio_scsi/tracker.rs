@@ -77,6 +77,35 @@ pub fn check_response(
     data_out_len: u32,
     data_in_len: u32,
 ) -> Result<CommandResponse<'_>, DeviceError> {
+    match CmdResp::ref_from_prefix(resp) {
+        Ok((parsed, _)) => check_header(parsed, used_len, data_out_len, data_in_len),
+        // Fewer bytes than a header: judged as a used length that short would be (after the
+        // upper bound, as every response is).
+        Err(_) => {
+            let header = core::mem::size_of::<CmdResp>() as u32;
+            let max_len = header
+                .saturating_add(data_out_len)
+                .saturating_add(data_in_len);
+            if used_len > max_len {
+                return Err(DeviceError::UsedLengthTooLarge { used_len, max_len });
+            }
+            Err(DeviceError::ShortResponse {
+                used_len,
+                need: header,
+            })
+        }
+    }
+}
+
+/// [`check_response`] of a typed response header (the driver's own, which the device wrote
+/// in place): the used length, the response code and the residual judged without a parse.
+#[inline]
+pub fn check_header(
+    parsed: &CmdResp,
+    used_len: u32,
+    data_out_len: u32,
+    data_in_len: u32,
+) -> Result<CommandResponse<'_>, DeviceError> {
     let header = core::mem::size_of::<CmdResp>() as u32;
     let max_len = header
         .saturating_add(data_out_len)
@@ -84,14 +113,12 @@ pub fn check_response(
     if used_len > max_len {
         return Err(DeviceError::UsedLengthTooLarge { used_len, max_len });
     }
-    let short = DeviceError::ShortResponse {
-        used_len,
-        need: header,
-    };
     if used_len < header {
-        return Err(short);
+        return Err(DeviceError::ShortResponse {
+            used_len,
+            need: header,
+        });
     }
-    let (parsed, _) = CmdResp::ref_from_prefix(resp).map_err(|_| short)?;
     if parsed.response > response::MAX {
         return Err(DeviceError::UnknownResponse(parsed.response));
     }

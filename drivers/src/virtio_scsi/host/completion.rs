@@ -12,7 +12,7 @@ use lock_api::RawMutex;
 use super::{Doorbell, VirtioScsiHost};
 use crate::delay::Delay;
 use crate::virtio_scsi::device::Finished;
-use crate::virtio_scsi::tracker::check_response;
+use crate::virtio_scsi::tracker::check_header;
 use crate::virtio_scsi::wire::{CmdResp, response};
 
 fn host_error_of(code: u8) -> HostError {
@@ -68,12 +68,7 @@ impl<
         resp: &CmdResp,
         (used_len, data_out, data_in): (u32, u32, u32),
     ) -> Option<Completed<S>> {
-        let checked = check_response(
-            zerocopy::IntoBytes::as_bytes(resp),
-            used_len,
-            data_out,
-            data_in,
-        );
+        let checked = check_header(resp, used_len, data_out, data_in);
         let Some(mut buffers) = self.buffers(tag, data) else {
             log::error!("virtio-scsi: tag {} popped without its sense buffer", tag.0);
             return None;
