@@ -172,19 +172,19 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             true => self.frame_buf.len(),
             false => SCSI_IO_SGL_OFFSET + simples * SGE64_LEN_BYTES,
         };
-        let mut chains = core::mem::take(&mut self.slots[slot].chains);
+        // The chain frames go straight into the slot's list (`build` pushes nothing on error).
+        let chains = &mut self.slots[slot].chains;
         let built = build(
             &self.layout,
             io.segments,
             io.direction,
             &mut self.frame_buf,
             &mut self.pool,
-            &mut chains,
+            chains,
         );
         let chain_offset = match built {
             Ok(offset) => offset,
             Err(err) => {
-                self.slots[slot].chains = chains;
                 self.free_slots.push(slot as u16);
                 return Err(err.into());
             }
@@ -192,7 +192,6 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         self.stats.max_chains_per_io = self.stats.max_chains_per_io.max(chains.len());
         header.chain_offset = chain_offset;
         self.frame_buf[..core::mem::size_of::<ScsiIoRequest>()].copy_from_slice(header.as_bytes());
-        self.slots[slot].chains = chains;
         self.slots[slot].busy = Some(Busy {
             kind: Kind::Io,
             tag: io.tag,
