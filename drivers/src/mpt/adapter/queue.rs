@@ -29,6 +29,8 @@ use crate::mpt::sgl::ChainPool;
 use crate::mpt::sgl::build::build;
 
 const GENERATION_MASK: u32 = 0x1FFF;
+/// Bytes sent of a SCSI_IO_REQUEST with one simple element: the header and the element.
+const ONE_SEGMENT_FRAME_BYTES: usize = SCSI_IO_SGL_OFFSET + SGE64_LEN_BYTES;
 /// Reply post FIFO bit 31: the rest is a reply frame address shifted right by one.
 const ADDRESS_REPLY: u32 = 0x8000_0000;
 
@@ -97,8 +99,15 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
     fn post(&mut self, slot: usize, len: usize) -> Result<u32, MptError> {
         let frame_size = self.geometry.frame_size_bytes;
         let len = len.min(frame_size);
-        self.requests
-            .write_at(slot * frame_size, &self.frame_buf[..len])?;
+        let offset = slot * frame_size;
+        // The one-segment command's frame (its header and one simple element) is copied at a
+        // constant length: a few moves instead of a call to `memcpy` for a variable one.
+        match len {
+            ONE_SEGMENT_FRAME_BYTES => self
+                .requests
+                .write_at(offset, &self.frame_buf[..ONE_SEGMENT_FRAME_BYTES])?,
+            _ => self.requests.write_at(offset, &self.frame_buf[..len])?,
+        }
         let addr = self.requests.bus_addr().0 + (slot * frame_size) as u64;
         // The frame (and chain frames) must be in memory before the IOC hears of it.
         fence(Ordering::SeqCst);
