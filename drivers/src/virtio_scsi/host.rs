@@ -15,7 +15,7 @@
 //! Commands are added to the ring and the device is notified once per `poll` (batching: one
 //! notify for a whole submission burst). A command's data buffer moves into the queue's
 //! request table with it and its sense buffer into this host's per-tag table; `poll` pops
-//! used commands in ring order, checks the response (`tracker::check_response`), copies
+//! used commands in ring order, checks the response (`tracker::check_header`), copies
 //! sense into the command's sense buffer and hands both buffers back in the completion. A
 //! device that returns an id nobody owns is reset and rebuilt; the outstanding commands of
 //! every queue come back with `HostError::Reset` and their buffers. The device's tag field

@@ -3,8 +3,9 @@
 //!
 //! Finding the command a used entry belongs to is the [`OwnedQueue`]'s job
 //! (`crate::virtio::queue`): it looks the token up before popping and refuses one that
-//! matches nothing. A completion is then judged by [`check_response`] (the `virtio_scsi_resp`
-//! header of virtio 1.2 §5.6.6.1 and the used ring's length): the used length, the response
+//! matches nothing. A completion is then judged by [`check_header`] (the driver's own typed
+//! `virtio_scsi_resp` header of virtio 1.2 §5.6.6.1, which the device wrote in place, and the
+//! used ring's length; [`check_response`] judges the same from bytes): the used length, the response
 //! code and the residual must make sense for the buffers of *that* command, or the command
 //! fails with a [`DeviceError`] that names the bad value. The device's numbers are only ever
 //! compared, never used to index.
@@ -216,6 +217,12 @@ mod tests {
         fn arbitrary_responses_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
                                            used in proptest::prelude::any::<u32>(),
                                            out in 0u32..1 << 20, inn in 0u32..1 << 20) {
+            if let Ok((parsed, _)) = CmdResp::ref_from_prefix(&bytes) {
+                proptest::prop_assert_eq!(
+                    check_header(parsed, used, out, inn),
+                    check_response(&bytes, used, out, inn)
+                );
+            }
             if let Ok(ok) = check_response(&bytes, used, out, inn) {
                 proptest::prop_assert!(ok.sense.len() <= SENSE_SIZE);
                 proptest::prop_assert!(ok.resid <= out.max(inn));

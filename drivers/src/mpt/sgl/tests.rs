@@ -204,6 +204,55 @@ fn bad_segments_are_refused() {
 }
 
 #[test]
+fn one_segment_is_one_element_ending_the_list_and_bad_ones_are_refused() {
+    let layout = SglLayout::new(128, 4).unwrap();
+    let (chains, decoded) = round_trip(&layout, 1, 0).unwrap();
+    assert_eq!((chains, decoded.host_to_ioc), (0, Some(true)));
+    let space = FakeDmaSpace::new(DmaAddr(0x2_0000_0000));
+    let mut pool = FakePool {
+        space,
+        frame: 128,
+        left: 4,
+    };
+    let mut frame = alloc::vec![0u8; 128];
+    let mut chains = Vec::new();
+    let mut segs = segments(1);
+    let mut one = |segs: &[Segment], frame: &mut [u8]| {
+        build(
+            &layout,
+            segs,
+            DataDirection::FromDevice,
+            frame,
+            &mut pool,
+            &mut chains,
+        )
+    };
+    assert_eq!(one(&segs, &mut frame), Ok(0));
+    let word = u32::from_le_bytes(frame[48..52].try_into().unwrap());
+    let end = flags::LAST_ELEMENT | flags::END_OF_BUFFER | flags::END_OF_LIST;
+    let simple = flags::SIMPLE_ELEMENT | flags::ADDRESSING_64;
+    assert_eq!(word, end | simple | segs[0].len_bytes);
+    assert_eq!(
+        u64::from_le_bytes(frame[52..60].try_into().unwrap()),
+        segs[0].addr.0
+    );
+    segs[0].len_bytes = 0;
+    assert_eq!(
+        one(&segs, &mut frame),
+        Err(SglError::EmptySegment { index: 0 })
+    );
+    segs[0].len_bytes = 1 << 24;
+    assert_eq!(
+        one(&segs, &mut frame),
+        Err(SglError::SegmentTooLong {
+            index: 0,
+            len_bytes: 1 << 24
+        })
+    );
+    assert_eq!(pool.left, 4, "no chain frame taken");
+}
+
+#[test]
 fn flags_mark_the_chain_and_the_end() {
     let layout = SglLayout::new(128, 4).unwrap();
     let space = FakeDmaSpace::new(DmaAddr(0x2_0000_0000));

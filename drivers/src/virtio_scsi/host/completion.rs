@@ -1,4 +1,4 @@
-//! Judging one popped command: the device's response checked (`tracker::check_response`),
+//! Judging one popped command: the device's response checked (`tracker::check_header`),
 //! sense copied into the command's sense buffer, both buffers handed back.
 
 use scsi::host::{Completed, HostCompletion, HostError};
