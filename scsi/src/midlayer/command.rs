@@ -175,6 +175,9 @@ pub struct MidlayerStats {
     /// Commands the error handler sent through a failed command (TEST UNIT READY), each with
     /// that command's own sense buffer.
     pub eh_commands: u64,
+    /// Of those, the ones that got no answer within `eh_timeout_ns` and were aborted (a timeout
+    /// of the handler's own command, not counted in `timeouts`).
+    pub eh_timeouts: u64,
     /// Devices set offline because error handling could not bring them back.
     pub offlined: u64,
 }
@@ -203,6 +206,7 @@ impl MidlayerStats {
             recovery_waits: self.recovery_waits + other.recovery_waits,
             eh_runs: self.eh_runs + other.eh_runs,
             eh_commands: self.eh_commands + other.eh_commands,
+            eh_timeouts: self.eh_timeouts + other.eh_timeouts,
             offlined: self.offlined + other.offlined,
             bogus_completions: self.bogus_completions + other.bogus_completions,
         }
@@ -233,6 +237,7 @@ impl MidlayerStats {
             recovery_waits: self.recovery_waits.saturating_sub(earlier.recovery_waits),
             eh_runs: self.eh_runs.saturating_sub(earlier.eh_runs),
             eh_commands: self.eh_commands.saturating_sub(earlier.eh_commands),
+            eh_timeouts: self.eh_timeouts.saturating_sub(earlier.eh_timeouts),
             offlined: self.offlined.saturating_sub(earlier.offlined),
             bogus_completions: self
                 .bogus_completions

@@ -253,6 +253,7 @@ where
                 return Some(classify(&completion, &bytes[..len]));
             }
             if self.clock.now_ns() >= deadline {
+                self.stats.eh_timeouts += 1;
                 self.stats.aborts += 1;
                 match self.host.abort(tag) {
                     Ok(buffers) => self.slots[index].sense = Some(buffers.sense),

@@ -58,8 +58,8 @@ pub fn check(params: &WorkloadParams, runs: &[QueueRun]) -> Vec<String> {
 }
 
 /// One queue: nothing outstanding, every command completed and timed once, no sense buffer
-/// still owned, every injected timeout timed out and was aborted, every injected unit
-/// attention retried.
+/// still owned, every injected timeout timed out (in the sweep, or in the error handler when
+/// it hit the handler's own command) and was aborted, every injected unit attention retried.
 fn check_queue(run: &QueueRun, failures: &mut Vec<String>) {
     let r = &run.report;
     let cpu = run.cpu;
@@ -83,12 +83,16 @@ fn check_queue(run: &QueueRun, failures: &mut Vec<String>) {
             r.sense.in_use
         ));
     }
-    if run.target.injected_timeouts != r.midlayer.timeouts
+    // An injection can hit the error handler's own TEST UNIT READY: that command times out in
+    // the handler (`eh_timeouts`), not in the timeout sweep.
+    let timed_out = r.midlayer.timeouts + r.midlayer.eh_timeouts;
+    if run.target.injected_timeouts != timed_out
         || run.target.aborted != run.target.injected_timeouts
     {
         failures.push(format!(
-            "cpu{cpu}: {} injected timeouts, {} timed out, {} aborted",
-            run.target.injected_timeouts, r.midlayer.timeouts, run.target.aborted
+            "cpu{cpu}: {} injected timeouts, {} timed out ({} of them the error handler's own \
+             commands), {} aborted",
+            run.target.injected_timeouts, timed_out, r.midlayer.eh_timeouts, run.target.aborted
         ));
     }
     if r.midlayer.retries < run.target.injected_unit_attentions {

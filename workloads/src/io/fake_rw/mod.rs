@@ -8,6 +8,8 @@
 
 mod check;
 mod finish;
+#[cfg(test)]
+mod tests;
 
 use alloc::format;
 use alloc::string::String;
