@@ -83,19 +83,27 @@ pub fn check_response(
         // Fewer bytes than a header: judged as a used length that short would be (after the
         // upper bound, as every response is).
         Err(_) => {
-            let header = core::mem::size_of::<CmdResp>() as u32;
-            let max_len = header
-                .saturating_add(data_out_len)
-                .saturating_add(data_in_len);
-            if used_len > max_len {
-                return Err(DeviceError::UsedLengthTooLarge { used_len, max_len });
-            }
+            let header = check_used_len(used_len, data_out_len, data_in_len)?;
             Err(DeviceError::ShortResponse {
                 used_len,
                 need: header,
             })
         }
     }
+}
+
+/// The used length's upper bound, which every response is judged by first: at most the
+/// response header and both of the command's buffers. Returns the header's size.
+#[inline]
+fn check_used_len(used_len: u32, data_out_len: u32, data_in_len: u32) -> Result<u32, DeviceError> {
+    let header = core::mem::size_of::<CmdResp>() as u32;
+    let max_len = header
+        .saturating_add(data_out_len)
+        .saturating_add(data_in_len);
+    if used_len > max_len {
+        return Err(DeviceError::UsedLengthTooLarge { used_len, max_len });
+    }
+    Ok(header)
 }
 
 /// [`check_response`] of a typed response header (the driver's own, which the device wrote
@@ -107,13 +115,7 @@ pub fn check_header(
     data_out_len: u32,
     data_in_len: u32,
 ) -> Result<CommandResponse<'_>, DeviceError> {
-    let header = core::mem::size_of::<CmdResp>() as u32;
-    let max_len = header
-        .saturating_add(data_out_len)
-        .saturating_add(data_in_len);
-    if used_len > max_len {
-        return Err(DeviceError::UsedLengthTooLarge { used_len, max_len });
-    }
+    let header = check_used_len(used_len, data_out_len, data_in_len)?;
     if used_len < header {
         return Err(DeviceError::ShortResponse {
             used_len,
