@@ -10,7 +10,7 @@
 use alloc::vec::Vec;
 use core::sync::atomic::{Ordering, fence};
 
-use zerocopy::{FromBytes, IntoBytes};
+use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 use crate::delay::Delay;
 use crate::dma::{BusAddr, DmaAddr, DmaMemory, Segment};
@@ -21,18 +21,27 @@ use scsi::host::DataDirection;
 use crate::mpt::command::{Completion, Outcome, ScsiIo, TaskMgmt};
 use crate::mpt::error::MptError;
 use crate::mpt::mpi::scsi_io::{SCSI_IO_SGL_OFFSET, ScsiIoRequest, TaskMgmtRequest, control};
-use crate::mpt::mpi::sge::SGE64_LEN_BYTES;
+use crate::mpt::mpi::sge::{SGE64_LEN_BYTES, Sge64};
 use crate::mpt::mpi::{DefaultReply, function};
 use crate::mpt::regs::{MptRegisters, REPLY_FIFO_EMPTY, Register};
 use crate::mpt::reply::{BusyView, decode_reply};
 use crate::mpt::sgl::ChainPool;
-use crate::mpt::sgl::build::build;
+use crate::mpt::sgl::build::{build, single_element};
 
 const GENERATION_MASK: u32 = 0x1FFF;
-/// Bytes sent of a SCSI_IO_REQUEST with one simple element: the header and the element.
-const ONE_SEGMENT_FRAME_BYTES: usize = SCSI_IO_SGL_OFFSET + SGE64_LEN_BYTES;
 /// Reply post FIFO bit 31: the rest is a reply frame address shifted right by one.
 const ADDRESS_REPLY: u32 = 0x8000_0000;
+
+/// A SCSI_IO_REQUEST whose SGL is one simple element (MPI 1.5 SCSI IO request: the header's
+/// 0x30 bytes, the SGL at 0x30): the whole of what the IOC reads for the common command.
+#[derive(IntoBytes, Immutable)]
+#[repr(C)]
+struct OneSegmentRequest {
+    header: ScsiIoRequest,
+    element: Sge64,
+}
+const _: () =
+    assert!(core::mem::size_of::<OneSegmentRequest>() == SCSI_IO_SGL_OFFSET + SGE64_LEN_BYTES);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -99,21 +108,20 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
     fn post(&mut self, slot: usize, len: usize) -> Result<u32, MptError> {
         let frame_size = self.geometry.frame_size_bytes;
         let len = len.min(frame_size);
-        let offset = slot * frame_size;
-        // The one-segment command's frame (its header and one simple element) is copied at a
-        // constant length: a few moves instead of a call to `memcpy` for a variable one.
-        match len {
-            ONE_SEGMENT_FRAME_BYTES => self
-                .requests
-                .write_at(offset, &self.frame_buf[..ONE_SEGMENT_FRAME_BYTES])?,
-            _ => self.requests.write_at(offset, &self.frame_buf[..len])?,
-        }
-        let addr = self.requests.bus_addr().0 + (slot * frame_size) as u64;
+        self.requests
+            .write_at(slot * frame_size, &self.frame_buf[..len])?;
+        Ok(self.notify(slot))
+    }
+
+    /// Tells the IOC of request frame `slot`, already written; returns its context.
+    #[inline]
+    fn notify(&mut self, slot: usize) -> u32 {
+        let addr = self.requests.bus_addr().0 + (slot * self.geometry.frame_size_bytes) as u64;
         // The frame (and chain frames) must be in memory before the IOC hears of it.
         fence(Ordering::SeqCst);
         self.regs.write32(Register::RequestPostFifo, addr as u32);
         self.stats.submitted += 1;
-        Ok(context_of(slot, self.slots[slot].generation))
+        context_of(slot, self.slots[slot].generation)
     }
 
     /// Posts a SCSI command. Returns its context (for [`TaskMgmt::AbortTask`]). Queue full
@@ -147,6 +155,10 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
                 window_high32: self.config.sense_high32,
             });
         }
+        // The common command (no data, or one segment) has one simple element right after
+        // the header: the whole frame is built as one value and written to the DMA frame at
+        // once, its constant 60 bytes, without the general path's CPU copy of the frame.
+        let single = single_element(io.segments, io.direction).transpose()?;
         let slot = self.take_slot(Kind::Io)?;
         let ctl = match io.direction {
             DataDirection::None => control::NO_DATA_TRANSFER,
@@ -169,38 +181,20 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             ..Default::default()
         };
         header.cdb[..io.cdb.len()].copy_from_slice(io.cdb);
-        // Without chains the SGL's simple elements follow the header and the frame is sent
-        // only that far, every byte of it written below; a chained SGL fills the frame to its
-        // chain element, so that one is cleared first.
-        let simples = io.segments.len().max(1);
-        let chained = self.layout.chains_needed(io.segments.len()) > 0;
-        if chained {
-            self.frame_buf.fill(0);
-        }
-        let used = match chained {
-            true => self.frame_buf.len(),
-            false => SCSI_IO_SGL_OFFSET + simples * SGE64_LEN_BYTES,
-        };
-        // The chain frames go straight into the slot's list (`build` pushes nothing on error).
-        let chains = &mut self.slots[slot].chains;
-        let built = build(
-            &self.layout,
-            io.segments,
-            io.direction,
-            &mut self.frame_buf,
-            &mut self.pool,
-            chains,
-        );
-        let chain_offset = match built {
-            Ok(offset) => offset,
-            Err(err) => {
-                self.free_slots.push(slot as u16);
-                return Err(err.into());
+        let written = match single {
+            Some(element) => {
+                let frame = OneSegmentRequest { header, element };
+                let offset = slot * self.geometry.frame_size_bytes;
+                self.requests
+                    .write_at(offset, frame.as_bytes())
+                    .map_err(MptError::from)
             }
+            None => self.build_chained(slot, header, io),
         };
-        self.stats.max_chains_per_io = self.stats.max_chains_per_io.max(chains.len());
-        header.chain_offset = chain_offset;
-        self.frame_buf[..core::mem::size_of::<ScsiIoRequest>()].copy_from_slice(header.as_bytes());
+        if let Err(err) = written {
+            self.free_slots.push(slot as u16);
+            return Err(err);
+        }
         self.slots[slot].busy = Some(Busy {
             kind: Kind::Io,
             tag: io.tag,
@@ -208,13 +202,48 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             sense_len: sense.len_bytes,
         });
         self.outstanding_io += 1;
-        match self.post(slot, used) {
-            Ok(context) => Ok(context),
-            Err(err) => {
-                self.release(slot, |_| Outcome::HostReset);
-                Err(err)
-            }
+        Ok(self.notify(slot))
+    }
+
+    /// Writes request frame `slot` for two or more segments: the SGL built in `frame_buf`
+    /// (chain frames pushed straight into the slot's list; `build` pushes nothing on error),
+    /// then the frame copied to DMA memory as far as its SGL (the whole frame when chained,
+    /// cleared first). On error the slot's chain list is as it was.
+    #[inline(never)]
+    fn build_chained(
+        &mut self,
+        slot: usize,
+        mut header: ScsiIoRequest,
+        io: &ScsiIo<'_>,
+    ) -> Result<(), MptError> {
+        let chained = self.layout.chains_needed(io.segments.len()) > 0;
+        if chained {
+            self.frame_buf.fill(0);
         }
+        let used = match chained {
+            true => self.frame_buf.len(),
+            false => SCSI_IO_SGL_OFFSET + io.segments.len() * SGE64_LEN_BYTES,
+        };
+        let chains = &mut self.slots[slot].chains;
+        header.chain_offset = build(
+            &self.layout,
+            io.segments,
+            io.direction,
+            &mut self.frame_buf,
+            &mut self.pool,
+            chains,
+        )?;
+        self.stats.max_chains_per_io = self.stats.max_chains_per_io.max(chains.len());
+        self.frame_buf[..core::mem::size_of::<ScsiIoRequest>()].copy_from_slice(header.as_bytes());
+        let frame_size = self.geometry.frame_size_bytes;
+        let written = self
+            .requests
+            .write_at(slot * frame_size, &self.frame_buf[..used.min(frame_size)]);
+        if written.is_err() {
+            // Nothing was posted: the chain frames go back to the pool.
+            self.slots[slot].chains.clear();
+        }
+        Ok(written?)
     }
 
     /// Posts a task management request for `target`/`lun`; its completion carries

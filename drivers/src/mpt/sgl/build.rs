@@ -40,28 +40,11 @@ pub fn build<P: ChainPool>(
             region_len_bytes: main_frame.len(),
         }));
     }
-    if segments.is_empty() {
-        // MPI wants an SGL even without data: one zero-length element ending the list.
-        let end = flags::LAST_ELEMENT | flags::END_OF_BUFFER | flags::END_OF_LIST;
-        put(
-            main_frame,
-            SCSI_IO_SGL_OFFSET,
-            Sge64::simple(0, 0, end | dir),
-        );
-        return Ok(0);
-    }
-    if let [segment] = segments
-        && layout.main_slots() >= 1
-    {
-        // The common command: one segment, one simple element in the request frame ending
-        // the list, no chain (what the general path below writes for it, without its loops).
-        check_segment(0, segment)?;
-        let end = flags::LAST_ELEMENT | flags::END_OF_BUFFER | flags::END_OF_LIST;
-        put(
-            main_frame,
-            SCSI_IO_SGL_OFFSET,
-            Sge64::simple(segment.addr.0, segment.len_bytes, end | dir),
-        );
+    if let Some(element) = single_element(segments, direction) {
+        // No data, or the common command's one segment: one simple element in the request
+        // frame ending the list, no chain (what the general path below writes for it, without
+        // its loops).
+        put(main_frame, SCSI_IO_SGL_OFFSET, element?);
         return Ok(0);
     }
     for (index, segment) in segments.iter().enumerate() {
@@ -150,6 +133,32 @@ pub fn build<P: ChainPool>(
         }
     }
     Ok(chain_offset_dwords)
+}
+
+/// The SGL of a command with at most one segment, which is one simple element ending the list
+/// (LAST_ELEMENT | END_OF_BUFFER | END_OF_LIST), written in the request frame right after
+/// the header; `None` for two or more segments, which need [`build`]. MPI wants an SGL even
+/// without data: a no-data command gets one zero-length element. The segment is checked as
+/// `build` checks it (not empty, under 16 MiB). A request frame always has room for it
+/// ([`SglLayout::new`] wants at least two elements there).
+#[inline]
+pub fn single_element(
+    segments: &[Segment],
+    direction: DataDirection,
+) -> Option<Result<Sge64, SglError>> {
+    let dir = match direction {
+        DataDirection::None | DataDirection::FromDevice => 0,
+        DataDirection::ToDevice => flags::HOST_TO_IOC,
+    };
+    let end = flags::LAST_ELEMENT | flags::END_OF_BUFFER | flags::END_OF_LIST | dir;
+    match segments {
+        [] => Some(Ok(Sge64::simple(0, 0, end))),
+        [segment] => Some(
+            check_segment(0, segment)
+                .map(|()| Sge64::simple(segment.addr.0, segment.len_bytes, end)),
+        ),
+        _ => None,
+    }
 }
 
 /// Refuses a segment one simple element cannot carry (empty, or 16 MiB or longer).
