@@ -23,7 +23,8 @@ pub(crate) struct Package {
 }
 
 /// Every package of the repository: the workspace's members and the crates with workspaces of
-/// their own (`hermit/app`, `fuzz`), found by their `Cargo.toml`, sorted by name.
+/// their own (`hermit/app`, `fuzz`), found by their `Cargo.toml`, sorted by name; the vendored
+/// crates under `third_party/` are not the repository's own code and are left out.
 pub(crate) fn packages(root: &Path) -> Vec<Package> {
     let mut found = Vec::new();
     let mut folders = vec![root.to_path_buf()];
@@ -31,7 +32,9 @@ pub(crate) fn packages(root: &Path) -> Vec<Package> {
         for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
             let path = entry.path();
             let name = entry.file_name();
-            let skip = ["target", ".git", "corpus", "artifacts"];
+            // third_party/ holds vendored upstream crates (patched, third_party/*/README.md):
+            // they keep upstream's own unsafe discipline and layout, not this repository's.
+            let skip = ["target", ".git", "corpus", "artifacts", "third_party"];
             if path.is_dir() && !skip.iter().any(|s| name == *s) && !is_source(&path) {
                 folders.push(path);
             } else if name == "Cargo.toml"
