@@ -158,6 +158,7 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
     ///
     /// The input and output buffers must remain valid and not be accessed until a call to
     /// `pop_used` with the returned token succeeds.
+    #[inline(always)]
     pub unsafe fn add<'a, 'b>(
         &mut self,
         inputs: &'a [&'b [u8]],
@@ -220,6 +221,7 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
     /// descriptor twice (once with `NEXT`, then again without) and walked the buffers through an
     /// iterator that chains the two slices; the descriptors, the free list and the checks are
     /// the same.
+    #[inline(always)]
     fn add_direct<'a, 'b>(
         &mut self,
         inputs: &'a [&'b [u8]],
@@ -452,6 +454,7 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
     ///
     /// The buffers in `inputs` and `outputs` must match the set of buffers originally added to the
     /// queue by `add`.
+    #[inline(always)]
     unsafe fn recycle_descriptors<'a>(
         &mut self,
         head: u16,
@@ -587,6 +590,7 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
     ///
     /// The buffers in `inputs` and `outputs` must match the set of buffers originally added to the
     /// queue by `add` when it returned the token being passed in here.
+    #[inline(always)]
     pub unsafe fn pop_used<'a>(
         &mut self,
         token: u16,
