@@ -334,7 +334,11 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             }
             // The reply frame and data are read after the FIFO said they are ready.
             fence(Ordering::SeqCst);
-            match self.handle_reply(value) {
+            let reply = match value & ADDRESS_REPLY {
+                0 => self.turbo_reply(value),
+                _ => self.address_reply(value),
+            };
+            match reply {
                 Ok(done) => {
                     delivered += 1;
                     on_complete(done);
@@ -348,34 +352,64 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         Ok(delivered)
     }
 
-    fn lookup(&self, context: u32) -> Result<usize, MptError> {
+    /// Frees the slot `context` names if it is busy with that very context, returning its
+    /// completion with `outcome(busy)`; anything else is [`MptError::UnknownContext`]. One
+    /// comparison judges the whole context: [`context_of`] the slot's current generation has
+    /// the reply-type bits (31..29) clear and the slot index below, so a stale generation, a
+    /// slot out of range or those bits set all differ from it; a free slot has no `busy`.
+    #[inline]
+    fn release_matching(
+        &mut self,
+        context: u32,
+        outcome: impl FnOnce(&BusyView) -> Outcome,
+    ) -> Result<Completion, MptError> {
         let index = (context & 0xFFFF) as usize;
         let unknown = MptError::UnknownContext { context };
-        let slot = self.slots.get(index).ok_or(unknown.clone())?;
-        if context >> 29 != 0
-            || slot.busy.is_none()
-            || context_of(index, slot.generation) != context
-        {
+        let Some(slot) = self.slots.get_mut(index) else {
+            return Err(unknown);
+        };
+        if context_of(index, slot.generation) != context {
             return Err(unknown);
         }
-        Ok(index)
+        let Some(busy) = slot.busy.take() else {
+            return Err(unknown);
+        };
+        slot.generation = (slot.generation + 1) & GENERATION_MASK;
+        slot.chains.clear();
+        if busy.kind == Kind::Io {
+            self.outstanding_io -= 1;
+        }
+        self.free_slots.push(index as u16);
+        let view = BusyView {
+            is_io: busy.kind == Kind::Io,
+            data_len: busy.data_len,
+            sense_len: busy.sense_len,
+        };
+        Ok(Completion {
+            tag: busy.tag,
+            context,
+            outcome: outcome(&view),
+        })
     }
 
-    fn handle_reply(&mut self, value: u32) -> Result<Completion, MptError> {
-        if value & ADDRESS_REPLY == 0 {
-            self.stats.turbo_replies += 1;
-            let index = self.lookup(value)?;
-            return self
-                .release(index, |busy| match busy.is_io {
-                    true => Outcome::Success {
-                        transfer_bytes: busy.data_len,
-                    },
-                    false => Outcome::BadReply {
-                        reason: "context-only reply to task management",
-                    },
-                })
-                .ok_or(MptError::UnknownContext { context: value });
-        }
+    /// A context-only ("turbo") reply: success of an I/O, every byte moved.
+    #[inline]
+    fn turbo_reply(&mut self, context: u32) -> Result<Completion, MptError> {
+        self.stats.turbo_replies += 1;
+        self.release_matching(context, |busy| match busy.is_io {
+            true => Outcome::Success {
+                transfer_bytes: busy.data_len,
+            },
+            false => Outcome::BadReply {
+                reason: "context-only reply to task management",
+            },
+        })
+    }
+
+    /// A reply frame's address (anything but plain success): rare, out of line.
+    #[cold]
+    #[inline(never)]
+    fn address_reply(&mut self, value: u32) -> Result<Completion, MptError> {
         self.stats.address_replies += 1;
         let mut frame = [0u8; 128];
         let low = value << 1;
@@ -400,12 +434,10 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         let (header, _) = DefaultReply::read_from_prefix(&frame)
             .map_err(|_| MptError::BadReplyAddress { addr })?;
         let context = header.msg_context.get();
-        let slot = self.lookup(context)?;
         let length = usize::from(header.msg_length) * 4;
         let function = header.function;
-        self.release(slot, |busy| {
+        self.release_matching(context, |busy| {
             decode_reply(busy, function, length.min(copy), &frame)
         })
-        .ok_or(MptError::UnknownContext { context })
     }
 }
