@@ -15,6 +15,7 @@ use drivers::mpt::mpi::scsi_io::{scsi_state, tm_response};
 use drivers::mpt::mpi::{IocState, ioc_status};
 use drivers::mpt::{MptError, Outcome, ScsiIo, TaskMgmt};
 use scsi::host::DataDirection;
+use scsi::wire::CdbBytes;
 
 #[test]
 fn bring_up_resets_first_and_sizes_from_facts() {
@@ -44,7 +45,7 @@ fn chained_write_then_read_moves_the_bytes() {
     let io = ScsiIo {
         target: 0,
         lun: [0; 8],
-        cdb: &cdb,
+        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
         direction: DataDirection::ToDevice,
         segments: &out_segs,
         sense: None,
@@ -64,7 +65,7 @@ fn chained_write_then_read_moves_the_bytes() {
     let (back, back_segs) = buffers(&rig.space, 64, 512);
     let cdb = rw10(0x28, 100, 64);
     let io = ScsiIo {
-        cdb: &cdb,
+        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
         direction: DataDirection::FromDevice,
         segments: &back_segs,
         tag: 8,
@@ -94,7 +95,7 @@ fn check_condition_comes_back_with_truncated_autosense() {
     let io = ScsiIo {
         target: 0,
         lun: [0; 8],
-        cdb: &cdb,
+        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
         direction: DataDirection::None,
         segments: &[],
         sense: Some(Segment {
@@ -131,7 +132,7 @@ fn missing_target_is_an_ioc_status_not_a_hang() {
     let io = ScsiIo {
         target: 5,
         lun: [0; 8],
-        cdb: &cdb,
+        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
         direction: DataDirection::None,
         segments: &[],
         sense: None,
@@ -158,7 +159,7 @@ fn outstanding_requests_never_exceed_credits_or_the_fifo() {
         let io = ScsiIo {
             target: 0,
             lun: [0; 8],
-            cdb: &cdb,
+            cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
             direction: DataDirection::None,
             segments: &[],
             sense: None,
@@ -215,7 +216,7 @@ fn abort_task_terminates_the_stuck_command() {
     let io = ScsiIo {
         target: 0,
         lun: [0; 8],
-        cdb: &cdb,
+        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
         direction: DataDirection::None,
         segments: &[],
         sense: None,
@@ -273,7 +274,7 @@ fn chain_pool_exhaustion_is_a_retryable_value() {
     let io = ScsiIo {
         target: 0,
         lun: [0; 8],
-        cdb: &cdb,
+        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
         direction: DataDirection::FromDevice,
         segments: &segs,
         sense: None,
@@ -287,7 +288,7 @@ fn chain_pool_exhaustion_is_a_retryable_value() {
             &mut rig,
             &ScsiIo {
                 segments: &segs[..8],
-                cdb: &rw10(0x28, 0, 8),
+                cdb: CdbBytes::from_slice(&rw10(0x28, 0, 8)).expect("cdb"),
                 ..io
             }
         )
@@ -307,7 +308,7 @@ fn shutdown_stops_the_ioc_and_returns_the_chain_frames() {
     let io = ScsiIo {
         target: 0,
         lun: [0; 8],
-        cdb: &cdb,
+        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
         direction: DataDirection::FromDevice,
         segments: &segs,
         sense: None,

@@ -14,6 +14,7 @@ use drivers::mpt::{Completion, ScsiIo};
 use mpt_rig::*;
 use proptest::prelude::*;
 use scsi::host::DataDirection;
+use scsi::wire::CdbBytes;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -63,7 +64,7 @@ proptest! {
                     let io = ScsiIo {
                         target: 0,
                         lun: [0; 8],
-                        cdb: &cdb,
+                        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
                         direction: DataDirection::FromDevice,
                         segments: &segs[..usize::from(blocks)],
                         sense: Some(Segment { addr: segs[39].addr, len_bytes: 96 }),

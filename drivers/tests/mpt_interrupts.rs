@@ -40,7 +40,7 @@ fn submit(rig: &mut Rig, count: u64) {
         let io = ScsiIo {
             target: 0,
             lun: [0; 8],
-            cdb: &TEST_UNIT_READY,
+            cdb: CdbBytes::from_slice(&TEST_UNIT_READY).expect("cdb"),
             direction: DataDirection::None,
             segments: &[],
             sense: None,

@@ -14,6 +14,7 @@ use drivers::mpt::ioc::MptConfig;
 use drivers::mpt::mpi::IocState;
 use drivers::mpt::{Mpt, MptError, Outcome, ScsiIo};
 use scsi::host::DataDirection;
+use scsi::wire::CdbBytes;
 
 #[test]
 fn unknown_and_stale_contexts_are_errors_then_recovery_fails_outstanding_commands() {
@@ -28,7 +29,7 @@ fn unknown_and_stale_contexts_are_errors_then_recovery_fails_outstanding_command
     let io = ScsiIo {
         target: 0,
         lun: [0; 8],
-        cdb: &cdb,
+        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
         direction: DataDirection::None,
         segments: &[],
         sense: None,
@@ -84,7 +85,7 @@ fn inflated_transfer_count_fails_that_command_only() {
     let io = ScsiIo {
         target: 0,
         lun: [0; 8],
-        cdb: &cdb,
+        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
         direction: DataDirection::FromDevice,
         segments: &segs,
         sense: None,
@@ -113,7 +114,7 @@ fn fault_is_reported_and_recovered() {
     let io = ScsiIo {
         target: 0,
         lun: [0; 8],
-        cdb: &cdb,
+        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
         direction: DataDirection::None,
         segments: &[],
         sense: None,

@@ -2,6 +2,7 @@
 //! completions with their outcomes.
 
 use scsi::host::DataDirection;
+use scsi::wire::CdbBytes;
 
 use crate::dma::Segment;
 
@@ -12,8 +13,9 @@ pub struct ScsiIo<'a> {
     pub target: u8,
     /// The 8-byte SAM LUN (QEMU reads byte 1 and serves LUN 0 only).
     pub lun: [u8; 8],
-    /// CDB, at most 16 bytes.
-    pub cdb: &'a [u8],
+    /// CDB (at most 16 bytes by construction; an empty one is refused), copied into the
+    /// request as its whole zero-padded 16-byte array.
+    pub cdb: CdbBytes,
     /// Direction of the data.
     pub direction: DataDirection,
     /// Data buffer pieces, in order.

@@ -128,7 +128,8 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
     /// and chain-pool exhaustion are errors the caller may retry after completions.
     pub fn submit(&mut self, io: &ScsiIo<'_>) -> Result<u32, MptError> {
         let invalid = |reason| Err(MptError::InvalidCommand { reason });
-        if io.cdb.is_empty() || io.cdb.len() > 16 {
+        let cdb_len = io.cdb.as_slice().len();
+        if cdb_len == 0 {
             return invalid("CDB must be 1..=16 bytes");
         }
         let data_len = io
@@ -168,7 +169,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         let mut header = ScsiIoRequest {
             target_id: io.target,
             function: function::SCSI_IO_REQUEST,
-            cdb_length: io.cdb.len() as u8,
+            cdb_length: cdb_len as u8,
             sense_buffer_length: sense.len_bytes as u8,
             msg_context: context_of(slot, self.slots[slot].generation).into(),
             lun: io.lun,
@@ -178,9 +179,11 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             // 64-bit sense addressing: the IOC adds SenseBufferHighAddr from IOC_INIT (what
             // Linux mptscsih sets for 64-bit DMA; QEMU always does this).
             msg_flags: crate::mpt::mpi::scsi_io::MSGFLAGS_SENSE_WIDTH_64,
+            // The whole 16-byte array, zero past the CDB's length (the IOC reads `cdb_length`
+            // bytes): a constant copy, not a call to `memcpy` for a variable length.
+            cdb: *io.cdb.padded(),
             ..Default::default()
         };
-        header.cdb[..io.cdb.len()].copy_from_slice(io.cdb);
         let written = match single {
             Some(element) => {
                 let frame = OneSegmentRequest { header, element };

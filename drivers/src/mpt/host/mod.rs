@@ -227,7 +227,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
         let io = ScsiIo {
             target: cmd.target as u8,
             lun: cmd.lun.to_bytes(),
-            cdb: cmd.cdb.as_slice(),
+            cdb: cmd.cdb,
             direction: if data.is_empty() {
                 DataDirection::None
             } else {
