@@ -102,7 +102,8 @@ pub trait DmaAlloc {
 
 /// Device-visible memory the driver owns (request frames, reply frames, chain frames).
 ///
-/// Implementations copy; they never hand out references into memory the device may write.
+/// Implementations copy; they never hand out references into memory the device may write
+/// ([`DmaMemory::write_with`] may lend `fill` the bytes of memory the device is not using).
 pub trait DmaMemory {
     /// Bus address of byte 0.
     fn bus_addr(&self) -> DmaAddr;
@@ -112,6 +113,27 @@ pub trait DmaMemory {
     fn write_at(&mut self, offset: usize, bytes: &[u8]) -> Result<(), OutOfBounds>;
     /// Copies `out.len()` bytes from `offset`. Fails, reading nothing, if out of range.
     fn read_at(&self, offset: usize, out: &mut [u8]) -> Result<(), OutOfBounds>;
+    /// Writes the `N` bytes at `offset` through `fill`, which sets every byte it means the
+    /// device to read; the bytes it leaves alone are unspecified (zero here, what the memory
+    /// held in an implementation that lends the memory itself). Fails, without calling
+    /// `fill`, if the range is outside the region.
+    ///
+    /// An implementation may hand `fill` the region's bytes themselves rather than a copy
+    /// (`ChunkRegion` does: the common MPT request is then built where the IOC reads it, not
+    /// built aside and copied), so this is for memory the device neither reads nor writes
+    /// during the call, such as a request frame before it is posted; a reply the device
+    /// writes is read with [`DmaMemory::read_at`].
+    fn write_with<const N: usize>(
+        &mut self,
+        offset: usize,
+        fill: impl FnOnce(&mut [u8; N]),
+    ) -> Result<(), OutOfBounds> {
+        check_range(offset, N, self.len_bytes())?;
+        let mut bytes = [0u8; N];
+        fill(&mut bytes);
+        self.write_at(offset, &bytes)
+    }
+
     /// Sets `len` bytes at `offset` to zero.
     fn zero(&mut self, offset: usize, len: usize) -> Result<(), OutOfBounds> {
         check_range(offset, len, self.len_bytes())?;

@@ -86,6 +86,23 @@ impl<B: Backing> DmaMemory for ChunkRegion<B> {
         Ok(())
     }
 
+    fn write_with<const N: usize>(
+        &mut self,
+        offset: usize,
+        fill: impl FnOnce(&mut [u8; N]),
+    ) -> Result<(), OutOfBounds> {
+        check_range(offset, N, self.len)?;
+        let cpu = self.cpu().ok_or_else(|| out_of_bounds(offset, N, 0))?;
+        // SAFETY: the Backing contract makes cpu..cpu+chunk.len_bytes (>= self.len) valid and
+        // exclusively ours until free_chunk in Drop; check_range keeps offset..offset+N inside
+        // self.len; a byte array needs no alignment; `&mut self` keeps every other CPU-side
+        // access out while the borrow lives (it ends with `fill`), and `write_with`'s contract
+        // is that the device does not touch these bytes meanwhile (a frame not yet posted).
+        let bytes = unsafe { &mut *cpu.as_ptr().add(offset).cast::<[u8; N]>() };
+        fill(bytes);
+        Ok(())
+    }
+
     fn read_at(&self, offset: usize, out: &mut [u8]) -> Result<(), OutOfBounds> {
         check_range(offset, out.len(), self.len)?;
         let cpu = self
@@ -127,5 +144,37 @@ impl<B: Backing + Clone> DmaAlloc for BackingAlloc<B> {
         };
         region.zero(0, len_bytes).ok()?;
         Some(region)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pools::host::HostBacking;
+
+    use super::BackingAlloc;
+    use crate::dma::{DmaAlloc, DmaMemory};
+
+    #[test]
+    fn write_with_fills_the_range_in_place_and_refuses_one_outside_without_calling_fill() {
+        let backing = HostBacking::new();
+        let mut region = BackingAlloc(&backing).alloc(64, 16).expect("chunk");
+        region.write_at(0, &[0xAA; 64]).expect("in range");
+        region
+            .write_with(8, |bytes: &mut [u8; 4]| {
+                // The region's own bytes, not a zeroed copy.
+                assert_eq!(*bytes, [0xAA; 4]);
+                *bytes = [1, 2, 3, 4];
+            })
+            .expect("in range");
+        let mut out = [0u8; 16];
+        region.read_at(0, &mut out).expect("in range");
+        assert_eq!(out[..8], [0xAA; 8]);
+        assert_eq!(out[8..12], [1, 2, 3, 4]);
+        assert_eq!(out[12..], [0xAA; 4]);
+
+        let mut called = false;
+        let refused = region.write_with(61, |_: &mut [u8; 4]| called = true);
+        assert!(refused.is_err());
+        assert!(!called);
     }
 }

@@ -10,7 +10,7 @@
 use alloc::vec::Vec;
 use core::sync::atomic::{Ordering, fence};
 
-use zerocopy::{FromBytes, Immutable, IntoBytes};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use crate::delay::Delay;
 use crate::dma::{BusAddr, DmaAddr, DmaMemory, Segment};
@@ -34,14 +34,15 @@ const ADDRESS_REPLY: u32 = 0x8000_0000;
 
 /// A SCSI_IO_REQUEST whose SGL is one simple element (MPI 1.5 SCSI IO request: the header's
 /// 0x30 bytes, the SGL at 0x30): the whole of what the IOC reads for the common command.
-#[derive(IntoBytes, Immutable)]
+#[derive(IntoBytes, FromBytes, KnownLayout, Immutable)]
 #[repr(C)]
 struct OneSegmentRequest {
     header: ScsiIoRequest,
     element: Sge64,
 }
-const _: () =
-    assert!(core::mem::size_of::<OneSegmentRequest>() == SCSI_IO_SGL_OFFSET + SGE64_LEN_BYTES);
+/// Bytes of a [`OneSegmentRequest`].
+const ONE_SEGMENT_FRAME_BYTES: usize = SCSI_IO_SGL_OFFSET + SGE64_LEN_BYTES;
+const _: () = assert!(core::mem::size_of::<OneSegmentRequest>() == ONE_SEGMENT_FRAME_BYTES);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -157,8 +158,8 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             });
         }
         // The common command (no data, or one segment) has one simple element right after
-        // the header: the whole frame is built as one value and written to the DMA frame at
-        // once, its constant 60 bytes, without the general path's CPU copy of the frame.
+        // the header: the whole frame, its constant 60 bytes, is written straight into the DMA
+        // frame, without the general path's CPU copy of the frame.
         let single = single_element(io.segments, io.direction).transpose()?;
         let slot = self.take_slot(Kind::Io)?;
         let ctl = match io.direction {
@@ -166,7 +167,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             DataDirection::FromDevice => control::READ,
             DataDirection::ToDevice => control::WRITE,
         };
-        let mut header = ScsiIoRequest {
+        let header = ScsiIoRequest {
             target_id: io.target,
             function: function::SCSI_IO_REQUEST,
             cdb_length: cdb_len as u8,
@@ -186,10 +187,17 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         };
         let written = match single {
             Some(element) => {
-                let frame = OneSegmentRequest { header, element };
                 let offset = slot * self.geometry.frame_size_bytes;
+                // Built where the IOC will read it (the slot is free, so the IOC does not read
+                // this frame now): no copy of it built aside.
                 self.requests
-                    .write_at(offset, frame.as_bytes())
+                    .write_with(offset, |bytes: &mut [u8; ONE_SEGMENT_FRAME_BYTES]| {
+                        let frame = OneSegmentRequest::mut_from_bytes(bytes);
+                        // The array is the struct's size and the struct is unaligned: never Err.
+                        if let Ok(frame) = frame {
+                            *frame = OneSegmentRequest { header, element };
+                        }
+                    })
                     .map_err(MptError::from)
             }
             None => self.build_chained(slot, header, io),
