@@ -90,11 +90,13 @@ impl<A: ElementAllocator> Magazine<A> {
     }
 
     /// Fetches up to `batch` elements from the shared allocator; returns whether any came.
+    /// Takes the fields it needs, so the exclusive path can call it beside a borrow of
+    /// `objects`.
     #[cold]
-    fn refill(&self, objects: &mut Vec<A::Element>) -> bool {
-        self.refills.set(self.refills.get() + 1);
-        for _ in 0..self.batch {
-            match self.inner.try_alloc() {
+    fn refill(inner: &A, batch: usize, refills: &Cell<u64>, objects: &mut Vec<A::Element>) -> bool {
+        refills.set(refills.get() + 1);
+        for _ in 0..batch {
+            match inner.try_alloc() {
                 Some(element) => objects.push(element),
                 None => break,
             }
@@ -104,12 +106,49 @@ impl<A: ElementAllocator> Magazine<A> {
 
     /// Gives the `batch` coldest (bottom) elements back.
     #[cold]
-    fn flush(&self, objects: &mut Vec<A::Element>) {
-        self.flushes.set(self.flushes.get() + 1);
-        let batch = self.batch.min(objects.len());
+    fn flush(inner: &A, batch: usize, flushes: &Cell<u64>, objects: &mut Vec<A::Element>) {
+        flushes.set(flushes.get() + 1);
+        let batch = batch.min(objects.len());
         for element in objects.drain(..batch) {
-            self.inner.free(element);
+            inner.free(element);
         }
+    }
+
+    /// The allocation from `objects` (borrowed by the caller: through the `RefCell`'s check
+    /// when shared, without it when the caller owns the magazine).
+    #[inline(always)]
+    fn pop_from(
+        inner: &A,
+        batch: usize,
+        counters: (&Cell<u64>, &Cell<u64>),
+        objects: &mut Vec<A::Element>,
+    ) -> Option<A::Element> {
+        let (hits, refills) = counters;
+        if let Some(element) = objects.pop() {
+            hits.set(hits.get() + 1);
+            return Some(element);
+        }
+        if Self::refill(inner, batch, refills, objects) {
+            objects.pop()
+        } else {
+            None
+        }
+    }
+
+    /// The free into `objects` (borrowed by the caller, as for [`Self::pop_from`]), which
+    /// holds at most `capacity`.
+    #[inline(always)]
+    fn push_to(
+        inner: &A,
+        (batch, capacity): (usize, usize),
+        flushes: &Cell<u64>,
+        objects: &mut Vec<A::Element>,
+        element: A::Element,
+    ) {
+        if objects.len() >= capacity {
+            Self::flush(inner, batch, flushes, objects);
+        }
+        objects.push(element);
     }
 }
 
@@ -121,16 +160,13 @@ impl<A: ElementAllocator> ElementAllocator for Magazine<A> {
         if self.capacity == 0 {
             return self.inner.try_alloc();
         }
-        let mut objects = self.objects.borrow_mut();
-        if let Some(element) = objects.pop() {
-            self.hits.set(self.hits.get() + 1);
-            return Some(element);
-        }
-        if self.refill(&mut objects) {
-            objects.pop()
-        } else {
-            None
-        }
+        let counters = (&self.hits, &self.refills);
+        Self::pop_from(
+            &self.inner,
+            self.batch,
+            counters,
+            &mut self.objects.borrow_mut(),
+        )
     }
 
     #[inline(always)]
@@ -138,11 +174,30 @@ impl<A: ElementAllocator> ElementAllocator for Magazine<A> {
         if self.capacity == 0 {
             return self.inner.free(element);
         }
+        let sizes = (self.batch, self.capacity);
         let mut objects = self.objects.borrow_mut();
-        if objects.len() >= self.capacity {
-            self.flush(&mut objects);
+        Self::push_to(&self.inner, sizes, &self.flushes, &mut objects, element);
+    }
+
+    /// [`Self::try_alloc`] without the `RefCell`'s borrow flag: the owner's `&mut` is the proof.
+    #[inline(always)]
+    fn try_alloc_mut(&mut self) -> Option<A::Element> {
+        if self.capacity == 0 {
+            return self.inner.try_alloc_mut();
         }
-        objects.push(element);
+        let counters = (&self.hits, &self.refills);
+        Self::pop_from(&self.inner, self.batch, counters, self.objects.get_mut())
+    }
+
+    /// [`Self::free`] without the `RefCell`'s borrow flag.
+    #[inline(always)]
+    fn free_mut(&mut self, element: A::Element) {
+        if self.capacity == 0 {
+            return self.inner.free_mut(element);
+        }
+        let sizes = (self.batch, self.capacity);
+        let objects = self.objects.get_mut();
+        Self::push_to(&self.inner, sizes, &self.flushes, objects, element);
     }
 }
 
@@ -240,19 +295,45 @@ mod tests {
         assert!(magazine.try_alloc().is_some());
     }
 
+    #[test]
+    fn the_owners_calls_count_and_hand_out_as_the_shared_ones() {
+        let (a, b) = (Counter::new(20), Counter::new(20));
+        let shared = Magazine::new(&a, 4);
+        let mut owned = Magazine::new(&b, 4);
+        for round in 0..50u32 {
+            let n = round % 7;
+            let x: Vec<u32> = (0..n).map(|_| shared.try_alloc().unwrap()).collect();
+            let y: Vec<u32> = (0..n).map(|_| owned.try_alloc_mut().unwrap()).collect();
+            assert_eq!(x, y);
+            for (x, y) in x.into_iter().zip(y) {
+                shared.free(x);
+                owned.free_mut(y);
+            }
+            assert_eq!(shared.stats(), owned.stats());
+            assert_eq!(a.calls.get(), b.calls.get());
+        }
+        let mut passing = Magazine::new(&b, 0);
+        let element = passing.try_alloc_mut().unwrap();
+        passing.free_mut(element);
+        assert_eq!(passing.stats(), MagazineStats::default());
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         /// Random allocs and frees against a model: every element is out at most once, the
         /// magazine never holds more than its capacity, and the shared allocator sees every
         /// element back after a drain.
         #[test]
-        fn model(ops in proptest::collection::vec(any::<(bool, u8)>(), 1..400), capacity in 0usize..12) {
+        /// Each call goes through the shared or the owner's path at random.
+        #[test]
+        fn model(ops in proptest::collection::vec(any::<(bool, u8, bool)>(), 1..400), capacity in 0usize..12) {
             let shared = Counter::new(40);
-            let magazine = Magazine::new(&shared, capacity);
+            let mut magazine = Magazine::new(&shared, capacity);
             let mut live: Vec<u32> = Vec::new();
-            for (alloc, pick) in ops {
+            for (alloc, pick, owner) in ops {
                 if alloc || live.is_empty() {
-                    match magazine.try_alloc() {
+                    let got = if owner { magazine.try_alloc_mut() } else { magazine.try_alloc() };
+                    match got {
                         Some(element) => {
                             prop_assert!(!live.contains(&element));
                             live.push(element);
@@ -261,7 +342,11 @@ mod tests {
                     }
                 } else {
                     let element = live.swap_remove(usize::from(pick) % live.len());
-                    magazine.free(element);
+                    if owner {
+                        magazine.free_mut(element);
+                    } else {
+                        magazine.free(element);
+                    }
                 }
                 let held = magazine.stats().held;
                 prop_assert!(held <= capacity);

@@ -42,6 +42,20 @@ pub trait ElementAllocator {
     }
     /// Gives an element back.
     fn free(&self, element: Self::Element);
+    /// [`try_alloc`](Self::try_alloc) by a caller that owns the allocator: the `&mut` proves
+    /// nobody else is inside it, so an allocator that keeps its state behind a `RefCell` (a
+    /// [`crate::Magazine`]) can skip the runtime borrow check. The same element comes back as
+    /// from `try_alloc`; allocators without such state keep the default.
+    #[inline(always)]
+    fn try_alloc_mut(&mut self) -> Option<Self::Element> {
+        self.try_alloc()
+    }
+    /// [`free`](Self::free) by a caller that owns the allocator; see
+    /// [`try_alloc_mut`](Self::try_alloc_mut).
+    #[inline(always)]
+    fn free_mut(&mut self, element: Self::Element) {
+        self.free(element);
+    }
 }
 
 impl<T: ElementAllocator + ?Sized> ElementAllocator for &T {
@@ -389,6 +403,12 @@ impl<A: ElementAllocator, W: Waiter, R: RawMutex> Mempool<A, W, R> {
     /// The allocator behind the reserve.
     pub fn allocator(&self) -> &A {
         &self.allocator
+    }
+
+    /// The allocator behind the reserve, for a caller that owns the pool (see
+    /// [`ElementAllocator::try_alloc_mut`]).
+    pub fn allocator_mut(&mut self) -> &mut A {
+        &mut self.allocator
     }
 }
 

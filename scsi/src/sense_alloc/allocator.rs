@@ -195,15 +195,17 @@ where
     #[inline(always)]
     fn alloc_unbound(&mut self) -> Option<A::Element> {
         let got = match &mut self.backend {
+            // The allocator owns its slab: the exclusive calls (`try_alloc_mut`, `free_mut`)
+            // let a magazine skip its `RefCell`'s borrow flag.
             Backend::Slab(slab) | Backend::Backup { slab, .. } | Backend::Pertag { slab, .. } => {
-                slab.try_alloc()
+                slab.try_alloc_mut()
             }
             // `mempool_alloc`'s fast path is the allocator alone; pools' per-call statistics
             // stay off it.
-            Backend::Mempool(pool) => pool.allocator().inner.try_alloc(),
+            Backend::Mempool(pool) => pool.allocator_mut().inner.try_alloc_mut(),
             Backend::Prealloc { slab, list, .. } => match list.pop() {
                 Some(buf) => return Some(self.took_reserved(buf)),
-                None => slab.try_alloc(),
+                None => slab.try_alloc_mut(),
             },
         };
         match got {
@@ -299,18 +301,18 @@ where
     fn free_unbound(&mut self, buf: A::Element) {
         self.frees += 1;
         match &mut self.backend {
-            Backend::Slab(slab) | Backend::Pertag { slab, .. } => slab.free(buf),
+            Backend::Slab(slab) | Backend::Pertag { slab, .. } => slab.free_mut(buf),
             // `mempool_free`'s lockless look: with the reserve full the element goes straight
             // back to the allocator. This allocator is the mempool's only user, so its own
             // count is exact.
             Backend::Mempool(pool) if self.stats.reserve_held >= self.min_nr => {
-                pool.allocator().inner.free(buf);
+                pool.allocator_mut().inner.free_mut(buf);
             }
             // `scsi_put_command`: the backup slot is full, so the slab takes it.
             Backend::Backup {
                 slab,
                 spare: Some(_),
-            } => slab.free(buf),
+            } => slab.free_mut(buf),
             Backend::Prealloc { list, min_nr, .. } if list.len() < *min_nr => {
                 list.push(buf);
                 self.stats.reserve_held += 1;
