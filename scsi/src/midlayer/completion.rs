@@ -9,7 +9,7 @@ use super::error::{Disposition, classify};
 use super::{Completion, Done, Midlayer, ScsiError, SlotState};
 use crate::clock::Clock;
 use crate::host::{Completed, HostError, ScsiHost};
-use crate::sense_alloc::SenseStorage;
+use crate::sense_alloc::{SenseAllocator, SenseStorage};
 use crate::wire::{SCSI_SENSE_BUFFERSIZE, Tag};
 use alloc::vec::Vec;
 use pools::ElementAllocator;
@@ -130,15 +130,12 @@ where
         self.end(tag, result, data, sense, out);
     }
 
-    /// Gives back the chain objects a `multi:K` command took with its buffer.
+    /// Gives back the chain objects (`extra`) a `multi:K` command took with its buffer.
     #[inline(never)]
-    fn free_extras(&mut self, tag: Tag) {
-        let mut extra = core::mem::take(&mut self.slots[usize::from(tag.0)].extra);
+    fn free_extras(sense: &mut SenseAllocator<A>, tag: Tag, extra: &mut Vec<A::Element>) {
         for element in extra.drain(..) {
-            self.sense.free_extra(tag, element);
+            sense.free_extra(tag, element);
         }
-        self.sense_frees += 1;
-        self.slots[usize::from(tag.0)].extra = extra;
     }
 
     /// [`Self::complete`] with the command's buffers already out of its slot: `sense` is
@@ -169,14 +166,17 @@ where
         data: Vec<u8>,
         sense: Option<A::Element>,
     ) -> Done {
+        // One look-up of the slot for the whole exit: the reference stays valid across the
+        // sense allocator's calls (another field).
+        let slot = &mut self.slots[usize::from(tag.0)];
         if let Some(buf) = sense {
             self.sense.free_for(tag, buf);
             self.sense_frees += 1;
         }
-        if !self.slots[usize::from(tag.0)].extra.is_empty() {
-            self.free_extras(tag);
+        if !slot.extra.is_empty() {
+            Self::free_extras(&mut self.sense, tag, &mut slot.extra);
+            self.sense_frees += 1;
         }
-        let slot = &mut self.slots[usize::from(tag.0)];
         slot.state = SlotState::Free;
         let user_data = slot.user_data;
         let device = &mut self.devices[usize::from(slot.device)];

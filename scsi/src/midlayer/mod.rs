@@ -310,6 +310,9 @@ where
             self.sweep_interval_ns = (timeout_ns / 8).max(1);
             self.next_sweep_ns = self.next_sweep_ns.min(self.now_ns + self.sweep_interval_ns);
         }
+        // One look-up of the slot serves the whole submission: the reference stays valid
+        // across the sense allocation (another field), so the slot is not indexed and
+        // bounds-checked again to build the host's command.
         let slot = &mut self.slots[usize::from(tag.0)];
         slot.device = request.device.0;
         slot.target = device.target;
@@ -327,16 +330,17 @@ where
             // The common command: its buffer at once, and the data and sense buffers go
             // straight into the host's command instead of through the slot.
             if let Some(sense) = self.sense.alloc_for(tag) {
-                self.issue_with(tag, request.data, sense);
+                let cmd = Self::command_in(slot, tag, request.data, sense);
+                if let Err(refused) = self.host.queue_command(cmd) {
+                    self.host_refused(tag, refused.buffers);
+                }
                 return Ok(tag);
             }
-            let slot = &mut self.slots[usize::from(tag.0)];
             slot.attempts = 0;
             slot.data = request.data;
             self.wait_for_sense(tag);
             return Ok(tag);
         }
-        let slot = &mut self.slots[usize::from(tag.0)];
         slot.attempts = 0;
         slot.data = request.data;
         if self.take_elements_multi(tag) {
@@ -481,19 +485,30 @@ where
     /// caller has counted the attempt in the slot.
     #[inline(always)]
     fn issue_with(&mut self, tag: Tag, data: Vec<u8>, sense: A::Element) {
-        let slot = &mut self.slots[usize::from(tag.0)];
+        let cmd = Self::command_in(&mut self.slots[usize::from(tag.0)], tag, data, sense);
+        if let Err(refused) = self.host.queue_command(cmd) {
+            self.host_refused(tag, refused.buffers);
+        }
+    }
+
+    /// Marks `slot` (the slot of `tag`) in flight and builds the host's command from it, with
+    /// `data` and `sense`.
+    #[inline(always)]
+    fn command_in(
+        slot: &mut Slot<A::Element>,
+        tag: Tag,
+        data: Vec<u8>,
+        sense: A::Element,
+    ) -> ScsiCmd<A::Element> {
         slot.state = SlotState::InFlight;
         slot.deadline_ns = UNSTAMPED;
-        let cmd = ScsiCmd {
+        ScsiCmd {
             tag,
             target: slot.target,
             lun: slot.lun,
             cdb: slot.cdb,
             direction: slot.direction,
             buffers: CmdBuffers { data, sense },
-        };
-        if let Err(refused) = self.host.queue_command(cmd) {
-            self.host_refused(tag, refused.buffers);
         }
     }
 
