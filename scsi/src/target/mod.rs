@@ -161,8 +161,10 @@ pub struct ScsiDebug<C: Clock, S = Box<[u8; SCSI_SENSE_BUFFERSIZE]>> {
     pub(crate) cmnd_count: u64,
     /// `params.host_can_queue()`, read on every command (the parameters do not change it).
     can_queue: usize,
-    /// `fake_rw` with neither noise nor unit-attention injection in `opts`: READ/WRITE may
-    /// take [`Self::respond_fake_rw`]. Recomputed whenever `opts` changes.
+    /// READ/WRITE may take [`Self::respond_fake_rw`] and complete at once: `fake_rw`,
+    /// neither noise nor unit-attention injection in `opts`, no `every_nth` and no delay
+    /// ([`ScsiDebugParams::fast_rw`] and [`Self::fast_path`]). Recomputed whenever `opts`,
+    /// `every_nth` or the delay change, so the common command tests one flag.
     pub(crate) fast_rw: bool,
     pub(crate) power_on_ns: u64,
     pub(crate) stats: TargetStats,
@@ -209,7 +211,7 @@ impl<C: Clock, S> ScsiDebug<C, S> {
         let power_on_ns = clock.now_ns();
         Ok(ScsiDebug {
             can_queue: usize::from(params.host_can_queue()),
-            fast_rw: params.fast_rw(),
+            fast_rw: Self::fast_path(&params, params.delay_ns()),
             capacity_blocks: params.capacity_blocks(),
             delay_ns: params.delay_ns(),
             pending: VecDeque::new(),
@@ -259,13 +261,24 @@ impl<C: Clock, S> ScsiDebug<C, S> {
     pub fn set_injection(&mut self, every_nth: i32, opts: u32) {
         self.params.every_nth = every_nth;
         self.params.opts = opts;
-        self.fast_rw = self.params.fast_rw();
+        self.fast_rw = Self::fast_path(&self.params, self.delay_ns);
         self.cmnd_count = 0;
     }
 
     /// Changes the completion delay at run time.
     pub fn set_delay_ns(&mut self, delay_ns: u64) {
         self.delay_ns = delay_ns;
+        self.fast_rw = Self::fast_path(&self.params, delay_ns);
+    }
+
+    /// Whether a READ/WRITE may be answered on the fast path ([`Self::respond_fake_rw`]):
+    /// `fake_rw` without noise or unit-attention injection, and nothing that path would
+    /// have to time: no delay (its completion goes to the ready list), and no `every_nth`,
+    /// whose command count exists only to time injections (`set_injection` restarts it), so
+    /// a command on this path need not be counted. Any other READ/WRITE takes the full
+    /// answer, which counts it.
+    fn fast_path(params: &ScsiDebugParams, delay_ns: u64) -> bool {
+        params.fast_rw() && params.every_nth == 0 && delay_ns == 0
     }
 
     /// Changes `max_luns` at run time; every LUN of every target then reports REPORTED LUNS DATA
@@ -324,7 +337,7 @@ impl<C: Clock, S: SenseStorage> ScsiHost<S> for ScsiDebug<C, S> {
         }
         self.stats.commands += 1;
         let lun_index = self.lun_index(cmd.target, cmd.lun);
-        if self.delay_ns == 0
+        if self.fast_rw
             && let Some(completion) = self.respond_fake_rw(&cmd, lun_index)
         {
             self.ready

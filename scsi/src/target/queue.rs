@@ -20,11 +20,12 @@ pub(super) fn host_busy<S>(cmd: ScsiCmd<S>) -> Result<(), Refused<S>> {
 
 impl<C: Clock, S: SenseStorage> ScsiDebug<C, S> {
     /// The common command of a `fake_rw` run, answered without building a view of it: a
-    /// READ/WRITE to a present, ready LUN with no unit attention to report and no noise. With
-    /// `fake_rw` Linux `goto fini`s before `fake_timeout()` and the response function, so no
-    /// data moves, no range is checked, resid stays 0, and an every_nth injection stays pending
-    /// for a READ/WRITE that never comes. `None`, having changed nothing, for any other
-    /// command: [`Self::answer`] then takes it the long way, which agrees on these commands.
+    /// READ/WRITE to a present, ready LUN with no unit attention to report, on a target whose
+    /// `fast_rw` flag is set (no noise, no every_nth, no delay). With `fake_rw` Linux `goto
+    /// fini`s before `fake_timeout()` and the response function, so no data moves, no range
+    /// is checked and resid stays 0. `None`, having changed nothing, for any other command:
+    /// [`Self::answer`] then takes it the long way, which agrees on these commands. The caller
+    /// has tested `fast_rw`.
     #[inline]
     pub(super) fn respond_fake_rw(
         &mut self,
@@ -32,12 +33,9 @@ impl<C: Clock, S: SenseStorage> ScsiDebug<C, S> {
         lun: Option<usize>,
     ) -> Option<HostCompletion> {
         let state = self.luns[lun?];
-        if !self.fast_rw || state.ua != 0 || state.readiness != Readiness::Ready || !cmd.cdb.is_rw()
-        {
+        if state.ua != 0 || state.readiness != Readiness::Ready || !cmd.cdb.is_rw() {
             return None;
         }
-        self.cmnd_count += 1;
-        self.inject_pending |= self.every_nth_hit();
         Some(HostCompletion::good(cmd.tag))
     }
 

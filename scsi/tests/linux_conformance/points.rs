@@ -381,3 +381,45 @@ fn each_reset_succeeds_and_leaves_linux_s_unit_attention() {
     }
     assert!(returned.is_empty(), "nothing was outstanding");
 }
+
+#[test]
+fn a_fake_rw_read_follows_a_delay_set_and_cleared_at_run_time() {
+    let mut t = target("delay=0 fake_rw=1");
+    settle(&mut t, 0);
+    let read = |tag: u16| ScsiCmd {
+        tag: Tag(tag),
+        target: 0,
+        lun: Lun(0),
+        cdb: CdbBytes::from_slice(&READ10_1).unwrap(),
+        direction: DataDirection::FromDevice,
+        buffers: CmdBuffers {
+            data: vec![0u8; 512],
+            sense: Box::new([0u8; SCSI_SENSE_BUFFERSIZE]),
+        },
+    };
+    let mut done = Vec::new();
+    t.set_delay_ns(5_000_000);
+    t.queue_command(read(2)).expect("queued");
+    assert_eq!(t.poll(&mut done), 0, "delayed");
+    t.clock().advance(5_000_000);
+    assert_eq!(t.poll(&mut done), 1, "due");
+    t.set_delay_ns(0);
+    t.queue_command(read(3)).expect("queued");
+    assert_eq!(t.poll(&mut done), 1, "at once again");
+    assert!(done.iter().all(|c| c.completion.status == 0));
+}
+
+#[test]
+fn every_nth_counts_fake_rw_reads_whether_delayed_or_not() {
+    // As in the test above it: READ 3 is a hit without a timeout check; TUR 6 hits.
+    let mut t = target("delay=0 fake_rw=1 every_nth=-3 opts=4");
+    settle(&mut t, 0); // 1
+    assert!(send(&mut t, &TUR, 0).unwrap().good()); // 2
+    t.set_delay_ns(1_000_000);
+    assert!(send(&mut t, &READ10_1, 512).unwrap().good()); // 3, delayed
+    t.set_delay_ns(0);
+    assert!(send(&mut t, &READ10_1, 512).unwrap().good()); // 4, at once
+    assert!(send_to(&mut t, 5, 0, &TUR, 0).unwrap().good()); // 5
+    assert!(send_to(&mut t, 6, 0, &TUR, 0).is_none()); // 6: hit
+    assert_eq!(t.params().every_nth, -1);
+}
