@@ -2,10 +2,11 @@
 //!
 //! Every mode's per-command path is written the same way, so that a comparison of modes
 //! measures what each mode does and not how carefully its code was laid out: inline in the
-//! caller, one test for `pertag` (the one mode whose buffer is bound to the tag), then one
-//! `match` on the mode's state that asks the slab (or, for `prealloc`, its list first) exactly
-//! once; everything past the common case (a failed slab, a tag whose buffer is out, a short
-//! reserve on free) is out of line. What each mode does per command, and nothing more:
+//! caller, one `match` on the mode's state that takes the tag's own buffer (`pertag`, the one
+//! mode whose buffer is bound to the tag) or asks the slab (or, for `prealloc`, its list
+//! first) exactly once; everything past the common case (a failed slab, a tag whose buffer is
+//! out, a short reserve on free) is out of line. What each mode does per command, and nothing
+//! more:
 //! - `pertag`: the tag's slot hands over its buffer and takes it back; no allocator call.
 //! - `slab`, `mempool:N`, `backup`: one slab allocation and one slab free; a free first
 //!   checks that the reserve is full (`mempool_free`'s `curr_nr < min_nr`, the backup slot).
@@ -166,18 +167,29 @@ where
 
     /// Takes the buffer for the command with `tag`: its own in `pertag` mode, else as
     /// [`alloc`](Self::alloc). `None` means "wait for a free and try again".
+    ///
+    /// One `match` on the mode decides the whole allocation (for `pertag` as for the others),
+    /// so the common command pays one dispatch, not a test for `pertag` and then another.
     #[inline(always)]
     pub fn alloc_for(&mut self, tag: Tag) -> Option<A::Element> {
-        if let Backend::Pertag { by_tag, .. } = &mut self.backend {
-            return match by_tag
-                .get_mut(usize::from(tag.0))
-                .and_then(TagSlot::take_tagged)
-            {
-                Some(buf) => Some(self.took_reserved(buf)),
-                None => self.alloc_replacing_tag_buffer(),
-            };
-        }
-        self.alloc_unbound()
+        let got = match &mut self.backend {
+            Backend::Pertag { by_tag, .. } => {
+                return match by_tag
+                    .get_mut(usize::from(tag.0))
+                    .and_then(TagSlot::take_tagged)
+                {
+                    Some(buf) => Some(self.took_reserved(buf)),
+                    None => self.alloc_replacing_tag_buffer(),
+                };
+            }
+            Backend::Slab(slab) | Backend::Backup { slab, .. } => slab.try_alloc_mut(),
+            Backend::Mempool(pool) => pool.allocator_mut().inner.try_alloc_mut(),
+            Backend::Prealloc { slab, list, .. } => match list.pop() {
+                Some(buf) => return Some(self.took_reserved(buf)),
+                None => slab.try_alloc_mut(),
+            },
+        };
+        self.count_slab_alloc(got)
     }
 
     /// Takes a buffer without waiting; `None` means "wait for a free and try again". In
@@ -208,6 +220,12 @@ where
                 None => slab.try_alloc_mut(),
             },
         };
+        self.count_slab_alloc(got)
+    }
+
+    /// Counts what the slab gave, or goes on to the reserve when it gave nothing.
+    #[inline(always)]
+    fn count_slab_alloc(&mut self, got: Option<A::Element>) -> Option<A::Element> {
         match got {
             Some(buf) => {
                 self.stats.slab_allocs += 1;
