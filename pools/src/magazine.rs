@@ -49,7 +49,17 @@ impl<A: ElementAllocator> Magazine<A> {
     /// A magazine of at most `capacity` elements that refills and flushes `capacity / 2` (at
     /// least 1) at a time. A capacity of 0 makes it a pass-through: every call goes to the
     /// shared allocator (for measuring what the magazine saves).
+    ///
+    /// The bound is the vector's own capacity (exactly `capacity`, as `Vec::with_capacity`
+    /// gives for elements with a size), so a free tests one bound, the one its push tests
+    /// anyway. Zero-sized elements, for which a `Vec` has no bound, do not compile.
     pub fn new(inner: A, capacity: usize) -> Self {
+        const {
+            assert!(
+                size_of::<A::Element>() != 0,
+                "a magazine's elements have a size"
+            );
+        }
         Magazine {
             inner,
             objects: RefCell::new(Vec::with_capacity(capacity)),
@@ -136,16 +146,16 @@ impl<A: ElementAllocator> Magazine<A> {
     }
 
     /// The free into `objects` (borrowed by the caller, as for [`Self::pop_from`]), which
-    /// holds at most `capacity`.
+    /// holds at most its capacity (see [`Self::new`]).
     #[inline(always)]
     fn push_to(
         inner: &A,
-        (batch, capacity): (usize, usize),
+        batch: usize,
         flushes: &Cell<u64>,
         objects: &mut Vec<A::Element>,
         element: A::Element,
     ) {
-        if objects.len() >= capacity {
+        if objects.len() == objects.capacity() {
             Self::flush(inner, batch, flushes, objects);
         }
         objects.push(element);
@@ -174,9 +184,14 @@ impl<A: ElementAllocator> ElementAllocator for Magazine<A> {
         if self.capacity == 0 {
             return self.inner.free(element);
         }
-        let sizes = (self.batch, self.capacity);
         let mut objects = self.objects.borrow_mut();
-        Self::push_to(&self.inner, sizes, &self.flushes, &mut objects, element);
+        Self::push_to(
+            &self.inner,
+            self.batch,
+            &self.flushes,
+            &mut objects,
+            element,
+        );
     }
 
     /// [`Self::try_alloc`] without the `RefCell`'s borrow flag: the owner's `&mut` is the proof.
@@ -195,9 +210,8 @@ impl<A: ElementAllocator> ElementAllocator for Magazine<A> {
         if self.capacity == 0 {
             return self.inner.free_mut(element);
         }
-        let sizes = (self.batch, self.capacity);
         let objects = self.objects.get_mut();
-        Self::push_to(&self.inner, sizes, &self.flushes, objects, element);
+        Self::push_to(&self.inner, self.batch, &self.flushes, objects, element);
     }
 }
 
