@@ -197,6 +197,35 @@ impl<S: InterruptSource> Waiter<S> {
         fresh - paid
     }
 
+    /// The poll after a halt the safety timer ended found `found` completions, with `fresh`
+    /// interrupts since the last look: the batches still owed one are lost, and these are late
+    /// or owed an interrupt. Rare, so out of line: the poll after every interrupt or spin keeps
+    /// a short path (and the caller's prologue saves fewer registers).
+    #[cold]
+    #[inline(never)]
+    fn after_safety_timer(&mut self, found: usize, mut fresh: u64) {
+        self.owed_are_lost();
+        self.stats.safety_recoveries += 1;
+        if fresh == 0 {
+            // The interrupt was still on through the poll: one raised for these
+            // completions is in flight or pending, unless it was never raised.
+            self.source.settle();
+            fresh = self.account();
+        }
+        if fresh == 0 {
+            // Still nothing, but the message may land later: under TCG the device thread
+            // writes the ring before it raises the message. These completions are owed an
+            // interrupt, with the interrupt left on: one that comes before the next halt
+            // ends on the safety timer pays, otherwise they are lost.
+            self.owed += 1;
+            log::debug!(
+                "irq: the safety timer found {found} completion(s) no interrupt announced yet"
+            );
+        } else {
+            log::debug!("irq: {found} completion(s) announced after the safety timer (late)");
+        }
+    }
+
     /// A halt ended by the safety timer: batches still owed an interrupt waited a whole safety
     /// period for it, so they are lost.
     fn owed_are_lost(&mut self) {
@@ -256,28 +285,9 @@ impl<S: InterruptSource> CompletionWait for Waiter<S> {
     }
 
     fn completed(&mut self, found: usize, device: &mut dyn CompletionInterrupt) {
-        let mut fresh = self.account();
+        let fresh = self.account();
         if self.wake == Wake::SafetyTimer {
-            self.owed_are_lost();
-            self.stats.safety_recoveries += 1;
-            if fresh == 0 {
-                // The interrupt was still on through the poll: one raised for these
-                // completions is in flight or pending, unless it was never raised.
-                self.source.settle();
-                fresh = self.account();
-            }
-            if fresh == 0 {
-                // Still nothing, but the message may land later: under TCG the device thread
-                // writes the ring before it raises the message. These completions are owed an
-                // interrupt, with the interrupt left on: one that comes before the next halt
-                // ends on the safety timer pays, otherwise they are lost.
-                self.owed += 1;
-                log::debug!(
-                    "irq: the safety timer found {found} completion(s) no interrupt announced yet"
-                );
-            } else {
-                log::debug!("irq: {found} completion(s) announced after the safety timer (late)");
-            }
+            self.after_safety_timer(found, fresh);
         }
         if self.owed == 0 {
             self.disarm_after_poll(device);
