@@ -1,7 +1,9 @@
 //! DMA addresses and driver-owned DMA memory.
 //!
 //! The protocol cores never dereference DMA memory themselves. They copy whole messages in
-//! and out through [`DmaMemory`], whose every access is bounds-checked, and they copy a
+//! and out through [`DmaMemory`], whose every access is bounds-checked (a request the device
+//! is not reading yet may instead be built in place through [`DmaMemory::write_with`], whose
+//! range is checked the same way), and they copy a
 //! device-written reply *out* before parsing it so a device that rewrites memory while the
 //! driver looks at it cannot change what was validated (no time-of-check/time-of-use).
 //!
@@ -9,7 +11,8 @@
 //! maps 1:1, [`ChunkRegion`] (in `pooled`) over a chunk of a `pools::Backing` that it gives
 //! back on drop, and `fake::FakeDmaSpace` regions for host tests, which a fake device reads
 //! and writes by bus address with the same bounds checks. `coherent` and `pooled` hold the
-//! only `unsafe` of this module: the bounds-checked copies and the chunk's return.
+//! only `unsafe` of this module: the bounds-checked copies, `pooled`'s bounds-checked in-place
+//! view for `write_with`, and the chunk's return.
 
 mod buffer;
 mod coherent;
