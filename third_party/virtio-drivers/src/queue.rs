@@ -261,7 +261,9 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
     ) {
         assert_ne!(buffer.len(), 0);
         let index = self.free_head;
-        let desc = &mut self.desc_shadow[usize::from(index)];
+        // Free-list links come from the shadow and are always below `SIZE` (a power of two),
+        // so the mask keeps the index as it is and spares the bounds check.
+        let desc = &mut self.desc_shadow[usize::from(index) & (SIZE - 1)];
         let chained = if left > 0 {
             DescFlags::NEXT
         } else {
@@ -275,7 +277,7 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
         // The chain's link and the free list's are the same field: the next descriptor of the
         // chain is the next free one.
         self.free_head = desc.next;
-        self.write_desc(index);
+        self.write_desc(index & (SIZE as u16 - 1));
     }
 
     #[cfg(feature = "alloc")]
@@ -571,7 +573,8 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
         index: u16,
     ) -> Option<u16> {
         assert_ne!(buffer.len(), 0);
-        let desc = &self.desc_shadow[usize::from(index)];
+        // Chain links come from the shadow and are always below `SIZE`, as in `push_direct`.
+        let desc = &self.desc_shadow[usize::from(index) & (SIZE - 1)];
         // SAFETY: The caller ensures that the buffer is valid and matches the descriptor from
         // which we got `desc.addr`.
         unsafe {
