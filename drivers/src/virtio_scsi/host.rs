@@ -334,11 +334,11 @@ impl<
         let CmdBuffers { data, sense } = buffers;
         match queue.add_command(tag, lun, wire_tag, cdb.padded(), data, direction) {
             Ok(id) => {
-                self.tags[index] = TagState {
-                    id: Some(id),
-                    lun,
-                    sense: Some(sense),
-                };
+                // Field by field: the whole-struct store dropped the old state out of line.
+                let state = &mut self.tags[index];
+                state.id = Some(id);
+                state.lun = lun;
+                state.sense = Some(sense);
                 Ok(())
             }
             Err(NotAdded {
