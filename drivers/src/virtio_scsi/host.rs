@@ -376,9 +376,7 @@ impl<
                     break;
                 }
             };
-            if let Some(completed) = self.complete(finished) {
-                done.push(completed);
-            }
+            self.complete(finished, done);
         }
         if let Some(error) = wedged {
             log::error!(

@@ -1,6 +1,8 @@
 //! Judging one popped command: the device's response checked (`tracker::check_header`),
 //! sense copied into the command's sense buffer, both buffers handed back.
 
+use alloc::vec::Vec;
+
 use scsi::host::{Completed, HostCompletion, HostError};
 use scsi::sense_alloc::SenseStorage;
 use scsi::wire::Tag;
@@ -35,9 +37,10 @@ impl<
     Db: Doorbell,
 > VirtioScsiHost<H, Tr, D, S, QSIZE, R, Db>
 {
-    /// Ends one popped command: `None` for one an abort already answered for. The headers go
-    /// back to the spare set once the response (read in place) has been judged.
-    pub(super) fn complete(&mut self, finished: Finished<Tag>) -> Option<Completed<S>> {
+    /// Ends one popped command, pushing its completion onto `done` (nothing for one an abort
+    /// already answered for; pushed here, where it is built, rather than returned and moved).
+    /// The headers go back to the spare set once the response (read in place) has been judged.
+    pub(super) fn complete(&mut self, finished: Finished<Tag>, done: &mut Vec<Completed<S>>) {
         let Finished {
             tag,
             headers,
@@ -49,14 +52,15 @@ impl<
         } = finished;
         // The abort handed the buffers back; the tag may already carry its retry, whose
         // used id and sense buffer must stay.
-        let completed = match aborted {
-            true => None,
-            false => self.judge(tag, data, &headers.resp, (used_len, data_out, data_in)),
-        };
+        if !aborted
+            && let Some(completed) =
+                self.judge(tag, data, &headers.resp, (used_len, data_out, data_in))
+        {
+            done.push(completed);
+        }
         if let Some(queue) = self.queue.as_mut() {
             queue.recycle(headers);
         }
-        completed
     }
 
     /// The completion of `tag` from its response header and lengths, its buffers handed back.
