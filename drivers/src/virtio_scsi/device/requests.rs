@@ -254,11 +254,12 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
         }
     }
 
-    /// Pops the next used command with the buffers stored for it, and hands them back.
+    /// Pops the next used command with the buffers stored for it, and hands them back. The
+    /// owned queue's error comes back as it is (no conversion on the hot path).
     #[inline]
     pub(in crate::virtio_scsi) fn next_finished(
         &mut self,
-    ) -> Result<Option<Finished<T>>, VirtioScsiError> {
+    ) -> Result<Option<Finished<T>>, QueueError> {
         let Some(done) = self.requests.pop()? else {
             return Ok(None);
         };
