@@ -229,11 +229,11 @@ impl<H: Hal, L: Lend, M, const SIZE: usize> OwnedQueue<H, L, M, SIZE> {
         let Some(token) = self.queue.peek_used() else {
             return Ok(None);
         };
-        let Some((lent, _)) = self
-            .slots
-            .get_mut(usize::from(token))
-            .and_then(Option::as_mut)
-        else {
+        // The slot is looked up once, for the pop and then to empty it.
+        let Some(slot) = self.slots.get_mut(usize::from(token)) else {
+            return Err(QueueError::UnknownToken { token });
+        };
+        let Some((lent, _)) = slot.as_mut() else {
             return Err(QueueError::UnknownToken { token });
         };
         let queue = &mut self.queue;
@@ -244,9 +244,7 @@ impl<H: Hal, L: Lend, M, const SIZE: usize> OwnedQueue<H, L, M, SIZE> {
             #[inline(always)]
             |inputs, outputs| unsafe { queue.pop_used(token, inputs, outputs) },
         )?;
-        let (lent, meta) = self.slots[usize::from(token)]
-            .take()
-            .ok_or(QueueError::UnknownToken { token })?;
+        let (lent, meta) = slot.take().ok_or(QueueError::UnknownToken { token })?;
         self.in_flight -= 1;
         Ok(Some(Completion {
             token,
