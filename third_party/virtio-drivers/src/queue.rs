@@ -230,17 +230,33 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
         let head = self.free_head;
         let count = inputs.len() + outputs.len();
         let mut left = count;
+        let mut index = head;
         for input in inputs {
             left -= 1;
             // SAFETY: Our caller promises that the buffers live at least until `pop_used`
             // returns them.
-            unsafe { self.push_direct((*input).into(), BufferDirection::DriverToDevice, left) };
+            index = unsafe {
+                self.push_direct(
+                    index,
+                    (*input).into(),
+                    BufferDirection::DriverToDevice,
+                    left,
+                )
+            };
         }
         for output in outputs.iter_mut() {
             left -= 1;
             // SAFETY: As above.
-            unsafe { self.push_direct((*output).into(), BufferDirection::DeviceToDriver, left) };
+            index = unsafe {
+                self.push_direct(
+                    index,
+                    (*output).into(),
+                    BufferDirection::DeviceToDriver,
+                    left,
+                )
+            };
         }
+        self.free_head = index;
         self.num_used += count as u16;
         head
     }
@@ -255,12 +271,12 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
     #[inline(always)]
     unsafe fn push_direct(
         &mut self,
+        index: u16,
         buffer: NonNull<[u8]>,
         direction: BufferDirection,
         left: usize,
-    ) {
+    ) -> u16 {
         assert_ne!(buffer.len(), 0);
-        let index = self.free_head;
         // Free-list links come from the shadow and are always below `SIZE` (a power of two),
         // so the mask keeps the index as it is and spares the bounds check.
         let desc = &mut self.desc_shadow[usize::from(index) & (SIZE - 1)];
@@ -276,8 +292,9 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
         }
         // The chain's link and the free list's are the same field: the next descriptor of the
         // chain is the next free one.
-        self.free_head = desc.next;
+        let next = desc.next;
         self.write_desc(index & (SIZE as u16 - 1));
+        next
     }
 
     #[cfg(feature = "alloc")]
