@@ -219,8 +219,8 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
     /// Patched (sensepool): each descriptor is filled in the shadow and copied to the device's
     /// table once, with its final flags (`NEXT` on all but the last). Upstream wrote the last
     /// descriptor twice (once with `NEXT`, then again without) and walked the buffers through an
-    /// iterator that chains the two slices; the descriptors, the free list and the checks are
-    /// the same.
+    /// iterator that chains the two slices; the free list's head is kept in a local until the
+    /// chain is built. The descriptors, the free list and the checks are the same.
     #[inline(always)]
     fn add_direct<'a, 'b>(
         &mut self,
@@ -261,9 +261,9 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
         head
     }
 
-    /// Fills the descriptor at the head of the free list with `buffer`, chained to the next
-    /// free one if `left` more follow, shows it to the device and unlinks it from the free
-    /// list.
+    /// Fills the free descriptor `index` (the free list's current head) with `buffer`, chained
+    /// to the next free one if `left` more follow, shows it to the device and returns the next
+    /// free descriptor (the list's new head).
     ///
     /// # Safety
     ///
