@@ -1,18 +1,18 @@
 //! DMA addresses and driver-owned DMA memory.
 //!
 //! The protocol cores never dereference DMA memory themselves. They copy whole messages in
-//! and out through [`DmaMemory`], whose every access is bounds-checked (a request the device
-//! is not reading yet may instead be built in place through [`DmaMemory::write_with`], whose
-//! range is checked the same way), and they copy a
+//! and out through [`DmaMemory`], whose every access is bounds-checked (a whole request value
+//! goes in through [`DmaMemory::write_value`], one copy of its constant size), and they copy a
 //! device-written reply *out* before parsing it so a device that rewrites memory while the
-//! driver looks at it cannot change what was validated (no time-of-check/time-of-use).
+//! driver looks at it cannot change what was validated (no time-of-check/time-of-use). No
+//! implementation hands out a reference into DMA memory: the device may write it at any time,
+//! so only raw-pointer copies inside this module touch it.
 //!
 //! Three implementations exist: [`CoherentRegion`] (in `coherent`) over memory the kernel
 //! maps 1:1, [`ChunkRegion`] (in `pooled`) over a chunk of a `pools::Backing` that it gives
 //! back on drop, and `fake::FakeDmaSpace` regions for host tests, which a fake device reads
 //! and writes by bus address with the same bounds checks. `coherent` and `pooled` hold the
-//! only `unsafe` of this module: the bounds-checked copies, `pooled`'s bounds-checked in-place
-//! view for `write_with`, and the chunk's return.
+//! only `unsafe` of this module: the bounds-checked copies and the chunk's return.
 
 mod buffer;
 mod coherent;
@@ -26,6 +26,7 @@ pub use coherent::CoherentRegion;
 pub use pooled::{BackingAlloc, ChunkRegion};
 
 pub use pools::DmaAddr;
+use zerocopy::{Immutable, IntoBytes};
 
 /// The halves of a bus address as MPI's "low address" and "high address" fields carry
 /// them, and overflow-checked offsets. An extension of `pools::DmaAddr`, which is the one
@@ -105,8 +106,7 @@ pub trait DmaAlloc {
 
 /// Device-visible memory the driver owns (request frames, reply frames, chain frames).
 ///
-/// Implementations copy; they never hand out references into memory the device may write
-/// ([`DmaMemory::write_with`] may lend `fill` the bytes of memory the device is not using).
+/// Implementations copy; they never hand out references into memory the device may write.
 pub trait DmaMemory {
     /// Bus address of byte 0.
     fn bus_addr(&self) -> DmaAddr;
@@ -116,25 +116,17 @@ pub trait DmaMemory {
     fn write_at(&mut self, offset: usize, bytes: &[u8]) -> Result<(), OutOfBounds>;
     /// Copies `out.len()` bytes from `offset`. Fails, reading nothing, if out of range.
     fn read_at(&self, offset: usize, out: &mut [u8]) -> Result<(), OutOfBounds>;
-    /// Writes the `N` bytes at `offset` through `fill`, which sets every byte it means the
-    /// device to read; the bytes it leaves alone are unspecified (zero here, what the memory
-    /// held in an implementation that lends the memory itself). Fails, without calling
-    /// `fill`, if the range is outside the region.
-    ///
-    /// An implementation may hand `fill` the region's bytes themselves rather than a copy
-    /// (`ChunkRegion` does: the common MPT request is then built where the IOC reads it, not
-    /// built aside and copied), so this is for memory the device neither reads nor writes
-    /// during the call, such as a request frame before it is posted; a reply the device
-    /// writes is read with [`DmaMemory::read_at`].
-    fn write_with<const N: usize>(
+    /// Copies `value`'s bytes to `offset`: [`DmaMemory::write_at`] of `value.as_bytes()`, whose
+    /// length is the constant `size_of::<T>()`, so an implementation that copies through a
+    /// pointer writes a built request with one copy of constant size (the compiler stores the
+    /// value's fields straight into the frame), not a copy of a length it must look up. Fails,
+    /// writing nothing, if the range is outside the region.
+    fn write_value<T: IntoBytes + Immutable>(
         &mut self,
         offset: usize,
-        fill: impl FnOnce(&mut [u8; N]),
+        value: &T,
     ) -> Result<(), OutOfBounds> {
-        check_range(offset, N, self.len_bytes())?;
-        let mut bytes = [0u8; N];
-        fill(&mut bytes);
-        self.write_at(offset, &bytes)
+        self.write_at(offset, value.as_bytes())
     }
 
     /// Sets `len` bytes at `offset` to zero.

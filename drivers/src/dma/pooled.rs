@@ -6,6 +6,7 @@ use core::ptr::NonNull;
 
 use lock_api::RawMutex;
 use pools::{Backing, Chunk, DmaBlock, PoolAlgorithm};
+use zerocopy::{Immutable, IntoBytes};
 
 use super::{DmaAddr, DmaAlloc, DmaMemory, OutOfBounds, check_range};
 
@@ -86,20 +87,22 @@ impl<B: Backing> DmaMemory for ChunkRegion<B> {
         Ok(())
     }
 
-    fn write_with<const N: usize>(
+    #[inline]
+    fn write_value<T: IntoBytes + Immutable>(
         &mut self,
         offset: usize,
-        fill: impl FnOnce(&mut [u8; N]),
+        value: &T,
     ) -> Result<(), OutOfBounds> {
-        check_range(offset, N, self.len)?;
-        let cpu = self.cpu().ok_or_else(|| out_of_bounds(offset, N, 0))?;
-        // SAFETY: the Backing contract makes cpu..cpu+chunk.len_bytes (>= self.len) valid and
-        // exclusively ours until free_chunk in Drop; check_range keeps offset..offset+N inside
-        // self.len; a byte array needs no alignment; `&mut self` keeps every other CPU-side
-        // access out while the borrow lives (it ends with `fill`), and `write_with`'s contract
-        // is that the device does not touch these bytes meanwhile (a frame not yet posted).
-        let bytes = unsafe { &mut *cpu.as_ptr().add(offset).cast::<[u8; N]>() };
-        fill(bytes);
+        let len = core::mem::size_of::<T>();
+        check_range(offset, len, self.len)?;
+        let cpu = self.cpu().ok_or_else(|| out_of_bounds(offset, len, 0))?;
+        // SAFETY: as in write_at: the chunk is valid for writes and ours (the Backing
+        // contract), check_range keeps offset..offset+len inside self.len, and `value` is a
+        // live Rust reference, so not in the chunk. `as_bytes` is exactly `len` bytes (T is
+        // sized and IntoBytes, so it has no padding). No reference into the chunk is made.
+        unsafe {
+            core::ptr::copy_nonoverlapping(value.as_bytes().as_ptr(), cpu.as_ptr().add(offset), len)
+        };
         Ok(())
     }
 
@@ -155,26 +158,21 @@ mod tests {
     use crate::dma::{DmaAlloc, DmaMemory};
 
     #[test]
-    fn write_with_fills_the_range_in_place_and_refuses_one_outside_without_calling_fill() {
+    fn write_value_copies_the_value_and_refuses_a_range_outside_writing_nothing() {
         let backing = HostBacking::new();
         let mut region = BackingAlloc(&backing).alloc(64, 16).expect("chunk");
         region.write_at(0, &[0xAA; 64]).expect("in range");
-        region
-            .write_with(8, |bytes: &mut [u8; 4]| {
-                // The region's own bytes, not a zeroed copy.
-                assert_eq!(*bytes, [0xAA; 4]);
-                *bytes = [1, 2, 3, 4];
-            })
-            .expect("in range");
+        region.write_value(8, &[1u8, 2, 3, 4]).expect("in range");
         let mut out = [0u8; 16];
         region.read_at(0, &mut out).expect("in range");
         assert_eq!(out[..8], [0xAA; 8]);
         assert_eq!(out[8..12], [1, 2, 3, 4]);
         assert_eq!(out[12..], [0xAA; 4]);
 
-        let mut called = false;
-        let refused = region.write_with(61, |_: &mut [u8; 4]| called = true);
+        let refused = region.write_value(61, &0x0102_0304u32);
         assert!(refused.is_err());
-        assert!(!called);
+        let mut tail = [0u8; 3];
+        region.read_at(61, &mut tail).expect("in range");
+        assert_eq!(tail, [0xAA; 3]);
     }
 }

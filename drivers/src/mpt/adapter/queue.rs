@@ -10,7 +10,7 @@
 use alloc::vec::Vec;
 use core::sync::atomic::{Ordering, fence};
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 use crate::delay::Delay;
 use crate::dma::{BusAddr, DmaAddr, DmaMemory, Segment};
@@ -34,7 +34,7 @@ const ADDRESS_REPLY: u32 = 0x8000_0000;
 
 /// A SCSI_IO_REQUEST whose SGL is one simple element (MPI 1.5 SCSI IO request: the header's
 /// 0x30 bytes, the SGL at 0x30): the whole of what the IOC reads for the common command.
-#[derive(IntoBytes, FromBytes, KnownLayout, Immutable)]
+#[derive(IntoBytes, Immutable)]
 #[repr(C)]
 struct OneSegmentRequest {
     header: ScsiIoRequest,
@@ -167,12 +167,15 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             DataDirection::FromDevice => control::READ,
             DataDirection::ToDevice => control::WRITE,
         };
-        let header = ScsiIoRequest {
+        let context = context_of(slot, self.slots[slot].generation);
+        // A constructor rather than one value, so each arm builds its own: the one-segment
+        // arm's is then a temporary the compiler stores field by field into the frame.
+        let header = || ScsiIoRequest {
             target_id: io.target,
             function: function::SCSI_IO_REQUEST,
             cdb_length: cdb_len as u8,
             sense_buffer_length: sense.len_bytes as u8,
-            msg_context: context_of(slot, self.slots[slot].generation).into(),
+            msg_context: context.into(),
             lun: io.lun,
             control: (ctl | control::SIMPLE_QUEUE).into(),
             data_length: data_len.into(),
@@ -188,19 +191,19 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         let written = match single {
             Some(element) => {
                 let offset = slot * self.geometry.frame_size_bytes;
-                // Built where the IOC will read it (the slot is free, so the IOC does not read
-                // this frame now): no copy of it built aside.
+                // One copy of the value's constant 60 bytes into the frame: the compiler stores
+                // the fields straight into it.
                 self.requests
-                    .write_with(offset, |bytes: &mut [u8; ONE_SEGMENT_FRAME_BYTES]| {
-                        let frame = OneSegmentRequest::mut_from_bytes(bytes);
-                        // The array is the struct's size and the struct is unaligned: never Err.
-                        if let Ok(frame) = frame {
-                            *frame = OneSegmentRequest { header, element };
-                        }
-                    })
+                    .write_value(
+                        offset,
+                        &OneSegmentRequest {
+                            header: header(),
+                            element,
+                        },
+                    )
                     .map_err(MptError::from)
             }
-            None => self.build_chained(slot, header, io),
+            None => self.build_chained(slot, header(), io),
         };
         if let Err(err) = written {
             self.free_slots.push(slot as u16);
