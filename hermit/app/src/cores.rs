@@ -21,6 +21,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, Ordering};
 
+use hermit::println;
 use hermit::syscalls::{sys_get_processor_count, sys_join, sys_spawn2};
 
 /// Hermit's normal task priority (`scheduler::task::NORMAL_PRIO`), the application task's own.
@@ -120,14 +121,25 @@ where
         outcome: None,
     };
     run_call(&mut first);
-    for &task in &tasks {
-        sys_join(task);
+    for (index, &task) in tasks.iter().enumerate() {
+        if task < 0 {
+            // Hermit refused the task (a negative errno): that core's job never ran, and the
+            // run fails by name instead of showing one job fewer.
+            PLACEMENT_FAILED.store(true, Ordering::Release);
+            println!(
+                "hermit: FAILED: job {} could not start on core {}: sys_spawn2 returned {task}",
+                index + 1,
+                index + 1
+            );
+        } else {
+            sys_join(task);
+        }
     }
     let mut outcomes = Vec::with_capacity(cpus);
     outcomes.extend(first.outcome);
     for call in calls {
-        // SAFETY: made by `Box::into_raw` above; its task has finished (joined), so this is
-        // the one owner again.
+        // SAFETY: made by `Box::into_raw` above; its task has finished (joined) or was never
+        // started (refused by `sys_spawn2`), so this is the one owner again.
         let call = unsafe { Box::from_raw(call) };
         outcomes.extend(call.outcome);
     }
