@@ -284,6 +284,9 @@ impl<S: InterruptSource> CompletionWait for Waiter<S> {
         self.mode
     }
 
+    /// Also the sum of several polls' completions, reported before an idle (see
+    /// [`Self::prompt`]): nothing here depends on when, within the polls between two idles,
+    /// the interrupts before them are looked at.
     fn completed(&mut self, found: usize, device: &mut dyn CompletionInterrupt) {
         let fresh = self.account();
         if self.wake == Wake::SafetyTimer {
@@ -349,8 +352,23 @@ impl<S: InterruptSource> CompletionWait for Waiter<S> {
         Idle::Waited
     }
 
+    /// At once only after a halt the safety timer ended (the interrupt is still on through
+    /// that poll, and `completed` judges lateness by it) and while completions are owed an
+    /// interrupt (one that came before a productive poll must not pay for them). Otherwise the
+    /// interrupt is off while the loop polls, the wake that preceded the polls is an
+    /// interrupt's or nothing to judge, and the completions only feed the storm window and
+    /// hybrid's idle streak, both read at the next idle.
+    fn prompt(&self) -> bool {
+        self.wake == Wake::SafetyTimer || self.armed_through_poll || self.owed > 0
+    }
+
+    /// Counts the interrupts taken so far, also those no call has looked at yet (a busy loop
+    /// reports its completions only before it idles).
     fn stats(&self) -> IrqStats {
-        self.stats
+        IrqStats {
+            interrupts: self.stats.interrupts + self.source.count().saturating_sub(self.seen),
+            ..self.stats
+        }
     }
 }
 

@@ -116,10 +116,24 @@ pub trait CompletionWait {
     /// The mode it implements (for reports).
     fn io_mode(&self) -> IoMode;
 
-    /// A poll found `found` (> 0) completions: the last wake-up was useful, the device is busy.
+    /// Polls found `found` (> 0) completions: the last wake-up was useful, the device is busy.
     /// When it returns `device`'s interrupt is off (a policy may leave it on through the poll
     /// after a halt, to learn whether the completions were announced late or not at all).
+    ///
+    /// A caller reports a poll that found completions at once while [`Self::prompt`] says so;
+    /// otherwise it may add up the completions of several polls and report them together just
+    /// before its next [`Self::idle`].
     fn completed(&mut self, found: usize, device: &mut dyn CompletionInterrupt);
+
+    /// Whether the next poll that finds completions must be reported at once (asked again
+    /// after every [`Self::completed`] and [`Self::idle`]): a policy that left the device's
+    /// interrupt on through that poll, or that is judging interrupts by it, needs to hear of
+    /// it before anything else happens. Otherwise the caller may save the report of each
+    /// busy poll and send their sum before the next idle: under load, one report per idle
+    /// instead of one per poll. Every poll, by default.
+    fn prompt(&self) -> bool {
+        true
+    }
 
     /// A poll found nothing: spin, or arm `device`'s interrupt and halt. When it returns the
     /// device's interrupt is off again (the caller polls).

@@ -5,6 +5,7 @@ use super::*;
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::rc::Rc;
+use alloc::vec;
 use alloc::vec::Vec;
 use core::cell::RefCell;
 
@@ -179,6 +180,26 @@ fn run_on(
     storm: Option<(u64, u64)>,
     device: impl Fn(Rc<RefCell<World>>) -> Box<dyn CompletionInterrupt>,
 ) -> Run {
+    run_reporting(mode, script, storm, device, Report::EachPoll)
+}
+
+/// How the driving loop tells the policy about polls that found completions.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Report {
+    /// After every such poll.
+    EachPoll,
+    /// As the midlayer does: at once only when the policy asks for it
+    /// ([`CompletionWait::prompt`]), otherwise summed and reported just before the next idle.
+    AsAsked,
+}
+
+fn run_reporting(
+    mode: IoMode,
+    script: &[(u64, Event)],
+    storm: Option<(u64, u64)>,
+    device: impl Fn(Rc<RefCell<World>>) -> Box<dyn CompletionInterrupt>,
+    report: Report,
+) -> Run {
     let world = Rc::new(RefCell::new(World {
         script: script.iter().copied().collect(),
         storm_from_ns: storm.map(|(from, _)| from),
@@ -191,7 +212,7 @@ fn run_on(
         .count();
     let mut waiter = Waiter::new(mode, Source(world.clone()), WaitConfig::default());
     let mut device = device(world.clone());
-    let (mut completed, mut steps) = (0, 0);
+    let (mut completed, mut steps, mut unreported, mut prompt) = (0, 0, 0, true);
     while completed < expected {
         steps += 1;
         assert!(steps < MAX_STEPS, "no progress: {completed} of {expected}");
@@ -199,7 +220,12 @@ fn run_on(
         let found = core::mem::take(&mut world.borrow_mut().ready);
         if found > 0 {
             completed += found;
-            waiter.completed(found, device.as_mut());
+            if report == Report::EachPoll || prompt {
+                waiter.completed(found, device.as_mut());
+                prompt = waiter.prompt();
+            } else {
+                unreported += found;
+            }
             // On only while completions found by the safety timer await their interrupt.
             assert!(
                 !world.borrow().armed || waiter.owed > 0,
@@ -207,7 +233,12 @@ fn run_on(
             );
             continue;
         }
-        if waiter.idle(device.as_mut()) == Idle::Spin {
+        if unreported > 0 {
+            waiter.completed(core::mem::take(&mut unreported), device.as_mut());
+        }
+        let idle = waiter.idle(device.as_mut());
+        prompt = waiter.prompt();
+        if idle == Idle::Spin {
             let mut w = world.borrow_mut();
             let until = w.now_ns + RELAX_NS;
             w.advance(until);
@@ -422,4 +453,75 @@ fn an_interrupt_that_never_comes_is_lost_once_a_whole_safety_period_passed() {
     assert_eq!(run.completed, 2);
     assert_eq!((stats.safety_recoveries, stats.lost), (1, 1), "{stats:?}");
     assert_eq!((stats.spurious, stats.interrupts), (0, 1), "{stats:?}");
+}
+
+/// Every scenario above, driven as the midlayer drives the policy (completions reported at
+/// once only when it asks, otherwise summed before the next idle), counts exactly what the
+/// policy counts when told of every poll: the interrupts, the spurious, late and lost ones,
+/// the storms, the halts and the time halted.
+#[test]
+fn completions_reported_only_when_asked_count_the_same() {
+    let deadline = WaitConfig::default().safety_ns;
+    let mut busy = Vec::new();
+    for i in 0..2000u64 {
+        busy.push((MS + i * 50_000, DONE));
+        busy.push((MS + i * 50_000 + 10_000, Event::Bogus));
+    }
+    let storm: Vec<_> = (1..=30).map(|i| (i * 10 * MS, SILENT)).collect();
+    let hybrid = IoMode::Hybrid { poll_us: 200 };
+    let cases: Vec<(IoMode, Vec<(u64, Event)>, Option<(u64, u64)>)> = vec![
+        (IoMode::Irq, (1..=5).map(|i| (i * MS, DONE)).collect(), None),
+        (IoMode::Irq, vec![(MS, SILENT), (35 * MS, DONE)], None),
+        (
+            IoMode::Irq,
+            vec![
+                (MS, Event::Bogus),
+                (2 * MS, DONE),
+                (3 * MS, Event::Bogus),
+                (4 * MS, DONE),
+            ],
+            None,
+        ),
+        (IoMode::Irq, storm, Some((MS, 2_000))),
+        (IoMode::Irq, busy, None),
+        (IoMode::Poll, vec![(MS, DONE), (2 * MS, DONE)], None),
+        (hybrid, vec![(100_000, DONE), (5 * MS, DONE)], None),
+        (IoMode::Irq, vec![(0, SILENT)], None),
+        (
+            IoMode::Irq,
+            vec![(deadline, SILENT), (deadline + 1_000, Event::Announce)],
+            None,
+        ),
+        (
+            IoMode::Irq,
+            vec![
+                (deadline, SILENT),
+                (deadline + 3_000, Event::Announce),
+                (deadline + 5 * MS, DONE),
+            ],
+            None,
+        ),
+        (
+            IoMode::Irq,
+            vec![(deadline, SILENT), (deadline + 15 * MS, DONE)],
+            None,
+        ),
+    ];
+    for (i, (mode, script, storm)) in cases.iter().enumerate() {
+        let each = run(*mode, script, *storm);
+        let asked = run_reporting(
+            *mode,
+            script,
+            *storm,
+            |world| Box::new(Device(world)),
+            Report::AsAsked,
+        );
+        assert_eq!(asked.completed, each.completed, "case {i}");
+        assert_eq!(asked.waiter.stats(), each.waiter.stats(), "case {i}");
+        assert_eq!(
+            asked.world.borrow().arms,
+            each.world.borrow().arms,
+            "case {i}"
+        );
+    }
 }

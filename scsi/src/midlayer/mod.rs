@@ -109,6 +109,11 @@ where
     /// How loops wait when a poll found nothing; `None` busy-polls. `Send`, so that a
     /// midlayer built on one CPU can run its queue on another (multi-queue hosts).
     wait: Option<Box<dyn CompletionWait + Send>>,
+    /// The policy asked to hear of the next poll that finds completions at once
+    /// ([`CompletionWait::prompt`]).
+    wait_prompt: bool,
+    /// Completions found since the policy last heard of any, reported before the next idle.
+    wait_unreported: usize,
 }
 
 impl<H: ScsiHost<A::Element>, A: ElementAllocator, C: Clock> Midlayer<H, A, C>
@@ -172,6 +177,8 @@ where
             next_sweep_ns: now_ns + DEFAULT_TIMEOUT_NS / 8,
             stats: MidlayerStats::default(),
             wait: None,
+            wait_prompt: false,
+            wait_unreported: 0,
         })
     }
 
@@ -570,7 +577,12 @@ where
         self.now_ns = self.clock.now_ns();
         let found = self.host.poll(&mut self.host_done);
         if found > 0 && self.wait.is_some() {
-            self.wait_completed(found);
+            if self.wait_prompt {
+                self.wait_completed(found);
+            } else {
+                // Told before the next idle: one report per idle, not one per busy poll.
+                self.wait_unreported += found;
+            }
         }
         let mut done = core::mem::take(&mut self.host_done);
         let mut completions = done.drain(..);
@@ -592,20 +604,29 @@ where
         }
     }
 
-    /// Tells the installed completion-wait policy that a poll found `found` completions.
+    /// Tells the installed completion-wait policy, which asked for it, that a poll found
+    /// `found` completions.
     #[inline(never)]
     fn wait_completed(&mut self, found: usize) {
         if let Some(wait) = &mut self.wait {
             wait.completed(found, &mut HostInterrupt::new(&mut self.host));
+            self.wait_prompt = wait.prompt();
         }
     }
 
     /// Installs `wait` as the policy [`Self::idle`] follows (`io_mode=`); returns the one it
-    /// replaces.
+    /// replaces, told first of the completions it had not heard of yet.
     pub fn set_completion_wait(
         &mut self,
         wait: Box<dyn CompletionWait + Send>,
     ) -> Option<Box<dyn CompletionWait + Send>> {
+        let found = core::mem::take(&mut self.wait_unreported);
+        if let Some(old) = &mut self.wait
+            && found > 0
+        {
+            old.completed(found, &mut HostInterrupt::new(&mut self.host));
+        }
+        self.wait_prompt = wait.prompt();
         self.wait.replace(wait)
     }
 
@@ -621,12 +642,23 @@ where
     /// without a policy; with one, lets it arm the host's completion interrupt and halt. Never
     /// halts while commands are parked in the midlayer itself: a retry delay or a sense buffer
     /// wait ends by time or by another completion, not by this host's interrupt.
+    ///
+    /// The policy first hears of the completions the polls since its last report found (see
+    /// [`CompletionWait::prompt`]).
     pub fn idle(&mut self) {
         if let Some(wait) = &mut self.wait
             && self.deferred.is_empty()
-            && wait.idle(&mut HostInterrupt::new(&mut self.host)) == Idle::Waited
         {
-            return;
+            let device = &mut HostInterrupt::new(&mut self.host);
+            let found = core::mem::take(&mut self.wait_unreported);
+            if found > 0 {
+                wait.completed(found, device);
+            }
+            let idle = wait.idle(device);
+            self.wait_prompt = wait.prompt();
+            if idle == Idle::Waited {
+                return;
+            }
         }
         self.clock.relax();
     }

@@ -142,3 +142,86 @@ fn a_pertag_recovery_buffer_goes_back_to_its_own_tag() {
     assert_eq!(stack.sense_stats().reserve_held, can_queue);
     assert_eq!(stack.sense_stats().in_use, 0);
 }
+
+/// A completion-wait policy that only records what the midlayer tells it.
+struct Recorder {
+    prompt: bool,
+    /// `completed` calls, the completions they reported, `idle` calls.
+    calls: alloc::sync::Arc<[core::sync::atomic::AtomicUsize; 3]>,
+}
+
+impl CompletionWait for Recorder {
+    fn io_mode(&self) -> IoMode {
+        IoMode::Irq
+    }
+    fn completed(&mut self, found: usize, _device: &mut dyn crate::host::CompletionInterrupt) {
+        use core::sync::atomic::Ordering::Relaxed;
+        self.calls[0].fetch_add(1, Relaxed);
+        self.calls[1].fetch_add(found, Relaxed);
+    }
+    fn idle(&mut self, _device: &mut dyn crate::host::CompletionInterrupt) -> Idle {
+        self.calls[2].fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        Idle::Spin
+    }
+    fn prompt(&self) -> bool {
+        self.prompt
+    }
+    fn stats(&self) -> IrqStats {
+        IrqStats::default()
+    }
+}
+
+/// A policy that does not ask for prompt reports hears of the completions of several busy
+/// polls once, as their sum, just before the loop idles; one that asks hears of every poll
+/// that found some, and nothing more at the idle.
+#[test]
+fn busy_polls_are_reported_to_the_wait_policy_as_it_asks() {
+    use core::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    for prompt in [false, true] {
+        let clock = ManualClock::new(1000);
+        let params = ScsiDebugParams {
+            delay: 0,
+            ..ScsiDebugParams::default()
+        };
+        let target = ScsiDebug::try_new(params, clock.clone()).unwrap();
+        let mut stack = Midlayer::new(target, HeapSense::new(), SenseMode::Pertag, clock).unwrap();
+        let disk = stack.scan().luns.iter().find_map(|l| l.disk).unwrap();
+        let calls = alloc::sync::Arc::new([const { AtomicUsize::new(0) }; 3]);
+        stack.set_completion_wait(Box::new(Recorder {
+            prompt,
+            calls: calls.clone(),
+        }));
+        let mut out = Vec::new();
+        for batch in [3, 2] {
+            for _ in 0..batch {
+                let request = Request::new(
+                    disk.device,
+                    crate::wire::Cdb::read(crate::wire::Lba(0), crate::wire::BlockCount(1)),
+                    alloc::vec![0u8; disk.block_len as usize],
+                );
+                stack.submit(request).unwrap();
+            }
+            assert_eq!(stack.poll(&mut out), batch);
+        }
+        let seen = |i: usize| calls[i].load(Relaxed);
+        if prompt {
+            assert_eq!((seen(0), seen(1)), (2, 5), "each busy poll, at once");
+        } else {
+            assert_eq!((seen(0), seen(1)), (0, 0), "nothing until the loop idles");
+        }
+        assert_eq!(stack.poll(&mut out), 0);
+        stack.idle();
+        assert_eq!(seen(2), 1);
+        if prompt {
+            assert_eq!((seen(0), seen(1)), (2, 5), "nothing more at the idle");
+        } else {
+            assert_eq!((seen(0), seen(1)), (1, 5), "their sum, before the idle");
+        }
+        stack.idle();
+        assert_eq!(
+            (seen(0), seen(2)),
+            (1 + usize::from(prompt), 2),
+            "reported once"
+        );
+    }
+}
