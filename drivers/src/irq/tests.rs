@@ -469,7 +469,8 @@ fn completions_reported_only_when_asked_count_the_same() {
     }
     let storm: Vec<_> = (1..=30).map(|i| (i * 10 * MS, SILENT)).collect();
     let hybrid = IoMode::Hybrid { poll_us: 200 };
-    let cases: Vec<(IoMode, Vec<(u64, Event)>, Option<(u64, u64)>)> = vec![
+    type Case = (IoMode, Vec<(u64, Event)>, Option<(u64, u64)>);
+    let cases: Vec<Case> = vec![
         (IoMode::Irq, (1..=5).map(|i| (i * MS, DONE)).collect(), None),
         (IoMode::Irq, vec![(MS, SILENT), (35 * MS, DONE)], None),
         (
