@@ -139,6 +139,18 @@ pub trait CompletionWait {
     /// device's interrupt is off again (the caller polls).
     fn idle(&mut self, device: &mut dyn CompletionInterrupt) -> Idle;
 
+    /// What a caller does when a poll found nothing after polls whose `found` completions it
+    /// has not reported yet (0 if none): [`Self::completed`] with them, then [`Self::idle`];
+    /// returns what `idle` did and then [`Self::prompt`]. One call where there were three, each
+    /// through the caller's `dyn`: inside it the policy's own methods are called directly.
+    fn idle_after(&mut self, found: usize, device: &mut dyn CompletionInterrupt) -> (Idle, bool) {
+        if found > 0 {
+            self.completed(found, device);
+        }
+        let idle = self.idle(device);
+        (idle, self.prompt())
+    }
+
     /// The counters so far.
     fn stats(&self) -> IrqStats;
 }

@@ -233,11 +233,13 @@ fn run_reporting(
             );
             continue;
         }
-        if unreported > 0 {
-            waiter.completed(core::mem::take(&mut unreported), device.as_mut());
-        }
-        let idle = waiter.idle(device.as_mut());
-        prompt = waiter.prompt();
+        let idle = if report == Report::AsAsked {
+            let (idle, asks) = waiter.idle_after(core::mem::take(&mut unreported), device.as_mut());
+            prompt = asks;
+            idle
+        } else {
+            waiter.idle(device.as_mut())
+        };
         if idle == Idle::Spin {
             let mut w = world.borrow_mut();
             let until = w.now_ns + RELAX_NS;

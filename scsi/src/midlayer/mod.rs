@@ -649,13 +649,9 @@ where
         if let Some(wait) = &mut self.wait
             && self.deferred.is_empty()
         {
-            let device = &mut HostInterrupt::new(&mut self.host);
             let found = core::mem::take(&mut self.wait_unreported);
-            if found > 0 {
-                wait.completed(found, device);
-            }
-            let idle = wait.idle(device);
-            self.wait_prompt = wait.prompt();
+            let (idle, prompt) = wait.idle_after(found, &mut HostInterrupt::new(&mut self.host));
+            self.wait_prompt = prompt;
             if idle == Idle::Waited {
                 return;
             }
