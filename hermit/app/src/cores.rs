@@ -121,20 +121,7 @@ where
         outcome: None,
     };
     run_call(&mut first);
-    for (index, &task) in tasks.iter().enumerate() {
-        if task < 0 {
-            // Hermit refused the task (a negative errno): that core's job never ran, and the
-            // run fails by name instead of showing one job fewer.
-            PLACEMENT_FAILED.store(true, Ordering::Release);
-            println!(
-                "hermit: FAILED: job {} could not start on core {}: sys_spawn2 returned {task}",
-                index + 1,
-                index + 1
-            );
-        } else {
-            sys_join(task);
-        }
-    }
+    join(&tasks);
     let mut outcomes = Vec::with_capacity(cpus);
     outcomes.extend(first.outcome);
     for call in calls {
@@ -144,6 +131,23 @@ where
         outcomes.extend(call.outcome);
     }
     outcomes
+}
+
+/// Waits for the job tasks (`tasks[i]` runs job `i + 1` on core `i + 1`). A task Hermit
+/// refused (a negative errno from `sys_spawn2`) never ran: the run fails by name instead of
+/// showing one job fewer.
+fn join(tasks: &[i32]) {
+    for (index, &task) in tasks.iter().enumerate() {
+        if task < 0 {
+            PLACEMENT_FAILED.store(true, Ordering::Release);
+            let job = index + 1;
+            println!(
+                "hermit: FAILED: job {job} could not start on core {job}: sys_spawn2 returned {task}"
+            );
+        } else {
+            sys_join(task);
+        }
+    }
 }
 
 /// `hermit: N jobs on N cores: job 0 on APIC id 0, job 1 on APIC id 1`, or the `FAILED` line
