@@ -23,6 +23,7 @@ use drivers::mpt::regs::{MptRegisters, Register};
 use drivers::mpt::{Mpt, ScsiIo};
 use libfuzzer_sys::fuzz_target;
 use scsi::host::DataDirection;
+use scsi::wire::CdbBytes;
 use sensepool_fuzz::bytes::Script;
 use sensepool_fuzz::mpt_rig::Pool;
 
@@ -124,7 +125,7 @@ fn bring_up(input: BringUp) {
     let io = ScsiIo {
         target: 0,
         lun: [0; 8],
-        cdb: &cdb,
+        cdb: CdbBytes::from_slice(&cdb).expect("a 10-byte CDB"),
         direction: DataDirection::FromDevice,
         segments: &segments,
         sense: Some(Segment {
