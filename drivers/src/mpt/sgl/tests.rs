@@ -28,6 +28,40 @@ impl ChainPool for FakePool {
     }
 }
 
+/// A 128-byte request frame, a pool of four 128-byte chain frames and the chain list `build`
+/// fills: what the tests that read the frame back build into.
+struct Rig {
+    pool: FakePool,
+    frame: Vec<u8>,
+    chains: Vec<FakeRegion>,
+}
+
+impl Rig {
+    fn new() -> Rig {
+        Rig {
+            pool: FakePool {
+                space: FakeDmaSpace::new(DmaAddr(0x2_0000_0000)),
+                frame: 128,
+                left: 4,
+            },
+            frame: alloc::vec![0u8; 128],
+            chains: Vec::new(),
+        }
+    }
+
+    /// `build` of `segs` (a read) into the rig's frame, pool and chain list.
+    fn build(&mut self, layout: &SglLayout, segs: &[Segment]) -> Result<u8, SglError> {
+        build(
+            layout,
+            segs,
+            DataDirection::FromDevice,
+            &mut self.frame,
+            &mut self.pool,
+            &mut self.chains,
+        )
+    }
+}
+
 fn segments(n: usize) -> Vec<Segment> {
     (0..n)
         .map(|i| Segment {
@@ -165,37 +199,16 @@ fn no_data_gets_one_terminating_empty_element() {
 #[test]
 fn bad_segments_are_refused() {
     let layout = SglLayout::new(128, 4).unwrap();
-    let space = FakeDmaSpace::new(DmaAddr(0x2_0000_0000));
-    let mut pool = FakePool {
-        space,
-        frame: 128,
-        left: 4,
-    };
-    let mut frame = alloc::vec![0u8; 128];
-    let mut chains = Vec::new();
+    let mut rig = Rig::new();
     let mut segs = segments(3);
     segs[1].len_bytes = 0;
     assert_eq!(
-        build(
-            &layout,
-            &segs,
-            DataDirection::FromDevice,
-            &mut frame,
-            &mut pool,
-            &mut chains
-        ),
+        rig.build(&layout, &segs),
         Err(SglError::EmptySegment { index: 1 })
     );
     segs[1].len_bytes = 1 << 24;
     assert_eq!(
-        build(
-            &layout,
-            &segs,
-            DataDirection::FromDevice,
-            &mut frame,
-            &mut pool,
-            &mut chains
-        ),
+        rig.build(&layout, &segs),
         Err(SglError::SegmentTooLong {
             index: 1,
             len_bytes: 1 << 24
@@ -208,26 +221,10 @@ fn one_segment_is_one_element_ending_the_list_and_bad_ones_are_refused() {
     let layout = SglLayout::new(128, 4).unwrap();
     let (chains, decoded) = round_trip(&layout, 1, 0).unwrap();
     assert_eq!((chains, decoded.host_to_ioc), (0, Some(true)));
-    let space = FakeDmaSpace::new(DmaAddr(0x2_0000_0000));
-    let mut pool = FakePool {
-        space,
-        frame: 128,
-        left: 4,
-    };
-    let mut frame = alloc::vec![0u8; 128];
-    let mut chains = Vec::new();
+    let mut rig = Rig::new();
     let mut segs = segments(1);
-    let mut one = |segs: &[Segment], frame: &mut [u8]| {
-        build(
-            &layout,
-            segs,
-            DataDirection::FromDevice,
-            frame,
-            &mut pool,
-            &mut chains,
-        )
-    };
-    assert_eq!(one(&segs, &mut frame), Ok(0));
+    assert_eq!(rig.build(&layout, &segs), Ok(0));
+    let frame = &rig.frame;
     let word = u32::from_le_bytes(frame[48..52].try_into().unwrap());
     let end = flags::LAST_ELEMENT | flags::END_OF_BUFFER | flags::END_OF_LIST;
     let simple = flags::SIMPLE_ELEMENT | flags::ADDRESSING_64;
@@ -238,40 +235,26 @@ fn one_segment_is_one_element_ending_the_list_and_bad_ones_are_refused() {
     );
     segs[0].len_bytes = 0;
     assert_eq!(
-        one(&segs, &mut frame),
+        rig.build(&layout, &segs),
         Err(SglError::EmptySegment { index: 0 })
     );
     segs[0].len_bytes = 1 << 24;
     assert_eq!(
-        one(&segs, &mut frame),
+        rig.build(&layout, &segs),
         Err(SglError::SegmentTooLong {
             index: 0,
             len_bytes: 1 << 24
         })
     );
-    assert_eq!(pool.left, 4, "no chain frame taken");
+    assert_eq!(rig.pool.left, 4, "no chain frame taken");
 }
 
 #[test]
 fn flags_mark_the_chain_and_the_end() {
     let layout = SglLayout::new(128, 4).unwrap();
-    let space = FakeDmaSpace::new(DmaAddr(0x2_0000_0000));
-    let mut pool = FakePool {
-        space,
-        frame: 128,
-        left: 4,
-    };
-    let mut frame = alloc::vec![0u8; 128];
-    let mut chains = Vec::new();
-    let offset = build(
-        &layout,
-        &segments(8),
-        DataDirection::FromDevice,
-        &mut frame,
-        &mut pool,
-        &mut chains,
-    )
-    .unwrap();
+    let mut rig = Rig::new();
+    let offset = rig.build(&layout, &segments(8)).unwrap();
+    let Rig { frame, chains, .. } = rig;
     let word = |buf: &[u8], at: usize| u32::from_le_bytes(buf[at..at + 4].try_into().unwrap());
     // Five simple elements, then the chain element at dword (48 + 60) / 4 = 27.
     assert_eq!(offset, 27);
