@@ -405,3 +405,34 @@ fn failed_host_reset_fails_in_flight_commands_once_and_withholds_their_buffers()
     assert_eq!(m.succeeded + m.failed, m.completed, "{m:?}");
     assert_eq!(stack.outstanding(), 0);
 }
+
+/// One poll hands the midlayer GOOD and BUSY completions together: the GOOD ones end in the
+/// poll's loop, the BUSY one after it (its requeue goes back to the host), and every command
+/// completes once.
+#[test]
+fn a_poll_that_mixes_good_and_busy_completions_ends_each_once() {
+    let mut stack = meddled("delay=0", |_| {});
+    let disk = stack.scan().luns[0].disk.unwrap();
+    let requeues = stack.stats().requeues;
+    stack.host_mut().busy = 1;
+    let mut tags = Vec::new();
+    for lba in 0..4 {
+        tags.push(stack.submit(read_request(&disk, lba, 1)).unwrap());
+    }
+    let mut done = Vec::new();
+    assert_eq!(stack.poll(&mut done), 3, "the three GOOD ones at once");
+    assert_eq!(stack.stats().requeues, requeues + 1, "the BUSY one waits");
+    for _ in 0..100 {
+        if done.len() == 4 {
+            break;
+        }
+        stack.clock().advance(1_000_000);
+        stack.poll(&mut done);
+    }
+    let mut ended: Vec<_> = done.iter().map(|d| d.tag).collect();
+    ended.sort_by_key(|t| t.0);
+    tags.sort_by_key(|t| t.0);
+    assert_eq!(ended, tags);
+    assert!(done.iter().all(|d| d.result.is_ok()));
+    assert_midlayer_quiescent(&stack);
+}
