@@ -13,7 +13,7 @@ use scsi::clock::ManualClock;
 use scsi::host::{HostEvent, ScsiHost};
 use scsi::midlayer::{Midlayer, Request};
 use scsi::sense_alloc::{HeapSense, SenseMode};
-use scsi::wire::{BlockCount, Cdb, Lba, Lun};
+use scsi::wire::{BlockCount, Cdb, Lba, Lun, Rw16};
 use virtio_fake::{FakeScsi, HeapHal};
 
 type Host = VirtioScsiHost<HeapHal, FakeScsi, CountingDelay, Box<[u8; 96]>, 64>;
@@ -354,4 +354,77 @@ fn a_late_aborted_completion_keeps_the_retry_abortable() {
         stack.poll(&mut done);
     }
     assert_eq!(done.len(), 1, "{done:?}");
+}
+
+/// The CDB length of `opcode` by its group code (SAM-5 §5.3: 6, 10, 10, reserved, 16, 12).
+fn cdb_len(opcode: u8) -> usize {
+    match opcode >> 5 {
+        0 => 6,
+        1 | 2 => 10,
+        4 => 16,
+        5 => 12,
+        group => panic!("opcode {opcode:#x} of group {group}"),
+    }
+}
+
+/// Every request header the device reads is this command's alone, however the driver reuses
+/// header memory between commands: the LUN addressed, the tag the host's abort would name
+/// (queue 0: the midlayer's tag), a SIMPLE task with no priority or reference number, and the
+/// CDB zero past its own length through the whole 32-byte field, also when a longer CDB
+/// (READ(16), the scan's READ CAPACITY(16)) went out on the same tag before a shorter one.
+#[test]
+fn each_request_header_carries_its_own_command_only() {
+    let (fake, mut stack) = stack();
+    let report = stack.scan();
+    let disk = report.luns[0].disk.expect("disk");
+    // READ(16)s, then READ(10)s on the tags they used.
+    let read16 = |lba| {
+        Cdb::Read16(Rw16 {
+            lba: Lba(lba),
+            blocks: BlockCount(1),
+            fua: false,
+            dpo: false,
+        })
+    };
+    for lba in 0..4 {
+        stack
+            .submit(Request::new(disk.device, read16(lba), vec![0; 512]))
+            .expect("submitted");
+    }
+    let mut done = Vec::new();
+    for _ in 0..100 {
+        if done.len() == 4 {
+            break;
+        }
+        stack.poll(&mut done);
+    }
+    assert_eq!(done.len(), 4, "{done:?}");
+    let mut data = vec![0u8; 512];
+    for lba in 0..4 {
+        stack.read_blocks(&disk, Lba(lba), &mut data).expect("read");
+    }
+    let state = fake.state();
+    let seen = &state.requests_seen;
+    assert!(
+        seen.iter().any(|(_, r)| r.cdb[0] == 0x88),
+        "a READ(16) went out"
+    );
+    assert!(
+        seen.iter().any(|(_, r)| cdb_len(r.cdb[0]) == 6),
+        "a 6-byte CDB went out"
+    );
+    for (queue, req) in seen {
+        assert_eq!(*queue, 2, "one request queue");
+        let tag = req.tag.get();
+        assert!(tag < 21, "tag {tag:#x} is the midlayer's, below can_queue");
+        assert_eq!((req.task_attr, req.prio, req.crn), (0, 0, 0), "{req:?}");
+        assert_eq!(req.lun[0], 1, "{req:?}");
+        assert_eq!(req.lun[2..], [0x40, 0, 0, 0, 0, 0], "{req:?}");
+        let len = cdb_len(req.cdb[0]);
+        assert!(
+            req.cdb[len..].iter().all(|&b| b == 0),
+            "CDB {:02x?} has bytes past its {len}",
+            req.cdb
+        );
+    }
 }

@@ -10,8 +10,8 @@
 //! touches nothing another CPU writes. Initialization sets up as many request queues as
 //! asked for (at most the device's `num_queues`) and hands them out.
 //!
-//! A command carries a driver-owned request and response header (from a preallocated set,
-//! so the hot path does not allocate) plus the caller's data buffer as one descriptor
+//! A command carries a driver-owned request and response header (its tag's own, made once
+//! with the request's constant part written, so the hot path neither allocates nor rewrites it) plus the caller's data buffer as one descriptor
 //! (memory is identity-mapped, so a buffer is physically contiguous). Completion is by
 //! polling the used ring: the [`OwnedQueue`] looks the head's token up and pops it with the
 //! same buffers, then the response is checked. An id that matches nothing wedges the
@@ -38,7 +38,7 @@ mod control;
 mod requests;
 
 pub use requests::RequestQueue;
-pub(super) use requests::{Finished, NotAdded};
+pub(super) use requests::{Finished, Headers, NotAdded, Returned};
 
 pub use control::RESET_TIMEOUT_US;
 

@@ -50,11 +50,14 @@ use scsi::wire::Tag;
 use virtio_drivers::Hal;
 use virtio_drivers::transport::Transport;
 
-use super::device::{Initialized, NotAdded, RequestQueue, ScsiConfig, VirtioScsi, VirtioScsiError};
+use super::device::{
+    Headers, Initialized, NotAdded, RequestQueue, ScsiConfig, VirtioScsi, VirtioScsiError,
+};
 use super::events::host_event;
 use super::shared::{ReinitHook, Shared};
-use super::wire::lun_bytes;
+use super::wire::{lun_bytes, wire_tag};
 use crate::delay::Delay;
+use crate::virtio::queue::Pinned;
 
 /// Largest transfer advertised, in 4 KiB segments.
 const MAX_SEGMENTS: u32 = 256;
@@ -76,13 +79,30 @@ impl Doorbell for NoDoorbell {
     }
 }
 
-/// What the host keeps per tag while the command is outstanding.
+/// What the host keeps per tag: the tag's request and response headers, and while a command
+/// is outstanding its used-ring id, LUN and sense buffer.
 struct TagState<S> {
     /// Used-ring id of the request, for ABORT TASK (`None` once aborted).
     id: Option<u16>,
     lun: [u8; 8],
     /// The command's sense buffer, held until the completion hands it back.
     sense: Option<S>,
+    /// The tag's headers while no command has them (`RequestQueue::new_headers`): the
+    /// request's constant part is written once. `None` while the device holds them; after
+    /// an abort, until the aborted command's late used entry brings them back, the tag's
+    /// next command gets new ones.
+    headers: Option<Pinned<Headers>>,
+}
+
+impl<S> TagState<S> {
+    /// Gives the tag its headers back, unless it already has a set (then `headers`, a set
+    /// made while an aborted command held the first, is freed).
+    #[inline]
+    fn restore(&mut self, headers: Pinned<Headers>) {
+        if self.headers.is_none() {
+            self.headers = Some(headers);
+        }
+    }
 }
 
 /// One request queue of a virtio-scsi device behind the midlayer's host trait, holding the
@@ -171,6 +191,14 @@ impl<
         let shared = Arc::new(Shared::new(device, queues.len(), can_queue));
         let hosts = queues.into_iter().map(|queue| {
             let can_queue = queue.can_queue();
+            let tags = (0..can_queue)
+                .map(|tag| TagState {
+                    id: None,
+                    lun: [0; 8],
+                    sense: None,
+                    headers: Some(queue.new_headers(tag as u16)),
+                })
+                .collect();
             Self {
                 shared: Arc::clone(&shared),
                 index: queue.index(),
@@ -179,13 +207,7 @@ impl<
                 generation: 0,
                 config,
                 can_queue,
-                tags: (0..can_queue)
-                    .map(|_| TagState {
-                        id: None,
-                        lun: [0; 8],
-                        sense: None,
-                    })
-                    .collect(),
+                tags,
                 held: Vec::new(),
                 device_resets: 0,
                 ring_completions: 0,
@@ -244,16 +266,24 @@ impl<
         self.dead
     }
 
-    /// The tag the device sees: the queue number above the midlayer's tag, so that tags of
-    /// different queues never collide at the device (ABORT TASK finds commands by it).
+    /// The tag the device sees ([`wire_tag`]; the request headers carry it from the start).
     fn wire_tag(&self, tag: Tag) -> u64 {
-        (u64::from(self.index) << 16) | u64::from(tag.0)
+        wire_tag(self.index, tag.0)
     }
 
-    /// The buffers of `tag` back together: `data` from the device, sense from the table.
-    fn buffers(&mut self, tag: Tag, data: Vec<u8>) -> Option<CmdBuffers<S>> {
+    /// The buffers of `tag` back together: `data` from the device, sense from the table; the
+    /// command's headers, when the device is done with them, go back to the tag.
+    fn buffers(
+        &mut self,
+        tag: Tag,
+        headers: Option<Pinned<Headers>>,
+        data: Vec<u8>,
+    ) -> Option<CmdBuffers<S>> {
         let state = self.tags.get_mut(usize::from(tag.0))?;
         state.id = None;
+        if let Some(headers) = headers {
+            state.restore(headers);
+        }
         let sense = state.sense.take()?;
         Some(CmdBuffers { data, sense })
     }
@@ -318,7 +348,6 @@ impl<
             self.held.push(refused);
             return Ok(());
         };
-        let wire_tag = self.wire_tag(tag);
         // No queue (abandoned, or its re-initialisation failed): the command never
         // reaches a device.
         let Some(queue) = self.queue.as_mut() else {
@@ -332,10 +361,14 @@ impl<
         }
         let lun = lun_bytes(target, lun);
         let CmdBuffers { data, sense } = buffers;
-        match queue.add_command(tag, lun, wire_tag, cdb.padded(), data, direction) {
+        let state = &mut self.tags[index];
+        let headers = match state.headers.take() {
+            Some(headers) => headers,
+            None => queue.new_headers(tag.0),
+        };
+        match queue.add_command(tag, headers, lun, cdb.padded(), data, direction) {
             Ok(id) => {
                 // Field by field: the whole-struct store dropped the old state out of line.
-                let state = &mut self.tags[index];
                 state.id = Some(id);
                 state.lun = lun;
                 state.sense = Some(sense);
@@ -343,12 +376,21 @@ impl<
             }
             Err(NotAdded {
                 error: VirtioScsiError::Queue(virtio_drivers::Error::QueueFull),
+                headers,
                 data,
-            }) => Err(Refused {
-                error: QueueError::HostBusy,
-                buffers: CmdBuffers { data, sense },
-            }),
-            Err(NotAdded { error, data }) => {
+            }) => {
+                state.headers = headers;
+                Err(Refused {
+                    error: QueueError::HostBusy,
+                    buffers: CmdBuffers { data, sense },
+                })
+            }
+            Err(NotAdded {
+                error,
+                headers,
+                data,
+            }) => {
+                state.headers = headers;
                 log::warn!("virtio-scsi: tag {}: {error}", tag.0);
                 let buffers = CmdBuffers { data, sense };
                 self.held

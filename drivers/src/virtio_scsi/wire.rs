@@ -82,6 +82,15 @@ pub fn lun_bytes(target: u8, lun: u16) -> [u8; 8] {
     [1, target, hi, lo, 0, 0, 0, 0]
 }
 
+/// The tag the device sees for the midlayer's `tag` on request queue `queue` (0-based): the
+/// queue number above the tag (Linux's `blk_mq_unique_tag`), so that tags of different
+/// queues never collide at the device (ABORT TASK finds commands by it).
+#[must_use]
+#[inline]
+pub fn wire_tag(queue: u16, tag: u16) -> u64 {
+    (u64::from(queue) << 16) | u64::from(tag)
+}
+
 /// Command request header (§5.6.6.1), followed by data-out.
 #[derive(Debug, Clone, Copy, FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]

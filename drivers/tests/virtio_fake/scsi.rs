@@ -42,6 +42,8 @@ pub struct FakeState {
     pub completed_on: BTreeMap<u16, usize>,
     /// The tag field of every request the device saw, with its virtqueue.
     pub tags_seen: Vec<(u16, u64)>,
+    /// The request header of every request the device saw, with its virtqueue.
+    pub requests_seen: Vec<(u16, CmdReq)>,
     /// Added to the next real used length, then cleared.
     pub used_len_bonus: u32,
     /// Requests completed.
@@ -93,6 +95,7 @@ impl FakeScsi {
             inject_queue: 2,
             completed_on: BTreeMap::new(),
             tags_seen: Vec::new(),
+            requests_seen: Vec::new(),
             used_len_bonus: 0,
             completed: 0,
             request_notifies: 0,
@@ -131,6 +134,7 @@ impl FakeState {
                 .unwrap()
                 .0;
             self.tags_seen.push((queue, req.tag.get()));
+            self.requests_seen.push((queue, req));
             if self.hold || self.hold_next > 0 {
                 self.hold_next = self.hold_next.saturating_sub(1);
                 self.held.push(Held {

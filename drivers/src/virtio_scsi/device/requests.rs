@@ -18,10 +18,19 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use super::VirtioScsiError;
 use crate::virtio::queue::{self as owned, Exchange, OwnedQueue, Pinned, QueueError};
-use crate::virtio_scsi::wire::{self, CmdReq, CmdResp, queue};
+use crate::virtio_scsi::wire::{self, CmdReq, CmdResp, queue, wire_tag};
 
 /// Driver-owned headers of one command: the request the device reads, then the response it
 /// writes (one heap block, split between the two when lent).
+///
+/// A set of headers belongs to one tag ([`RequestQueue::new_headers`]): its request's tag,
+/// task attribute, priority, CRN and the CDB field past the midlayer's 16 bytes are written
+/// once, when it is made, and [`RequestQueue::add_command`] writes only the LUN and the CDB.
+/// The device only reads the request, and a device that wrote into it anyway would only
+/// change what it is told itself. The response is not cleared between commands either: it
+/// is judged by what the device says it wrote (`tracker::check_header` refuses a used length
+/// shorter than the response), and a device that claims a response it did not write can
+/// only repeat one it wrote for an earlier command, no more than it could say by writing.
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable)]
 #[repr(C)]
 pub(in crate::virtio_scsi) struct Headers {
@@ -29,7 +38,7 @@ pub(in crate::virtio_scsi) struct Headers {
     pub(in crate::virtio_scsi) resp: CmdResp,
 }
 
-// The midlayer's CDBs fit the request's CDB field (`add_command` splits it at their length).
+// The midlayer's CDBs fit the request's CDB field (`add_command` writes their 16 bytes).
 const _: () = assert!(wire::CDB_SIZE >= MAX_CDB_LEN);
 
 /// What the device holds of one command: its headers and its data buffer.
@@ -53,9 +62,18 @@ pub(in crate::virtio_scsi) struct Finished<T> {
     pub(in crate::virtio_scsi) aborted: bool,
 }
 
-/// A command [`RequestQueue::add_command`] could not add, with its data buffer handed back.
+/// An outstanding command handed back after a confirmed reset.
+pub(in crate::virtio_scsi) struct Returned<T> {
+    pub(in crate::virtio_scsi) tag: T,
+    pub(in crate::virtio_scsi) headers: Pinned<Headers>,
+    pub(in crate::virtio_scsi) data: Vec<u8>,
+}
+
+/// A command [`RequestQueue::add_command`] could not add, with its headers and data buffer
+/// handed back (the headers are `None` only when they were posted and leaked).
 pub(in crate::virtio_scsi) struct NotAdded {
     pub(in crate::virtio_scsi) error: VirtioScsiError,
+    pub(in crate::virtio_scsi) headers: Option<Pinned<Headers>>,
     pub(in crate::virtio_scsi) data: Vec<u8>,
 }
 
@@ -65,7 +83,6 @@ pub struct RequestQueue<H: Hal, T, const QSIZE: usize> {
     /// Request queue number: virtqueue `2 + index`.
     index: u16,
     requests: OwnedQueue<H, Command, Record<T>, QSIZE>,
-    spare_headers: Vec<Pinned<Headers>>,
     /// Commands added since the last notify (batched: one notify per poll or flush).
     unnotified: usize,
 }
@@ -77,14 +94,19 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
         // Polled until the owner asks for interrupts ([`Self::set_interrupt`]): a device that
         // raises none saves the emulator an interrupt per batch.
         requests.set_dev_notify(false);
-        let requests = OwnedQueue::new(requests, limit);
-        let limit = requests.limit();
         Self {
             index,
-            requests,
-            spare_headers: (0..limit).map(|_| Pinned::new_zeroed()).collect(),
+            requests: OwnedQueue::new(requests, limit),
             unnotified: 0,
         }
+    }
+
+    /// Headers for the commands of `tag` on this queue: the request's constant part (the
+    /// device's tag for it, a SIMPLE task, the CDB field zeroed) written once.
+    pub(in crate::virtio_scsi) fn new_headers(&self, tag: u16) -> Pinned<Headers> {
+        let mut headers = Pinned::<Headers>::new_zeroed();
+        headers.req.tag = wire_tag(self.index, tag).into();
+        headers
     }
 
     /// Request queue number (0 for the first; its virtqueue is `2 + index`).
@@ -109,7 +131,7 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
 
     /// Whether another command fits now.
     pub fn has_room(&self) -> bool {
-        self.requests.has_room() && !self.spare_headers.is_empty()
+        self.requests.has_room()
     }
 
     /// Notifies the device of commands added since the last notify, if it wants to hear,
@@ -159,12 +181,12 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
     }
 
     /// Moves to `fresh`, the ring set up again after a confirmed device reset, and takes
-    /// back every outstanding command's tag and data buffer ([`Self::drain_after_reset`]).
-    /// The old ring is freed: the device no longer knows it.
+    /// back every outstanding command's tag, headers and data buffer
+    /// ([`Self::drain_after_reset`]). The old ring is freed: the device no longer knows it.
     pub(in crate::virtio_scsi) fn move_to(
         &mut self,
         fresh: VirtQueue<H, QSIZE>,
-    ) -> Vec<(T, Vec<u8>)> {
+    ) -> Vec<Returned<T>> {
         let returned = self.requests.replace_ring(fresh);
         self.unnotified = 0;
         self.take_back(returned)
@@ -172,55 +194,30 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
 
     /// Takes back every outstanding command after a confirmed reset whose re-initialisation
     /// failed (there is no fresh ring to move to); the ring is freed.
-    pub(in crate::virtio_scsi) fn close(mut self) -> Vec<(T, Vec<u8>)> {
+    pub(in crate::virtio_scsi) fn close(mut self) -> Vec<Returned<T>> {
         let returned = self.requests.drain_after_reset();
         self.take_back(returned)
     }
 
-    /// Adds a command whose data moves in `direction`, moving `data` into the request table until the command pops
-    /// ([`Self::next_finished`] hands it back), an abort takes it back
-    /// ([`Self::mark_aborted`]), or a confirmed reset does ([`Self::drain_after_reset`]).
+    /// Adds a command of `tag` in `headers` (made for that tag by [`Self::new_headers`]) whose
+    /// data moves in `direction`, moving the headers and `data` into the request table until
+    /// the command pops ([`Self::next_finished`] hands them back), an abort takes the data
+    /// back ([`Self::mark_aborted`]), or a confirmed reset does ([`Self::drain_after_reset`]).
     /// Returns the used-ring id.
     pub(in crate::virtio_scsi) fn add_command(
         &mut self,
         tag: T,
+        mut headers: Pinned<Headers>,
         lun: [u8; 8],
-        tag_u64: u64,
         cdb: &[u8; MAX_CDB_LEN],
         data: Vec<u8>,
         direction: DataDirection,
     ) -> Result<u16, NotAdded> {
-        let headers = if self.requests.has_room() {
-            self.spare_headers.pop()
-        } else {
-            None
-        };
-        let Some(mut headers) = headers else {
-            let error = QueueError::Full {
-                in_flight: self.requests.in_flight(),
-                limit: self.requests.limit(),
-            };
-            return Err(NotAdded {
-                error: error.into(),
-                data,
-            });
-        };
-        // The request is written in place, field by field, and the CDB as its fixed 16-byte
-        // array (zero past its length) with the rest of the 32-byte field zeroed: fixed-size
-        // stores, no CmdReq built aside and copied, no copy of a variable length.
+        // Only what changes per command: the LUN and the CDB as its fixed 16-byte array (zero
+        // past its length; the rest of the 32-byte field stays zero from `new_headers`).
         let req = &mut headers.req;
         req.lun = lun;
-        req.tag = tag_u64.into();
-        req.task_attr = 0;
-        req.prio = 0;
-        req.crn = 0;
-        let (head, tail) = req.cdb.split_at_mut(MAX_CDB_LEN);
-        head.copy_from_slice(cdb);
-        tail.fill(0);
-        // The response's fixed part is cleared, so a device that claims a full response
-        // without writing it reports nothing of an earlier command's; its sense bytes are read
-        // only up to the `sense_len` the device writes (here 0), so they are not cleared.
-        headers.resp.clear_fixed();
+        req.cdb[..MAX_CDB_LEN].copy_from_slice(cdb);
         let direction = match direction {
             DataDirection::FromDevice => owned::DataDirection::FromDevice,
             _ => owned::DataDirection::ToDevice,
@@ -236,18 +233,18 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
                 Ok(token)
             }
             Err(not_added) => {
-                // `returned: None`: posted but not recordable, so leaked with its data buffer;
+                // `returned: None`: posted but not recordable, so leaked with its buffers;
                 // the caller learns only the error.
-                let data = match not_added.returned {
+                let (headers, data) = match not_added.returned {
                     Some((command, _)) => {
                         let (headers, data) = command.into_parts();
-                        self.spare_headers.push(headers);
-                        data
+                        (Some(headers), data)
                     }
-                    None => Vec::new(),
+                    None => (None, Vec::new()),
                 };
                 Err(NotAdded {
                     error: not_added.error.into(),
+                    headers,
                     data,
                 })
             }
@@ -276,11 +273,6 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
         }))
     }
 
-    /// Returns a finished command's headers to the spare set.
-    pub(in crate::virtio_scsi) fn recycle(&mut self, headers: Pinned<Headers>) {
-        self.spare_headers.push(headers);
-    }
-
     /// Marks the command under used id `id` aborted (after ABORT TASK succeeded, so the
     /// device is done with its buffers) and hands a copy of its data buffer back; the buffer
     /// itself stays lent until its late used entry pops, which is not reported.
@@ -293,17 +285,21 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
         Ok(copy)
     }
 
-    /// Takes back the tag and data buffer of each command a confirmed reset returned,
-    /// leaving out commands an abort already answered for.
-    fn take_back(&mut self, returned: Vec<(Command, Record<T>)>) -> Vec<(T, Vec<u8>)> {
-        let mut commands = Vec::with_capacity(returned.len());
-        for (command, record) in returned {
-            let (headers, data) = command.into_parts();
-            self.spare_headers.push(headers);
-            if !record.aborted {
-                commands.push((record.tag, data));
-            }
-        }
-        commands
+    /// Takes back the tag, headers and data buffer of each command a confirmed reset
+    /// returned, leaving out commands an abort already answered for (their headers are
+    /// freed: the tag's next command gets new ones).
+    fn take_back(&mut self, returned: Vec<(Command, Record<T>)>) -> Vec<Returned<T>> {
+        returned
+            .into_iter()
+            .filter(|(_, record)| !record.aborted)
+            .map(|(command, record)| {
+                let (headers, data) = command.into_parts();
+                Returned {
+                    tag: record.tag,
+                    headers,
+                    data,
+                }
+            })
+            .collect()
     }
 }

@@ -1,9 +1,10 @@
 //! Judging one popped command: the device's response checked (`tracker::check_header`),
-//! sense copied into the command's sense buffer, both buffers handed back.
+//! sense copied into the command's sense buffer, both buffers handed back, the headers
+//! returned to the tag.
 
 use alloc::vec::Vec;
 
-use scsi::host::{Completed, HostCompletion, HostError};
+use scsi::host::{CmdBuffers, Completed, HostCompletion, HostError};
 use scsi::sense_alloc::SenseStorage;
 use scsi::wire::Tag;
 use virtio_drivers::Hal;
@@ -13,9 +14,10 @@ use lock_api::RawMutex;
 
 use super::{Doorbell, VirtioScsiHost};
 use crate::delay::Delay;
-use crate::virtio_scsi::device::Finished;
+use crate::virtio::queue::Pinned;
+use crate::virtio_scsi::device::{Finished, Headers};
 use crate::virtio_scsi::tracker::check_header;
-use crate::virtio_scsi::wire::{CmdResp, response};
+use crate::virtio_scsi::wire::response;
 
 fn host_error_of(code: u8) -> HostError {
     match code {
@@ -39,7 +41,7 @@ impl<
 {
     /// Ends one popped command, pushing its completion onto `done` (nothing for one an abort
     /// already answered for; pushed here, where it is built, rather than returned and moved).
-    /// The headers go back to the spare set once the response (read in place) has been judged.
+    /// The headers go back to the tag once the response (read in place) has been judged.
     pub(super) fn complete(&mut self, finished: Finished<Tag>, done: &mut Vec<Completed<S>>) {
         let Finished {
             tag,
@@ -50,52 +52,59 @@ impl<
             data_in,
             aborted,
         } = finished;
-        // The abort handed the buffers back; the tag may already carry its retry, whose
-        // used id and sense buffer must stay.
-        if !aborted
-            && let Some(completed) =
-                self.judge(tag, data, &headers.resp, (used_len, data_out, data_in))
+        if aborted {
+            // The abort handed the buffers back; the tag may already carry its retry, whose
+            // used id and sense buffer must stay.
+            if let Some(state) = self.tags.get_mut(usize::from(tag.0)) {
+                state.restore(headers);
+            }
+        } else if let Some(completed) =
+            self.judge(tag, data, headers, (used_len, data_out, data_in))
         {
             done.push(completed);
         }
-        if let Some(queue) = self.queue.as_mut() {
-            queue.recycle(headers);
-        }
     }
 
-    /// The completion of `tag` from its response header and lengths, its buffers handed back.
+    /// The completion of `tag` from its response header and lengths, its buffers handed back
+    /// and its headers returned to the tag.
     #[inline]
     fn judge(
         &mut self,
         tag: Tag,
-        data: alloc::vec::Vec<u8>,
-        resp: &CmdResp,
+        data: Vec<u8>,
+        headers: Pinned<Headers>,
         (used_len, data_out, data_in): (u32, u32, u32),
     ) -> Option<Completed<S>> {
-        let checked = check_header(resp, used_len, data_out, data_in);
-        let Some(mut buffers) = self.buffers(tag, data) else {
+        let sense = self.tags.get_mut(usize::from(tag.0)).and_then(|state| {
+            state.id = None;
+            state.sense.take().map(|sense| (state, sense))
+        });
+        let Some((state, sense)) = sense else {
             log::error!("virtio-scsi: tag {} popped without its sense buffer", tag.0);
             return None;
         };
-        let checked = match checked {
-            Ok(checked) => checked,
+        let mut buffers = CmdBuffers { data, sense };
+        let completed = match check_header(&headers.resp, used_len, data_out, data_in) {
             Err(error) => {
                 self.bad_responses += 1;
                 log::warn!("virtio-scsi: tag {}: {error}", tag.0);
-                return Some(Completed::host_error(tag, HostError::Transport, buffers));
+                Completed::host_error(tag, HostError::Transport, buffers)
+            }
+            Ok(checked) if checked.response != response::OK => {
+                Completed::host_error(tag, host_error_of(checked.response), buffers)
+            }
+            Ok(checked) => {
+                let mut completion = HostCompletion::good(tag);
+                completion.status = checked.status;
+                completion.residual_bytes = checked.resid;
+                if !checked.sense.is_empty() {
+                    buffers.sense.store(checked.sense);
+                    completion.sense_len = checked.sense.len() as u8;
+                }
+                Completed::returned(completion, buffers)
             }
         };
-        if checked.response != response::OK {
-            let error = host_error_of(checked.response);
-            return Some(Completed::host_error(tag, error, buffers));
-        }
-        let mut completion = HostCompletion::good(tag);
-        completion.status = checked.status;
-        completion.residual_bytes = checked.resid;
-        if !checked.sense.is_empty() {
-            buffers.sense.store(checked.sense);
-            completion.sense_len = checked.sense.len() as u8;
-        }
-        Some(Completed::returned(completion, buffers))
+        state.restore(headers);
+        Some(completed)
     }
 }

@@ -11,7 +11,7 @@ use lock_api::RawMutex;
 
 use super::{DEAD, Doorbell, TagState, VirtioScsiHost};
 use crate::delay::Delay;
-use crate::virtio_scsi::device::VirtioScsiError;
+use crate::virtio_scsi::device::{Returned, VirtioScsiError};
 use crate::virtio_scsi::shared::CaughtUp;
 use crate::virtio_scsi::wire::{response, tmf};
 
@@ -65,8 +65,8 @@ impl<
                 queue.close()
             }
         };
-        for (tag, data) in returned {
-            if let Some(buffers) = self.buffers(tag, data) {
+        for Returned { tag, headers, data } in returned {
+            if let Some(buffers) = self.buffers(tag, Some(headers), data) {
                 self.held
                     .push(Completed::host_error(tag, HostError::Reset, buffers));
             }
@@ -168,7 +168,8 @@ impl<
             Ok(response::OK | response::FUNCTION_SUCCEEDED) => {
                 let queue = self.queue.as_mut().ok_or(failed)?;
                 let data = queue.mark_aborted(id).map_err(|_| failed)?;
-                self.buffers(tag, data).ok_or(failed)
+                // The headers stay lent until the late used entry pops.
+                self.buffers(tag, None, data).ok_or(failed)
             }
             Ok(_) => Err(failed),
             Err(VirtioScsiError::TmfTimeout { .. }) => {
