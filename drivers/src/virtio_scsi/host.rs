@@ -80,11 +80,11 @@ impl Doorbell for NoDoorbell {
 }
 
 /// What the host keeps per tag: the tag's request and response headers, and while a command
-/// is outstanding its used-ring id, LUN and sense buffer.
+/// is outstanding its used-ring id and sense buffer (ABORT TASK reads the LUN from the
+/// request header the device holds).
 struct TagState<S> {
     /// Used-ring id of the request, for ABORT TASK (`None` once aborted).
     id: Option<u16>,
-    lun: [u8; 8],
     /// The command's sense buffer, held until the completion hands it back.
     sense: Option<S>,
     /// The tag's headers while no command has them (`RequestQueue::new_headers`): the
@@ -194,7 +194,6 @@ impl<
             let tags = (0..can_queue)
                 .map(|tag| TagState {
                     id: None,
-                    lun: [0; 8],
                     sense: None,
                     headers: Some(queue.new_headers(tag as u16)),
                 })
@@ -370,7 +369,6 @@ impl<
             Ok(id) => {
                 // Field by field: the whole-struct store dropped the old state out of line.
                 state.id = Some(id);
-                state.lun = lun;
                 state.sense = Some(sense);
                 Ok(())
             }

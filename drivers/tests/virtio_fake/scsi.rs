@@ -20,6 +20,7 @@ struct Held {
     head: u16,
     pieces: Vec<Piece>,
     tag: u64,
+    lun: [u8; 8],
 }
 
 #[derive(Debug)]
@@ -142,6 +143,7 @@ impl FakeState {
                     head,
                     pieces,
                     tag: req.tag.get(),
+                    lun: req.lun,
                 });
                 continue;
             }
@@ -203,8 +205,10 @@ impl FakeState {
                 .unwrap()
                 .0;
             if tmf.subtype.get() == drivers::virtio_scsi::wire::tmf::ABORT_TASK {
-                // Like QEMU: the aborted request completes (ABORTED) before the TMF does.
-                if let Some(i) = self.held.iter().position(|h| h.tag == tmf.tag.get()) {
+                // Like QEMU: the request is looked up on the LUN the TMF addresses, by tag, and
+                // completes (ABORTED) before the TMF does.
+                let nexus = |h: &Held| h.tag == tmf.tag.get() && h.lun == tmf.lun;
+                if let Some(i) = self.held.iter().position(nexus) {
                     let held = self.held.remove(i);
                     self.complete(held.queue, held.head, &held.pieces, response::ABORTED);
                 }

@@ -273,6 +273,12 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
         }))
     }
 
+    /// The LUN the command under used id `id` addresses, as its request header (which the
+    /// device reads, and holds until the command pops) says.
+    pub(in crate::virtio_scsi) fn lun_of(&self, id: u16) -> Result<[u8; 8], VirtioScsiError> {
+        Ok(self.requests.lent(id)?.header().req.lun)
+    }
+
     /// Marks the command under used id `id` aborted (after ABORT TASK succeeded, so the
     /// device is done with its buffers) and hands a copy of its data buffer back; the buffer
     /// itself stays lent until its late used entry pops, which is not reported.

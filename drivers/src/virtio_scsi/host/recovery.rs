@@ -131,16 +131,14 @@ impl<
         if let Some(buffers) = self.take_held(tag) {
             return Ok(buffers);
         }
-        let Some(TagState {
-            id: Some(id), lun, ..
-        }) = self.tags.get(usize::from(tag.0))
-        else {
+        let Some(TagState { id: Some(id), .. }) = self.tags.get(usize::from(tag.0)) else {
             return Err(failed);
         };
-        let (id, lun) = (*id, *lun);
-        if self.queue.is_none() {
+        let id = *id;
+        let Some(queue) = self.queue.as_ref() else {
             return Err(failed);
-        }
+        };
+        let lun = queue.lun_of(id).map_err(|_| failed)?;
         // Ring the doorbell for commands still waiting for it (notifies are batched per poll)
         // first, as Linux has kicked every request before it can time out: ABORT TASK for a
         // command the device has not seen answers FUNCTION COMPLETE, and the next doorbell
