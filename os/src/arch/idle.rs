@@ -37,13 +37,14 @@ pub fn stats() -> IdleStats {
 }
 
 /// Halts the calling CPU until an interrupt arrives or `deadline_ns` ([`time::now_ns`]) passes,
-/// whichever is first; returns at once when the deadline has passed or no timer can end the
-/// wait. Interrupts are off again when it returns. The caller must poll whatever it waits for
-/// afterwards: a return says only that something may have happened.
-pub fn wait_until(deadline_ns: u64) {
+/// whichever is first; returns at once, `false`, when the deadline has passed or no timer can
+/// end the wait, and `true` after a halt. Interrupts are off again when it returns. The caller
+/// must poll whatever it waits for afterwards: a return says only that something may have
+/// happened.
+pub fn wait_until(deadline_ns: u64) -> bool {
     let start = time::now_ns();
     if deadline_ns <= start || !apic::timer_ready() {
-        return;
+        return false;
     }
     apic::arm_timer(deadline_ns - start);
     // SAFETY: interrupts are enabled only across `hlt`; every vector that can arrive here (the
@@ -54,6 +55,7 @@ pub fn wait_until(deadline_ns: u64) {
     apic::disarm_timer();
     HALTED_NS.fetch_add(time::now_ns() - start, Ordering::Relaxed);
     WAKEUPS.fetch_add(1, Ordering::Relaxed);
+    true
 }
 
 /// Takes an interrupt already pending in the local APIC (a message that arrived while
