@@ -4,7 +4,7 @@
 //! is one handle ([`VirtioScsiHost::new`]), a multi-queue host is one handle per request
 //! queue ([`VirtioScsiHost::new_queues`]), each attached to its own midlayer on its own CPU
 //! (Linux's blk-mq hardware contexts: `virtscsi_queuecommand` picks the queue of the
-//! submitting CPU). A handle owns its ring, request table and header set, so submission and
+//! submitting CPU). A handle owns its ring, request table and each tag's headers, so submission and
 //! completion take no lock; the device-wide part (transport, control and event queues) is
 //! shared behind a lock that only task management, events and resets take
 //! ([`super::shared`], which also says what a reset means with several queues). A queue
