@@ -15,7 +15,7 @@ use drivers::mpt::mpi::scsi_io::{scsi_state, tm_response};
 use drivers::mpt::mpi::{IocState, ioc_status};
 use drivers::mpt::{MptError, Outcome, ScsiIo, TaskMgmt};
 use scsi::host::DataDirection;
-use scsi::wire::CdbBytes;
+use scsi::wire::{CdbBytes, Tag};
 
 #[test]
 fn bring_up_resets_first_and_sizes_from_facts() {
@@ -49,10 +49,10 @@ fn chained_write_then_read_moves_the_bytes() {
         direction: DataDirection::ToDevice,
         segments: &out_segs,
         sense: None,
-        tag: 7,
+        tag: Tag(7),
     };
     let done = run_one(&mut rig, &io);
-    assert_eq!(done.tag, 7);
+    assert_eq!(done.tag, Tag(7));
     assert_eq!(
         done.outcome,
         Outcome::Success {
@@ -68,7 +68,7 @@ fn chained_write_then_read_moves_the_bytes() {
         cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
         direction: DataDirection::FromDevice,
         segments: &back_segs,
-        tag: 8,
+        tag: Tag(8),
         ..io
     };
     assert_eq!(
@@ -102,7 +102,7 @@ fn check_condition_comes_back_with_truncated_autosense() {
             addr: sense.bus_addr(),
             len_bytes: 8,
         }),
-        tag: 1,
+        tag: Tag(1),
     };
     let done = run_one(&mut rig, &io);
     let Outcome::Scsi {
@@ -136,7 +136,7 @@ fn missing_target_is_an_ioc_status_not_a_hang() {
         direction: DataDirection::None,
         segments: &[],
         sense: None,
-        tag: 2,
+        tag: Tag(2),
     };
     let done = run_one(&mut rig, &io);
     assert!(matches!(
@@ -154,40 +154,43 @@ fn outstanding_requests_never_exceed_credits_or_the_fifo() {
     let mut rig = rig();
     rig.ioc.model().hold_requests = true;
     let cdb = [0u8; 6];
-    let mut submitted = 0;
-    let err = loop {
-        let io = ScsiIo {
-            target: 0,
-            lun: [0; 8],
-            cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
-            direction: DataDirection::None,
-            segments: &[],
-            sense: None,
-            tag: submitted,
-        };
-        match rig.mpt.submit(&io) {
-            Ok(_) => submitted += 1,
-            Err(err) => break err,
-        }
-        assert!(submitted <= 1000, "queue never filled");
+    let io = |tag| ScsiIo {
+        target: 0,
+        lun: [0; 8],
+        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
+        direction: DataDirection::None,
+        segments: &[],
+        sense: None,
+        tag: Tag(tag),
     };
+    // Every tag below can_queue has its slot; the next one has none.
+    for tag in 0..127 {
+        rig.mpt.submit(&io(tag)).expect("a free tag's slot");
+    }
     assert_eq!(
-        err,
-        MptError::QueueFull {
-            outstanding: 127,
+        rig.mpt.submit(&io(127)),
+        Err(MptError::TagOutOfRange {
+            tag: 127,
             can_queue: 127
-        }
+        })
     );
+    assert_eq!(rig.mpt.outstanding(), 127);
     assert_eq!(
         rig.ioc.model().fault_code(),
         None,
         "the FIFO never overflowed"
     );
     assert_eq!(rig.ioc.model().max_request_fifo, 127);
-    // The slot kept back for task management still works at full load.
-    rig.mpt
-        .submit_task_mgmt(0, [0; 8], TaskMgmt::LogicalUnitReset, 999)
+    // The slot kept back for task management still works at full load, once at a time.
+    let tm = rig
+        .mpt
+        .submit_task_mgmt(0, [0; 8], TaskMgmt::LogicalUnitReset)
         .expect("TM slot");
+    assert_eq!(
+        rig.mpt
+            .submit_task_mgmt(0, [0; 8], TaskMgmt::LogicalUnitReset),
+        Err(MptError::TaskMgmtBusy)
+    );
     rig.ioc.model().hold_requests = false;
     let mut done = Vec::new();
     while done.len() < 128 {
@@ -198,7 +201,8 @@ fn outstanding_requests_never_exceed_credits_or_the_fifo() {
         );
     }
     assert_eq!(rig.mpt.outstanding(), 0);
-    assert!(done.iter().any(|c| c.tag == 999
+    assert!(done.iter().any(|c| c.context == tm
+        && c.tag.0 >= 127
         && matches!(
             c.outcome,
             Outcome::TaskMgmt {
@@ -206,6 +210,47 @@ fn outstanding_requests_never_exceed_credits_or_the_fifo() {
                 ..
             }
         )));
+    let mut tags: Vec<u16> = done.iter().map(|c| c.tag.0).filter(|&t| t < 127).collect();
+    tags.sort_unstable();
+    assert_eq!(tags, (0..127).collect::<Vec<u16>>(), "each tag once");
+    // The TM slot went back to its free list.
+    rig.mpt
+        .submit_task_mgmt(0, [0; 8], TaskMgmt::LogicalUnitReset)
+        .expect("TM slot again");
+}
+
+#[test]
+fn a_tag_is_its_slot_and_an_outstanding_tag_is_refused() {
+    let mut rig = rig();
+    rig.ioc.model().hold_scsi_io = true;
+    let cdb = [0u8; 6];
+    let io = ScsiIo {
+        target: 0,
+        lun: [0; 8],
+        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
+        direction: DataDirection::None,
+        segments: &[],
+        sense: None,
+        tag: Tag(40),
+    };
+    let first = rig.mpt.submit(&io).unwrap();
+    assert_eq!(first & 0xFFFF, 40, "the context names the tag's slot");
+    assert_eq!(rig.mpt.submit(&io), Err(MptError::TagBusy { tag: 40 }));
+    assert_eq!(rig.mpt.outstanding(), 1);
+    rig.ioc.model().hold_scsi_io = false;
+    rig.ioc.model().run();
+    let mut done = Vec::new();
+    rig.mpt.poll(|c| done.push(c)).unwrap();
+    assert_eq!(
+        done.len(),
+        1,
+        "the refused duplicate posted nothing: {done:?}"
+    );
+    assert_eq!((done[0].tag, done[0].context), (Tag(40), first));
+    // Free again: the same tag is taken, with a new generation.
+    let second = rig.mpt.submit(&io).unwrap();
+    assert_ne!(second, first);
+    assert_eq!(second & 0xFFFF, 40);
 }
 
 #[test]
@@ -220,13 +265,13 @@ fn abort_task_terminates_the_stuck_command() {
         direction: DataDirection::None,
         segments: &[],
         sense: None,
-        tag: 10,
+        tag: Tag(10),
     };
     let victim = rig.mpt.submit(&io).unwrap();
-    let bystander = rig.mpt.submit(&ScsiIo { tag: 12, ..io }).unwrap();
+    let bystander = rig.mpt.submit(&ScsiIo { tag: Tag(12), ..io }).unwrap();
     assert_ne!(victim, bystander);
     rig.mpt
-        .submit_task_mgmt(0, [0; 8], TaskMgmt::AbortTask { context: victim }, 11)
+        .submit_task_mgmt(0, [0; 8], TaskMgmt::AbortTask { context: victim })
         .unwrap();
     let mut done = Vec::new();
     rig.mpt.poll(|c| done.push(c)).unwrap();
@@ -255,7 +300,7 @@ fn abort_task_terminates_the_stuck_command() {
     assert_eq!(rig.mpt.outstanding(), 1);
     rig.ioc.model().hold_scsi_io = false;
     rig.mpt.poll(|c| done.push(c)).unwrap();
-    assert_eq!(done.last().map(|c| c.tag), Some(12));
+    assert_eq!(done.last().map(|c| c.tag), Some(Tag(12)));
     assert_eq!(rig.mpt.outstanding(), 0);
 }
 
@@ -278,7 +323,7 @@ fn chain_pool_exhaustion_is_a_retryable_value() {
         direction: DataDirection::FromDevice,
         segments: &segs,
         sense: None,
-        tag: 6,
+        tag: Tag(6),
     };
     assert!(matches!(rig.mpt.submit(&io), Err(MptError::Sgl(_))));
     assert_eq!(rig.mpt.outstanding(), 0, "the slot went back");
@@ -312,7 +357,7 @@ fn shutdown_stops_the_ioc_and_returns_the_chain_frames() {
         direction: DataDirection::FromDevice,
         segments: &segs,
         sense: None,
-        tag: 9,
+        tag: Tag(9),
     };
     rig.mpt.submit(&io).unwrap();
     assert_eq!(

@@ -14,7 +14,7 @@ use drivers::mpt::{Completion, ScsiIo};
 use mpt_rig::*;
 use proptest::prelude::*;
 use scsi::host::DataDirection;
-use scsi::wire::CdbBytes;
+use scsi::wire::{CdbBytes, Tag};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -44,8 +44,15 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn record(done: &mut BTreeSet<u64>, c: Completion) {
-    assert!(done.insert(c.tag), "tag {} completed twice: {c:?}", c.tag);
+/// Ends `c`'s command: its tag must be outstanding (so no command completes twice, and none
+/// that was never posted); the tag is free again.
+fn record(outstanding: &mut BTreeSet<u16>, done: &mut usize, c: Completion) {
+    assert!(
+        outstanding.remove(&c.tag.0),
+        "tag {} not outstanding (completed twice?): {c:?}",
+        c.tag.0
+    );
+    *done += 1;
 }
 
 proptest! {
@@ -54,13 +61,15 @@ proptest! {
     fn any_reply_stream_keeps_exactly_once_and_returns_every_chain_frame(ops in proptest::collection::vec(op(), 1..60)) {
         let mut rig = rig_with(FakeIocConfig { global_credits: 24, ..FakeIocConfig::default() }, MptConfig { sense_high32: 1, ..MptConfig::default() }, 256);
         let (_bufs, segs) = buffers(&rig.space, 40, 512);
-        let mut submitted = BTreeSet::new();
-        let mut done = BTreeSet::new();
-        let mut next_tag = 0u64;
+        // Tags are slots: each submission takes the lowest tag not outstanding.
+        let mut outstanding = BTreeSet::new();
+        let mut submitted = 0usize;
+        let mut done = 0usize;
         for op in ops {
             match op {
                 Op::Submit { blocks } => {
                     let cdb = rw10(0x28, 0, blocks);
+                    let Some(tag) = (0..rig.mpt.geometry().can_queue as u16).find(|t| !outstanding.contains(t)) else { continue };
                     let io = ScsiIo {
                         target: 0,
                         lun: [0; 8],
@@ -68,24 +77,24 @@ proptest! {
                         direction: DataDirection::FromDevice,
                         segments: &segs[..usize::from(blocks)],
                         sense: Some(Segment { addr: segs[39].addr, len_bytes: 96 }),
-                        tag: next_tag,
+                        tag: Tag(tag),
                     };
                     if rig.mpt.submit(&io).is_ok() {
-                        submitted.insert(next_tag);
+                        outstanding.insert(tag);
+                        submitted += 1;
                     }
-                    next_tag += 1;
                 }
                 Op::Poll => {
                     let mut batch = Vec::new();
                     let result = rig.mpt.poll(|c| batch.push(c));
                     for c in batch {
-                        record(&mut done, c);
+                        record(&mut outstanding, &mut done, c);
                     }
                     if result.is_err() || rig.mpt.check_health().is_err() {
                         let mut failed = Vec::new();
                         prop_assert!(rig.mpt.recover(|c| failed.push(c)).is_ok());
                         for c in failed {
-                            record(&mut done, c);
+                            record(&mut outstanding, &mut done, c);
                         }
                     }
                 }
@@ -103,9 +112,10 @@ proptest! {
             prop_assert!(rig.mpt.recover(|c| batch.push(c)).is_ok());
         }
         for c in batch {
-            record(&mut done, c);
+            record(&mut outstanding, &mut done, c);
         }
-        prop_assert_eq!(&done, &submitted, "every submitted command completed exactly once");
+        prop_assert_eq!(done, submitted, "every submitted command completed exactly once");
+        prop_assert!(outstanding.is_empty());
         prop_assert_eq!(rig.mpt.outstanding(), 0);
         prop_assert_eq!(rig.mpt.chain_pool().live.get(), 0, "chain frames all returned");
     }

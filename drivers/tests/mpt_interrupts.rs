@@ -35,7 +35,7 @@ fn msi_rig() -> Rig {
 }
 
 /// Posts `count` TEST UNIT READYs to target 0.
-fn submit(rig: &mut Rig, count: u64) {
+fn submit(rig: &mut Rig, count: u16) {
     for tag in 0..count {
         let io = ScsiIo {
             target: 0,
@@ -44,7 +44,7 @@ fn submit(rig: &mut Rig, count: u64) {
             direction: DataDirection::None,
             segments: &[],
             sense: None,
-            tag,
+            tag: Tag(tag),
         };
         rig.mpt.submit(&io).expect("submit");
     }

@@ -14,7 +14,7 @@ use drivers::mpt::ioc::MptConfig;
 use drivers::mpt::mpi::IocState;
 use drivers::mpt::{Mpt, MptError, Outcome, ScsiIo};
 use scsi::host::DataDirection;
-use scsi::wire::CdbBytes;
+use scsi::wire::{CdbBytes, Tag};
 
 #[test]
 fn unknown_and_stale_contexts_are_errors_then_recovery_fails_outstanding_commands() {
@@ -33,7 +33,7 @@ fn unknown_and_stale_contexts_are_errors_then_recovery_fails_outstanding_command
         direction: DataDirection::None,
         segments: &[],
         sense: None,
-        tag: 3,
+        tag: Tag(3),
     };
     let context = rig.mpt.submit(&io).unwrap();
     rig.mpt.poll(|_| {}).unwrap();
@@ -89,7 +89,7 @@ fn inflated_transfer_count_fails_that_command_only() {
         direction: DataDirection::FromDevice,
         segments: &segs,
         sense: None,
-        tag: 4,
+        tag: Tag(4),
     };
     let done = run_one(&mut rig, &io);
     assert_eq!(
@@ -118,7 +118,7 @@ fn fault_is_reported_and_recovered() {
         direction: DataDirection::None,
         segments: &[],
         sense: None,
-        tag: 5,
+        tag: Tag(5),
     };
     assert_eq!(rig.mpt.submit(&io), Err(MptError::NotOperational));
     rig.mpt.recover(|_| {}).expect("reset clears the fault");

@@ -23,7 +23,7 @@ use drivers::mpt::regs::{MptRegisters, Register};
 use drivers::mpt::{Mpt, ScsiIo};
 use libfuzzer_sys::fuzz_target;
 use scsi::host::DataDirection;
-use scsi::wire::CdbBytes;
+use scsi::wire::{CdbBytes, Tag};
 use sensepool_fuzz::bytes::Script;
 use sensepool_fuzz::mpt_rig::Pool;
 
@@ -132,7 +132,7 @@ fn bring_up(input: BringUp) {
             addr: drivers::dma::DmaMemory::bus_addr(&sense),
             len_bytes: 96,
         }),
-        tag: 7,
+        tag: Tag(7),
     };
     if mpt.submit(&io).is_ok() {
         let mut done = Vec::new();
@@ -145,7 +145,7 @@ fn bring_up(input: BringUp) {
             "one command, at most one completion: {done:?}"
         );
         assert!(
-            done.iter().all(|c| c.tag == 7),
+            done.iter().all(|c| c.tag == Tag(7)),
             "a completion for a tag never submitted"
         );
         if mpt.outstanding() == 0 {

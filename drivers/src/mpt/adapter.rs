@@ -67,7 +67,10 @@ pub struct Mpt<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> {
     replies: ManuallyDrop<M>,
     window_high32: u32,
     pool: P,
+    /// Request slots: `0..can_queue` are the SCSI commands' (a command's tag is its slot), the
+    /// rest task management's.
     slots: Vec<Slot<P::Frame>>,
+    /// Free task management slots.
     free_slots: Vec<u16>,
     outstanding_io: usize,
     /// `true` while the IOC holds reply frame `i` (posted to the free FIFO).
@@ -198,7 +201,10 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             window_high32,
             pool,
             slots: (0..geometry.slots).map(|_| Slot::default()).collect(),
-            free_slots: (0..geometry.slots as u16).rev().collect(),
+            // Task management's slots: the I/O slots are their tags.
+            free_slots: (geometry.can_queue as u16..geometry.slots as u16)
+                .rev()
+                .collect(),
             outstanding_io: 0,
             reply_with_ioc: vec![false; geometry.slots],
             frame_buf: vec![0; geometry.frame_size_bytes],

@@ -2,7 +2,7 @@
 //! completions with their outcomes.
 
 use scsi::host::DataDirection;
-use scsi::wire::CdbBytes;
+use scsi::wire::{CdbBytes, Tag};
 
 use crate::dma::Segment;
 
@@ -22,8 +22,11 @@ pub struct ScsiIo<'a> {
     pub segments: &'a [Segment],
     /// Autosense buffer: where and how long (at most 255 bytes), in the sense window.
     pub sense: Option<Segment>,
-    /// The caller's tag, returned in the completion.
-    pub tag: u64,
+    /// The caller's tag, which is also the request slot the command takes: below
+    /// [`Geometry::can_queue`](super::ioc::Geometry::can_queue) and not outstanding (else
+    /// [`MptError::TagOutOfRange`](super::MptError::TagOutOfRange) or
+    /// [`MptError::TagBusy`](super::MptError::TagBusy)). Returned in the completion.
+    pub tag: Tag,
 }
 
 /// Task management functions.
@@ -84,8 +87,9 @@ pub enum Outcome {
 /// A finished request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Completion {
-    /// The caller's tag.
-    pub tag: u64,
+    /// The command's tag (its slot). A task management request's completion carries the
+    /// slot kept for it, at or above `can_queue`: tell it by its context.
+    pub tag: Tag,
     /// The context the request carried.
     pub context: u32,
     /// How it ended.

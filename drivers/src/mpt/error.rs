@@ -125,14 +125,23 @@ pub enum MptError {
     /// A scatter-gather list could not be built.
     #[error(transparent)]
     Sgl(#[from] super::sgl::SglError),
-    /// Every request slot is busy.
-    #[error("queue full: {outstanding} of {can_queue} requests outstanding")]
-    QueueFull {
-        /// Outstanding requests.
-        outstanding: usize,
-        /// Limit.
+    /// A command's tag names no I/O slot (the tag is the slot).
+    #[error("tag {tag} out of range: can_queue is {can_queue}")]
+    TagOutOfRange {
+        /// The tag.
+        tag: u16,
+        /// I/O slots (tags `0..can_queue`).
         can_queue: usize,
     },
+    /// A command's tag is already outstanding.
+    #[error("tag {tag} is already outstanding")]
+    TagBusy {
+        /// The tag.
+        tag: u16,
+    },
+    /// The slot kept for task management is busy.
+    #[error("the task management slot is busy")]
+    TaskMgmtBusy,
     /// A command was refused before submission.
     #[error("invalid command: {reason}")]
     InvalidCommand {

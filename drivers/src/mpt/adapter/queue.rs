@@ -1,7 +1,11 @@
 //! Request slots, submission through the request post FIFO, and reply handling.
 //!
 //! Each outstanding request owns a slot: its request frame, its chain frames, and what the
-//! reply will be checked against. The MsgContext is `generation << 16 | slot` with the
+//! reply will be checked against. A SCSI command's slot is its tag (the midlayer's tags run
+//! `0..can_queue`, as the slots do), so no table maps one to the other and no free list is
+//! kept for them; the slots past `can_queue` (one, as [`Geometry`] sizes them) are task
+//! management's, taken from a free list of their own, so a task management request always
+//! finds a slot while every tag is outstanding. The MsgContext is `generation << 16 | slot` with the
 //! top three bits clear (MPI puts the reply type there in turbo replies), so a reply for a
 //! slot that has since been reused or reset carries a stale generation and is refused.
 //! Requests never exceed the slot count, which never exceeds the IOC's credits or the
@@ -17,9 +21,12 @@ use crate::dma::{BusAddr, DmaAddr, DmaMemory, Segment};
 
 use super::Mpt;
 use scsi::host::DataDirection;
+use scsi::wire::Tag;
 
 use crate::mpt::command::{Completion, Outcome, ScsiIo, TaskMgmt};
 use crate::mpt::error::MptError;
+#[cfg(doc)]
+use crate::mpt::ioc::Geometry;
 use crate::mpt::mpi::scsi_io::{SCSI_IO_SGL_OFFSET, ScsiIoRequest, TaskMgmtRequest, control};
 use crate::mpt::mpi::sge::{SGE64_LEN_BYTES, Sge64};
 use crate::mpt::mpi::{DefaultReply, function};
@@ -61,7 +68,6 @@ pub(super) struct Slot<F> {
 #[derive(Debug, Clone, Copy)]
 struct Busy {
     kind: Kind,
-    tag: u64,
     data_len: u32,
     sense_len: u32,
 }
@@ -89,29 +95,46 @@ fn context_of(slot: usize, generation: u32) -> u32 {
 }
 
 impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
-    fn take_slot(&mut self, kind: Kind) -> Result<usize, MptError> {
+    /// The slot of a SCSI command tagged `tag`: the tag itself, if it is an I/O slot's and
+    /// that slot is free.
+    #[inline]
+    fn io_slot(&self, tag: Tag) -> Result<usize, MptError> {
         if !self.operational {
             return Err(MptError::NotOperational);
         }
-        let full = MptError::QueueFull {
-            outstanding: self.outstanding_io,
-            can_queue: self.geometry.can_queue,
-        };
-        if kind == Kind::Io && self.outstanding_io >= self.geometry.can_queue {
-            return Err(full);
+        let index = usize::from(tag.0);
+        if index >= self.geometry.can_queue {
+            return Err(MptError::TagOutOfRange {
+                tag: tag.0,
+                can_queue: self.geometry.can_queue,
+            });
         }
-        self.free_slots.pop().map(usize::from).ok_or(full)
+        match self.slots.get(index) {
+            Some(slot) if slot.busy.is_none() => Ok(index),
+            _ => Err(MptError::TagBusy { tag: tag.0 }),
+        }
+    }
+
+    /// A slot kept for task management, from their free list.
+    fn task_mgmt_slot(&mut self) -> Result<usize, MptError> {
+        if !self.operational {
+            return Err(MptError::NotOperational);
+        }
+        self.free_slots
+            .pop()
+            .map(usize::from)
+            .ok_or(MptError::TaskMgmtBusy)
     }
 
     /// Copies the first `len` bytes of the frame built in `frame_buf` into request frame
-    /// `slot` and tells the IOC. The rest of the DMA frame keeps what it held: the IOC reads
-    /// a request only up to the end of its SGL (the element marked END_OF_LIST).
-    fn post(&mut self, slot: usize, len: usize) -> Result<u32, MptError> {
+    /// `slot`. The rest of the DMA frame keeps what it held: the IOC reads a request only up
+    /// to the end of its SGL (the element marked END_OF_LIST).
+    fn write_frame(&mut self, slot: usize, len: usize) -> Result<(), MptError> {
         let frame_size = self.geometry.frame_size_bytes;
         let len = len.min(frame_size);
         self.requests
             .write_at(slot * frame_size, &self.frame_buf[..len])?;
-        Ok(self.notify(slot))
+        Ok(())
     }
 
     /// Tells the IOC of request frame `slot`, already written; returns its context.
@@ -125,8 +148,9 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         context_of(slot, self.slots[slot].generation)
     }
 
-    /// Posts a SCSI command. Returns its context (for [`TaskMgmt::AbortTask`]). Queue full
-    /// and chain-pool exhaustion are errors the caller may retry after completions.
+    /// Posts a SCSI command in the slot its tag names. Returns its context (for
+    /// [`TaskMgmt::AbortTask`]). Chain-pool exhaustion is an error the caller may retry after
+    /// completions; a tag out of range or outstanding is refused.
     pub fn submit(&mut self, io: &ScsiIo<'_>) -> Result<u32, MptError> {
         let invalid = |reason| Err(MptError::InvalidCommand { reason });
         let cdb_len = io.cdb.as_slice().len();
@@ -161,7 +185,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         // the header: the whole frame, its constant 60 bytes, is written straight into the DMA
         // frame, without the general path's CPU copy of the frame.
         let single = single_element(io.segments, io.direction).transpose()?;
-        let slot = self.take_slot(Kind::Io)?;
+        let slot = self.io_slot(io.tag)?;
         let ctl = match io.direction {
             DataDirection::None => control::NO_DATA_TRANSFER,
             DataDirection::FromDevice => control::READ,
@@ -205,13 +229,9 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             }
             None => self.build_chained(slot, header(), io),
         };
-        if let Err(err) = written {
-            self.free_slots.push(slot as u16);
-            return Err(err);
-        }
+        written?;
         self.slots[slot].busy = Some(Busy {
             kind: Kind::Io,
-            tag: io.tag,
             data_len,
             sense_len: sense.len_bytes,
         });
@@ -260,16 +280,15 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         Ok(written?)
     }
 
-    /// Posts a task management request for `target`/`lun`; its completion carries
-    /// [`Outcome::TaskMgmt`].
+    /// Posts a task management request for `target`/`lun` in the slot kept for it; returns
+    /// its context. Its completion carries that context and [`Outcome::TaskMgmt`].
     pub fn submit_task_mgmt(
         &mut self,
         target: u8,
         lun: [u8; 8],
         task: TaskMgmt,
-        tag: u64,
     ) -> Result<u32, MptError> {
-        let slot = self.take_slot(Kind::TaskMgmt)?;
+        let slot = self.task_mgmt_slot()?;
         let (task_type, task_context) = match task {
             TaskMgmt::AbortTask { context } => {
                 (crate::mpt::mpi::scsi_io::task_type::ABORT_TASK, context)
@@ -291,13 +310,16 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         self.frame_buf.fill(0);
         self.frame_buf[..core::mem::size_of::<TaskMgmtRequest>()]
             .copy_from_slice(request.as_bytes());
+        if let Err(error) = self.write_frame(slot, self.frame_buf.len()) {
+            self.free_slots.push(slot as u16);
+            return Err(error);
+        }
         self.slots[slot].busy = Some(Busy {
             kind: Kind::TaskMgmt,
-            tag,
             data_len: 0,
             sense_len: 0,
         });
-        self.post(slot, self.frame_buf.len())
+        Ok(self.notify(slot))
     }
 
     /// Frees slot `index` if busy, returning its completion with `outcome(busy)`. Its tail is
@@ -318,15 +340,16 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         slot.chains.clear();
         if busy.kind == Kind::Io {
             self.outstanding_io -= 1;
+        } else {
+            self.free_slots.push(index as u16);
         }
-        self.free_slots.push(index as u16);
         let view = BusyView {
             is_io: busy.kind == Kind::Io,
             data_len: busy.data_len,
             sense_len: busy.sense_len,
         };
         Some(Completion {
-            tag: busy.tag,
+            tag: Tag(index as u16),
             context,
             outcome: outcome(&view),
         })
@@ -397,15 +420,16 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         slot.chains.clear();
         if busy.kind == Kind::Io {
             self.outstanding_io -= 1;
+        } else {
+            self.free_slots.push(index as u16);
         }
-        self.free_slots.push(index as u16);
         let view = BusyView {
             is_io: busy.kind == Kind::Io,
             data_len: busy.data_len,
             sense_len: busy.sense_len,
         };
         Ok(Completion {
-            tag: busy.tag,
+            tag: Tag(index as u16),
             context,
             outcome: outcome(&view),
         })

@@ -101,9 +101,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
             core::mem::forget(sense);
         }
         for done in outstanding {
-            let Ok(tag) = u16::try_from(done.tag).map(Tag) else {
-                continue;
-            };
+            let tag = done.tag;
             let Some(state) = self.tags.get_mut(usize::from(tag.0)).and_then(Option::take) else {
                 continue;
             };
@@ -141,7 +139,7 @@ impl<X: DataMapper, M: DmaMemory, S: SenseStorage> Ends<'_, X, M, S> {
     /// completion through memory and cost its own prologue per command.
     #[inline(always)]
     fn finish(&mut self, done: Completion) -> Option<Completed<S>> {
-        let tag = Tag(u16::try_from(done.tag).ok()?);
+        let tag = done.tag;
         let mut state = self.tags.get_mut(usize::from(tag.0))?.take()?;
         if let Some(mapping) = state.mapping.take() {
             let data = Some(state.buffers.data.as_mut_slice());

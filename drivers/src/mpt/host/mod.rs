@@ -235,7 +235,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
             },
             segments: &self.segments,
             sense: Some(sense),
-            tag: u64::from(tag.0),
+            tag,
         };
         match self.mpt.submit(&io) {
             // The buffers move into the tag table, where the IOC's addresses keep pointing
@@ -255,8 +255,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
             Err(error) => {
                 self.mapper.unmap(mapping, None, direction);
                 match error {
-                    MptError::QueueFull { .. }
-                    | MptError::Sgl(super::sgl::SglError::ChainPoolExhausted { .. }) => {
+                    MptError::Sgl(super::sgl::SglError::ChainPoolExhausted { .. }) => {
                         Err(Refused {
                             error: QueueError::HostBusy,
                             buffers: cmd.buffers,
@@ -317,16 +316,10 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
             return self.finish(done).and_then(|c| c.buffers).ok_or(failed);
         }
         let (victim, target, lun) = (state.context, state.target, state.lun);
-        // The TM request's tag lies beyond the midlayer's tag space, so it cannot collide.
-        let tm_tag = u64::from(u16::MAX) + 1;
         let task = TaskMgmt::AbortTask { context: victim };
-        if self
-            .mpt
-            .submit_task_mgmt(target, lun, task, tm_tag)
-            .is_err()
-        {
+        let Ok(tm_context) = self.mpt.submit_task_mgmt(target, lun, task) else {
             return Err(failed);
-        }
+        };
         let mut waited = 0u32;
         let mut tm_done = None;
         let mut victim_buffers = None;
@@ -334,7 +327,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
             self.drain();
             let batch = core::mem::take(&mut self.completions);
             for completion in &batch {
-                if completion.tag == tm_tag {
+                if completion.context == tm_context {
                     tm_done = Some(completion.outcome);
                 } else if completion.context == victim {
                     // Swallowed: `Ok` from abort promises no completion for the tag.
