@@ -254,6 +254,66 @@ fn a_tag_is_its_slot_and_an_outstanding_tag_is_refused() {
 }
 
 #[test]
+fn submit_abort_addresses_the_victims_target_and_lun_from_its_frame() {
+    let mut rig = rig();
+    rig.ioc.model().hold_scsi_io = true;
+    let cdb = [0u8; 6];
+    let io = ScsiIo {
+        target: 2,
+        lun: [0, 1, 0, 0, 0, 0, 0, 0],
+        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
+        direction: DataDirection::None,
+        segments: &[],
+        sense: None,
+        tag: Tag(10),
+    };
+    let victim = rig.mpt.submit(&io).unwrap();
+    rig.mpt
+        .submit(&ScsiIo {
+            target: 0,
+            lun: [0; 8],
+            tag: Tag(12),
+            ..io
+        })
+        .unwrap();
+    assert!(
+        rig.mpt.submit_abort(Tag(11)).is_err(),
+        "no command under tag 11"
+    );
+    let posted = rig.mpt.submit_abort(Tag(10)).unwrap();
+    assert_eq!(posted.victim, victim);
+    let mut done = Vec::new();
+    rig.mpt.poll(|c| done.push(c)).unwrap();
+    let ended: Vec<_> = done.iter().map(|c| (c.context, c.outcome)).collect();
+    assert_eq!(
+        ended,
+        [
+            (
+                victim,
+                Outcome::Scsi {
+                    scsi_status: 0,
+                    scsi_state: scsi_state::NO_SCSI_STATUS,
+                    ioc_status: ioc_status::SCSI_TASK_TERMINATED,
+                    log_info: 0,
+                    transfer_bytes: 0,
+                    sense_bytes: 0
+                }
+            ),
+            (
+                posted.context,
+                Outcome::TaskMgmt {
+                    response_code: tm_response::COMPLETE,
+                    ioc_status: 0,
+                    termination_count: 1
+                }
+            )
+        ],
+        "the abort reached target 2, LUN 1; the bystander on target 0 is still held"
+    );
+    assert_eq!(rig.mpt.outstanding(), 1);
+}
+
+#[test]
 fn abort_task_terminates_the_stuck_command() {
     let mut rig = rig();
     rig.ioc.model().hold_scsi_io = true;

@@ -29,6 +29,16 @@ pub struct ScsiIo<'a> {
     pub tag: Tag,
 }
 
+/// An ABORT TASK posted by [`Mpt::submit_abort`](super::Mpt::submit_abort): the contexts
+/// its completion and its victim's carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AbortPosted {
+    /// The task management request's context.
+    pub context: u32,
+    /// The aborted command's context.
+    pub victim: u32,
+}
+
 /// Task management functions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskMgmt {

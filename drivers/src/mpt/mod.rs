@@ -62,5 +62,5 @@ pub const PCI_DEVICE_SAS1068: u16 = 0x0054;
 pub const IO_BAR: u8 = 0;
 /// BAR of the 16 KiB memory-mapped register window.
 pub const MMIO_BAR: u8 = 1;
-pub use command::{Completion, Outcome, ScsiIo, TaskMgmt};
+pub use command::{AbortPosted, Completion, Outcome, ScsiIo, TaskMgmt};
 pub use error::MptError;

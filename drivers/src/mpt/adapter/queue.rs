@@ -14,7 +14,7 @@
 use alloc::vec::Vec;
 use core::sync::atomic::{Ordering, fence};
 
-use zerocopy::{FromBytes, Immutable, IntoBytes};
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes};
 
 use crate::delay::Delay;
 use crate::dma::{BusAddr, DmaAddr, DmaMemory, Segment};
@@ -23,7 +23,7 @@ use super::Mpt;
 use scsi::host::DataDirection;
 use scsi::wire::Tag;
 
-use crate::mpt::command::{Completion, Outcome, ScsiIo, TaskMgmt};
+use crate::mpt::command::{AbortPosted, Completion, Outcome, ScsiIo, TaskMgmt};
 use crate::mpt::error::MptError;
 #[cfg(doc)]
 use crate::mpt::ioc::Geometry;
@@ -320,6 +320,31 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             sense_len: 0,
         });
         Ok(self.notify(slot))
+    }
+
+    /// Posts ABORT TASK for the SCSI command outstanding under `tag`, in the slot kept for
+    /// task management, to the target and LUN that command's request frame names (read back
+    /// from the frame, which the IOC only reads, so no caller keeps them per command).
+    pub fn submit_abort(&mut self, tag: Tag) -> Result<AbortPosted, MptError> {
+        let index = usize::from(tag.0);
+        let victim = match self.slots.get(index) {
+            Some(slot) if index < self.geometry.can_queue && slot.busy.is_some() => {
+                context_of(index, slot.generation)
+            }
+            _ => {
+                return Err(MptError::InvalidCommand {
+                    reason: "no SCSI command outstanding under this tag",
+                });
+            }
+        };
+        let mut request = ScsiIoRequest::new_zeroed();
+        self.requests.read_at(
+            index * self.geometry.frame_size_bytes,
+            request.as_mut_bytes(),
+        )?;
+        let task = TaskMgmt::AbortTask { context: victim };
+        let context = self.submit_task_mgmt(request.target_id, request.lun, task)?;
+        Ok(AbortPosted { context, victim })
     }
 
     /// Frees slot `index` if busy, returning its completion with `outcome(busy)`. Its tail is

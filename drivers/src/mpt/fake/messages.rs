@@ -270,14 +270,16 @@ impl IocModel {
             ..Default::default()
         };
         if request.task_type == task_type::ABORT_TASK {
-            // Terminate the target request if it is still queued (held) in the FIFO.
+            // Terminate the target request if it is still queued (held) in the FIFO and
+            // addressed to the TM's target and LUN (QEMU looks the task up on that device).
             let target = request.task_msg_context.get();
             let mut kept = alloc::collections::VecDeque::new();
             while let Some(mfa) = self.request_fifo.pop_front() {
                 let addr = DmaAddr::from_halves(self.mfa_high, mfa);
                 let head = self.read_lenient(addr, 48);
                 let context = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
-                if head[3] == function::SCSI_IO_REQUEST && context == target {
+                let addressee = head[0] == request.target_id && head[12..20] == request.lun;
+                if head[3] == function::SCSI_IO_REQUEST && context == target && addressee {
                     let terminated = ScsiIoReply {
                         target_id: head[0],
                         msg_length: dwords::<ScsiIoReply>(),

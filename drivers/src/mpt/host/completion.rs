@@ -7,7 +7,7 @@
 
 use alloc::vec::Vec;
 
-use scsi::host::{Completed, HostCompletion, HostError, HostResetFailed};
+use scsi::host::{CmdBuffers, Completed, HostCompletion, HostError, HostResetFailed};
 use scsi::sense_alloc::SenseStorage;
 use scsi::wire::Tag;
 
@@ -15,7 +15,7 @@ use crate::delay::Delay;
 use crate::dma::DmaMemory;
 use crate::dma::mapping::DataMapper;
 
-use super::{DEAD, MptHost, SENSE_BYTES, TagState};
+use super::{DEAD, MptHost, SENSE_BYTES, TagState, sense_in_window};
 use crate::mpt::command::{Completion, Outcome};
 use crate::mpt::mpi::ioc_status;
 use crate::mpt::mpi::scsi_io::scsi_state;
@@ -45,6 +45,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
             tags: &mut self.tags,
             mapper: &mut self.mapper,
             fallback_sense: self.sense.as_ref(),
+            sense_window: self.mpt.config_sense_high32(),
         }
         .finish(done)
     }
@@ -57,6 +58,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
             tags: &mut self.tags,
             mapper: &mut self.mapper,
             fallback_sense: self.sense.as_ref(),
+            sense_window: self.mpt.config_sense_high32(),
         };
         let polled = self.mpt.poll(|completion| {
             if let Some(completed) = ends.finish(completion) {
@@ -132,6 +134,8 @@ struct Ends<'a, X: DataMapper, M, S> {
     tags: &'a mut [Option<TagState<X::Mapping, S>>],
     mapper: &'a mut X,
     fallback_sense: Option<&'a M>,
+    /// The IOC's sense window (high 32 bits): which sense buffer the IOC wrote.
+    sense_window: u32,
 }
 
 impl<X: DataMapper, M: DmaMemory, S: SenseStorage> Ends<'_, X, M, S> {
@@ -140,12 +144,14 @@ impl<X: DataMapper, M: DmaMemory, S: SenseStorage> Ends<'_, X, M, S> {
     #[inline(always)]
     fn finish(&mut self, done: Completion) -> Option<Completed<S>> {
         let tag = done.tag;
-        let mut state = self.tags.get_mut(usize::from(tag.0))?.take()?;
-        if let Some(mapping) = state.mapping.take() {
-            let data = Some(state.buffers.data.as_mut_slice());
-            self.mapper.unmap(mapping, data, state.direction);
-        }
-        let data_len = state.buffers.data.len() as u32;
+        let TagState {
+            mapping,
+            direction,
+            mut buffers,
+        } = self.tags.get_mut(usize::from(tag.0))?.take()?;
+        self.mapper
+            .unmap(mapping, Some(buffers.data.as_mut_slice()), direction);
+        let data_len = buffers.data.len() as u32;
         let mut completion = HostCompletion::good(tag);
         match done.outcome {
             Outcome::Success { transfer_bytes } => {
@@ -167,7 +173,7 @@ impl<X: DataMapper, M: DmaMemory, S: SenseStorage> Ends<'_, X, M, S> {
                     completion.status = scsi_status;
                     completion.residual_bytes = data_len.saturating_sub(transfer_bytes);
                     if flags & scsi_state::AUTOSENSE_VALID != 0 {
-                        completion.sense_len = self.sense_of(tag, &mut state, sense_bytes);
+                        completion.sense_len = self.sense_of(tag, &mut buffers, sense_bytes);
                     }
                 }
             }
@@ -176,15 +182,16 @@ impl<X: DataMapper, M: DmaMemory, S: SenseStorage> Ends<'_, X, M, S> {
             }
             Outcome::HostReset => completion = HostCompletion::host_error(tag, HostError::Reset),
         }
-        Some(Completed::returned(completion, state.buffers))
+        Some(Completed::returned(completion, buffers))
     }
 
     /// Valid sense bytes of a command the IOC gave autosense for: already in its own buffer
-    /// when the IOC wrote there, else copied from the host's fallback buffer of `tag`.
+    /// when the IOC wrote there (it has a bus address in the sense window, as when the command
+    /// was queued), else copied from the host's fallback buffer of `tag`.
     #[cold]
-    fn sense_of(&self, tag: Tag, state: &mut TagState<X::Mapping, S>, sense_bytes: u32) -> u8 {
+    fn sense_of(&self, tag: Tag, buffers: &mut CmdBuffers<S>, sense_bytes: u32) -> u8 {
         let len = (sense_bytes as usize).min(SENSE_BYTES);
-        if !state.own_sense {
+        if sense_in_window(buffers.sense.dma_addr(), self.sense_window).is_some() {
             return len as u8;
         }
         let mut bytes = [0u8; SENSE_BYTES];
@@ -195,7 +202,7 @@ impl<X: DataMapper, M: DmaMemory, S: SenseStorage> Ends<'_, X, M, S> {
         if !copied {
             return 0;
         }
-        state.buffers.sense.store(&bytes[..len]);
+        buffers.sense.store(&bytes[..len]);
         len as u8
     }
 }

@@ -37,7 +37,7 @@ use crate::delay::Delay;
 use crate::dma::mapping::DataMapper;
 use crate::dma::{BusAddr, DmaAddr, DmaAlloc, DmaMemory, Segment};
 
-use super::command::{Completion, ScsiIo, TaskMgmt};
+use super::command::{AbortPosted, Completion, ScsiIo};
 use super::regs::MptRegisters;
 use super::sgl::ChainPool;
 use super::{Armed, Mpt, MptError};
@@ -52,17 +52,21 @@ const MAX_SEGMENTS: usize = 256;
 /// How long `abort` waits for the task management reply.
 const ABORT_TIMEOUT_US: u32 = 1_000_000;
 
-/// A command the IOC holds: its context, its data mapping, and its buffers, which stay here
-/// (the IOC writes the data buffer, and the sense buffer when it has a bus address in the
-/// sense window) until the completion hands them back.
+/// A command the IOC holds: its data mapping and its buffers, which stay here (the IOC writes
+/// the data buffer, and the sense buffer when it has a bus address in the sense window) until
+/// the completion hands them back. The rest (context, target, LUN) is the adapter's, in the
+/// slot the tag names.
 struct TagState<X, S> {
-    context: u32,
-    target: u8,
-    lun: [u8; 8],
-    mapping: Option<X>,
+    mapping: X,
     direction: DataDirection,
-    own_sense: bool,
     buffers: CmdBuffers<S>,
+}
+
+/// Where the IOC writes a command's autosense: the midlayer's own buffer when it has a bus
+/// address in the sense window (`window_high32`), else `None` (the host's fallback buffer).
+#[inline]
+fn sense_in_window(buffer: Option<DmaAddr>, window_high32: u32) -> Option<DmaAddr> {
+    buffer.filter(|addr| addr.high32() == window_high32)
 }
 
 /// [`Mpt`] behind the midlayer's host trait, holding the buffers (sense type `S`) of the
@@ -214,15 +218,12 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
             });
         };
         let window = self.mpt.config_sense_high32();
-        let (sense, own_sense) = match cmd.buffers.sense.dma_addr() {
-            Some(addr) if addr.high32() == window => (
-                Segment {
-                    addr,
-                    len_bytes: SENSE_BYTES as u32,
-                },
-                false,
-            ),
-            _ => (self.sense_segment(tag), true),
+        let sense = match sense_in_window(cmd.buffers.sense.dma_addr(), window) {
+            Some(addr) => Segment {
+                addr,
+                len_bytes: SENSE_BYTES as u32,
+            },
+            None => self.sense_segment(tag),
         };
         let io = ScsiIo {
             target: cmd.target as u8,
@@ -240,14 +241,10 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
         match self.mpt.submit(&io) {
             // The buffers move into the tag table, where the IOC's addresses keep pointing
             // (moving a Vec or a sense buffer handle does not move the memory).
-            Ok(context) => {
+            Ok(_) => {
                 self.tags[index] = Some(TagState {
-                    context,
-                    target: io.target,
-                    lun: io.lun,
-                    mapping: Some(mapping),
+                    mapping,
                     direction,
-                    own_sense,
                     buffers: cmd.buffers,
                 });
                 Ok(())
@@ -307,17 +304,20 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
         if let Some(buffers) = self.take_held(tag) {
             return Ok(buffers);
         }
-        let Some(Some(state)) = self.tags.get(usize::from(tag.0)) else {
+        let Some(Some(_)) = self.tags.get(usize::from(tag.0)) else {
             return Err(failed);
         };
-        let context = state.context;
-        if let Some(at) = self.deferred.iter().position(|c| c.context == context) {
+        // The tag's state is still here, so its slot cannot have been reused: a deferred
+        // completion under this tag is this command's.
+        if let Some(at) = self.deferred.iter().position(|c| c.tag == tag) {
             let done = self.deferred.remove(at);
             return self.finish(done).and_then(|c| c.buffers).ok_or(failed);
         }
-        let (victim, target, lun) = (state.context, state.target, state.lun);
-        let task = TaskMgmt::AbortTask { context: victim };
-        let Ok(tm_context) = self.mpt.submit_task_mgmt(target, lun, task) else {
+        let Ok(AbortPosted {
+            context: tm_context,
+            victim,
+        }) = self.mpt.submit_abort(tag)
+        else {
             return Err(failed);
         };
         let mut waited = 0u32;
