@@ -153,10 +153,6 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
     /// completions; a tag out of range or outstanding is refused.
     pub fn submit(&mut self, io: &ScsiIo<'_>) -> Result<u32, MptError> {
         let invalid = |reason| Err(MptError::InvalidCommand { reason });
-        let cdb_len = io.cdb.as_slice().len();
-        if cdb_len == 0 {
-            return invalid("CDB must be 1..=16 bytes");
-        }
         let data_len = io
             .segments
             .iter()
@@ -179,6 +175,27 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
                 what: "sense buffer",
                 addr: sense.addr,
                 window_high32: self.config.sense_high32,
+            });
+        }
+        self.post_io(io, data_len, sense)
+    }
+
+    /// Posts `io` as [`Self::submit`] does, without the checks the caller has made already
+    /// (the host builds every command so): `data_len` is the sum of `io.segments`, the
+    /// direction is `None` exactly when it is 0, and `sense` (not `io.sense`, which is not read)
+    /// is at most 255 bytes long and, if not empty, in the sense window. The tag's slot, the
+    /// CDB's length and each segment are still checked here, their only place.
+    #[inline(always)]
+    pub(in crate::mpt) fn post_io(
+        &mut self,
+        io: &ScsiIo<'_>,
+        data_len: u32,
+        sense: Segment,
+    ) -> Result<u32, MptError> {
+        let cdb_len = io.cdb.as_slice().len();
+        if cdb_len == 0 {
+            return Err(MptError::InvalidCommand {
+                reason: "CDB must be 1..=16 bytes",
             });
         }
         // The common command (no data, or one segment) has one simple element right after

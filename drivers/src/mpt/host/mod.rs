@@ -205,8 +205,28 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
             return Ok(());
         }
         let direction = cmd.direction;
-        self.segments.clear();
         let data = &cmd.buffers.data;
+        // The checks `Mpt::submit` would make, made here once, before anything is mapped: the
+        // data length fits the IOC's 32 bits (the mapper's segments cover the buffer) and
+        // data has a direction (a command without data is sent as `None` below); the sense
+        // buffer is 96 bytes in the sense window (the fallback buffers were checked to lie
+        // there in `new`).
+        let data_len = match u32::try_from(data.len()) {
+            Ok(len) if len == 0 || direction != DataDirection::None => len,
+            _ => {
+                log::warn!(
+                    "mptsas: tag {}: data without a direction, or 4 GiB or more",
+                    tag.0
+                );
+                self.held.push(Completed::host_error(
+                    tag,
+                    HostError::Transport,
+                    cmd.buffers,
+                ));
+                return Ok(());
+            }
+        };
+        self.segments.clear();
         let Some(mapping) = self
             .mapper
             .map(data, direction, SEGMENT_BYTES, &mut self.segments)
@@ -229,7 +249,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
             target: cmd.target as u8,
             lun: cmd.lun.to_bytes(),
             cdb: cmd.cdb,
-            direction: if data.is_empty() {
+            direction: if data_len == 0 {
                 DataDirection::None
             } else {
                 direction
@@ -238,7 +258,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
             sense: Some(sense),
             tag,
         };
-        match self.mpt.submit(&io) {
+        match self.mpt.post_io(&io, data_len, sense) {
             // The buffers move into the tag table, where the IOC's addresses keep pointing
             // (moving a Vec or a sense buffer handle does not move the memory).
             Ok(_) => {
