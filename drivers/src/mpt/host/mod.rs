@@ -152,6 +152,18 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S>
         self.dead
     }
 
+    /// Fails a command whose data has no direction or is 4 GiB or more: rare, out of line.
+    #[cold]
+    #[inline(never)]
+    fn refuse_malformed(&mut self, tag: Tag, buffers: CmdBuffers<S>) {
+        log::warn!(
+            "mptsas: tag {}: data without a direction, or 4 GiB or more",
+            tag.0
+        );
+        self.held
+            .push(Completed::host_error(tag, HostError::Transport, buffers));
+    }
+
     /// Takes a finished-but-unpolled command's buffers out of `held`.
     fn take_held(&mut self, tag: Tag) -> Option<CmdBuffers<S>> {
         let at = self
@@ -214,15 +226,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
         let data_len = match u32::try_from(data.len()) {
             Ok(len) if len == 0 || direction != DataDirection::None => len,
             _ => {
-                log::warn!(
-                    "mptsas: tag {}: data without a direction, or 4 GiB or more",
-                    tag.0
-                );
-                self.held.push(Completed::host_error(
-                    tag,
-                    HostError::Transport,
-                    cmd.buffers,
-                ));
+                self.refuse_malformed(tag, cmd.buffers);
                 return Ok(());
             }
         };
