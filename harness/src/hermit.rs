@@ -7,9 +7,10 @@
 //!
 //! Toolchain route: the stable toolchain the rest of the project uses, with `RUSTC_BOOTSTRAP=1`
 //! (hermit-kernel 0.11 uses nightly features), the `llvm-tools` component (its `build.rs`
-//! assembles the SMP trampoline with `llvm-as` and `rust-lld`) and a two-part patch
+//! assembles the SMP trampoline with `llvm-as` and `rust-lld`) and a patch
 //! ([`PATCH`]): `--image-base` for the newer `rust-lld`, and `#[unsafe(naked)]` where 0.11 wrote
-//! `#[naked]`. The other route, the kernel's own `nightly-2025-03-15` with `-Zbuild-std`, needs a
+//! `#[naked]`; besides those, the application's device interrupt and the virtio-net send
+//! queue's back pressure (`docs/hermit.md`, "The patch, hunk by hunk"). The other route, the kernel's own `nightly-2025-03-15` with `-Zbuild-std`, needs a
 //! second toolchain and `rust-src` on every machine and builds `core` from source each time;
 //! this one adds one component to the toolchain CI already has.
 //!
@@ -239,7 +240,7 @@ mod tests {
             .filter(|l| l.starts_with("diff --git"))
             .count();
         assert!((1..=10).contains(&files), "{files} files patched");
-        assert!(patch.lines().count() < 200);
+        assert!(patch.lines().count() < 250);
     }
 
     #[test]

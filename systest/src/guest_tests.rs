@@ -430,7 +430,7 @@ fn expect_failure(outcome: &Outcome, line: Result<String, String>) -> Result<Str
 }
 
 /// Shows the end of a failed boot's console and QEMU's messages.
-fn show_tail(outcome: &Outcome) {
+pub(crate) fn show_tail(outcome: &Outcome) {
     const TAIL: usize = 25;
     let skip = outcome.console.len().saturating_sub(TAIL);
     for line in &outcome.console[skip..] {

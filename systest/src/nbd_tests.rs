@@ -83,6 +83,12 @@ type Report<'a> = dyn FnMut(&str, Result<String, String>) + 'a;
 
 /// One boot of `nbd`: every case against it, the shutdown, and the image QEMU leaves.
 fn served(guest: &Guest, nbd: &NbdGuest, report: &mut Report<'_>) {
+    // A case that failed shows the guest's console: a server gone mid-run says why there.
+    let failed = std::cell::Cell::new(false);
+    let report = &mut |name: &str, result: Result<String, String>| {
+        failed.set(failed.get() || result.is_err());
+        report(name, result);
+    };
     let overrides = Overrides {
         timeout: Some(BOOT_TIMEOUT),
         ..Overrides::default()
@@ -108,6 +114,9 @@ fn served(guest: &Guest, nbd: &NbdGuest, report: &mut Report<'_>) {
                 report("image", image);
                 if ready.is_ok() {
                     report("hotplug-console", hotplug::console(&outcome.console));
+                }
+                if failed.get() {
+                    crate::guest_tests::show_tail(&outcome);
                 }
             }
             Err(error) => report("image", Err(error)),

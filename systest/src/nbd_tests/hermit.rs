@@ -50,7 +50,12 @@ pub fn run(guest: &Guest) -> Tally {
         timeout: Some(BOOT_TIMEOUT),
         ..Overrides::default()
     };
-    let mut report = |name: &str, result| tally.record(&format!("hermit-nbd {name}"), result);
+    // A case that failed shows the guest's console: a server gone mid-run says why there.
+    let failed = std::cell::Cell::new(false);
+    let mut report = |name: &str, result: Result<String, String>| {
+        failed.set(failed.get() || result.is_err());
+        tally.record(&format!("hermit-nbd {name}"), result);
+    };
     std::thread::scope(|scope| {
         let boot = scope.spawn(|| guest.boot(&nbd.profile, &overrides, Echo::Quiet));
         let ready = wait_ready(&nbd, &boot);
@@ -75,12 +80,18 @@ pub fn run(guest: &Guest) -> Tally {
         if let Ok(images) = harness::workspace::output_dir("images") {
             let _ = std::fs::remove_file(harness::qemu::qmp_socket(&images, "nbd"));
         }
-        let image = match outcome.and_then(|result| result.map_err(|e| e.to_string())) {
-            Ok(outcome) if ready.is_ok() => check_image(&outcome, &[(TORN_OFFSET, 4096)]),
+        let outcome = outcome.and_then(|result| result.map_err(|e| e.to_string()));
+        let image = match &outcome {
+            Ok(outcome) if ready.is_ok() => check_image(outcome, &[(TORN_OFFSET, 4096)]),
             Ok(outcome) => Err(format!("the guest never served: {:?}", outcome.verdict)),
-            Err(error) => Err(error),
+            Err(error) => Err(error.clone()),
         };
         report("image", image);
+        if let Ok(outcome) = &outcome
+            && failed.get()
+        {
+            crate::guest_tests::show_tail(outcome);
+        }
     });
     tally
 }
