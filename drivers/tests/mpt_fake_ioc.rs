@@ -13,7 +13,7 @@ use drivers::mpt::fake::FakeIocConfig;
 use drivers::mpt::ioc::MptConfig;
 use drivers::mpt::mpi::scsi_io::{scsi_state, tm_response};
 use drivers::mpt::mpi::{IocState, ioc_status};
-use drivers::mpt::{MptError, Outcome, ScsiIo, TaskMgmt};
+use drivers::mpt::{MptError, Outcome, ReplySink, ScsiIo, TaskMgmt};
 use scsi::host::DataDirection;
 use scsi::wire::{CdbBytes, Tag};
 
@@ -502,4 +502,65 @@ fn unusable_facts_are_refused_by_name() {
             value: 1
         })
     );
+}
+
+/// Sorts what a poll hands over: context-only successes apart from completions.
+#[derive(Default)]
+struct Sorted {
+    successes: Vec<(Tag, u32, u32)>,
+    completions: Vec<drivers::mpt::Completion>,
+}
+
+impl ReplySink for Sorted {
+    fn success(&mut self, tag: Tag, context: u32, transfer_bytes: u32) {
+        self.successes.push((tag, context, transfer_bytes));
+    }
+
+    fn complete(&mut self, completion: drivers::mpt::Completion) {
+        self.completions.push(completion);
+    }
+}
+
+#[test]
+fn a_context_only_reply_ends_from_its_slot_and_a_full_one_as_a_completion() {
+    let mut rig = rig();
+    let (_block, segments) = buffers(&rig.space, 1, 512);
+    let read = rw10(0x28, 3, 1);
+    let io = ScsiIo {
+        target: 0,
+        lun: [0; 8],
+        cdb: CdbBytes::from_slice(&read).expect("cdb"),
+        direction: DataDirection::FromDevice,
+        segments: &segments,
+        sense: None,
+        tag: Tag(5),
+    };
+    let good = rig.mpt.submit(&io).unwrap();
+    let bad_cdb = [0xFFu8, 0, 0, 0, 0, 0];
+    let bad = rig
+        .mpt
+        .submit(&ScsiIo {
+            cdb: CdbBytes::from_slice(&bad_cdb).expect("cdb"),
+            direction: DataDirection::None,
+            segments: &[],
+            tag: Tag(6),
+            ..io
+        })
+        .unwrap();
+    let mut sorted = Sorted::default();
+    assert_eq!(rig.mpt.poll_replies(&mut sorted), Ok(2));
+    assert_eq!(sorted.successes, [(Tag(5), good, 512)]);
+    assert_eq!(sorted.completions.len(), 1, "{:?}", sorted.completions);
+    assert_eq!(
+        (sorted.completions[0].tag, sorted.completions[0].context),
+        (Tag(6), bad)
+    );
+    assert!(matches!(
+        sorted.completions[0].outcome,
+        Outcome::Scsi {
+            scsi_status: 0x02,
+            ..
+        }
+    ));
+    assert_eq!(rig.mpt.outstanding(), 0);
 }

@@ -26,6 +26,7 @@ use super::ioc::{self, Geometry, IocFacts, MptConfig, PortFacts};
 use super::regs::{MptRegisters, Register, him};
 use super::sgl::{ChainPool, SglLayout};
 pub use interrupt::Armed;
+pub use queue::ReplySink;
 use queue::Slot;
 
 mod interrupt;

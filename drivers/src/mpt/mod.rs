@@ -52,7 +52,7 @@ pub mod sgl;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
 
-pub use adapter::{Armed, Mpt, MptStats};
+pub use adapter::{Armed, Mpt, MptStats, ReplySink};
 
 /// PCI vendor id of LSI Logic.
 pub const PCI_VENDOR_LSI: u16 = 0x1000;

@@ -82,6 +82,34 @@ impl<F> Default for Slot<F> {
     }
 }
 
+/// Where [`Mpt::poll_replies`] hands what each reply ends.
+pub trait ReplySink {
+    /// A SCSI command ended by a context-only ("turbo") reply: GOOD status, all its
+    /// `transfer_bytes` moved. Handed over straight from its slot, with no [`Completion`] built.
+    fn success(&mut self, tag: Tag, context: u32, transfer_bytes: u32);
+    /// Any other completion: a full reply, or a context-only reply to task management.
+    fn complete(&mut self, completion: Completion);
+}
+
+/// Every reply as a [`Completion`] to one closure: what [`Mpt::poll`] takes.
+struct EachCompletion<F>(F);
+
+impl<F: FnMut(Completion)> ReplySink for EachCompletion<F> {
+    #[inline(always)]
+    fn success(&mut self, tag: Tag, context: u32, transfer_bytes: u32) {
+        (self.0)(Completion {
+            tag,
+            context,
+            outcome: Outcome::Success { transfer_bytes },
+        });
+    }
+
+    #[inline(always)]
+    fn complete(&mut self, completion: Completion) {
+        (self.0)(completion);
+    }
+}
+
 impl<F> Slot<F> {
     /// Forgets the slot's chain frames without returning them to the pool: the IOC may
     /// still read them (it could not be reset), so they must never be reused.
@@ -365,7 +393,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
     }
 
     /// Frees slot `index` if busy, returning its completion with `outcome(busy)`. Its tail is
-    /// [`Self::release_matching`]'s, written twice on purpose: making this call that one (the
+    /// [`Self::take_matching`]'s, written twice on purpose: making this call that one (the
     /// slot's own context always matches) or both call a shared tail cost the reply path 6
     /// instructions per I/O in a counted boot (769.5 -> 775.6 at iodepth 32, 925.3 -> 931.3 at
     /// iodepth 1, `cargo xtask bench device --quick --count-insns --io-mode irq --device
@@ -397,15 +425,21 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         })
     }
 
-    /// Drains the reply post FIFO, handing each completion to `on_complete`. Processes at
-    /// most twice the slot count per call so a babbling IOC cannot hold the caller. Stops at
-    /// the first reply that cannot be matched to a request and returns it as an error
-    /// (completions before it were delivered); the caller decides whether to
-    /// [`Mpt::recover`]. Returns the number of completions delivered.
+    /// [`Mpt::poll_replies`] with every reply handed to `on_complete` as a [`Completion`].
+    pub fn poll(&mut self, on_complete: impl FnMut(Completion)) -> Result<usize, MptError> {
+        self.poll_replies(&mut EachCompletion(on_complete))
+    }
+
+    /// Drains the reply post FIFO, handing each command's end to `sink`: a context-only reply
+    /// to a SCSI command straight from its slot ([`ReplySink::success`]), anything else as a
+    /// [`Completion`]. Processes at most twice the slot count per call so a babbling IOC cannot
+    /// hold the caller. Stops at the first reply that cannot be matched to a request and
+    /// returns it as an error (completions before it were delivered); the caller decides
+    /// whether to [`Mpt::recover`]. Returns the number of completions delivered.
     /// A dead adapter ([`Mpt::is_dead`]) polls nothing. An armed reply interrupt is masked
     /// first: the CPU is polling now (NAPI style, see [`Mpt::arm_reply_interrupt`]); draining
     /// the FIFO to empty is what acknowledges it.
-    pub fn poll(&mut self, mut on_complete: impl FnMut(Completion)) -> Result<usize, MptError> {
+    pub fn poll_replies(&mut self, sink: &mut impl ReplySink) -> Result<usize, MptError> {
         let mut delivered = 0;
         if self.dead {
             return Ok(0);
@@ -418,15 +452,12 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             }
             // The reply frame and data are read after the FIFO said they are ready.
             fence(Ordering::SeqCst);
-            let reply = match value & ADDRESS_REPLY {
-                0 => self.turbo_reply(value),
-                _ => self.address_reply(value),
+            let ended = match value & ADDRESS_REPLY {
+                0 => self.turbo_reply(value, sink),
+                _ => self.address_reply(value).map(|done| sink.complete(done)),
             };
-            match reply {
-                Ok(done) => {
-                    delivered += 1;
-                    on_complete(done);
-                }
+            match ended {
+                Ok(()) => delivered += 1,
                 Err(err) => {
                     self.stats.bad_replies += 1;
                     return Err(err);
@@ -436,17 +467,13 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         Ok(delivered)
     }
 
-    /// Frees the slot `context` names if it is busy with that very context, returning its
-    /// completion with `outcome(busy)`; anything else is [`MptError::UnknownContext`]. One
+    /// Frees the slot `context` names if it is busy with that very context, returning its index
+    /// and what it was busy with; anything else is [`MptError::UnknownContext`]. One
     /// comparison judges the whole context: [`context_of`] the slot's current generation has
     /// the reply-type bits (31..29) clear and the slot index below, so a stale generation, a
     /// slot out of range or those bits set all differ from it; a free slot has no `busy`.
     #[inline]
-    fn release_matching(
-        &mut self,
-        context: u32,
-        outcome: impl FnOnce(&BusyView) -> Outcome,
-    ) -> Result<Completion, MptError> {
+    fn take_matching(&mut self, context: u32) -> Result<(usize, Busy), MptError> {
         let index = (context & 0xFFFF) as usize;
         let unknown = MptError::UnknownContext { context };
         let Some(slot) = self.slots.get_mut(index) else {
@@ -465,30 +492,27 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         } else {
             self.free_slots.push(index as u16);
         }
-        let view = BusyView {
-            is_io: busy.kind == Kind::Io,
-            data_len: busy.data_len,
-            sense_len: busy.sense_len,
-        };
-        Ok(Completion {
-            tag: Tag(index as u16),
-            context,
-            outcome: outcome(&view),
-        })
+        Ok((index, busy))
     }
 
-    /// A context-only ("turbo") reply: success of an I/O, every byte moved.
+    /// A context-only ("turbo") reply: success of an I/O, every byte moved, handed to `sink`
+    /// from the slot; to task management it is a bad reply.
     #[inline]
-    fn turbo_reply(&mut self, context: u32) -> Result<Completion, MptError> {
+    fn turbo_reply(&mut self, context: u32, sink: &mut impl ReplySink) -> Result<(), MptError> {
         self.stats.turbo_replies += 1;
-        self.release_matching(context, |busy| match busy.is_io {
-            true => Outcome::Success {
-                transfer_bytes: busy.data_len,
-            },
-            false => Outcome::BadReply {
-                reason: "context-only reply to task management",
-            },
-        })
+        let (index, busy) = self.take_matching(context)?;
+        let tag = Tag(index as u16);
+        match busy.kind {
+            Kind::Io => sink.success(tag, context, busy.data_len),
+            Kind::TaskMgmt => sink.complete(Completion {
+                tag,
+                context,
+                outcome: Outcome::BadReply {
+                    reason: "context-only reply to task management",
+                },
+            }),
+        }
+        Ok(())
     }
 
     /// A reply frame's address (anything but plain success): rare, out of line.
@@ -520,9 +544,16 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             .map_err(|_| MptError::BadReplyAddress { addr })?;
         let context = header.msg_context.get();
         let length = usize::from(header.msg_length) * 4;
-        let function = header.function;
-        self.release_matching(context, |busy| {
-            decode_reply(busy, function, length.min(copy), &frame)
+        let (index, busy) = self.take_matching(context)?;
+        let view = BusyView {
+            is_io: busy.kind == Kind::Io,
+            data_len: busy.data_len,
+            sense_len: busy.sense_len,
+        };
+        Ok(Completion {
+            tag: Tag(index as u16),
+            context,
+            outcome: decode_reply(&view, header.function, length.min(copy), &frame),
         })
     }
 }

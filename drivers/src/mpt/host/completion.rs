@@ -16,6 +16,7 @@ use crate::dma::DmaMemory;
 use crate::dma::mapping::DataMapper;
 
 use super::{DEAD, MptHost, SENSE_BYTES, TagState, sense_in_window};
+use crate::mpt::adapter::ReplySink;
 use crate::mpt::command::{Completion, Outcome};
 use crate::mpt::mpi::ioc_status;
 use crate::mpt::mpi::scsi_io::scsi_state;
@@ -54,17 +55,16 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
     /// adapter completions in between); recovers on a bad reply, whose failed commands land
     /// in `held`.
     pub(super) fn drain_into(&mut self, done: &mut Vec<Completed<S>>) {
-        let mut ends = Ends {
-            tags: &mut self.tags,
-            mapper: &mut self.mapper,
-            fallback_sense: self.sense.as_ref(),
-            sense_window: self.mpt.config_sense_high32(),
+        let mut drain = Drain {
+            ends: Ends {
+                tags: &mut self.tags,
+                mapper: &mut self.mapper,
+                fallback_sense: self.sense.as_ref(),
+                sense_window: self.mpt.config_sense_high32(),
+            },
+            done,
         };
-        let polled = self.mpt.poll(|completion| {
-            if let Some(completed) = ends.finish(completion) {
-                done.push(completed);
-            }
-        });
+        let polled = self.mpt.poll_replies(&mut drain);
         if let Err(error) = polled {
             log::error!("mptsas: {error}; resetting the IOC");
             // A failed recovery leaves ResetFailed completions in `held` instead.
@@ -138,7 +138,48 @@ struct Ends<'a, X: DataMapper, M, S> {
     sense_window: u32,
 }
 
+/// The reply drain's sink: each command ended into `done` as its reply pops.
+struct Drain<'a, 'b, X: DataMapper, M, S> {
+    ends: Ends<'a, X, M, S>,
+    done: &'b mut Vec<Completed<S>>,
+}
+
+impl<X: DataMapper, M: DmaMemory, S: SenseStorage> ReplySink for Drain<'_, '_, X, M, S> {
+    /// The common end, straight from the adapter's slot: no [`Completion`] and no outcome to
+    /// match.
+    #[inline(always)]
+    fn success(&mut self, tag: Tag, _context: u32, transfer_bytes: u32) {
+        if let Some(completed) = self.ends.succeed(tag, transfer_bytes) {
+            self.done.push(completed);
+        }
+    }
+
+    /// Full replies, rare: out of line, so the drain's loop holds only the common end.
+    #[inline(never)]
+    fn complete(&mut self, completion: Completion) {
+        if let Some(completed) = self.ends.finish(completion) {
+            self.done.push(completed);
+        }
+    }
+}
+
 impl<X: DataMapper, M: DmaMemory, S: SenseStorage> Ends<'_, X, M, S> {
+    /// A command ended by a context-only reply: GOOD, `transfer_bytes` moved (`None` if `tag`
+    /// matches no outstanding command).
+    #[inline(always)]
+    fn succeed(&mut self, tag: Tag, transfer_bytes: u32) -> Option<Completed<S>> {
+        let TagState {
+            mapping,
+            direction,
+            mut buffers,
+        } = self.tags.get_mut(usize::from(tag.0))?.take()?;
+        self.mapper
+            .unmap(mapping, Some(buffers.data.as_mut_slice()), direction);
+        let mut completion = HostCompletion::good(tag);
+        completion.residual_bytes = (buffers.data.len() as u32).saturating_sub(transfer_bytes);
+        Some(Completed::returned(completion, buffers))
+    }
+
     /// [`MptHost::finish`]. Inlined into the reply drain: as a call it returned the 48-byte
     /// completion through memory and cost its own prologue per command.
     #[inline(always)]
