@@ -1,10 +1,15 @@
 //! The MPT adapter as a midlayer host: `scsi::host::ScsiHost` over [`Mpt`].
 //!
-//! Mapping to Linux terms: the midlayer's tag indexes [`MptHost`]'s per-tag table, which
-//! remembers the MPT context, the data mapping and where the sense went. Sense goes straight
-//! to the midlayer's buffer when the sense allocator gave it a bus address inside the IOC's
-//! sense window (the "DMA-able sense buffer" path); otherwise the IOC writes a per-tag
-//! buffer of the driver's and `poll` copies it over. IOC errors become host errors the way
+//! Mapping to Linux terms: the midlayer's tag is the adapter's request slot (as a blk-mq tag
+//! is mpt3sas's `smid`), so the adapter's slot holds the command's context, target and LUN,
+//! and [`MptHost`]'s per-tag table, indexed by the same tag, only what is the host's: the
+//! data mapping and the buffers. Sense goes straight to the midlayer's buffer when the sense
+//! allocator gave it a bus address inside the IOC's sense window (the "DMA-able sense buffer"
+//! path); otherwise the IOC writes a per-tag buffer of the driver's and `poll` copies it over
+//! (which of the two is decided from the buffer's address, at submission and again at
+//! completion). The checks the adapter's `submit` makes are made once here, and the command
+//! goes out through `Mpt::post_io`; a context-only reply ends its command straight from the
+//! slot (`ReplySink::success`). IOC errors become host errors the way
 //! mptscsih maps IOCStatus to `DID_*`. An IOC that returns replies this driver cannot match
 //! is reset, and the commands that were outstanding complete with `HostError::Reset`.
 //!
@@ -21,7 +26,7 @@
 //! the task management reply; completions that arrive meanwhile are kept for the next
 //! `poll`, and the aborted command's own completion is swallowed.
 //!
-//! `completion` turns adapter completions into midlayer ones and holds the recovery and
+//! `completion` turns adapter replies into midlayer completions and holds the recovery and
 //! dead-host paths.
 
 use alloc::vec::Vec;
