@@ -239,11 +239,12 @@ impl<H: Hal, L: Lend, M, const SIZE: usize> OwnedQueue<H, L, M, SIZE> {
         let queue = &mut self.queue;
         // Inlined into each shape, as in `add`.
         // SAFETY: `lent` is what was added under `token` (it has stayed in the token's slot),
-        // so `lend` gives the same slices `add` did.
+        // so `lend` gives the same slices `add` did; `peek_used` returned `token` above and
+        // nothing has popped since (`self` is borrowed mutably throughout).
         let used_len = lent.lend(
             #[inline(always)]
-            |inputs, outputs| unsafe { queue.pop_used(token, inputs, outputs) },
-        )?;
+            |inputs, outputs| unsafe { queue.pop_used_peeked(token, inputs, outputs) },
+        );
         let (lent, meta) = slot.take().ok_or(QueueError::UnknownToken { token })?;
         self.in_flight -= 1;
         Ok(Some(Completion {

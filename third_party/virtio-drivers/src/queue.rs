@@ -617,29 +617,47 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
         inputs: &'a [&'a [u8]],
         outputs: &'a mut [&'a mut [u8]],
     ) -> Result<u32> {
-        if !self.can_pop() {
-            return Err(Error::NotReady);
+        if self.peek_used() != Some(token) {
+            return Err(if self.can_pop() {
+                // The device used a different descriptor chain to the one we were expecting.
+                Error::WrongToken
+            } else {
+                Error::NotReady
+            });
         }
+        // SAFETY: The caller ensures the buffers are valid and match the descriptor, and
+        // `peek_used` has just returned `token`.
+        Ok(unsafe { self.pop_used_peeked(token, inputs, outputs) })
+    }
 
-        // Get the index of the start of the descriptor chain for the next element in the used ring.
+    /// Pops the head of the used ring, which `peek_used` has returned as `token`, and returns
+    /// the total buffer length which was used (written) by the device.
+    ///
+    /// Patched (sensepool): `pop_used` without its second look at the used ring, for a caller
+    /// that has just looked with `peek_used` (to find the buffers it added under the token):
+    /// `pop_used` read the used index again (an acquire load) and the head's id to compare it
+    /// with the token.
+    ///
+    /// # Safety
+    ///
+    /// As for `pop_used`, and `peek_used` must have returned `Some(token)` with nothing popped
+    /// since, so the used ring's head is `token`'s.
+    #[inline(always)]
+    pub unsafe fn pop_used_peeked<'a>(
+        &mut self,
+        token: u16,
+        inputs: &'a [&'a [u8]],
+        outputs: &'a mut [&'a mut [u8]],
+    ) -> u32 {
         let last_used_slot = self.last_used_idx & (SIZE as u16 - 1);
-        let index;
-        let len;
         // SAFETY: `self.used` points to a valid, aligned, initialised, dereferenceable, readable
-        // instance of `UsedRing`.
-        unsafe {
-            index = (*self.used.as_ptr()).ring[last_used_slot as usize].id as u16;
-            len = (*self.used.as_ptr()).ring[last_used_slot as usize].len;
-        }
-
-        if index != token {
-            // The device used a different descriptor chain to the one we were expecting.
-            return Err(Error::WrongToken);
-        }
+        // instance of `UsedRing`, and the caller's `peek_used` made the entry's fields visible
+        // (the acquire load of the used index in `can_pop`).
+        let len = unsafe { (*self.used.as_ptr()).ring[last_used_slot as usize].len };
 
         // SAFETY: The caller ensures the buffers are valid and match the descriptor.
         unsafe {
-            self.recycle_descriptors(index, inputs, outputs);
+            self.recycle_descriptors(token, inputs, outputs);
         }
         self.last_used_idx = self.last_used_idx.wrapping_add(1);
 
@@ -653,7 +671,7 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
             }
         }
 
-        Ok(len)
+        len
     }
 }
 
@@ -1350,6 +1368,36 @@ mod tests {
             );
             assert_eq!(queue.available_desc(), 4);
         }
+    }
+
+    /// Patched (sensepool): `pop_used_peeked` pops the head `peek_used` returned, as
+    /// `pop_used` does; `pop_used` still refuses a token that is not the head, and an empty
+    /// used ring.
+    #[test]
+    fn pop_used_peeked_pops_the_peeked_head() {
+        let mut header = VirtIOHeader::make_fake_header(MODERN_VERSION, 1, 0, 0, 4);
+        let mut transport = MmioTransport::new_from_unique(
+            UniqueMmioPointer::from(&mut header),
+            UniqueMmioPointer::from([].as_mut_slice()),
+        )
+        .unwrap();
+        let mut queue = VirtQueue::<FakeHal, 4>::new(&mut transport, 0, false, false).unwrap();
+        let request = [1, 2, 3];
+        let mut response = [0u8; 2];
+        let token = unsafe { queue.add(&[&request], &mut [&mut response]) }.unwrap();
+        assert_eq!(
+            unsafe { queue.pop_used(token, &[&request], &mut [&mut response]) },
+            Err(Error::NotReady)
+        );
+        fake_use(&queue, &[1, 2, 3], &[9, 8]);
+        assert_eq!(
+            unsafe { queue.pop_used(token ^ 1, &[&request], &mut [&mut response]) },
+            Err(Error::WrongToken)
+        );
+        assert_eq!(queue.peek_used(), Some(token));
+        let used = unsafe { queue.pop_used_peeked(token, &[&request], &mut [&mut response]) };
+        assert_eq!((used, response), (5, [9, 8]));
+        assert_eq!((queue.peek_used(), queue.available_desc()), (None, 4));
     }
 
     /// A pop given fewer buffers than the chain holds is refused by the chain walk.
