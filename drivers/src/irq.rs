@@ -46,13 +46,24 @@ pub trait InterruptSource {
     /// The clock the deadlines are on.
     fn now_ns(&self) -> u64;
     /// Halts until [`Self::count`] differs from `seen` or `deadline_ns` passes (or earlier,
-    /// when the source cannot halt); returns the count then.
-    fn wait(&mut self, seen: u64, deadline_ns: u64) -> u64;
+    /// when the source cannot halt); returns the count then, and the clock as the source last
+    /// read it before returning, so that the caller need not read it again.
+    fn wait(&mut self, seen: u64, deadline_ns: u64) -> Woken;
     /// Masks (`true`) or unmasks the source at the interrupt controller or MSI-X entry.
     fn set_masked(&mut self, masked: bool);
     /// Lets an interrupt that is already pending at the controller be taken (a one-instruction
     /// window with interrupts enabled), so [`Self::count`] includes it. Nothing by default.
     fn settle(&mut self) {}
+}
+
+/// What [`InterruptSource::wait`] saw when it returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Woken {
+    /// [`InterruptSource::count`] then.
+    pub count: u64,
+    /// [`InterruptSource::now_ns`] then: the source's own last read, taken after the halt (or
+    /// the test that it need not halt).
+    pub now_ns: u64,
 }
 
 /// The policy's timings and thresholds.
@@ -169,8 +180,11 @@ impl<S: InterruptSource> Waiter<S> {
 
     /// Halts until the source fires or `deadline_ns`; returns whether it fired.
     fn halt(&mut self, now_ns: u64, deadline_ns: u64) -> bool {
-        let count = self.source.wait(self.seen, deadline_ns);
-        let after = self.source.now_ns();
+        // The source's own clock read after the halt serves as this one.
+        let Woken {
+            count,
+            now_ns: after,
+        } = self.source.wait(self.seen, deadline_ns);
         self.stats.halts += 1;
         self.stats.halted_ns += after.saturating_sub(now_ns);
         if count != self.seen {

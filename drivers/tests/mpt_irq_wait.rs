@@ -22,7 +22,9 @@ use mpt_rig::*;
 use drivers::delay::CountingDelay;
 use drivers::dma::fake::FakeRegion;
 use drivers::dma::mapping::BounceMapper;
-use drivers::irq::{CompletionWait, Idle, InterruptSource, IoMode, IrqStats, WaitConfig, Waiter};
+use drivers::irq::{
+    CompletionWait, Idle, InterruptSource, IoMode, IrqStats, WaitConfig, Waiter, Woken,
+};
 use drivers::mpt::fake::FakeIoc;
 use drivers::mpt::host::MptHost;
 use scsi::host::{DataDirection, HostInterrupt, ScsiHost};
@@ -51,7 +53,7 @@ impl InterruptSource for MsiVector {
         self.now_ns.get()
     }
 
-    fn wait(&mut self, seen: u64, deadline_ns: u64) -> u64 {
+    fn wait(&mut self, seen: u64, deadline_ns: u64) -> Woken {
         let mut model = self.ioc.model();
         if self.spurious_halts.get() > 0 {
             self.spurious_halts.set(self.spurious_halts.get() - 1);
@@ -71,7 +73,10 @@ impl InterruptSource for MsiVector {
         } else {
             deadline_ns.max(now)
         });
-        count
+        Woken {
+            count,
+            now_ns: self.now_ns.get(),
+        }
     }
 
     fn set_masked(&mut self, masked: bool) {

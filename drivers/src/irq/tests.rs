@@ -101,12 +101,15 @@ impl InterruptSource for Source {
     fn now_ns(&self) -> u64 {
         self.0.borrow().now_ns
     }
-    fn wait(&mut self, seen: u64, deadline_ns: u64) -> u64 {
+    fn wait(&mut self, seen: u64, deadline_ns: u64) -> Woken {
         let mut world = self.0.borrow_mut();
         if world.count == seen {
             world.advance(deadline_ns);
         }
-        world.count
+        Woken {
+            count: world.count,
+            now_ns: world.now_ns,
+        }
     }
     fn settle(&mut self) {
         // An interrupt already on its way is taken within this window.

@@ -23,7 +23,7 @@ use alloc::format;
 use alloc::string::String;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use drivers::irq::InterruptSource;
+use drivers::irq::{InterruptSource, Woken};
 use drivers::pci::{Bar, Bdf, ConfigSpace, PciFunction};
 use scsi::clock::Clock;
 
@@ -159,7 +159,7 @@ impl InterruptSource for IntxSource {
         TscClock.now_ns()
     }
 
-    fn wait(&mut self, seen: u64, deadline_ns: u64) -> u64 {
+    fn wait(&mut self, seen: u64, deadline_ns: u64) -> Woken {
         loop {
             // SAFETY: ring 0; interrupts are off only until the `sti` below, so an interrupt
             // raised after the check waits in the APIC and ends the `hlt` at once.
@@ -169,7 +169,7 @@ impl InterruptSource for IntxSource {
             if count != seen || now >= deadline_ns {
                 // SAFETY: as above; the application runs with interrupts on.
                 unsafe { core::arch::asm!("sti", options(nostack)) };
-                return count;
+                return Woken { count, now_ns: now };
             }
             hermit::arch::set_wakeup_timer((deadline_ns - now).div_ceil(1000));
             // SAFETY: `sti; hlt` halts until the next interrupt (the device's, the timer's or

@@ -18,7 +18,14 @@ pub fn vector_counts() -> Result<(), String> {
         let seen = vector.count();
         apic::send_fixed(vector.apic_id(), vector.vector()).map_err(|err| format!("{err}"))?;
         let start = time::now_ns();
-        let now = vector.wait(seen, start + WAIT_NS);
+        let (now, woke_ns) = vector.wait(seen, start + WAIT_NS);
+        // The time it hands back is the halt's end (or a read after the count moved), never
+        // one from before the wait.
+        if woke_ns < start || woke_ns > time::now_ns() {
+            return Err(format!(
+                "round {round}: the wait returned {woke_ns} ns, outside {start}..now"
+            ));
+        }
         if now != seen + 1 {
             return Err(format!(
                 "round {round}: vector {:#x} counted {} interrupts for one IPI (waited {} ns)",

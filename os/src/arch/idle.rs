@@ -37,14 +37,14 @@ pub fn stats() -> IdleStats {
 }
 
 /// Halts the calling CPU until an interrupt arrives or `deadline_ns` ([`time::now_ns`]) passes,
-/// whichever is first; returns at once, `false`, when the deadline has passed or no timer can
-/// end the wait, and `true` after a halt. Interrupts are off again when it returns. The caller
-/// must poll whatever it waits for afterwards: a return says only that something may have
-/// happened.
-pub fn wait_until(deadline_ns: u64) -> bool {
+/// whichever is first; returns at once, `None`, when the deadline has passed or no timer can
+/// end the wait, and after a halt the time it ended ([`time::now_ns`]). Interrupts are off
+/// again when it returns. The caller must poll whatever it waits for afterwards: a return says
+/// only that something may have happened.
+pub fn wait_until(deadline_ns: u64) -> Option<u64> {
     let start = time::now_ns();
     if deadline_ns <= start || !apic::timer_ready() {
-        return false;
+        return None;
     }
     apic::arm_timer(deadline_ns - start);
     // SAFETY: interrupts are enabled only across `hlt`; every vector that can arrive here (the
@@ -53,9 +53,10 @@ pub fn wait_until(deadline_ns: u64) -> bool {
     // Not `nomem`: the stubs that run inside the window write the interrupt counters.
     unsafe { core::arch::asm!("sti", "hlt", "cli", options(nostack)) };
     apic::disarm_timer();
-    HALTED_NS.fetch_add(time::now_ns() - start, Ordering::Relaxed);
+    let end = time::now_ns();
+    HALTED_NS.fetch_add(end - start, Ordering::Relaxed);
     WAKEUPS.fetch_add(1, Ordering::Relaxed);
-    true
+    Some(end)
 }
 
 /// Takes an interrupt already pending in the local APIC (a message that arrived while

@@ -17,7 +17,7 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use super::{apic, idle};
+use super::{apic, idle, time};
 
 /// The first device vector. Vectors below 0x20 are exceptions; 0x40 leaves room below.
 pub const FIRST: u8 = 0x40;
@@ -102,18 +102,25 @@ impl DeviceVector {
     }
 
     /// Halts the calling CPU (which should be [`Self::apic_id`]) until this vector's count
-    /// differs from `seen` or `deadline_ns` passes; returns the count then. Other interrupts
-    /// end a halt too; the loop halts again until one of the two conditions holds. Returns at
-    /// once when no APIC timer can end a halt (the caller then polls, as before interrupts).
-    pub fn wait(&self, seen: u64, deadline_ns: u64) -> u64 {
+    /// differs from `seen` or `deadline_ns` passes; returns the count then and the time
+    /// ([`time::now_ns`]): the last halt's end, read once for both the halt's counter and the
+    /// caller. Other interrupts end a halt too; the loop halts again until one of the two
+    /// conditions holds. Returns at once when no APIC timer can end a halt (the caller then
+    /// polls, as before interrupts).
+    pub fn wait(&self, seen: u64, deadline_ns: u64) -> (u64, u64) {
+        let mut woke_ns = None;
         loop {
             // Interrupts are off here, so an interrupt raised after this read waits in the IRR
             // and ends the `sti; hlt` at once: no wake-up is lost between check and halt.
             let now_count = self.count();
+            if now_count != seen {
+                return (now_count, woke_ns.unwrap_or_else(time::now_ns));
+            }
             // `wait_until` tests the deadline and the timer itself, with its own clock read: one
             // read and one test per halt, not two.
-            if now_count != seen || !idle::wait_until(deadline_ns) {
-                return now_count;
+            woke_ns = idle::wait_until(deadline_ns);
+            if woke_ns.is_none() {
+                return (now_count, time::now_ns());
             }
         }
     }

@@ -7,7 +7,7 @@
 
 use alloc::sync::Arc;
 
-use drivers::irq::InterruptSource;
+use drivers::irq::{InterruptSource, Woken};
 
 use crate::arch::{idle, irq, time};
 
@@ -35,8 +35,9 @@ impl<M: Mask> InterruptSource for VectorSource<M> {
         time::now_ns()
     }
 
-    fn wait(&mut self, seen: u64, deadline_ns: u64) -> u64 {
-        self.vector.wait(seen, deadline_ns)
+    fn wait(&mut self, seen: u64, deadline_ns: u64) -> Woken {
+        let (count, now_ns) = self.vector.wait(seen, deadline_ns);
+        Woken { count, now_ns }
     }
 
     fn set_masked(&mut self, masked: bool) {
