@@ -272,7 +272,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
                     )
                     .map_err(MptError::from)
             }
-            None => self.build_chained(slot, header(), io),
+            None => self.build_chained(slot, header(), io.segments, io.direction),
         };
         written?;
         self.slots[slot].busy = Some(Busy {
@@ -287,27 +287,29 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
     /// Writes request frame `slot` for two or more segments: the SGL built in `frame_buf`
     /// (chain frames pushed straight into the slot's list; `build` pushes nothing on error),
     /// then the frame copied to DMA memory as far as its SGL (the whole frame when chained,
-    /// cleared first). On error the slot's chain list is as it was.
+    /// cleared first). On error the slot's chain list is as it was. It takes the segments and
+    /// direction, not the `ScsiIo`: a reference to that would make every caller store it.
     #[inline(never)]
     fn build_chained(
         &mut self,
         slot: usize,
         mut header: ScsiIoRequest,
-        io: &ScsiIo<'_>,
+        segments: &[Segment],
+        direction: DataDirection,
     ) -> Result<(), MptError> {
-        let chained = self.layout.chains_needed(io.segments.len()) > 0;
+        let chained = self.layout.chains_needed(segments.len()) > 0;
         if chained {
             self.frame_buf.fill(0);
         }
         let used = match chained {
             true => self.frame_buf.len(),
-            false => SCSI_IO_SGL_OFFSET + io.segments.len() * SGE64_LEN_BYTES,
+            false => SCSI_IO_SGL_OFFSET + segments.len() * SGE64_LEN_BYTES,
         };
         let chains = &mut self.slots[slot].chains;
         header.chain_offset = build(
             &self.layout,
-            io.segments,
-            io.direction,
+            segments,
+            direction,
             &mut self.frame_buf,
             &mut self.pool,
             chains,
