@@ -72,6 +72,18 @@ struct Busy {
     sense_len: u32,
 }
 
+impl Busy {
+    /// What a reply to this request is checked against.
+    #[inline(always)]
+    fn view(&self) -> BusyView {
+        BusyView {
+            is_io: self.kind == Kind::Io,
+            data_len: self.data_len,
+            sense_len: self.sense_len,
+        }
+    }
+}
+
 impl<F> Default for Slot<F> {
     fn default() -> Self {
         Self {
@@ -415,15 +427,10 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         } else {
             self.free_slots.push(index as u16);
         }
-        let view = BusyView {
-            is_io: busy.kind == Kind::Io,
-            data_len: busy.data_len,
-            sense_len: busy.sense_len,
-        };
         Some(Completion {
             tag: Tag(index as u16),
             context,
-            outcome: outcome(&view),
+            outcome: outcome(&busy.view()),
         })
     }
 
@@ -547,15 +554,10 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         let context = header.msg_context.get();
         let length = usize::from(header.msg_length) * 4;
         let (index, busy) = self.take_matching(context)?;
-        let view = BusyView {
-            is_io: busy.kind == Kind::Io,
-            data_len: busy.data_len,
-            sense_len: busy.sense_len,
-        };
         Ok(Completion {
             tag: Tag(index as u16),
             context,
-            outcome: decode_reply(&view, header.function, length.min(copy), &frame),
+            outcome: decode_reply(&busy.view(), header.function, length.min(copy), &frame),
         })
     }
 }

@@ -164,10 +164,10 @@ impl<X: DataMapper, M: DmaMemory, S: SenseStorage> ReplySink for Drain<'_, '_, X
 }
 
 impl<X: DataMapper, M: DmaMemory, S: SenseStorage> Ends<'_, X, M, S> {
-    /// A command ended by a context-only reply: GOOD, `transfer_bytes` moved (`None` if `tag`
-    /// matches no outstanding command).
+    /// Takes `tag`'s buffers out of the table and unmaps its data (`None` if `tag` matches no
+    /// outstanding command).
     #[inline(always)]
-    fn succeed(&mut self, tag: Tag, transfer_bytes: u32) -> Option<Completed<S>> {
+    fn reclaim(&mut self, tag: Tag) -> Option<CmdBuffers<S>> {
         let TagState {
             mapping,
             direction,
@@ -175,6 +175,14 @@ impl<X: DataMapper, M: DmaMemory, S: SenseStorage> Ends<'_, X, M, S> {
         } = self.tags.get_mut(usize::from(tag.0))?.take()?;
         self.mapper
             .unmap(mapping, Some(buffers.data.as_mut_slice()), direction);
+        Some(buffers)
+    }
+
+    /// A command ended by a context-only reply: GOOD, `transfer_bytes` moved (`None` if `tag`
+    /// matches no outstanding command).
+    #[inline(always)]
+    fn succeed(&mut self, tag: Tag, transfer_bytes: u32) -> Option<Completed<S>> {
+        let buffers = self.reclaim(tag)?;
         let mut completion = HostCompletion::good(tag);
         completion.residual_bytes = (buffers.data.len() as u32).saturating_sub(transfer_bytes);
         Some(Completed::returned(completion, buffers))
@@ -185,13 +193,7 @@ impl<X: DataMapper, M: DmaMemory, S: SenseStorage> Ends<'_, X, M, S> {
     #[inline(always)]
     fn finish(&mut self, done: Completion) -> Option<Completed<S>> {
         let tag = done.tag;
-        let TagState {
-            mapping,
-            direction,
-            mut buffers,
-        } = self.tags.get_mut(usize::from(tag.0))?.take()?;
-        self.mapper
-            .unmap(mapping, Some(buffers.data.as_mut_slice()), direction);
+        let mut buffers = self.reclaim(tag)?;
         let data_len = buffers.data.len() as u32;
         let mut completion = HostCompletion::good(tag);
         match done.outcome {
