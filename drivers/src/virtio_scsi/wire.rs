@@ -130,18 +130,6 @@ pub struct CmdResp {
 }
 const _: () = assert!(core::mem::size_of::<CmdResp>() == 108);
 
-impl CmdResp {
-    /// Zeroes everything but the sense bytes (which `sense_len` bounds).
-    #[inline]
-    pub fn clear_fixed(&mut self) {
-        self.sense_len = 0.into();
-        self.resid = 0.into();
-        self.status_qualifier = 0.into();
-        self.status = 0;
-        self.response = 0;
-    }
-}
-
 /// Response codes of commands and task management (§5.6.6.1.1, §5.6.6.2).
 pub mod response {
     /// Completed; `status` is valid.
