@@ -128,15 +128,9 @@ fn check_condition_comes_back_with_truncated_autosense() {
 #[test]
 fn missing_target_is_an_ioc_status_not_a_hang() {
     let mut rig = rig();
-    let cdb = [0u8; 6];
     let io = ScsiIo {
         target: 5,
-        lun: [0; 8],
-        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
-        direction: DataDirection::None,
-        segments: &[],
-        sense: None,
-        tag: Tag(2),
+        ..test_unit_ready(2)
     };
     let done = run_one(&mut rig, &io);
     assert!(matches!(
@@ -153,16 +147,7 @@ fn missing_target_is_an_ioc_status_not_a_hang() {
 fn outstanding_requests_never_exceed_credits_or_the_fifo() {
     let mut rig = rig();
     rig.ioc.model().hold_requests = true;
-    let cdb = [0u8; 6];
-    let io = |tag| ScsiIo {
-        target: 0,
-        lun: [0; 8],
-        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
-        direction: DataDirection::None,
-        segments: &[],
-        sense: None,
-        tag: Tag(tag),
-    };
+    let io = test_unit_ready;
     // Every tag below can_queue has its slot; the next one has none.
     for tag in 0..127 {
         rig.mpt.submit(&io(tag)).expect("a free tag's slot");
@@ -223,16 +208,7 @@ fn outstanding_requests_never_exceed_credits_or_the_fifo() {
 fn a_tag_is_its_slot_and_an_outstanding_tag_is_refused() {
     let mut rig = rig();
     rig.ioc.model().hold_scsi_io = true;
-    let cdb = [0u8; 6];
-    let io = ScsiIo {
-        target: 0,
-        lun: [0; 8],
-        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
-        direction: DataDirection::None,
-        segments: &[],
-        sense: None,
-        tag: Tag(40),
-    };
+    let io = test_unit_ready(40);
     let first = rig.mpt.submit(&io).unwrap();
     assert_eq!(first & 0xFFFF, 40, "the context names the tag's slot");
     assert_eq!(rig.mpt.submit(&io), Err(MptError::TagBusy { tag: 40 }));
@@ -257,15 +233,10 @@ fn a_tag_is_its_slot_and_an_outstanding_tag_is_refused() {
 fn submit_abort_addresses_the_victims_target_and_lun_from_its_frame() {
     let mut rig = rig();
     rig.ioc.model().hold_scsi_io = true;
-    let cdb = [0u8; 6];
     let io = ScsiIo {
         target: 2,
         lun: [0, 1, 0, 0, 0, 0, 0, 0],
-        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
-        direction: DataDirection::None,
-        segments: &[],
-        sense: None,
-        tag: Tag(10),
+        ..test_unit_ready(10)
     };
     let victim = rig.mpt.submit(&io).unwrap();
     rig.mpt
@@ -317,16 +288,7 @@ fn submit_abort_addresses_the_victims_target_and_lun_from_its_frame() {
 fn abort_task_terminates_the_stuck_command() {
     let mut rig = rig();
     rig.ioc.model().hold_scsi_io = true;
-    let cdb = [0u8; 6];
-    let io = ScsiIo {
-        target: 0,
-        lun: [0; 8],
-        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
-        direction: DataDirection::None,
-        segments: &[],
-        sense: None,
-        tag: Tag(10),
-    };
+    let io = test_unit_ready(10);
     let victim = rig.mpt.submit(&io).unwrap();
     let bystander = rig.mpt.submit(&ScsiIo { tag: Tag(12), ..io }).unwrap();
     assert_ne!(victim, bystander);

@@ -17,7 +17,7 @@ use std::vec::Vec;
 use drivers::dma::mapping::BounceMapper;
 use drivers::mpt::host::MptHost;
 use drivers::mpt::regs::him;
-use drivers::mpt::{Armed, Completion, Outcome, ScsiIo};
+use drivers::mpt::{Armed, Completion, Outcome};
 use scsi::host::{DataDirection, ScsiHost};
 use scsi::wire::{CdbBytes, Tag};
 
@@ -37,15 +37,7 @@ fn msi_rig() -> Rig {
 /// Posts `count` TEST UNIT READYs to target 0.
 fn submit(rig: &mut Rig, count: u16) {
     for tag in 0..count {
-        let io = ScsiIo {
-            target: 0,
-            lun: [0; 8],
-            cdb: CdbBytes::from_slice(&TEST_UNIT_READY).expect("cdb"),
-            direction: DataDirection::None,
-            segments: &[],
-            sense: None,
-            tag: Tag(tag),
-        };
+        let io = test_unit_ready(tag);
         rig.mpt.submit(&io).expect("submit");
     }
 }

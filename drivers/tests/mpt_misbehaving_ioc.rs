@@ -25,16 +25,7 @@ fn unknown_and_stale_contexts_are_errors_then_recovery_fails_outstanding_command
         Err(MptError::UnknownContext { context: 0x42 })
     );
     // A completed command's context comes back again: stale generation.
-    let cdb = [0u8; 6];
-    let io = ScsiIo {
-        target: 0,
-        lun: [0; 8],
-        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
-        direction: DataDirection::None,
-        segments: &[],
-        sense: None,
-        tag: Tag(3),
-    };
+    let io = test_unit_ready(3);
     let context = rig.mpt.submit(&io).unwrap();
     rig.mpt.poll(|_| {}).unwrap();
     rig.ioc.model().inject_replies.push_back(context);
@@ -110,16 +101,7 @@ fn fault_is_reported_and_recovered() {
         Err(MptError::Fault { code: 0x1234 })
     );
     assert!(!rig.mpt.is_operational());
-    let cdb = [0u8; 6];
-    let io = ScsiIo {
-        target: 0,
-        lun: [0; 8],
-        cdb: CdbBytes::from_slice(&cdb).expect("cdb"),
-        direction: DataDirection::None,
-        segments: &[],
-        sense: None,
-        tag: Tag(5),
-    };
+    let io = test_unit_ready(5);
     assert_eq!(rig.mpt.submit(&io), Err(MptError::NotOperational));
     rig.mpt.recover(|_| {}).expect("reset clears the fault");
     assert_eq!(

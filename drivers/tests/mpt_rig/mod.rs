@@ -13,6 +13,8 @@ use drivers::mpt::fake::{FakeDisk, FakeIoc, FakeIocConfig};
 use drivers::mpt::ioc::MptConfig;
 use drivers::mpt::sgl::ChainPool;
 use drivers::mpt::{Completion, Mpt, ScsiIo};
+use scsi::host::DataDirection;
+use scsi::wire::{CdbBytes, Tag};
 
 /// A chain pool of `capacity` frames; dropping a frame returns it.
 pub struct Pool {
@@ -123,6 +125,19 @@ pub fn buffers(
         })
         .collect();
     (regions, segments)
+}
+
+/// TEST UNIT READY under `tag` to target 0, LUN 0: no data, no sense buffer.
+pub fn test_unit_ready(tag: u16) -> ScsiIo<'static> {
+    ScsiIo {
+        target: 0,
+        lun: [0; 8],
+        cdb: CdbBytes::from_slice(&[0; 6]).expect("cdb"),
+        direction: DataDirection::None,
+        segments: &[],
+        sense: None,
+        tag: Tag(tag),
+    }
 }
 
 pub fn rw10(op: u8, lba: u32, blocks: u16) -> [u8; 10] {
