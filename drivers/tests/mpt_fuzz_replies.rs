@@ -69,7 +69,10 @@ proptest! {
             match op {
                 Op::Submit { blocks } => {
                     let cdb = rw10(0x28, 0, blocks);
-                    let Some(tag) = (0..rig.mpt.geometry().can_queue as u16).find(|t| !outstanding.contains(t)) else { continue };
+                    let can_queue = rig.mpt.geometry().can_queue as u16;
+                    let Some(tag) = (0..can_queue).find(|t| !outstanding.contains(t)) else {
+                        continue;
+                    };
                     let io = ScsiIo {
                         target: 0,
                         lun: [0; 8],

@@ -10,13 +10,13 @@
 //! touches nothing another CPU writes. Initialization sets up as many request queues as
 //! asked for (at most the device's `num_queues`) and hands them out.
 //!
-//! A command carries a driver-owned request and response header (its tag's own, made once
-//! with the request's constant part written, so the hot path neither allocates nor rewrites it) plus the caller's data buffer as one descriptor
-//! (memory is identity-mapped, so a buffer is physically contiguous). Completion is by
-//! polling the used ring: the [`OwnedQueue`] looks the head's token up and pops it with the
-//! same buffers, then the response is checked. An id that matches nothing wedges the
-//! queue (virtio-drivers can only pop the head of the used ring); that is an error the host
-//! answers with a device reset.
+//! A command carries a driver-owned request and response header (its tag's own, made once with the
+//! request's constant part written, so the hot path neither allocates nor rewrites it) plus the
+//! caller's data buffer as one descriptor (memory is identity-mapped, so a buffer is physically
+//! contiguous). Completion is by polling the used ring: the [`OwnedQueue`] looks the head's token
+//! up and pops it with the same buffers, then the response is checked. An id that matches nothing
+//! wedges the queue (virtio-drivers can only pop the head of the used ring); that is an error the
+//! host answers with a device reset.
 //!
 //! Every wait (task management) is bounded by a [`Delay`] budget, unlike
 //! virtio-drivers' own `add_notify_wait_pop`, which spins forever.

@@ -1,16 +1,15 @@
 //! virtio-scsi as a midlayer host: `scsi::host::ScsiHost` over one request queue.
 //!
-//! A [`VirtioScsiHost`] is a handle on one request queue of a device; a single-queue host
-//! is one handle ([`VirtioScsiHost::new`]), a multi-queue host is one handle per request
-//! queue ([`VirtioScsiHost::new_queues`]), each attached to its own midlayer on its own CPU
-//! (Linux's blk-mq hardware contexts: `virtscsi_queuecommand` picks the queue of the
-//! submitting CPU). A handle owns its ring, request table and each tag's headers, so submission and
-//! completion take no lock; the device-wide part (transport, control and event queues) is
-//! shared behind a lock that only task management, events and resets take
-//! ([`super::shared`], which also says what a reset means with several queues). A queue
-//! with a [`Doorbell`] (the kernel computes the queue's notify address from the virtio PCI
-//! notify capability) is notified without the lock; without one the notify goes through the
-//! shared transport.
+//! A [`VirtioScsiHost`] is a handle on one request queue of a device; a single-queue host is one
+//! handle ([`VirtioScsiHost::new`]), a multi-queue host is one handle per request queue
+//! ([`VirtioScsiHost::new_queues`]), each attached to its own midlayer on its own CPU (Linux's
+//! blk-mq hardware contexts: `virtscsi_queuecommand` picks the queue of the submitting CPU). A
+//! handle owns its ring, request table and each tag's headers, so submission and completion take no
+//! lock; the device-wide part (transport, control and event queues) is shared behind a lock that
+//! only task management, events and resets take ([`super::shared`], which also says what a reset
+//! means with several queues). A queue with a [`Doorbell`] (the kernel computes the queue's notify
+//! address from the virtio PCI notify capability) is notified without the lock; without one the
+//! notify goes through the shared transport.
 //!
 //! Commands are added to the ring and the device is notified once per `poll` (batching: one
 //! notify for a whole submission burst). A command's data buffer moves into the queue's

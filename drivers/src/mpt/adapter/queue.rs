@@ -1,15 +1,15 @@
 //! Request slots, submission through the request post FIFO, and reply handling.
 //!
-//! Each outstanding request owns a slot: its request frame, its chain frames, and what the
-//! reply will be checked against. A SCSI command's slot is its tag (the midlayer's tags run
-//! `0..can_queue`, as the slots do), so no table maps one to the other and no free list is
-//! kept for them; the slots past `can_queue` (one, as [`Geometry`] sizes them) are task
-//! management's, taken from a free list of their own, so a task management request always
-//! finds a slot while every tag is outstanding. The MsgContext is `generation << 16 | slot` with the
-//! top three bits clear (MPI puts the reply type there in turbo replies), so a reply for a
-//! slot that has since been reused or reset carries a stale generation and is refused.
-//! Requests never exceed the slot count, which never exceeds the IOC's credits or the
-//! 128-deep FIFOs, so the IOC cannot be made to overflow a FIFO by this driver.
+//! Each outstanding request owns a slot: its request frame, its chain frames, and what the reply
+//! will be checked against. A SCSI command's slot is its tag (the midlayer's tags run
+//! `0..can_queue`, as the slots do), so no table maps one to the other and no free list is kept for
+//! them; the slots past `can_queue` (one, as [`Geometry`] sizes them) are task management's, taken
+//! from a free list of their own, so a task management request always finds a slot while every tag
+//! is outstanding. The MsgContext is `generation << 16 | slot` with the top three bits clear (MPI
+//! puts the reply type there in turbo replies), so a reply for a slot that has since been reused or
+//! reset carries a stale generation and is refused. Requests never exceed the slot count, which
+//! never exceeds the IOC's credits or the 128-deep FIFOs, so the IOC cannot be made to overflow a
+//! FIFO by this driver.
 
 use alloc::vec::Vec;
 use core::sync::atomic::{Ordering, fence};

@@ -3,10 +3,10 @@
 //! same buffers, and giving buffers back after an abort or a confirmed reset.
 //!
 //! A [`RequestQueue`] owns the [`OwnedQueue`] that keeps each outstanding command's buffers by
-//! token (its owner, the host handle, keeps each tag's headers while no command has them), so
-//! one CPU can drive it without touching state another CPU writes; telling the device about new requests is left to the owner
-//! ([`RequestQueue::flush`] takes the notify as a closure: a doorbell of the queue's own, or
-//! the shared transport).
+//! token (its owner, the host handle, keeps each tag's headers while no command has them), so one
+//! CPU can drive it without touching state another CPU writes; telling the device about new
+//! requests is left to the owner ([`RequestQueue::flush`] takes the notify as a closure: a doorbell
+//! of the queue's own, or the shared transport).
 
 use alloc::vec::Vec;
 
