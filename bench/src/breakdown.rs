@@ -142,6 +142,7 @@ pub fn layer_of(frames: &[InlineFrame], symbol: Option<&str>) -> &'static str {
     let pseudo = InlineFrame {
         function: rest.last().copied().unwrap_or_default().to_owned(),
         file: format!("/{krate}/src/{}", rest.join("/")),
+        line: None,
     };
     layer_of_frame(&pseudo).unwrap_or("other / library")
 }
@@ -157,6 +158,9 @@ pub struct Breakdown {
     pub layers: Vec<(&'static str, u64, u64)>,
     /// Working instructions by symbol, most first.
     pub functions: Vec<(String, u64)>,
+    /// Working instructions by source line (`file:line` of the innermost project frame, else the
+    /// symbol's name), most first.
+    pub lines: Vec<(String, u64)>,
 }
 
 /// Charges every block to its function and layer.
@@ -167,6 +171,7 @@ pub fn attribute(
 ) -> Breakdown {
     let mut layers: HashMap<&'static str, (u64, u64)> = HashMap::new();
     let mut functions: HashMap<String, u64> = HashMap::new();
+    let mut lines: HashMap<String, u64> = HashMap::new();
     let (mut total, mut waiting) = (0u64, 0u64);
     for block in blocks {
         let insns = block.insns.saturating_mul(block.execs);
@@ -178,16 +183,26 @@ pub fn attribute(
         layer.1 += waited;
         if insns > 0 {
             let name = symbol.map_or_else(|| format!("{:#x}", block.vaddr), short_name);
+            let project = chain.iter().find(|frame| layer_of_frame(frame).is_some());
+            let line = match project {
+                Some(frame) => match frame.line {
+                    Some(number) => format!("{}:{number}", frame.file),
+                    // Line 0 (compiler-made code): the function at least says where.
+                    None => format!("{}:? ({})", frame.file, short_name(&frame.function)),
+                },
+                None => name.clone(),
+            };
             *functions.entry(name).or_default() += insns;
+            *lines.entry(line).or_default() += insns;
         }
         total += insns;
         waiting += waited;
     }
-    let mut functions: Vec<(String, u64)> = functions.into_iter().collect();
-    functions.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     Breakdown {
         total,
         waiting,
+        functions: most_first(functions),
+        lines: most_first(lines),
         layers: LAYERS
             .iter()
             .map(|layer| {
@@ -195,8 +210,24 @@ pub fn attribute(
                 (*layer, working, waited)
             })
             .collect(),
-        functions,
     }
+}
+
+/// The map's entries, largest count first (ties by name).
+fn most_first(counts: HashMap<String, u64>) -> Vec<(String, u64)> {
+    let mut counts: Vec<(String, u64)> = counts.into_iter().collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    counts
+}
+
+/// A `file:line` named from the workspace root (other names unchanged).
+pub fn relative_line(line: &str, root: &Path) -> String {
+    let root = root.to_string_lossy();
+    let root = root.trim_end_matches('/');
+    line.strip_prefix(root)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .unwrap_or(line)
+        .to_owned()
 }
 
 /// A breakdown boot of `args` on `smp` vCPUs with every executed block recorded: prints the
@@ -227,7 +258,7 @@ pub fn run(
     let document = Document {
         command: ResultSet::<()>::new("", "", "guest", None).command,
         case: args.to_owned(),
-        ..report(&attributed, ops, counted, 15)
+        ..report(&attributed, ops, counted, (15, 40))
     };
     let value = serde_json::to_value(&document).unwrap_or_default();
     let path = benchkit::write_document(&workspace::output_dir("bench")?, file_stem, &value)?;
@@ -269,6 +300,9 @@ pub struct Document {
     pub waiting_insns_per_op: f64,
     pub layers: Vec<LayerShare>,
     pub functions: Vec<FunctionShare>,
+    /// The top source lines.
+    #[serde(default)]
+    pub lines: Vec<LineShare>,
 }
 
 /// One layer's instructions per operation and share of the attributed ones.
@@ -289,10 +323,23 @@ pub struct FunctionShare {
     pub insns_per_op: f64,
 }
 
-/// Prints the per-layer table and the top functions per operation, and returns them as the
-/// document (without its command and case). `counted` is the window's own count, which the
-/// attributed blocks should match.
-pub fn report(breakdown: &Breakdown, ops: u64, counted: u64, top: usize) -> Document {
+/// One source line's instructions per operation (`file:line` from the workspace root, or the
+/// symbol of a block outside the project's sources).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LineShare {
+    pub line: String,
+    pub insns_per_op: f64,
+}
+
+/// Prints the per-layer table, the top functions and the top source lines per operation, and
+/// returns them as the document (without its command and case). `counted` is the window's own
+/// count, which the attributed blocks should match.
+pub fn report(
+    breakdown: &Breakdown,
+    ops: u64,
+    counted: u64,
+    (top, top_lines): (usize, usize),
+) -> Document {
     let per_op = |insns: u64| insns as f64 / ops.max(1) as f64;
     let share = |insns: u64| 100.0 * insns as f64 / breakdown.total.max(1) as f64;
     println!();
@@ -323,6 +370,19 @@ pub fn report(breakdown: &Breakdown, ops: u64, counted: u64, top: usize) -> Docu
         let name: String = name.chars().take(110).collect();
         println!("{:>10.1} {:>6.1}%  {name}", per_op(*insns), share(*insns));
     }
+    let root = workspace::root();
+    let lines: Vec<(String, u64)> = breakdown
+        .lines
+        .iter()
+        .take(top_lines)
+        .map(|(line, insns)| (relative_line(line, &root), *insns))
+        .collect();
+    println!();
+    println!("top source lines (innermost project frame of each block's first instruction):");
+    println!("{:>10} {:>7}  line", "insns/IO", "share");
+    for (line, insns) in &lines {
+        println!("{:>10.1} {:>6.1}%  {line}", per_op(*insns), share(*insns));
+    }
     let round = |value: f64| (value * 10.0).round() / 10.0;
     let layers = breakdown
         .layers
@@ -344,6 +404,13 @@ pub fn report(breakdown: &Breakdown, ops: u64, counted: u64, top: usize) -> Docu
             .map(|(name, insns)| FunctionShare {
                 function: name.clone(),
                 insns_per_op: round(per_op(*insns)),
+            })
+            .collect(),
+        lines: lines
+            .into_iter()
+            .map(|(line, insns)| LineShare {
+                line,
+                insns_per_op: round(per_op(insns)),
             })
             .collect(),
         ..Document::default()

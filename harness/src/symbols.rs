@@ -89,11 +89,13 @@ impl SymbolTable {
     }
 }
 
-/// One frame of an address's inline chain: the function and its source file.
+/// One frame of an address's inline chain: the function, its source file and line (`None` where
+/// the line tables give none).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InlineFrame {
     pub function: String,
     pub file: String,
+    pub line: Option<u32>,
 }
 
 /// `addr2line -a -f -i -C` for every address at once: each address's inline chain, innermost
@@ -113,7 +115,8 @@ pub fn inline_frames(elf: &Path, addresses: &[u64]) -> HashMap<u64, Vec<InlineFr
     })
 }
 
-/// Parses `addr2line -a -f -i` output: a `0xADDR` line, then function / `file:line` pairs.
+/// Parses `addr2line -a -f -i` output: a `0xADDR` line, then function / `file:line` pairs (the
+/// line may be `?` or followed by ` (discriminator N)`).
 pub(crate) fn parse_inline_frames(text: &str) -> HashMap<u64, Vec<InlineFrame>> {
     let mut chains: HashMap<u64, Vec<InlineFrame>> = HashMap::new();
     let mut current: Option<u64> = None;
@@ -126,10 +129,12 @@ pub(crate) fn parse_inline_frames(text: &str) -> HashMap<u64, Vec<InlineFrame>> 
         let (Some(address), Some(location)) = (current, lines.next()) else {
             break;
         };
-        let file = location.rsplit_once(':').map_or(location, |(file, _)| file);
+        let location = location.split(" (").next().unwrap_or(location);
+        let (file, number) = location.rsplit_once(':').unwrap_or((location, ""));
         chains.entry(address).or_default().push(InlineFrame {
             function: line.trim().to_owned(),
             file: file.to_owned(),
+            line: number.parse().ok(),
         });
     }
     chains
@@ -259,15 +264,18 @@ mod tests {
              next<u16>\n\
              /rustc/abc/library/core/src/iter/range.rs:857\n\
              run<H, A, C>\n\
-             /w/scsi/src/workload/mod.rs:253\n\
+             /w/scsi/src/workload/mod.rs:253 (discriminator 2)\n\
              0x0000000000150400\n\
              scsi::workload::run\n\
              /w/scsi/src/workload/mod.rs:?\n",
         );
         assert_eq!(chains[&0x150364].len(), 2);
         assert_eq!(chains[&0x150364][0].function, "next<u16>");
+        assert_eq!(chains[&0x150364][0].line, Some(857));
         assert_eq!(chains[&0x150364][1].file, "/w/scsi/src/workload/mod.rs");
+        assert_eq!(chains[&0x150364][1].line, Some(253));
         assert_eq!(chains[&0x150400][0].function, "scsi::workload::run");
+        assert_eq!(chains[&0x150400][0].line, None);
     }
 
     #[test]

@@ -4,6 +4,7 @@ fn frame(function: &str, file: &str) -> InlineFrame {
     InlineFrame {
         function: function.into(),
         file: file.into(),
+        line: None,
     }
 }
 
@@ -92,10 +93,19 @@ fn blocks_are_charged_to_their_function_and_layer() {
         "0000000000100000 0000000000000100 t scsi::midlayer::Midlayer<H,A,C>::submit\n\
          0000000000100100 0000000000000100 t talc::talc::Talc<O>::malloc\n",
     );
-    let frames = HashMap::from([(
-        0x100010,
-        vec![frame("submit<H, A, C>", "/w/scsi/src/midlayer/mod.rs")],
-    )]);
+    let library = InlineFrame {
+        line: Some(857),
+        ..frame("next<u16>", "/rustc/abc/library/core/src/iter/range.rs")
+    };
+    let submit = InlineFrame {
+        line: Some(42),
+        ..frame("submit<H, A, C>", "/w/scsi/src/midlayer/mod.rs")
+    };
+    let unnumbered = frame("complete<H, A, C>", "/w/scsi/src/midlayer/completion.rs");
+    let frames = HashMap::from([
+        (0x100010, vec![library, submit]),
+        (0x100030, vec![unnumbered]),
+    ]);
     let blocks = [
         Block {
             vaddr: 0x100010,
@@ -107,6 +117,12 @@ fn blocks_are_charged_to_their_function_and_layer() {
             vaddr: 0x100020,
             insns: 2,
             execs: 100,
+            wait_execs: 0,
+        },
+        Block {
+            vaddr: 0x100030,
+            insns: 1,
+            execs: 7,
             wait_execs: 0,
         },
         Block {
@@ -123,20 +139,45 @@ fn blocks_are_charged_to_their_function_and_layer() {
         },
     ];
     let mut blocks = blocks.to_vec();
-    blocks[3].wait_execs = 4;
+    blocks[4].wait_execs = 4;
     let breakdown = attribute(&blocks, &symbols, &frames);
-    assert_eq!(breakdown.total, 500 + 200 + 30 + 1);
+    assert_eq!(breakdown.total, 500 + 200 + 7 + 30 + 1);
     assert_eq!(breakdown.waiting, 4);
     let layer = |name| breakdown.layers.iter().find(|l| l.0 == name).unwrap().1;
     // Without an inline chain the symbol's path decides.
     assert_eq!(layer("midlayer submit"), 700);
+    assert_eq!(layer("completion"), 7);
     assert_eq!(layer("other / library"), 1);
     assert_eq!(layer("heap (talc)"), 30);
     assert_eq!(
         breakdown.functions[0],
-        ("scsi::midlayer::Midlayer::submit".to_owned(), 700)
+        ("scsi::midlayer::Midlayer::submit".to_owned(), 707)
     );
     assert_eq!(breakdown.functions[2], ("0x900000".to_owned(), 1));
+    // Source lines: the innermost project frame's, else the symbol's name.
+    assert_eq!(
+        breakdown.lines,
+        [
+            ("/w/scsi/src/midlayer/mod.rs:42".to_owned(), 500),
+            ("scsi::midlayer::Midlayer::submit".to_owned(), 200),
+            ("talc::talc::Talc::malloc".to_owned(), 30),
+            (
+                "/w/scsi/src/midlayer/completion.rs:? (complete)".to_owned(),
+                7
+            ),
+            ("0x900000".to_owned(), 1),
+        ]
+    );
+}
+
+#[test]
+fn source_lines_are_named_from_the_workspace_root() {
+    let root = Path::new("/work/main");
+    assert_eq!(
+        relative_line("/work/main/drivers/src/mpt/host/mod.rs:88", root),
+        "drivers/src/mpt/host/mod.rs:88"
+    );
+    assert_eq!(relative_line("memcpy", root), "memcpy");
 }
 
 #[test]
