@@ -111,11 +111,9 @@ fn chart(runs: &[DeviceRun], keys: &[Cell], series: &[(Os, IoMode)], place: &str
             continue;
         }
         rounds = rounds.max(most);
-        panels.push(Panel {
-            y_label: label.into(),
-            bars,
-            log: false,
-        });
+        // Waiting spans decades: a polled two-job cell spins tens of thousands per I/O where
+        // an interrupt-driven one waits tens.
+        panels.push(Panel::fitted(label, bars));
     }
     let kernel = |os: Os| match os {
         Os::Ours => "ours",

@@ -108,6 +108,32 @@ pub struct Panel {
     pub log: bool,
 }
 
+impl Panel {
+    /// A panel whose axis is logarithmic when its positive values span more than two decades
+    /// (one bar would otherwise flatten the rest), its label then saying so.
+    pub fn fitted(y_label: &str, bars: Vec<Vec<Option<Bar>>>) -> Panel {
+        let positive = || {
+            bars.iter()
+                .flatten()
+                .flatten()
+                .map(|bar| bar.value)
+                .filter(|value| value.is_finite() && *value > 0.0)
+        };
+        let low = positive().fold(f64::INFINITY, f64::min);
+        let high = positive().fold(0.0, f64::max);
+        let log = high > 100.0 * low;
+        Panel {
+            y_label: if log {
+                format!("{y_label} (log scale)")
+            } else {
+                y_label.to_owned()
+            },
+            bars,
+            log,
+        }
+    }
+}
+
 /// Panels stacked over shared groups (x) and series (colors).
 #[derive(Clone, Debug)]
 pub struct GroupedBars {

@@ -262,3 +262,26 @@ fn grids_and_small_multiples_read() {
     draw_multiples(&path, &chart).unwrap();
     assert!(readable(&path).contains("shared+batch"));
 }
+
+#[test]
+fn a_panel_goes_logarithmic_only_when_its_values_span_decades() {
+    let bars = |values: &[f64]| -> Vec<Vec<Option<Bar>>> {
+        vec![
+            values
+                .iter()
+                .map(|&v| Some(Bar::single(v)))
+                .chain([None])
+                .collect(),
+        ]
+    };
+    let wide = Panel::fitted("waiting instructions per I/O", bars(&[0.0, 12.0, 39000.0]));
+    assert!(wide.log);
+    assert_eq!(wide.y_label, "waiting instructions per I/O (log scale)");
+    let narrow = Panel::fitted("IOPS", bars(&[0.0, 1200.0, 110000.0]));
+    assert!(
+        !narrow.log,
+        "within two decades (zero aside) the axis stays linear"
+    );
+    assert_eq!(narrow.y_label, "IOPS");
+    assert!(!Panel::fitted("none", bars(&[])).log);
+}
