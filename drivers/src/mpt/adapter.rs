@@ -64,6 +64,9 @@ pub struct Mpt<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> {
     layout: SglLayout,
     /// Request frames; leaked (never dropped) once the adapter is dead.
     requests: ManuallyDrop<M>,
+    /// Bus address of request frame 0 (`requests` never moves): what the request post FIFO
+    /// is told, plus the slot's offset.
+    request_base: DmaAddr,
     /// Reply frames; leaked (never dropped) once the adapter is dead.
     replies: ManuallyDrop<M>,
     window_high32: u32,
@@ -197,6 +200,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             port,
             geometry,
             layout,
+            request_base: requests.bus_addr(),
             requests: ManuallyDrop::new(requests),
             replies: ManuallyDrop::new(replies),
             window_high32,

@@ -177,14 +177,13 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S>
             .position(|c| c.completion.tag == tag && c.buffers.is_some())?;
         self.held.remove(at).buffers
     }
+}
 
-    fn sense_segment(&self, tag: Tag) -> Segment {
-        Segment {
-            addr: self
-                .sense_base
-                .offset((usize::from(tag.0) * SENSE_BYTES) as u64),
-            len_bytes: SENSE_BYTES as u32,
-        }
+/// The fallback sense buffer of `tag`, in the array at `sense_base`.
+fn sense_segment(sense_base: DmaAddr, tag: Tag) -> Segment {
+    Segment {
+        addr: sense_base.offset((usize::from(tag.0) * SENSE_BYTES) as u64),
+        len_bytes: SENSE_BYTES as u32,
     }
 }
 
@@ -213,14 +212,19 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
                 .push(Completed::host_error(tag, HostError::Dead, cmd.buffers));
             return Ok(());
         }
-        if self.tags.get(index).is_none_or(Option::is_some) || cmd.target > 255 {
-            self.held.push(Completed::host_error(
-                tag,
-                HostError::NoConnect,
-                cmd.buffers,
-            ));
-            return Ok(());
-        }
+        // The tag's entry, seen empty here: the command's state is stored in it below without
+        // looking it up (and dropping what it held) again.
+        let entry = match self.tags.get_mut(index) {
+            Some(entry @ None) if cmd.target <= 255 => entry,
+            _ => {
+                self.held.push(Completed::host_error(
+                    tag,
+                    HostError::NoConnect,
+                    cmd.buffers,
+                ));
+                return Ok(());
+            }
+        };
         let direction = cmd.direction;
         let data = &cmd.buffers.data;
         // The checks `Mpt::submit` would make, made here once, before anything is mapped: the
@@ -252,7 +256,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
                 addr,
                 len_bytes: SENSE_BYTES as u32,
             },
-            None => self.sense_segment(tag),
+            None => sense_segment(self.sense_base, tag),
         };
         let io = ScsiIo {
             target: cmd.target as u8,
@@ -270,12 +274,16 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
         match self.mpt.post_io(&io, data_len, sense) {
             // The buffers move into the tag table, where the IOC's addresses keep pointing
             // (moving a Vec or a sense buffer handle does not move the memory).
+            // `entry` was seen empty and nothing else can reach it: what `replace` hands back is
+            // `None`, and forgetting it spares the check-and-drop an assignment makes.
             Ok(_) => {
-                self.tags[index] = Some(TagState {
+                let was = entry.replace(TagState {
                     mapping,
                     direction,
                     buffers: cmd.buffers,
                 });
+                debug_assert!(was.is_none());
+                core::mem::forget(was);
                 Ok(())
             }
             Err(error) => {
