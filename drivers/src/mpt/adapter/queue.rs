@@ -123,11 +123,27 @@ impl<F: FnMut(Completion)> ReplySink for EachCompletion<F> {
 }
 
 impl<F> Slot<F> {
+    /// Gives the slot's chain frames back to their pool (dropping a frame returns it). Most
+    /// requests have none: the drop loop, a call per frame, is kept out of the reply path,
+    /// where it made the drain keep its values on the stack around the call.
+    #[inline(always)]
+    fn release_chains(&mut self) {
+        if !self.chains.is_empty() {
+            drop_chains(&mut self.chains);
+        }
+    }
+
     /// Forgets the slot's chain frames without returning them to the pool: the IOC may
     /// still read them (it could not be reset), so they must never be reused.
     pub(super) fn leak_chains(&mut self) {
         core::mem::forget(core::mem::take(&mut self.chains));
     }
+}
+
+#[cold]
+#[inline(never)]
+fn drop_chains<F>(chains: &mut Vec<F>) {
+    chains.clear();
 }
 
 fn context_of(slot: usize, generation: u32) -> u32 {
@@ -425,7 +441,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         let busy = slot.busy.take()?;
         let context = context_of(index, slot.generation);
         slot.generation = (slot.generation + 1) & GENERATION_MASK;
-        slot.chains.clear();
+        slot.release_chains();
         if busy.kind == Kind::Io {
             self.outstanding_io -= 1;
         } else {
@@ -499,7 +515,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
             return Err(unknown);
         };
         slot.generation = (slot.generation + 1) & GENERATION_MASK;
-        slot.chains.clear();
+        slot.release_chains();
         if busy.kind == Kind::Io {
             self.outstanding_io -= 1;
         } else {

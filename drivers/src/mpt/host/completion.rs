@@ -147,10 +147,14 @@ struct Drain<'a, 'b, X: DataMapper, M, S> {
 impl<X: DataMapper, M: DmaMemory, S: SenseStorage> ReplySink for Drain<'_, '_, X, M, S> {
     /// The common end, straight from the adapter's slot: no [`Completion`] and no outcome to
     /// match.
+    /// The completion is pushed where its buffers were found: going through an
+    /// `Option<Completed>` made the drain test a second niche, one the compiler could not rule
+    /// out for the buffers it had just taken.
     #[inline(always)]
     fn success(&mut self, tag: Tag, _context: u32, transfer_bytes: u32) {
-        if let Some(completed) = self.ends.succeed(tag, transfer_bytes) {
-            self.done.push(completed);
+        if let Some(buffers) = self.ends.reclaim(tag) {
+            self.done
+                .push(Ends::<X, M, S>::succeeded(tag, transfer_bytes, buffers));
         }
     }
 
@@ -178,14 +182,13 @@ impl<X: DataMapper, M: DmaMemory, S: SenseStorage> Ends<'_, X, M, S> {
         Some(buffers)
     }
 
-    /// A command ended by a context-only reply: GOOD, `transfer_bytes` moved (`None` if `tag`
-    /// matches no outstanding command).
+    /// A command ended by a context-only reply: GOOD, `transfer_bytes` moved, its `buffers`
+    /// reclaimed.
     #[inline(always)]
-    fn succeed(&mut self, tag: Tag, transfer_bytes: u32) -> Option<Completed<S>> {
-        let buffers = self.reclaim(tag)?;
+    fn succeeded(tag: Tag, transfer_bytes: u32, buffers: CmdBuffers<S>) -> Completed<S> {
         let mut completion = HostCompletion::good(tag);
         completion.residual_bytes = (buffers.data.len() as u32).saturating_sub(transfer_bytes);
-        Some(Completed::returned(completion, buffers))
+        Completed::returned(completion, buffers)
     }
 
     /// [`MptHost::finish`]. Inlined into the reply drain: as a call it returned the 48-byte
