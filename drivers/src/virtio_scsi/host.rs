@@ -340,8 +340,10 @@ impl<
             buffers,
         } = cmd;
         let index = usize::from(tag.0);
-        let free = self.tags.get(index).is_some_and(|t| t.sense.is_none());
-        let (Some(lun), true, Ok(target)) = (lun.index(), free, u8::try_from(target)) else {
+        // The tag's state, looked up once: free if it holds no command's sense buffer.
+        let state = self.tags.get_mut(index).filter(|t| t.sense.is_none());
+        let (Some(lun), Some(state), Ok(target)) = (lun.index(), state, u8::try_from(target))
+        else {
             let refused = Completed::host_error(tag, HostError::NoConnect, buffers);
             self.held.push(refused);
             return Ok(());
@@ -359,7 +361,6 @@ impl<
         }
         let lun = lun_bytes(target, lun);
         let CmdBuffers { data, sense } = buffers;
-        let state = &mut self.tags[index];
         let headers = match state.headers.take() {
             Some(headers) => headers,
             None => queue.new_headers(tag.0),
