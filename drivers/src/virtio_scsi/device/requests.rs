@@ -134,6 +134,12 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
         self.requests.has_room()
     }
 
+    /// Whether commands were added since the last [`Self::flush`].
+    #[inline]
+    pub fn has_unnotified(&self) -> bool {
+        self.unnotified > 0
+    }
+
     /// Notifies the device of commands added since the last notify, if it wants to hear,
     /// by calling `notify` with this queue's virtqueue number.
     pub fn flush(&mut self, notify: impl FnOnce(u16)) {
