@@ -136,7 +136,7 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
 
     /// Whether commands were added since the last [`Self::flush`].
     #[inline]
-    pub fn has_unnotified(&self) -> bool {
+    pub(in crate::virtio_scsi) fn has_unnotified(&self) -> bool {
         self.unnotified > 0
     }
 
