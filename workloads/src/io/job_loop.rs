@@ -53,6 +53,31 @@ struct Plan<'r> {
     shape: Shape,
     /// The clock when the run began (before the first buffer is allocated).
     begin_ns: u64,
+    /// The job's limit (`ios=` or `runtime=`) as the bounds the submit pass compares to.
+    stop: Stop,
+}
+
+/// When a job stops issuing: after `ios` commands or once the clock reaches `at_ns`, whichever
+/// its [`Limit`] sets (the other is never reached).
+#[derive(Clone, Copy)]
+struct Stop {
+    ios: u64,
+    at_ns: u64,
+}
+
+impl Stop {
+    fn new(limit: Limit, begin_ns: u64) -> Self {
+        match limit {
+            Limit::Ios(ios) => Stop {
+                ios,
+                at_ns: u64::MAX,
+            },
+            Limit::RuntimeNs(ns) => Stop {
+                ios: u64::MAX,
+                at_ns: begin_ns.saturating_add(ns),
+            },
+        }
+    }
 }
 
 /// What the completions update: the reap closure holds all of it while the midlayer polls.
@@ -133,6 +158,7 @@ where
         disk,
         shape,
         begin_ns,
+        stop: Stop::new(job.limit, begin_ns),
     };
     let mut done = prime::<A, P>(plan, can_queue, &mut tally);
     let mut progress = Progress {
@@ -245,16 +271,18 @@ fn submit<H, A, C>(
     C: Clock,
 {
     let job = plan.job;
-    let stop_issuing = |issued: u64, now: u64| match job.limit {
-        Limit::Ios(n) => issued >= n,
-        Limit::RuntimeNs(ns) => now - plan.begin_ns >= ns,
-    };
+    // Neither the watchdog nor the clock moves while a pass submits (the clock is the last
+    // poll's), so they are judged once per pass, and the limit as two bounds fixed at the
+    // start: at iodepth 1 every I/O is a pass of its own.
+    if tally.report.stall.is_some() || progress.now_ns >= plan.stop.at_ns {
+        return;
+    }
     let Shape {
         blocks_per_io,
         slots,
         ..
     } = plan.shape;
-    while tally.report.stall.is_none() && !stop_issuing(progress.issued, progress.now_ns) {
+    while progress.issued < plan.stop.ios {
         let Some((j, buf)) = tally.spare.pop() else {
             break;
         };
