@@ -112,7 +112,8 @@ where
     /// The policy asked to hear of the next poll that finds completions at once
     /// ([`CompletionWait::prompt`]).
     wait_prompt: bool,
-    /// Completions found since the policy last heard of any, reported before the next idle.
+    /// Completions found since the policy last heard of any, reported before the next idle
+    /// (counted without a policy too, and dropped when one is installed).
     wait_unreported: usize,
 }
 
@@ -576,13 +577,13 @@ where
         }
         self.now_ns = self.clock.now_ns();
         let found = self.host.poll(&mut self.host_done);
-        if found > 0 && self.wait.is_some() {
-            if self.wait_prompt {
-                self.wait_completed(found);
-            } else {
-                // Told before the next idle: one report per idle, not one per busy poll.
-                self.wait_unreported += found;
-            }
+        if !self.wait_prompt {
+            // Told before the next idle: one report per idle, not one per busy poll. Counted
+            // without a policy too (one add instead of two tests per poll): installing one
+            // drops the count, as no policy heard of those completions.
+            self.wait_unreported += found;
+        } else if found > 0 {
+            self.wait_completed(found);
         }
         let mut done = core::mem::take(&mut self.host_done);
         let mut completions = done.drain(..);
