@@ -340,80 +340,85 @@ pub fn report(
     counted: u64,
     (top, top_lines): (usize, usize),
 ) -> Document {
-    let per_op = |insns: u64| insns as f64 / ops.max(1) as f64;
-    let share = |insns: u64| 100.0 * insns as f64 / breakdown.total.max(1) as f64;
-    println!();
+    let per_op = |insns: u64| round(insns as f64 / ops.max(1) as f64);
+    let share = |insns: u64| round(100.0 * insns as f64 / breakdown.total.max(1) as f64);
+    let root = workspace::root();
+    let document = Document {
+        ops,
+        window_insns_per_op: per_op(counted),
+        attributed_insns_per_op: per_op(breakdown.total),
+        waiting_insns_per_op: per_op(breakdown.waiting),
+        layers: (breakdown.layers.iter())
+            .map(|(layer, insns, waited)| LayerShare {
+                layer: (*layer).to_owned(),
+                insns_per_op: per_op(*insns),
+                share_pct: share(*insns),
+                waiting_insns_per_op: per_op(*waited),
+            })
+            .collect(),
+        functions: (breakdown.functions.iter().take(top))
+            .map(|(name, insns)| FunctionShare {
+                function: name.clone(),
+                insns_per_op: per_op(*insns),
+            })
+            .collect(),
+        lines: (breakdown.lines.iter().take(top_lines))
+            .map(|(line, insns)| LineShare {
+                line: relative_line(line, &root),
+                insns_per_op: per_op(*insns),
+            })
+            .collect(),
+        ..Document::default()
+    };
+    print(&document);
+    document
+}
+
+fn round(value: f64) -> f64 {
+    (value * 10.0).round() / 10.0
+}
+
+/// The three tables of `report`.
+fn print(document: &Document) {
+    let share = |per_op: f64| 100.0 * per_op / document.attributed_insns_per_op.max(0.1);
     println!(
-        "instructions per I/O by layer ({ops} I/Os; blocks attributed: {:.1} insns/IO of the window's {:.1}):",
-        per_op(breakdown.total),
-        per_op(counted)
+        "\ninstructions per I/O by layer ({} I/Os; blocks attributed: {:.1} insns/IO of the window's {:.1}):",
+        document.ops, document.attributed_insns_per_op, document.window_insns_per_op
     );
     println!(
         "{:<32} {:>10} {:>7} {:>16}",
         "layer", "insns/IO", "share", "waiting insns/IO"
     );
-    for (layer, insns, waited) in &breakdown.layers {
-        if *insns == 0 && *waited == 0 {
+    for layer in &document.layers {
+        if layer.insns_per_op == 0.0 && layer.waiting_insns_per_op == 0.0 {
             continue;
         }
         println!(
-            "{layer:<32} {:>10.1} {:>6.1}% {:>16.1}",
-            per_op(*insns),
-            share(*insns),
-            per_op(*waited)
+            "{:<32} {:>10.1} {:>6.1}% {:>16.1}",
+            layer.layer, layer.insns_per_op, layer.share_pct, layer.waiting_insns_per_op
         );
     }
-    println!();
-    println!("top functions (out-of-line symbols; inlined code counts in its caller):");
-    println!("{:>10} {:>7}  function", "insns/IO", "share");
-    for (name, insns) in breakdown.functions.iter().take(top) {
-        let name: String = name.chars().take(110).collect();
-        println!("{:>10.1} {:>6.1}%  {name}", per_op(*insns), share(*insns));
-    }
-    let root = workspace::root();
-    let lines: Vec<(String, u64)> = breakdown
-        .lines
-        .iter()
-        .take(top_lines)
-        .map(|(line, insns)| (relative_line(line, &root), *insns))
-        .collect();
-    println!();
-    println!("top source lines (innermost project frame of each block's first instruction):");
-    println!("{:>10} {:>7}  line", "insns/IO", "share");
-    for (line, insns) in &lines {
-        println!("{:>10.1} {:>6.1}%  {line}", per_op(*insns), share(*insns));
-    }
-    let round = |value: f64| (value * 10.0).round() / 10.0;
-    let layers = breakdown
-        .layers
-        .iter()
-        .map(|(layer, insns, waited)| LayerShare {
-            layer: (*layer).to_owned(),
-            insns_per_op: round(per_op(*insns)),
-            share_pct: round(share(*insns)),
-            waiting_insns_per_op: round(per_op(*waited)),
-        });
-    let functions = breakdown.functions.iter().take(top);
-    Document {
-        ops,
-        window_insns_per_op: round(per_op(counted)),
-        attributed_insns_per_op: round(per_op(breakdown.total)),
-        waiting_insns_per_op: round(per_op(breakdown.waiting)),
-        layers: layers.collect(),
-        functions: functions
-            .map(|(name, insns)| FunctionShare {
-                function: name.clone(),
-                insns_per_op: round(per_op(*insns)),
-            })
-            .collect(),
-        lines: lines
-            .into_iter()
-            .map(|(line, insns)| LineShare {
-                line,
-                insns_per_op: round(per_op(insns)),
-            })
-            .collect(),
-        ..Document::default()
+    let functions = document.functions.iter();
+    let lines = document.lines.iter();
+    for (heading, column, rows) in [
+        (
+            "top functions (out-of-line symbols; inlined code counts in its caller):",
+            "function",
+            functions
+                .map(|f| (&f.function, f.insns_per_op))
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "top source lines (innermost project frame of each block's first instruction):",
+            "line",
+            lines.map(|l| (&l.line, l.insns_per_op)).collect(),
+        ),
+    ] {
+        println!("\n{heading}\n{:>10} {:>7}  {column}", "insns/IO", "share");
+        for (name, per_op) in rows {
+            let name: String = name.chars().take(110).collect();
+            println!("{per_op:>10.1} {:>6.1}%  {name}", share(per_op));
+        }
     }
 }
 
