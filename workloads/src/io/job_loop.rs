@@ -9,6 +9,7 @@
 //! `#[inline(always)]`: the passes are the measured path (`cargo xtask bench fake-rw
 //! --count-insns`) and should compile to what one function did.
 
+use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
 use pools::ElementAllocator;
@@ -86,7 +87,9 @@ struct Tally {
     latency: Histogram,
     /// Submission stamps by tag, in the clock's raw ticks (the TSC in the guest): converted to
     /// ns once per command, as the difference at completion.
-    start_ticks: Vec<u64>,
+    /// One entry per possible tag (a `u16`), not per `can_queue`: indexed by a tag, it needs
+    /// no bounds check on the per-command path (512 KiB, allocated before the window).
+    start_ticks: Box<[u64; TAG_SPACE]>,
     /// Buffers not in flight, with the job they belong to.
     spare: Vec<(u16, Vec<u8>)>,
     /// Whether each command reaped in the last poll was a write, for [`Hooks::completed`].
@@ -143,7 +146,7 @@ where
     let mut tally = Tally {
         report: WorkloadReport::empty(job, stack.sense_allocator().mode(), io_mode),
         latency: Histogram::default(),
-        start_ticks: vec![0u64; can_queue],
+        start_ticks: stamp_table(),
         spare: Vec::new(),
         reaped_writes: Vec::new(),
         outstanding: 0,
@@ -178,6 +181,19 @@ where
     );
     stack.clock().window_end(slot);
     finish(stack, tally, &before, progress.now_ns - begin_ns)
+}
+
+/// Every value a [`scsi::wire::Tag`] can take.
+const TAG_SPACE: usize = 1 << 16;
+
+/// A zeroed stamp per possible tag, built on the heap (an array this size would not fit on a
+/// kernel stack).
+#[inline(never)]
+fn stamp_table() -> Box<[u64; TAG_SPACE]> {
+    match vec![0u64; TAG_SPACE].into_boxed_slice().try_into() {
+        Ok(table) => table,
+        Err(_) => unreachable!("a vector of TAG_SPACE elements is an array of TAG_SPACE"),
+    }
 }
 
 /// One random stream per job, from the job's seed.
