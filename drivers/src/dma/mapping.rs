@@ -26,6 +26,19 @@ pub trait DataMapper {
         segment_bytes: usize,
         segments: &mut Vec<Segment>,
     ) -> Option<Self::Mapping>;
+    /// The common command's shortcut: `data` as one segment of at most `segment_bytes`, when
+    /// this mapper can say so without [`Self::map`] and its `Vec`. `None` maps nothing and
+    /// sends the caller to `map` (what the provided method always does).
+    #[inline]
+    fn map_single(
+        &mut self,
+        data: &[u8],
+        direction: DataDirection,
+        segment_bytes: usize,
+    ) -> Option<(Self::Mapping, Segment)> {
+        let _ = (data, direction, segment_bytes);
+        None
+    }
     /// Ends the mapping. `data` is the command's buffer when the command completed (the
     /// mapper may copy device-written bytes into it), `None` when it was dropped.
     fn unmap(&mut self, mapping: Self::Mapping, data: Option<&mut [u8]>, direction: DataDirection);
@@ -66,6 +79,24 @@ impl DataMapper for IdentityMapper {
             offset += chunk.len();
         }
         Some(())
+    }
+
+    /// Any non-empty buffer of at most `segment_bytes`: its address and length.
+    #[inline]
+    fn map_single(
+        &mut self,
+        data: &[u8],
+        _direction: DataDirection,
+        segment_bytes: usize,
+    ) -> Option<((), Segment)> {
+        if data.is_empty() || data.len() > segment_bytes {
+            return None;
+        }
+        let segment = Segment {
+            addr: DmaAddr(data.as_ptr().addr() as u64),
+            len_bytes: data.len() as u32,
+        };
+        Some(((), segment))
     }
 
     #[inline]
@@ -119,6 +150,22 @@ mod bounce {
             Some(Some(region))
         }
 
+        /// A buffer of one segment bounced as `map` bounces it, so host tests drive the
+        /// host's one-segment path as the kernel's identity mapping does.
+        fn map_single(
+            &mut self,
+            data: &[u8],
+            direction: DataDirection,
+            segment_bytes: usize,
+        ) -> Option<(Self::Mapping, Segment)> {
+            if data.is_empty() || data.len() > segment_bytes {
+                return None;
+            }
+            let mut segments = Vec::new();
+            let mapping = self.map(data, direction, segment_bytes, &mut segments)?;
+            Some((mapping, *segments.first()?))
+        }
+
         fn unmap(
             &mut self,
             mapping: Self::Mapping,
@@ -132,5 +179,42 @@ mod bounce {
                 let _ = region.read_at(0, &mut data[..len]);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    use super::{DataDirection, DataMapper, IdentityMapper};
+    use crate::dma::{DmaAddr, Segment};
+
+    #[test]
+    fn identity_map_single_is_map_for_one_segment_and_declines_the_rest() {
+        let data = vec![7u8; 4096];
+        let mut segments = Vec::new();
+        IdentityMapper
+            .map(&data, DataDirection::FromDevice, 4096, &mut segments)
+            .expect("maps");
+        let single = IdentityMapper.map_single(&data, DataDirection::FromDevice, 4096);
+        assert_eq!(single.map(|(_, s)| s), Some(segments[0]));
+        assert_eq!(
+            segments[0],
+            Segment {
+                addr: DmaAddr(data.as_ptr().addr() as u64),
+                len_bytes: 4096,
+            }
+        );
+        assert!(
+            IdentityMapper
+                .map_single(&data, DataDirection::ToDevice, 4095)
+                .is_none()
+        );
+        assert!(
+            IdentityMapper
+                .map_single(&[], DataDirection::None, 4096)
+                .is_none()
+        );
     }
 }

@@ -187,6 +187,89 @@ fn sense_segment(sense_base: DmaAddr, tag: Tag) -> Segment {
     }
 }
 
+/// What posting a checked and mapped command touches, borrowed apart from the tag table (whose
+/// entry the command goes into) and the segment list (which it may be read from).
+struct Post<'a, R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S> {
+    mpt: &'a mut Mpt<R, D, M, P>,
+    mapper: &'a mut X,
+    held: &'a mut Vec<Completed<S>>,
+    sense_base: DmaAddr,
+}
+
+impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: SenseStorage>
+    Post<'_, R, D, M, P, X, S>
+{
+    /// Posts `cmd`, checked by `queue_command` (`data_len` is its data's length) and mapped
+    /// (`mapping`, `segments`), and moves its state into `entry`, its tag's empty entry.
+    #[inline(always)]
+    fn post(
+        self,
+        cmd: ScsiCmd<S>,
+        entry: &mut Option<TagState<X::Mapping, S>>,
+        mapping: X::Mapping,
+        segments: &[Segment],
+        data_len: u32,
+    ) -> Result<(), Refused<S>> {
+        let tag = cmd.tag;
+        let direction = cmd.direction;
+        let window = self.mpt.config_sense_high32();
+        let sense = match sense_in_window(cmd.buffers.sense.dma_addr(), window) {
+            Some(addr) => Segment {
+                addr,
+                len_bytes: SENSE_BYTES as u32,
+            },
+            None => sense_segment(self.sense_base, tag),
+        };
+        let io = ScsiIo {
+            target: cmd.target as u8,
+            lun: cmd.lun.to_bytes(),
+            cdb: cmd.cdb,
+            direction: if data_len == 0 {
+                DataDirection::None
+            } else {
+                direction
+            },
+            segments,
+            sense: Some(sense),
+            tag,
+        };
+        match self.mpt.post_io(&io, data_len, sense) {
+            // The buffers move into the tag table, where the IOC's addresses keep pointing
+            // (moving a Vec or a sense buffer handle does not move the memory).
+            // `entry` was seen empty and nothing else can reach it: what `replace` hands back is
+            // `None`, and forgetting it spares the check-and-drop an assignment makes.
+            Ok(_) => {
+                let was = entry.replace(TagState {
+                    mapping,
+                    direction,
+                    buffers: cmd.buffers,
+                });
+                debug_assert!(was.is_none());
+                core::mem::forget(was);
+                Ok(())
+            }
+            Err(error) => {
+                self.mapper.unmap(mapping, None, direction);
+                match error {
+                    MptError::Sgl(super::sgl::SglError::ChainPoolExhausted { .. }) => {
+                        Err(Refused {
+                            error: QueueError::HostBusy,
+                            buffers: cmd.buffers,
+                        })
+                    }
+                    other => {
+                        log::warn!("mptsas: tag {}: {other}", tag.0);
+                        let error = HostError::Transport;
+                        self.held
+                            .push(Completed::host_error(tag, error, cmd.buffers));
+                        Ok(())
+                    }
+                }
+            }
+        }
+    }
+}
+
 impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: SenseStorage>
     ScsiHost<S> for MptHost<R, D, M, P, X, S>
 {
@@ -239,8 +322,25 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
                 return Ok(());
             }
         };
+        // The common command, one segment, skips the trip through `self.segments`: its own
+        // copy of the tail, so the request is built from a slice known to hold one segment.
+        let post = Post {
+            mpt: &mut self.mpt,
+            mapper: &mut self.mapper,
+            held: &mut self.held,
+            sense_base: self.sense_base,
+        };
+        if let Some((mapping, segment)) = post.mapper.map_single(data, direction, SEGMENT_BYTES) {
+            return post.post(
+                cmd,
+                entry,
+                mapping,
+                core::slice::from_ref(&segment),
+                data_len,
+            );
+        }
         self.segments.clear();
-        let Some(mapping) = self
+        let Some(mapping) = post
             .mapper
             .map(data, direction, SEGMENT_BYTES, &mut self.segments)
         else {
@@ -250,61 +350,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool, X: DataMapper, S: Se
                 buffers: cmd.buffers,
             });
         };
-        let window = self.mpt.config_sense_high32();
-        let sense = match sense_in_window(cmd.buffers.sense.dma_addr(), window) {
-            Some(addr) => Segment {
-                addr,
-                len_bytes: SENSE_BYTES as u32,
-            },
-            None => sense_segment(self.sense_base, tag),
-        };
-        let io = ScsiIo {
-            target: cmd.target as u8,
-            lun: cmd.lun.to_bytes(),
-            cdb: cmd.cdb,
-            direction: if data_len == 0 {
-                DataDirection::None
-            } else {
-                direction
-            },
-            segments: &self.segments,
-            sense: Some(sense),
-            tag,
-        };
-        match self.mpt.post_io(&io, data_len, sense) {
-            // The buffers move into the tag table, where the IOC's addresses keep pointing
-            // (moving a Vec or a sense buffer handle does not move the memory).
-            // `entry` was seen empty and nothing else can reach it: what `replace` hands back is
-            // `None`, and forgetting it spares the check-and-drop an assignment makes.
-            Ok(_) => {
-                let was = entry.replace(TagState {
-                    mapping,
-                    direction,
-                    buffers: cmd.buffers,
-                });
-                debug_assert!(was.is_none());
-                core::mem::forget(was);
-                Ok(())
-            }
-            Err(error) => {
-                self.mapper.unmap(mapping, None, direction);
-                match error {
-                    MptError::Sgl(super::sgl::SglError::ChainPoolExhausted { .. }) => {
-                        Err(Refused {
-                            error: QueueError::HostBusy,
-                            buffers: cmd.buffers,
-                        })
-                    }
-                    other => {
-                        log::warn!("mptsas: tag {}: {other}", tag.0);
-                        let error = HostError::Transport;
-                        self.held
-                            .push(Completed::host_error(tag, error, cmd.buffers));
-                        Ok(())
-                    }
-                }
-            }
-        }
+        post.post(cmd, entry, mapping, &self.segments, data_len)
     }
 
     fn poll(&mut self, done: &mut Vec<Completed<S>>) -> usize {
