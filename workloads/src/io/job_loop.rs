@@ -258,15 +258,18 @@ fn passes<H, A, C, P>(
             }
         }
         // The poll's own clock read (taken as it began) serves the loop too.
-        note_poll(progress, stack.poll_clock_ns());
+        let now_ns = stack.poll_clock_ns();
         if found == 0 {
+            note_empty_poll(progress, now_ns);
             stack.clock().poll_empty();
             watch_for_stall(stack, hooks, plan, tally, progress);
             // Busy-poll, or halt on the host's interrupt (the policy `io_mode=` installed).
             stack.idle();
             continue;
         }
-        progress.last_progress_ns = progress.now_ns;
+        // Progress: whatever gap came before this poll, the watchdog starts again from now.
+        progress.now_ns = now_ns;
+        progress.last_progress_ns = now_ns;
         progress.moves_at_progress = element_moves(stack.sense_stats());
     }
 }
@@ -381,12 +384,13 @@ where
     )
 }
 
-/// Takes the clock after a poll. A gap longer than [`UNOBSERVED_GAP_NS`] means the loop did
-/// not run (its vCPU was descheduled): the watchdog counts only time in which the stack could
-/// move, so the first poll after the gap, whose timeout sweep only now recovers what fell due
-/// meanwhile, is not judged on it.
+/// Takes the clock after a poll that found nothing (one that found something restarts the
+/// watchdog from its own clock, gap or not). A gap longer than [`UNOBSERVED_GAP_NS`] means the
+/// loop did not run (its vCPU was descheduled): the watchdog counts only time in which the
+/// stack could move, so the first poll after the gap, whose timeout sweep only now recovers
+/// what fell due meanwhile, is not judged on it.
 #[inline(always)]
-fn note_poll(progress: &mut Progress, now_ns: u64) {
+fn note_empty_poll(progress: &mut Progress, now_ns: u64) {
     let gap_ns = now_ns.saturating_sub(progress.now_ns);
     progress.now_ns = now_ns;
     if gap_ns > UNOBSERVED_GAP_NS {
