@@ -58,15 +58,15 @@ impl<
             if let Some(state) = self.tags.get_mut(usize::from(tag.0)) {
                 state.restore(headers);
             }
-        } else if let Some(completed) =
-            self.judge(tag, data, headers, (used_len, data_out, data_in))
-        {
-            done.push(completed);
+        } else {
+            self.judge(tag, data, headers, (used_len, data_out, data_in), done);
         }
     }
 
-    /// The completion of `tag` from its response header and lengths, its buffers handed back
-    /// and its headers returned to the tag.
+    /// Pushes the completion of `tag` onto `done`, from its response header and lengths, its
+    /// buffers handed back and its headers returned to the tag. Each outcome is pushed where
+    /// it is built: an `Option<Completed>` returned to the caller kept the fields on the stack
+    /// and was tested again.
     #[inline]
     fn judge(
         &mut self,
@@ -74,24 +74,29 @@ impl<
         data: Vec<u8>,
         headers: Pinned<Headers>,
         (used_len, data_out, data_in): (u32, u32, u32),
-    ) -> Option<Completed<S>> {
+        done: &mut Vec<Completed<S>>,
+    ) {
         let sense = self.tags.get_mut(usize::from(tag.0)).and_then(|state| {
             state.id = None;
             state.sense.take().map(|sense| (state, sense))
         });
         let Some((state, sense)) = sense else {
             log::error!("virtio-scsi: tag {} popped without its sense buffer", tag.0);
-            return None;
+            return;
         };
         let mut buffers = CmdBuffers { data, sense };
-        let completed = match check_header(&headers.resp, used_len, data_out, data_in) {
+        match check_header(&headers.resp, used_len, data_out, data_in) {
             Err(error) => {
                 self.bad_responses += 1;
                 log::warn!("virtio-scsi: tag {}: {error}", tag.0);
-                Completed::host_error(tag, HostError::Transport, buffers)
+                done.push(Completed::host_error(tag, HostError::Transport, buffers));
             }
             Ok(checked) if checked.response != response::OK => {
-                Completed::host_error(tag, host_error_of(checked.response), buffers)
+                done.push(Completed::host_error(
+                    tag,
+                    host_error_of(checked.response),
+                    buffers,
+                ));
             }
             Ok(checked) => {
                 let mut completion = HostCompletion::good(tag);
@@ -101,10 +106,9 @@ impl<
                     buffers.sense.store(checked.sense);
                     completion.sense_len = checked.sense.len() as u8;
                 }
-                Completed::returned(completion, buffers)
+                done.push(Completed::returned(completion, buffers));
             }
-        };
+        }
         state.restore(headers);
-        Some(completed)
     }
 }
