@@ -168,33 +168,43 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
             return Err(Error::InvalidParam);
         }
         let descriptors_needed = inputs.len() + outputs.len();
+        // Patched (sensepool): the room is checked once per path, for what that path takes.
+        // Upstream checked one condition covering both (a descriptor for an indirect chain, all
+        // of them for a direct one, and no chain longer than the queue) before choosing the
+        // path; the refusals are the same: an indirect chain needs one free descriptor and
+        // may not be longer than the queue, a direct one needs one per buffer (which also
+        // covers both of those).
         // Only consider indirect descriptors if the alloc feature is enabled, as they require
         // allocation.
         #[cfg(feature = "alloc")]
-        if self.num_used as usize + 1 > SIZE
-            || descriptors_needed > SIZE
-            || (!self.indirect && self.num_used as usize + descriptors_needed > SIZE)
-        {
-            return Err(Error::QueueFull);
-        }
-        #[cfg(not(feature = "alloc"))]
-        if self.num_used as usize + descriptors_needed > SIZE {
-            return Err(Error::QueueFull);
-        }
-
-        #[cfg(feature = "alloc")]
         let head = if self.indirect && descriptors_needed > 1 {
+            if self.num_used as usize + 1 > SIZE || descriptors_needed > SIZE {
+                return Err(Error::QueueFull);
+            }
             self.add_indirect(inputs, outputs)
         } else {
+            if self.num_used as usize + descriptors_needed > SIZE {
+                return Err(Error::QueueFull);
+            }
             self.add_direct(inputs, outputs)
         };
         #[cfg(not(feature = "alloc"))]
-        let head = self.add_direct(inputs, outputs);
+        let head = {
+            if self.num_used as usize + descriptors_needed > SIZE {
+                return Err(Error::QueueFull);
+            }
+            self.add_direct(inputs, outputs)
+        };
 
-        let avail_slot = self.avail_idx & (SIZE as u16 - 1);
+        // Patched (sensepool): the ring's address and the new index are taken before the
+        // barrier, in locals, rather than read again from `self` after it.
+        let avail = self.avail.as_ptr();
+        let avail_idx = self.avail_idx;
+        let next_avail_idx = avail_idx.wrapping_add(1);
+        let avail_slot = avail_idx & (SIZE as u16 - 1);
         // SAFETY: `self.avail` is properly aligned, dereferenceable and initialised.
         unsafe {
-            (*self.avail.as_ptr()).ring[avail_slot as usize] = head;
+            (*avail).ring[avail_slot as usize] = head;
         }
 
         // Write barrier so that device sees changes to descriptor table and available ring before
@@ -202,12 +212,10 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
         fence(Ordering::SeqCst);
 
         // increase head of avail ring
-        self.avail_idx = self.avail_idx.wrapping_add(1);
+        self.avail_idx = next_avail_idx;
         // SAFETY: `self.avail` is properly aligned, dereferenceable and initialised.
         unsafe {
-            (*self.avail.as_ptr())
-                .idx
-                .store(self.avail_idx, Ordering::Release);
+            (*avail).idx.store(next_avail_idx, Ordering::Release);
         }
 
         Ok(head)
