@@ -354,13 +354,15 @@ impl<
 
     fn queue_command(&mut self, cmd: ScsiCmd<S>) -> Result<(), Refused<S>> {
         self.check_generation();
+        // The CDB stays in `cmd` until it is copied into the request header (taken here, it
+        // was loaded at entry and kept on the stack across the checks).
         let ScsiCmd {
             tag,
             target,
             lun,
-            cdb,
             direction,
             buffers,
+            ..
         } = cmd;
         let index = usize::from(tag.0);
         // The tag's state, looked up once: free if it holds no command's sense buffer.
@@ -388,7 +390,7 @@ impl<
             Some(headers) => headers,
             None => queue.new_headers(tag.0),
         };
-        match queue.add_command(tag, headers, lun, cdb.padded(), data, direction) {
+        match queue.add_command(tag, headers, lun, cmd.cdb.padded(), data, direction) {
             Ok(id) => {
                 // Field by field: the whole-struct store dropped the old state out of line.
                 state.id = Some(id);
