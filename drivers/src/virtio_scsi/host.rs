@@ -354,22 +354,17 @@ impl<
 
     fn queue_command(&mut self, cmd: ScsiCmd<S>) -> Result<(), Refused<S>> {
         self.check_generation();
-        // The CDB stays in `cmd` until it is copied into the request header (taken here, it
-        // was loaded at entry and kept on the stack across the checks).
+        // The CDB, the direction and the buffers stay in `cmd` until they are used (taken
+        // here, they were loaded at entry and kept on the stack across the checks).
         let ScsiCmd {
-            tag,
-            target,
-            lun,
-            direction,
-            buffers,
-            ..
+            tag, target, lun, ..
         } = cmd;
         let index = usize::from(tag.0);
         // The tag's state, looked up once: free if it holds no command's sense buffer.
         let state = self.tags.get_mut(index).filter(|t| t.sense.is_none());
         let (Some(lun), Some(state), Ok(target)) = (lun.index(), state, u8::try_from(target))
         else {
-            let refused = Completed::host_error(tag, HostError::NoConnect, buffers);
+            let refused = Completed::host_error(tag, HostError::NoConnect, cmd.buffers);
             self.held.push(refused);
             return Ok(());
         };
@@ -377,20 +372,21 @@ impl<
         // reaches a device.
         let Some(queue) = self.queue.as_mut() else {
             self.held
-                .push(Completed::host_error(tag, HostError::Dead, buffers));
+                .push(Completed::host_error(tag, HostError::Dead, cmd.buffers));
             return Ok(());
         };
         if !queue.has_room() {
             let error = QueueError::HostBusy;
+            let buffers = cmd.buffers;
             return Err(Refused { error, buffers });
         }
         let lun = lun_bytes(target, lun);
-        let CmdBuffers { data, sense } = buffers;
+        let CmdBuffers { data, sense } = cmd.buffers;
         let headers = match state.headers.take() {
             Some(headers) => headers,
             None => queue.new_headers(tag.0),
         };
-        match queue.add_command(tag, headers, lun, cmd.cdb.padded(), data, direction) {
+        match queue.add_command(tag, headers, lun, cmd.cdb.padded(), data, cmd.direction) {
             Ok(id) => {
                 // Field by field: the whole-struct store dropped the old state out of line.
                 state.id = Some(id);
