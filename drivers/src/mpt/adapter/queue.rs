@@ -427,7 +427,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
     }
 
     /// Frees slot `index` if busy, returning its completion with `outcome(busy)`. Its tail is
-    /// [`Self::take_matching`]'s, written twice on purpose: making this call that one (the
+    /// [`Self::take_matching`]'s and [`Self::ended`]'s, written twice on purpose: making this call that one (the
     /// slot's own context always matches) or both call a shared tail cost the reply path 6
     /// instructions per I/O in a counted boot (769.5 -> 775.6 at iodepth 32, 925.3 -> 931.3 at
     /// iodepth 1, `cargo xtask bench device --quick --count-insns --io-mode irq --device
@@ -442,11 +442,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         let context = context_of(index, slot.generation);
         slot.generation = (slot.generation + 1) & GENERATION_MASK;
         slot.release_chains();
-        if busy.kind == Kind::Io {
-            self.outstanding_io -= 1;
-        } else {
-            self.free_slots.push(index as u16);
-        }
+        self.ended(index, busy.kind);
         Some(Completion {
             tag: Tag(index as u16),
             context,
@@ -497,7 +493,9 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
     }
 
     /// Frees the slot `context` names if it is busy with that very context, returning its index
-    /// and what it was busy with; anything else is [`MptError::UnknownContext`]. One
+    /// and what it was busy with; anything else is [`MptError::UnknownContext`]. The caller
+    /// counts the request's end by its kind ([`Self::ended`]): the turbo path matches the kind
+    /// once for that and for where the reply goes. One
     /// comparison judges the whole context: [`context_of`] the slot's current generation has
     /// the reply-type bits (31..29) clear and the slot index below, so a stale generation, a
     /// slot out of range or those bits set all differ from it; a free slot has no `busy`.
@@ -516,12 +514,17 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         };
         slot.generation = (slot.generation + 1) & GENERATION_MASK;
         slot.release_chains();
-        if busy.kind == Kind::Io {
-            self.outstanding_io -= 1;
-        } else {
-            self.free_slots.push(index as u16);
-        }
         Ok((index, busy))
+    }
+
+    /// Counts the end of a request of `kind` taken from slot `index` by [`Self::take_matching`]:
+    /// one I/O fewer outstanding, or the task management slot free again.
+    #[inline(always)]
+    fn ended(&mut self, index: usize, kind: Kind) {
+        match kind {
+            Kind::Io => self.outstanding_io -= 1,
+            Kind::TaskMgmt => self.free_slots.push(index as u16),
+        }
     }
 
     /// A context-only ("turbo") reply: success of an I/O, every byte moved, handed to `sink`
@@ -532,14 +535,20 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         let (index, busy) = self.take_matching(context)?;
         let tag = Tag(index as u16);
         match busy.kind {
-            Kind::Io => sink.success(tag, context, busy.data_len),
-            Kind::TaskMgmt => sink.complete(Completion {
-                tag,
-                context,
-                outcome: Outcome::BadReply {
-                    reason: "context-only reply to task management",
-                },
-            }),
+            Kind::Io => {
+                self.ended(index, Kind::Io);
+                sink.success(tag, context, busy.data_len);
+            }
+            Kind::TaskMgmt => {
+                self.ended(index, Kind::TaskMgmt);
+                sink.complete(Completion {
+                    tag,
+                    context,
+                    outcome: Outcome::BadReply {
+                        reason: "context-only reply to task management",
+                    },
+                });
+            }
         }
         Ok(())
     }
@@ -574,6 +583,7 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
         let context = header.msg_context.get();
         let length = usize::from(header.msg_length) * 4;
         let (index, busy) = self.take_matching(context)?;
+        self.ended(index, busy.kind);
         Ok(Completion {
             tag: Tag(index as u16),
             context,
