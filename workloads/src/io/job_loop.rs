@@ -359,13 +359,22 @@ where
         done,
         #[inline(always)]
         |clock, d| {
+            let Done {
+                tag,
+                user_data,
+                result,
+                data,
+            } = d;
+            // The buffer back to the spares first, while its words are still in registers
+            // (the clock read and the histogram's multiplications would spill them).
+            spare.push(((user_data >> 1) as u16, data));
             *outstanding -= 1;
             let ticks = clock
                 .now_ticks()
-                .saturating_sub(start_ticks[usize::from(d.tag.0)]);
+                .saturating_sub(start_ticks[usize::from(tag.0)]);
             latency.record(clock.ticks_to_ns(ticks));
-            let write = d.user_data & 1 == 1;
-            match d.result {
+            let write = user_data & 1 == 1;
+            match result {
                 Ok(c) => {
                     report.recovered += u64::from(c.recovered);
                     if write {
@@ -379,7 +388,6 @@ where
             if P::WANTS_COMPLETIONS {
                 reaped_writes.push(write);
             }
-            spare.push(((d.user_data >> 1) as u16, d.data));
         },
     )
 }
