@@ -97,6 +97,22 @@ struct Tally {
     outstanding: usize,
 }
 
+impl Tally {
+    /// Nothing completed yet into `report`; the stamp table allocated, the buffers not yet
+    /// (they are, inside the counted window, by [`prime`]).
+    #[inline(always)]
+    fn new(report: WorkloadReport) -> Self {
+        Tally {
+            report,
+            latency: Histogram::default(),
+            start_ticks: stamp_table(),
+            spare: Vec::new(),
+            reaped_writes: Vec::new(),
+            outstanding: 0,
+        }
+    }
+}
+
 /// Where the loop is: scalars carried from one pass to the next (kept apart from [`Tally`],
 /// whose fields the poll borrows, so they can stay in registers).
 struct Progress {
@@ -143,14 +159,11 @@ where
         irq,
     };
     let mut streams = streams(job);
-    let mut tally = Tally {
-        report: WorkloadReport::empty(job, stack.sense_allocator().mode(), io_mode),
-        latency: Histogram::default(),
-        start_ticks: stamp_table(),
-        spare: Vec::new(),
-        reaped_writes: Vec::new(),
-        outstanding: 0,
-    };
+    let mut tally = Tally::new(WorkloadReport::empty(
+        job,
+        stack.sense_allocator().mode(),
+        io_mode,
+    ));
     let begin_ns = stack.clock().now_ns();
     let slot = hooks
         .window_slot()
