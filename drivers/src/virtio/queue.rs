@@ -174,16 +174,27 @@ impl<H: Hal, L: Lend, M, const SIZE: usize> OwnedQueue<H, L, M, SIZE> {
         let queue = &mut self.queue;
         // The closure is inlined into each shape `lend` calls it with, so virtio-drivers' `add`
         // (inlined in turn: see third_party/virtio-drivers) runs with its buffer counts known
-        // at compile time: no slices built on the stack, no loop over them.
-        // SAFETY: `Lend` promises that the slices stay where they are while `lent` moves and
-        // that nothing else reaches them. `lent` moves into the token's slot below and leaves
-        // it only by `pop` (after `pop_used` with the same slices succeeded), by
-        // `drain_after_reset` (the device confirmed a reset and uses nothing any more), or
-        // not at all (`abandon` and an unrecordable token leak it).
-        let added = lent.lend(
-            #[inline(always)]
-            |inputs, outputs| unsafe { queue.add(inputs, outputs) },
-        );
+        // at compile time: no slices built on the stack, no loop over them. A queue without
+        // indirect descriptors (virtio-scsi's at its usual sizes) takes `add_direct_only`, the
+        // same `add` less the indirect path: that path is a call that takes the slices by
+        // reference, so with it in the function they were stored on the stack on every add.
+        let added = if queue.uses_indirect() {
+            lent.lend(
+                #[inline(always)]
+                // SAFETY: `Lend` promises that the slices stay where they are while `lent`
+                // moves and that nothing else reaches them. `lent` moves into the token's slot
+                // below and leaves it only by `pop` (after `pop_used` with the same slices
+                // succeeded), by `drain_after_reset` (the device confirmed a reset and uses
+                // nothing any more), or not at all (`abandon` and an unrecordable token leak it).
+                |inputs, outputs| unsafe { queue.add(inputs, outputs) },
+            )
+        } else {
+            lent.lend(
+                #[inline(always)]
+                // SAFETY: as for `add` just above (`add_direct_only` asks the same).
+                |inputs, outputs| unsafe { queue.add_direct_only(inputs, outputs) },
+            )
+        };
         let token = match added {
             Ok(token) => token,
             Err(error) => {

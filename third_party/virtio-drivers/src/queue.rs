@@ -167,35 +167,79 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
         if inputs.is_empty() && outputs.is_empty() {
             return Err(Error::InvalidParam);
         }
-        let descriptors_needed = inputs.len() + outputs.len();
         // Patched (sensepool): the room is checked once per path, for what that path takes.
         // Upstream checked one condition covering both (a descriptor for an indirect chain, all
         // of them for a direct one, and no chain longer than the queue) before choosing the
         // path; the refusals are the same: an indirect chain needs one free descriptor and
         // may not be longer than the queue, a direct one needs one per buffer (which also
-        // covers both of those).
+        // covers both of those; `add_direct_only` checks it).
         // Only consider indirect descriptors if the alloc feature is enabled, as they require
         // allocation.
         #[cfg(feature = "alloc")]
-        let head = if self.indirect && descriptors_needed > 1 {
-            if self.num_used as usize + 1 > SIZE || descriptors_needed > SIZE {
-                return Err(Error::QueueFull);
+        {
+            let descriptors_needed = inputs.len() + outputs.len();
+            if self.indirect && descriptors_needed > 1 {
+                if self.num_used as usize + 1 > SIZE || descriptors_needed > SIZE {
+                    return Err(Error::QueueFull);
+                }
+                let head = self.add_indirect(inputs, outputs);
+                self.publish(head);
+                return Ok(head);
             }
-            self.add_indirect(inputs, outputs)
-        } else {
-            if self.num_used as usize + descriptors_needed > SIZE {
-                return Err(Error::QueueFull);
-            }
-            self.add_direct(inputs, outputs)
-        };
-        #[cfg(not(feature = "alloc"))]
-        let head = {
-            if self.num_used as usize + descriptors_needed > SIZE {
-                return Err(Error::QueueFull);
-            }
-            self.add_direct(inputs, outputs)
-        };
+        }
+        // SAFETY: Our caller's promise is the one `add_direct_only` asks for.
+        unsafe { self.add_direct_only(inputs, outputs) }
+    }
 
+    /// Whether [`Self::add`] may chain a request through an indirect descriptor list (the queue
+    /// was created with `indirect` and the request has more than one buffer).
+    ///
+    /// Patched (sensepool): added, so that a caller can call [`Self::add_direct_only`] instead
+    /// when it knows `add` would not.
+    #[cfg(feature = "alloc")]
+    pub fn uses_indirect(&self) -> bool {
+        self.indirect
+    }
+
+    /// Whether [`Self::add`] may chain a request through an indirect descriptor list: never
+    /// without the `alloc` feature.
+    #[cfg(not(feature = "alloc"))]
+    pub fn uses_indirect(&self) -> bool {
+        false
+    }
+
+    /// Adds buffers to the virtqueue as a chain of direct descriptors, one per buffer, whether
+    /// or not the queue uses indirect descriptors; returns a token.
+    ///
+    /// This is what [`Self::add`] does on a queue that does not use indirect descriptors
+    /// ([`Self::uses_indirect`]), with the same refusals. Patched (sensepool): added, so that
+    /// such a caller does not build the buffers' slices in memory for the indirect path, which
+    /// takes them by reference out of line.
+    ///
+    /// # Safety
+    ///
+    /// The input and output buffers must remain valid and not be accessed until a call to
+    /// `pop_used` with the returned token succeeds.
+    #[inline(always)]
+    pub unsafe fn add_direct_only<'a, 'b>(
+        &mut self,
+        inputs: &'a [&'b [u8]],
+        outputs: &'a mut [&'b mut [u8]],
+    ) -> Result<u16> {
+        if inputs.is_empty() && outputs.is_empty() {
+            return Err(Error::InvalidParam);
+        }
+        if self.num_used as usize + inputs.len() + outputs.len() > SIZE {
+            return Err(Error::QueueFull);
+        }
+        let head = self.add_direct(inputs, outputs);
+        self.publish(head);
+        Ok(head)
+    }
+
+    /// Offers the chain at `head` to the device in the available ring.
+    #[inline(always)]
+    fn publish(&mut self, head: u16) {
         // Patched (sensepool): the ring's address and the new index are taken before the
         // barrier, in locals, rather than read again from `self` after it.
         let avail = self.avail.as_ptr();
@@ -217,8 +261,6 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
         unsafe {
             (*avail).idx.store(next_avail_idx, Ordering::Release);
         }
-
-        Ok(head)
     }
 
     /// Takes a descriptor from the free list for each buffer, device-readable ones first, and
@@ -1406,6 +1448,40 @@ mod tests {
         let used = unsafe { queue.pop_used_peeked(token, &[&request], &mut [&mut response]) };
         assert_eq!((used, response), (5, [9, 8]));
         assert_eq!((queue.peek_used(), queue.available_desc()), (None, 4));
+    }
+
+    /// Patched (sensepool): `add_direct_only` chains direct descriptors even on a queue that
+    /// uses indirect ones, with `add`'s refusals (an empty request, too few free descriptors).
+    #[cfg(feature = "alloc")]
+    #[test]
+    fn add_direct_only_chains_direct_descriptors() {
+        let mut header = VirtIOHeader::make_fake_header(MODERN_VERSION, 1, 0, 0, 4);
+        let mut transport = MmioTransport::new_from_unique(
+            UniqueMmioPointer::from(&mut header),
+            UniqueMmioPointer::from([].as_mut_slice()),
+        )
+        .unwrap();
+        let mut queue = VirtQueue::<FakeHal, 4>::new(&mut transport, 0, true, false).unwrap();
+        assert!(queue.uses_indirect());
+        assert_eq!(
+            unsafe { queue.add_direct_only(&[], &mut []) },
+            Err(Error::InvalidParam)
+        );
+        let request = [1, 2, 3];
+        let (mut response, mut data) = ([0u8; 2], [0u8; 1]);
+        let token =
+            unsafe { queue.add_direct_only(&[&request], &mut [&mut response, &mut data]) }.unwrap();
+        // Three descriptors of the table, not one indirect one.
+        assert_eq!(queue.num_used, 3);
+        let (a, b) = ([4u8], [5u8]);
+        assert_eq!(
+            unsafe { queue.add_direct_only(&[&a, &b], &mut []) },
+            Err(Error::QueueFull)
+        );
+        fake_use(&queue, &[1, 2, 3], &[9, 8, 7]);
+        let used = unsafe { queue.pop_used(token, &[&request], &mut [&mut response, &mut data]) };
+        assert_eq!((used, response, data), (Ok(6), [9, 8], [7]));
+        assert_eq!(queue.num_used, 0);
     }
 
     /// A pop given fewer buffers than the chain holds is refused by the chain walk.
