@@ -171,30 +171,11 @@ impl<H: Hal, L: Lend, M, const SIZE: usize> OwnedQueue<H, L, M, SIZE> {
                 returned: Some((lent, meta)),
             });
         }
-        let queue = &mut self.queue;
-        // The closure is inlined into each shape `lend` calls it with, so virtio-drivers' `add`
-        // (inlined in turn: see third_party/virtio-drivers) runs with its buffer counts known
-        // at compile time: no slices built on the stack, no loop over them. A queue without
-        // indirect descriptors (virtio-scsi's at its usual sizes) takes `add_direct_only`, the
-        // same `add` less the indirect path: that path is a call that takes the slices by
-        // reference, so with it in the function they were stored on the stack on every add.
-        let added = if queue.uses_indirect() {
-            lent.lend(
-                #[inline(always)]
-                // SAFETY: `Lend` promises that the slices stay where they are while `lent`
-                // moves and that nothing else reaches them. `lent` moves into the token's slot
-                // below and leaves it only by `pop` (after `pop_used` with the same slices
-                // succeeded), by `drain_after_reset` (the device confirmed a reset and uses
-                // nothing any more), or not at all (`abandon` and an unrecordable token leak it).
-                |inputs, outputs| unsafe { queue.add(inputs, outputs) },
-            )
-        } else {
-            lent.lend(
-                #[inline(always)]
-                // SAFETY: as for `add` just above (`add_direct_only` asks the same).
-                |inputs, outputs| unsafe { queue.add_direct_only(inputs, outputs) },
-            )
-        };
+        // `lent` moves into the token's slot below and leaves it only by `pop` (after
+        // `pop_used` with the same slices succeeded), by `drain_after_reset` (the device
+        // confirmed a reset and uses nothing any more), or not at all (`abandon` and an
+        // unrecordable token leak it): what `lend_to` asks.
+        let added = lend_to(&mut self.queue, &mut lent);
         let token = match added {
             Ok(token) => token,
             Err(error) => {
@@ -318,5 +299,37 @@ impl<H: Hal, L: Lend, M, const SIZE: usize> OwnedQueue<H, L, M, SIZE> {
         }
         core::mem::forget(self);
         records
+    }
+}
+
+/// Gives the slices of `lent` to the device on `queue`; returns the token. `lent` must keep them
+/// for the device until `pop_used` with the same slices succeeds, or a confirmed reset, or for
+/// ever (it is leaked).
+///
+/// The closure is inlined into each shape `lend` calls it with, so virtio-drivers' `add`
+/// (inlined in turn: see third_party/virtio-drivers) runs with its buffer counts known at
+/// compile time: no slices built on the stack, no loop over them. A queue without indirect
+/// descriptors (virtio-scsi's at its usual sizes) takes `add_direct_only`, the same `add` less
+/// the indirect path: that path is a call that takes the slices by reference, so with it in the
+/// function they were stored on the stack on every add.
+#[inline(always)]
+fn lend_to<H: Hal, L: Lend, const SIZE: usize>(
+    queue: &mut VirtQueue<H, SIZE>,
+    lent: &mut L,
+) -> Result<u16, virtio_drivers::Error> {
+    if queue.uses_indirect() {
+        lent.lend(
+            #[inline(always)]
+            // SAFETY: `Lend` promises that the slices stay where they are while `lent` moves
+            // and that nothing else reaches them; our caller keeps `lent` until the device is
+            // done with them (`OwnedQueue::add`).
+            |inputs, outputs| unsafe { queue.add(inputs, outputs) },
+        )
+    } else {
+        lent.lend(
+            #[inline(always)]
+            // SAFETY: as for `add` just above (`add_direct_only` asks the same).
+            |inputs, outputs| unsafe { queue.add_direct_only(inputs, outputs) },
+        )
     }
 }
