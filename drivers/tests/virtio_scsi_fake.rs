@@ -428,3 +428,43 @@ fn each_request_header_carries_its_own_command_only() {
         );
     }
 }
+
+/// A READ(10) of one block on tag `tag` of target 0, LUN 0, for the host directly.
+fn read_cmd(tag: u16) -> scsi::host::ScsiCmd<Box<[u8; 96]>> {
+    scsi::host::ScsiCmd {
+        tag: scsi::wire::Tag(tag),
+        target: 0,
+        lun: Lun(0),
+        cdb: scsi::wire::CdbBytes::from_slice(&[0x28, 0, 0, 0, 0, 0, 0, 0, 1, 0]).unwrap(),
+        direction: scsi::host::DataDirection::FromDevice,
+        buffers: scsi::host::CmdBuffers {
+            data: vec![0; 512],
+            sense: Box::new([0; 96]),
+        },
+    }
+}
+
+/// A full queue with a free tag: an aborted command's tag is free at once, but its buffers
+/// stay lent until its late used entry pops. A command on that tag meanwhile is refused with
+/// `HostBusy` (the midlayer retries it later), its buffers handed back, not failed.
+#[test]
+fn a_free_tag_on_a_full_queue_is_refused_busy() {
+    let fake = FakeScsi::new();
+    let mut host = Host::new(fake.clone(), CountingDelay::default(), 32).expect("device up");
+    let can_queue = host.template().can_queue;
+    fake.state().hold = true;
+    for tag in 0..can_queue {
+        host.queue_command(read_cmd(tag)).expect("room");
+    }
+    let mut done = Vec::new();
+    host.poll(&mut done);
+    assert!(done.is_empty(), "held by the device: {done:?}");
+    host.abort(scsi::wire::Tag(0)).expect("aborted");
+    let refused = host
+        .queue_command(read_cmd(0))
+        .expect_err("the aborted command still holds its place in the queue");
+    assert_eq!(refused.error, scsi::host::QueueError::HostBusy);
+    assert_eq!(refused.buffers.data.len(), 512, "the buffers handed back");
+    host.poll(&mut done);
+    assert!(done.is_empty(), "nothing completed: {done:?}");
+}
