@@ -56,7 +56,7 @@ use super::events::host_event;
 use super::shared::{ReinitHook, Shared};
 use super::wire::{lun_bytes, wire_tag};
 use crate::delay::Delay;
-use crate::virtio::queue::Pinned;
+use crate::virtio::queue::{self as owned, Pinned};
 
 /// Largest transfer advertised, in 4 KiB segments.
 const MAX_SEGMENTS: u32 = 256;
@@ -375,11 +375,6 @@ impl<
                 .push(Completed::host_error(tag, HostError::Dead, cmd.buffers));
             return Ok(());
         };
-        if !queue.has_room() {
-            let error = QueueError::HostBusy;
-            let buffers = cmd.buffers;
-            return Err(Refused { error, buffers });
-        }
         let lun = lun_bytes(target, lun);
         let CmdBuffers { data, sense } = cmd.buffers;
         let headers = match state.headers.take() {
@@ -393,8 +388,14 @@ impl<
                 state.sense = Some(sense);
                 Ok(())
             }
+            // The queue's own room check is the host's: a free tag meets a full queue only
+            // while an aborted command's late used entry has not popped (its buffers stay lent).
             Err(NotAdded {
-                error: VirtioScsiError::Queue(virtio_drivers::Error::QueueFull),
+                error:
+                    VirtioScsiError::Ring(
+                        owned::QueueError::Full { .. }
+                        | owned::QueueError::Virtqueue(virtio_drivers::Error::QueueFull),
+                    ),
                 headers,
                 data,
             }) => {
