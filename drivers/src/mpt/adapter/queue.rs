@@ -427,11 +427,11 @@ impl<R: MptRegisters, D: Delay, M: DmaMemory, P: ChainPool> Mpt<R, D, M, P> {
     }
 
     /// Frees slot `index` if busy, returning its completion with `outcome(busy)`. Its tail is
-    /// [`Self::take_matching`]'s and [`Self::ended`]'s, written twice on purpose: making this call that one (the
-    /// slot's own context always matches) or both call a shared tail cost the reply path 6
-    /// instructions per I/O in a counted boot (769.5 -> 775.6 at iodepth 32, 925.3 -> 931.3 at
-    /// iodepth 1, `cargo xtask bench device --quick --count-insns --io-mode irq --device
-    /// mptsas`), as did forcing the reply path's inlining (777.8 and 933.3).
+    /// [`Self::take_matching`]'s (then [`Self::ended`]), written twice on purpose: making this
+    /// call that one (the slot's own context always matches) or both call a shared tail cost
+    /// the reply path 6 instructions per I/O in a counted boot (769.5 -> 775.6 at iodepth 32,
+    /// 925.3 -> 931.3 at iodepth 1, `cargo xtask bench device --quick --count-insns --io-mode
+    /// irq --device mptsas`), as did forcing the reply path's inlining (777.8 and 933.3).
     pub(super) fn release(
         &mut self,
         index: usize,

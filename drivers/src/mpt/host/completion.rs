@@ -147,6 +147,7 @@ struct Drain<'a, 'b, X: DataMapper, M, S> {
 impl<X: DataMapper, M: DmaMemory, S: SenseStorage> ReplySink for Drain<'_, '_, X, M, S> {
     /// The common end, straight from the adapter's slot: no [`Completion`] and no outcome to
     /// match.
+    ///
     /// The completion is pushed where its buffers were found: going through an
     /// `Option<Completed>` made the drain test a second niche, one the compiler could not rule
     /// out for the buffers it had just taken.

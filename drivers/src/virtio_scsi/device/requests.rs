@@ -129,11 +129,6 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
         self.requests.in_flight()
     }
 
-    /// Whether another command fits now.
-    pub fn has_room(&self) -> bool {
-        self.requests.has_room()
-    }
-
     /// Whether commands were added since the last [`Self::flush`].
     #[inline]
     pub(in crate::virtio_scsi) fn has_unnotified(&self) -> bool {
