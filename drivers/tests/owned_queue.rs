@@ -13,7 +13,7 @@ use virtio_fake::net::FakeNet;
 
 const SIZE: usize = 8;
 type Queue = OwnedQueue<HeapHal, DeviceWrites<Box<[u8]>>, u32, SIZE>;
-type ExchangeQueue = OwnedQueue<HeapHal, Exchange<Box<[u8]>, Box<[u8]>>, u32, SIZE>;
+type ExchangeQueue = OwnedQueue<HeapHal, Exchange<Box<[u8]>, Box<[u8]>, 8>, u32, SIZE>;
 
 /// A receive queue admitting `limit` buffers on a fake virtio-net device.
 fn queue(limit: usize) -> (FakeNet, Queue) {
@@ -122,7 +122,7 @@ fn a_full_queue_hands_the_request_back() {
     let exchange = || {
         let header = vec![0u8; 16].into_boxed_slice();
         let data = vec![0u8; 64].into_boxed_slice();
-        Exchange::new(header, 8, data, DataDirection::FromDevice)
+        Exchange::new(header, data, DataDirection::FromDevice)
     };
     for meta in 0..(SIZE / 3) as u32 {
         queue.add(exchange(), meta).map_err(|e| e.error).unwrap();

@@ -156,25 +156,27 @@ pub enum DataDirection {
     FromDevice,
 }
 
-/// A header whose first `readable_len` bytes the device reads (the request) and whose rest it
+/// A header whose first `READABLE_LEN` bytes the device reads (the request) and whose rest it
 /// writes (the response), with a data buffer in one direction; an empty data buffer is not
 /// lent (virtio 1.2 §2.7.4: device-readable descriptors come before device-writable ones).
-pub struct Exchange<P, D> {
+///
+/// The split is a constant of the type, not a field: a request header's length is fixed by
+/// its layout (`size_of` of the wire struct), and with the header's own length known too (a
+/// [`Pinned`] value's), the split's bounds check and the empty-part checks fold away on every
+/// add and pop.
+pub struct Exchange<P, D, const READABLE_LEN: usize> {
     header: P,
-    readable_len: usize,
     data: D,
     direction: DataDirection,
 }
 
-impl<P: Part, D: Part> Exchange<P, D> {
-    /// Lends `header[..readable_len]` for reading, the rest of it for writing, and `data` in
-    /// `direction`. A `readable_len` beyond the header makes all of it readable.
+impl<P: Part, D: Part, const READABLE_LEN: usize> Exchange<P, D, READABLE_LEN> {
+    /// Lends `header[..READABLE_LEN]` for reading, the rest of it for writing, and `data` in
+    /// `direction`. A `READABLE_LEN` beyond the header makes all of it readable.
     #[inline]
-    pub fn new(header: P, readable_len: usize, data: D, direction: DataDirection) -> Self {
-        let readable_len = readable_len.min(header.bytes().len());
+    pub fn new(header: P, data: D, direction: DataDirection) -> Self {
         Self {
             header,
-            readable_len,
             data,
             direction,
         }
@@ -207,15 +209,18 @@ impl<P: Part, D: Part> Exchange<P, D> {
     }
 }
 
-// SAFETY: the slices are the header's split at `readable_len` and the data's, in an order
-// fixed by private fields that never change after construction.
-unsafe impl<P: Part, D: Part> Lend for Exchange<P, D> {
+// SAFETY: the slices are the header's split at `READABLE_LEN` (or none of it writable, for a
+// shorter header) and the data's, in an order fixed by private fields that never change after
+// construction; `Part` keeps the header's length the same on every call, so the split is too.
+unsafe impl<P: Part, D: Part, const READABLE_LEN: usize> Lend for Exchange<P, D, READABLE_LEN> {
     #[inline]
     fn lend<R>(
         &mut self,
         f: impl for<'a> FnOnce(&'a [&'a [u8]], &'a mut [&'a mut [u8]]) -> R,
     ) -> R {
-        let (request, response) = self.header.bytes_mut().split_at_mut(self.readable_len);
+        let header = self.header.bytes_mut();
+        let split = READABLE_LEN.min(header.len());
+        let (request, response) = header.split_at_mut(split);
         let data = self.data.bytes_mut();
         match (data.is_empty(), self.direction) {
             (true, _) => f(&[&*request], &mut [response]),

@@ -28,7 +28,7 @@ pub(in crate::virtio_scsi) struct TmfBuffers {
 }
 
 /// What the device holds of one task management request.
-pub(in crate::virtio_scsi) type Tmf = Exchange<Pinned<TmfBuffers>, NoData>;
+pub(in crate::virtio_scsi) type Tmf = Exchange<Pinned<TmfBuffers>, NoData, { size_of::<TmfReq>() }>;
 
 impl<H: Hal, Tr: Transport, D: Delay> VirtioScsi<H, Tr, D> {
     /// Sends a task management function and waits (bounded) for its response code.
@@ -53,12 +53,7 @@ impl<H: Hal, Tr: Transport, D: Delay> VirtioScsi<H, Tr, D> {
         let mut buffers = Pinned::<TmfBuffers>::new_zeroed();
         buffers.request = request;
         buffers.response.response = 0xFF;
-        let tmf = Exchange::new(
-            buffers,
-            size_of::<TmfReq>(),
-            NoData,
-            DataDirection::ToDevice,
-        );
+        let tmf = Tmf::new(buffers, NoData, DataDirection::ToDevice);
         // On time-out the buffers stay in the control queue, dropped with the device only
         // after a reset it confirmed, or leaked with it.
         let token = self

@@ -41,8 +41,9 @@ pub(in crate::virtio_scsi) struct Headers {
 // The midlayer's CDBs fit the request's CDB field (`add_command` writes their 16 bytes).
 const _: () = assert!(wire::CDB_SIZE >= MAX_CDB_LEN);
 
-/// What the device holds of one command: its headers and its data buffer.
-type Command = Exchange<Pinned<Headers>, Vec<u8>>;
+/// What the device holds of one command: its headers (the request, then the response) and its
+/// data buffer.
+type Command = Exchange<Pinned<Headers>, Vec<u8>, { size_of::<CmdReq>() }>;
 
 /// The driver's record of one outstanding command.
 struct Record<T> {
@@ -223,7 +224,7 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
             DataDirection::FromDevice => owned::DataDirection::FromDevice,
             _ => owned::DataDirection::ToDevice,
         };
-        let command = Exchange::new(headers, size_of::<CmdReq>(), data, direction);
+        let command = Command::new(headers, data, direction);
         let record = Record {
             tag,
             aborted: false,
