@@ -85,6 +85,33 @@ fn a_burst_of_commands_costs_one_notify() {
     assert_eq!(fake.state().request_notifies - notifies_before, 1);
 }
 
+/// `commit` (Linux `commit_rqs`) rings the burst's one doorbell at once, so the poll after it
+/// rings none: the doorbell is submission's work.
+#[test]
+fn commit_rings_the_burst_doorbell_before_any_poll() {
+    let (fake, mut stack) = stack();
+    let disk = stack.scan().luns[0].disk.expect("disk");
+    let notifies_before = fake.state().request_notifies;
+    for i in 0..4u64 {
+        let request = Request::new(
+            disk.device,
+            Cdb::read(Lba(i * 8), BlockCount(8)),
+            vec![0; 4096],
+        );
+        stack.submit(request).expect("room for 4");
+    }
+    assert_eq!(fake.state().request_notifies, notifies_before);
+    stack.commit();
+    assert_eq!(fake.state().request_notifies - notifies_before, 1);
+    // Nothing new to tell: a second commit is silent.
+    stack.commit();
+    let mut done = Vec::new();
+    while done.len() < 4 {
+        stack.poll(&mut done);
+    }
+    assert_eq!(fake.state().request_notifies - notifies_before, 1);
+}
+
 /// More commands than the 16-bit ring indexes count: virtio-drivers 0.13's event-index
 /// notify check breaks at the wrap, so the driver must keep notifying past it.
 #[test]

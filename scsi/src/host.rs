@@ -297,6 +297,13 @@ pub trait ScsiHost<S> {
     /// Starts a command; the host owns its buffers from now on. `Err` hands them back at once.
     fn queue_command(&mut self, cmd: ScsiCmd<S>) -> Result<(), Refused<S>>;
 
+    /// Tells the device of the commands queued since the last call (Linux `commit_rqs`, which
+    /// blk-mq calls at the end of a batch): a host that batches its doorbell rings it here. The
+    /// submitter calls it after each batch, so the doorbell is submission's work, not the next
+    /// poll's. A host that rings per command, or has no doorbell, does nothing (the default);
+    /// one that batches still rings in [`poll`](Self::poll) for a submitter that never commits.
+    fn commit(&mut self) {}
+
     /// Pushes finished commands to `done` (as many as are ready) and returns how many.
     fn poll(&mut self, done: &mut Vec<Completed<S>>) -> usize;
 

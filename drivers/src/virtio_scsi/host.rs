@@ -286,9 +286,10 @@ impl<
         Some(CmdBuffers { data, sense })
     }
 
-    /// Notifies the device of the commands added since the last flush. The check is inlined
-    /// into `poll`, which runs it on every call (at iodepth 1 once per I/O with nothing to
-    /// notify); the notify itself stays out of line.
+    /// Notifies the device of the commands added since the last flush: [`ScsiHost::commit`],
+    /// and `poll` for a submitter that does not commit. The check is inlined into both (`poll`
+    /// runs it on every call, at iodepth 1 once per I/O with nothing to notify after a
+    /// commit); the notify itself stays out of line.
     #[inline]
     fn flush(&mut self) {
         if self
@@ -418,6 +419,13 @@ impl<
                 Ok(())
             }
         }
+    }
+
+    fn commit(&mut self) {
+        // No generation check: a reset by another handle since this batch's `queue_command`s
+        // makes this at worst a spurious notify of the fresh ring (which the device ignores),
+        // and the next `poll` catches up.
+        self.flush();
     }
 
     fn poll(&mut self, done: &mut Vec<Completed<S>>) -> usize {

@@ -286,6 +286,14 @@ where
         self.max_transfer_bytes
     }
 
+    /// Ends a batch of [`submit`](Self::submit)s: the host tells its device of them now (Linux
+    /// `scsi_commit_rqs`). A caller that never commits still has its commands started by the
+    /// next [`poll`](Self::poll); one that does rings the doorbell as part of submitting.
+    #[inline]
+    pub fn commit(&mut self) {
+        self.host.commit();
+    }
+
     /// Submits a command. On `Ok` exactly one [`Done`] with this tag will come from `poll`.
     #[inline(always)]
     pub fn submit(&mut self, request: Request) -> Result<Tag, Rejected> {

@@ -178,6 +178,9 @@ impl<H: ScsiHost<SenseBuf>> ScsiHost<SenseBuf> for Meddler<H> {
         }
         self.inner.queue_command(cmd)
     }
+    fn commit(&mut self) {
+        self.inner.commit();
+    }
     fn poll(&mut self, done: &mut Vec<Completed<SenseBuf>>) -> usize {
         let own = self.own.len();
         done.append(&mut self.own);

@@ -254,7 +254,14 @@ fn passes<H, A, C, P>(
 {
     loop {
         hooks.tick(stack.sense_allocator().slab());
+        let issued = progress.issued;
         submit(stack, plan, streams, tally, progress);
+        // The pass's doorbell (blk-mq's `commit_rqs`) is submission's work: a batching host
+        // would ring it inside the next poll, which the count files as waiting when it finds
+        // nothing yet and as working when it does, so the working count moved with the device.
+        if progress.issued != issued {
+            stack.commit();
+        }
         if tally.outstanding == 0 {
             break;
         }

@@ -308,3 +308,78 @@ fn a_recovery_after_a_gap_in_polling_is_progress_not_a_stall() {
         );
     }
 }
+
+/// scsi_debug behind a doorbell that is rung only by `commit`: counts the polls that found
+/// commands queued but not yet committed (whose doorbell a batching host rings inside the poll).
+struct Doorbell<H> {
+    inner: H,
+    uncommitted: usize,
+    polls_before_commit: usize,
+    commits: usize,
+}
+
+impl<H: scsi::host::ScsiHost<S>, S> scsi::host::ScsiHost<S> for Doorbell<H> {
+    fn template(&self) -> scsi::host::HostTemplate {
+        self.inner.template()
+    }
+    fn queue_command(&mut self, cmd: scsi::host::ScsiCmd<S>) -> Result<(), scsi::host::Refused<S>> {
+        self.uncommitted += 1;
+        self.inner.queue_command(cmd)
+    }
+    fn commit(&mut self) {
+        self.commits += 1;
+        self.uncommitted = 0;
+    }
+    fn poll(&mut self, done: &mut alloc::vec::Vec<scsi::host::Completed<S>>) -> usize {
+        if self.uncommitted > 0 {
+            self.polls_before_commit += 1;
+        }
+        self.inner.poll(done)
+    }
+    fn abort(
+        &mut self,
+        tag: scsi::wire::Tag,
+    ) -> Result<scsi::host::CmdBuffers<S>, scsi::host::AbortFailed> {
+        self.inner.abort(tag)
+    }
+    fn reset(
+        &mut self,
+        returned: &mut alloc::vec::Vec<scsi::host::Completed<S>>,
+    ) -> Result<(), scsi::host::HostResetFailed> {
+        self.inner.reset(returned)
+    }
+}
+
+/// The loop commits each submit pass before it polls, as blk-mq ends a batch with
+/// `commit_rqs`: a batching host's doorbell is submission's work, never rung inside a poll
+/// (which, finding nothing, the instruction count would file as waiting).
+#[test]
+fn the_loop_commits_each_submit_pass_before_it_polls() {
+    for iodepth in [1, 8] {
+        let params =
+            WorkloadParams::parse(&format!("ios=300 iodepth={iodepth} ndelay=20000")).unwrap();
+        let clock = ManualClock::new(1000);
+        let target = ScsiDebug::try_new(params.target.clone(), clock.clone()).unwrap();
+        let host = Doorbell {
+            inner: target,
+            uncommitted: 0,
+            polls_before_commit: 0,
+            commits: 0,
+        };
+        let mut stack = Midlayer::new(host, HeapSense::new(), params.sense, clock).unwrap();
+        let disk = stack.scan().luns.iter().find_map(|l| l.disk).unwrap();
+        // The scan's own commands are the midlayer's, started by its polls.
+        let host = stack.host_mut();
+        (host.uncommitted, host.polls_before_commit) = (0, 0);
+        let report = run(&mut stack, &disk, &params.job).unwrap();
+        assert_eq!(report.ios, 300, "iodepth {iodepth}");
+        let host = stack.host_mut();
+        assert_eq!(host.polls_before_commit, 0, "iodepth {iodepth}");
+        // One commit per pass that submitted, not one per command or per empty pass.
+        assert!(
+            host.commits > 0 && host.commits <= 300,
+            "iodepth {iodepth}: {}",
+            host.commits
+        );
+    }
+}
