@@ -269,14 +269,17 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
     /// Patched (sensepool): each descriptor is filled in the shadow and copied to the device's
     /// table once, with its final flags (`NEXT` on all but the last). Upstream wrote the last
     /// descriptor twice (once with `NEXT`, then again without) and walked the buffers through an
-    /// iterator that chains the two slices; the free list's head is kept in a local until the
-    /// chain is built. The descriptors, the free list and the checks are the same.
+    /// iterator that chains the two slices; the free list's head and the device's table are
+    /// kept in locals until the chain is built (the table's address was read again from `self`
+    /// for each descriptor, after the store into the table before it). The descriptors, the
+    /// free list and the checks are the same.
     #[inline(always)]
     fn add_direct<'a, 'b>(
         &mut self,
         inputs: &'a [&'b [u8]],
         outputs: &'a mut [&'b mut [u8]],
     ) -> u16 {
+        let table = self.desc_table();
         let head = self.free_head;
         let count = inputs.len() + outputs.len();
         let mut left = count;
@@ -287,6 +290,7 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
             // returns them.
             index = unsafe {
                 self.push_direct(
+                    table,
                     index,
                     (*input).into(),
                     BufferDirection::DriverToDevice,
@@ -299,6 +303,7 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
             // SAFETY: As above.
             index = unsafe {
                 self.push_direct(
+                    table,
                     index,
                     (*output).into(),
                     BufferDirection::DeviceToDriver,
@@ -313,7 +318,8 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
 
     /// Fills the free descriptor `index` (the free list's current head) with `buffer`, chained
     /// to the next free one if `left` more follow, shows it to the device and returns the next
-    /// free descriptor (the list's new head).
+    /// free descriptor (the list's new head). `table` is the device's descriptor table
+    /// ([`Self::desc_table`]).
     ///
     /// # Safety
     ///
@@ -321,6 +327,7 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
     #[inline(always)]
     unsafe fn push_direct(
         &mut self,
+        table: *mut [Descriptor; SIZE],
         index: u16,
         buffer: NonNull<[u8]>,
         direction: BufferDirection,
@@ -343,7 +350,12 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
         // The chain's link and the free list's are the same field: the next descriptor of the
         // chain is the next free one.
         let next = desc.next;
-        self.write_desc(index & (SIZE as u16 - 1));
+        // SAFETY: `table` is `self.desc` ([`Self::desc_table`]): properly aligned,
+        // dereferenceable and initialised, exactly `SIZE` descriptors, and nothing else reads or
+        // writes this descriptor during this block (as in `write_desc`).
+        unsafe {
+            (*table)[usize::from(index) & (SIZE - 1)] = desc.clone();
+        }
         next
     }
 
@@ -470,13 +482,22 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
         let index = usize::from(index);
         // Patched (sensepool): the table is indexed as the `SIZE` descriptors it is, so the
         // shadow's bounds check covers both.
-        let table = self.desc.as_ptr().cast::<[Descriptor; SIZE]>();
+        let table = self.desc_table();
         // SAFETY: `self.desc` is properly aligned, dereferenceable and initialised, holds
         // exactly `SIZE` descriptors (`new` made it so), and nothing else reads or writes the
         // descriptor during this block.
         unsafe {
             (*table)[index] = self.desc_shadow[index].clone();
         }
+    }
+
+    /// The device's descriptor table as the `SIZE` descriptors it is.
+    ///
+    /// Patched (sensepool): added, for `write_desc` and for `add_direct`, which keeps it in a
+    /// local across a chain.
+    #[inline(always)]
+    fn desc_table(&self) -> *mut [Descriptor; SIZE] {
+        self.desc.as_ptr().cast::<[Descriptor; SIZE]>()
     }
 
     /// Returns whether there is a used element that can be popped.
@@ -622,7 +643,9 @@ impl<H: Hal, const SIZE: usize> VirtQueue<H, SIZE> {
         if next.is_some() {
             panic!("Descriptor chain was longer than expected.");
         }
-        self.desc_shadow[usize::from(last)].next = original_free_head;
+        // Chain links come from the shadow and are always below `SIZE`: masked, as in
+        // `unshare_one` (patched, sensepool; it was bounds-checked).
+        self.desc_shadow[usize::from(last) & (SIZE - 1)].next = original_free_head;
         self.num_used -= (inputs.len() + outputs.len()) as u16;
     }
 
