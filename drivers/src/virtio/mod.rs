@@ -17,6 +17,14 @@ use virtio_drivers::transport::{DeviceStatus, Transport};
 
 use crate::delay::{Delay, TimedOut, poll_until};
 
+/// Marks the path that calls it as rarely taken (a refusal), so the compiler lays out and
+/// allocates registers for the other one. `core::hint::cold_path` does this from Rust 1.95; the
+/// workspace's declared minimum is 1.85, so this is the older form of it: a call to a cold
+/// function marks its block cold.
+#[cold]
+#[inline(never)]
+pub(crate) fn cold_path() {}
+
 /// How long a device may take to finish a reset.
 pub const RESET_TIMEOUT_US: u64 = 1_000_000;
 

@@ -161,7 +161,10 @@ impl<H: Hal, L: Lend, M, const SIZE: usize> OwnedQueue<H, L, M, SIZE> {
     /// Returns the token.
     #[inline]
     pub fn add(&mut self, mut lent: L, meta: M) -> Result<u16, NotAdded<L, M>> {
+        // The refusals are rare and marked cold (`cold_path`): the success path is laid out
+        // and given registers for itself.
         if !self.has_room() {
+            crate::virtio::cold_path();
             let error = QueueError::Full {
                 in_flight: self.in_flight,
                 limit: self.limit,
@@ -179,6 +182,7 @@ impl<H: Hal, L: Lend, M, const SIZE: usize> OwnedQueue<H, L, M, SIZE> {
         let token = match added {
             Ok(token) => token,
             Err(error) => {
+                crate::virtio::cold_path();
                 let error = error.into();
                 return Err(NotAdded {
                     error,
@@ -193,6 +197,7 @@ impl<H: Hal, L: Lend, M, const SIZE: usize> OwnedQueue<H, L, M, SIZE> {
                 Ok(token)
             }
             _ => {
+                crate::virtio::cold_path();
                 // Posted but not recordable: the device may use the buffers, so they are
                 // leaked rather than dropped; the caller learns only the error.
                 log::error!("virtqueue: token {token} is in use or out of range");
