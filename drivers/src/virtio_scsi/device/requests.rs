@@ -235,6 +235,7 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
                 Ok(token)
             }
             Err(not_added) => {
+                crate::virtio::cold_path();
                 // `returned: None`: posted but not recordable, so leaked with its buffers;
                 // the caller learns only the error.
                 let (headers, data) = match not_added.returned {
