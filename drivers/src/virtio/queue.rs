@@ -17,6 +17,7 @@
 
 pub mod lend;
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use virtio_drivers::Hal;
@@ -100,7 +101,10 @@ impl<L: Lend, M> Completion<L, M> {
 /// the caller's record of it (`M`), by token.
 pub struct OwnedQueue<H: Hal, L, M, const SIZE: usize> {
     queue: VirtQueue<H, SIZE>,
-    slots: Vec<Option<(L, M)>>,
+    /// One slot per token, as many as the ring has descriptors: with the length in the type, a
+    /// token found here is known to be below `SIZE`, and virtio-drivers' own index check of the
+    /// same token on pop folds away.
+    slots: Box<[Option<(L, M)>; SIZE]>,
     in_flight: usize,
     limit: usize,
 }
@@ -110,7 +114,7 @@ impl<H: Hal, L: Lend, M, const SIZE: usize> OwnedQueue<H, L, M, SIZE> {
     pub fn new(queue: VirtQueue<H, SIZE>, limit: usize) -> Self {
         Self {
             queue,
-            slots: (0..SIZE).map(|_| None).collect(),
+            slots: empty_slots(),
             in_flight: 0,
             limit: limit.min(SIZE),
         }
@@ -304,6 +308,16 @@ impl<H: Hal, L: Lend, M, const SIZE: usize> OwnedQueue<H, L, M, SIZE> {
         }
         core::mem::forget(self);
         records
+    }
+}
+
+/// `SIZE` empty slots on the heap (built there: an array of them on the stack first could be
+/// large).
+fn empty_slots<T, const SIZE: usize>() -> Box<[Option<T>; SIZE]> {
+    let slots: Box<[Option<T>]> = (0..SIZE).map(|_| None).collect();
+    match slots.try_into() {
+        Ok(slots) => slots,
+        Err(_) => unreachable!("{SIZE} slots collected"),
     }
 }
 
