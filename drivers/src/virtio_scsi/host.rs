@@ -286,10 +286,9 @@ impl<
         Some(CmdBuffers { data, sense })
     }
 
-    /// Notifies the device of the commands added since the last flush: [`ScsiHost::commit`],
-    /// and `poll` for a submitter that does not commit. The check is inlined into both (`poll`
-    /// runs it on every call, at iodepth 1 once per I/O with nothing to notify after a
-    /// commit); the notify itself stays out of line.
+    /// Notifies the device of the commands added since the last flush, for a submitter that
+    /// does not commit: `poll` runs it on every call (at iodepth 1 once per I/O, with nothing
+    /// to notify after a commit), so the check is inlined and the notify stays out of line.
     #[inline]
     fn flush(&mut self) {
         if self
@@ -309,7 +308,7 @@ impl<
         done.append(&mut self.held);
     }
 
-    /// The notify half of [`Self::flush`].
+    /// The notify half of [`Self::flush`], and all of [`ScsiHost::commit`].
     #[inline(never)]
     fn notify(&mut self) {
         let Some(queue) = self.queue.as_mut() else {
@@ -424,8 +423,10 @@ impl<
     fn commit(&mut self) {
         // No generation check: a reset by another handle since this batch's `queue_command`s
         // makes this at worst a spurious notify of the fresh ring (which the device ignores),
-        // and the next `poll` catches up.
-        self.flush();
+        // and the next `poll` catches up. Straight to the notify: a submitter commits after a
+        // pass that queued something, so `flush`'s inlined check would only repeat the one
+        // the notify makes.
+        self.notify();
     }
 
     fn poll(&mut self, done: &mut Vec<Completed<S>>) -> usize {
