@@ -81,14 +81,16 @@ impl<
             state.sense.take().map(|sense| (state, sense))
         });
         let Some((state, sense)) = sense else {
-            log::error!("virtio-scsi: tag {} popped without its sense buffer", tag.0);
+            // A copy of the tag for the message (`{ tag.0 }`): formatting takes its argument's
+            // address, and with `tag.0` itself the hot path kept the tag in a stack slot.
+            log::error!("virtio-scsi: tag {} popped without its sense buffer", { tag.0 });
             return;
         };
         let mut buffers = CmdBuffers { data, sense };
         match check_header(&headers.resp, used_len, data_out, data_in) {
             Err(error) => {
                 self.bad_responses += 1;
-                log::warn!("virtio-scsi: tag {}: {error}", tag.0);
+                log::warn!("virtio-scsi: tag {}: {error}", { tag.0 });
                 done.push(Completed::host_error(tag, HostError::Transport, buffers));
             }
             Ok(checked) if checked.response != response::OK => {
