@@ -204,7 +204,9 @@ impl<H: Hal, L: Lend, M, const SIZE: usize> OwnedQueue<H, L, M, SIZE> {
                 crate::virtio::cold_path();
                 // Posted but not recordable: the device may use the buffers, so they are
                 // leaked rather than dropped; the caller learns only the error.
-                log::error!("virtqueue: token {token} is in use or out of range");
+                // A copy for the message (`{ token }`): formatting takes its argument's
+                // address, which kept the token in a stack slot on the success path.
+                log::error!("virtqueue: token {} is in use or out of range", { token });
                 core::mem::forget(lent);
                 core::mem::forget(meta);
                 Err(NotAdded {

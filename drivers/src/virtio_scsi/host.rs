@@ -411,7 +411,8 @@ impl<
                 data,
             }) => {
                 state.headers = headers;
-                log::warn!("virtio-scsi: tag {}: {error}", tag.0);
+                // A copy of the tag (`{ tag.0 }`), as in `judge`: formatting takes its address.
+                log::warn!("virtio-scsi: tag {}: {error}", { tag.0 });
                 let buffers = CmdBuffers { data, sense };
                 self.held
                     .push(Completed::host_error(tag, HostError::Transport, buffers));

@@ -83,7 +83,9 @@ impl<
         let Some((state, sense)) = sense else {
             // A copy of the tag for the message (`{ tag.0 }`): formatting takes its argument's
             // address, and with `tag.0` itself the hot path kept the tag in a stack slot.
-            log::error!("virtio-scsi: tag {} popped without its sense buffer", { tag.0 });
+            log::error!("virtio-scsi: tag {} popped without its sense buffer", {
+                tag.0
+            });
             return;
         };
         let mut buffers = CmdBuffers { data, sense };
