@@ -81,8 +81,9 @@ pub(in crate::virtio_scsi) struct NotAdded {
 /// One request virtqueue with the commands outstanding on it, tracked by `T` (the caller's
 /// tag type).
 pub struct RequestQueue<H: Hal, T, const QSIZE: usize> {
-    /// Request queue number: virtqueue `2 + index`.
-    index: u16,
+    /// The virtqueue number (`2 +` the request queue number): kept rather than computed, as
+    /// every notify passes it.
+    virtqueue: u16,
     requests: OwnedQueue<H, Command, Record<T>, QSIZE>,
     /// Commands added since the last notify (batched: one notify per poll or flush).
     unnotified: usize,
@@ -96,7 +97,7 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
         // raises none saves the emulator an interrupt per batch.
         requests.set_dev_notify(false);
         Self {
-            index,
+            virtqueue: queue::REQUEST + index,
             requests: OwnedQueue::new(requests, limit),
             unnotified: 0,
         }
@@ -106,18 +107,18 @@ impl<H: Hal, T, const QSIZE: usize> RequestQueue<H, T, QSIZE> {
     /// device's tag for it, a SIMPLE task, the CDB field zeroed) written once.
     pub(in crate::virtio_scsi) fn new_headers(&self, tag: u16) -> Pinned<Headers> {
         let mut headers = Pinned::<Headers>::new_zeroed();
-        headers.req.tag = wire_tag(self.index, tag).into();
+        headers.req.tag = wire_tag(self.index(), tag).into();
         headers
     }
 
     /// Request queue number (0 for the first; its virtqueue is `2 + index`).
     pub fn index(&self) -> u16 {
-        self.index
+        self.virtqueue - queue::REQUEST
     }
 
     /// The virtqueue number the device knows this queue by.
     pub fn virtqueue(&self) -> u16 {
-        queue::REQUEST + self.index
+        self.virtqueue
     }
 
     /// Most commands in flight at once (the host's can_queue).
