@@ -31,6 +31,15 @@ pub trait Clock {
         ticks
     }
 
+    /// The length `ns` in ticks, saturating at `u64::MAX`: the inverse of
+    /// [`ticks_to_ns`](Self::ticks_to_ns) (to within a tick), so that a loop that reads
+    /// [`now_ticks`](Self::now_ticks) can keep its deadlines in ticks and convert once, when it
+    /// sets one, instead of converting every reading. The default: ticks are nanoseconds.
+    #[inline]
+    fn ns_to_ticks(&self, ns: u64) -> u64 {
+        ns
+    }
+
     /// Called by synchronous loops (scan, block I/O) between polls while they wait. Real clocks
     /// spin; [`ManualClock`] advances simulated time so waits end in tests.
     fn relax(&self) {
@@ -50,6 +59,10 @@ impl<C: Clock + ?Sized> Clock for &C {
     fn ticks_to_ns(&self, ticks: u64) -> u64 {
         (**self).ticks_to_ns(ticks)
     }
+    #[inline]
+    fn ns_to_ticks(&self, ns: u64) -> u64 {
+        (**self).ns_to_ticks(ns)
+    }
     fn relax(&self) {
         (**self).relax()
     }
@@ -66,6 +79,10 @@ impl<C: Clock + ?Sized> Clock for Rc<C> {
     #[inline]
     fn ticks_to_ns(&self, ticks: u64) -> u64 {
         (**self).ticks_to_ns(ticks)
+    }
+    #[inline]
+    fn ns_to_ticks(&self, ns: u64) -> u64 {
+        (**self).ns_to_ticks(ns)
     }
     fn relax(&self) {
         (**self).relax()

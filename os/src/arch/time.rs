@@ -12,6 +12,8 @@ use core::sync::atomic::{AtomicU64, Ordering};
 static TSC_HZ: AtomicU64 = AtomicU64::new(0);
 /// Nanoseconds per TSC cycle in 32.32 fixed point.
 static NS_PER_CYCLE_FP32: AtomicU64 = AtomicU64::new(0);
+/// TSC cycles per nanosecond in 32.32 fixed point.
+static CYCLES_PER_NS_FP32: AtomicU64 = AtomicU64::new(0);
 
 /// Reads the time-stamp counter.
 #[inline]
@@ -33,6 +35,10 @@ pub fn calibrate() -> u64 {
         ((1_000_000_000u128 << 32) / u128::from(hz)) as u64,
         Ordering::Relaxed,
     );
+    CYCLES_PER_NS_FP32.store(
+        ((u128::from(hz) << 32) / 1_000_000_000) as u64,
+        Ordering::Relaxed,
+    );
     hz
 }
 
@@ -45,6 +51,14 @@ pub fn tsc_hz() -> u64 {
 #[inline]
 pub fn cycles_to_ns(cycles: u64) -> u64 {
     ((u128::from(cycles) * u128::from(NS_PER_CYCLE_FP32.load(Ordering::Relaxed))) >> 32) as u64
+}
+
+/// Converts nanoseconds to TSC cycles (saturating), for deadlines kept in cycles: one
+/// conversion when a deadline is set instead of one per clock read compared with it.
+#[inline]
+pub fn ns_to_cycles(ns: u64) -> u64 {
+    let cycles = (u128::from(ns) * u128::from(CYCLES_PER_NS_FP32.load(Ordering::Relaxed))) >> 32;
+    u64::try_from(cycles).unwrap_or(u64::MAX)
 }
 
 /// Nanoseconds since the first instruction of the boot stub. Monotonic; 0 before calibration.

@@ -96,6 +96,10 @@ impl scsi::clock::Clock for KernelClock {
     fn ticks_to_ns(&self, ticks: u64) -> u64 {
         time::cycles_to_ns(ticks)
     }
+    #[inline]
+    fn ns_to_ticks(&self, ns: u64) -> u64 {
+        time::ns_to_cycles(ns)
+    }
 }
 
 // The workloads' timed windows: an instruction-count marker at each end.

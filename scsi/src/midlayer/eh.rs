@@ -48,7 +48,7 @@ where
         if !self.recovering {
             self.recovering = true;
             self.dispatch_limit = 0;
-            self.next_sweep_ns = self.now_ns;
+            self.next_sweep_ticks = self.now_ticks;
         }
     }
 
@@ -60,7 +60,7 @@ where
         }
         self.recovering = false;
         self.dispatch_limit = self.template.cmd_per_lun;
-        self.next_sweep_ns = self.now_ns.saturating_add(self.sweep_interval_ns);
+        self.next_sweep_ticks = self.now_ticks.saturating_add(self.sweep_interval_ticks);
     }
 
     /// The end of a timeout sweep during recovery: runs the handler if it has work and nothing

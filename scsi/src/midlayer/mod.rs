@@ -38,12 +38,11 @@ pub use tags::TagPool;
 
 use crate::clock::Clock;
 use crate::host::{
-    CmdBuffers, Completed, DataDirection, HostInterrupt, HostTemplate, SEGMENT_BYTES, ScsiCmd,
-    ScsiHost,
+    CmdBuffers, Completed, HostInterrupt, HostTemplate, SEGMENT_BYTES, ScsiCmd, ScsiHost,
 };
 use crate::sense_alloc::{ReserveFailed, SenseAllocator, SenseMode, SenseStats, SenseStorage};
 use crate::wait::{CompletionWait, Idle, IoMode, IrqStats};
-use crate::wire::{CdbBytes, Lun, Tag};
+use crate::wire::{Lun, Tag};
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
@@ -102,9 +101,15 @@ where
     deferred: VecDeque<Tag>,
     /// Completions found by synchronous helpers for other commands, returned by the next poll.
     stash: Vec<Done>,
-    now_ns: u64,
+    /// The clock's raw reading ([`Clock::now_ticks`]) as the last poll began: the poll
+    /// compares it with `next_sweep_ticks` and converts it to nanoseconds ([`Self::now_ns`])
+    /// only on the paths that stamp or judge a deadline (parking, the deferred list, the
+    /// sweep), not once per poll.
+    now_ticks: u64,
     sweep_interval_ns: u64,
-    next_sweep_ns: u64,
+    /// `sweep_interval_ns` in ticks, converted when the interval is set.
+    sweep_interval_ticks: u64,
+    next_sweep_ticks: u64,
     stats: MidlayerStats,
     /// How loops wait when a poll found nothing; `None` busy-polls. `Send`, so that a
     /// midlayer built on one CPU can run its queue on another (multi-queue hosts).
@@ -126,29 +131,9 @@ where
         let template = host.template();
         let can_queue = template.can_queue.max(1);
         let sense = SenseAllocator::new(mode, slab, usize::from(can_queue))?;
-        let slots = (0..can_queue)
-            .map(|_| Slot {
-                state: SlotState::Free,
-                device: 0,
-                target: 0,
-                lun: Lun(0),
-                cdb: CdbBytes::default(),
-                direction: DataDirection::None,
-                data: Vec::new(),
-                sense: None,
-                extra: Vec::new(),
-                user_data: 0,
-                timeout_ns: 0,
-                deadline_ns: 0,
-                not_before_ns: 0,
-                sense_gen: 0,
-                sense_wait_since_ns: 0,
-                retries_left: 0,
-                attempts: 0,
-                recovered: false,
-            })
-            .collect();
-        let now_ns = clock.now_ns();
+        let slots = (0..can_queue).map(|_| Slot::free()).collect();
+        let now_ticks = clock.now_ticks();
+        let sweep_interval_ticks = clock.ns_to_ticks(DEFAULT_TIMEOUT_NS / 8);
         let max_transfer_bytes = (template.max_sectors as usize * 512)
             .min(usize::from(template.sg_tablesize) * SEGMENT_BYTES);
         Ok(Midlayer {
@@ -173,9 +158,10 @@ where
             host_done: Vec::with_capacity(usize::from(can_queue)),
             deferred: VecDeque::with_capacity(usize::from(can_queue)),
             stash: Vec::new(),
-            now_ns,
+            now_ticks,
             sweep_interval_ns: DEFAULT_TIMEOUT_NS / 8,
-            next_sweep_ns: now_ns + DEFAULT_TIMEOUT_NS / 8,
+            sweep_interval_ticks,
+            next_sweep_ticks: now_ticks.saturating_add(sweep_interval_ticks),
             stats: MidlayerStats::default(),
             wait: None,
             wait_prompt: false,
@@ -199,12 +185,18 @@ where
     pub fn clock(&self) -> &C {
         &self.clock
     }
-    /// The clock as the last [`Self::poll`] (or [`Self::poll_with`]) read it, when it began:
-    /// a loop that polls can take its own "now" from here instead of reading the clock again
-    /// (a clock read and conversion per poll saved).
+    /// The clock's raw reading ([`Clock::now_ticks`]) as the last [`Self::poll`] (or
+    /// [`Self::poll_with`]) began: a loop that polls can take its own "now" from here instead
+    /// of reading the clock again, and keep its deadlines in ticks too (a clock read and a
+    /// conversion per poll saved).
     #[inline]
-    pub fn poll_clock_ns(&self) -> u64 {
-        self.now_ns
+    pub fn poll_clock_ticks(&self) -> u64 {
+        self.now_ticks
+    }
+    /// The last poll's clock in nanoseconds, for the deadlines of parked and timed commands
+    /// (the origin is the clock's tick origin: these times are only compared with each other).
+    fn now_ns(&self) -> u64 {
+        self.clock.ticks_to_ns(self.now_ticks)
     }
     /// Counters so far.
     pub fn stats(&self) -> MidlayerStats {
@@ -324,7 +316,10 @@ where
         let timeout_ns = request.timeout_ns | 1;
         if timeout_ns / 8 < self.sweep_interval_ns {
             self.sweep_interval_ns = (timeout_ns / 8).max(1);
-            self.next_sweep_ns = self.next_sweep_ns.min(self.now_ns + self.sweep_interval_ns);
+            self.sweep_interval_ticks = self.clock.ns_to_ticks(self.sweep_interval_ns);
+            self.next_sweep_ticks = self
+                .next_sweep_ticks
+                .min(self.now_ticks.saturating_add(self.sweep_interval_ticks));
         }
         // One look-up of the slot serves the whole submission: the reference stays valid
         // across the sense allocation (another field), so the slot is not indexed and
@@ -388,10 +383,11 @@ where
     #[cold]
     #[inline(never)]
     fn wait_for_sense(&mut self, tag: Tag) {
+        let now_ns = self.now_ns();
         let slot = &mut self.slots[usize::from(tag.0)];
         self.stats.sense_waits += 1;
         slot.sense_gen = self.sense_frees;
-        slot.sense_wait_since_ns = self.now_ns;
+        slot.sense_wait_since_ns = now_ns;
         self.park(tag, 0);
     }
 
@@ -474,9 +470,10 @@ where
 
     /// Parks a command for at least `delay_ns`; it fails if still parked a timeout later.
     fn park(&mut self, tag: Tag, delay_ns: u64) {
+        let not_before_ns = self.now_ns() + delay_ns;
         let slot = &mut self.slots[usize::from(tag.0)];
         slot.state = SlotState::Parked;
-        slot.not_before_ns = self.now_ns + delay_ns;
+        slot.not_before_ns = not_before_ns;
         slot.deadline_ns = UNSTAMPED;
         self.deferred.push_back(tag);
     }
@@ -583,7 +580,7 @@ where
         if !self.stash.is_empty() {
             out.append(&mut self.stash);
         }
-        self.now_ns = self.clock.now_ns();
+        self.now_ticks = self.clock.now_ticks();
         let found = self.host.poll(&mut self.host_done);
         if !self.wait_prompt {
             // Told before the next idle: one report per idle, not one per busy poll. Counted
@@ -605,10 +602,10 @@ where
         // The empty vector `take` left in its place has nothing to free either.
         core::mem::forget(core::mem::replace(&mut self.host_done, done));
         if !self.deferred.is_empty() {
-            self.run_deferred(out);
+            self.run_deferred(self.now_ns(), out);
         }
-        if self.now_ns >= self.next_sweep_ns {
-            self.next_sweep_ns = self.now_ns + self.sweep_interval_ns;
+        if self.now_ticks >= self.next_sweep_ticks {
+            self.next_sweep_ticks = self.now_ticks.saturating_add(self.sweep_interval_ticks);
             self.sweep_timeouts(out);
         }
     }

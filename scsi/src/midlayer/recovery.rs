@@ -18,7 +18,7 @@ where
     A::Element: SenseStorage,
 {
     #[inline(never)]
-    pub(super) fn run_deferred(&mut self, out: &mut Vec<Done>) {
+    pub(super) fn run_deferred(&mut self, now_ns: u64, out: &mut Vec<Done>) {
         for _ in 0..self.deferred.len() {
             let Some(tag) = self.deferred.pop_front() else {
                 break;
@@ -44,9 +44,9 @@ where
                     (true, Some(wait_ns)) => wait_ns,
                     _ => slot.timeout_ns,
                 };
-                slot.deadline_ns = self.now_ns.saturating_add(wait_ns);
+                slot.deadline_ns = now_ns.saturating_add(wait_ns);
             }
-            if self.now_ns >= slot.deadline_ns {
+            if now_ns >= slot.deadline_ns {
                 let error = if slot.sense.is_none() {
                     ScsiError::SenseUnavailable
                 } else {
@@ -58,20 +58,20 @@ where
             }
             if slot.sense.is_none() {
                 // Try again once a buffer was freed, or after the blk-mq resource delay.
-                if slot.sense_gen == self.sense_frees && self.now_ns < slot.not_before_ns {
+                if slot.sense_gen == self.sense_frees && now_ns < slot.not_before_ns {
                     self.deferred.push_back(tag);
                     continue;
                 }
                 slot.sense_gen = self.sense_frees;
                 if !self.take_elements(tag) {
                     let slot = &mut self.slots[usize::from(tag.0)];
-                    slot.not_before_ns = self.now_ns.saturating_add(SENSE_RETRY_DELAY_NS);
+                    slot.not_before_ns = now_ns.saturating_add(SENSE_RETRY_DELAY_NS);
                     self.deferred.push_back(tag);
                     continue;
                 }
                 let slot = &self.slots[usize::from(tag.0)];
-                self.stats.sense_parked_ns += self.now_ns.saturating_sub(slot.sense_wait_since_ns);
-            } else if self.now_ns < slot.not_before_ns {
+                self.stats.sense_parked_ns += now_ns.saturating_sub(slot.sense_wait_since_ns);
+            } else if now_ns < slot.not_before_ns {
                 self.deferred.push_back(tag);
                 continue;
             }
@@ -83,6 +83,7 @@ where
     /// abort); hands those that cannot be to the error handler, and runs it during recovery.
     #[inline(never)]
     pub(super) fn sweep_timeouts(&mut self, out: &mut Vec<Done>) {
+        let now_ns = self.now_ns();
         let mut waiting = false;
         for index in 0..self.slots.len() {
             let slot = &mut self.slots[index];
@@ -90,10 +91,10 @@ where
                 continue;
             }
             if slot.deadline_ns == UNSTAMPED {
-                slot.deadline_ns = self.now_ns.saturating_add(slot.timeout_ns);
+                slot.deadline_ns = now_ns.saturating_add(slot.timeout_ns);
                 continue;
             }
-            if self.now_ns < slot.deadline_ns {
+            if now_ns < slot.deadline_ns {
                 continue;
             }
             let tag = Tag(index as u16);

@@ -55,6 +55,30 @@ pub(super) struct Slot<E> {
 }
 
 impl<E> Slot<E> {
+    /// A slot no command holds.
+    pub(super) fn free() -> Self {
+        Slot {
+            state: SlotState::Free,
+            device: 0,
+            target: 0,
+            lun: Lun(0),
+            cdb: CdbBytes::default(),
+            direction: DataDirection::None,
+            data: Vec::new(),
+            sense: None,
+            extra: Vec::new(),
+            user_data: 0,
+            timeout_ns: 0,
+            deadline_ns: 0,
+            not_before_ns: 0,
+            sense_gen: 0,
+            sense_wait_since_ns: 0,
+            retries_left: 0,
+            attempts: 0,
+            recovered: false,
+        }
+    }
+
     /// Whether the command was aborted once after a timeout (Linux's
     /// `SCSI_EH_ABORT_SCHEDULED`), so that a second timeout goes to the error handler. Kept
     /// as the low bit of `timeout_ns`, clear once aborted: `submit` makes every timeout odd

@@ -225,3 +225,69 @@ fn busy_polls_are_reported_to_the_wait_policy_as_it_asks() {
         );
     }
 }
+
+/// A clock whose ticks are not nanoseconds (three per ns, from another origin), as the guest's
+/// TSC is not: the midlayer keeps the poll's reading and the sweep's schedule in ticks and its
+/// deadlines in ns, so a mix-up of the two would time a command out three times too early or
+/// too late.
+#[derive(Clone)]
+struct ThreeTicksPerNs(ManualClock);
+
+impl Clock for ThreeTicksPerNs {
+    fn now_ns(&self) -> u64 {
+        self.0.now_ns()
+    }
+    fn now_ticks(&self) -> u64 {
+        1_000_000_007 + 3 * self.0.now_ns()
+    }
+    fn ticks_to_ns(&self, ticks: u64) -> u64 {
+        ticks / 3
+    }
+    fn ns_to_ticks(&self, ns: u64) -> u64 {
+        ns.saturating_mul(3)
+    }
+    fn relax(&self) {
+        self.0.relax();
+    }
+}
+
+/// A swallowed command with a 1 ms timeout times out between 1 ms and 1 ms plus two sweep
+/// intervals (an eighth each) after it was submitted, whatever the clock's ticks are.
+#[test]
+fn a_timeout_fires_on_time_with_a_clock_whose_ticks_are_not_nanoseconds() {
+    use crate::target::OPT_TIMEOUT;
+    use crate::wire::{BlockCount, Cdb, Lba};
+    let clock = ManualClock::new(0);
+    let params = ScsiDebugParams {
+        delay: 0,
+        ..ScsiDebugParams::default()
+    };
+    let target = ScsiDebug::try_new(params, clock.clone()).unwrap();
+    let mut stack = Midlayer::new(
+        target,
+        HeapSense::new(),
+        SenseMode::Slab,
+        ThreeTicksPerNs(clock.clone()),
+    )
+    .unwrap();
+    let device = stack.add_device(0, Lun(0));
+    stack.host_mut().set_injection(-1, OPT_TIMEOUT);
+    let mut request = Request::new(device, Cdb::read(Lba(0), BlockCount(1)), vec![0; 512]);
+    request.timeout_ns = 1_000_000;
+    stack.submit(request).unwrap();
+    let mut out = Vec::new();
+    let mut timed_out_at_ns = None;
+    for _ in 0..1000 {
+        stack.poll(&mut out);
+        if stack.stats().timeouts > 0 {
+            timed_out_at_ns = Some(clock.now_ns());
+            break;
+        }
+        clock.advance(10_000);
+    }
+    let at_ns = timed_out_at_ns.expect("the command timed out within 10 ms");
+    assert!(
+        (1_000_000..=1_250_000).contains(&at_ns),
+        "timed out at {at_ns} ns"
+    );
+}

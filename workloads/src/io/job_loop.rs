@@ -29,7 +29,7 @@ use super::{Histogram, Hooks, JobParams, Limit, RwMode, Shape, Stall, WorkloadRe
 /// A gap between two polls of the job loop longer than this is time the loop did not run (a
 /// vCPU descheduled on a busy host), not time the stack waited: the loop's own waits are a
 /// busy poll or a halt that the irq wait policy's safety timer ends within 10 ms. The stall
-/// watchdog does not count such a gap.
+/// watchdog does not count such a gap (compared in the clock's ticks: [`Plan::gap_ticks`]).
 const UNOBSERVED_GAP_NS: u64 = 100_000_000;
 
 /// A job's random stream, advanced on every submission: a cache line of its own, because the
@@ -52,30 +52,56 @@ struct Plan<'r> {
     job: &'r JobParams,
     disk: &'r Disk,
     shape: Shape,
-    /// The clock when the run began (before the first buffer is allocated).
-    begin_ns: u64,
+    /// The clock's raw reading ([`Clock::now_ticks`]) when the run began (before the first
+    /// buffer is allocated). The loop keeps its times in ticks, as the midlayer's poll reads
+    /// them, and converts to nanoseconds only what it reports.
+    begin_ticks: u64,
     /// The job's limit (`ios=` or `runtime=`) as the bounds the submit pass compares to.
     stop: Stop,
+    /// `stall_ms=` in ticks.
+    stall_ticks: Option<u64>,
+    /// [`UNOBSERVED_GAP_NS`] in ticks.
+    gap_ticks: u64,
 }
 
-/// When a job stops issuing: after `ios` commands or once the clock reaches `at_ns`, whichever
-/// its [`Limit`] sets (the other is never reached).
+impl<'r> Plan<'r> {
+    /// The plan of `job` begun at `begin_ticks`, its times converted to ticks of `clock`.
+    #[inline(always)]
+    fn new<C: Clock>(
+        clock: &C,
+        (job, disk, shape): (&'r JobParams, &'r Disk, Shape),
+        begin_ticks: u64,
+    ) -> Self {
+        Plan {
+            job,
+            disk,
+            shape,
+            begin_ticks,
+            stop: Stop::new(job.limit, begin_ticks, clock),
+            stall_ticks: job.stall_ns.map(|ns| clock.ns_to_ticks(ns)),
+            gap_ticks: clock.ns_to_ticks(UNOBSERVED_GAP_NS),
+        }
+    }
+}
+
+/// When a job stops issuing: after `ios` commands or once the clock reaches `at_ticks`,
+/// whichever its [`Limit`] sets (the other is never reached).
 #[derive(Clone, Copy)]
 struct Stop {
     ios: u64,
-    at_ns: u64,
+    at_ticks: u64,
 }
 
 impl Stop {
-    fn new(limit: Limit, begin_ns: u64) -> Self {
+    fn new<C: Clock>(limit: Limit, begin_ticks: u64, clock: &C) -> Self {
         match limit {
             Limit::Ios(ios) => Stop {
                 ios,
-                at_ns: u64::MAX,
+                at_ticks: u64::MAX,
             },
             Limit::RuntimeNs(ns) => Stop {
                 ios: u64::MAX,
-                at_ns: begin_ns.saturating_add(ns),
+                at_ticks: begin_ticks.saturating_add(clock.ns_to_ticks(ns)),
             },
         }
     }
@@ -114,11 +140,12 @@ impl Tally {
 }
 
 /// Where the loop is: scalars carried from one pass to the next (kept apart from [`Tally`],
-/// whose fields the poll borrows, so they can stay in registers).
+/// whose fields the poll borrows, so they can stay in registers). Times in the clock's ticks.
 struct Progress {
     issued: u64,
-    now_ns: u64,
-    last_progress_ns: u64,
+    now_ticks: u64,
+    last_progress_ticks: u64,
+    longest_stall_ticks: u64,
     moves_at_progress: u64,
 }
 
@@ -164,23 +191,18 @@ where
         stack.sense_allocator().mode(),
         io_mode,
     ));
-    let begin_ns = stack.clock().now_ns();
+    let begin_ticks = stack.clock().now_ticks();
     let slot = hooks
         .window_slot()
         .unwrap_or_else(|| tally.report.sense_mode.slot());
     stack.clock().window_begin(slot);
-    let plan = Plan {
-        job,
-        disk,
-        shape,
-        begin_ns,
-        stop: Stop::new(job.limit, begin_ns),
-    };
+    let plan = Plan::new(stack.clock(), (job, disk, shape), begin_ticks);
     let mut done = prime::<A, P>(plan, can_queue, &mut tally);
     let mut progress = Progress {
         issued: 0,
-        now_ns: begin_ns,
-        last_progress_ns: begin_ns,
+        now_ticks: begin_ticks,
+        last_progress_ticks: begin_ticks,
+        longest_stall_ticks: 0,
         moves_at_progress: element_moves(before.sense),
     };
     passes(
@@ -193,7 +215,7 @@ where
         &mut progress,
     );
     stack.clock().window_end(slot);
-    finish(stack, tally, &before, progress.now_ns - begin_ns)
+    finish(stack, tally, &before, &progress, begin_ticks)
 }
 
 /// Every value a [`scsi::wire::Tag`] can take.
@@ -278,9 +300,9 @@ fn passes<H, A, C, P>(
             }
         }
         // The poll's own clock read (taken as it began) serves the loop too.
-        let now_ns = stack.poll_clock_ns();
+        let now_ticks = stack.poll_clock_ticks();
         if found == 0 {
-            note_empty_poll(progress, now_ns);
+            note_empty_poll(plan, progress, now_ticks);
             stack.clock().poll_empty();
             watch_for_stall(stack, hooks, plan, tally, progress);
             // Busy-poll, or halt on the host's interrupt (the policy `io_mode=` installed).
@@ -288,8 +310,8 @@ fn passes<H, A, C, P>(
             continue;
         }
         // Progress: whatever gap came before this poll, the watchdog starts again from now.
-        progress.now_ns = now_ns;
-        progress.last_progress_ns = now_ns;
+        progress.now_ticks = now_ticks;
+        progress.last_progress_ticks = now_ticks;
         progress.moves_at_progress = element_moves(stack.sense_stats());
     }
 }
@@ -313,7 +335,7 @@ fn submit<H, A, C>(
     // Neither the watchdog nor the clock moves while a pass submits (the clock is the last
     // poll's), so they are judged once per pass, and the limit as two bounds fixed at the
     // start: at iodepth 1 every I/O is a pass of its own.
-    if tally.report.stall.is_some() || progress.now_ns >= plan.stop.at_ns {
+    if tally.report.stall.is_some() || progress.now_ticks >= plan.stop.at_ticks {
         return;
     }
     let Shape {
@@ -418,11 +440,14 @@ where
 /// stack could move, so the first poll after the gap, whose timeout sweep only now recovers
 /// what fell due meanwhile, is not judged on it.
 #[inline(always)]
-fn note_empty_poll(progress: &mut Progress, now_ns: u64) {
-    let gap_ns = now_ns.saturating_sub(progress.now_ns);
-    progress.now_ns = now_ns;
-    if gap_ns > UNOBSERVED_GAP_NS {
-        progress.last_progress_ns = progress.last_progress_ns.saturating_add(gap_ns).min(now_ns);
+fn note_empty_poll(plan: Plan<'_>, progress: &mut Progress, now_ticks: u64) {
+    let gap = now_ticks.saturating_sub(progress.now_ticks);
+    progress.now_ticks = now_ticks;
+    if gap > plan.gap_ticks {
+        progress.last_progress_ticks = progress
+            .last_progress_ticks
+            .saturating_add(gap)
+            .min(now_ticks);
     }
 }
 
@@ -435,7 +460,7 @@ fn watch_for_stall<H, A, C, P>(
     hooks: &mut P,
     plan: Plan<'_>,
     tally: &mut Tally,
-    progress: &Progress,
+    progress: &mut Progress,
 ) where
     H: ScsiHost<A::Element>,
     A: ElementAllocator,
@@ -443,15 +468,15 @@ fn watch_for_stall<H, A, C, P>(
     C: Clock,
     P: Hooks<A>,
 {
-    let now = progress.now_ns;
-    let stalled_ns = now - progress.last_progress_ns;
-    tally.report.longest_stall_ns = tally.report.longest_stall_ns.max(stalled_ns);
+    let now = progress.now_ticks;
+    let stalled = now - progress.last_progress_ticks;
+    progress.longest_stall_ticks = progress.longest_stall_ticks.max(stalled);
     if tally.report.stall.is_none()
-        && let Some(stall_ns) = plan.job.stall_ns
-        && now - progress.last_progress_ns >= stall_ns
+        && let Some(stall_ticks) = plan.stall_ticks
+        && stalled >= stall_ticks
     {
         tally.report.stall = Some(Stall {
-            at_ns: now - plan.begin_ns,
+            at_ns: stack.clock().ticks_to_ns(now - plan.begin_ticks),
             outstanding: tally.outstanding,
             parked: stack.waiting_for_sense(),
             completed: tally.report.reads + tally.report.writes + tally.report.errors,
@@ -461,14 +486,15 @@ fn watch_for_stall<H, A, C, P>(
     }
 }
 
-/// The end-of-run report: the loop's counts and latencies with the stack's counters since
-/// `before`.
+/// The end-of-run report: the loop's counts, latencies and times (in ns, converted from the
+/// clock's ticks here) with the stack's counters since `before`.
 #[inline(always)]
 fn finish<H, A, C>(
     stack: &Midlayer<H, A, C>,
     tally: Tally,
     before: &Before,
-    elapsed_ns: u64,
+    progress: &Progress,
+    begin_ticks: u64,
 ) -> WorkloadReport
 where
     H: ScsiHost<A::Element>,
@@ -479,7 +505,9 @@ where
     let mut report = tally.report;
     // Every command that succeeded was a read or a write: counted there, once per command.
     report.ios = report.reads + report.writes;
+    let elapsed_ns = stack.clock().ticks_to_ns(progress.now_ticks - begin_ticks);
     report.elapsed_ns = elapsed_ns;
+    report.longest_stall_ns = stack.clock().ticks_to_ns(progress.longest_stall_ticks);
     report.elapsed_cpu_ns = elapsed_ns;
     report.latency = tally.latency;
     let mut sense = stack.sense_stats();

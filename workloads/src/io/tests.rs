@@ -2,7 +2,7 @@
 //! rejected jobs.
 
 use super::*;
-use scsi::clock::ManualClock;
+use scsi::clock::{Clock, ManualClock};
 use scsi::sense_alloc::HeapSense;
 use scsi::target::ScsiDebugParams;
 
@@ -382,4 +382,55 @@ fn the_loop_commits_each_submit_pass_before_it_polls() {
             host.commits
         );
     }
+}
+
+/// A clock whose ticks are not nanoseconds (three per ns, from another origin), as the guest's
+/// TSC is not: the loop keeps its times in ticks and reports nanoseconds.
+#[derive(Clone)]
+struct ThreeTicksPerNs(ManualClock);
+
+impl Clock for ThreeTicksPerNs {
+    fn now_ns(&self) -> u64 {
+        self.0.now_ns()
+    }
+    fn now_ticks(&self) -> u64 {
+        1_000_000_007 + 3 * self.0.now_ns()
+    }
+    fn ticks_to_ns(&self, ticks: u64) -> u64 {
+        ticks / 3
+    }
+    fn ns_to_ticks(&self, ns: u64) -> u64 {
+        ns.saturating_mul(3)
+    }
+    fn relax(&self) {
+        self.0.relax();
+    }
+}
+
+impl protocol::window::CountedWindows for ThreeTicksPerNs {}
+
+/// `runtime=`, the stall watchdog (`stall_ms=`), the elapsed time, the longest stall and the
+/// latencies are nanoseconds with a clock whose ticks are not.
+#[test]
+fn the_loop_reports_nanoseconds_with_a_clock_whose_ticks_are_not() {
+    let params = WorkloadParams::parse("runtime=2ms iodepth=1 ndelay=10000").unwrap();
+    let clock = ThreeTicksPerNs(ManualClock::new(1000));
+    let report = run_fake_rw(&params, HeapSense::new(), clock).unwrap();
+    assert!(
+        (2_000_000..2_100_000).contains(&report.elapsed_ns),
+        "{}",
+        report.elapsed_ns
+    );
+    let max = report.latency.max_ns();
+    assert!((10_000..12_000).contains(&max), "{max}");
+    let params = WorkloadParams::parse("ios=4 iodepth=4 ndelay=20000000 stall_ms=5").unwrap();
+    let clock = ThreeTicksPerNs(ManualClock::new(1000));
+    let report = run_fake_rw(&params, HeapSense::new(), clock).unwrap();
+    let stall = report.stall.expect("the watchdog fired");
+    assert!((5_000_000..5_010_000).contains(&stall.at_ns), "{stall:?}");
+    assert!(
+        (19_000_000..21_000_000).contains(&report.longest_stall_ns),
+        "{}",
+        report.longest_stall_ns
+    );
 }
